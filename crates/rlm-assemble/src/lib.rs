@@ -1,0 +1,1 @@
+//! Evidence-based context assembly: ranked evidence, budgets, prompt.mdctx and ctxplan.json.

@@ -1,0 +1,1 @@
+//! Format sniffing, context metadata, chunkers and token counting for rlm.

@@ -1,0 +1,1 @@
+//! The recursive language model loop and the agentic query pipeline.

@@ -1,0 +1,47 @@
+//! `rlm config [show|paths]`: what configuration is in force and where it came from.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use crate::cli::{ConfigAction, ConfigArgs, GlobalArgs};
+use crate::config::{self, LoadedConfig};
+
+pub fn run(global: &GlobalArgs, args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    match args.action.unwrap_or(ConfigAction::Show) {
+        ConfigAction::Show => {
+            let loaded = LoadedConfig::load(global.config.as_deref())?;
+            let shown = config::redacted(&loaded.table);
+            if global.json {
+                let files: Vec<String> = loaded
+                    .files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                crate::output::print_json(&serde_json::json!({
+                    "type": "config", "files": files, "config": shown,
+                }))?;
+            } else {
+                let mut out = crate::output::stdout();
+                writeln!(
+                    out,
+                    "# files read (lowest precedence first): {}",
+                    loaded.describe_files()
+                )?;
+                write!(out, "{}", toml::to_string_pretty(&shown)?)?;
+            }
+        }
+        ConfigAction::Paths => {
+            let mut out = crate::output::stdout();
+            match &global.config {
+                Some(path) => writeln!(out, "{} (explicit)", path.display())?,
+                None => {
+                    for path in config::candidate_files().into_iter().flatten() {
+                        let state = if path.is_file() { "found" } else { "absent" };
+                        writeln!(out, "{} ({state})", path.display())?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,18 @@
+//! One module per subcommand; `dispatch` routes a parsed command line to it.
+
+mod completions;
+mod config;
+mod inspect;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let Cli { global, command } = cli;
+    match command {
+        Command::Inspect(args) => inspect::run(&global, args),
+        Command::Config(args) => config::run(&global, args),
+        Command::Completions(args) => completions::run(args),
+    }
+}

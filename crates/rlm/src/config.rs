@@ -1,0 +1,166 @@
+//! Configuration files and their layering.
+//!
+//! Precedence, highest first: flags > environment > project file (`rlm.toml` in the current
+//! directory or an ancestor) > user file (`$XDG_CONFIG_HOME/rlm/config.toml`) > defaults.
+//! Files are merged table by table here; each command then applies env and flags on top of the
+//! section it reads (see `LoadedConfig::section`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::de::DeserializeOwned;
+
+use crate::env;
+use crate::error::CliError;
+
+/// The name of the project configuration file.
+pub const PROJECT_FILE: &str = "rlm.toml";
+
+/// The merged content of the configuration files that exist.
+#[derive(Debug, Default)]
+pub struct LoadedConfig {
+    pub table: toml::Table,
+    /// Files that were read, lowest precedence first.
+    pub files: Vec<PathBuf>,
+}
+
+impl LoadedConfig {
+    /// Loads the explicit file if given, otherwise the user file and then the project file.
+    pub fn load(explicit: Option<&Path>) -> anyhow::Result<Self> {
+        let mut loaded = Self::default();
+        if let Some(path) = explicit {
+            if !path.is_file() {
+                return Err(CliError::input(anyhow::anyhow!(
+                    "configuration file {} does not exist",
+                    path.display()
+                ))
+                .into());
+            }
+            loaded.merge_file(path)?;
+            return Ok(loaded);
+        }
+        for path in candidate_files().into_iter().flatten() {
+            if path.is_file() {
+                loaded.merge_file(&path)?;
+            }
+        }
+        Ok(loaded)
+    }
+
+    fn merge_file(&mut self, path: &Path) -> anyhow::Result<()> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("failed to read configuration file {}", path.display()))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|err| {
+            CliError::input(anyhow::anyhow!(err))
+                .with_hint(format!("fix or remove {}", path.display()))
+        })?;
+        merge_tables(&mut self.table, table);
+        self.files.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Deserializes one `[section]`, or its default when absent.
+    pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
+        match self.table.get(name) {
+            None => Ok(T::default()),
+            Some(value) => value.clone().try_into().map_err(|err: toml::de::Error| {
+                CliError::input(anyhow::anyhow!("invalid [{name}] section: {err}"))
+                    .with_hint(format!(
+                        "configuration files read: {}",
+                        self.describe_files()
+                    ))
+                    .into()
+            }),
+        }
+    }
+
+    pub fn describe_files(&self) -> String {
+        if self.files.is_empty() {
+            return "none".to_owned();
+        }
+        self.files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Files looked for, lowest precedence first: user file, then project file.
+pub fn candidate_files() -> [Option<PathBuf>; 2] {
+    [user_file(), project_file()]
+}
+
+fn user_file() -> Option<PathBuf> {
+    let base = std::env::var_os(env::XDG_CONFIG_HOME)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(env::HOME).map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("rlm").join("config.toml"))
+}
+
+fn project_file() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
+        .map(|dir| dir.join(PROJECT_FILE))
+        .find(|path| path.is_file())
+}
+
+/// Deep-merges `overlay` into `base`: tables merge key by key, other values replace.
+pub fn merge_tables(base: &mut toml::Table, overlay: toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(incoming)) => {
+                merge_tables(existing, incoming);
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Replaces values of keys that look secret, so the table can be shown or logged.
+pub fn redacted(table: &toml::Table) -> toml::Table {
+    table
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                toml::Value::Table(inner) => toml::Value::Table(redacted(inner)),
+                _ if is_secret_key(key) => toml::Value::String("<redacted>".to_owned()),
+                other => other.clone(),
+            };
+            (key.clone(), value)
+        })
+        .collect()
+}
+
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["key", "token", "secret", "password", "authorization"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_overrides_scalars_and_keeps_siblings() {
+        let mut base: toml::Table = toml::from_str("[llm]\nmodel = 'a'\nretries = 3\n").unwrap();
+        let overlay: toml::Table = toml::from_str("[llm]\nmodel = 'b'\n").unwrap();
+        merge_tables(&mut base, overlay);
+        assert_eq!(base["llm"]["model"].as_str(), Some("b"));
+        assert_eq!(base["llm"]["retries"].as_integer(), Some(3));
+    }
+
+    #[test]
+    fn secrets_are_redacted_at_any_depth() {
+        let table: toml::Table =
+            toml::from_str("[providers.openai]\napi_key = 'sk-123'\nbase_url = 'x'\n").unwrap();
+        let shown = toml::to_string(&redacted(&table)).unwrap();
+        assert!(!shown.contains("sk-123"));
+        assert!(shown.contains("base_url"));
+    }
+}

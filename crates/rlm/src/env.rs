@@ -1,0 +1,12 @@
+//! Every environment variable `rlm` reads, in one place.
+
+/// Log filter override (tracing `EnvFilter` syntax).
+pub const RUST_LOG: &str = "RUST_LOG";
+/// Disable colour (any non-empty value), per no-color.org.
+pub const NO_COLOR: &str = "NO_COLOR";
+/// Base directory for the user configuration file.
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// Fallback for the user configuration directory.
+pub const HOME: &str = "HOME";
+/// Explicit configuration file, same as `--config`.
+pub const RLM_CONFIG: &str = "RLM_CONFIG";
