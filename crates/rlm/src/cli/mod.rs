@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+mod inspect;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use inspect::InspectArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -54,22 +58,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct InspectArgs {
-    /// Files to inspect; `-` reads stdin.
-    #[arg(value_name = "PATH", required_unless_present = "text")]
-    pub paths: Vec<PathBuf>,
-    /// Inspect this inline text instead of files.
-    #[arg(long, conflicts_with = "paths")]
-    pub text: Option<String>,
-    /// Name to show for stdin or inline text (also used as an extension hint).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Maximum characters of the sample.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub sample_chars: u32,
+    // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
+    // and its behaviour in `commands/<name>.rs`.
 }
 
 #[derive(Debug, Args)]
