@@ -211,7 +211,7 @@ fn generate_array(dir: &Path, name: &str, megabytes: u64) -> std::io::Result<Pat
 }
 
 fn ndjson_line(index: u64) -> String {
-    let accent = if index % 1000 == 0 {
+    let accent = if index.is_multiple_of(1000) {
         " café — naïve 日本語"
     } else {
         ""
@@ -224,7 +224,7 @@ fn ndjson_line(index: u64) -> String {
 }
 
 fn csv_line(index: u64) -> String {
-    if index % 50 == 0 {
+    if index.is_multiple_of(50) {
         format!(
             "{index},user{},WARN,\"multi-line\nmessage, with a comma\",{}\n",
             index % 311,
