@@ -302,7 +302,13 @@ impl LlmClient {
 
 fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
     AttemptError {
-        retryable: err.is_connect() || err.is_timeout() || err.is_request() || err.is_body(),
+        // Bodies are decoded by this crate, so a reqwest "decode" error is a broken body
+        // stream, as transient as a dropped connection.
+        retryable: err.is_connect()
+            || err.is_timeout()
+            || err.is_request()
+            || err.is_body()
+            || err.is_decode(),
         error: Error::Transport {
             url: url.to_owned(),
             source: err,
