@@ -10,6 +10,8 @@ use crate::static_model::{self, StaticEmbedder};
 use crate::wheel::{Bundle, file_name, parent_of};
 use crate::{Embedder as _, ModelId};
 
+mod onnx;
+
 /// Options for [`import`].
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -44,9 +46,6 @@ impl ImportOptions {
     }
 }
 
-/// Token limit of MiniLM-class sentence encoders when the model does not say.
-const DEFAULT_ONNX_MAX_TOKENS: usize = 256;
-
 /// Imports the model in `source` (a directory or a `.whl`) into `models_dir/<name>` and
 /// returns its manifest. Fails without leaving anything behind when the source holds no
 /// model, a file is corrupt, or the parts disagree on the dimension.
@@ -79,7 +78,7 @@ pub fn import(source: &Path, models_dir: &Path, options: &ImportOptions) -> Resu
     };
     let result = match found {
         Found::Static { dir } => import_static(&mut bundle, &dir, &staging, draft),
-        Found::Onnx { model } => import_onnx(&mut bundle, &model, &staging, draft, options),
+        Found::Onnx { model } => onnx::import_onnx(&mut bundle, &model, &staging, draft, options),
     };
     let manifest = match result {
         Ok(manifest) => manifest,
@@ -105,7 +104,7 @@ enum Found {
 }
 
 /// The parts of a manifest known before the files are copied.
-struct Draft {
+pub(super) struct Draft {
     name: String,
     source: String,
     package: Option<String>,
@@ -277,7 +276,7 @@ fn import_static(bundle: &mut Bundle, dir: &str, staging: &Path, draft: Draft) -
 }
 
 /// Embeds a sentence to prove the parts work together before the model is offered for use.
-fn probe(embedder: &dyn crate::Embedder, dir: &Path) -> Result<()> {
+pub(super) fn probe(embedder: &dyn crate::Embedder, dir: &Path) -> Result<()> {
     let vector = embedder.embed_one("rlm import check: open a file and read its contents")?;
     if vector.len() != embedder.dimension() {
         return Err(Error::DimensionMismatch {
@@ -295,7 +294,7 @@ fn probe(embedder: &dyn crate::Embedder, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn describe(dir: &Path, files: &[&str]) -> Result<Vec<ModelFile>> {
+pub(super) fn describe(dir: &Path, files: &[&str]) -> Result<Vec<ModelFile>> {
     files
         .iter()
         .map(|file| manifest::describe_file(dir, file))
@@ -306,7 +305,7 @@ fn describe(dir: &Path, files: &[&str]) -> Result<Vec<ModelFile>> {
     clippy::too_many_arguments,
     reason = "one call per tier; a struct would only rename them"
 )]
-fn finish(
+pub(super) fn finish(
     staging: &Path,
     draft: Draft,
     id: ModelId,
@@ -336,18 +335,4 @@ fn finish(
     };
     manifest.write(staging)?;
     Ok(manifest)
-}
-
-fn import_onnx(
-    _bundle: &mut Bundle,
-    _model: &str,
-    _staging: &Path,
-    _draft: Draft,
-    _options: &ImportOptions,
-) -> Result<Manifest> {
-    let _ = DEFAULT_ONNX_MAX_TOKENS;
-    Err(Error::FeatureDisabled {
-        kind: "onnx",
-        feature: "onnx",
-    })
 }

@@ -84,8 +84,9 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// Tokens per text that count; text past this is ignored.
     fn max_tokens(&self) -> usize;
 
-    /// Embeds a batch of texts, one L2-normalized vector per text, in order. A text with no
-    /// known token (e.g. empty) gets the zero vector, which scores 0 against everything.
+    /// Embeds a batch of texts, one L2-normalized vector per text, in order. For the static
+    /// tier a text with no known token (e.g. empty) gets the zero vector, which scores 0
+    /// against everything.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
 
     /// Embeds one text, e.g. a query.
