@@ -1,1 +1,3 @@
 //! Format sniffing, context metadata, chunkers and token counting for rlm.
+
+pub mod words;
