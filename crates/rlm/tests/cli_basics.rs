@@ -220,3 +220,56 @@ fn config_layers_project_over_user_and_redacts_secrets() {
         "{stderr}"
     );
 }
+
+#[test]
+fn colour_follows_the_flag_and_no_color() {
+    let dir = tempfile::tempdir().unwrap();
+    let forced = rlm(dir.path())
+        .args(["--color", "always", "inspect", "nope"])
+        .assert()
+        .code(2);
+    assert!(
+        forced.get_output().stderr.starts_with(b"\x1b["),
+        "--color always colours errors"
+    );
+    let plain = rlm(dir.path()).args(["inspect", "nope"]).assert().code(2);
+    assert!(
+        plain.get_output().stderr.starts_with(b"error: "),
+        "NO_COLOR (set by the helper) wins in auto mode"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read as _;
+    use std::process::{Command as Std, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    // Enough output to fill the pipe buffer, so the write after the reader leaves must fail.
+    let big = format!("{{\"text\":\"{}\"}}\n", "x".repeat(150_000));
+    write(dir.path(), "big.ndjson", &big);
+    let mut child = Std::new(assert_cmd::cargo::cargo_bin("rlm"))
+        .current_dir(dir.path())
+        .args([
+            "inspect",
+            "--sample-chars",
+            "100000",
+            "big.ndjson",
+            "big.ndjson",
+            "big.ndjson",
+        ])
+        .args(std::iter::repeat_n("big.ndjson", 40))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // stdout is dropped here: the reader is gone.
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
