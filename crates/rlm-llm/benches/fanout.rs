@@ -21,6 +21,32 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The same fan-out with bare reqwest and a semaphore: what the fake server and the loopback
+/// HTTP cost on this machine, so the layer's own overhead is the difference.
+async fn baseline(url: &str) -> f64 {
+    let http = reqwest::Client::new();
+    let limiter = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+    let started = Instant::now();
+    let calls = (0..CALLS).map(|i| {
+        let http = http.clone();
+        let limiter = std::sync::Arc::clone(&limiter);
+        let body = serde_json::json!({
+            "model": "bench",
+            "messages": [{"role": "system", "content": "You are a benchmark."},
+                         {"role": "user", "content": format!("question {i}")}],
+        })
+        .to_string();
+        async move {
+            let _permit = limiter.acquire().await.unwrap();
+            let response = http.post(url).body(body).send().await.unwrap();
+            response.bytes().await.unwrap().len()
+        }
+    });
+    let sizes = futures::future::join_all(calls).await;
+    assert!(sizes.iter().all(|&size| size > 0));
+    started.elapsed().as_secs_f64()
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -57,6 +83,13 @@ fn main() {
         }
         walls.sort_by(f64::total_cmp);
         let median = walls[RUNS / 2];
+        let url = format!("{}/chat/completions", server.openai_base_url());
+        let mut bare = Vec::with_capacity(RUNS);
+        for _ in 0..RUNS {
+            bare.push(baseline(&url).await);
+        }
+        bare.sort_by(f64::total_cmp);
+        let bare_median = bare[RUNS / 2];
         let report = client.ledger().report();
         println!(
             "fanout: {CALLS} calls x {RUNS} runs, latency {} ms, concurrency {CONCURRENCY}",
@@ -65,6 +98,11 @@ fn main() {
         println!(
             "median wall {median:.3} s, ideal {ideal:.3} s, ratio {:.3}",
             median / ideal
+        );
+        println!(
+            "baseline (bare reqwest + semaphore, same server): median {bare_median:.3} s, ratio {:.3}; layer / baseline {:.3}",
+            bare_median / ideal,
+            median / bare_median
         );
         println!(
             "peak in flight at the server {} (limit {CONCURRENCY}); calls recorded {}; retries {}",
