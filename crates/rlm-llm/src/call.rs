@@ -13,7 +13,7 @@ use crate::provider::{ModelRef, ProviderKind};
 use crate::retry::is_retryable_status;
 use crate::sse::SseParser;
 use crate::types::{ChatRequest, ChatResponse};
-use crate::wire::{self, Parsed, StreamDecoder};
+use crate::wire::{self, EventError, Parsed, StreamDecoder};
 
 /// A failed attempt: the error, whether another attempt may help, and the response headers
 /// (for `retry-after`).
@@ -249,7 +249,7 @@ impl LlmClient {
                     status,
                     message: wire::error_message(&body),
                 },
-                retryable: is_retryable_status(status),
+                retryable: should_retry(status, &response_headers),
                 headers: Some(response_headers),
             });
         }
@@ -289,7 +289,21 @@ impl LlmClient {
                 Ok(Some(Ok(chunk))) => chunk,
             };
             for event in parser.push(&chunk) {
-                if let Some(piece) = decoder.on_event(&event).map_err(decode_error)? {
+                let decoded = decoder.on_event(&event).map_err(|err| match err {
+                    EventError::Malformed(detail) => decode_error(detail),
+                    // Overload or rate errors reported inside a 200 stream are as transient as
+                    // the same status would be.
+                    EventError::Provider(message) => AttemptError {
+                        error: Error::StreamError {
+                            provider: slot.config.name.clone(),
+                            model: model_ref.model.clone(),
+                            message,
+                        },
+                        retryable: true,
+                        headers: None,
+                    },
+                })?;
+                if let Some(piece) = decoded {
                     *emitted = true;
                     sink(&piece);
                 }
@@ -297,6 +311,19 @@ impl LlmClient {
         }
         drop(permit);
         Ok(decoder.finish())
+    }
+}
+
+/// The status decides, unless the server says otherwise with `x-should-retry` (sent by OpenAI
+/// and Anthropic); a 400/401/403 is never retried whatever the header says.
+fn should_retry(status: u16, headers: &HeaderMap) -> bool {
+    if matches!(status, 400 | 401 | 403) {
+        return false;
+    }
+    match headers.get("x-should-retry").and_then(|v| v.to_str().ok()) {
+        Some("true") => true,
+        Some("false") => false,
+        _ => is_retryable_status(status),
     }
 }
 

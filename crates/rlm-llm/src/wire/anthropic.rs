@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Parsed, count};
+use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Role, Usage};
 
@@ -112,12 +112,12 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         if event.data.trim().is_empty() {
             return Ok(None);
         }
-        let value: Value =
-            serde_json::from_str(&event.data).map_err(|err| format!("bad stream event: {err}"))?;
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|err| EventError::Malformed(format!("bad stream event: {err}")))?;
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -154,12 +154,12 @@ impl StreamState {
                 self.done = true;
                 Ok(None)
             }
-            "error" => Err(format!(
-                "error event in stream: {}",
+            "error" => Err(EventError::Provider(
                 value
                     .pointer("/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("no message")
+                    .to_owned(),
             )),
             _ => Ok(None),
         }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Parsed, count};
+use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Role, Usage};
 
@@ -81,7 +81,7 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -90,10 +90,10 @@ impl StreamState {
         if data.is_empty() {
             return Ok(None);
         }
-        let value: Value =
-            serde_json::from_str(data).map_err(|err| format!("bad stream chunk: {err}"))?;
+        let value: Value = serde_json::from_str(data)
+            .map_err(|err| EventError::Malformed(format!("bad stream chunk: {err}")))?;
         if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
-            return Err(format!("error event in stream: {message}"));
+            return Err(EventError::Provider(message.to_owned()));
         }
         if let Some(found) = value.get("usage").filter(|u| !u.is_null()) {
             self.parsed.usage = usage(found);
