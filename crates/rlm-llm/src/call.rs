@@ -206,8 +206,12 @@ impl LlmClient {
             None => Duration::MAX,
         };
         let limit = timeout.min(remaining);
+        // Headers and a whole (non-streamed) body share one attempt deadline; a stream instead
+        // gets `limit` of silence between chunks, since long answers legitimately take minutes.
+        let attempt_deadline = instant_after(limit);
+        let overall_deadline = self.deadline.map(tokio::time::Instant::from_std);
         let timed_out = |url: &str| {
-            if limit < timeout {
+            if overall_deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
                 deadline_error()
             } else {
                 AttemptError {
@@ -227,7 +231,7 @@ impl LlmClient {
             .headers(headers.clone())
             .body(body.to_vec())
             .send();
-        let response = match tokio::time::timeout(limit, send).await {
+        let response = match tokio::time::timeout_at(attempt_deadline, send).await {
             Err(_) => return Err(timed_out(url)),
             Ok(Err(err)) => return Err(transport_error(url, err)),
             Ok(Ok(response)) => response,
@@ -237,7 +241,7 @@ impl LlmClient {
         let model = model_ref.model.clone();
         if !(200..300).contains(&status) {
             let response_headers = response.headers().clone();
-            let body = tokio::time::timeout(limit, response.bytes())
+            let body = tokio::time::timeout_at(attempt_deadline, response.bytes())
                 .await
                 .ok()
                 .and_then(Result::ok)
@@ -261,7 +265,7 @@ impl LlmClient {
             })
         };
         let Some(sink) = on_text.as_mut() else {
-            let bytes = match tokio::time::timeout(limit, response.bytes()).await {
+            let bytes = match tokio::time::timeout_at(attempt_deadline, response.bytes()).await {
                 Err(_) => return Err(timed_out(url)),
                 Ok(Err(err)) => return Err(transport_error(url, err)),
                 Ok(Ok(bytes)) => bytes,
@@ -282,7 +286,11 @@ impl LlmClient {
         };
         while !decoder.is_done() {
             // While streaming, the timeout bounds the silence between two chunks.
-            let chunk = match tokio::time::timeout(limit, chunks.next()).await {
+            let silence_limit = match overall_deadline {
+                Some(deadline) => instant_after(timeout).min(deadline),
+                None => instant_after(timeout),
+            };
+            let chunk = match tokio::time::timeout_at(silence_limit, chunks.next()).await {
                 Err(_) => return Err(timed_out(url)),
                 Ok(None) => return Err(interrupted()),
                 Ok(Some(Err(_))) => return Err(interrupted()),
@@ -312,6 +320,13 @@ impl LlmClient {
         drop(permit);
         Ok(decoder.finish())
     }
+}
+
+/// Now plus `duration`, saturating far in the future instead of overflowing.
+fn instant_after(duration: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// The status decides, unless the server says otherwise with `x-should-retry` (sent by OpenAI
