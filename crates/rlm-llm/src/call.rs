@@ -130,6 +130,7 @@ impl LlmClient {
         let mut parsed = match outcome {
             Ok(parsed) => parsed,
             Err(error) => {
+                debug!(error = %error, retries, "model call failed");
                 self.ledger.record_failure(&model_label, latency, retries);
                 return Err(error);
             }
@@ -140,6 +141,15 @@ impl LlmClient {
         let cost_usd = price.map(|p| p.cost(&parsed.usage));
         self.ledger
             .record(&model_label, &parsed.usage, cost_usd, latency, retries);
+        debug!(
+            input = parsed.usage.input_tokens,
+            output = parsed.usage.output_tokens,
+            cache_read = parsed.usage.cache_read_tokens,
+            cache_write = parsed.usage.cache_write_tokens,
+            latency_ms = latency.as_millis() as u64,
+            retries,
+            "model call done"
+        );
         let response = ChatResponse {
             text: parsed.text,
             model: model_label,
