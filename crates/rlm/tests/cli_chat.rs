@@ -183,3 +183,47 @@ async fn chat_errors_name_the_cause() {
     ]);
     assert_eq!(output(command).await.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_call_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script("gpt-4o", [FakeReply::hang()]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlm"))
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("RLM_CONFIG")
+        .args(["chat", "hi", "--model", "openai:gpt-4o"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while server.in_flight() == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the request never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(exit.code(), Some(130));
+    // The connection was closed, so the server is no longer answering it.
+    let started = std::time::Instant::now();
+    while server.in_flight() != 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "request still open"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
