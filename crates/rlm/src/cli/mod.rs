@@ -3,10 +3,12 @@
 use std::path::PathBuf;
 
 mod inspect;
+mod models;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use inspect::InspectArgs;
+pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +60,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Import, list and remove embedding models (offline; from directories or wheels).
+    Models(ModelsArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }
