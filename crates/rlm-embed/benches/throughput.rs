@@ -4,7 +4,8 @@
 //! RLM_TEST_WHEELS=target/test-wheels cargo bench -p rlm-embed --features onnx --bench throughput
 //! ```
 //! (`scripts/test` downloads the wheels into `target/test-wheels`.) Without the variable the
-//! embedding tiers are skipped and only the vector search runs.
+//! embedding tiers are skipped and only the vector search runs. Append `-- vectors` or
+//! `-- embed` to run one part.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 // CPU-time clocks come from libc; the machine is shared, so wall time alone misleads.
 #![allow(unsafe_code)]
@@ -289,12 +290,19 @@ fn vector_search(count: usize, dimension: usize) {
     );
 }
 
+/// `cargo bench ... -- vectors` runs only the vector search; `-- embed` only the tiers.
 fn main() {
+    let only = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let wants = |part: &str| only.as_deref().is_none_or(|only| only == part);
     println!(
         "rlm-embed throughput (cores: {})",
         std::thread::available_parallelism().map_or(1, usize::from)
     );
-    embedding_tiers();
-    vector_search(100_000, 64);
-    vector_search(100_000, 384);
+    if wants("embed") {
+        embedding_tiers();
+    }
+    if wants("vectors") {
+        vector_search(100_000, 64);
+        vector_search(100_000, 384);
+    }
 }
