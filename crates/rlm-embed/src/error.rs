@@ -173,7 +173,12 @@ impl Error {
     /// Whether the error is caused by what the user passed in (a path, a name, a file) rather
     /// than by the machine; the CLI maps these to exit code 2.
     pub fn is_input_error(&self) -> bool {
-        !matches!(self, Self::Io { .. } | Self::Runtime { .. })
+        match self {
+            // A path the user named that does not exist is their input; a failing disk is not.
+            Self::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            Self::Runtime { .. } => false,
+            _ => true,
+        }
     }
 }
 

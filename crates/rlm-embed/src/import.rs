@@ -136,6 +136,18 @@ fn detect(bundle: &mut Bundle) -> Result<Found> {
             TensorsKind::Other => notes.push(format!("{candidate} has no `embeddings` table")),
         }
     }
+    if !bundle
+        .find(|name| name.starts_with("libonnxruntime.so"))
+        .is_empty()
+    {
+        // The onnxruntime wheel also holds small test graphs; none of them is an embedder.
+        return Err(Error::NoModel {
+            path: bundle.path().to_path_buf(),
+            reason: "it ships the onnxruntime library, not a model: pass it as --runtime \
+                     when importing an ONNX model"
+                .to_owned(),
+        });
+    }
     let onnx = bundle.find(|name| name.ends_with(".onnx"));
     match onnx.as_slice() {
         [model] => {
@@ -153,16 +165,6 @@ fn detect(bundle: &mut Bundle) -> Result<Found> {
                 ),
             });
         }
-    }
-    if !bundle
-        .find(|name| name.starts_with("libonnxruntime.so"))
-        .is_empty()
-    {
-        notes.push(
-            "it ships the onnxruntime library, not a model: pass it as --runtime when \
-             importing an ONNX model"
-                .to_owned(),
-        );
     }
     let mut reason = "looked for a Model2Vec model (model.safetensors with an `embeddings` \
                       tensor, tokenizer.json, config.json) or an .onnx file"

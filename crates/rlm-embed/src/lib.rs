@@ -20,13 +20,24 @@
 //!
 //! # How a store uses this crate
 //!
-//! 1. Pick the model directory: [`ModelsDir::resolve`] with the configured name (or `None`).
-//!    `Ok(None)` means no model is imported: fall back to BM25 and say so once.
-//! 2. [`load`] it once per process (it validates the files) and keep the `Box<dyn Embedder>`.
-//! 3. Embed chunk texts in batches of [`DEFAULT_BATCH`] with [`Embedder::embed`]; store each
-//!    vector with [`vector_to_bytes`] as a BLOB, plus [`Embedder::model_id`] once per store.
-//! 4. To search: embed the query, rebuild (or deserialize) a [`VectorIndex`] for that model id,
-//!    and call [`VectorIndex::search_filtered`] with the allowed chunk ids.
+//! The store library takes a `&dyn Embedder`; it never looks for models itself. The `rlm`
+//! binary opens one with `crate::embedding::open_embedder(&config, name)` (it applies
+//! `[embed]` settings, `RLM_MODELS_DIR`, `RLM_EMBED_MODEL`, `RLM_ONNXRUNTIME`) and maps this
+//! crate's errors to exit codes and hints with `crate::embedding::embed_error`.
+//!
+//! 1. Pick the model: [`ModelsDir::resolve`] with the configured name (or `None`) gives its
+//!    directory. `Ok(None)` means no model is imported: fall back to BM25 and say so once.
+//! 2. [`load`] it once per process (it validates the files; the static tier's 276k-token
+//!    tokenizer takes 1-3 s to load, so only load it when semantic search is asked for).
+//! 3. Embed chunk texts in batches of [`DEFAULT_BATCH`] with [`Embedder::embed`]. Store each
+//!    vector as a BLOB with [`vector_to_bytes`], and [`Embedder::model_id`] plus
+//!    [`Embedder::dimension`] once per store. Before adding vectors to a store that already has
+//!    some, call `ModelId::from_stored(stored).ensure_same(embedder.model_id())?`: the error
+//!    ([`Error::ModelMismatch`]) names both models.
+//! 4. To search: check the model id the same way, `embed_one` the query, fill a
+//!    [`VectorIndex`] from the BLOBs ([`vector_from_bytes`] + [`VectorIndex::insert`]) or from a
+//!    cached [`VectorIndex::to_bytes`] snapshot, and call [`VectorIndex::search_filtered`] with
+//!    the buffer/path filter as a predicate on chunk ids (`|id| allowed.contains(&id)`).
 //!
 //! ```
 //! use rlm_embed::{ModelId, VectorIndex};

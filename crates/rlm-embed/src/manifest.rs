@@ -38,7 +38,8 @@ impl ModelKind {
 
 impl fmt::Display for ModelKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad` so `{:<7}` in tables works.
+        f.pad(self.as_str())
     }
 }
 

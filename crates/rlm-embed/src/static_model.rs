@@ -76,7 +76,7 @@ struct TokenizerModelSpec {
 impl StaticEmbedder {
     /// Loads the static model in an imported directory whose manifest was already read.
     pub fn load(dir: &Path, manifest: &Manifest) -> Result<Self> {
-        let mut embedder = Self::from_dir(dir, manifest.id.clone(), manifest.max_tokens)?;
+        let embedder = Self::from_dir(dir, manifest.id.clone(), manifest.max_tokens)?;
         if embedder.dimension != manifest.dimension {
             return Err(Error::DimensionMismatch {
                 context: format!("{} (manifest vs model file)", dir.display()),
@@ -84,7 +84,6 @@ impl StaticEmbedder {
                 found: embedder.dimension,
             });
         }
-        embedder.id = manifest.id.clone();
         Ok(embedder)
     }
 

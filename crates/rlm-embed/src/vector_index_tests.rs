@@ -156,3 +156,21 @@ fn empty_index_and_zero_k() {
     let index = index_of(&unit_vectors(5, 3, 1));
     assert!(index.search(&[1.0, 0.0, 0.0], 0).unwrap().is_empty());
 }
+
+#[test]
+fn integer_dot_product_matches_naive_at_every_length() {
+    for length in [0usize, 1, 15, 16, 17, 64, 100, 384] {
+        let a: Vec<i8> = (0..length).map(|i| ((i * 37) % 255) as i64 as i8).collect();
+        let b: Vec<i8> = (0..length)
+            .map(|i| (127 - ((i * 11) % 255) as i64) as i8)
+            .collect();
+        let naive: i32 = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| i32::from(x) * i32::from(y))
+            .sum();
+        assert_eq!(dot_i8(&a, &b), naive, "length {length}");
+        let extreme = vec![-127i8; length];
+        assert_eq!(dot_i8(&extreme, &extreme), 127 * 127 * length as i32);
+    }
+}

@@ -41,3 +41,11 @@ pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
 /// Ollama base URL (including `/v1`).
 pub const OLLAMA_BASE_URL: &str = "OLLAMA_BASE_URL";
+/// Base directory for user data; models live in `$XDG_DATA_HOME/rlm/models`.
+pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
+/// Directory of imported embedding models (overrides `[embed] models_dir`).
+pub const RLM_MODELS_DIR: &str = "RLM_MODELS_DIR";
+/// Name of the embedding model to use (overrides `[embed] model`).
+pub const RLM_EMBED_MODEL: &str = "RLM_EMBED_MODEL";
+/// onnxruntime shared library for ONNX models (overrides `[embed] runtime` and the import).
+pub const RLM_ONNXRUNTIME: &str = "RLM_ONNXRUNTIME";

@@ -1,6 +1,8 @@
 //! Finding the PyPI wheels that `scripts/test` downloads.
 #![allow(dead_code, clippy::panic)]
 
+pub mod tiny;
+
 use std::path::PathBuf;
 
 /// Environment variable naming the directory of downloaded wheels.

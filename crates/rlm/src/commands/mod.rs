@@ -5,6 +5,7 @@ mod completions;
 mod config;
 mod inspect;
 pub mod llm_settings;
+mod models;
 
 use std::process::ExitCode;
 
@@ -17,5 +18,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
         Command::Chat(args) => chat::run(&global, args),
+        Command::Models(args) => models::run(&global, args),
     }
 }
