@@ -191,7 +191,7 @@ impl CtxDir {
             let body = read_text(&target)?;
             let provenance = Provenance {
                 source_uri: file_uri(&target),
-                path: link_display(&file.path, &target),
+                path: link_display(&self.root, &target),
                 cid: content_id(body.as_bytes()),
                 span: Span::All,
                 tags: Vec::new(),
@@ -243,10 +243,17 @@ impl CtxDir {
     }
 }
 
-/// A link part is shown by the path it points at, as written in the link.
-fn link_display(link: &Path, target: &Path) -> String {
-    let raw = fs::read_link(link).unwrap_or_else(|_| target.to_path_buf());
-    raw.to_string_lossy().into_owned()
+/// A link part is shown by its target relative to the folder holding the ctx directory (the
+/// project, usually), or by its absolute path when it lies outside.
+fn link_display(root: &Path, target: &Path) -> String {
+    let project = fs::canonicalize(root)
+        .ok()
+        .and_then(|root| root.parent().map(Path::to_path_buf));
+    let shown = project
+        .as_deref()
+        .and_then(|project| target.strip_prefix(project).ok())
+        .unwrap_or(target);
+    shown.to_string_lossy().into_owned()
 }
 
 /// An absolute form of `path` without resolving symlinks.

@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 
+mod ctx;
 mod inspect;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, RoleArg};
 pub use inspect::InspectArgs;
 
 #[derive(Debug, Parser)]
@@ -58,6 +60,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
+    Ctx(CtxArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

@@ -2,6 +2,7 @@
 
 mod completions;
 mod config;
+mod ctx;
 mod inspect;
 
 use std::process::ExitCode;
@@ -14,5 +15,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(&global, args),
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
+        Command::Ctx(args) => ctx::run(&global, args),
     }
 }
