@@ -175,9 +175,8 @@ impl CtxDir {
                 }
             }
         }
-        scan.parts.sort_by(|a, b| {
-            (a.name.rank, a.name.id(), &a.path).cmp(&(b.name.rank, b.name.id(), &b.path))
-        });
+        scan.parts
+            .sort_by_cached_key(|p| (p.name.rank, p.name.id(), p.path.clone()));
         scan.ignored.sort();
         Ok(scan)
     }
@@ -284,8 +283,9 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// Writes a file by writing a temporary sibling and renaming it over the target, so a reader or a
-/// crash never sees half a file.
+/// Writes a file by writing a temporary sibling and renaming it over the target, so a reader or an
+/// interrupted command never sees half a file. There is deliberately no fsync: these are
+/// rebuildable working files, and an fsync per part made adding 1,000 files take seconds.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let file_name = path
@@ -296,7 +296,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let result = (|| {
         let mut file = fs::File::create(&temporary)?;
         file.write_all(bytes)?;
-        file.sync_data()?;
+        drop(file);
         fs::rename(&temporary, path)
     })();
     if let Err(error) = result {

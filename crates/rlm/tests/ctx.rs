@@ -537,3 +537,25 @@ fn every_command_speaks_json() {
         assert_eq!(value["type"], "ctx", "{args:?}");
     }
 }
+
+#[test]
+fn broad_globs_skip_the_ctx_directory_and_binary_files() {
+    let project = Project::new("approx");
+    fs::write(project.path("src/logo.png"), b"\x89PNG\r\n\x1a\n\0\0").unwrap();
+    project.ok(&["ask", "q"]);
+    let out = project.ok(&["add", "**/*"]);
+    assert_eq!(out.matches("added ").count(), 3, "{out}");
+    assert!(
+        out.contains("note: skipped [PROJ]/src/logo.png is not UTF-8 text"),
+        "{out}"
+    );
+    let evidence: Vec<String> = project
+        .listing()
+        .into_iter()
+        .filter(|n| n.contains("evidence/"))
+        .collect();
+    assert_eq!(evidence.len(), 3, "{evidence:?}");
+    // Adding the same glob again refreshes in place rather than duplicating.
+    let again = project.ok(&["add", "**/*"]);
+    assert_eq!(again.matches("unchanged ").count(), 3, "{again}");
+}
