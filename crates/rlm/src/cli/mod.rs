@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 mod ctx;
 mod inspect;
+mod llm;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, RoleArg};
 pub use inspect::InspectArgs;
+pub use llm::{ChatArgs, LlmArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -41,7 +43,7 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
     /// Configuration file to use instead of ./rlm.toml and the user file.
-    #[arg(long, global = true, env = "RLM_CONFIG", value_name = "FILE")]
+    #[arg(long, global = true, env = crate::env::RLM_CONFIG, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 
@@ -62,6 +64,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
     Ctx(CtxArgs),
+    /// Ask a model once and stream the answer (usage on stderr, or in --json output).
+    Chat(ChatArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

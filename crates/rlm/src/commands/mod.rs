@@ -1,9 +1,11 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod chat;
 mod completions;
 mod config;
 mod ctx;
 mod inspect;
+pub mod llm_settings;
 
 use std::process::ExitCode;
 
@@ -16,5 +18,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
         Command::Ctx(args) => ctx::run(&global, args),
+        Command::Chat(args) => chat::run(&global, args),
     }
 }
