@@ -234,6 +234,10 @@ fn token_counts_are_cached_by_content() {
     let section = &prompt[offset..offset + main["bytes"].as_u64().unwrap() as usize];
     let expected = rlm_context::tokens::Tokenizer::Cl100k.count(section) as u64;
     assert_eq!(main["tokens"].as_u64().unwrap(), expected);
+    // The total is a sum of per-section counts; sections split on blank lines, so it matches
+    // counting the whole prompt at once.
+    let whole = rlm_context::tokens::Tokenizer::Cl100k.count(&prompt) as u64;
+    assert_eq!(after["plan"]["totals"]["tokens"].as_u64().unwrap(), whole);
 }
 
 #[test]
