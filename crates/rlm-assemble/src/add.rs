@@ -80,8 +80,13 @@ impl Ctx {
                     reason: "a link is always the whole, current file: no range or tags".into(),
                 });
             }
+            let own_dir = absolute(self.root());
             for path in selector.expand(&options.base)? {
                 let full = absolute(&options.base.join(&path));
+                // A broad glob (`**/*`) must not swallow the ctx directory itself.
+                if selector.is_glob() && full.starts_with(&own_dir) {
+                    continue;
+                }
                 let text = match read_text(&full) {
                     Ok(text) => text,
                     Err(error @ Error::NotText { .. }) if selector.is_glob() => {

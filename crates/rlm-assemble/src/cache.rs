@@ -61,10 +61,12 @@ impl TokenCache {
     /// Token counts for `texts`, in order: cached ones looked up, the rest counted (in
     /// parallel) and remembered.
     pub fn count(&mut self, texts: &[&str]) -> Vec<u64> {
-        let keys: Vec<[u8; 32]> = texts
-            .iter()
-            .map(|text| Sha256::digest(text.as_bytes()).into())
-            .collect();
+        let keys: Vec<[u8; 32]> = texts.iter().map(|text| cache_key(text)).collect();
+        self.count_keyed(texts, &keys)
+    }
+
+    /// [`TokenCache::count`] with the keys ([`cache_key`]) already computed.
+    pub fn count_keyed(&mut self, texts: &[&str], keys: &[[u8; 32]]) -> Vec<u64> {
         let mut counts: Vec<Option<u64>> = keys
             .iter()
             .map(|key| self.used.get(key).or_else(|| self.stored.get(key)).copied())
@@ -101,6 +103,11 @@ impl TokenCache {
         lines.sort_unstable();
         write_atomic(&self.path, lines.concat().as_bytes())
     }
+}
+
+/// The cache key of a text: its sha256.
+pub fn cache_key(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
 }
 
 #[cfg(test)]

@@ -249,6 +249,15 @@ impl Ctx {
     }
 }
 
+/// Whether `target` is a rank (`200`) or a rank range (`200-299`) rather than a name.
+pub(crate) fn is_rank_or_range(target: &str) -> bool {
+    let digits = |s: &str| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit());
+    digits(target)
+        || target
+            .split_once('-')
+            .is_some_and(|(a, b)| digits(a) && digits(b))
+}
+
 fn non_empty(found: Vec<PartFile>, target: &str) -> Result<Vec<PartFile>> {
     if found.is_empty() {
         return Err(Error::UnknownPart(target.to_owned()));

@@ -49,7 +49,9 @@ impl Ctx {
     pub fn toggle(&self, on: bool, target: &str) -> Result<Report> {
         let scan = self.dir.scan()?;
         let parts = self.select(&scan, target)?;
+        let by_name = !crate::ctx::is_rank_or_range(target);
         if !on
+            && by_name
             && let [only] = parts.as_slice()
             && only.name.state == State::Linked
         {

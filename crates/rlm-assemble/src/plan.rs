@@ -10,7 +10,7 @@ use rlm_context::tokens::Tokenizer;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use crate::cache::TokenCache;
+use crate::cache::{TokenCache, cache_key};
 use crate::ctxdir::{CtxDir, LoadedPart, Scan};
 use crate::error::{Error, Result};
 use crate::part::{Rank, Role, State};
@@ -142,25 +142,60 @@ pub struct Counted {
     pub ignored: Vec<(String, String)>,
 }
 
-/// Loads every part of `dir` and counts its tokens through `cache`.
+/// Loads every part of `dir` and counts its tokens through `cache`. Reading, rendering and
+/// hashing are spread over the available cores; the order of the result does not depend on it.
 pub fn load_and_count(dir: &CtxDir, scan: &Scan, cache: &mut TokenCache) -> Result<Counted> {
-    let mut parts = scan
-        .parts
-        .iter()
-        .map(|file| dir.load(file))
-        .collect::<Result<Vec<_>>>()?;
-    parts.sort_by(|a, b| {
-        let key = |p: &LoadedPart| (p.file.name.role, p.file.name.rank, p.file.name.id());
-        key(a).cmp(&key(b))
-    });
-    let sections: Vec<String> = parts.iter().map(section).collect();
+    let prepared = parallel_map(&scan.parts, |file| {
+        let part = dir.load(file)?;
+        let text = section(&part);
+        let key = cache_key(&text);
+        Ok((part, text, key))
+    })?;
+    let mut prepared = prepared;
+    prepared.sort_by_cached_key(|(p, _, _)| (p.file.name.role, p.file.name.rank, p.file.name.id()));
+    let mut parts = Vec::with_capacity(prepared.len());
+    let mut sections = Vec::with_capacity(prepared.len());
+    let mut keys = Vec::with_capacity(prepared.len());
+    for (part, text, key) in prepared {
+        parts.push(part);
+        sections.push(text);
+        keys.push(key);
+    }
     let texts: Vec<&str> = sections.iter().map(String::as_str).collect();
-    let tokens = cache.count(&texts);
+    let tokens = cache.count_keyed(&texts, &keys);
     Ok(Counted {
         parts,
         sections,
         tokens,
         ignored: scan.ignored.clone(),
+    })
+}
+
+/// Applies `work` to every item on all cores, keeping input order; the first error wins.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    work: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || items.len() < 64 {
+        return items.iter().map(&work).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|run| scope.spawn(move || run.iter().map(work).collect::<Result<Vec<R>>>()))
+            .collect();
+        let mut all = Vec::with_capacity(items.len());
+        for handle in handles {
+            match handle.join() {
+                Ok(run) => all.extend(run?),
+                // Only a bug can panic here; surface it as an error instead of aborting.
+                Err(_) => return Err(Error::Invalid("a worker thread panicked".into())),
+            }
+        }
+        Ok(all)
     })
 }
 

@@ -67,15 +67,16 @@ fn evidence_section(part: &LoadedPart) -> String {
 /// The content is fenced with one more backtick than its longest run, so nothing inside can
 /// close the fence early.
 fn longest_backtick_run(text: &str) -> usize {
+    let bytes = text.as_bytes();
     let mut longest = 0;
-    let mut current = 0;
-    for byte in text.bytes() {
-        if byte == b'`' {
-            current += 1;
-            longest = longest.max(current);
-        } else {
-            current = 0;
+    let mut run_end = 0;
+    for at in memchr::memchr_iter(b'`', bytes) {
+        if at < run_end {
+            continue;
         }
+        let run = bytes[at..].iter().take_while(|&&b| b == b'`').count();
+        longest = longest.max(run);
+        run_end = at + run;
     }
     longest
 }

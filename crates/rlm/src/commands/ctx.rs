@@ -1,0 +1,159 @@
+//! `rlm ctx ...`: thin wrappers over `rlm_assemble::Ctx`; each prints its report (or JSON).
+
+use std::fmt::Display;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use rlm_assemble::{AddOptions, Ctx, FocusOptions, InitOptions, Role};
+use serde::Serialize;
+
+use crate::cli::{BuildArgs, CtxAction, CtxArgs, GlobalArgs, OnOff, RoleArg};
+use crate::error::CliError;
+
+pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
+    let dir = args.dir;
+    let result = match args.action {
+        CtxAction::Init {
+            flow,
+            tokenizer,
+            budget,
+        } => {
+            let options = InitOptions {
+                flow_id: flow,
+                tokenizer,
+                budget,
+            };
+            Ctx::init(&dir, options)
+                .map(|(_, report)| report)
+                .map(output)
+        }
+        CtxAction::Add {
+            selectors,
+            rank,
+            role,
+            link,
+        } => open(&dir).and_then(|ctx| {
+            let rank = rank.as_deref().map(str::parse).transpose()?;
+            let base = std::env::current_dir().map_err(|e| {
+                rlm_assemble::Error::Invalid(format!("cannot read the current directory: {e}"))
+            })?;
+            let role = match role {
+                RoleArg::System => Role::System,
+                RoleArg::User => Role::User,
+                RoleArg::Evidence => Role::Evidence,
+            };
+            let options = AddOptions {
+                rank,
+                role,
+                link,
+                base,
+            };
+            ctx.add(&selectors, &options).map(output)
+        }),
+        CtxAction::Status => open(&dir).and_then(|ctx| ctx.status()).map(output),
+        CtxAction::Plan(build) => with_build(&dir, build)
+            .and_then(|c| c.plan("plan"))
+            .map(output),
+        CtxAction::Budget(build) => with_build(&dir, build)
+            .and_then(|c| c.plan("budget"))
+            .map(output),
+        CtxAction::Toggle { state, target } => open(&dir)
+            .and_then(|ctx| ctx.toggle(matches!(state, OnOff::On), &target))
+            .map(output),
+        CtxAction::Rank { name, rank } => open(&dir)
+            .and_then(|ctx| ctx.set_rank(&name, &rank))
+            .map(output),
+        CtxAction::Rebase => open(&dir).and_then(|ctx| ctx.rebase()).map(output),
+        CtxAction::Remove { names } => open(&dir).and_then(|ctx| ctx.remove(&names)).map(output),
+        CtxAction::Env => open(&dir).and_then(|ctx| ctx.env()).map(output),
+        CtxAction::Ask { question } => open(&dir).and_then(|ctx| ctx.ask(&question)).map(output),
+        CtxAction::Focus {
+            query,
+            top,
+            min_ratio,
+        } => open(&dir).and_then(|ctx| {
+            if query.len() == 1 && query[0] == "off" {
+                return ctx.focus_off().map(output);
+            }
+            if !(0.0..=1.0).contains(&min_ratio) {
+                return Err(rlm_assemble::Error::Invalid(
+                    "--min-ratio must be between 0 and 1".into(),
+                ));
+            }
+            let options = FocusOptions { top, min_ratio };
+            ctx.focus(&query.join(" "), options).map(output)
+        }),
+        CtxAction::Deps { name } => open(&dir).and_then(|ctx| ctx.deps(&name)).map(output),
+        CtxAction::Assemble(build) => with_build(&dir, build)
+            .and_then(|c| c.assemble())
+            .map(output),
+    };
+    match result {
+        Ok(printable) => {
+            printable.print(global.json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => Err(to_cli_error(error).into()),
+    }
+}
+
+fn open(dir: &std::path::Path) -> rlm_assemble::Result<Ctx> {
+    Ctx::open(dir)
+}
+
+fn with_build(dir: &std::path::Path, build: BuildArgs) -> rlm_assemble::Result<Ctx> {
+    let mut ctx = Ctx::open(dir)?;
+    if let Some(tokenizer) = build.tokenizer {
+        ctx = ctx.with_tokenizer(tokenizer);
+    }
+    if let Some(budget) = build.budget {
+        ctx = ctx.with_budget(Some(budget));
+    }
+    Ok(ctx)
+}
+
+fn to_cli_error(error: rlm_assemble::Error) -> CliError {
+    let hint = match &error {
+        rlm_assemble::Error::OverBudget { .. } => Some(
+            "switch parts off (`rlm ctx toggle off NAME`), move them to rank 200+ \
+             (`rlm ctx rank NAME 200`), or raise --budget",
+        ),
+        rlm_assemble::Error::NotInitialized { .. } => {
+            Some("pass --dir DIR (or set RLM_CTX_DIR) to use another directory")
+        }
+        rlm_assemble::Error::UnknownPart(_) => Some("`rlm ctx status` lists the parts"),
+        _ => None,
+    };
+    let is_input = error.is_input();
+    let error = if is_input {
+        CliError::input(error)
+    } else {
+        CliError::failed(error)
+    };
+    match hint {
+        Some(hint) => error.with_hint(hint),
+        None => error,
+    }
+}
+
+/// A report that prints as text or as one JSON line.
+struct Printable(Box<dyn Fn(bool) -> anyhow::Result<()>>);
+
+impl Printable {
+    fn print(&self, json: bool) -> anyhow::Result<()> {
+        (self.0)(json)
+    }
+}
+
+fn output<T: Serialize + Display + 'static>(report: T) -> Printable {
+    Printable(Box::new(move |json| {
+        if json {
+            crate::output::print_json(&report)
+        } else {
+            let mut out = crate::output::stdout();
+            write!(out, "{report}")?;
+            out.flush()?;
+            Ok(())
+        }
+    }))
+}
