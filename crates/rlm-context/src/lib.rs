@@ -1,3 +1,4 @@
 //! Format sniffing, context metadata, chunkers and token counting for rlm.
 
+pub mod chunk;
 pub mod words;

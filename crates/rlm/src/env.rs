@@ -10,3 +10,5 @@ pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 pub const HOME: &str = "HOME";
 /// Explicit configuration file, same as `--config`.
 pub const RLM_CONFIG: &str = "RLM_CONFIG";
+/// Store directory, same as `--store` (default `.rlm` in the current directory).
+pub const RLM_STORE: &str = "RLM_STORE";

@@ -3,10 +3,15 @@
 use std::path::PathBuf;
 
 mod inspect;
+mod store;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use inspect::InspectArgs;
+pub use store::{
+    ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
+    SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +63,24 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Load files, directories or stdin into the store (chunked and indexed).
+    Load(LoadArgs),
+    /// List stored buffers.
+    List(ListArgs),
+    /// Show a buffer's metadata (and optionally its chunks or text).
+    Show(ShowArgs),
+    /// Print part of a buffer: a line range, a byte range or a chunk.
+    Peek(PeekArgs),
+    /// Regex search over stored buffers, ripgrep-style.
+    Grep(GrepArgs),
+    /// Preview how a file would be chunked, without storing it.
+    Chunk(ChunkArgs),
+    /// Ranked search over chunks (BM25, semantic or hybrid).
+    Search(SearchArgs),
+    /// Delete buffers from the store.
+    Delete(DeleteArgs),
+    /// Store sizes, counts and index state.
+    Status(StatusArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

@@ -1,8 +1,18 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod chunk;
 mod completions;
 mod config;
+mod delete;
+mod grep;
 mod inspect;
+mod list;
+mod load;
+mod peek;
+mod search;
+mod show;
+mod status;
+mod store_common;
 
 use std::process::ExitCode;
 
@@ -14,5 +24,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(&global, args),
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
+        Command::Load(args) => load::run(&global, args),
+        Command::List(args) => list::run(&global, args),
+        Command::Show(args) => show::run(&global, args),
+        Command::Peek(args) => peek::run(&global, args),
+        Command::Grep(args) => grep::run(&global, args),
+        Command::Chunk(args) => chunk::run(&global, args),
+        Command::Search(args) => search::run(&global, args),
+        Command::Delete(args) => delete::run(&global, args),
+        Command::Status(args) => status::run(&global, args),
     }
 }
