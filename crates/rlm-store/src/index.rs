@@ -25,6 +25,9 @@ const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 
 pub(crate) struct Bm25Index {
     index: Index,
+    /// Opened on first search and reloaded after each commit of this process; opening one per
+    /// query would cost more than the query.
+    reader: std::sync::OnceLock<IndexReader>,
     chunk_id: Field,
     buffer_id: Field,
     text: Field,
@@ -61,6 +64,7 @@ impl Bm25Index {
             .register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer::default()));
         Ok(Self {
             index,
+            reader: std::sync::OnceLock::new(),
             chunk_id,
             buffer_id,
             text,
@@ -78,12 +82,24 @@ impl Bm25Index {
         })
     }
 
-    fn reader(&self) -> Result<IndexReader> {
-        Ok(self
+    fn reader(&self) -> Result<&IndexReader> {
+        if let Some(reader) = self.reader.get() {
+            return Ok(reader);
+        }
+        let reader = self
             .index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
-            .try_into()?)
+            .try_into()?;
+        Ok(self.reader.get_or_init(|| reader))
+    }
+
+    /// Makes this process's reader see the latest commit.
+    pub(crate) fn reload(&self) -> Result<()> {
+        if let Some(reader) = self.reader.get() {
+            reader.reload()?;
+        }
+        Ok(())
     }
 
     /// Number of documents (chunks) searchable now.
@@ -91,11 +107,12 @@ impl Bm25Index {
         Ok(self.reader()?.searcher().num_docs())
     }
 
-    /// Top `limit` chunk ids by BM25 among chunks of `buffers`, best first.
+    /// Top `limit` chunk ids by BM25 among chunks of `buffers` (all documents when `None`),
+    /// best first.
     pub(crate) fn search(
         &self,
         query: &str,
-        buffers: &[i64],
+        buffers: Option<&[i64]>,
         limit: usize,
     ) -> Result<Vec<(i64, f32)>> {
         let mut terms: Vec<String> = Vec::new();
@@ -106,7 +123,7 @@ impl Bm25Index {
                 terms.push(term.text.into_owned());
             }
         }
-        if terms.is_empty() || buffers.is_empty() || limit == 0 {
+        if terms.is_empty() || buffers.is_some_and(<[i64]>::is_empty) || limit == 0 {
             return Ok(Vec::new());
         }
         let should: Vec<(Occur, Box<dyn Query>)> = terms
@@ -119,23 +136,27 @@ impl Bm25Index {
                 (Occur::Should, Box::new(query) as Box<dyn Query>)
             })
             .collect();
-        let filter = TermSetQuery::new(
-            buffers
-                .iter()
-                .map(|&id| Term::from_field_u64(self.buffer_id, id as u64)),
-        );
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(BooleanQuery::new(should)) as Box<dyn Query>,
-            ),
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(Box::new(filter), 0.0)),
-            ),
-        ]);
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let query: Box<dyn Query> = match buffers {
+            None => text_query,
+            Some(buffers) => {
+                let filter = TermSetQuery::new(
+                    buffers
+                        .iter()
+                        .map(|&id| Term::from_field_u64(self.buffer_id, id as u64)),
+                );
+                // The filter scores 0, so ranking is BM25 of the text alone, within the set.
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, text_query),
+                    (
+                        Occur::Must,
+                        Box::new(ConstScoreQuery::new(Box::new(filter), 0.0)),
+                    ),
+                ]))
+            }
+        };
         let searcher = self.reader()?.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let column = searcher

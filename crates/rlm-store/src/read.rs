@@ -269,8 +269,19 @@ fn is_continuation(byte: Option<&u8>) -> bool {
     byte.is_some_and(|&b| b & 0xC0 == 0x80)
 }
 
-/// Writes `text` as the buffer's blob in steps (no second in-memory copy for SQLite).
+/// Texts up to this size are bound directly (SQLite copies them once); larger ones are written
+/// through incremental blob I/O so a huge buffer is not held twice in memory.
+const DIRECT_WRITE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Writes `text` as the buffer's blob.
 pub(crate) fn write_buffer_text(connection: &Connection, buffer_id: i64, text: &str) -> Result<()> {
+    if text.len() <= DIRECT_WRITE_BYTES {
+        connection.execute(
+            "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
+            params![buffer_id, text.as_bytes()],
+        )?;
+        return Ok(());
+    }
     connection.execute(
         "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
         params![buffer_id, rusqlite::blob::ZeroBlob(text.len() as u64)],

@@ -57,6 +57,11 @@ const MIGRATIONS: &[&str] = &[
 
 /// Applies pending migrations in one transaction.
 pub(crate) fn migrate(connection: &mut Connection) -> Result<()> {
+    // Check without a write transaction first, so readers never wait for a running load.
+    let current: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current == MIGRATIONS.len() as i64 {
+        return Ok(());
+    }
     let transaction =
         connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;

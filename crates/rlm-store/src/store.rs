@@ -151,12 +151,17 @@ impl Store {
             }
         }
         writer.commit()?;
+        self.index.reload()?;
         progress(IndexProgress {
             chunks: done,
             total,
         });
         self.connection
             .execute("DELETE FROM index_queue WHERE id <= ?1", [last])?;
+        // Fold the write-ahead log into the database so the store's size on disk is its data
+        // (a big load otherwise leaves a WAL as large as the input until the next checkpoint).
+        self.connection
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
 }
