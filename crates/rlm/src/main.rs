@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod config;
+mod embedding;
 mod env;
 mod error;
 mod logging;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 mod inspect;
 mod store;
+mod models;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -12,6 +13,7 @@ pub use store::{
     ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
     SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
 };
+pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -81,6 +83,8 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Store sizes, counts and index state.
     Status(StatusArgs),
+    /// Import, list and remove embedding models (offline; from directories or wheels).
+    Models(ModelsArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

@@ -13,6 +13,7 @@ mod search;
 mod show;
 mod status;
 mod store_common;
+mod models;
 
 use std::process::ExitCode;
 
@@ -33,5 +34,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search::run(&global, args),
         Command::Delete(args) => delete::run(&global, args),
         Command::Status(args) => status::run(&global, args),
+        Command::Models(args) => models::run(&global, args),
     }
 }

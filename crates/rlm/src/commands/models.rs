@@ -1,0 +1,131 @@
+//! `rlm models import|list|remove`: manage the embedding models on disk.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use rlm_embed::{ImportOptions, Manifest};
+
+use crate::cli::{GlobalArgs, ModelsAction, ModelsArgs, ModelsImportArgs};
+use crate::config::LoadedConfig;
+use crate::embedding::{self, ResolvedEmbed, embed_error};
+use crate::env;
+
+pub fn run(global: &GlobalArgs, args: ModelsArgs) -> anyhow::Result<ExitCode> {
+    let config = LoadedConfig::load(global.config.as_deref())?;
+    let resolved = embedding::settings(&config)?;
+    match args.action {
+        ModelsAction::Import(import) => run_import(global, &resolved, import),
+        ModelsAction::List => run_list(global, &resolved),
+        ModelsAction::Remove(remove) => {
+            let dir = resolved
+                .models_dir
+                .remove(&remove.name)
+                .map_err(embed_error)?;
+            if global.json {
+                crate::output::print_json(&serde_json::json!({
+                    "type": "removed", "name": remove.name, "dir": dir,
+                }))?;
+            } else {
+                writeln!(
+                    crate::output::stdout(),
+                    "removed {} ({})",
+                    remove.name,
+                    dir.display()
+                )?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn run_import(
+    global: &GlobalArgs,
+    resolved: &ResolvedEmbed,
+    args: ModelsImportArgs,
+) -> anyhow::Result<ExitCode> {
+    if !global.quiet {
+        eprintln!("importing {} ...", args.path.display());
+    }
+    let options = ImportOptions::default()
+        .with_name(args.name)
+        .with_tokenizer(args.tokenizer)
+        .with_runtime(args.runtime);
+    let manifest =
+        rlm_embed::import(&args.path, resolved.models_dir.root(), &options).map_err(embed_error)?;
+    if global.json {
+        crate::output::print_json(&model_json(&manifest, None))?;
+    } else {
+        let mut out = crate::output::stdout();
+        writeln!(
+            out,
+            "imported {} ({}, {} dimensions, id {}) into {}",
+            manifest.name,
+            manifest.kind,
+            manifest.dimension,
+            manifest.id,
+            resolved.models_dir.root().join(&manifest.name).display()
+        )?;
+        if manifest.kind == rlm_embed::ModelKind::Onnx && manifest.runtime.is_none() {
+            writeln!(
+                out,
+                "note: no onnxruntime library recorded; set {} or [embed] runtime before use",
+                env::RLM_ONNXRUNTIME
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_list(global: &GlobalArgs, resolved: &ResolvedEmbed) -> anyhow::Result<ExitCode> {
+    let models = resolved.models_dir.list().map_err(embed_error)?;
+    let default = resolved.model.as_deref();
+    if global.json {
+        for model in &models {
+            let value = match &model.manifest {
+                Ok(manifest) => model_json(manifest, default),
+                Err(problem) => serde_json::json!({
+                    "type": "model", "name": model.name, "dir": model.dir, "problem": problem,
+                }),
+            };
+            crate::output::print_json(&value)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = crate::output::stdout();
+    if models.is_empty() {
+        writeln!(
+            out,
+            "no models in {} (import one with `rlm models import PATH`)",
+            resolved.models_dir.root().display()
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "{:<28} {:<7} {:>5}  ID", "NAME", "KIND", "DIM")?;
+    for model in &models {
+        let marker = if default == Some(model.name.as_str()) {
+            " (default)"
+        } else {
+            ""
+        };
+        match &model.manifest {
+            Ok(manifest) => writeln!(
+                out,
+                "{:<28} {:<7} {:>5}  {}{marker}",
+                manifest.name, manifest.kind, manifest.dimension, manifest.id
+            )?,
+            Err(problem) => writeln!(out, "{:<28} unusable: {problem}", model.name)?,
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn model_json(manifest: &Manifest, default: Option<&str>) -> serde_json::Value {
+    let mut value = serde_json::to_value(manifest).unwrap_or(serde_json::Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("type".to_owned(), "model".into());
+        if let Some(default) = default {
+            object.insert("default".to_owned(), (manifest.name == default).into());
+        }
+    }
+    value
+}
