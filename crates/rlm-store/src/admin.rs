@@ -30,6 +30,10 @@ pub struct StoreStatus {
     /// Buffers whose index update is still queued (non-zero only during or after an
     /// interrupted write; the next writer applies them).
     pub pending_index_work: u64,
+    /// Chunks with an embedding vector.
+    pub embedded_chunks: u64,
+    /// Model id of the stored vectors, if any.
+    pub embedding_model: Option<String>,
 }
 
 impl Store {
@@ -70,6 +74,7 @@ impl Store {
             .iter()
             .map(|name| file_size(&self.dir.join(name)))
             .sum();
+        let embeddings = self.embedding_status()?;
         Ok(StoreStatus {
             dir: self.dir.to_string_lossy().into_owned(),
             schema_version,
@@ -80,6 +85,8 @@ impl Store {
             index_bytes: directory_size(&self.dir.join("bm25")),
             indexed_chunks: self.index.document_count()?,
             pending_index_work: self.pending_index_work()?,
+            embedded_chunks: embeddings.embedded_chunks,
+            embedding_model: embeddings.model,
         })
     }
 }

@@ -74,6 +74,17 @@ pub enum Error {
         /// Newest version this build knows.
         supported: i64,
     },
+    /// The embedding model failed or its vectors do not match.
+    #[error(transparent)]
+    Embed(#[from] rlm_embed::Error),
+    /// The store holds vectors of another model.
+    #[error("the store holds vectors of model {stored}, not {requested}; mixing models is refused")]
+    ModelMismatch {
+        /// Model id of the stored vectors.
+        stored: String,
+        /// Model id asked for.
+        requested: String,
+    },
     /// The caller asked to stop (Ctrl-C); nothing was written.
     #[error("interrupted; nothing was written")]
     Interrupted,

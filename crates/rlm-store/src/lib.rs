@@ -28,6 +28,7 @@
 //! ```
 
 mod admin;
+mod embed;
 mod error;
 mod grep;
 mod index;
@@ -39,6 +40,7 @@ mod store;
 pub mod tokenizer;
 
 pub use admin::StoreStatus;
+pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};
 pub use grep::{GrepLine, GrepOptions, GrepSummary};
 pub use load::{

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use globset::GlobBuilder;
+use rlm_embed::Embedder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -89,27 +90,79 @@ pub struct SearchOutcome {
 const SNIPPET_CHARS: usize = 160;
 
 impl Store {
-    /// Searches chunks. Filters restrict the candidate set before ranking, so `limit` results
-    /// come from the filtered buffers when they have that many matches.
+    /// Searches chunks with BM25 (semantic and hybrid requests fall back to BM25 with a
+    /// notice; use [`Store::search_with`] to pass an embedding model).
     pub fn search(&self, request: &SearchRequest) -> Result<SearchOutcome> {
+        self.search_with(request, None)
+    }
+
+    /// Searches chunks. Filters restrict the candidate set before ranking, so `limit` results
+    /// come from the filtered buffers when they have that many matches. Semantic and hybrid
+    /// need `embedder` and stored vectors of the same model; without them the search is BM25
+    /// and the outcome carries a one-line notice saying why.
+    pub fn search_with(
+        &self,
+        request: &SearchRequest,
+        embedder: Option<&dyn Embedder>,
+    ) -> Result<SearchOutcome> {
         let ids = self.candidate_buffers(&request.buffers, request.path_glob.as_deref())?;
-        let (mode, notice) = match request.mode {
-            SearchMode::Bm25 => (SearchMode::Bm25, None),
-            SearchMode::Semantic | SearchMode::Hybrid => (
-                SearchMode::Bm25,
+        let mut notice = None;
+        let mut mode = request.mode;
+        if mode != SearchMode::Bm25 {
+            let status = self.embedding_status()?;
+            let fallback = if status.embedded_chunks == 0 {
+                Some("no chunk has a vector yet; using BM25 (run `rlm embed`)".to_owned())
+            } else if embedder.is_none() {
                 Some(
                     "no embedding model is available; using BM25 \
                      (import one with `rlm models import`)"
                         .to_owned(),
-                ),
-            ),
+                )
+            } else {
+                None
+            };
+            if fallback.is_some() {
+                notice = fallback;
+                mode = SearchMode::Bm25;
+            } else if status.embedded_chunks < status.chunks {
+                notice = Some(format!(
+                    "only {} of {} chunks have vectors; run `rlm embed` to cover the rest",
+                    status.embedded_chunks, status.chunks
+                ));
+            }
+        }
+        let ranked: Vec<(i64, f64)> = match (mode, embedder) {
+            (SearchMode::Semantic, Some(embedder)) => self
+                .semantic_search(embedder, &request.query, ids.as_deref(), request.limit)?
+                .into_iter()
+                .map(|(id, score)| (id, f64::from(score)))
+                .collect(),
+            (SearchMode::Hybrid, Some(embedder)) => {
+                // Fuse deeper lists than asked for, so a chunk ranked moderately by both
+                // methods can surface.
+                let depth = request.limit.saturating_mul(4).max(50);
+                let lexical: Vec<i64> = self
+                    .index
+                    .search(&request.query, ids.as_deref(), depth)?
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                let semantic: Vec<i64> = self
+                    .semantic_search(embedder, &request.query, ids.as_deref(), depth)?
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                let mut fused = reciprocal_rank_fusion(&[lexical, semantic], request.rrf_k);
+                fused.truncate(request.limit);
+                fused
+            }
+            _ => self
+                .index
+                .search(&request.query, ids.as_deref(), request.limit)?
+                .into_iter()
+                .map(|(id, score)| (id, f64::from(score)))
+                .collect(),
         };
-        let ranked: Vec<(i64, f64)> = self
-            .index
-            .search(&request.query, ids.as_deref(), request.limit)?
-            .into_iter()
-            .map(|(id, score)| (id, f64::from(score)))
-            .collect();
         let mut hits = Vec::with_capacity(ranked.len());
         for (chunk_id, score) in ranked {
             let Ok(chunk) = self.chunk(chunk_id) else {
