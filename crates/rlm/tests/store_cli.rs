@@ -31,6 +31,8 @@ impl Fixture {
         )
         .unwrap();
         std::fs::write(files.join("image.bin"), b"\x00\x01binary").unwrap();
+        // An empty configuration file so the user's own settings never leak in.
+        std::fs::write(dir.path().join("rlm.toml"), "").unwrap();
         Self { dir }
     }
 
@@ -40,7 +42,9 @@ impl Fixture {
             .current_dir(self.dir.path())
             .env("RLM_STORE", self.dir.path().join("store"))
             .env("NO_COLOR", "1")
-            .env_remove("RLM_CONFIG");
+            .env("RLM_CONFIG", self.dir.path().join("rlm.toml"))
+            .env("RLM_MODELS_DIR", self.dir.path().join("models"))
+            .env_remove("RLM_EMBED_MODEL");
         command
     }
 
@@ -301,4 +305,63 @@ fn read_commands_need_an_existing_store() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no store at"));
     assert!(!Path::new(&fixture.dir.path().join("store")).exists());
+}
+
+/// With the static model wheel (scripts/test sets RLM_TEST_WHEELS): import, load embeds at
+/// once, hybrid search runs without a fallback notice, and `rlm embed` has nothing left to do.
+#[test]
+fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
+    let Some(wheels) = std::env::var_os("RLM_TEST_WHEELS").filter(|v| !v.is_empty()) else {
+        eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the model wheels)");
+        return;
+    };
+    let wheel = std::fs::read_dir(&wheels)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.to_string_lossy()
+                .contains("tokenlearn_static_model-0.1.1")
+        })
+        .expect("RLM_TEST_WHEELS has no tokenlearn_static_model wheel");
+    let fixture = Fixture::new();
+    fixture
+        .rlm()
+        .args(["models", "import", "--name", "small"])
+        .arg(&wheel)
+        .assert()
+        .success();
+    let load = fixture.rlm().args(["load", "project"]).output().unwrap();
+    assert!(load.status.success());
+    assert!(String::from_utf8_lossy(&load.stderr).contains("embedded 3 chunks"));
+    let status: serde_json::Value =
+        serde_json::from_str(&stdout(fixture.rlm().args(["status", "--json"]))).unwrap();
+    assert_eq!(status["embedded_chunks"], 3);
+    assert!(
+        status["embedding_model"]
+            .as_str()
+            .unwrap()
+            .starts_with("small@")
+    );
+    let search = fixture
+        .rlm()
+        .args(["search", "logger", "--mode", "hybrid", "--json"])
+        .output()
+        .unwrap();
+    assert!(search.status.success());
+    assert!(
+        search.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&search.stderr)
+    );
+    let first: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&search.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["mode"], "hybrid");
+    let again = fixture.rlm().arg("embed").output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("embedded 0 chunks"));
 }

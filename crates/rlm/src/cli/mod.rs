@@ -3,17 +3,17 @@
 use std::path::PathBuf;
 
 mod inspect;
-mod store;
 mod models;
+mod store;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use inspect::InspectArgs;
-pub use store::{
-    ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
-    SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
-};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
+pub use store::{
+    ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
+    PeekArgs, SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -85,6 +85,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Import, list and remove embedding models (offline; from directories or wheels).
     Models(ModelsArgs),
+    /// Compute embeddings for stored chunks that have none.
+    Embed(EmbedArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

@@ -57,6 +57,10 @@ pub struct LoadArgs {
     /// Do not compute embeddings now (run `rlm embed` later).
     #[arg(long)]
     pub no_embed: bool,
+    /// Embedding model to use (a name from the models directory; default: the `[embed]`
+    /// configuration, or the only imported model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
     #[command(flatten)]
     pub location: StoreLocation,
 }
@@ -157,6 +161,9 @@ pub struct SearchArgs {
     /// The k constant of reciprocal rank fusion (hybrid mode).
     #[arg(long, default_value_t = rlm_store::DEFAULT_RRF_K)]
     pub rrf_k: f64,
+    /// Embedding model for semantic and hybrid modes (default: as for `rlm embed`).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
     #[command(flatten)]
     pub location: StoreLocation,
 }
@@ -172,6 +179,19 @@ pub struct DeleteArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Embedding model (a name from the models directory; default: the `[embed]`
+    /// configuration, or the only imported model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Drop vectors of a different model first (otherwise mixing models is refused).
+    #[arg(long)]
+    pub reset: bool,
     #[command(flatten)]
     pub location: StoreLocation,
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rlm_store::LoadEvent;
 
-use super::store_common::{chunk_options, human_bytes, open_store, store_error};
+use super::store_common::{chunk_options, human_bytes, open_store, resolve_embedder, store_error};
 use crate::cli::{GlobalArgs, LoadArgs};
 use crate::error::input_error;
 use crate::output;
@@ -72,9 +72,35 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
             report.skipped.len(),
             started.elapsed().as_secs_f64()
         );
-        if args.no_embed {
-            tracing::debug!("--no-embed: embeddings were not computed");
-        }
+    }
+    if !args.no_embed && !report.loaded.is_empty() {
+        embed_after_load(global, &mut store, args.model.as_deref())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Embeds the new chunks when a fast (static) model is available. The dense tier runs at tens
+/// of chunks per second, so it is left to an explicit `rlm embed`.
+fn embed_after_load(
+    global: &GlobalArgs,
+    store: &mut rlm_store::Store,
+    model: Option<&str>,
+) -> anyhow::Result<()> {
+    let Some(embedder) = resolve_embedder(global, model)? else {
+        tracing::debug!("no embedding model imported; chunks are searchable with BM25 only");
+        return Ok(());
+    };
+    if embedder.kind() != rlm_embed::ModelKind::Static {
+        if !global.quiet {
+            let mut stderr = anstream::stderr();
+            let _ = writeln!(
+                stderr,
+                "note: {} is a dense model (tens of chunks/s); run `rlm embed` to compute vectors",
+                embedder.model_id()
+            );
+        }
+        return Ok(());
+    }
+    super::embed::embed_chunks(global, store, embedder.as_ref(), false)?;
+    Ok(())
 }

@@ -4,16 +4,17 @@ mod chunk;
 mod completions;
 mod config;
 mod delete;
+mod embed;
 mod grep;
 mod inspect;
 mod list;
 mod load;
+mod models;
 mod peek;
 mod search;
 mod show;
 mod status;
 mod store_common;
-mod models;
 
 use std::process::ExitCode;
 
@@ -35,5 +36,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Delete(args) => delete::run(&global, args),
         Command::Status(args) => status::run(&global, args),
         Command::Models(args) => models::run(&global, args),
+        Command::Embed(args) => embed::run(&global, args),
     }
 }

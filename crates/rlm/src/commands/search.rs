@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use rlm_store::{SearchMode, SearchRequest};
 
-use super::store_common::{open_existing_store, store_error};
+use super::store_common::{open_existing_store, resolve_embedder, store_error};
 use crate::cli::{GlobalArgs, SearchArgs, SearchModeChoice};
 use crate::error::input_error;
 use crate::output;
@@ -16,7 +16,7 @@ pub fn run(global: &GlobalArgs, args: SearchArgs) -> anyhow::Result<ExitCode> {
     }
     let store = open_existing_store(&args.location)?;
     let request = SearchRequest {
-        query: args.query,
+        query: args.query.clone(),
         mode: match args.mode {
             SearchModeChoice::Bm25 => SearchMode::Bm25,
             SearchModeChoice::Semantic => SearchMode::Semantic,
@@ -27,7 +27,21 @@ pub fn run(global: &GlobalArgs, args: SearchArgs) -> anyhow::Result<ExitCode> {
         path_glob: args.path_glob,
         rrf_k: args.rrf_k,
     };
-    let outcome = store.search(&request).map_err(store_error)?;
+    // Loading a model costs up to a second or two; only do it when vectors exist to search.
+    let embedder = if request.mode != SearchMode::Bm25
+        && store
+            .embedding_status()
+            .map_err(store_error)?
+            .embedded_chunks
+            > 0
+    {
+        resolve_embedder(global, args.model.as_deref())?
+    } else {
+        None
+    };
+    let outcome = store
+        .search_with(&request, embedder.as_deref())
+        .map_err(store_error)?;
     if let Some(notice) = &outcome.notice
         && !global.quiet
     {

@@ -39,6 +39,14 @@ pub fn run(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
         )
     };
     writeln!(out, "index state:    {state}")?;
+    match &status.embedding_model {
+        Some(model) => writeln!(
+            out,
+            "embeddings:     {} of {} chunks ({model})",
+            status.embedded_chunks, status.chunks
+        )?,
+        None => writeln!(out, "embeddings:     none (BM25 only)")?,
+    }
     writeln!(out, "schema version: {}", status.schema_version)?;
     Ok(ExitCode::SUCCESS)
 }

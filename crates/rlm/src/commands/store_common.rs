@@ -49,6 +49,10 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
             CliError::input(err).into()
         }
         E::Interrupted => CliError::interrupted().into(),
+        E::Embed(inner) => crate::embedding::embed_error(inner),
+        E::ModelMismatch { .. } => CliError::input(err)
+            .with_hint("re-embed everything with `rlm embed --reset`, or pass the stored model with --model")
+            .into(),
         other => anyhow::Error::new(other),
     }
 }
@@ -106,4 +110,14 @@ pub fn parse_range(text: &str, what: &str) -> anyhow::Result<(Option<u64>, Optio
         }
     };
     Ok((parse(start)?, parse(end)?))
+}
+
+/// The embedding model to use, loaded, or `None` when no model is imported. `name` (a flag)
+/// wins over `RLM_EMBED_MODEL` and the `[embed]` configuration.
+pub fn resolve_embedder(
+    global: &crate::cli::GlobalArgs,
+    name: Option<&str>,
+) -> anyhow::Result<Option<Box<dyn rlm_embed::Embedder>>> {
+    let config = crate::config::LoadedConfig::load(global.config.as_deref())?;
+    crate::embedding::open_embedder(&config, name)
 }
