@@ -111,7 +111,7 @@ impl Store {
         if mode != SearchMode::Bm25 {
             let status = self.embedding_status()?;
             let fallback = if status.embedded_chunks == 0 {
-                Some("no chunk has a vector yet; using BM25 (run `rlm embed`)".to_owned())
+                Some("no chunk has a vector yet; using BM25 (import a model with `rlm models import`, then run `rlm embed`)".to_owned())
             } else if embedder.is_none() {
                 Some(
                     "no embedding model is available; using BM25 \
