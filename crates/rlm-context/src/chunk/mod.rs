@@ -283,3 +283,96 @@ pub(crate) fn extension(name: &str) -> Option<String> {
     let (stem, extension) = file.rsplit_once('.')?;
     (!stem.is_empty()).then(|| extension.to_ascii_lowercase())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Every strategy, many sizes: ranges on char boundaries, exact line numbers, and (without
+    /// overlap) chunks that tile the text with nothing lost or repeated.
+    #[test]
+    fn all_strategies_keep_boundaries_lines_and_coverage() {
+        let text = "# Título\n\nPárrafo uno. ¿Dos? 日本語のテキスト。\n\nfn main() {\n    println!(\"🎉\");\n}\n\n{\"k\":\"vé\"}\n{\"k\":2}\n";
+        for strategy in [
+            Strategy::Fixed,
+            Strategy::Structure,
+            Strategy::Records,
+            Strategy::Code,
+        ] {
+            for size in [1, 2, 3, 5, 8, 13, 40, 1000] {
+                for overlap in [0, size / 2] {
+                    let options = ChunkOptions {
+                        strategy,
+                        size,
+                        overlap,
+                        unit: SizeUnit::Chars,
+                    };
+                    let chunks = chunk(text, Some("mixed.txt"), &options).unwrap().chunks;
+                    for piece in &chunks {
+                        assert!(
+                            text.is_char_boundary(piece.range.start)
+                                && text.is_char_boundary(piece.range.end)
+                        );
+                        let before = text[..piece.range.start].matches('\n').count() as u64;
+                        let through = text.as_bytes()[..piece.range.end - 1]
+                            .iter()
+                            .filter(|&&b| b == b'\n')
+                            .count() as u64;
+                        assert_eq!(
+                            (piece.start_line, piece.end_line),
+                            (before + 1, through + 1),
+                            "{strategy} {size}"
+                        );
+                    }
+                    let tiles = overlap == 0 || matches!(strategy, Strategy::Records);
+                    if tiles {
+                        let joined: String =
+                            chunks.iter().map(|c| &text[c.range.clone()]).collect();
+                        assert_eq!(joined, text, "{strategy} size {size} lost or repeated text");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused_and_tokens_scale() {
+        let zero = ChunkOptions {
+            size: 0,
+            ..ChunkOptions::default()
+        };
+        assert_eq!(chunk("x", None, &zero), Err(ChunkError::ZeroSize));
+        let overlap = ChunkOptions {
+            size: 4,
+            overlap: 4,
+            ..ChunkOptions::default()
+        };
+        assert!(matches!(
+            chunk("x", None, &overlap),
+            Err(ChunkError::OverlapTooLarge { .. })
+        ));
+        let tokens = ChunkOptions {
+            strategy: Strategy::Fixed,
+            size: 2,
+            unit: SizeUnit::Tokens,
+            ..ChunkOptions::default()
+        };
+        let chunks = chunk("abcdefghij", None, &tokens).unwrap().chunks;
+        assert_eq!(chunks[0].range, 0..2 * CHARS_PER_TOKEN);
+    }
+
+    #[test]
+    fn auto_picks_by_extension_then_content() {
+        assert_eq!(detect_strategy("", Some("src/lib.rs")), Strategy::Code);
+        assert_eq!(detect_strategy("", Some("data.CSV")), Strategy::Records);
+        assert_eq!(
+            detect_strategy("{\"a\":1}\n{\"a\":2}\n", None),
+            Strategy::Records
+        );
+        assert_eq!(
+            detect_strategy("Some prose.\n\nMore.", Some("notes")),
+            Strategy::Structure
+        );
+    }
+}
