@@ -25,6 +25,7 @@ mod render;
 mod scan;
 mod sniff;
 pub mod tokens;
+pub mod chunk;
 pub mod words;
 
 use std::path::PathBuf;

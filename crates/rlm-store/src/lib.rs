@@ -1,1 +1,53 @@
-//! Embedded store for rlm: SQLite buffers and chunks, tantivy BM25, vector search, hybrid fusion.
+//! Embedded store for rlm: buffers and chunks in SQLite, BM25 search with tantivy, and fusion
+//! with semantic search.
+//!
+//! A store is one directory: `store.sqlite` holds every buffer's text **once** (chunks are byte
+//! ranges into it) plus chunk metadata, and `bm25/` holds a tantivy index whose tokenizer emits
+//! code identifiers whole and split (`getLogger` → `getlogger get logger`). Loads are atomic
+//! (one SQLite transaction; the index is brought up to date from a durable work queue, see
+//! [`Store`]), unchanged content is not re-loaded, and concurrent writers wait for each other.
+//!
+//! ```
+//! use rlm_context::chunk::ChunkOptions;
+//! use rlm_store::{SearchRequest, Source, Store};
+//!
+//! # fn main() -> Result<(), rlm_store::Error> {
+//! let dir = std::env::temp_dir().join(format!("rlm-store-doc-{}", std::process::id()));
+//! let mut store = Store::open(&dir)?;
+//! let source = Source::Text {
+//!     name: "app.py".into(),
+//!     text: "import logging\nlog = logging.getLogger(__name__)\n".into(),
+//! };
+//! store.load(&[source], &ChunkOptions::default(), &mut |_| std::ops::ControlFlow::Continue(()))?;
+//! let outcome = store.search(&SearchRequest::new("logger"))?;
+//! assert_eq!(outcome.hits[0].buffer, "app.py");
+//! # drop(store);
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! # Ok(())
+//! # }
+//! ```
+
+mod admin;
+mod embed;
+mod error;
+mod grep;
+mod index;
+mod load;
+mod read;
+mod schema;
+mod search;
+mod store;
+pub mod tokenizer;
+
+pub use admin::StoreStatus;
+pub use embed::{EmbedProgress, EmbeddingStatus};
+pub use error::{Error, Result};
+pub use grep::{GrepLine, GrepOptions, GrepSummary};
+pub use load::{
+    LoadEvent, LoadReport, LoadedBuffer, MAX_BUFFER_BYTES, SkippedSource, Source, collect_sources,
+};
+pub use read::{BufferInfo, ChunkInfo};
+pub use search::{
+    DEFAULT_RRF_K, SearchHit, SearchMode, SearchOutcome, SearchRequest, reciprocal_rank_fusion,
+};
+pub use store::{IndexProgress, Store};

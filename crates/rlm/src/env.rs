@@ -43,6 +43,8 @@ pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
 /// Ollama base URL (including `/v1`).
 pub const OLLAMA_BASE_URL: &str = "OLLAMA_BASE_URL";
+/// Store directory, same as `--store` (default `.rlm` in the current directory).
+pub const RLM_STORE: &str = "RLM_STORE";
 /// Base directory for user data; models live in `$XDG_DATA_HOME/rlm/models`.
 pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
 /// Directory of imported embedding models (overrides `[embed] models_dir`).

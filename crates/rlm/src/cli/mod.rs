@@ -6,6 +6,7 @@ mod ctx;
 mod inspect;
 mod llm;
 mod models;
+mod store;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -13,6 +14,10 @@ pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, RoleArg};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
+pub use store::{
+    ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
+    PeekArgs, SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -68,8 +73,28 @@ pub enum Command {
     Ctx(CtxArgs),
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
     Chat(ChatArgs),
+    /// Load files, directories or stdin into the store (chunked and indexed).
+    Load(LoadArgs),
+    /// List stored buffers.
+    List(ListArgs),
+    /// Show a buffer's metadata (and optionally its chunks or text).
+    Show(ShowArgs),
+    /// Print part of a buffer: a line range, a byte range or a chunk.
+    Peek(PeekArgs),
+    /// Regex search over stored buffers, ripgrep-style.
+    Grep(GrepArgs),
+    /// Preview how a file would be chunked, without storing it.
+    Chunk(ChunkArgs),
+    /// Ranked search over chunks (BM25, semantic or hybrid).
+    Search(SearchArgs),
+    /// Delete buffers from the store.
+    Delete(DeleteArgs),
+    /// Store sizes, counts and index state.
+    Status(StatusArgs),
     /// Import, list and remove embedding models (offline; from directories or wheels).
     Models(ModelsArgs),
+    /// Compute embeddings for stored chunks that have none.
+    Embed(EmbedArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

@@ -6,7 +6,18 @@ mod config;
 mod ctx;
 mod inspect;
 pub mod llm_settings;
+mod chunk;
+mod delete;
+mod embed;
+mod grep;
+mod list;
+mod load;
 mod models;
+mod peek;
+mod search;
+mod show;
+mod status;
+mod store_common;
 
 use std::process::ExitCode;
 
@@ -20,6 +31,16 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Completions(args) => completions::run(args),
         Command::Ctx(args) => ctx::run(&global, args),
         Command::Chat(args) => chat::run(&global, args),
+        Command::Load(args) => load::run(&global, args),
+        Command::List(args) => list::run(&global, args),
+        Command::Show(args) => show::run(&global, args),
+        Command::Peek(args) => peek::run(&global, args),
+        Command::Grep(args) => grep::run(&global, args),
+        Command::Chunk(args) => chunk::run(&global, args),
+        Command::Search(args) => search::run(&global, args),
+        Command::Delete(args) => delete::run(&global, args),
+        Command::Status(args) => status::run(&global, args),
         Command::Models(args) => models::run(&global, args),
+        Command::Embed(args) => embed::run(&global, args),
     }
 }

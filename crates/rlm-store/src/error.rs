@@ -1,0 +1,106 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The SQLite database failed.
+    #[error("store database error")]
+    Database(#[from] rusqlite::Error),
+    /// The tantivy index failed.
+    #[error("search index error")]
+    Index(#[from] tantivy::TantivyError),
+    /// The tantivy index directory could not be opened.
+    #[error("cannot open the search index at {path}")]
+    IndexDirectory {
+        /// The index directory.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: tantivy::directory::error::OpenDirectoryError,
+    },
+    /// A file or the store directory could not be read or written.
+    #[error("{action} {path}")]
+    Io {
+        /// What was being done, e.g. "cannot read".
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The chunking parameters were invalid.
+    #[error(transparent)]
+    Chunk(#[from] rlm_context::chunk::ChunkError),
+    /// No buffer has this name or id.
+    #[error("no buffer named {0:?} in the store")]
+    UnknownBuffer(String),
+    /// No chunk has this id.
+    #[error("no chunk with id {0} in the store")]
+    UnknownChunk(i64),
+    /// A path glob did not parse.
+    #[error("invalid path glob {glob:?}")]
+    Glob {
+        /// The glob as given.
+        glob: String,
+        /// What went wrong.
+        #[source]
+        source: globset::Error,
+    },
+    /// A grep pattern did not parse.
+    #[error("invalid regular expression")]
+    Regex(#[from] regex::Error),
+    /// A range (lines or bytes) was outside the buffer or reversed.
+    #[error("{0}")]
+    Range(String),
+    /// A buffer is larger than SQLite can hold in one value.
+    #[error("{name} is {size} bytes; the store holds buffers up to {limit} bytes")]
+    TooLarge {
+        /// The buffer name.
+        name: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The database was written by a newer rlm.
+    #[error("the store schema version {found} is newer than this rlm understands ({supported})")]
+    SchemaTooNew {
+        /// Version in the file.
+        found: i64,
+        /// Newest version this build knows.
+        supported: i64,
+    },
+    /// The embedding model failed or its vectors do not match.
+    #[error(transparent)]
+    Embed(#[from] rlm_embed::Error),
+    /// The store holds vectors of another model.
+    #[error("the store holds vectors of model {stored}, not {requested}; mixing models is refused")]
+    ModelMismatch {
+        /// Model id of the stored vectors.
+        stored: String,
+        /// Model id asked for.
+        requested: String,
+    },
+    /// The caller asked to stop (Ctrl-C); nothing was written.
+    #[error("interrupted; nothing was written")]
+    Interrupted,
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io(
+    action: &'static str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io {
+        action,
+        path,
+        source,
+    }
+}

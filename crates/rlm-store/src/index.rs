@@ -1,0 +1,201 @@
+//! The BM25 index: one tantivy document per chunk, text indexed with the code tokenizer.
+//!
+//! Text is not stored in the index (it lives once, in SQLite); documents hold the chunk id as a
+//! fast field (to map hits back) and the buffer id as an indexed term (to delete a buffer's
+//! documents and to filter searches to a set of buffers before ranking).
+
+use std::path::Path;
+
+use rlm_context::words;
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::error::{Error, Result};
+use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer};
+
+/// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
+/// share is full, so this bounds the writer's RSS.
+const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
+
+pub(crate) struct Bm25Index {
+    index: Index,
+    /// Opened on first search and reloaded after each commit of this process; opening one per
+    /// query would cost more than the query.
+    reader: std::sync::OnceLock<IndexReader>,
+    chunk_id: Field,
+    buffer_id: Field,
+    text: Field,
+}
+
+impl std::fmt::Debug for Bm25Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bm25Index").finish_non_exhaustive()
+    }
+}
+
+impl Bm25Index {
+    pub(crate) fn open(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path).map_err(crate::error::io("cannot create", path))?;
+        let mut builder = Schema::builder();
+        let chunk_id = builder.add_u64_field("chunk_id", NumericOptions::default().set_fast());
+        let buffer_id = builder.add_u64_field("buffer_id", INDEXED);
+        let indexing = TextFieldIndexing::default()
+            .set_tokenizer(CODE_TOKENIZER)
+            // BM25 needs term frequencies only; positions would grow the index for phrase
+            // queries we do not offer.
+            .set_index_option(IndexRecordOption::WithFreqs);
+        let text = builder.add_text_field(
+            "text",
+            TextOptions::default().set_indexing_options(indexing),
+        );
+        let directory = MmapDirectory::open(path).map_err(|source| Error::IndexDirectory {
+            path: path.to_owned(),
+            source,
+        })?;
+        let index = Index::open_or_create(directory, builder.build())?;
+        index
+            .tokenizers()
+            .register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer::default()));
+        Ok(Self {
+            index,
+            reader: std::sync::OnceLock::new(),
+            chunk_id,
+            buffer_id,
+            text,
+        })
+    }
+
+    pub(crate) fn writer(&self) -> Result<Bm25Writer<'_>> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        let writer = self
+            .index
+            .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?;
+        Ok(Bm25Writer {
+            index: self,
+            writer,
+        })
+    }
+
+    fn reader(&self) -> Result<&IndexReader> {
+        if let Some(reader) = self.reader.get() {
+            return Ok(reader);
+        }
+        let reader = self
+            .index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(self.reader.get_or_init(|| reader))
+    }
+
+    /// Makes this process's reader see the latest commit.
+    pub(crate) fn reload(&self) -> Result<()> {
+        if let Some(reader) = self.reader.get() {
+            reader.reload()?;
+        }
+        Ok(())
+    }
+
+    /// Number of documents (chunks) searchable now.
+    pub(crate) fn document_count(&self) -> Result<u64> {
+        Ok(self.reader()?.searcher().num_docs())
+    }
+
+    /// Top `limit` chunk ids by BM25 among chunks of `buffers` (all documents when `None`),
+    /// best first.
+    pub(crate) fn search(
+        &self,
+        query: &str,
+        buffers: Option<&[i64]>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f32)>> {
+        let mut terms: Vec<String> = Vec::new();
+        // Whole identifiers only: documents carry both wholes and parts, so `logger` still finds
+        // `getLogger`, while `getLogger` asks for exactly that identifier.
+        for term in words::terms(query).filter(|term| !term.is_part) {
+            if !terms.iter().any(|seen| *seen == term.text) {
+                terms.push(term.text.into_owned());
+            }
+        }
+        if terms.is_empty() || buffers.is_some_and(<[i64]>::is_empty) || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let should: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|term| {
+                let query = TermQuery::new(
+                    Term::from_field_text(self.text, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                (Occur::Should, Box::new(query) as Box<dyn Query>)
+            })
+            .collect();
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let query: Box<dyn Query> = match buffers {
+            None => text_query,
+            Some(buffers) => {
+                let filter = TermSetQuery::new(
+                    buffers
+                        .iter()
+                        .map(|&id| Term::from_field_u64(self.buffer_id, id as u64)),
+                );
+                // The filter scores 0, so ranking is BM25 of the text alone, within the set.
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, text_query),
+                    (
+                        Occur::Must,
+                        Box::new(ConstScoreQuery::new(Box::new(filter), 0.0)),
+                    ),
+                ]))
+            }
+        };
+        let searcher = self.reader()?.searcher();
+        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let column = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .u64("chunk_id")?;
+            if let Some(id) = column.first(address.doc_id) {
+                hits.push((id as i64, score));
+            }
+        }
+        Ok(hits)
+    }
+}
+
+/// An open index writer; dropping it without [`Bm25Writer::commit`] discards its changes.
+pub(crate) struct Bm25Writer<'a> {
+    index: &'a Bm25Index,
+    writer: IndexWriter,
+}
+
+impl Bm25Writer<'_> {
+    pub(crate) fn delete_buffer(&self, buffer_id: i64) {
+        self.writer
+            .delete_term(Term::from_field_u64(self.index.buffer_id, buffer_id as u64));
+    }
+
+    pub(crate) fn add_chunk(&self, chunk_id: i64, buffer_id: i64, text: &str) -> Result<()> {
+        let mut document = TantivyDocument::new();
+        document.add_u64(self.index.chunk_id, chunk_id as u64);
+        document.add_u64(self.index.buffer_id, buffer_id as u64);
+        document.add_text(self.index.text, text);
+        self.writer.add_document(document)?;
+        Ok(())
+    }
+
+    /// Makes the changes durable and visible, then waits for background merges.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        self.writer.commit()?;
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,421 @@
+//! Loading files into the store: collect sources, chunk, write in one transaction, index.
+
+use std::io::Read as _;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rlm_context::chunk::{self, ChunkOptions, Strategy};
+use rusqlite::{OptionalExtension as _, Transaction, params};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::error::{Error, Result, io};
+use crate::store::{IndexProgress, Store};
+
+/// SQLite's default maximum size of one value; a buffer is stored as one value.
+pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000;
+
+/// Bytes sniffed for NUL to call a file binary.
+const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// Something to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Source {
+    /// A file on disk, stored under `name`.
+    File {
+        /// The file to read.
+        path: PathBuf,
+        /// The buffer name (the path as given or found while walking a directory).
+        name: String,
+    },
+    /// Standard input.
+    Stdin {
+        /// The buffer name.
+        name: String,
+    },
+    /// Text already in memory.
+    Text {
+        /// The buffer name.
+        name: String,
+        /// The content.
+        text: String,
+    },
+}
+
+impl Source {
+    /// The buffer name this source is stored under.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::File { name, .. } | Self::Stdin { name } | Self::Text { name, .. } => name,
+        }
+    }
+
+    /// Stores the source under another name.
+    pub fn rename(&mut self, new_name: impl Into<String>) {
+        match self {
+            Self::File { name, .. } | Self::Stdin { name } | Self::Text { name, .. } => {
+                *name = new_name.into()
+            }
+        }
+    }
+}
+
+/// Expands paths into sources: `-` is stdin, directories are walked honouring `.gitignore`,
+/// `.ignore` and hidden-file rules (so the `.rlm` store itself is skipped), sorted by path.
+pub fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            sources.push(Source::Stdin {
+                name: "stdin".to_owned(),
+            });
+            continue;
+        }
+        let metadata = std::fs::metadata(path).map_err(io("cannot read", path))?;
+        if !metadata.is_dir() {
+            sources.push(Source::File {
+                path: path.clone(),
+                name: display_name(path),
+            });
+            continue;
+        }
+        let mut found = Vec::new();
+        let walker = ignore::WalkBuilder::new(path).require_git(false).build();
+        for entry in walker {
+            let entry = entry.map_err(|error| Error::Io {
+                action: "cannot walk",
+                path: path.clone(),
+                source: std::io::Error::other(error.to_string()),
+            })?;
+            if entry.file_type().is_some_and(|kind| kind.is_file()) {
+                found.push(entry.into_path());
+            }
+        }
+        found.sort();
+        sources.extend(found.into_iter().map(|path| Source::File {
+            name: display_name(&path),
+            path,
+        }));
+    }
+    Ok(sources)
+}
+
+fn display_name(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    text.strip_prefix("./").unwrap_or(&text).to_owned()
+}
+
+/// What happens during a load, for progress display. Return `ControlFlow::Break` from the
+/// callback to cancel: the transaction is rolled back and nothing is written.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LoadEvent<'a> {
+    /// About to read source `index` (0-based) of `total`.
+    Reading {
+        /// Position in the list.
+        index: usize,
+        /// Number of sources.
+        total: usize,
+        /// Its buffer name.
+        name: &'a str,
+    },
+    /// The source was stored.
+    Loaded(&'a LoadedBuffer),
+    /// Same content and options as the stored buffer: nothing to do.
+    Unchanged(&'a str),
+    /// The source was not loaded (binary, not UTF-8, too large).
+    Skipped(&'a SkippedSource),
+    /// The BM25 index is being updated.
+    Indexing(IndexProgress),
+}
+
+/// A buffer written by a load.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadedBuffer {
+    /// Buffer id (new on every load; a replaced buffer gets a new id).
+    pub id: i64,
+    /// Buffer name.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Number of chunks.
+    pub chunks: u64,
+    /// The chunker used.
+    pub strategy: Strategy,
+    /// Whether a buffer of the same name with different content was replaced.
+    pub replaced: bool,
+}
+
+/// A source that was not loaded, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedSource {
+    /// Buffer name.
+    pub name: String,
+    /// Why, e.g. "binary file".
+    pub reason: String,
+}
+
+/// Summary of one load.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadReport {
+    /// Buffers written.
+    pub loaded: Vec<LoadedBuffer>,
+    /// Names whose content and options were unchanged.
+    pub unchanged: Vec<String>,
+    /// Sources not loaded.
+    pub skipped: Vec<SkippedSource>,
+}
+
+impl Store {
+    /// Loads `sources` in one SQLite transaction, then brings the BM25 index up to date.
+    ///
+    /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
+    /// content replaces the old buffer and its chunks. Binary, non-UTF-8 and over-large sources
+    /// are skipped and reported. An unreadable file or a `Break` from `progress` aborts the whole
+    /// load with nothing written.
+    pub fn load(
+        &mut self,
+        sources: &[Source],
+        options: &ChunkOptions,
+        progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+    ) -> Result<LoadReport> {
+        options.validate()?;
+        let _lock = self.write_lock()?;
+        let report = self.write_sources(sources, options, progress)?;
+        self.sync_index(&mut |step| {
+            let _ = progress(LoadEvent::Indexing(step));
+        })?;
+        Ok(report)
+    }
+
+    /// The SQLite half of a load: one transaction that stores the buffers and queues their
+    /// index work. The caller holds the write lock and syncs the index afterwards.
+    fn write_sources(
+        &mut self,
+        sources: &[Source],
+        options: &ChunkOptions,
+        progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+    ) -> Result<LoadReport> {
+        let options_key = serde_json::to_string(options).unwrap_or_default();
+        let mut report = LoadReport::default();
+        let transaction = self
+            .connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for (index, source) in sources.iter().enumerate() {
+            let name = source.name();
+            if progress(LoadEvent::Reading {
+                index,
+                total: sources.len(),
+                name,
+            })
+            .is_break()
+            {
+                return Err(Error::Interrupted);
+            }
+            let text = match read_source(source)? {
+                Ok(text) => text,
+                Err(reason) => {
+                    let skipped = SkippedSource {
+                        name: name.to_owned(),
+                        reason,
+                    };
+                    let _ = progress(LoadEvent::Skipped(&skipped));
+                    report.skipped.push(skipped);
+                    continue;
+                }
+            };
+            let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+            let existing: Option<(i64, String, String)> = transaction
+                .query_row(
+                    "SELECT id, sha256, chunk_options FROM buffers WHERE name = ?1",
+                    [name],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .optional()?;
+            if let Some((_, old_sha, old_options)) = &existing
+                && *old_sha == sha256
+                && *old_options == options_key
+            {
+                let _ = progress(LoadEvent::Unchanged(name));
+                report.unchanged.push(name.to_owned());
+                continue;
+            }
+            if let Some((old_id, _, _)) = &existing {
+                transaction.execute("DELETE FROM buffers WHERE id = ?1", [old_id])?;
+                transaction.execute(
+                    "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'delete')",
+                    [old_id],
+                )?;
+            }
+            let path = match source {
+                Source::File { path, .. } => std::path::absolute(path)
+                    .ok()
+                    .map(|path| path.to_string_lossy().into_owned()),
+                _ => None,
+            };
+            let mut loaded = insert_buffer(
+                &transaction,
+                name,
+                path.as_deref(),
+                &text,
+                &sha256,
+                options,
+                &options_key,
+            )?;
+            loaded.replaced = existing.is_some();
+            if progress(LoadEvent::Loaded(&loaded)).is_break() {
+                return Err(Error::Interrupted);
+            }
+            report.loaded.push(loaded);
+        }
+        transaction.commit()?;
+        Ok(report)
+    }
+}
+
+/// Reads a source; the inner `Err` is a reason to skip it rather than fail the load.
+fn read_source(source: &Source) -> Result<Result<String, String>> {
+    let bytes = match source {
+        Source::Text { text, .. } => return Ok(Ok(text.clone())),
+        Source::File { path, .. } => {
+            let size = std::fs::metadata(path)
+                .map_err(io("cannot read", path))?
+                .len();
+            if size > MAX_BUFFER_BYTES {
+                return Ok(Err(format!(
+                    "larger than the {MAX_BUFFER_BYTES}-byte buffer limit"
+                )));
+            }
+            std::fs::read(path).map_err(io("cannot read", path))?
+        }
+        Source::Stdin { .. } => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(io("cannot read", "stdin"))?;
+            bytes
+        }
+    };
+    if bytes.len() as u64 > MAX_BUFFER_BYTES {
+        return Ok(Err(format!(
+            "larger than the {MAX_BUFFER_BYTES}-byte buffer limit"
+        )));
+    }
+    if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some() {
+        return Ok(Err("binary file (NUL bytes)".to_owned()));
+    }
+    Ok(String::from_utf8(bytes).map_err(|error| {
+        format!(
+            "not valid UTF-8 (first bad byte at offset {})",
+            error.utf8_error().valid_up_to()
+        )
+    }))
+}
+
+fn insert_buffer(
+    transaction: &Transaction<'_>,
+    name: &str,
+    path: Option<&str>,
+    text: &str,
+    sha256: &str,
+    options: &ChunkOptions,
+    options_key: &str,
+) -> Result<LoadedBuffer> {
+    let chunking = chunk::chunk(text, Some(name), options)?;
+    let line_count = memchr::memchr_iter(b'\n', text.as_bytes()).count() as u64
+        + u64::from(!text.is_empty() && !text.ends_with('\n'));
+    let loaded_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs() as i64);
+    transaction.execute(
+        "INSERT INTO buffers (name, path, sha256, size, line_count, strategy, chunk_options, loaded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            name,
+            path,
+            sha256,
+            text.len() as i64,
+            line_count as i64,
+            chunking.strategy.name(),
+            options_key,
+            loaded_at
+        ],
+    )?;
+    let id = transaction.last_insert_rowid();
+    crate::read::write_buffer_text(transaction, id, text)?;
+    let mut statement = transaction.prepare_cached(
+        "INSERT INTO chunks (buffer_id, seq, start, end, start_line, end_line, header_start, header_end)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (seq, chunk) in chunking.chunks.iter().enumerate() {
+        statement.execute(params![
+            id,
+            seq as i64,
+            chunk.range.start as i64,
+            chunk.range.end as i64,
+            chunk.start_line as i64,
+            chunk.end_line as i64,
+            chunk.header.as_ref().map(|h| h.start as i64),
+            chunk.header.as_ref().map(|h| h.end as i64),
+        ])?;
+    }
+    transaction.execute(
+        "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'add')",
+        [id],
+    )?;
+    Ok(LoadedBuffer {
+        id,
+        name: name.to_owned(),
+        bytes: text.len() as u64,
+        chunks: chunking.chunks.len() as u64,
+        strategy: chunking.strategy,
+        replaced: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::SearchRequest;
+
+    #[test]
+    fn a_crash_between_sqlite_and_the_index_is_repaired_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut store = Store::open(dir.path()).unwrap();
+            let sources = [Source::Text {
+                name: "a".into(),
+                text: "durable words\n".into(),
+            }];
+            // Commit SQLite but "crash" before the index is updated.
+            store
+                .write_sources(&sources, &ChunkOptions::default(), &mut |_| {
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
+            let status = store.status().unwrap();
+            assert_eq!(
+                (
+                    status.chunks,
+                    status.indexed_chunks,
+                    status.pending_index_work
+                ),
+                (1, 0, 1)
+            );
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let status = store.status().unwrap();
+        assert_eq!((status.indexed_chunks, status.pending_index_work), (1, 0));
+        assert_eq!(
+            store
+                .search(&SearchRequest::new("durable"))
+                .unwrap()
+                .hits
+                .len(),
+            1
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! Reading buffers back: metadata, text ranges, chunks, and the store's status.
+
+use std::ops::Range;
+
+use rusqlite::{Connection, OptionalExtension as _, Row, params};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// Bytes written to or read from a text blob per call.
+const BLOB_STEP: usize = 8 * 1024 * 1024;
+
+/// Metadata of a stored buffer.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct BufferInfo {
+    /// Buffer id.
+    pub id: i64,
+    /// Buffer name.
+    pub name: String,
+    /// Absolute path it was loaded from, if it was a file.
+    pub path: Option<String>,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Number of lines.
+    pub lines: u64,
+    /// Number of chunks.
+    pub chunks: u64,
+    /// Chunker used.
+    pub strategy: String,
+    /// SHA-256 of the content, hex.
+    pub sha256: String,
+    /// Unix time of the load.
+    pub loaded_at: i64,
+}
+
+/// A chunk's location and text.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Chunk id (stable until its buffer is replaced or deleted).
+    pub id: i64,
+    /// Buffer id.
+    pub buffer_id: i64,
+    /// Buffer name.
+    pub buffer: String,
+    /// Position within the buffer, 0-based.
+    pub seq: i64,
+    /// Byte range in the buffer.
+    pub bytes: Range<u64>,
+    /// First line, 1-based.
+    pub start_line: u64,
+    /// Last line, 1-based inclusive.
+    pub end_line: u64,
+}
+
+const BUFFER_COLUMNS: &str = "b.id, b.name, b.path, b.size, b.line_count,
+    (SELECT COUNT(*) FROM chunks c WHERE c.buffer_id = b.id), b.strategy, b.sha256, b.loaded_at";
+
+fn buffer_from_row(row: &Row<'_>) -> rusqlite::Result<BufferInfo> {
+    Ok(BufferInfo {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        path: row.get(2)?,
+        bytes: row.get(3)?,
+        lines: row.get(4)?,
+        chunks: row.get(5)?,
+        strategy: row.get(6)?,
+        sha256: row.get(7)?,
+        loaded_at: row.get(8)?,
+    })
+}
+
+impl Store {
+    /// All buffers, by name.
+    pub fn list(&self) -> Result<Vec<BufferInfo>> {
+        let mut statement = self.connection.prepare(&format!(
+            "SELECT {BUFFER_COLUMNS} FROM buffers b ORDER BY b.name"
+        ))?;
+        let rows = statement.query_map([], buffer_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A buffer by name, or by id when `name_or_id` is a number no buffer is named.
+    pub fn buffer(&self, name_or_id: &str) -> Result<BufferInfo> {
+        let by_name = self
+            .connection
+            .query_row(
+                &format!("SELECT {BUFFER_COLUMNS} FROM buffers b WHERE b.name = ?1"),
+                [name_or_id],
+                buffer_from_row,
+            )
+            .optional()?;
+        if let Some(buffer) = by_name {
+            return Ok(buffer);
+        }
+        let by_id = match name_or_id.parse::<i64>() {
+            Ok(id) => self
+                .connection
+                .query_row(
+                    &format!("SELECT {BUFFER_COLUMNS} FROM buffers b WHERE b.id = ?1"),
+                    [id],
+                    buffer_from_row,
+                )
+                .optional()?,
+            Err(_) => None,
+        };
+        by_id.ok_or_else(|| Error::UnknownBuffer(name_or_id.to_owned()))
+    }
+
+    /// The whole text of a buffer.
+    pub fn text(&self, buffer: &BufferInfo) -> Result<String> {
+        buffer_text(&self.connection, buffer.id)
+    }
+
+    /// Bytes `range` of a buffer, widened to character boundaries.
+    pub fn read_bytes(&self, buffer: &BufferInfo, range: Range<u64>) -> Result<String> {
+        if range.start > range.end || range.end > buffer.bytes {
+            return Err(Error::Range(format!(
+                "byte range {}:{} is outside {} ({} bytes)",
+                range.start, range.end, buffer.name, buffer.bytes
+            )));
+        }
+        // Read up to 3 extra bytes each side so a range cutting a character can be widened.
+        let start = range.start.saturating_sub(3);
+        let end = (range.end + 3).min(buffer.bytes);
+        let raw = read_blob(&self.connection, buffer.id, start as usize, end as usize)?;
+        let mut from = (range.start - start) as usize;
+        while from > 0 && is_continuation(raw.get(from)) {
+            from -= 1;
+        }
+        let mut to = (range.end - start) as usize;
+        while to < raw.len() && is_continuation(raw.get(to)) {
+            to += 1;
+        }
+        Ok(String::from_utf8_lossy(&raw[from..to]).into_owned())
+    }
+
+    /// Lines `first..=last` (1-based) of a buffer, each with its newline.
+    pub fn read_lines(&self, buffer: &BufferInfo, first: u64, last: u64) -> Result<String> {
+        if first == 0 || first > last || first > buffer.lines.max(1) {
+            return Err(Error::Range(format!(
+                "line range {first}:{last} is outside {} ({} lines)",
+                buffer.name, buffer.lines
+            )));
+        }
+        // Start scanning at the last chunk that begins before the first line, not at byte 0.
+        let (mut position, mut line): (u64, u64) = self
+            .connection
+            .query_row(
+                "SELECT start, start_line FROM chunks WHERE buffer_id = ?1 AND start_line < ?2
+                 ORDER BY start DESC LIMIT 1",
+                params![buffer.id, first as i64],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((0, 1));
+        let mut start = (first == 1).then_some(0);
+        let mut end = None;
+        'scan: while position < buffer.bytes {
+            let step_end = (position + BLOB_STEP as u64).min(buffer.bytes);
+            let piece = read_blob(
+                &self.connection,
+                buffer.id,
+                position as usize,
+                step_end as usize,
+            )?;
+            for newline in memchr::memchr_iter(b'\n', &piece) {
+                // `line` is the line holding `position`; a newline starts the next one.
+                line += 1;
+                let next_line_start = position + newline as u64 + 1;
+                if line == first {
+                    start = Some(next_line_start);
+                }
+                if line == last + 1 {
+                    end = Some(next_line_start);
+                    break 'scan;
+                }
+            }
+            position = step_end;
+        }
+        let Some(start) = start.filter(|&start| start < buffer.bytes || buffer.bytes == 0) else {
+            return Err(Error::Range(format!(
+                "line {first} is past the end of {} ({} lines)",
+                buffer.name, buffer.lines
+            )));
+        };
+        let end = end.unwrap_or(buffer.bytes);
+        let bytes = read_blob(&self.connection, buffer.id, start as usize, end as usize)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Every chunk of a buffer, in order.
+    pub fn chunks_of(&self, buffer: &BufferInfo) -> Result<Vec<ChunkInfo>> {
+        let mut statement = self.connection.prepare(
+            "SELECT id, buffer_id, seq, start, end, start_line, end_line
+             FROM chunks WHERE buffer_id = ?1 ORDER BY seq",
+        )?;
+        let rows = statement.query_map([buffer.id], |row| {
+            Ok(ChunkInfo {
+                id: row.get(0)?,
+                buffer_id: row.get(1)?,
+                buffer: buffer.name.clone(),
+                seq: row.get(2)?,
+                bytes: row.get(3)?..row.get(4)?,
+                start_line: row.get(5)?,
+                end_line: row.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A chunk's location.
+    pub fn chunk(&self, id: i64) -> Result<ChunkInfo> {
+        self.connection
+            .query_row(
+                "SELECT c.id, c.buffer_id, b.name, c.seq, c.start, c.end, c.start_line, c.end_line
+                 FROM chunks c JOIN buffers b ON b.id = c.buffer_id WHERE c.id = ?1",
+                [id],
+                |row| {
+                    Ok(ChunkInfo {
+                        id: row.get(0)?,
+                        buffer_id: row.get(1)?,
+                        buffer: row.get(2)?,
+                        seq: row.get(3)?,
+                        bytes: row.get(4)?..row.get(5)?,
+                        start_line: row.get(6)?,
+                        end_line: row.get(7)?,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or(Error::UnknownChunk(id))
+    }
+
+    /// A chunk's text, with the CSV header in front when the chunk has one.
+    pub fn chunk_text(&self, id: i64) -> Result<String> {
+        chunk_text_in(&self.connection, id)
+    }
+}
+
+/// A chunk's text (header first) read with `connection` (which may be a transaction).
+pub(crate) fn chunk_text_in(connection: &Connection, id: i64) -> Result<String> {
+    let (buffer_id, start, end, header): (i64, usize, usize, Option<(usize, usize)>) = connection
+        .query_row(
+            "SELECT buffer_id, start, end, header_start, header_end FROM chunks WHERE id = ?1",
+            [id],
+            |row| {
+                let header = match (
+                    row.get::<_, Option<usize>>(3)?,
+                    row.get::<_, Option<usize>>(4)?,
+                ) {
+                    (Some(start), Some(end)) => Some((start, end)),
+                    _ => None,
+                };
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, header))
+            },
+        )
+        .optional()?
+        .ok_or(Error::UnknownChunk(id))?;
+    let mut bytes = match header {
+        Some((from, to)) => read_blob(connection, buffer_id, from, to)?,
+        None => Vec::new(),
+    };
+    bytes.extend(read_blob(connection, buffer_id, start, end)?);
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn is_continuation(byte: Option<&u8>) -> bool {
+    byte.is_some_and(|&b| b & 0xC0 == 0x80)
+}
+
+/// Texts up to this size are bound directly (SQLite copies them once); larger ones are written
+/// through incremental blob I/O so a huge buffer is not held twice in memory.
+const DIRECT_WRITE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Writes `text` as the buffer's blob.
+pub(crate) fn write_buffer_text(connection: &Connection, buffer_id: i64, text: &str) -> Result<()> {
+    if text.len() <= DIRECT_WRITE_BYTES {
+        connection.execute(
+            "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
+            params![buffer_id, text.as_bytes()],
+        )?;
+        return Ok(());
+    }
+    connection.execute(
+        "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
+        params![buffer_id, rusqlite::blob::ZeroBlob(text.len() as u64)],
+    )?;
+    let mut blob =
+        connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, false)?;
+    for (index, piece) in text.as_bytes().chunks(BLOB_STEP).enumerate() {
+        blob.write_at(piece, index * BLOB_STEP)?;
+    }
+    Ok(())
+}
+
+/// Bytes `start..end` of a buffer's blob.
+pub(crate) fn read_blob(
+    connection: &Connection,
+    buffer_id: i64,
+    start: usize,
+    end: usize,
+) -> Result<Vec<u8>> {
+    let blob = connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, true)?;
+    let end = end.min(blob.len());
+    let start = start.min(end);
+    let mut bytes = vec![0; end - start];
+    blob.read_at_exact(&mut bytes, start)?;
+    Ok(bytes)
+}
+
+/// The whole text of a buffer (stored text is validated UTF-8 at load).
+pub(crate) fn buffer_text(connection: &Connection, buffer_id: i64) -> Result<String> {
+    let bytes = read_blob(connection, buffer_id, 0, usize::MAX)?;
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
+}

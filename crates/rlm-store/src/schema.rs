@@ -1,0 +1,105 @@
+//! SQLite schema and migrations.
+//!
+//! Migrations are an append-only list; `PRAGMA user_version` records how many were applied, and
+//! every pending migration runs in one transaction with the version bump, so a crash leaves either
+//! the old or the new schema.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// Append-only. Never edit a released entry; add a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: buffers, their text (stored once), chunks as ranges, and the index work queue.
+    "CREATE TABLE buffers (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        path TEXT,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        line_count INTEGER NOT NULL,
+        strategy TEXT NOT NULL,
+        chunk_options TEXT NOT NULL,
+        loaded_at INTEGER NOT NULL
+    );
+    CREATE TABLE buffer_text (
+        buffer_id INTEGER PRIMARY KEY REFERENCES buffers(id) ON DELETE CASCADE,
+        text BLOB NOT NULL
+    );
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        buffer_id INTEGER NOT NULL REFERENCES buffers(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        start INTEGER NOT NULL,
+        end INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        header_start INTEGER,
+        header_end INTEGER
+    );
+    CREATE INDEX chunks_by_buffer ON chunks(buffer_id, seq);
+    CREATE TABLE index_queue (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        buffer_id INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN ('add', 'delete'))
+    );",
+    // 2: embeddings, one vector per chunk, from the one model recorded in embedding_model.
+    "CREATE TABLE embedding_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        model_id TEXT NOT NULL,
+        dimension INTEGER NOT NULL
+    );
+    CREATE TABLE embeddings (
+        chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+        vector BLOB NOT NULL
+    );",
+];
+
+/// Applies pending migrations in one transaction.
+pub(crate) fn migrate(connection: &mut Connection) -> Result<()> {
+    // Check without a write transaction first, so readers never wait for a running load.
+    let current: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current == MIGRATIONS.len() as i64 {
+        return Ok(());
+    }
+    let transaction =
+        connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let supported = MIGRATIONS.len() as i64;
+    if version > supported {
+        return Err(Error::SchemaTooNew {
+            found: version,
+            supported,
+        });
+    }
+    for migration in MIGRATIONS.iter().skip(version as usize) {
+        transaction.execute_batch(migration)?;
+    }
+    if version < supported {
+        transaction.pragma_update(None, "user_version", supported)?;
+    }
+    transaction.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn migrating_twice_is_a_no_op_and_newer_schemas_are_refused() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        migrate(&mut connection).unwrap();
+        migrate(&mut connection).unwrap();
+        let version: i64 = connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        connection.pragma_update(None, "user_version", 99).unwrap();
+        assert!(matches!(
+            migrate(&mut connection),
+            Err(Error::SchemaTooNew { found: 99, .. })
+        ));
+    }
+}

@@ -1,0 +1,322 @@
+//! Search: filters resolved to buffer ids first, then BM25 (and, when a model is present,
+//! semantic) ranking inside that set, fused by reciprocal rank.
+
+use std::collections::HashMap;
+
+use globset::GlobBuilder;
+use rlm_embed::Embedder;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::read::BufferInfo;
+use crate::store::Store;
+
+/// Default `k` of reciprocal rank fusion (the value from the original RRF paper).
+pub const DEFAULT_RRF_K: f64 = 60.0;
+
+/// Ranking method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SearchMode {
+    /// BM25 over the code-aware tokens.
+    #[default]
+    Bm25,
+    /// Embedding similarity.
+    Semantic,
+    /// Reciprocal rank fusion of BM25 and semantic.
+    Hybrid,
+}
+
+/// What to search for and where.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// Ranking method.
+    pub mode: SearchMode,
+    /// Number of results.
+    pub limit: usize,
+    /// Only these buffers (names or ids); empty means all.
+    pub buffers: Vec<String>,
+    /// Only buffers whose name or path matches this glob.
+    pub path_glob: Option<String>,
+    /// `k` of reciprocal rank fusion.
+    pub rrf_k: f64,
+}
+
+impl SearchRequest {
+    /// A BM25 request for the top 10 over all buffers.
+    pub fn new(query: impl Into<String>) -> Self {
+        Self {
+            query: query.into(),
+            mode: SearchMode::Bm25,
+            limit: 10,
+            buffers: Vec::new(),
+            path_glob: None,
+            rrf_k: DEFAULT_RRF_K,
+        }
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHit {
+    /// Chunk id, usable with `Store::chunk_text` and `rlm peek --chunk`.
+    pub chunk_id: i64,
+    /// Buffer name.
+    pub buffer: String,
+    /// First line, 1-based.
+    pub start_line: u64,
+    /// Last line, 1-based inclusive.
+    pub end_line: u64,
+    /// Ranking score (BM25, cosine, or fused RRF score by mode).
+    pub score: f64,
+    /// A line of the chunk that contains a query word, shortened.
+    pub snippet: String,
+}
+
+/// Results plus the mode that actually ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchOutcome {
+    /// Best first.
+    pub hits: Vec<SearchHit>,
+    /// The mode used (BM25 when semantic was asked for without a model).
+    pub mode: SearchMode,
+    /// A one-line notice for the user (e.g. the BM25 fallback), if any.
+    pub notice: Option<String>,
+}
+
+const SNIPPET_CHARS: usize = 160;
+
+impl Store {
+    /// Searches chunks with BM25 (semantic and hybrid requests fall back to BM25 with a
+    /// notice; use [`Store::search_with`] to pass an embedding model).
+    pub fn search(&self, request: &SearchRequest) -> Result<SearchOutcome> {
+        self.search_with(request, None)
+    }
+
+    /// Searches chunks. Filters restrict the candidate set before ranking, so `limit` results
+    /// come from the filtered buffers when they have that many matches. Semantic and hybrid
+    /// need `embedder` and stored vectors of the same model; without them the search is BM25
+    /// and the outcome carries a one-line notice saying why.
+    pub fn search_with(
+        &self,
+        request: &SearchRequest,
+        embedder: Option<&dyn Embedder>,
+    ) -> Result<SearchOutcome> {
+        let ids = self.candidate_buffers(&request.buffers, request.path_glob.as_deref())?;
+        let mut notice = None;
+        let mut mode = request.mode;
+        if mode != SearchMode::Bm25 {
+            let status = self.embedding_status()?;
+            let fallback = if status.embedded_chunks == 0 {
+                Some("no chunk has a vector yet; using BM25 (import a model with `rlm models import`, then run `rlm embed`)".to_owned())
+            } else if embedder.is_none() {
+                Some(
+                    "no embedding model is available; using BM25 \
+                     (import one with `rlm models import`)"
+                        .to_owned(),
+                )
+            } else {
+                None
+            };
+            if fallback.is_some() {
+                notice = fallback;
+                mode = SearchMode::Bm25;
+            } else if status.embedded_chunks < status.chunks {
+                notice = Some(format!(
+                    "only {} of {} chunks have vectors; run `rlm embed` to cover the rest",
+                    status.embedded_chunks, status.chunks
+                ));
+            }
+        }
+        let ranked: Vec<(i64, f64)> = match (mode, embedder) {
+            (SearchMode::Semantic, Some(embedder)) => self
+                .semantic_search(embedder, &request.query, ids.as_deref(), request.limit)?
+                .into_iter()
+                .map(|(id, score)| (id, f64::from(score)))
+                .collect(),
+            (SearchMode::Hybrid, Some(embedder)) => {
+                // Fuse deeper lists than asked for, so a chunk ranked moderately by both
+                // methods can surface.
+                let depth = request.limit.saturating_mul(4).max(50);
+                let lexical: Vec<i64> = self
+                    .index
+                    .search(&request.query, ids.as_deref(), depth)?
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                let semantic: Vec<i64> = self
+                    .semantic_search(embedder, &request.query, ids.as_deref(), depth)?
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                let mut fused = reciprocal_rank_fusion(&[lexical, semantic], request.rrf_k);
+                fused.truncate(request.limit);
+                fused
+            }
+            _ => self
+                .index
+                .search(&request.query, ids.as_deref(), request.limit)?
+                .into_iter()
+                .map(|(id, score)| (id, f64::from(score)))
+                .collect(),
+        };
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (chunk_id, score) in ranked {
+            let Ok(chunk) = self.chunk(chunk_id) else {
+                continue;
+            };
+            let text = self.chunk_text(chunk_id)?;
+            hits.push(SearchHit {
+                chunk_id,
+                buffer: chunk.buffer,
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                score,
+                snippet: snippet(&text, &request.query),
+            });
+        }
+        Ok(SearchOutcome { hits, mode, notice })
+    }
+
+    /// Buffer ids a search may return: `None` means every document in the index is live (no
+    /// filter and no index work pending), so the index needs no filter at all.
+    pub(crate) fn candidate_buffers(
+        &self,
+        names: &[String],
+        path_glob: Option<&str>,
+    ) -> Result<Option<Vec<i64>>> {
+        if names.is_empty() && path_glob.is_none() && self.pending_index_work()? == 0 {
+            return Ok(None);
+        }
+        let mut rows: Vec<(i64, String, Option<String>)> = {
+            let mut statement = self
+                .connection
+                .prepare_cached("SELECT id, name, path FROM buffers")?;
+            statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        if !names.is_empty() {
+            let wanted = names
+                .iter()
+                .map(|name| {
+                    rows.iter()
+                        .find(|(_, buffer, _)| buffer == name)
+                        .or_else(|| {
+                            let id = name.parse::<i64>().ok()?;
+                            rows.iter().find(|(row_id, _, _)| *row_id == id)
+                        })
+                        .map(|(id, _, _)| *id)
+                        .ok_or_else(|| Error::UnknownBuffer(name.clone()))
+                })
+                .collect::<Result<Vec<i64>>>()?;
+            rows.retain(|(id, _, _)| wanted.contains(id));
+        }
+        if let Some(glob) = path_glob {
+            let matcher = compile_glob(glob)?;
+            rows.retain(|(_, name, path)| {
+                matcher.is_match(name) || path.as_deref().is_some_and(|path| matcher.is_match(path))
+            });
+        }
+        Ok(Some(rows.into_iter().map(|(id, _, _)| id).collect()))
+    }
+
+    /// Buffers passing the name/id and path-glob filters (all buffers when both are empty).
+    pub fn filter_buffers(
+        &self,
+        names: &[String],
+        path_glob: Option<&str>,
+    ) -> Result<Vec<BufferInfo>> {
+        let mut buffers = if names.is_empty() {
+            self.list()?
+        } else {
+            names
+                .iter()
+                .map(|name| self.buffer(name))
+                .collect::<Result<Vec<_>>>()?
+        };
+        if let Some(glob) = path_glob {
+            let matcher = compile_glob(glob)?;
+            buffers.retain(|buffer| {
+                matcher.is_match(&buffer.name)
+                    || buffer
+                        .path
+                        .as_deref()
+                        .is_some_and(|path| matcher.is_match(path))
+            });
+        }
+        Ok(buffers)
+    }
+}
+
+/// `*` matches across `/` too, so `*.md` and `docs/*` work on names and absolute paths alike.
+fn compile_glob(glob: &str) -> Result<globset::GlobMatcher> {
+    Ok(GlobBuilder::new(glob)
+        .literal_separator(false)
+        .build()
+        .map_err(|source| Error::Glob {
+            glob: glob.to_owned(),
+            source,
+        })?
+        .compile_matcher())
+}
+
+/// Reciprocal rank fusion: each list contributes `1 / (k + rank)` (rank from 1) per id; ids are
+/// returned by fused score, best first, ties broken by id for a stable order.
+pub fn reciprocal_rank_fusion(lists: &[Vec<i64>], k: f64) -> Vec<(i64, f64)> {
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    for list in lists {
+        for (rank, id) in list.iter().enumerate() {
+            *scores.entry(*id).or_default() += 1.0 / (k + rank as f64 + 1.0);
+        }
+    }
+    let mut fused: Vec<(i64, f64)> = scores.into_iter().collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    fused
+}
+
+/// The first line of `text` containing a query word (case-insensitive), else the first
+/// non-blank line, cut to [`SNIPPET_CHARS`] characters.
+fn snippet(text: &str, query: &str) -> String {
+    let words: Vec<String> = rlm_context::words::index_terms(query)
+        .map(|word| word.into_owned())
+        .collect();
+    let line = text
+        .lines()
+        .find(|line| {
+            let lower = line.to_lowercase();
+            words.iter().any(|word| lower.contains(word.as_str()))
+        })
+        .or_else(|| text.lines().find(|line| !line.trim().is_empty()))
+        .unwrap_or_default()
+        .trim();
+    match line.char_indices().nth(SNIPPET_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fusion_rewards_agreement_between_lists() {
+        let fused = reciprocal_rank_fusion(&[vec![1, 2, 3], vec![3, 2, 4]], 60.0);
+        let order: Vec<i64> = fused.iter().map(|(id, _)| *id).collect();
+        // 2 and 3 appear in both lists and beat 1 and 4; 3 (ranks 3+1) ties 2 (2+2) on
+        // position sum but 1/61+1/63 > 1/62+1/62, so 3 first.
+        assert_eq!(order, [3, 2, 1, 4]);
+        assert!((fused[0].1 - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn snippet_prefers_a_line_with_a_query_word() {
+        let text = "intro\nlet log = getLogger();\nend";
+        assert_eq!(snippet(text, "logger"), "let log = getLogger();");
+        assert_eq!(snippet("\n  first  \nsecond", "absent"), "first");
+    }
+}

@@ -1,0 +1,199 @@
+//! Embedding wiring: vectors stored per chunk, semantic and hybrid search, model mixing refused.
+//! A small deterministic bag-of-words embedder stands in for a real model (the model crates
+//! have their own tests against real wheels); what is tested here is the store's side.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ops::ControlFlow;
+
+use rlm_context::chunk::{ChunkOptions, Strategy};
+use rlm_embed::{Embedder, ModelId, ModelKind};
+use rlm_store::{Error, SearchMode, SearchRequest, Source, Store};
+
+const DIMENSION: usize = 32;
+
+/// Hashes each word to one of 32 buckets, then L2-normalizes.
+#[derive(Debug)]
+struct BagOfWords {
+    id: ModelId,
+}
+
+impl BagOfWords {
+    fn new(name: &str) -> Self {
+        Self {
+            id: ModelId::from_stored(format!("{name}@000000000000")),
+        }
+    }
+}
+
+impl Embedder for BagOfWords {
+    fn model_id(&self) -> &ModelId {
+        &self.id
+    }
+    fn kind(&self) -> ModelKind {
+        ModelKind::Static
+    }
+    fn dimension(&self) -> usize {
+        DIMENSION
+    }
+    fn max_tokens(&self) -> usize {
+        512
+    }
+    fn embed(&self, texts: &[&str]) -> rlm_embed::Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0f32; DIMENSION];
+                for word in rlm_context::words::index_terms(text) {
+                    let bucket = word
+                        .bytes()
+                        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+                    vector[(bucket % DIMENSION as u64) as usize] += 1.0;
+                }
+                let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    vector.iter_mut().for_each(|v| *v /= norm);
+                }
+                vector
+            })
+            .collect())
+    }
+}
+
+fn store_with(texts: &[(&str, &str)]) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let sources: Vec<Source> = texts
+        .iter()
+        .map(|(name, text)| Source::Text {
+            name: (*name).to_owned(),
+            text: (*text).to_owned(),
+        })
+        .collect();
+    let options = ChunkOptions {
+        strategy: Strategy::Structure,
+        size: 14,
+        ..ChunkOptions::default()
+    };
+    store
+        .load(&sources, &options, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    (dir, store)
+}
+
+#[test]
+fn embedding_covers_every_chunk_once_and_resumes() {
+    let (_dir, mut store) = store_with(&[("a", "apple pie\n\nbanana bread\n\ncherry tart\n")]);
+    let model = BagOfWords::new("bow");
+    let first = store
+        .embed(&model, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!((first.done, first.total), (3, 3));
+    let second = store
+        .embed(&model, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!(
+        second.total, 0,
+        "already embedded chunks are not embedded again"
+    );
+    let status = store.embedding_status().unwrap();
+    assert_eq!((status.embedded_chunks, status.chunks), (3, 3));
+    assert_eq!(status.model.as_deref(), Some("bow@000000000000"));
+}
+
+#[test]
+fn semantic_search_ranks_by_vector_and_respects_filters() {
+    let (_dir, mut store) = store_with(&[
+        ("fruit", "apple tree\n\nbanana split\n"),
+        ("other", "apple apple\n\nrandom words\n"),
+    ]);
+    let model = BagOfWords::new("bow");
+    store
+        .embed(&model, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    let mut request = SearchRequest::new("apple apple");
+    request.mode = SearchMode::Semantic;
+    let outcome = store.search_with(&request, Some(&model)).unwrap();
+    assert_eq!(outcome.mode, SearchMode::Semantic);
+    assert!(outcome.notice.is_none());
+    assert_eq!(outcome.hits[0].buffer, "other");
+    assert!(
+        (outcome.hits[0].score - 1.0).abs() < 1e-4,
+        "identical bag of words: cosine 1"
+    );
+    request.buffers = vec!["fruit".to_owned()];
+    request.limit = 2;
+    let filtered = store.search_with(&request, Some(&model)).unwrap();
+    assert_eq!(filtered.hits.len(), 2);
+    assert!(filtered.hits.iter().all(|hit| hit.buffer == "fruit"));
+}
+
+#[test]
+fn hybrid_fuses_both_rankings() {
+    let (_dir, mut store) = store_with(&[("doc", "alpha beta\n\ngamma delta\n\nalpha gamma\n")]);
+    let model = BagOfWords::new("bow");
+    store
+        .embed(&model, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    let mut request = SearchRequest::new("alpha gamma");
+    request.mode = SearchMode::Hybrid;
+    let outcome = store.search_with(&request, Some(&model)).unwrap();
+    assert_eq!(outcome.mode, SearchMode::Hybrid);
+    // The chunk holding both words is first in both lists, so first after fusion, with the
+    // best possible fused score 2 / (k + 1).
+    assert!(outcome.hits[0].snippet.contains("alpha gamma"));
+    assert!((outcome.hits[0].score - 2.0 / 61.0).abs() < 1e-9);
+    assert_eq!(outcome.hits.len(), 3);
+}
+
+#[test]
+fn mixing_models_is_refused_unless_reset() {
+    let (_dir, mut store) = store_with(&[("doc", "alpha beta\n")]);
+    store
+        .embed(&BagOfWords::new("one"), false, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let other = BagOfWords::new("two");
+    let refused = store.embed(&other, false, &mut |_| ControlFlow::Continue(()));
+    assert!(matches!(refused, Err(Error::ModelMismatch { .. })));
+    let mut request = SearchRequest::new("alpha");
+    request.mode = SearchMode::Semantic;
+    assert!(
+        store.search_with(&request, Some(&other)).is_err(),
+        "querying with another model is refused"
+    );
+    let redone = store
+        .embed(&other, true, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!(redone.done, 1);
+    assert_eq!(
+        store.embedding_model().unwrap().unwrap().as_str(),
+        "two@000000000000"
+    );
+}
+
+#[test]
+fn chunks_without_vectors_fall_back_or_warn() {
+    let (_dir, mut store) = store_with(&[("doc", "alpha beta\n")]);
+    let model = BagOfWords::new("bow");
+    let mut request = SearchRequest::new("alpha");
+    request.mode = SearchMode::Semantic;
+    let before = store.search_with(&request, Some(&model)).unwrap();
+    assert_eq!(before.mode, SearchMode::Bm25);
+    assert!(before.notice.unwrap().contains("rlm embed"));
+    store
+        .embed(&model, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    let source = Source::Text {
+        name: "new".to_owned(),
+        text: "gamma\n".to_owned(),
+    };
+    store
+        .load(&[source], &ChunkOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let partial = store.search_with(&request, Some(&model)).unwrap();
+    assert_eq!(partial.mode, SearchMode::Semantic);
+    assert!(partial.notice.unwrap().contains("1 of 2 chunks"));
+}

@@ -1,0 +1,421 @@
+//! Store behaviour: loading, replacement, atomicity, filters, grep and reading back.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ops::ControlFlow;
+
+use rlm_context::chunk::{ChunkOptions, Strategy};
+use rlm_store::{
+    Error, GrepLine, GrepOptions, LoadEvent, SearchMode, SearchRequest, Source, Store,
+};
+
+fn text(name: &str, text: &str) -> Source {
+    Source::Text {
+        name: name.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+fn keep_going(_: LoadEvent<'_>) -> ControlFlow<()> {
+    ControlFlow::Continue(())
+}
+
+fn small_chunks() -> ChunkOptions {
+    ChunkOptions {
+        strategy: Strategy::Structure,
+        size: 40,
+        ..ChunkOptions::default()
+    }
+}
+
+#[test]
+fn code_tokenizer_finds_identifier_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let sources = [
+        text("a.py", "log = logging.getLogger(__name__)\n"),
+        text("b.rs", "fn parse_args() -> Args { todo() }\n"),
+        text("c.txt", "nothing relevant here\n"),
+    ];
+    store
+        .load(&sources, &ChunkOptions::default(), &mut keep_going)
+        .unwrap();
+    let names = |query: &str| -> Vec<String> {
+        let outcome = store.search(&SearchRequest::new(query)).unwrap();
+        outcome.hits.into_iter().map(|hit| hit.buffer).collect()
+    };
+    assert_eq!(names("logger"), ["a.py"]);
+    assert_eq!(names("getLogger"), ["a.py"]);
+    assert_eq!(names("args"), ["b.rs"]);
+    assert_eq!(names("parse_args"), ["b.rs"]);
+    assert!(names("absent").is_empty());
+}
+
+#[test]
+fn reloading_unchanged_content_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let sources = [text("notes.md", "alpha beta\n\ngamma delta\n")];
+    let first = store
+        .load(&sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    let before = store.buffer("notes.md").unwrap();
+    let chunks_before = store.chunks_of(&before).unwrap();
+    let second = store
+        .load(&sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    assert_eq!(first.loaded.len(), 1);
+    assert!(second.loaded.is_empty());
+    assert_eq!(second.unchanged, ["notes.md"]);
+    let after = store.buffer("notes.md").unwrap();
+    assert_eq!(before, after);
+    assert_eq!(chunks_before, store.chunks_of(&after).unwrap());
+    // Different chunk options are a change even with the same content.
+    let third = store
+        .load(&sources, &ChunkOptions::default(), &mut keep_going)
+        .unwrap();
+    assert_eq!(third.loaded.len(), 1);
+    assert!(third.loaded[0].replaced);
+}
+
+#[test]
+fn a_changed_file_replaces_its_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(
+            &[text("doc", "oldword here\n\nmore oldword\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let old = store.buffer("doc").unwrap();
+    let report = store
+        .load(
+            &[text("doc", "newword only\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    assert!(report.loaded[0].replaced);
+    let new = store.buffer("doc").unwrap();
+    assert_ne!(old.id, new.id);
+    assert_eq!(store.list().unwrap().len(), 1);
+    assert_eq!(store.chunks_of(&new).unwrap().len(), 1);
+    assert!(
+        store
+            .search(&SearchRequest::new("oldword"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .search(&SearchRequest::new("newword"))
+            .unwrap()
+            .hits
+            .len(),
+        1
+    );
+    let status = store.status().unwrap();
+    assert_eq!(
+        (
+            status.chunks,
+            status.indexed_chunks,
+            status.pending_index_work
+        ),
+        (1, 1, 0)
+    );
+}
+
+#[test]
+fn an_interrupted_load_leaves_nothing_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(
+            &[text("kept", "kept text\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let sources = [
+        text("one", "first file\n"),
+        text("two", "second file\n"),
+        text("three", "x\n"),
+    ];
+    let mut seen = 0;
+    let result = store.load(&sources, &small_chunks(), &mut |event| {
+        if let LoadEvent::Reading { .. } = event {
+            seen += 1;
+            if seen == 3 {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    assert!(matches!(result, Err(Error::Interrupted)));
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let names: Vec<String> = store.list().unwrap().into_iter().map(|b| b.name).collect();
+    assert_eq!(names, ["kept"]);
+    assert!(
+        store
+            .search(&SearchRequest::new("file"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    let status = store.status().unwrap();
+    assert_eq!((status.chunks, status.indexed_chunks), (1, 1));
+}
+
+#[test]
+fn filters_apply_before_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    // "strong" has many chunks dense with the term; "weak" mentions it once per chunk among
+    // other words, so an unfiltered top-3 is all "strong".
+    let strong: String = (0..20)
+        .map(|i| format!("needle needle needle {i}\n\n"))
+        .collect();
+    let weak: String = (0..5)
+        .map(|i| format!("needle among many other words in line {i} of text\n\n"))
+        .collect();
+    store
+        .load(
+            &[
+                text("src/strong.txt", &strong),
+                text("docs/weak.txt", &weak),
+            ],
+            &ChunkOptions {
+                strategy: Strategy::Structure,
+                size: 30,
+                ..ChunkOptions::default()
+            },
+            &mut keep_going,
+        )
+        .unwrap();
+    let mut request = SearchRequest::new("needle");
+    request.limit = 3;
+    let unfiltered = store.search(&request).unwrap();
+    assert!(
+        unfiltered
+            .hits
+            .iter()
+            .all(|hit| hit.buffer == "src/strong.txt")
+    );
+    request.buffers = vec!["docs/weak.txt".to_owned()];
+    let by_buffer = store.search(&request).unwrap();
+    assert_eq!(by_buffer.hits.len(), 3);
+    assert!(
+        by_buffer
+            .hits
+            .iter()
+            .all(|hit| hit.buffer == "docs/weak.txt")
+    );
+    request.buffers.clear();
+    request.path_glob = Some("docs/*".to_owned());
+    let by_glob = store.search(&request).unwrap();
+    assert_eq!(by_glob.hits.len(), 3);
+    assert!(by_glob.hits.iter().all(|hit| hit.buffer == "docs/weak.txt"));
+}
+
+#[test]
+fn semantic_without_a_model_falls_back_with_a_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(&[text("a", "word\n")], &small_chunks(), &mut keep_going)
+        .unwrap();
+    let mut request = SearchRequest::new("word");
+    request.mode = SearchMode::Hybrid;
+    let outcome = store.search(&request).unwrap();
+    assert_eq!(outcome.mode, SearchMode::Bm25);
+    assert!(outcome.notice.unwrap().contains("BM25"));
+    assert_eq!(outcome.hits.len(), 1);
+}
+
+#[test]
+fn peek_reads_lines_bytes_and_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let body: String = (1..=50).map(|i| format!("line {i} é\n")).collect();
+    store
+        .load(
+            &[text("lines.txt", &body)],
+            &ChunkOptions {
+                strategy: Strategy::Fixed,
+                size: 37,
+                overlap: 5,
+                ..ChunkOptions::default()
+            },
+            &mut keep_going,
+        )
+        .unwrap();
+    let buffer = store.buffer("lines.txt").unwrap();
+    assert_eq!(buffer.lines, 50);
+    assert_eq!(store.read_lines(&buffer, 1, 1).unwrap(), "line 1 é\n");
+    assert_eq!(
+        store.read_lines(&buffer, 20, 22).unwrap(),
+        "line 20 é\nline 21 é\nline 22 é\n"
+    );
+    assert_eq!(store.read_lines(&buffer, 50, 60).unwrap(), "line 50 é\n");
+    assert!(matches!(
+        store.read_lines(&buffer, 51, 52),
+        Err(Error::Range(_))
+    ));
+    // Byte 8 is the second byte of "é" in line 1: the range widens to the whole character.
+    assert_eq!(store.read_bytes(&buffer, 8..9).unwrap(), "é");
+    assert!(matches!(
+        store.read_bytes(&buffer, 0..buffer.bytes + 1),
+        Err(Error::Range(_))
+    ));
+    for chunk in store.chunks_of(&buffer).unwrap() {
+        let expected = &body[chunk.bytes.start as usize..chunk.bytes.end as usize];
+        assert_eq!(store.chunk_text(chunk.id).unwrap(), expected);
+    }
+}
+
+#[test]
+fn csv_chunks_carry_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let csv: String = std::iter::once("id,name\n".to_owned())
+        .chain((0..10).map(|i| format!("{i},\"name\n{i}\"\n")))
+        .collect();
+    store
+        .load(
+            &[text("t.csv", &csv)],
+            &ChunkOptions {
+                size: 30,
+                ..ChunkOptions::default()
+            },
+            &mut keep_going,
+        )
+        .unwrap();
+    let buffer = store.buffer("t.csv").unwrap();
+    assert_eq!(buffer.strategy, "records");
+    let chunks = store.chunks_of(&buffer).unwrap();
+    assert!(chunks.len() > 1);
+    for chunk in chunks {
+        let text = store.chunk_text(chunk.id).unwrap();
+        assert!(text.starts_with("id,name\n"), "{text:?}");
+        assert_eq!(
+            text.matches('"').count() % 2,
+            0,
+            "a quoted record was split: {text:?}"
+        );
+    }
+}
+
+#[test]
+fn grep_prints_matches_with_context_like_ripgrep() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let body = "a\nb\nhit one\nc\nd\ne\nf\nhit two\ng\n";
+    store
+        .load(&[text("f", body)], &small_chunks(), &mut keep_going)
+        .unwrap();
+    let mut lines = Vec::new();
+    let options = GrepOptions {
+        context: 1,
+        ..GrepOptions::default()
+    };
+    let summary = store
+        .grep("hit", &options, &mut |line| {
+            lines.push(match line {
+                GrepLine::Match { line, text, .. } => format!("{line}:{text}"),
+                GrepLine::Context { line, text, .. } => format!("{line}-{text}"),
+                GrepLine::Break => "--".to_owned(),
+            });
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(
+        lines,
+        ["2-b", "3:hit one", "4-c", "--", "7-f", "8:hit two", "9-g"]
+    );
+    assert_eq!((summary.matched_lines, summary.matched_buffers), (2, 1));
+}
+
+#[test]
+fn deleting_removes_text_chunks_and_index_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(
+            &[text("a", "apple\n"), text("b", "banana\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let deleted = store.delete(&["a".to_owned()]).unwrap();
+    assert_eq!(deleted[0].name, "a");
+    assert!(matches!(store.buffer("a"), Err(Error::UnknownBuffer(_))));
+    assert!(
+        store
+            .search(&SearchRequest::new("apple"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    assert_eq!(store.status().unwrap().indexed_chunks, 1);
+}
+
+#[test]
+fn concurrent_writers_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    Store::open(dir.path()).unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|writer| {
+            let path = dir.path().to_owned();
+            std::thread::spawn(move || {
+                let mut store = Store::open(&path).unwrap();
+                for round in 0..3 {
+                    let name = format!("w{writer}-{round}");
+                    store
+                        .load(
+                            &[text(&name, &format!("writer{writer} round{round}\n"))],
+                            &small_chunks(),
+                            &mut keep_going,
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.list().unwrap().len(), 6);
+    assert_eq!(store.status().unwrap().indexed_chunks, 6);
+}
+
+#[test]
+fn binary_and_invalid_files_are_skipped_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("in");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("good.txt"), "fine\n").unwrap();
+    std::fs::write(files.join("blob.bin"), b"\x00\x01\x02").unwrap();
+    std::fs::write(files.join("latin1.txt"), b"caf\xe9\n").unwrap();
+    std::fs::write(files.join("ignored.log"), "secret\n").unwrap();
+    std::fs::write(files.join(".gitignore"), "*.log\n").unwrap();
+    let sources = rlm_store::collect_sources(&[files]).unwrap();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    let report = store
+        .load(&sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    let loaded: Vec<&str> = report
+        .loaded
+        .iter()
+        .map(|b| b.name.rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(loaded, ["good.txt"]);
+    let mut reasons: Vec<String> = report.skipped.iter().map(|s| s.reason.clone()).collect();
+    reasons.sort();
+    assert_eq!(reasons.len(), 2);
+    assert!(reasons[0].starts_with("binary"), "{reasons:?}");
+    assert!(reasons[1].starts_with("not valid UTF-8"), "{reasons:?}");
+}

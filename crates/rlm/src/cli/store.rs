@@ -1,0 +1,197 @@
+//! Arguments of the store commands: load, list, show, peek, grep, chunk, search, delete, status.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Where the store lives.
+#[derive(Debug, Args)]
+pub struct StoreLocation {
+    /// Store directory (default: .rlm in the current directory).
+    #[arg(long, env = crate::env::RLM_STORE, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ChunkerChoice {
+    Auto,
+    Fixed,
+    Structure,
+    Records,
+    Code,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SizeUnitChoice {
+    Chars,
+    Tokens,
+}
+
+/// How to chunk, shared by `load` and `chunk`.
+#[derive(Debug, Args)]
+pub struct ChunkingArgs {
+    /// Chunker: auto picks code, records or structure from the file name and content.
+    #[arg(long, value_enum, default_value_t = ChunkerChoice::Auto)]
+    pub chunker: ChunkerChoice,
+    /// Target chunk size, in --unit (records longer than this stay whole).
+    #[arg(long, default_value_t = rlm_context::chunk::DEFAULT_SIZE)]
+    pub chunk_size: usize,
+    /// Overlap between consecutive chunks, in --unit; must be smaller than --chunk-size.
+    #[arg(long, default_value_t = 0)]
+    pub overlap: usize,
+    /// Unit of --chunk-size and --overlap (tokens are approximated as 4 characters).
+    #[arg(long, value_enum, default_value_t = SizeUnitChoice::Chars)]
+    pub unit: SizeUnitChoice,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Files or directories to load (directories recurse, honouring .gitignore); `-` reads stdin.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Buffer name (only with a single file or stdin; default: the path as given).
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub chunking: ChunkingArgs,
+    /// Do not compute embeddings now (run `rlm embed` later).
+    #[arg(long)]
+    pub no_embed: bool,
+    /// Embedding model to use (a name from the models directory; default: the `[embed]`
+    /// configuration, or the only imported model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Buffer name or id.
+    pub buffer: String,
+    /// Also print the chunk table.
+    #[arg(long)]
+    pub chunks: bool,
+    /// Print the whole text of the buffer (it can be large).
+    #[arg(long)]
+    pub text: bool,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("range").required(true).args(["lines", "bytes", "chunk"])))]
+pub struct PeekArgs {
+    /// Buffer name or id (not needed with --chunk).
+    #[arg(required_unless_present = "chunk")]
+    pub buffer: Option<String>,
+    /// Lines A:B, 1-based and inclusive (A: or :B leave one end open).
+    #[arg(long, value_name = "A:B")]
+    pub lines: Option<String>,
+    /// Bytes A:B, 0-based and end-exclusive, widened to whole characters.
+    #[arg(long, value_name = "A:B")]
+    pub bytes: Option<String>,
+    /// A chunk id from `rlm search` or `rlm show --chunks`.
+    #[arg(long, value_name = "ID", conflicts_with = "buffer")]
+    pub chunk: Option<i64>,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct GrepArgs {
+    /// Regular expression (Rust regex syntax).
+    pub pattern: String,
+    /// Only this buffer (name or id); repeatable.
+    #[arg(long = "buffer", value_name = "BUFFER")]
+    pub buffers: Vec<String>,
+    /// Only buffers whose name or path matches this glob.
+    #[arg(long = "path", value_name = "GLOB")]
+    pub path_glob: Option<String>,
+    /// Lines of context around each match.
+    #[arg(short = 'C', long, default_value_t = 0, value_name = "N")]
+    pub context: usize,
+    /// Case-insensitive.
+    #[arg(short = 'i', long)]
+    pub ignore_case: bool,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct ChunkArgs {
+    /// File to chunk (`-` for stdin); nothing is stored.
+    pub path: PathBuf,
+    /// Name used for chunker detection when reading stdin.
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub chunking: ChunkingArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SearchModeChoice {
+    Bm25,
+    Semantic,
+    Hybrid,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// Ranking: BM25, embeddings, or both fused by reciprocal rank.
+    #[arg(long, value_enum, default_value_t = SearchModeChoice::Bm25)]
+    pub mode: SearchModeChoice,
+    /// Number of results.
+    #[arg(short = 'k', long = "top", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub top: u32,
+    /// Only this buffer (name or id); repeatable. Applied before ranking.
+    #[arg(long = "buffer", value_name = "BUFFER")]
+    pub buffers: Vec<String>,
+    /// Only buffers whose name or path matches this glob. Applied before ranking.
+    #[arg(long = "path", value_name = "GLOB")]
+    pub path_glob: Option<String>,
+    /// The k constant of reciprocal rank fusion (hybrid mode).
+    #[arg(long, default_value_t = rlm_store::DEFAULT_RRF_K)]
+    pub rrf_k: f64,
+    /// Embedding model for semantic and hybrid modes (default: as for `rlm embed`).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// Buffer names or ids.
+    #[arg(required = true)]
+    pub buffers: Vec<String>,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Embedding model (a name from the models directory; default: the `[embed]`
+    /// configuration, or the only imported model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Drop vectors of a different model first (otherwise mixing models is refused).
+    #[arg(long)]
+    pub reset: bool,
+    #[command(flatten)]
+    pub location: StoreLocation,
+}

@@ -1,0 +1,86 @@
+//! `rlm chunk`: preview chunking of a file without storing anything.
+
+use std::io::{Read as _, Write as _};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use rlm_context::chunk;
+
+use super::store_common::chunk_options;
+use crate::cli::{ChunkArgs, GlobalArgs};
+use crate::error::input_error;
+use crate::output;
+
+/// Characters of each chunk shown in the text preview.
+const PREVIEW_CHARS: usize = 60;
+
+pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
+    let options = chunk_options(&args.chunking)?;
+    let (bytes, name) = if args.path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("cannot read stdin")?;
+        (bytes, args.name.clone())
+    } else {
+        let bytes = std::fs::read(&args.path).map_err(|err| {
+            crate::error::CliError::input(
+                anyhow::Error::new(err).context(format!("cannot read {}", args.path.display())),
+            )
+        })?;
+        (
+            bytes,
+            args.name
+                .clone()
+                .or_else(|| Some(args.path.to_string_lossy().into_owned())),
+        )
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|_| input_error(format!("{} is not valid UTF-8 text", args.path.display())))?;
+    let chunking =
+        chunk::chunk(&text, name.as_deref(), &options).map_err(crate::error::CliError::input)?;
+    let mut out = output::stdout();
+    if global.json {
+        for (index, chunk) in chunking.chunks.iter().enumerate() {
+            serde_json::to_writer(
+                &mut out,
+                &serde_json::json!({
+                    "type": "chunk",
+                    "index": index,
+                    "strategy": chunking.strategy,
+                    "bytes": [chunk.range.start, chunk.range.end],
+                    "lines": [chunk.start_line, chunk.end_line],
+                    "header_bytes": chunk.header.as_ref().map(|h| [h.start, h.end]),
+                    "chars": chunk.text(&text).chars().count(),
+                }),
+            )?;
+            writeln!(out)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{} chunks ({})",
+        chunking.chunks.len(),
+        chunking.strategy
+    )?;
+    for (index, chunk) in chunking.chunks.iter().enumerate() {
+        let body = &text[chunk.range.clone()];
+        let preview: String = body
+            .chars()
+            .take(PREVIEW_CHARS)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        writeln!(
+            out,
+            "{index:>5}  lines {:>6}-{:<6} bytes {:>9}..{:<9} {:>6} chars  {}",
+            chunk.start_line,
+            chunk.end_line,
+            chunk.range.start,
+            chunk.range.end,
+            body.chars().count(),
+            preview.trim()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

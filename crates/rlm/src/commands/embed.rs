@@ -1,0 +1,66 @@
+//! `rlm embed`: vectors for every stored chunk that has none.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::ops::ControlFlow;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use super::store_common::{open_existing_store, resolve_embedder, store_error};
+use crate::cli::{EmbedArgs, GlobalArgs};
+use crate::error::CliError;
+use crate::output;
+
+pub fn run(global: &GlobalArgs, args: EmbedArgs) -> anyhow::Result<ExitCode> {
+    let mut store = open_existing_store(&args.location)?;
+    let Some(embedder) = resolve_embedder(global, args.model.as_deref())? else {
+        return Err(
+            CliError::input(anyhow::anyhow!("no embedding model is imported"))
+                .with_hint("import one with `rlm models import PATH` (a model directory or wheel)")
+                .into(),
+        );
+    };
+    let progress = embed_chunks(global, &mut store, embedder.as_ref(), args.reset)?;
+    if global.json {
+        output::print_json(&progress)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Embeds pending chunks with progress on stderr; shared with `rlm load`.
+pub fn embed_chunks(
+    global: &GlobalArgs,
+    store: &mut rlm_store::Store,
+    embedder: &dyn rlm_embed::Embedder,
+    reset: bool,
+) -> anyhow::Result<rlm_store::EmbedProgress> {
+    let started = Instant::now();
+    let live = !global.quiet && std::io::stderr().is_terminal();
+    let mut stderr = anstream::stderr();
+    let result = store
+        .embed(embedder, reset, &mut |step| {
+            if live {
+                let _ = write!(
+                    stderr,
+                    "\r\x1b[Kembedding {}/{} chunks",
+                    step.done, step.total
+                );
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(store_error)?;
+    if live {
+        let _ = write!(stderr, "\r\x1b[K");
+    }
+    if !global.quiet {
+        let seconds = started.elapsed().as_secs_f64();
+        let _ = writeln!(
+            stderr,
+            "embedded {} chunks with {} ({:.1}s, {:.0} chunks/s)",
+            result.done,
+            embedder.model_id(),
+            seconds,
+            result.done as f64 / seconds.max(1e-9)
+        );
+    }
+    Ok(result)
+}

@@ -1,0 +1,31 @@
+//! `rlm list`: the stored buffers.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use super::store_common::{human_bytes, open_existing_store, store_error};
+use crate::cli::{GlobalArgs, ListArgs};
+use crate::output;
+
+pub fn run(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing_store(&args.location)?;
+    let buffers = store.list().map_err(store_error)?;
+    if global.json {
+        output::print_json(&buffers)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = output::stdout();
+    for buffer in &buffers {
+        writeln!(
+            out,
+            "{:>6}  {:<40} {:>10} {:>8} lines {:>6} chunks  {}",
+            buffer.id,
+            buffer.name,
+            human_bytes(buffer.bytes),
+            buffer.lines,
+            buffer.chunks,
+            buffer.strategy
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

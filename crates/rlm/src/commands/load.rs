@@ -1,0 +1,106 @@
+//! `rlm load`: read, chunk, store and index files.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::ops::ControlFlow;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use rlm_store::LoadEvent;
+
+use super::store_common::{chunk_options, human_bytes, open_store, resolve_embedder, store_error};
+use crate::cli::{GlobalArgs, LoadArgs};
+use crate::error::input_error;
+use crate::output;
+
+pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
+    let options = chunk_options(&args.chunking)?;
+    let mut sources = rlm_store::collect_sources(&args.paths).map_err(store_error)?;
+    if let Some(name) = &args.name {
+        if sources.len() != 1 {
+            return Err(input_error(format!(
+                "--name needs exactly one file or stdin, but {} sources were given",
+                sources.len()
+            ))
+            .into());
+        }
+        sources[0].rename(name.clone());
+    }
+    let mut store = open_store(&args.location)?;
+    let started = Instant::now();
+    let live = !global.quiet && std::io::stderr().is_terminal();
+    let mut stderr = anstream::stderr();
+    let mut callback = |event: LoadEvent<'_>| {
+        match event {
+            LoadEvent::Reading { index, total, name } if live => {
+                let _ = write!(stderr, "\r\x1b[Kloading {}/{total} {name}", index + 1);
+            }
+            LoadEvent::Skipped(skipped) if !global.quiet => {
+                let _ = writeln!(
+                    stderr,
+                    "\r\x1b[Knote: skipped {}: {}",
+                    skipped.name, skipped.reason
+                );
+            }
+            LoadEvent::Indexing(step) if live => {
+                let _ = write!(
+                    stderr,
+                    "\r\x1b[Kindexing {}/{} chunks",
+                    step.chunks, step.total
+                );
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    };
+    let report = store
+        .load(&sources, &options, &mut callback)
+        .map_err(store_error)?;
+    if live {
+        let _ = write!(stderr, "\r\x1b[K");
+    }
+    if global.json {
+        output::print_json(&report)?;
+    } else if !global.quiet {
+        let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
+        let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
+        let _ = writeln!(
+            stderr,
+            "loaded {} buffer(s), {}, {chunks} chunks; {} unchanged, {} skipped ({:.1}s)",
+            report.loaded.len(),
+            human_bytes(bytes),
+            report.unchanged.len(),
+            report.skipped.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    if !args.no_embed && !report.loaded.is_empty() {
+        embed_after_load(global, &mut store, args.model.as_deref())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Embeds the new chunks when a fast (static) model is available. The dense tier runs at tens
+/// of chunks per second, so it is left to an explicit `rlm embed`.
+fn embed_after_load(
+    global: &GlobalArgs,
+    store: &mut rlm_store::Store,
+    model: Option<&str>,
+) -> anyhow::Result<()> {
+    let Some(embedder) = resolve_embedder(global, model)? else {
+        tracing::debug!("no embedding model imported; chunks are searchable with BM25 only");
+        return Ok(());
+    };
+    if embedder.kind() != rlm_embed::ModelKind::Static {
+        if !global.quiet {
+            let mut stderr = anstream::stderr();
+            let _ = writeln!(
+                stderr,
+                "note: {} is a dense model (tens of chunks/s); run `rlm embed` to compute vectors",
+                embedder.model_id()
+            );
+        }
+        return Ok(());
+    }
+    super::embed::embed_chunks(global, store, embedder.as_ref(), false)?;
+    Ok(())
+}

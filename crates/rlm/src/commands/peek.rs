@@ -1,0 +1,66 @@
+//! `rlm peek`: part of a buffer by lines, bytes or chunk id.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use super::store_common::{open_existing_store, parse_range, store_error};
+use crate::cli::{GlobalArgs, PeekArgs};
+use crate::error::input_error;
+use crate::output;
+
+pub fn run(global: &GlobalArgs, args: PeekArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing_store(&args.location)?;
+    let (buffer_name, text, description) = if let Some(id) = args.chunk {
+        let chunk = store.chunk(id).map_err(store_error)?;
+        let text = store.chunk_text(id).map_err(store_error)?;
+        let description = serde_json::json!({
+            "chunk": chunk.id, "lines": [chunk.start_line, chunk.end_line],
+            "bytes": [chunk.bytes.start, chunk.bytes.end],
+        });
+        (chunk.buffer, text, description)
+    } else {
+        let name = args.buffer.as_deref().unwrap_or_default();
+        let buffer = store.buffer(name).map_err(store_error)?;
+        if let Some(lines) = &args.lines {
+            let (first, last) = parse_range(lines, "lines")?;
+            let first = first.unwrap_or(1);
+            let last = last.unwrap_or(buffer.lines.max(1));
+            if first == 0 || last < first {
+                return Err(input_error(format!(
+                    "line range {first}:{last} is empty or starts at 0 (lines count from 1)"
+                ))
+                .into());
+            }
+            let text = store
+                .read_lines(&buffer, first, last)
+                .map_err(store_error)?;
+            (
+                buffer.name,
+                text,
+                serde_json::json!({ "lines": [first, last] }),
+            )
+        } else {
+            let (start, end) = parse_range(args.bytes.as_deref().unwrap_or(":"), "bytes")?;
+            let start = start.unwrap_or(0);
+            let end = end.unwrap_or(buffer.bytes);
+            let text = store.read_bytes(&buffer, start..end).map_err(store_error)?;
+            (
+                buffer.name,
+                text,
+                serde_json::json!({ "bytes": [start, end] }),
+            )
+        }
+    };
+    if global.json {
+        output::print_json(&serde_json::json!({
+            "buffer": buffer_name, "range": description, "text": text,
+        }))?;
+    } else {
+        let mut out = output::stdout();
+        out.write_all(text.as_bytes())?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            writeln!(out)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

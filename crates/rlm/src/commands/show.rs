@@ -1,0 +1,58 @@
+//! `rlm show`: one buffer's metadata, optionally its chunks or whole text.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use super::store_common::{human_bytes, open_existing_store, store_error};
+use crate::cli::{GlobalArgs, ShowArgs};
+use crate::output;
+
+pub fn run(global: &GlobalArgs, args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing_store(&args.location)?;
+    let buffer = store.buffer(&args.buffer).map_err(store_error)?;
+    let chunks = if args.chunks {
+        Some(store.chunks_of(&buffer).map_err(store_error)?)
+    } else {
+        None
+    };
+    let text = if args.text {
+        Some(store.text(&buffer).map_err(store_error)?)
+    } else {
+        None
+    };
+    if global.json {
+        output::print_json(&serde_json::json!({
+            "buffer": buffer,
+            "chunks": chunks,
+            "text": text,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = output::stdout();
+    if let Some(text) = text {
+        out.write_all(text.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "name:     {}", buffer.name)?;
+    writeln!(out, "id:       {}", buffer.id)?;
+    if let Some(path) = &buffer.path {
+        writeln!(out, "path:     {path}")?;
+    }
+    writeln!(
+        out,
+        "size:     {} ({} bytes)",
+        human_bytes(buffer.bytes),
+        buffer.bytes
+    )?;
+    writeln!(out, "lines:    {}", buffer.lines)?;
+    writeln!(out, "chunks:   {} ({})", buffer.chunks, buffer.strategy)?;
+    writeln!(out, "sha256:   {}", buffer.sha256)?;
+    for chunk in chunks.iter().flatten() {
+        writeln!(
+            out,
+            "  chunk {:>8}  lines {}-{}  bytes {}..{}",
+            chunk.id, chunk.start_line, chunk.end_line, chunk.bytes.start, chunk.bytes.end
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

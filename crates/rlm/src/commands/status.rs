@@ -1,0 +1,52 @@
+//! `rlm status`: sizes, counts and index state of the store.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use super::store_common::{human_bytes, open_existing_store, store_error};
+use crate::cli::{GlobalArgs, StatusArgs};
+use crate::output;
+
+pub fn run(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing_store(&args.location)?;
+    let status = store.status().map_err(store_error)?;
+    if global.json {
+        output::print_json(&status)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = output::stdout();
+    writeln!(out, "store:          {}", status.dir)?;
+    writeln!(out, "buffers:        {}", status.buffers)?;
+    writeln!(out, "chunks:         {}", status.chunks)?;
+    writeln!(out, "text:           {}", human_bytes(status.text_bytes))?;
+    writeln!(
+        out,
+        "database:       {}",
+        human_bytes(status.database_bytes)
+    )?;
+    writeln!(
+        out,
+        "bm25 index:     {} ({} chunks)",
+        human_bytes(status.index_bytes),
+        status.indexed_chunks
+    )?;
+    let state = if status.pending_index_work == 0 {
+        "up to date".to_owned()
+    } else {
+        format!(
+            "{} buffer update(s) pending (applied by the next load)",
+            status.pending_index_work
+        )
+    };
+    writeln!(out, "index state:    {state}")?;
+    match &status.embedding_model {
+        Some(model) => writeln!(
+            out,
+            "embeddings:     {} of {} chunks ({model})",
+            status.embedded_chunks, status.chunks
+        )?,
+        None => writeln!(out, "embeddings:     none (BM25 only)")?,
+    }
+    writeln!(out, "schema version: {}", status.schema_version)?;
+    Ok(ExitCode::SUCCESS)
+}
