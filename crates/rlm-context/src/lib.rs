@@ -1,1 +1,51 @@
 //! Format sniffing, context metadata, chunkers and token counting for rlm.
+//!
+//! The centre of this crate is [`analyze_path`] / [`analyze_bytes`]: one bounded, streaming pass
+//! that says what a context is — format, size, records, fields (one level of dot paths), a
+//! sample — so a model does not spend its first step finding out. [`render_hint`] turns the
+//! result into the block a model reads.
+//!
+//! ```
+//! use rlm_context::{AnalyzeOptions, Format, analyze_bytes, render_hint};
+//!
+//! let feed = b"{\"author\":\"a\",\"profile\":{\"name\":\"A\"}}\n{\"author\":\"b\",\"tags\":[]}\n";
+//! let metadata = analyze_bytes(feed, Some("feed.ndjson"), &AnalyzeOptions::default());
+//! assert_eq!(metadata.format, Format::Ndjson);
+//! assert_eq!(metadata.records, Some(2));
+//! assert_eq!(metadata.fields, ["author", "profile.name", "tags"]);
+//! assert!(render_hint(&metadata, "context").contains("Records: 2"));
+//! ```
+
+mod fields;
+mod format;
+mod json_scan;
+mod metadata;
+mod records;
+mod render;
+mod scan;
+mod sniff;
+
+use std::path::PathBuf;
+
+pub use format::{Format, language_from_extension};
+pub use metadata::{
+    AnalyzeOptions, ContextMetadata, EncodingInfo, Heading, analyze_bytes, analyze_path,
+    analyze_reader,
+};
+pub use render::{render_hint, thousands};
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The path could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path is a directory.
+    #[error("{} is a directory", path.display())]
+    IsDirectory { path: PathBuf },
+}

@@ -60,6 +60,7 @@ impl LoadedConfig {
     }
 
     /// Deserializes one `[section]`, or its default when absent.
+    #[allow(dead_code, reason = "used by the model and store commands")]
     pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
         match self.table.get(name) {
             None => Ok(T::default()),

@@ -30,6 +30,7 @@ pub struct CliError {
     inner: anyhow::Error,
 }
 
+#[allow(dead_code, reason = "constructors used by the run/chat/store commands")]
 impl CliError {
     pub fn input(inner: impl Into<anyhow::Error>) -> Self {
         Self {
@@ -74,6 +75,7 @@ impl std::error::Error for CliError {
 }
 
 /// Shorthand: an input error (exit 2) with a message.
+#[allow(dead_code, reason = "used by the run/chat/store commands")]
 pub fn input_error(message: impl fmt::Display) -> CliError {
     CliError::input(anyhow::anyhow!("{message}"))
 }
@@ -96,9 +98,8 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         .fg_color(Some(anstyle::AnsiColor::Red.into()));
     let bold = anstyle::Style::new().bold();
     let _ = writeln!(stderr, "{red}error{red:#}: {err}");
-    let mut causes = err.chain().skip(1).peekable();
     let mut last = err.to_string();
-    while let Some(cause) = causes.next() {
+    for cause in err.chain().skip(1) {
         let text = cause.to_string();
         // anyhow + CliError can repeat a message once; do not print it twice.
         if text == last {

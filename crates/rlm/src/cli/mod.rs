@@ -39,7 +39,7 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
     /// Configuration file to use instead of ./rlm.toml and the user file.
-    #[arg(long, global = true, env = "RLM_CONFIG", value_name = "FILE")]
+    #[arg(long, global = true, env = crate::env::RLM_CONFIG, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 

@@ -1,9 +1,97 @@
 //! `rlm inspect`: context metadata for files, stdin or inline text.
 
+use std::io::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 
-use crate::cli::{GlobalArgs, InspectArgs};
+use rlm_context::{AnalyzeOptions, ContextMetadata, analyze_bytes, analyze_path, analyze_reader};
 
-pub fn run(_global: &GlobalArgs, _args: InspectArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("inspect is being built")
+use crate::cli::{GlobalArgs, InspectArgs};
+use crate::error::{self, CliError};
+
+pub fn run(global: &GlobalArgs, args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let options = AnalyzeOptions {
+        sample_chars: args.sample_chars as usize,
+        ..AnalyzeOptions::default()
+    };
+    if let Some(text) = &args.text {
+        let metadata = analyze_bytes(text.as_bytes(), args.name.as_deref(), &options);
+        print(global, &metadata, "context")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let several = args.paths.len() > 1;
+    let mut failures = 0usize;
+    for (index, path) in args.paths.iter().enumerate() {
+        let variable = if several {
+            format!("context_{index}")
+        } else {
+            "context".to_owned()
+        };
+        match inspect_one(path, args.name.as_deref(), &options) {
+            Ok(metadata) => print(global, &metadata, &variable)?,
+            Err(err) if several => {
+                // Report and go on: one bad path should not hide the others' results.
+                error::report(&err);
+                failures += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(if failures > 0 {
+        ExitCode::from(error::EXIT_USAGE)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn inspect_one(
+    path: &Path,
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+) -> anyhow::Result<ContextMetadata> {
+    if path == Path::new("-") {
+        let stdin = std::io::stdin().lock();
+        let mut metadata = analyze_reader(stdin, name, options)
+            .map_err(|err| CliError::input(anyhow::Error::new(err).context("cannot read stdin")))?;
+        metadata.source = Some(name.unwrap_or("<stdin>").to_owned());
+        return Ok(metadata);
+    }
+    analyze_path(path, options).map_err(|err| {
+        let hint = match &err {
+            rlm_context::Error::IsDirectory { .. } => Some(format!(
+                "pass the files inside it (`rlm inspect {}/*`) or load it with `rlm load`",
+                path.display()
+            )),
+            rlm_context::Error::Read { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Some("check the path; `-` reads stdin and `--text` takes inline text".to_owned())
+            }
+            _ => None,
+        };
+        let err = CliError::input(err);
+        match hint {
+            Some(hint) => err.with_hint(hint).into(),
+            None => err.into(),
+        }
+    })
+}
+
+fn print(global: &GlobalArgs, metadata: &ContextMetadata, variable: &str) -> anyhow::Result<()> {
+    if global.json {
+        let mut line = serde_json::Map::new();
+        line.insert("type".to_owned(), "metadata".into());
+        line.insert("variable".to_owned(), variable.into());
+        if let serde_json::Value::Object(fields) = serde_json::to_value(metadata)? {
+            line.extend(fields);
+        }
+        return crate::output::print_json(&line);
+    }
+    let mut out = crate::output::stdout();
+    write!(out, "{}", rlm_context::render_hint(metadata, variable))?;
+    if metadata.source.is_none() {
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(())
 }

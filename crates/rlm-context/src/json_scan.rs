@@ -1,0 +1,300 @@
+//! A streaming structural scan of one JSON document: element count of a top-level array, field
+//! names (one level of dot paths) of the first records, and whether brackets balance. It never
+//! builds values, so a multi-gigabyte document costs one pass and constant memory.
+
+use crate::fields::FieldSet;
+
+/// Depths whose container kind we remember; deeper levels only move the depth counter.
+const TRACKED_DEPTHS: usize = 4;
+
+#[derive(Debug)]
+pub(crate) struct JsonScanner {
+    /// Depth of record-level keys: 1 for an object document, 2 for the elements of an array.
+    base: usize,
+    record_limit: u64,
+    depth: usize,
+    containers: [u8; TRACKED_DEPTHS],
+    expect_key: [bool; TRACKED_DEPTHS],
+    in_string: bool,
+    escape: bool,
+    string_is_key: bool,
+    key: Vec<u8>,
+    pending_key: Option<String>,
+    parent_key: Option<String>,
+    parent_has_children: bool,
+    top: Option<u8>,
+    elements: u64,
+    element_expected: bool,
+    scalar_open: bool,
+    top_values: u64,
+    unbalanced: bool,
+    pub(crate) fields: FieldSet,
+}
+
+/// What the scan found.
+#[derive(Debug)]
+pub(crate) struct JsonScan {
+    /// `b'{'`, `b'['`, or `None` for a scalar (or nothing).
+    pub top: Option<u8>,
+    /// Values inside a top-level array.
+    pub elements: u64,
+    /// Values at the top level (1 for a well-formed document).
+    pub top_values: u64,
+    /// Brackets did not balance or a string was left open.
+    pub malformed: bool,
+    pub fields: FieldSet,
+}
+
+impl JsonScanner {
+    pub(crate) fn new(array_document: bool, record_limit: u64, field_limit: usize) -> Self {
+        Self {
+            base: if array_document { 2 } else { 1 },
+            record_limit,
+            depth: 0,
+            containers: [0; TRACKED_DEPTHS],
+            expect_key: [false; TRACKED_DEPTHS],
+            in_string: false,
+            escape: false,
+            string_is_key: false,
+            key: Vec::new(),
+            pending_key: None,
+            parent_key: None,
+            parent_has_children: false,
+            top: None,
+            elements: 0,
+            element_expected: false,
+            scalar_open: false,
+            top_values: 0,
+            unbalanced: false,
+            fields: FieldSet::new(field_limit),
+        }
+    }
+
+    pub(crate) fn feed(&mut self, block: &[u8]) {
+        let mut index = 0;
+        while index < block.len() {
+            if self.in_string {
+                index = self.scan_string(block, index);
+                continue;
+            }
+            let byte = block[index];
+            index += 1;
+            if !matches!(byte, b'"' | b'{' | b'[' | b'}' | b']' | b':' | b',')
+                && !byte.is_ascii_whitespace()
+            {
+                if !self.scalar_open {
+                    self.scalar_open = true;
+                    self.value_starts(None);
+                }
+                continue;
+            }
+            self.scalar_open = false;
+            match byte {
+                b'"' => {
+                    self.in_string = true;
+                    self.string_is_key = self
+                        .tracked(self.depth)
+                        .is_some_and(|d| self.containers[d] == b'{' && self.expect_key[d]);
+                    if self.string_is_key {
+                        self.key.clear();
+                    } else {
+                        self.value_starts(None);
+                    }
+                }
+                b'{' | b'[' => {
+                    self.value_starts(Some(byte));
+                    self.depth += 1;
+                    if let Some(d) = self.tracked(self.depth) {
+                        self.containers[d] = byte;
+                        self.expect_key[d] = byte == b'{';
+                    }
+                    if self.depth == 1 {
+                        self.element_expected = byte == b'[';
+                    }
+                }
+                b'}' | b']' => self.close(),
+                b':' => {
+                    if let Some(d) = self.tracked(self.depth) {
+                        self.expect_key[d] = false;
+                    }
+                }
+                b',' => {
+                    if let Some(d) = self.tracked(self.depth) {
+                        self.expect_key[d] = self.containers[d] == b'{';
+                    }
+                    if self.depth == 1 && self.top == Some(b'[') {
+                        self.element_expected = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Consumes string bytes from `index`; returns where scanning continues.
+    fn scan_string(&mut self, block: &[u8], index: usize) -> usize {
+        if self.escape {
+            self.escape = false;
+            self.push_key_bytes(&block[index..=index]);
+            return index + 1;
+        }
+        let Some(found) = memchr::memchr2(b'"', b'\\', &block[index..]) else {
+            self.push_key_bytes(&block[index..]);
+            return block.len();
+        };
+        let position = index + found;
+        self.push_key_bytes(&block[index..position]);
+        if block[position] == b'\\' {
+            self.escape = true;
+            self.push_key_bytes(b"\\");
+        } else {
+            self.in_string = false;
+            if self.string_is_key {
+                self.key_read();
+            }
+        }
+        position + 1
+    }
+
+    fn push_key_bytes(&mut self, bytes: &[u8]) {
+        // Keys longer than this are not useful as field names; keep the scan bounded.
+        if self.string_is_key && self.key.len() < 256 {
+            let room = 256 - self.key.len();
+            self.key.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
+    }
+
+    fn tracked(&self, depth: usize) -> Option<usize> {
+        (depth < TRACKED_DEPTHS).then_some(depth)
+    }
+
+    fn collecting(&self) -> bool {
+        self.base == 1 || self.elements <= self.record_limit
+    }
+
+    fn key_read(&mut self) {
+        if !self.collecting() {
+            return;
+        }
+        let key = decode_key(&self.key);
+        if self.depth == self.base {
+            self.pending_key = Some(key);
+        } else if self.depth == self.base + 1
+            && let Some(parent) = &self.parent_key
+        {
+            self.fields.insert(format!("{parent}.{key}"));
+            self.parent_has_children = true;
+        }
+    }
+
+    /// A value begins at the current depth.
+    fn value_starts(&mut self, container: Option<u8>) {
+        let is_object = container == Some(b'{');
+        if self.depth == 0 {
+            self.top_values += 1;
+            if self.top_values == 1 {
+                self.top = container;
+            }
+        }
+        if self.depth == 1 && self.top == Some(b'[') && self.element_expected {
+            self.elements += 1;
+            self.element_expected = false;
+        }
+        if self.depth == self.base
+            && let Some(key) = self.pending_key.take()
+        {
+            if is_object {
+                self.parent_key = Some(key);
+                self.parent_has_children = false;
+            } else {
+                self.fields.insert(key);
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        if self.depth == 0 {
+            self.unbalanced = true;
+            return;
+        }
+        if self.depth == self.base + 1
+            && let Some(parent) = self.parent_key.take()
+            && !self.parent_has_children
+        {
+            self.fields.insert(parent);
+        }
+        self.depth -= 1;
+        if self.depth == 1 && self.top == Some(b'[') {
+            self.element_expected = false;
+        }
+    }
+
+    pub(crate) fn finish(self) -> JsonScan {
+        JsonScan {
+            top: self.top,
+            elements: self.elements,
+            top_values: self.top_values,
+            malformed: self.unbalanced || self.depth != 0 || self.in_string,
+            fields: self.fields,
+        }
+    }
+}
+
+fn decode_key(raw: &[u8]) -> String {
+    // Keys are almost always plain; decode escapes properly when there are any.
+    if !raw.contains(&b'\\') {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted)
+        .unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(input: &str, array: bool, block: usize) -> JsonScan {
+        let mut scanner = JsonScanner::new(array, 100, 100);
+        for chunk in input.as_bytes().chunks(block) {
+            scanner.feed(chunk);
+        }
+        scanner.finish()
+    }
+
+    #[test]
+    fn array_elements_and_fields_with_one_level_of_dot_paths() {
+        let input = r#"[ {"a": 1, "p": {"x": {"deep": 1}, "y": "s"}, "e": {}},
+                        {"b": "has \"quotes\" and ] brackets", "a": 2},
+                        [1, 2], "str", 3.5, null ]"#;
+        for block in [1, 2, 7, 1000] {
+            let result = scan(input, true, block);
+            assert_eq!(result.elements, 6, "block {block}");
+            assert!(!result.malformed);
+            assert_eq!(
+                result.fields.into_vec(),
+                ["a", "p.x", "p.y", "e", "b"],
+                "block {block}"
+            );
+        }
+    }
+
+    #[test]
+    fn object_document_keys_in_first_seen_order() {
+        let input = r#"{"zeta": 1, "alpha": {"k": [1, {"inner": 2}]}, "esc\"aped": true}"#;
+        let result = scan(input, false, 3);
+        assert_eq!(result.top, Some(b'{'));
+        assert_eq!(result.fields.into_vec(), ["zeta", "alpha.k", "esc\"aped"]);
+    }
+
+    #[test]
+    fn truncated_and_unbalanced_documents_are_malformed() {
+        assert!(scan(r#"[{"a": 1}, {"b": "#, true, 4).malformed);
+        assert!(scan(r#"{"a": 1}}"#, false, 4).malformed);
+        assert!(!scan(r#"[]"#, true, 4).malformed);
+        assert_eq!(scan(r#"[]"#, true, 4).elements, 0);
+    }
+}

@@ -1,0 +1,510 @@
+//! `ContextMetadata` and the one-pass analysis that produces it.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::fields::FieldSet;
+use crate::format::Format;
+use crate::json_scan::JsonScanner;
+use crate::records::{DelimitedRowCounter, HeadingCounter, LineRecordCounter, heading_level};
+use crate::scan::{BLOCK_SIZE, BlockReader, TextStats};
+use crate::sniff::{Verdict, first_rows, sniff};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Limits that keep the analysis bounded.
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    /// Maximum characters of the sample (cut on a character boundary).
+    pub sample_chars: usize,
+    /// Records whose fields are collected (sparse fields show up if they occur in these).
+    pub field_records: u64,
+    /// Maximum number of field names kept.
+    pub max_fields: usize,
+    /// Maximum headings kept in a Markdown outline.
+    pub max_outline: usize,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        Self {
+            sample_chars: 200,
+            field_records: 1000,
+            max_fields: 500,
+            max_outline: 20,
+        }
+    }
+}
+
+/// A heading of a Markdown outline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heading {
+    pub level: u8,
+    pub text: String,
+}
+
+/// Encoding facts worth telling a reader.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EncodingInfo {
+    /// The input is valid UTF-8.
+    pub valid_utf8: bool,
+    /// The input started with a UTF-8 byte-order mark (not counted in `chars`).
+    pub bom: bool,
+    /// Lines end with `\r\n` (count of such endings).
+    pub crlf_lines: u64,
+    /// Invalid UTF-8 sequences (each counted as one replacement character).
+    pub invalid_sequences: u64,
+    /// Byte offset of the first invalid sequence.
+    pub first_invalid_offset: Option<u64>,
+}
+
+/// What a context is: everything a model needs before its first step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextMetadata {
+    /// File name, `<stdin>`, or `None` for unnamed inline text.
+    pub source: Option<String>,
+    pub format: Format,
+    /// Human description of the format.
+    pub format_description: String,
+    /// Language of source code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    pub bytes: u64,
+    pub chars: u64,
+    pub lines: u64,
+    /// NDJSON lines, JSON array elements, or CSV/TSV data rows (header excluded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records: Option<u64>,
+    /// Field names (dot paths one level deep) or CSV/TSV header columns.
+    pub fields: Vec<String>,
+    /// Field names left out because of the cap.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fields_omitted: u64,
+    /// Column delimiter of CSV/TSV.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    /// Number of headings (Markdown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headings: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outline: Vec<Heading>,
+    /// Root element name (XML/HTML).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_element: Option<String>,
+    /// The start of the content (first record for record formats), truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<String>,
+    pub sample_truncated: bool,
+    pub encoding: EncodingInfo,
+    /// Things worth knowing: contradictions with the extension, malformed input, truncation.
+    pub notes: Vec<String>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Analyses a file. Reads it once, streaming; memory use does not depend on its size.
+pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMetadata, Error> {
+    let file_error = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(file_error)?;
+    if metadata.is_dir() {
+        return Err(Error::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let file = File::open(path).map_err(file_error)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    analyze_reader(file, name.as_deref(), options).map_err(file_error)
+}
+
+/// Analyses bytes already in memory.
+pub fn analyze_bytes(
+    bytes: &[u8],
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+) -> ContextMetadata {
+    // Reading from a slice cannot fail.
+    analyze_reader(bytes, name, options).unwrap_or_else(|_| unreachable_metadata(name))
+}
+
+fn unreachable_metadata(name: Option<&str>) -> ContextMetadata {
+    let mut metadata = Analysis::new(name, Verdict::empty()).finish();
+    metadata
+        .notes
+        .push("internal error while reading in-memory input".to_owned());
+    metadata
+}
+
+/// Analyses any reader in one streaming pass. `name` (a file name) is the first format signal.
+pub fn analyze_reader(
+    reader: impl Read,
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+) -> io::Result<ContextMetadata> {
+    let mut blocks = BlockReader::new(reader, BLOCK_SIZE);
+    let Some((first, complete)) = blocks.next_block()? else {
+        return Ok(Analysis::new(name, Verdict::empty()).finish());
+    };
+    let bom = first.starts_with(BOM);
+    let prefix = if bom { &first[BOM.len()..] } else { first };
+    let verdict = sniff(prefix, complete, name);
+    let mut analysis = Analysis::new(name, verdict);
+    analysis.bom = bom;
+    analysis.inspect_prefix(prefix, complete, options);
+    analysis.feed(first, prefix);
+    while let Some((block, _)) = blocks.next_block()? {
+        analysis.feed(block, block);
+    }
+    Ok(analysis.finish())
+}
+
+impl Verdict {
+    fn empty() -> Self {
+        Self {
+            format: Format::Empty,
+            language: None,
+            delimiter: None,
+            note: None,
+        }
+    }
+}
+
+/// Format-specific counting during the pass.
+enum Counter {
+    None,
+    Lines(LineRecordCounter),
+    Rows(DelimitedRowCounter),
+    Json(Box<JsonScanner>),
+    Headings(HeadingCounter),
+}
+
+struct Analysis {
+    source: Option<String>,
+    verdict: Verdict,
+    bom: bool,
+    stats: TextStats,
+    counter: Counter,
+    fields: FieldSet,
+    sample: Option<String>,
+    sample_truncated: bool,
+    outline: Vec<Heading>,
+    root_element: Option<String>,
+    notes: Vec<String>,
+}
+
+impl Analysis {
+    fn new(name: Option<&str>, verdict: Verdict) -> Self {
+        let counter = match verdict.format {
+            Format::Ndjson => Counter::Lines(LineRecordCounter::default()),
+            Format::Csv | Format::Tsv => Counter::Rows(DelimitedRowCounter::default()),
+            Format::Markdown => Counter::Headings(HeadingCounter::default()),
+            _ => Counter::None,
+        };
+        let notes = verdict.note.iter().cloned().collect();
+        Self {
+            source: name.map(str::to_owned),
+            verdict,
+            bom: false,
+            stats: TextStats::default(),
+            counter,
+            fields: FieldSet::default(),
+            sample: None,
+            sample_truncated: false,
+            outline: Vec::new(),
+            root_element: None,
+            notes,
+        }
+    }
+
+    /// Structure from the first block only: fields, sample, outline, root element.
+    fn inspect_prefix(&mut self, prefix: &[u8], complete: bool, options: &AnalyzeOptions) {
+        self.fields = FieldSet::new(options.max_fields);
+        let text = String::from_utf8_lossy(prefix);
+        let sample_source = match self.verdict.format {
+            Format::Ndjson => self.inspect_ndjson(&text, complete, options),
+            Format::Json | Format::JsonArray => {
+                let array = self.verdict.format == Format::JsonArray;
+                self.counter = Counter::Json(Box::new(JsonScanner::new(
+                    array,
+                    options.field_records,
+                    options.max_fields,
+                )));
+                if array {
+                    first_array_element(&text)
+                } else {
+                    text.trim_start().to_owned()
+                }
+            }
+            Format::Csv | Format::Tsv => self.inspect_delimited(prefix, complete),
+            Format::Markdown => {
+                self.outline = outline(&text, options.max_outline);
+                text.into_owned()
+            }
+            Format::Xml | Format::Html => {
+                self.root_element = root_element(&text);
+                text.into_owned()
+            }
+            Format::Binary | Format::Empty => String::new(),
+            Format::Code | Format::PlainText => text.into_owned(),
+        };
+        if !sample_source.is_empty() {
+            let (sample, truncated) =
+                truncate_chars(sample_source.trim_end(), options.sample_chars);
+            self.sample = Some(sample);
+            self.sample_truncated = truncated;
+        }
+    }
+
+    fn inspect_ndjson(&mut self, text: &str, complete: bool, options: &AnalyzeOptions) -> String {
+        let mut lines = text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .peekable();
+        let mut first = None;
+        let mut malformed = 0u64;
+        let mut checked = 0u64;
+        while let Some(line) = lines.next() {
+            if checked >= options.field_records || (lines.peek().is_none() && !complete) {
+                break;
+            }
+            checked += 1;
+            match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(value) => {
+                    first.get_or_insert(line);
+                    self.fields.insert_record(&value);
+                }
+                Err(_) => malformed += 1,
+            }
+        }
+        if malformed > 0 {
+            self.notes.push(format!(
+                "{malformed} of the first {checked} lines are not valid JSON"
+            ));
+        }
+        first
+            .or_else(|| text.lines().next())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn inspect_delimited(&mut self, prefix: &[u8], complete: bool) -> String {
+        let delimiter = self.verdict.delimiter.unwrap_or(match self.verdict.format {
+            Format::Tsv => b'\t',
+            _ => b',',
+        });
+        self.verdict.delimiter = Some(delimiter);
+        let rows = first_rows(prefix, complete, 2);
+        if let Some(header) = rows.first() {
+            for column in split_row(header, delimiter) {
+                self.fields.insert(column);
+            }
+        }
+        rows.get(1)
+            .or(rows.first())
+            .map(|row| String::from_utf8_lossy(row).into_owned())
+            .unwrap_or_default()
+    }
+
+    fn feed(&mut self, block: &[u8], content: &[u8]) {
+        self.stats.feed(block);
+        match &mut self.counter {
+            Counter::None => {}
+            Counter::Lines(counter) => counter.feed(content),
+            Counter::Rows(counter) => counter.feed(content),
+            Counter::Json(scanner) => scanner.feed(content),
+            Counter::Headings(counter) => counter.feed(content),
+        }
+    }
+
+    fn finish(mut self) -> ContextMetadata {
+        let mut records = None;
+        let mut headings = None;
+        let mut fields = std::mem::take(&mut self.fields);
+        match std::mem::replace(&mut self.counter, Counter::None) {
+            Counter::None => {}
+            Counter::Lines(counter) => records = Some(counter.finish()),
+            Counter::Rows(counter) => {
+                let (rows, open_quote) = counter.finish();
+                records = Some(rows.saturating_sub(1));
+                if open_quote {
+                    self.notes
+                        .push("the input ends inside a quoted field".to_owned());
+                }
+            }
+            Counter::Json(scanner) => {
+                let scan = scanner.finish();
+                if scan.top == Some(b'[') {
+                    records = Some(scan.elements);
+                }
+                if scan.malformed {
+                    self.notes.push(
+                        "brackets or quotes do not balance: the JSON is malformed or truncated"
+                            .to_owned(),
+                    );
+                } else if scan.top_values > 1 {
+                    self.notes.push(format!(
+                        "{} top-level JSON values (expected one)",
+                        scan.top_values
+                    ));
+                }
+                fields = scan.fields;
+            }
+            Counter::Headings(counter) => headings = Some(counter.finish()),
+        }
+        let stats = &self.stats;
+        let valid_utf8 = stats.invalid_sequences == 0;
+        if !valid_utf8 && self.verdict.format != Format::Binary {
+            self.notes.push(format!(
+                "invalid UTF-8: {} sequence(s), first at byte {}; shown with replacement characters",
+                stats.invalid_sequences,
+                stats.first_invalid_offset.unwrap_or(0)
+            ));
+        }
+        let dropped = fields.dropped;
+        let format = self.verdict.format;
+        let binary = format == Format::Binary;
+        ContextMetadata {
+            source: self.source,
+            format,
+            format_description: match self.verdict.language {
+                Some(language) if format == Format::Code => format!("{language} source code"),
+                _ => format.description().to_owned(),
+            },
+            language: self.verdict.language.map(str::to_owned),
+            bytes: stats.bytes,
+            chars: if binary {
+                0
+            } else {
+                stats.chars - u64::from(self.bom)
+            },
+            lines: if binary { 0 } else { stats.lines() },
+            records,
+            fields: fields.into_vec(),
+            fields_omitted: dropped,
+            delimiter: self.verdict.delimiter.map(|d| char::from(d).to_string()),
+            headings,
+            outline: self.outline,
+            root_element: self.root_element,
+            sample: self.sample,
+            sample_truncated: self.sample_truncated,
+            encoding: EncodingInfo {
+                valid_utf8,
+                bom: self.bom,
+                crlf_lines: stats.crlf,
+                invalid_sequences: stats.invalid_sequences,
+                first_invalid_offset: stats.first_invalid_offset,
+            },
+            notes: self.notes,
+        }
+    }
+}
+
+/// The text of the first element of a JSON array (or its start, if it is longer than the prefix).
+fn first_array_element(text: &str) -> String {
+    let Some(body) = text.trim_start().strip_prefix('[') else {
+        return text.to_owned();
+    };
+    let body = body.trim_start();
+    let mut stream = serde_json::Deserializer::from_str(body).into_iter::<serde::de::IgnoredAny>();
+    match stream.next() {
+        Some(Ok(_)) => body[..stream.byte_offset()].to_owned(),
+        _ => body.to_owned(),
+    }
+}
+
+/// Splits one CSV/TSV row into unquoted fields.
+fn split_row(row: &[u8], delimiter: u8) -> Vec<String> {
+    let text = String::from_utf8_lossy(row);
+    let mut fields = Vec::new();
+    let mut current = String::new();
+    let mut in_quotes = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if in_quotes && chars.peek() == Some(&'"') => {
+                current.push('"');
+                chars.next();
+            }
+            '"' => in_quotes = !in_quotes,
+            c if c == char::from(delimiter) && !in_quotes => {
+                fields.push(std::mem::take(&mut current))
+            }
+            c => current.push(c),
+        }
+    }
+    fields.push(current);
+    fields
+        .into_iter()
+        .map(|field| field.trim().to_owned())
+        .collect()
+}
+
+fn outline(text: &str, limit: usize) -> Vec<Heading> {
+    let mut headings = Vec::new();
+    let mut fence = None;
+    for line in text.lines() {
+        if let Some(marker) = crate::records::fence_marker(line.as_bytes()) {
+            fence = match fence {
+                Some(open) if open == marker => None,
+                None => Some(marker),
+                other => other,
+            };
+            continue;
+        }
+        if fence.is_some() {
+            continue;
+        }
+        if let Some(level) = heading_level(line.as_bytes()) {
+            let title = line
+                .trim_start()
+                .trim_start_matches('#')
+                .trim()
+                .trim_end_matches('#')
+                .trim();
+            headings.push(Heading {
+                level: level as u8,
+                text: title.to_owned(),
+            });
+            if headings.len() == limit {
+                break;
+            }
+        }
+    }
+    headings
+}
+
+/// The first element name that is not a declaration, comment or processing instruction.
+fn root_element(text: &str) -> Option<String> {
+    let mut rest = text;
+    loop {
+        let start = rest.find('<')?;
+        rest = &rest[start..];
+        if let Some(after) = rest.strip_prefix("<!--") {
+            rest = &after[after.find("-->")? + 3..];
+        } else if rest.starts_with("<?") || rest.starts_with("<!") {
+            rest = &rest[rest.find('>')? + 1..];
+        } else {
+            let name: String = rest[1..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | ':' | '.'))
+                .collect();
+            return (!name.is_empty()).then_some(name);
+        }
+    }
+}
+
+/// At most `limit` characters, cut on a character boundary; newlines kept.
+pub(crate) fn truncate_chars(text: &str, limit: usize) -> (String, bool) {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => (text[..cut].to_owned(), true),
+        None => (text.to_owned(), false),
+    }
+}

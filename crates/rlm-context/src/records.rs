@@ -1,0 +1,207 @@
+//! Streaming record counters for line- and row-based formats. Each keeps only a few flags of
+//! state between blocks, so a record may span any number of blocks.
+
+/// Counts non-blank lines (NDJSON records).
+#[derive(Debug, Default)]
+pub(crate) struct LineRecordCounter {
+    records: u64,
+    line_has_content: bool,
+}
+
+impl LineRecordCounter {
+    pub(crate) fn feed(&mut self, block: &[u8]) {
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', block) {
+            if !self.line_has_content {
+                self.line_has_content = has_content(&block[start..newline]);
+            }
+            if self.line_has_content {
+                self.records += 1;
+            }
+            self.line_has_content = false;
+            start = newline + 1;
+        }
+        if !self.line_has_content {
+            self.line_has_content = has_content(&block[start..]);
+        }
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        self.records + u64::from(self.line_has_content)
+    }
+}
+
+/// Counts rows of delimiter-separated values; a newline inside double quotes does not end a row.
+#[derive(Debug, Default)]
+pub(crate) struct DelimitedRowCounter {
+    rows: u64,
+    in_quotes: bool,
+    row_has_content: bool,
+}
+
+impl DelimitedRowCounter {
+    pub(crate) fn feed(&mut self, block: &[u8]) {
+        let mut start = 0;
+        for position in memchr::memchr2_iter(b'"', b'\n', block) {
+            if !self.row_has_content {
+                self.row_has_content = has_content(&block[start..position]);
+            }
+            if block[position] == b'"' {
+                // A doubled quote inside a quoted field toggles twice, which is what we want.
+                self.in_quotes = !self.in_quotes;
+                self.row_has_content = true;
+            } else if !self.in_quotes {
+                if self.row_has_content {
+                    self.rows += 1;
+                }
+                self.row_has_content = false;
+            }
+            start = position + 1;
+        }
+        if !self.row_has_content {
+            self.row_has_content = has_content(&block[start..]);
+        }
+    }
+
+    /// Rows (header included) and whether the input ended inside a quoted field.
+    pub(crate) fn finish(self) -> (u64, bool) {
+        (self.rows + u64::from(self.row_has_content), self.in_quotes)
+    }
+}
+
+/// Counts ATX headings (`# Title`) outside fenced code blocks.
+#[derive(Debug, Default)]
+pub(crate) struct HeadingCounter {
+    headings: u64,
+    in_fence: Option<u8>,
+    /// The first bytes of the line in progress (enough to classify it).
+    line_start: Vec<u8>,
+    line_start_complete: bool,
+}
+
+const LINE_PREFIX: usize = 8;
+
+impl HeadingCounter {
+    pub(crate) fn feed(&mut self, block: &[u8]) {
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', block) {
+            self.take_line_start(&block[start..newline]);
+            self.end_line();
+            start = newline + 1;
+        }
+        self.take_line_start(&block[start..]);
+    }
+
+    fn take_line_start(&mut self, bytes: &[u8]) {
+        if self.line_start_complete {
+            return;
+        }
+        let room = LINE_PREFIX - self.line_start.len();
+        self.line_start
+            .extend_from_slice(&bytes[..room.min(bytes.len())]);
+        self.line_start_complete = self.line_start.len() == LINE_PREFIX;
+    }
+
+    fn end_line(&mut self) {
+        let line = trim_indent(&self.line_start);
+        if let Some(fence) = fence_marker(line) {
+            match self.in_fence {
+                Some(open) if open == fence => self.in_fence = None,
+                Some(_) => {}
+                None => self.in_fence = Some(fence),
+            }
+        } else if self.in_fence.is_none() && heading_level(line).is_some() {
+            self.headings += 1;
+        }
+        self.line_start.clear();
+        self.line_start_complete = false;
+    }
+
+    pub(crate) fn finish(mut self) -> u64 {
+        if !self.line_start.is_empty() {
+            self.end_line();
+        }
+        self.headings
+    }
+}
+
+/// Up to three spaces of indentation are allowed before a heading or fence.
+fn trim_indent(line: &[u8]) -> &[u8] {
+    let indent = line
+        .iter()
+        .take(3)
+        .take_while(|&&byte| byte == b' ')
+        .count();
+    &line[indent..]
+}
+
+/// The fence character if the line opens or closes a fenced code block.
+pub(crate) fn fence_marker(line: &[u8]) -> Option<u8> {
+    let line = trim_indent(line);
+    match line {
+        [b'`', b'`', b'`', ..] => Some(b'`'),
+        [b'~', b'~', b'~', ..] => Some(b'~'),
+        _ => None,
+    }
+}
+
+/// The level (1–6) of an ATX heading line.
+pub(crate) fn heading_level(line: &[u8]) -> Option<usize> {
+    let line = trim_indent(line);
+    let hashes = line.iter().take_while(|&&byte| byte == b'#').count();
+    if !(1..=6).contains(&hashes) {
+        return None;
+    }
+    match line.get(hashes) {
+        None | Some(b' ' | b'\t' | b'\r' | b'\n') => Some(hashes),
+        Some(_) => None,
+    }
+}
+
+fn has_content(bytes: &[u8]) -> bool {
+    bytes.iter().any(|byte| !byte.is_ascii_whitespace())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_blocks<T>(input: &[u8], size: usize, mut feed: impl FnMut(&[u8]) -> T) {
+        for block in input.chunks(size) {
+            feed(block);
+        }
+    }
+
+    #[test]
+    fn ndjson_records_skip_blank_lines_in_any_blocking() {
+        let input = b"{\"a\":1}\n\n  \n{\"a\":2}\r\n{\"a\":3}";
+        for size in [1, 2, 3, 5, 100] {
+            let mut counter = LineRecordCounter::default();
+            in_blocks(input, size, |block| counter.feed(block));
+            assert_eq!(counter.finish(), 3, "block size {size}");
+        }
+    }
+
+    #[test]
+    fn csv_rows_respect_quoted_newlines_and_doubled_quotes() {
+        let input = b"id,text\n1,\"line one\nline two\"\n2,\"say \"\"hi\"\"\nok\"\n\n3,plain\n";
+        for size in [1, 4, 7, 100] {
+            let mut counter = DelimitedRowCounter::default();
+            in_blocks(input, size, |block| counter.feed(block));
+            assert_eq!(counter.finish(), (4, false), "block size {size}");
+        }
+        let mut counter = DelimitedRowCounter::default();
+        counter.feed(b"a,b\n1,\"never closed\n2,3\n");
+        assert_eq!(counter.finish(), (2, true));
+    }
+
+    #[test]
+    fn headings_outside_fences_are_counted() {
+        let input = b"# Title\ntext\n## Part\n```\n# not a heading\n```\n#hashtag\n   ### Deep\n";
+        for size in [1, 3, 100] {
+            let mut counter = HeadingCounter::default();
+            in_blocks(input, size, |block| counter.feed(block));
+            assert_eq!(counter.finish(), 3, "block size {size}");
+        }
+    }
+}

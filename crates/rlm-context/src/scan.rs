@@ -1,0 +1,216 @@
+//! The single streaming pass: blocks that end on character boundaries, and the byte, character,
+//! line and encoding counts every format needs.
+//!
+//! Counting is written as plain loops over a block so the compiler vectorises them; with 1 MiB
+//! blocks the pass stays in cache and its memory use does not depend on the input size.
+
+use std::io::{self, Read};
+
+/// Size of one block of the pass, and of the prefix used for structure.
+pub(crate) const BLOCK_SIZE: usize = 1 << 20;
+
+/// Reads a stream as blocks that never end inside a UTF-8 sequence (for valid text).
+pub(crate) struct BlockReader<R> {
+    reader: R,
+    buffer: Vec<u8>,
+    /// Bytes held back from the previous block because they began an unfinished sequence.
+    carry: usize,
+    /// Length of the block handed out last (its bytes start at 0).
+    filled: usize,
+    at_eof: bool,
+}
+
+impl<R: Read> BlockReader<R> {
+    pub(crate) fn new(reader: R, block_size: usize) -> Self {
+        Self {
+            reader,
+            buffer: vec![0; block_size.max(8)],
+            carry: 0,
+            filled: 0,
+            at_eof: false,
+        }
+    }
+
+    /// The next block and whether it is the last one, or `None` at the end. Fills the buffer
+    /// as far as the input allows.
+    pub(crate) fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+        // Move the held-back tail of the previous block to the front.
+        if self.filled > 0 {
+            let end = self.filled + self.carry;
+            self.buffer.copy_within(self.filled..end, 0);
+        }
+        let mut len = self.carry;
+        while len < self.buffer.len() && !self.at_eof {
+            match self.reader.read(&mut self.buffer[len..]) {
+                Ok(0) => self.at_eof = true,
+                Ok(n) => len += n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+        if len == 0 {
+            self.filled = 0;
+            self.carry = 0;
+            return Ok(None);
+        }
+        let cut = if self.at_eof {
+            len
+        } else {
+            char_boundary_before(&self.buffer[..len])
+        };
+        self.filled = cut;
+        self.carry = len - cut;
+        Ok(Some((&self.buffer[..cut], self.at_eof)))
+    }
+}
+
+/// The end of `bytes` minus an unfinished UTF-8 sequence at its tail, if there is one.
+fn char_boundary_before(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=3.min(len) {
+        let byte = bytes[len - back];
+        if byte & 0xC0 != 0x80 {
+            let needed = utf8_sequence_length(byte);
+            return if needed > back { len - back } else { len };
+        }
+    }
+    len
+}
+
+fn utf8_sequence_length(lead: u8) -> usize {
+    match lead {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => 1,
+    }
+}
+
+/// Counts gathered over the whole input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TextStats {
+    pub bytes: u64,
+    /// Characters as a lossy UTF-8 decoder sees them (an invalid sequence counts once).
+    pub chars: u64,
+    pub newlines: u64,
+    pub crlf: u64,
+    pub invalid_sequences: u64,
+    pub first_invalid_offset: Option<u64>,
+    pub last_byte: Option<u8>,
+}
+
+impl TextStats {
+    /// Lines as a person counts them: a last line without a newline still counts.
+    pub(crate) fn lines(&self) -> u64 {
+        match self.last_byte {
+            None => 0,
+            Some(b'\n') => self.newlines,
+            Some(_) => self.newlines + 1,
+        }
+    }
+
+    pub(crate) fn feed(&mut self, block: &[u8]) {
+        if block.is_empty() {
+            return;
+        }
+        let offset = self.bytes;
+        self.bytes += block.len() as u64;
+        self.newlines += count_byte(block, b'\n');
+        if self.last_byte == Some(b'\r') && block[0] == b'\n' {
+            self.crlf += 1;
+        }
+        for position in memchr::memchr_iter(b'\r', block) {
+            if block.get(position + 1) == Some(&b'\n') {
+                self.crlf += 1;
+            }
+        }
+        self.last_byte = block.last().copied();
+        self.count_chars(block, offset);
+    }
+
+    fn count_chars(&mut self, block: &[u8], offset: u64) {
+        let mut rest = block;
+        let mut consumed = 0u64;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(_) => {
+                    self.chars += count_char_starts(rest);
+                    return;
+                }
+                Err(err) => {
+                    let valid = err.valid_up_to();
+                    self.chars += count_char_starts(&rest[..valid]) + 1;
+                    self.invalid_sequences += 1;
+                    self.first_invalid_offset
+                        .get_or_insert(offset + consumed + valid as u64);
+                    let skip = valid + err.error_len().unwrap_or(rest.len() - valid);
+                    consumed += skip as u64;
+                    rest = &rest[skip..];
+                    if rest.is_empty() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How many times `needle` occurs; a plain loop the compiler turns into SIMD.
+pub(crate) fn count_byte(haystack: &[u8], needle: u8) -> u64 {
+    haystack.iter().filter(|&&byte| byte == needle).count() as u64
+}
+
+/// Characters in valid UTF-8: every byte that is not a continuation byte starts one.
+fn count_char_starts(valid: &[u8]) -> u64 {
+    valid.iter().filter(|&&byte| (byte as i8) >= -0x40).count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats_in_blocks(input: &[u8], block_size: usize) -> TextStats {
+        let mut reader = BlockReader::new(input, block_size);
+        let mut stats = TextStats::default();
+        while let Some((block, _)) = reader.next_block().unwrap() {
+            stats.feed(block);
+        }
+        stats
+    }
+
+    #[test]
+    fn counts_do_not_depend_on_block_boundaries() {
+        let text = "héllo wörld\r\n日本語のテキスト\nlast line without newline 🎉".repeat(7);
+        let whole = stats_in_blocks(text.as_bytes(), 1 << 20);
+        assert_eq!(whole.chars, text.chars().count() as u64);
+        assert_eq!(whole.bytes, text.len() as u64);
+        assert_eq!(whole.crlf, 7);
+        for block_size in [8, 9, 10, 13, 64] {
+            assert_eq!(
+                stats_in_blocks(text.as_bytes(), block_size),
+                whole,
+                "block {block_size}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_sequences_are_counted_like_a_lossy_decoder() {
+        let bytes = b"ok \xff\xfe then \xe2\x82 cut \xe2\x82\xac euro";
+        let stats = stats_in_blocks(bytes, 1 << 20);
+        let lossy = String::from_utf8_lossy(bytes);
+        assert_eq!(stats.chars, lossy.chars().count() as u64);
+        assert_eq!(stats.invalid_sequences, 3);
+        assert_eq!(stats.first_invalid_offset, Some(3));
+        assert_eq!(stats_in_blocks(bytes, 8), stats);
+    }
+
+    #[test]
+    fn lines_count_a_final_line_without_newline() {
+        assert_eq!(stats_in_blocks(b"", 64).lines(), 0);
+        assert_eq!(stats_in_blocks(b"a", 64).lines(), 1);
+        assert_eq!(stats_in_blocks(b"a\n", 64).lines(), 1);
+        assert_eq!(stats_in_blocks(b"a\nb", 64).lines(), 2);
+        assert_eq!(stats_in_blocks(b"\n\n", 64).lines(), 2);
+    }
+}

@@ -1,0 +1,423 @@
+//! Deciding the format from the file name and the first block of content.
+//!
+//! The extension is the first signal and content the second: content that clearly is another
+//! structured format (a `.json` holding NDJSON, a `.txt` holding CSV) wins, with a note.
+
+use crate::format::{Format, NameHint, hint_from_name, language_from_shebang};
+
+/// The verdict on a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub format: Format,
+    pub language: Option<&'static str>,
+    pub delimiter: Option<u8>,
+    pub note: Option<String>,
+}
+
+impl Verdict {
+    fn of(format: Format) -> Self {
+        Self {
+            format,
+            language: None,
+            delimiter: None,
+            note: None,
+        }
+    }
+}
+
+/// How many leading lines are looked at for line-based sniffing.
+const SNIFF_LINES: usize = 20;
+
+/// Classifies `prefix` (BOM already removed). `complete` says the prefix is the whole input.
+pub(crate) fn sniff(prefix: &[u8], complete: bool, name: Option<&str>) -> Verdict {
+    if prefix.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::of(if prefix.is_empty() {
+            Format::Empty
+        } else {
+            Format::PlainText
+        });
+    }
+    if looks_binary(prefix) {
+        return Verdict::of(Format::Binary);
+    }
+    let hint = name.map_or(NameHint::None, hint_from_name);
+    let content = sniff_content(prefix, complete);
+    match hint {
+        NameHint::Code(language) => Verdict {
+            language: Some(language),
+            ..Verdict::of(Format::Code)
+        },
+        NameHint::None => content,
+        NameHint::Format(named) => reconcile(named, content, prefix, complete),
+    }
+}
+
+fn reconcile(named: Format, content: Verdict, prefix: &[u8], complete: bool) -> Verdict {
+    let same_family = named == content.format
+        || (matches!(named, Format::Json | Format::JsonArray)
+            && matches!(content.format, Format::Json | Format::JsonArray))
+        || (named == Format::Ndjson && content.format == Format::Json && single_line(prefix))
+        || (named == Format::Html && content.format == Format::Xml);
+    if same_family {
+        let format = if named == Format::Ndjson {
+            Format::Ndjson
+        } else {
+            content.format
+        };
+        let format = if named == Format::Html {
+            Format::Html
+        } else {
+            format
+        };
+        return Verdict { format, ..content };
+    }
+    if named == Format::Ndjson && content.format == Format::PlainText {
+        let note = "the name suggests NDJSON but most lines are not JSON".to_owned();
+        return Verdict {
+            note: Some(note),
+            ..Verdict::of(Format::PlainText)
+        };
+    }
+    let strong = matches!(
+        content.format,
+        Format::Ndjson | Format::Json | Format::JsonArray | Format::Csv | Format::Tsv | Format::Xml
+    ) || (content.format == Format::Html && named != Format::Markdown);
+    if strong {
+        let note = format!(
+            "the name suggests {} but the content is {}",
+            named.description(),
+            content.format.description()
+        );
+        return Verdict {
+            note: Some(note),
+            ..content
+        };
+    }
+    // The content is not clearly anything else: trust the name, but say when it does not fit.
+    let mut verdict = Verdict::of(named);
+    match named {
+        Format::Csv => verdict.delimiter = Some(detect_delimiter(prefix, complete).unwrap_or(b',')),
+        Format::Tsv => verdict.delimiter = Some(b'\t'),
+        Format::Json | Format::JsonArray | Format::Ndjson => {
+            verdict.note = Some(format!(
+                "the name suggests {} but the content does not parse as JSON",
+                named.description()
+            ));
+            verdict.format = Format::PlainText;
+        }
+        _ => {}
+    }
+    verdict
+}
+
+fn single_line(prefix: &[u8]) -> bool {
+    let text = prefix.trim_ascii();
+    !text.contains(&b'\n')
+}
+
+/// What the content alone says.
+fn sniff_content(prefix: &[u8], complete: bool) -> Verdict {
+    let text = String::from_utf8_lossy(prefix);
+    let trimmed = text.trim_start();
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && let Some(verdict) = sniff_json(trimmed, complete)
+    {
+        return verdict;
+    }
+    if ndjson_lines(trimmed, complete) {
+        return Verdict::of(Format::Ndjson);
+    }
+    if trimmed.starts_with('<')
+        && let Some(format) = sniff_markup(trimmed)
+    {
+        return Verdict::of(format);
+    }
+    if let Some(delimiter) = detect_delimiter(prefix, complete) {
+        let format = if delimiter == b'\t' {
+            Format::Tsv
+        } else {
+            Format::Csv
+        };
+        return Verdict {
+            delimiter: Some(delimiter),
+            ..Verdict::of(format)
+        };
+    }
+    if let Some(language) = trimmed.lines().next().and_then(language_from_shebang) {
+        return Verdict {
+            language: Some(language),
+            ..Verdict::of(Format::Code)
+        };
+    }
+    if looks_like_markdown(&text) {
+        return Verdict::of(Format::Markdown);
+    }
+    Verdict::of(Format::PlainText)
+}
+
+fn sniff_json(text: &str, complete: bool) -> Option<Verdict> {
+    if complete {
+        return Some(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Verdict::of(json_document_format(text)),
+            Err(_) if ndjson_lines(text, complete) => Verdict::of(Format::Ndjson),
+            Err(err) => Verdict {
+                note: Some(format!("does not parse as JSON: {err}")),
+                ..Verdict::of(json_document_format(text))
+            },
+        });
+    }
+    if ndjson_lines(text, complete) {
+        return Some(Verdict::of(Format::Ndjson));
+    }
+    // Too big to parse here; the streaming scan checks the brackets.
+    Some(Verdict::of(json_document_format(text)))
+}
+
+fn json_document_format(text: &str) -> Format {
+    if text.starts_with('[') {
+        Format::JsonArray
+    } else {
+        Format::Json
+    }
+}
+
+/// Whether the first lines are mostly JSON objects or arrays, one per line (a malformed line or
+/// two does not change the verdict). A partial last line of an incomplete prefix is ignored.
+fn ndjson_lines(text: &str, complete: bool) -> bool {
+    let mut lines = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .take(SNIFF_LINES)
+        .peekable();
+    let mut parsed = 0;
+    let mut total = 0;
+    while let Some(line) = lines.next() {
+        if lines.peek().is_none() && !complete && total > 0 {
+            break;
+        }
+        total += 1;
+        let line = line.trim();
+        if (line.starts_with('{') || line.starts_with('['))
+            && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+        {
+            parsed += 1;
+        }
+    }
+    (parsed >= 2 && parsed * 5 >= total * 4) || (parsed == 1 && total == 1)
+}
+
+fn sniff_markup(text: &str) -> Option<Format> {
+    let head: String = text
+        .chars()
+        .take(1024)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if head.starts_with("<!doctype html") || head.contains("<html") {
+        return Some(Format::Html);
+    }
+    if head.starts_with("<?xml") {
+        return Some(Format::Xml);
+    }
+    let mut chars = head.chars().skip(1);
+    let first = chars.next()?;
+    (first.is_alphabetic() || first == '!' || first == '_').then_some(Format::Xml)
+}
+
+/// A delimiter whose count (outside quotes) is the same and non-zero on the first rows.
+pub(crate) fn detect_delimiter(prefix: &[u8], complete: bool) -> Option<u8> {
+    let rows = first_rows(prefix, complete, SNIFF_LINES);
+    let enough = if rows.len() <= 2 {
+        rows.len() == 2
+    } else {
+        true
+    };
+    if !enough {
+        return None;
+    }
+    for delimiter in [b'\t', b',', b';', b'|'] {
+        let counts: Vec<usize> = rows
+            .iter()
+            .map(|row| count_outside_quotes(row, delimiter))
+            .collect();
+        let first = counts[0];
+        if first > 0 && counts.iter().all(|&count| count == first) {
+            // Prose has commas too: a comma table needs 3+ rows or short rows.
+            let long_rows = rows.iter().any(|row| row.len() > 400);
+            if delimiter == b',' && rows.len() < 3 && long_rows {
+                continue;
+            }
+            return Some(delimiter);
+        }
+    }
+    None
+}
+
+/// The first complete rows (quoted newlines stay inside a row), without line terminators.
+pub(crate) fn first_rows(prefix: &[u8], complete: bool, limit: usize) -> Vec<&[u8]> {
+    let mut rows = Vec::new();
+    let mut start = 0;
+    let mut in_quotes = false;
+    for (index, &byte) in prefix.iter().enumerate() {
+        match byte {
+            b'"' => in_quotes = !in_quotes,
+            b'\n' if !in_quotes => {
+                push_row(&mut rows, &prefix[start..index]);
+                start = index + 1;
+                if rows.len() == limit {
+                    return rows;
+                }
+            }
+            _ => {}
+        }
+    }
+    if complete && start < prefix.len() && !in_quotes {
+        push_row(&mut rows, &prefix[start..]);
+    }
+    rows
+}
+
+fn push_row<'a>(rows: &mut Vec<&'a [u8]>, row: &'a [u8]) {
+    let row = row.strip_suffix(b"\r").unwrap_or(row);
+    if !row.trim_ascii().is_empty() {
+        rows.push(row);
+    }
+}
+
+fn count_outside_quotes(row: &[u8], delimiter: u8) -> usize {
+    let mut in_quotes = false;
+    let mut count = 0;
+    for &byte in row {
+        if byte == b'"' {
+            in_quotes = !in_quotes;
+        } else if byte == delimiter && !in_quotes {
+            count += 1;
+        }
+    }
+    count
+}
+
+fn looks_like_markdown(text: &str) -> bool {
+    let mut headings = 0;
+    let mut other_signals = 0;
+    for line in text.lines().take(200) {
+        let trimmed = line.trim_start();
+        if crate::records::heading_level(trimmed.as_bytes()).is_some() {
+            headings += 1;
+        } else if trimmed.starts_with("```")
+            || trimmed.starts_with("- ")
+            || trimmed.starts_with("* ")
+            || (trimmed.contains("](") && trimmed.contains('['))
+        {
+            other_signals += 1;
+        }
+    }
+    headings >= 2 || (headings >= 1 && other_signals >= 1)
+}
+
+/// NUL bytes, or mostly control characters, in the first 8 KB mean this is not text.
+fn looks_binary(prefix: &[u8]) -> bool {
+    let head = &prefix[..prefix.len().min(8192)];
+    if head.starts_with(&[0xFF, 0xFE]) || head.starts_with(&[0xFE, 0xFF]) {
+        return true;
+    }
+    if memchr::memchr(0, head).is_some() {
+        return true;
+    }
+    let control = head
+        .iter()
+        .filter(|&&byte| byte < 0x20 && !matches!(byte, b'\t' | b'\n' | b'\r' | 0x0C | 0x1B))
+        .count();
+    let invalid = String::from_utf8_lossy(head).matches('\u{FFFD}').count();
+    control * 10 > head.len() || invalid * 4 > head.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format_of(content: &str, name: Option<&str>) -> Verdict {
+        sniff(content.as_bytes(), true, name)
+    }
+
+    #[test]
+    fn content_decides_without_a_name() {
+        let table = [
+            ("{\"a\":1}\n{\"a\":2}\n", Format::Ndjson),
+            ("{\"a\": {\"b\": [1, 2]}}", Format::Json),
+            ("[{\"a\":1},{\"a\":2}]", Format::JsonArray),
+            ("a,b,c\n1,2,3\n4,5,6\n", Format::Csv),
+            ("a\tb\n1\t2\n", Format::Tsv),
+            ("<?xml version=\"1.0\"?>\n<feed></feed>", Format::Xml),
+            ("<!DOCTYPE html><html><body></body></html>", Format::Html),
+            ("# Title\n\nSome text.\n\n## Part\n", Format::Markdown),
+            ("#!/usr/bin/env python3\nprint('hi')\n", Format::Code),
+            (
+                "just some words, and a comma.\nanother line\n",
+                Format::PlainText,
+            ),
+            ("", Format::Empty),
+            ("   \n", Format::PlainText),
+        ];
+        for (content, expected) in table {
+            assert_eq!(format_of(content, None).format, expected, "{content:?}");
+        }
+    }
+
+    #[test]
+    fn content_that_contradicts_the_extension_wins_with_a_note() {
+        let verdict = format_of("{\"a\":1}\n{\"a\":2}\n", Some("data.json"));
+        assert_eq!(verdict.format, Format::Ndjson);
+        assert!(
+            verdict
+                .note
+                .as_deref()
+                .unwrap_or_default()
+                .contains("JSON (object)")
+        );
+        let verdict = format_of("name,age\nann,3\nbob,4\n", Some("people.txt"));
+        assert_eq!(verdict.format, Format::Csv);
+        assert!(verdict.note.is_some());
+        let verdict = format_of("[1,2,3]", Some("list.json"));
+        assert_eq!((verdict.format, verdict.note), (Format::JsonArray, None));
+    }
+
+    #[test]
+    fn extension_is_trusted_when_content_is_weak() {
+        assert_eq!(
+            format_of("plain words\n", Some("notes.md")).format,
+            Format::Markdown
+        );
+        assert_eq!(
+            format_of("single column\nvalue\n", Some("x.csv")).format,
+            Format::Csv
+        );
+        assert_eq!(
+            format_of("{\"a\":1}", Some("one.ndjson")).format,
+            Format::Ndjson
+        );
+        let code = format_of("a,b\n1,2\n", Some("gen.py"));
+        assert_eq!((code.format, code.language), (Format::Code, Some("Python")));
+    }
+
+    #[test]
+    fn binary_is_detected_from_nul_bytes_and_utf16() {
+        assert_eq!(
+            sniff(b"PK\x03\x04\x00\x00binary", true, None).format,
+            Format::Binary
+        );
+        assert_eq!(
+            sniff(b"\xff\xfeh\x00i\x00", true, Some("a.txt")).format,
+            Format::Binary
+        );
+    }
+
+    #[test]
+    fn rows_keep_quoted_newlines_together() {
+        let rows = first_rows(b"a,b\r\n1,\"x\ny\"\n2,z", true, 10);
+        assert_eq!(rows, [&b"a,b"[..], &b"1,\"x\ny\""[..], &b"2,z"[..]]);
+        assert_eq!(
+            detect_delimiter(b"a,b\r\n1,\"x,\ny\"\n2,z\n", true),
+            Some(b',')
+        );
+    }
+}

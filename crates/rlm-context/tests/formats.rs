@@ -1,0 +1,312 @@
+//! Every format, by extension and by sniffing, through the public API.
+
+use std::io::Write as _;
+
+use rlm_context::{
+    AnalyzeOptions, ContextMetadata, Format, analyze_bytes, analyze_path, analyze_reader,
+};
+
+fn analyze(content: &str, name: Option<&str>) -> ContextMetadata {
+    analyze_bytes(content.as_bytes(), name, &AnalyzeOptions::default())
+}
+
+#[test]
+fn ndjson_counts_records_and_unions_sparse_fields_in_order() {
+    let content = concat!(
+        "{\"author\":\"a\",\"text\":\"hi\",\"authorProfile\":{\"displayName\":\"A\",\"x\":{\"deep\":1}}}\n",
+        "\n",
+        "{\"author\":\"b\",\"text\":\"yo\",\"hashtags\":[\"x\"]}\n",
+        "{\"author\":\"c\",\"embed\":{\"external\":{\"uri\":\"u\"}}}\n",
+    );
+    for name in [Some("feed.ndjson"), Some("feed.jsonl"), None] {
+        let metadata = analyze(content, name);
+        assert_eq!(metadata.format, Format::Ndjson, "{name:?}");
+        assert_eq!(metadata.records, Some(3));
+        assert_eq!(metadata.lines, 4);
+        assert_eq!(
+            metadata.fields,
+            [
+                "author",
+                "text",
+                "authorProfile.displayName",
+                "authorProfile.x",
+                "hashtags",
+                "embed.external"
+            ]
+        );
+        assert!(
+            metadata
+                .sample
+                .as_deref()
+                .unwrap()
+                .starts_with("{\"author\":\"a\"")
+        );
+    }
+}
+
+#[test]
+fn ndjson_with_a_malformed_first_line_is_still_ndjson_with_a_note() {
+    let content = "not json at all\n{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}\n{\"a\":5}\n";
+    let metadata = analyze(content, Some("events.ndjson"));
+    assert_eq!(metadata.format, Format::Ndjson);
+    assert_eq!(metadata.records, Some(6));
+    assert_eq!(metadata.fields, ["a"]);
+    assert!(
+        metadata
+            .notes
+            .iter()
+            .any(|n| n.contains("1 of the first 6 lines")),
+        "{:?}",
+        metadata.notes
+    );
+    assert_eq!(metadata.sample.as_deref(), Some("{\"a\":1}"));
+}
+
+#[test]
+fn json_object_reports_top_level_keys_and_one_level_of_paths() {
+    let content =
+        r#"{"name": "x", "config": {"depth": {"too": "deep"}, "size": 3}, "items": [1, 2]}"#;
+    let metadata = analyze(content, Some("settings.json"));
+    assert_eq!(metadata.format, Format::Json);
+    assert_eq!(metadata.records, None);
+    assert_eq!(
+        metadata.fields,
+        ["name", "config.depth", "config.size", "items"]
+    );
+    assert!(metadata.notes.is_empty(), "{:?}", metadata.notes);
+}
+
+#[test]
+fn json_array_reports_length_and_fields_of_elements() {
+    let content =
+        "[\n  {\"id\": 1, \"user\": {\"name\": \"a\"}},\n  {\"id\": 2, \"extra\": true}\n]\n";
+    for name in [Some("list.json"), None] {
+        let metadata = analyze(content, name);
+        assert_eq!(metadata.format, Format::JsonArray);
+        assert_eq!(metadata.records, Some(2));
+        assert_eq!(metadata.fields, ["id", "user.name", "extra"]);
+        assert_eq!(
+            metadata.sample.as_deref(),
+            Some("{\"id\": 1, \"user\": {\"name\": \"a\"}}")
+        );
+    }
+}
+
+#[test]
+fn truncated_json_is_reported_not_crashed_on() {
+    let metadata = analyze("[{\"a\": 1}, {\"a\": ", Some("cut.json"));
+    assert!(
+        metadata.notes.iter().any(|n| n.contains("malformed")),
+        "{:?}",
+        metadata.notes
+    );
+    let metadata = analyze("{ this is not json", Some("bad.json"));
+    assert_eq!(metadata.format, Format::Json);
+    assert!(
+        metadata
+            .notes
+            .iter()
+            .any(|n| n.contains("does not parse as JSON: key must be a string at line 1 column 3")),
+        "{:?}",
+        metadata.notes
+    );
+}
+
+#[test]
+fn csv_counts_rows_with_quoted_newlines_and_delimiters() {
+    let content = "id,comment,score\r\n1,\"multi\nline, with comma\",3\r\n2,\"say \"\"hi\"\"\",4\r\n3,plain,5\r\n";
+    for name in [Some("data.csv"), Some("data.txt"), None] {
+        let metadata = analyze(content, name);
+        assert_eq!(metadata.format, Format::Csv, "{name:?}");
+        assert_eq!(metadata.records, Some(3));
+        assert_eq!(metadata.fields, ["id", "comment", "score"]);
+        assert_eq!(metadata.delimiter.as_deref(), Some(","));
+        assert_eq!(metadata.encoding.crlf_lines, 4);
+    }
+    assert!(
+        analyze(content, Some("data.txt"))
+            .notes
+            .iter()
+            .any(|n| n.contains("CSV"))
+    );
+}
+
+#[test]
+fn tsv_and_semicolon_tables_report_their_delimiter() {
+    let tsv = analyze("name\tage\nann\t3\nbob\t4\n", Some("people.tsv"));
+    assert_eq!(
+        (tsv.format, tsv.records, tsv.delimiter.as_deref()),
+        (Format::Tsv, Some(2), Some("\t"))
+    );
+    let semicolon = analyze("a;b;c\n1;2;3\n4;5;6\n", None);
+    assert_eq!(
+        (semicolon.format, semicolon.delimiter.as_deref()),
+        (Format::Csv, Some(";"))
+    );
+}
+
+#[test]
+fn markdown_counts_headings_and_gives_an_outline() {
+    let content =
+        "# Guide\n\nintro\n\n## Install\n\n```sh\n# not a heading\n```\n\n## Use\n### Deep\n";
+    let metadata = analyze(content, Some("guide.md"));
+    assert_eq!(metadata.format, Format::Markdown);
+    assert_eq!(metadata.headings, Some(4));
+    let outline: Vec<_> = metadata
+        .outline
+        .iter()
+        .map(|h| (h.level, h.text.as_str()))
+        .collect();
+    assert_eq!(
+        outline,
+        [(1, "Guide"), (2, "Install"), (2, "Use"), (3, "Deep")]
+    );
+}
+
+#[test]
+fn xml_and_html_report_their_root_element() {
+    let xml = analyze(
+        "<?xml version=\"1.0\"?>\n<!-- c -->\n<feed><entry/></feed>\n",
+        None,
+    );
+    assert_eq!(
+        (xml.format, xml.root_element.as_deref()),
+        (Format::Xml, Some("feed"))
+    );
+    let html = analyze(
+        "<!DOCTYPE html>\n<html lang=\"en\"><body>hi</body></html>",
+        Some("page.html"),
+    );
+    assert_eq!(
+        (html.format, html.root_element.as_deref()),
+        (Format::Html, Some("html"))
+    );
+}
+
+#[test]
+fn code_language_comes_from_the_extension_or_shebang() {
+    let rust = analyze("fn main() {}\n", Some("main.rs"));
+    assert_eq!(
+        (rust.format, rust.language.as_deref()),
+        (Format::Code, Some("Rust"))
+    );
+    assert_eq!(rust.format_description, "Rust source code");
+    let script = analyze("#!/usr/bin/env bash\necho hi\n", Some("deploy"));
+    assert_eq!(script.language.as_deref(), Some("Shell"));
+}
+
+#[test]
+fn empty_plain_and_binary_inputs() {
+    let empty = analyze("", Some("nothing.txt"));
+    assert_eq!(
+        (empty.format, empty.chars, empty.lines, empty.sample),
+        (Format::Empty, 0, 0, None)
+    );
+    let text = analyze("just words\nmore words\n", Some("notes.txt"));
+    assert_eq!((text.format, text.lines), (Format::PlainText, 2));
+    let binary = analyze_bytes(
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        Some("image.png"),
+        &AnalyzeOptions::default(),
+    );
+    assert_eq!(binary.format, Format::Binary);
+    assert_eq!(binary.sample, None, "binary bytes are never dumped");
+}
+
+#[test]
+fn bom_crlf_and_invalid_utf8_are_reported() {
+    let metadata = analyze_bytes(
+        b"\xEF\xBB\xBFa,b\r\n1,2\r\n",
+        Some("bom.csv"),
+        &AnalyzeOptions::default(),
+    );
+    assert!(metadata.encoding.bom);
+    assert_eq!(
+        metadata.fields,
+        ["a", "b"],
+        "the BOM is not part of the first column"
+    );
+    assert_eq!((metadata.chars, metadata.bytes), (10, 13));
+    let latin1 = analyze_bytes(
+        b"caf\xe9 au lait\nna\xefve\n",
+        Some("latin1.txt"),
+        &AnalyzeOptions::default(),
+    );
+    assert_eq!(latin1.format, Format::PlainText);
+    assert!(!latin1.encoding.valid_utf8);
+    assert_eq!(latin1.encoding.invalid_sequences, 2);
+    assert_eq!(latin1.encoding.first_invalid_offset, Some(3));
+    assert!(latin1.notes.iter().any(|n| n.contains("invalid UTF-8")));
+}
+
+#[test]
+fn samples_are_truncated_on_a_character_boundary() {
+    let content = "é".repeat(500);
+    let options = AnalyzeOptions {
+        sample_chars: 7,
+        ..AnalyzeOptions::default()
+    };
+    let metadata = analyze_bytes(content.as_bytes(), Some("accents.txt"), &options);
+    assert_eq!(metadata.sample.as_deref(), Some("ééééééé"));
+    assert!(metadata.sample_truncated);
+    assert_eq!((metadata.chars, metadata.bytes), (500, 1000));
+}
+
+#[test]
+fn large_inputs_span_many_blocks_and_count_exactly() {
+    // Several 1 MiB blocks, with records and multi-byte characters crossing block edges.
+    let mut content = String::new();
+    let mut expected_records = 0;
+    while content.len() < 3_500_000 {
+        content.push_str(&format!(
+            "{{\"id\":{expected_records},\"text\":\"naïve café — 日本 {expected_records}\"}}\n"
+        ));
+        expected_records += 1;
+    }
+    let metadata = analyze_reader(
+        content.as_bytes(),
+        Some("big.ndjson"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(metadata.records, Some(expected_records));
+    assert_eq!(metadata.lines, expected_records);
+    assert_eq!(metadata.chars, content.chars().count() as u64);
+    assert_eq!(metadata.fields, ["id", "text"]);
+
+    let mut array = String::from("[");
+    for index in 0..60_000 {
+        if index > 0 {
+            array.push(',');
+        }
+        array.push_str(&format!(
+            "{{\"n\":{index},\"s\":\"a [bracket] in \\\"quotes\\\" {{brace}}\"}}"
+        ));
+    }
+    array.push(']');
+    let metadata = analyze_bytes(
+        array.as_bytes(),
+        Some("big.json"),
+        &AnalyzeOptions::default(),
+    );
+    assert_eq!(metadata.format, Format::JsonArray);
+    assert_eq!(metadata.records, Some(60_000));
+    assert!(metadata.notes.is_empty(), "{:?}", metadata.notes);
+}
+
+#[test]
+fn paths_directories_and_missing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("table.csv");
+    let mut file = std::fs::File::create(&path).unwrap();
+    writeln!(file, "a,b\n1,2").unwrap();
+    let metadata = analyze_path(&path, &AnalyzeOptions::default()).unwrap();
+    assert_eq!(
+        (metadata.source.as_deref(), metadata.records),
+        (Some("table.csv"), Some(1))
+    );
+    let err = analyze_path(dir.path(), &AnalyzeOptions::default()).unwrap_err();
+    assert!(matches!(err, rlm_context::Error::IsDirectory { .. }));
+    let err = analyze_path(&dir.path().join("missing"), &AnalyzeOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+}
