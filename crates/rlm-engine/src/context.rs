@@ -5,16 +5,19 @@
 
 use std::sync::Arc;
 
+use rlm_context::{AnalyzeOptions, ContextMetadata, analyze_bytes, render_hint};
 use serde_json::json;
 
-/// One context: a name for people, the text for the REPL, and an optional metadata hint.
+/// One context: a name for people, the text for the REPL, and what is known about its shape.
 #[derive(Debug, Clone)]
 pub struct ContextPart {
     /// Where it came from (file name, `stdin`, ...), if known.
     pub name: Option<String>,
     /// The text. Shared, never copied per iteration.
     pub text: Arc<str>,
-    /// A human/model-readable description (e.g. `rlm inspect`'s hint: format, fields, sample).
+    /// Format metadata (`rlm inspect`'s analysis), rendered as the model's hint.
+    pub metadata: Option<ContextMetadata>,
+    /// Free-form extra description, shown after the metadata.
     pub hint: Option<String>,
 }
 
@@ -24,6 +27,20 @@ impl ContextPart {
         Self {
             name: None,
             text: text.into(),
+            metadata: None,
+            hint: None,
+        }
+    }
+
+    /// A context from text, analysed with `rlm-context` (format, records, fields, sample) in
+    /// one bounded pass. `name` (a file name) also serves as a format hint.
+    pub fn analyzed(text: impl Into<Arc<str>>, name: Option<&str>) -> Self {
+        let text: Arc<str> = text.into();
+        let metadata = analyze_bytes(text.as_bytes(), name, &AnalyzeOptions::default());
+        Self {
+            name: name.map(str::to_owned),
+            text,
+            metadata: Some(metadata),
             hint: None,
         }
     }
@@ -99,18 +116,26 @@ pub fn describe(parts: &[ContextPart], sizes: &[PartSize]) -> String {
     }
     for (index, (part, size)) in parts.iter().zip(sizes).enumerate() {
         out.push('\n');
-        let name = part.name.as_deref().unwrap_or("inline text");
-        out.push_str(&format!(
-            "[{}] {name}: {} chars, {} lines{}\n",
-            variable_name(index),
-            group_digits(size.chars),
-            group_digits(size.lines),
-            if size.ascii {
+        if let Some(metadata) = &part.metadata {
+            out.push_str(render_hint(metadata, &variable_name(index)).trim_end());
+            out.push('\n');
+            if !size.ascii {
+                out.push_str("  Contains non-ASCII text: index-based slicing is slow.\n");
+            }
+        } else {
+            let name = part.name.as_deref().unwrap_or("inline text");
+            let ascii = if size.ascii {
                 ""
             } else {
                 ", contains non-ASCII text"
-            }
-        ));
+            };
+            out.push_str(&format!(
+                "[{}] {name}: {} chars, {} lines{ascii}\n",
+                variable_name(index),
+                group_digits(size.chars),
+                group_digits(size.lines),
+            ));
+        }
         if let Some(hint) = part.hint.as_deref().filter(|h| !h.trim().is_empty()) {
             for line in hint.trim_end().lines() {
                 out.push_str("    ");
@@ -136,6 +161,7 @@ pub fn meta_value(parts: &[ContextPart], sizes: &[PartSize]) -> serde_json::Valu
                 "lines": size.lines,
                 "ascii": size.ascii,
                 "hint": part.hint,
+                "metadata": part.metadata,
             })
         })
         .collect();
@@ -181,6 +207,24 @@ mod tests {
     }
 
     #[test]
+    fn analyzed_parts_describe_their_format() {
+        let part = ContextPart::analyzed(
+            "{\"user\":\"a\",\"msg\":\"x\"}\n{\"user\":\"b\",\"msg\":\"y\"}\n",
+            Some("log.ndjson"),
+        );
+        let sizes = [PartSize::measure(&part.text)];
+        let parts = [part];
+        let text = describe(&parts, &sizes);
+        assert!(text.contains("[Context available in context_0]"), "{text}");
+        assert!(text.contains("Records: 2"), "{text}");
+        assert!(text.contains("user"), "{text}");
+        assert_eq!(
+            meta_value(&parts, &sizes)["parts"][0]["metadata"]["records"],
+            2
+        );
+    }
+
+    #[test]
     fn groups_digits() {
         assert_eq!(group_digits(0), "0");
         assert_eq!(group_digits(999), "999");
@@ -205,6 +249,7 @@ mod tests {
         assert!(text.contains("[context_0] a.txt: 4 chars, 2 lines\n    Format: plain text"));
         assert!(text.contains("[context_1] inline text: 2 chars, 1 lines, contains non-ASCII"));
         let meta = meta_value(&parts, &sizes);
+        assert!(meta["parts"][0]["metadata"].is_null());
         assert_eq!(meta["parts"][1]["chars"], 2);
         assert_eq!(meta["parts"][0]["name"], "a.txt");
     }
