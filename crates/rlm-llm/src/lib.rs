@@ -1,1 +1,56 @@
-//! LLM provider clients (OpenAI-compatible, Anthropic) with retries, limits, usage and record/replay.
+//! LLM provider clients for rlm: OpenAI-compatible chat completions and the Anthropic Messages
+//! API, hand-written on reqwest + serde.
+//!
+//! - **Providers** are chosen by a prefix in the model string (`anthropic:claude-…`,
+//!   `openai:gpt-…`, `ollama:qwen2.5:7b`, …; see [`BUILTIN_PROVIDERS`]) or added with
+//!   [`ProviderConfig`].
+//! - **Reliability**: jittered exponential backoff on connection errors, 408/409/429/5xx/529,
+//!   honouring `retry-after`, `retry-after-ms` and `x-ratelimit-reset-*`; no retry on other 4xx.
+//!   Per-attempt timeout, optional overall deadline, and one semaphore per provider shared by
+//!   every clone of the client.
+//! - **Accounting**: [`Usage`] per call, a shared [`UsageLedger`] per model and run, cost from a
+//!   [`PriceTable`] (unknown price → `None`, never zero), and a [`Budget`] that refuses calls.
+//! - **Record/replay**: JSON Lines cassettes with secrets redacted ([`cassette`]).
+//! - **Test support** (feature `test-support`): [`fake::FakeServer`], a local server speaking
+//!   both wire formats with scripted replies per model and fault injection.
+//!
+//! ```no_run
+//! use rlm_llm::{ChatRequest, LlmClient};
+//!
+//! # async fn demo() -> Result<(), rlm_llm::Error> {
+//! let client = LlmClient::builder()
+//!     .builtin_providers(&|name| std::env::var(name).ok())
+//!     .build()?;
+//! let request = ChatRequest::new("openai:gpt-4o-mini")
+//!     .system("Answer briefly.")
+//!     .user("What is 2 + 2?");
+//! let answer = client.chat(&request).await?;
+//! println!("{} ({} tokens)", answer.text, answer.usage.total());
+//! let totals = client.ledger().report();
+//! println!("cost so far: {:?}", totals.total.cost_usd);
+//! # Ok(())
+//! # }
+//! ```
+
+mod call;
+pub mod cassette;
+mod client;
+mod error;
+#[cfg(feature = "test-support")]
+pub mod fake;
+mod provider;
+pub mod retry;
+pub mod sse;
+mod types;
+mod usage;
+mod wire;
+
+pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
+pub use error::{Error, Result};
+pub use provider::{
+    ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
+    ProviderKind,
+};
+pub use retry::RetryPolicy;
+pub use types::{ChatRequest, ChatResponse, Message, Role, Usage};
+pub use usage::{Budget, ModelTotals, Price, PriceTable, UsageLedger, UsageReport};

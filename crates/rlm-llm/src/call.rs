@@ -1,0 +1,375 @@
+//! One call: replay or send with retries, limiter, timeouts, and accounting.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use reqwest::header::HeaderMap;
+use tracing::{debug, warn};
+
+use crate::cassette::{self, CassetteEntry, REDACTED};
+use crate::client::{LlmClient, ProviderSlot};
+use crate::error::{Error, Result};
+use crate::provider::{ModelRef, ProviderKind};
+use crate::retry::is_retryable_status;
+use crate::sse::SseParser;
+use crate::types::{ChatRequest, ChatResponse};
+use crate::wire::{self, Parsed, StreamDecoder};
+
+/// A failed attempt: the error, whether another attempt may help, and the response headers
+/// (for `retry-after`).
+struct AttemptError {
+    error: Error,
+    retryable: bool,
+    headers: Option<HeaderMap>,
+}
+
+impl AttemptError {
+    fn fatal(error: Error) -> Self {
+        Self {
+            error,
+            retryable: false,
+            headers: None,
+        }
+    }
+}
+
+type TextSink<'a> = Option<&'a mut (dyn FnMut(&str) + Send)>;
+
+impl LlmClient {
+    #[tracing::instrument(name = "llm_call", skip_all, fields(model = %request.model))]
+    pub(crate) async fn execute(
+        &self,
+        request: &ChatRequest,
+        mut on_text: TextSink<'_>,
+    ) -> Result<ChatResponse> {
+        let started = Instant::now();
+        let model_ref = self.resolve(&request.model)?;
+        let model_label = model_ref.to_string();
+        let price = self.shared.prices.get(&model_ref.model).copied();
+        self.ledger.check(price.is_some())?;
+        let mut resolved = request.clone();
+        resolved.model.clone_from(&model_label);
+
+        if let Some(replayer) = &self.shared.replayer {
+            let mut response = replayer.answer(&resolved)?;
+            if let Some(sink) = on_text.as_mut() {
+                sink(&response.text);
+            }
+            response.model.clone_from(&model_label);
+            response.replayed = true;
+            response.retries = 0;
+            response.latency = started.elapsed();
+            response.cost_usd = price.map(|p| p.cost(&response.usage));
+            self.ledger.record(
+                &model_label,
+                &response.usage,
+                response.cost_usd,
+                response.latency,
+                0,
+            );
+            return Ok(response);
+        }
+
+        let slot = self
+            .shared
+            .providers
+            .get(&model_ref.provider)
+            .ok_or_else(|| Error::UnknownProvider {
+                provider: model_ref.provider.clone(),
+                model: request.model.clone(),
+                known: self
+                    .shared
+                    .providers
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let (url, headers) = endpoint(slot)?;
+        let stream = on_text.is_some();
+        let body = wire::request_body(slot.config.kind, request, &model_ref.model, stream);
+        let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
+
+        let mut retries = 0u32;
+        let outcome = loop {
+            let mut emitted = false;
+            let attempt = self
+                .attempt(
+                    slot,
+                    &model_ref,
+                    &url,
+                    &headers,
+                    &body,
+                    &mut on_text,
+                    &mut emitted,
+                )
+                .await;
+            match attempt {
+                Ok(parsed) => break Ok(parsed),
+                Err(failed) => {
+                    let can_retry =
+                        failed.retryable && !emitted && retries < self.shared.retry.max_retries;
+                    if !can_retry {
+                        break Err(failed.error);
+                    }
+                    let delay = self.shared.retry.delay(retries, failed.headers.as_ref());
+                    if let Some(deadline) = self.deadline
+                        && Instant::now() + delay >= deadline
+                    {
+                        break Err(Error::DeadlineExceeded {
+                            model: model_label.clone(),
+                        });
+                    }
+                    debug!(error = %failed.error, ?delay, retry = retries + 1, "retrying");
+                    tokio::time::sleep(delay).await;
+                    retries += 1;
+                }
+            }
+        };
+        let latency = started.elapsed();
+        let mut parsed = match outcome {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                self.ledger.record_failure(&model_label, latency, retries);
+                return Err(error);
+            }
+        };
+        if request.json {
+            wire::clean_json_answer(slot.config.kind, &mut parsed.text);
+        }
+        let cost_usd = price.map(|p| p.cost(&parsed.usage));
+        self.ledger
+            .record(&model_label, &parsed.usage, cost_usd, latency, retries);
+        let response = ChatResponse {
+            text: parsed.text,
+            model: model_label,
+            finish_reason: parsed.finish_reason,
+            usage: parsed.usage,
+            cost_usd,
+            latency,
+            retries,
+            replayed: false,
+        };
+        if let Some(recorder) = &self.shared.recorder {
+            let entry = CassetteEntry {
+                version: cassette::CASSETTE_VERSION,
+                key: cassette::request_key(&resolved),
+                request: resolved,
+                url,
+                headers: recorded_headers(&headers),
+                response: response.clone(),
+            };
+            // The answer is already paid for: a failed write is reported, not turned into a
+            // failed call.
+            if let Err(err) = recorder.write(&entry) {
+                warn!(error = %err, "could not record the response");
+            }
+        }
+        Ok(response)
+    }
+
+    /// One attempt under the limiter and the per-attempt timeout.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "internal; grouping would only add a struct"
+    )]
+    async fn attempt(
+        &self,
+        slot: &ProviderSlot,
+        model_ref: &ModelRef,
+        url: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        on_text: &mut TextSink<'_>,
+        emitted: &mut bool,
+    ) -> Result<Parsed, AttemptError> {
+        let deadline_error = || {
+            AttemptError::fatal(Error::DeadlineExceeded {
+                model: model_ref.to_string(),
+            })
+        };
+        let remaining = match self.deadline {
+            Some(deadline) => deadline
+                .checked_duration_since(Instant::now())
+                .ok_or_else(deadline_error)?,
+            None => Duration::MAX,
+        };
+        let permit = tokio::time::timeout(remaining, slot.limiter.acquire())
+            .await
+            .map_err(|_| deadline_error())?
+            .map_err(|_| AttemptError::fatal(Error::Config("limiter closed".to_owned())))?;
+        let timeout = self.shared.request_timeout;
+        let remaining = match self.deadline {
+            Some(deadline) => deadline
+                .checked_duration_since(Instant::now())
+                .ok_or_else(deadline_error)?,
+            None => Duration::MAX,
+        };
+        let limit = timeout.min(remaining);
+        let timed_out = |url: &str| {
+            if limit < timeout {
+                deadline_error()
+            } else {
+                AttemptError {
+                    error: Error::Timeout {
+                        url: url.to_owned(),
+                        timeout,
+                    },
+                    retryable: true,
+                    headers: None,
+                }
+            }
+        };
+        let send = self
+            .shared
+            .http
+            .post(url)
+            .headers(headers.clone())
+            .body(body.to_vec())
+            .send();
+        let response = match tokio::time::timeout(limit, send).await {
+            Err(_) => return Err(timed_out(url)),
+            Ok(Err(err)) => return Err(transport_error(url, err)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        let provider = slot.config.name.clone();
+        let model = model_ref.model.clone();
+        if !(200..300).contains(&status) {
+            let response_headers = response.headers().clone();
+            let body = tokio::time::timeout(limit, response.bytes())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return Err(AttemptError {
+                error: Error::Status {
+                    provider,
+                    model,
+                    status,
+                    message: wire::error_message(&body),
+                },
+                retryable: is_retryable_status(status),
+                headers: Some(response_headers),
+            });
+        }
+        let decode_error = |detail: String| {
+            AttemptError::fatal(Error::Decode {
+                provider: slot.config.name.clone(),
+                model: model_ref.model.clone(),
+                detail,
+            })
+        };
+        let Some(sink) = on_text.as_mut() else {
+            let bytes = match tokio::time::timeout(limit, response.bytes()).await {
+                Err(_) => return Err(timed_out(url)),
+                Ok(Err(err)) => return Err(transport_error(url, err)),
+                Ok(Ok(bytes)) => bytes,
+            };
+            drop(permit);
+            return wire::parse_response(slot.config.kind, &bytes).map_err(decode_error);
+        };
+        let mut decoder = StreamDecoder::new(slot.config.kind);
+        let mut parser = SseParser::default();
+        let mut chunks = response.bytes_stream();
+        let interrupted = || AttemptError {
+            error: Error::StreamInterrupted {
+                provider: slot.config.name.clone(),
+                model: model_ref.model.clone(),
+            },
+            retryable: true,
+            headers: None,
+        };
+        while !decoder.is_done() {
+            // While streaming, the timeout bounds the silence between two chunks.
+            let chunk = match tokio::time::timeout(limit, chunks.next()).await {
+                Err(_) => return Err(timed_out(url)),
+                Ok(None) => return Err(interrupted()),
+                Ok(Some(Err(_))) => return Err(interrupted()),
+                Ok(Some(Ok(chunk))) => chunk,
+            };
+            for event in parser.push(&chunk) {
+                if let Some(piece) = decoder.on_event(&event).map_err(decode_error)? {
+                    *emitted = true;
+                    sink(&piece);
+                }
+            }
+        }
+        drop(permit);
+        Ok(decoder.finish())
+    }
+}
+
+fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
+    AttemptError {
+        // Bodies are decoded by this crate, so a reqwest "decode" error is a broken body
+        // stream, as transient as a dropped connection.
+        retryable: err.is_connect()
+            || err.is_timeout()
+            || err.is_request()
+            || err.is_body()
+            || err.is_decode(),
+        error: Error::Transport {
+            url: url.to_owned(),
+            source: err,
+        },
+        headers: None,
+    }
+}
+
+/// The URL and headers (including the key) for a provider.
+fn endpoint(slot: &ProviderSlot) -> Result<(String, HeaderMap)> {
+    let config = &slot.config;
+    let key = config.require_key()?;
+    let mut headers = HeaderMap::new();
+    let header = |value: &str| {
+        reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+            Error::Config(format!(
+                "the API key of provider `{}` contains characters not allowed in a header",
+                config.name
+            ))
+        })
+    };
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    let url = match config.kind {
+        ProviderKind::OpenAi => {
+            if let Some(key) = key {
+                let mut value = header(&format!("Bearer {}", key.expose()))?;
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+            format!("{}/chat/completions", config.base_url)
+        }
+        ProviderKind::Anthropic => {
+            if let Some(key) = key {
+                let mut value = header(key.expose())?;
+                value.set_sensitive(true);
+                headers.insert("x-api-key", value);
+            }
+            headers.insert(
+                "anthropic-version",
+                reqwest::header::HeaderValue::from_static(wire::anthropic::API_VERSION),
+            );
+            format!("{}/v1/messages", config.base_url)
+        }
+    };
+    Ok((url, headers))
+}
+
+/// Headers as written to a recording: secret values replaced.
+fn recorded_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let shown = if value.is_sensitive() || cassette::is_secret_header(name.as_str()) {
+                REDACTED.to_owned()
+            } else {
+                value.to_str().unwrap_or("<binary>").to_owned()
+            };
+            (name.as_str().to_owned(), shown)
+        })
+        .collect()
+}

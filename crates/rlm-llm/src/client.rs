@@ -1,0 +1,288 @@
+//! [`LlmClient`]: the entry point. Resolves model strings to providers, enforces the limiter,
+//! budget and deadline, and records usage.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+use crate::cassette::{Recorder, Replayer};
+use crate::error::{Error, Result};
+use crate::provider::{BUILTIN_PROVIDERS, ModelRef, ProviderConfig};
+use crate::retry::RetryPolicy;
+use crate::types::{ChatRequest, ChatResponse};
+use crate::usage::{Price, PriceTable, UsageLedger};
+
+/// Default limit for one attempt (connect, send, and the whole answer or, when streaming, the
+/// gap between two pieces of it).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A configured provider with its process-wide limiter.
+#[derive(Debug)]
+pub(crate) struct ProviderSlot {
+    pub config: ProviderConfig,
+    pub limiter: Arc<Semaphore>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub http: reqwest::Client,
+    pub providers: BTreeMap<String, ProviderSlot>,
+    pub default_provider: Option<String>,
+    pub retry: RetryPolicy,
+    pub request_timeout: Duration,
+    pub prices: PriceTable,
+    pub recorder: Option<Recorder>,
+    pub replayer: Option<Replayer>,
+}
+
+/// A handle to every configured provider. Cheap to clone; clones share the HTTP connection pool,
+/// the per-provider limiters (so the configured concurrency holds across all callers), the
+/// recorder/replayer and — unless replaced with [`LlmClient::with_ledger`] — the usage ledger.
+///
+/// Build one per process and clone it; a second client built separately has its own limiters.
+#[derive(Debug, Clone)]
+pub struct LlmClient {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) ledger: UsageLedger,
+    pub(crate) deadline: Option<Instant>,
+}
+
+/// Builds an [`LlmClient`].
+#[derive(Debug)]
+pub struct LlmClientBuilder {
+    providers: Vec<ProviderConfig>,
+    default_provider: Option<String>,
+    retry: RetryPolicy,
+    request_timeout: Duration,
+    connect_timeout: Duration,
+    prices: PriceTable,
+    ledger: UsageLedger,
+    record: Option<std::path::PathBuf>,
+    replay: Option<std::path::PathBuf>,
+}
+
+impl Default for LlmClientBuilder {
+    fn default() -> Self {
+        Self {
+            providers: Vec::new(),
+            default_provider: None,
+            retry: RetryPolicy::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            prices: PriceTable::builtin(),
+            ledger: UsageLedger::new(),
+            record: None,
+            replay: None,
+        }
+    }
+}
+
+impl LlmClientBuilder {
+    /// Adds every built-in provider (`openai`, `anthropic`, `ollama`, ...), taking keys and base
+    /// URLs from `lookup` (pass `|name| std::env::var(name).ok()` for the environment).
+    /// Providers added later with [`Self::provider`] under the same name replace these.
+    #[must_use]
+    pub fn builtin_providers(mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Self {
+        for builtin in BUILTIN_PROVIDERS {
+            self.providers.push(builtin.configure(lookup));
+        }
+        self
+    }
+
+    /// Adds (or replaces, by name) a provider.
+    #[must_use]
+    pub fn provider(mut self, config: ProviderConfig) -> Self {
+        self.providers
+            .retain(|existing| existing.name != config.name);
+        self.providers.push(config);
+        self
+    }
+
+    /// The provider for model strings without a `provider:` prefix.
+    #[must_use]
+    pub fn default_provider(mut self, name: impl Into<String>) -> Self {
+        self.default_provider = Some(name.into());
+        self
+    }
+
+    /// Sets the retry policy.
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the per-attempt timeout.
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the connect timeout.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Replaces the price table (the default is [`PriceTable::builtin`]).
+    #[must_use]
+    pub fn prices(mut self, prices: PriceTable) -> Self {
+        self.prices = prices;
+        self
+    }
+
+    /// Uses this ledger (e.g. one with a [`crate::Budget`]).
+    #[must_use]
+    pub fn ledger(mut self, ledger: UsageLedger) -> Self {
+        self.ledger = ledger;
+        self
+    }
+
+    /// Appends every answered request to this JSON Lines file.
+    #[must_use]
+    pub fn record(mut self, path: impl AsRef<Path>) -> Self {
+        self.record = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Answers from this recording instead of the network; no key is needed.
+    #[must_use]
+    pub fn replay(mut self, path: impl AsRef<Path>) -> Self {
+        self.replay = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Opens the recording files and builds the HTTP client.
+    pub fn build(self) -> Result<LlmClient> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| Error::Config(format!("cannot build the HTTP client: {err}")))?;
+        let mut providers = BTreeMap::new();
+        for config in self.providers {
+            if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://"))
+            {
+                return Err(Error::Config(format!(
+                    "base URL of provider `{}` must start with http:// or https://: {}",
+                    config.name, config.base_url
+                )));
+            }
+            let limiter = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+            providers.insert(config.name.clone(), ProviderSlot { config, limiter });
+        }
+        if let Some(name) = &self.default_provider
+            && !providers.contains_key(name)
+        {
+            return Err(Error::Config(format!(
+                "default provider `{name}` is not configured"
+            )));
+        }
+        let replayer = self.replay.as_deref().map(Replayer::load).transpose()?;
+        let recorder = self.record.as_deref().map(Recorder::open).transpose()?;
+        Ok(LlmClient {
+            shared: Arc::new(Shared {
+                http,
+                providers,
+                default_provider: self.default_provider,
+                retry: self.retry,
+                request_timeout: self.request_timeout,
+                prices: self.prices,
+                recorder,
+                replayer,
+            }),
+            ledger: self.ledger,
+            deadline: None,
+        })
+    }
+}
+
+impl LlmClient {
+    /// Starts a builder with no providers.
+    pub fn builder() -> LlmClientBuilder {
+        LlmClientBuilder::default()
+    }
+
+    /// Sends one request and waits for the whole answer.
+    ///
+    /// Cancel safety: dropping the future aborts the HTTP request and frees its limiter slot;
+    /// nothing is recorded for it.
+    pub async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        self.execute(request, None).await
+    }
+
+    /// Sends one request and calls `on_text` with each piece of the answer as it arrives.
+    /// Retries happen only before the first piece; a stream cut later is an error
+    /// ([`Error::StreamInterrupted`]). Cancel safety: as [`Self::chat`].
+    pub async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ChatResponse> {
+        self.execute(request, Some(on_text)).await
+    }
+
+    /// Sends many requests concurrently (bounded by each provider's limiter) and returns one
+    /// result per request, in order. A failed item holds its own error; the others still answer.
+    /// Cancel safety: dropping the future cancels every unfinished request.
+    pub async fn chat_batch(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
+        futures::future::join_all(requests.iter().map(|request| self.chat(request))).await
+    }
+
+    /// The ledger this handle records into.
+    pub fn ledger(&self) -> &UsageLedger {
+        &self.ledger
+    }
+
+    /// A handle sharing providers and limiters but recording into `ledger` (one per run).
+    #[must_use]
+    pub fn with_ledger(&self, ledger: UsageLedger) -> Self {
+        Self {
+            ledger,
+            ..self.clone()
+        }
+    }
+
+    /// A handle whose calls fail with [`Error::DeadlineExceeded`] once `deadline` passes,
+    /// including calls waiting for a limiter slot or a retry.
+    #[must_use]
+    pub fn with_deadline(&self, deadline: Instant) -> Self {
+        Self {
+            deadline: Some(deadline),
+            ..self.clone()
+        }
+    }
+
+    /// Splits a model string into provider and model using the configured providers.
+    pub fn resolve(&self, model: &str) -> Result<ModelRef> {
+        let known: Vec<&str> = self.shared.providers.keys().map(String::as_str).collect();
+        ModelRef::parse(model, &known, self.shared.default_provider.as_deref())
+    }
+
+    /// The price used for a model string, if known.
+    pub fn price(&self, model: &str) -> Option<Price> {
+        let resolved = self.resolve(model).ok()?;
+        self.shared.prices.get(&resolved.model).copied()
+    }
+
+    /// The configured concurrency limit of a provider.
+    pub fn max_concurrency(&self, provider: &str) -> Option<usize> {
+        self.shared
+            .providers
+            .get(provider)
+            .map(|slot| slot.config.max_concurrency)
+    }
+
+    /// Whether answers come from a recording.
+    pub fn is_replaying(&self) -> bool {
+        self.shared.replayer.is_some()
+    }
+}

@@ -1,0 +1,100 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong while talking to a model.
+///
+/// Messages never contain API keys: keys live in [`crate::ApiKey`], whose `Display` is redacted,
+/// and response bodies quoted here are the provider's own error text, cut to a few hundred bytes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The model string names a provider that is not configured.
+    #[error("unknown provider `{provider}` in model `{model}` (known: {known})")]
+    UnknownProvider {
+        provider: String,
+        model: String,
+        known: String,
+    },
+    /// A model string without a `provider:` prefix that no rule maps to a provider.
+    #[error(
+        "cannot tell which provider serves model `{model}`; write it as `provider:{model}` (e.g. `openai:{model}`)"
+    )]
+    AmbiguousModel { model: String },
+    /// The provider needs a key and none was configured.
+    #[error("no API key for provider `{provider}`: set the environment variable {variable}")]
+    MissingApiKey { provider: String, variable: String },
+    /// The request could not be sent or the connection broke (after retries).
+    #[error("request to {url} failed")]
+    Transport {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// One attempt took longer than the per-request timeout (after retries).
+    #[error("request to {url} timed out after {timeout:?}")]
+    Timeout { url: String, timeout: Duration },
+    /// The overall deadline passed before an answer arrived.
+    #[error("deadline passed before model `{model}` answered")]
+    DeadlineExceeded { model: String },
+    /// The provider answered with an error status (after retries when it was retryable).
+    #[error("{provider} returned HTTP {status} for model `{model}`: {message}")]
+    Status {
+        provider: String,
+        model: String,
+        status: u16,
+        message: String,
+    },
+    /// The response body was not the JSON the wire format promises.
+    #[error("could not decode the response of {provider} for model `{model}`: {detail}")]
+    Decode {
+        provider: String,
+        model: String,
+        detail: String,
+    },
+    /// A streamed response ended before its final event.
+    #[error("the stream from {provider} for model `{model}` ended before completion")]
+    StreamInterrupted { provider: String, model: String },
+    /// The budget refused the call before it was sent.
+    #[error("budget exhausted: {reason}")]
+    BudgetExhausted { reason: String },
+    /// Replay mode found no recorded answer for this request.
+    #[error("no recorded response in {path} matches this request to `{model}` (key {key})")]
+    ReplayMiss {
+        path: PathBuf,
+        model: String,
+        key: String,
+    },
+    /// A recording file could not be read, parsed or written.
+    #[error("recording file {path}: {detail}")]
+    Recording { path: PathBuf, detail: String },
+    /// Invalid settings (bad URL, zero concurrency, ...).
+    #[error("invalid LLM settings: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Whether the error says something about the request itself (bad model, key, settings),
+    /// as opposed to a failure of the provider or the network.
+    pub fn is_input_error(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownProvider { .. }
+                | Self::AmbiguousModel { .. }
+                | Self::MissingApiKey { .. }
+                | Self::Config(_)
+                | Self::ReplayMiss { .. }
+                | Self::Recording { .. }
+        ) || matches!(
+            self,
+            Self::Status {
+                status: 400 | 401 | 403 | 404,
+                ..
+            }
+        )
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

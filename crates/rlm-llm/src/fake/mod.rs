@@ -1,0 +1,239 @@
+//! A fake model provider for tests (feature `test-support`).
+//!
+//! [`FakeServer`] listens on `127.0.0.1:0` and speaks both wire formats exactly:
+//! `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages` (Anthropic), whole or streamed
+//! as real SSE split over several body chunks. Each request gets, in order of precedence:
+//! 1. the next reply scripted for its model ([`FakeServer::script`]), so a root model `root` and
+//!    a sub-model `sub` have independent queues;
+//! 2. otherwise the responder closure ([`FakeServer::respond_with`]), which sees the decoded
+//!    request and can compute the answer from the prompt;
+//! 3. otherwise a 400 error saying nothing was scripted for that model.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use rlm_llm::fake::{FakeReply, FakeServer};
+//! use rlm_llm::ChatRequest;
+//!
+//! let server = FakeServer::start().await?;
+//! server.script("root", [FakeReply::text("first"), FakeReply::text("second")]);
+//! server.respond_with(|seen| FakeReply::text(format!("echo: {}", seen.last_user_message())));
+//! let client = server.client_builder().build()?;
+//! assert_eq!(client.chat(&ChatRequest::new("root").user("hi")).await?.text, "first");
+//! assert_eq!(client.chat(&ChatRequest::new("sub").user("hi")).await?.text, "echo: hi");
+//! assert_eq!(server.requests_for("root").len(), 1);
+//! # Ok(())
+//! # }
+//! ```
+
+mod encode;
+mod reply;
+mod server;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+pub use reply::{FakeBehavior, FakeReply, SeenRequest};
+
+use crate::client::LlmClientBuilder;
+use crate::provider::{ProviderConfig, ProviderKind};
+
+/// Name of the OpenAI-format provider in [`FakeServer::client_builder`] (also the default).
+pub const FAKE_OPENAI: &str = "fake";
+/// Name of the Anthropic-format provider in [`FakeServer::client_builder`].
+pub const FAKE_ANTHROPIC: &str = "fake-anthropic";
+
+type Responder = Arc<dyn Fn(&SeenRequest) -> FakeReply + Send + Sync>;
+
+#[derive(Default)]
+pub(crate) struct State {
+    scripts: Mutex<HashMap<String, VecDeque<FakeReply>>>,
+    responder: Mutex<Option<Responder>>,
+    latency: Mutex<Duration>,
+    requests: Mutex<Vec<SeenRequest>>,
+    in_flight: AtomicUsize,
+    peak_in_flight: AtomicUsize,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl State {
+    /// Records the request and picks its reply.
+    pub(crate) fn take_reply(&self, seen: &SeenRequest) -> FakeReply {
+        lock(&self.requests).push(seen.clone());
+        if let Some(reply) = lock(&self.scripts)
+            .get_mut(&seen.model)
+            .and_then(VecDeque::pop_front)
+        {
+            return reply;
+        }
+        let responder = lock(&self.responder).clone();
+        match responder {
+            Some(responder) => responder(seen),
+            None => FakeReply::status(
+                400,
+                format!(
+                    "fake server: no scripted reply for model `{}` and no responder",
+                    seen.model
+                ),
+            ),
+        }
+    }
+
+    pub(crate) fn latency(&self) -> Duration {
+        *lock(&self.latency)
+    }
+}
+
+/// Counts a request as in flight until dropped (also when the client disconnects mid-answer).
+pub(crate) struct InFlight(Arc<State>);
+
+impl InFlight {
+    pub(crate) fn enter(state: &Arc<State>) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.peak_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self(Arc::clone(state))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A running fake provider. Stops when dropped.
+pub struct FakeServer {
+    address: SocketAddr,
+    state: Arc<State>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for FakeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeServer")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeServer {
+    /// Binds `127.0.0.1:0` and serves in a background task of the current runtime.
+    pub async fn start() -> std::io::Result<Self> {
+        let state = Arc::new(State::default());
+        let (address, task) = server::spawn(Arc::clone(&state)).await?;
+        Ok(Self {
+            address,
+            state,
+            task,
+        })
+    }
+
+    /// The socket address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Base URL for an OpenAI-compatible provider (`http://127.0.0.1:PORT/v1`).
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    /// Base URL for an Anthropic provider (`http://127.0.0.1:PORT`).
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// A provider named `name` speaking the OpenAI format to this server.
+    pub fn openai_provider(&self, name: &str) -> ProviderConfig {
+        ProviderConfig::new(name, ProviderKind::OpenAi, self.openai_base_url())
+    }
+
+    /// A provider named `name` speaking the Anthropic format to this server.
+    pub fn anthropic_provider(&self, name: &str) -> ProviderConfig {
+        ProviderConfig::new(name, ProviderKind::Anthropic, self.anthropic_base_url())
+    }
+
+    /// A client builder with providers [`FAKE_OPENAI`] (the default, so bare model names like
+    /// `root` go there) and [`FAKE_ANTHROPIC`], and fast retries for tests.
+    pub fn client_builder(&self) -> LlmClientBuilder {
+        crate::LlmClient::builder()
+            .provider(self.openai_provider(FAKE_OPENAI))
+            .provider(self.anthropic_provider(FAKE_ANTHROPIC))
+            .default_provider(FAKE_OPENAI)
+            .retry(crate::RetryPolicy {
+                max_retries: 3,
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(50),
+                max_server_delay: Duration::from_secs(5),
+            })
+    }
+
+    /// Appends replies to the queue of `model` (the model name as sent, without prefix).
+    pub fn script(&self, model: &str, replies: impl IntoIterator<Item = FakeReply>) {
+        lock(&self.state.scripts)
+            .entry(model.to_owned())
+            .or_default()
+            .extend(replies);
+    }
+
+    /// Replies still queued for `model`.
+    pub fn remaining(&self, model: &str) -> usize {
+        lock(&self.state.scripts)
+            .get(model)
+            .map_or(0, VecDeque::len)
+    }
+
+    /// Sets the closure answering requests that have no scripted reply.
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&SeenRequest) -> FakeReply + Send + Sync + 'static,
+    ) {
+        *lock(&self.state.responder) = Some(Arc::new(responder));
+    }
+
+    /// Latency added to every reply that sets no delay of its own.
+    pub fn set_latency(&self, latency: Duration) {
+        *lock(&self.state.latency) = latency;
+    }
+
+    /// Every request received, in arrival order.
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        lock(&self.state.requests).clone()
+    }
+
+    /// The requests received for one model.
+    pub fn requests_for(&self, model: &str) -> Vec<SeenRequest> {
+        lock(&self.state.requests)
+            .iter()
+            .filter(|seen| seen.model == model)
+            .cloned()
+            .collect()
+    }
+
+    /// How many requests arrived.
+    pub fn request_count(&self) -> usize {
+        lock(&self.state.requests).len()
+    }
+
+    /// The most requests that were being answered at the same moment.
+    pub fn peak_in_flight(&self) -> usize {
+        self.state.peak_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Requests being answered now.
+    pub fn in_flight(&self) -> usize {
+        self.state.in_flight.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

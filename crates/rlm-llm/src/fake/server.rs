@@ -1,0 +1,296 @@
+//! The HTTP side of the fake server (axum on a local port).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State as AxumState;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use serde_json::Value;
+
+use super::encode;
+use super::reply::{FakeBehavior, FakeReply, SeenRequest, estimated_usage};
+use super::{InFlight, State};
+use crate::provider::ProviderKind;
+use crate::types::{Message, Role};
+
+/// Pieces a streamed answer is split into (each its own event and body chunk).
+const STREAM_PIECES: usize = 4;
+
+pub(crate) async fn spawn(
+    state: Arc<State>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let router = Router::new()
+        .route("/v1/chat/completions", post(openai))
+        .route("/v1/messages", post(anthropic))
+        .with_state(state);
+    let task = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, router).await {
+            tracing::warn!(error = %err, "fake server stopped");
+        }
+    });
+    Ok((address, task))
+}
+
+async fn openai(
+    AxumState(state): AxumState<Arc<State>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(state, ProviderKind::OpenAi, headers, body).await
+}
+
+async fn anthropic(
+    AxumState(state): AxumState<Arc<State>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(state, ProviderKind::Anthropic, headers, body).await
+}
+
+fn json_response(status: u16, headers: &[(String, String)], body: &Value) -> Response {
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let map = response.headers_mut();
+    map.insert("content-type", HeaderValue::from_static("application/json"));
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            map.insert(name, value);
+        }
+    }
+    response
+}
+
+async fn handle(
+    state: Arc<State>,
+    wire: ProviderKind,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let guard = InFlight::enter(&state);
+    let seen = match decode(wire, &headers, &body) {
+        Ok(seen) => seen,
+        Err(message) => {
+            return json_response(400, &[], &encode::error_body(wire, 400, &message));
+        }
+    };
+    let reply = state.take_reply(&seen);
+    let delay = reply.delay.unwrap_or_else(|| state.latency());
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    respond(wire, &seen, reply, guard).await
+}
+
+async fn respond(
+    wire: ProviderKind,
+    seen: &SeenRequest,
+    reply: FakeReply,
+    guard: InFlight,
+) -> Response {
+    let FakeReply {
+        behavior,
+        usage,
+        finish_reason,
+        ..
+    } = reply;
+    let finish = finish_reason.unwrap_or_else(|| {
+        match wire {
+            ProviderKind::OpenAi => "stop",
+            ProviderKind::Anthropic => "end_turn",
+        }
+        .to_owned()
+    });
+    match behavior {
+        FakeBehavior::Status {
+            status,
+            headers,
+            message,
+        } => json_response(
+            status,
+            &headers,
+            &encode::error_body(wire, status, &message),
+        ),
+        FakeBehavior::Hang => {
+            // Held until the client gives up and the connection is dropped (or the test ends).
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop(guard);
+            json_response(500, &[], &encode::error_body(wire, 500, "hang ended"))
+        }
+        FakeBehavior::MalformedJson if seen.stream => sse_response(
+            vec!["data: {\"choices\": [ {\"delta\": \n\n".to_owned()],
+            false,
+            guard,
+        ),
+        FakeBehavior::MalformedJson => {
+            let mut response = Response::new(Body::from("{\"choices\": [ {\"message\": "));
+            response
+                .headers_mut()
+                .insert("content-type", HeaderValue::from_static("application/json"));
+            response
+        }
+        FakeBehavior::Text(text) => {
+            let usage = usage.unwrap_or_else(|| estimated_usage(seen, &text));
+            if !seen.stream {
+                return json_response(
+                    200,
+                    &[],
+                    &encode::full_body(wire, &seen.model, &text, &finish, &usage),
+                );
+            }
+            let mut events = encode::stream_head(wire, &seen.model, &usage);
+            for piece in encode::pieces(&text, STREAM_PIECES) {
+                events.push(encode::stream_delta(wire, &seen.model, piece));
+            }
+            events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
+            sse_response(events, false, guard)
+        }
+        FakeBehavior::CutStream(partial) => {
+            let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
+            if !seen.stream {
+                let full =
+                    encode::full_body(wire, &seen.model, &partial, &finish, &usage).to_string();
+                let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
+                return sse_response(vec![half], true, guard);
+            }
+            let mut events = encode::stream_head(wire, &seen.model, &usage);
+            for piece in encode::pieces(&partial, STREAM_PIECES) {
+                events.push(encode::stream_delta(wire, &seen.model, piece));
+            }
+            // Half of one more event, then the connection is cut.
+            let next = encode::stream_delta(wire, &seen.model, "never finished");
+            events.push(next.get(..next.len() / 2).unwrap_or_default().to_owned());
+            sse_response(events, true, guard)
+        }
+    }
+}
+
+/// A streamed body: each event is sent as its own chunk, and the first event is split in two
+/// chunks so clients must buffer partial events. `cut` ends with a transport error instead of a
+/// clean end of body.
+fn sse_response(events: Vec<String>, cut: bool, guard: InFlight) -> Response {
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let _guard = guard;
+        for (index, event) in events.into_iter().enumerate() {
+            let mut parts = vec![event];
+            if index == 0 && parts[0].len() > 8 {
+                let first = parts.remove(0);
+                let mut middle = first.len() / 2;
+                while !first.is_char_boundary(middle) {
+                    middle -= 1;
+                }
+                parts = vec![first[..middle].to_owned(), first[middle..].to_owned()];
+            }
+            for part in parts {
+                if sender.send(Ok(Bytes::from(part))).await.is_err() {
+                    return;
+                }
+                // A yield between chunks makes them separate writes on the socket.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        if cut {
+            let _ = sender
+                .send(Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "fake stream cut",
+                )))
+                .await;
+        }
+    });
+    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// Decodes a request body of either format into a [`SeenRequest`].
+fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRequest, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|err| format!("request body is not JSON: {err}"))?;
+    let model = value
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or("request has no `model`")?
+        .to_owned();
+    let raw_messages = value
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("request has no `messages` array")?;
+    let mut system: Option<String> = match wire {
+        ProviderKind::Anthropic => match value.get("system") {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Array(blocks)) => Some(
+                blocks
+                    .iter()
+                    .filter_map(|block| block.get("text").and_then(Value::as_str))
+                    .collect(),
+            ),
+            _ => None,
+        },
+        ProviderKind::OpenAi => None,
+    };
+    if wire == ProviderKind::Anthropic && value.get("max_tokens").is_none() {
+        return Err("max_tokens: Field required".to_owned());
+    }
+    let mut messages = Vec::new();
+    for raw in raw_messages {
+        let role = raw.get("role").and_then(Value::as_str).unwrap_or("");
+        let content = match raw.get("content") {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|block| block.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => return Err("message without `content`".to_owned()),
+        };
+        match role {
+            "system" if wire == ProviderKind::OpenAi => system = Some(content),
+            "user" => messages.push(Message {
+                role: Role::User,
+                content,
+            }),
+            "assistant" => messages.push(Message {
+                role: Role::Assistant,
+                content,
+            }),
+            other => return Err(format!("unsupported role `{other}`")),
+        }
+    }
+    Ok(SeenRequest {
+        wire,
+        model,
+        system,
+        messages,
+        stream: value
+            .get("stream")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        headers: headers
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    value.to_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect(),
+        body: value,
+    })
+}

@@ -1,0 +1,319 @@
+//! Providers: which wire format, where, with which key, and how model strings map to them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Default number of requests in flight per provider.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// `POST {base_url}/chat/completions` (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter, LM Studio).
+    OpenAi,
+    /// `POST {base_url}/v1/messages` (Anthropic Messages API).
+    Anthropic,
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+        })
+    }
+}
+
+/// An API key. `Debug` and `Display` print `<redacted>` so a key cannot leak through logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the one place that puts it in a header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Everything needed to reach one provider.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The prefix used in model strings (`openai`, `anthropic`, `ollama`, ...).
+    pub name: String,
+    pub kind: ProviderKind,
+    /// For OpenAI-compatible servers this includes the `/v1` part; for Anthropic it does not.
+    pub base_url: String,
+    pub api_key: Option<ApiKey>,
+    /// The variable a user should set when the key is missing; `None` when no key is needed.
+    pub api_key_env: Option<String>,
+    /// Requests in flight at once, for every caller in the process sharing this client.
+    pub max_concurrency: usize,
+}
+
+impl ProviderConfig {
+    /// A provider with no key requirement and the default concurrency.
+    pub fn new(name: impl Into<String>, kind: ProviderKind, base_url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key: None,
+            api_key_env: None,
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+        }
+    }
+
+    /// Sets the key.
+    #[must_use]
+    pub fn api_key(mut self, key: Option<ApiKey>) -> Self {
+        self.api_key = key;
+        self
+    }
+
+    /// Requires a key, naming the variable that supplies it in the missing-key error.
+    #[must_use]
+    pub fn api_key_env(mut self, variable: impl Into<String>) -> Self {
+        self.api_key_env = Some(variable.into());
+        self
+    }
+
+    /// Sets the concurrency limit (at least 1).
+    #[must_use]
+    pub fn max_concurrency(mut self, max: usize) -> Self {
+        self.max_concurrency = max.max(1);
+        self
+    }
+
+    /// The key, or an error naming the variable to set when the provider needs one.
+    pub(crate) fn require_key(&self) -> Result<Option<&ApiKey>> {
+        match (&self.api_key, &self.api_key_env) {
+            (Some(key), _) => Ok(Some(key)),
+            (None, Some(variable)) => Err(Error::MissingApiKey {
+                provider: self.name.clone(),
+                variable: variable.clone(),
+            }),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// A provider the crate knows without configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinProvider {
+    pub name: &'static str,
+    pub kind: ProviderKind,
+    pub base_url: &'static str,
+    /// Environment variable holding the key, if the service needs one.
+    pub api_key_env: Option<&'static str>,
+    /// Environment variable overriding the base URL, if conventional.
+    pub base_url_env: Option<&'static str>,
+}
+
+/// Providers available by prefix out of the box. Local servers need no key.
+pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
+    BuiltinProvider {
+        name: "openai",
+        kind: ProviderKind::OpenAi,
+        base_url: "https://api.openai.com/v1",
+        api_key_env: Some("OPENAI_API_KEY"),
+        base_url_env: Some("OPENAI_BASE_URL"),
+    },
+    BuiltinProvider {
+        name: "anthropic",
+        kind: ProviderKind::Anthropic,
+        base_url: "https://api.anthropic.com",
+        api_key_env: Some("ANTHROPIC_API_KEY"),
+        base_url_env: Some("ANTHROPIC_BASE_URL"),
+    },
+    BuiltinProvider {
+        name: "openrouter",
+        kind: ProviderKind::OpenAi,
+        base_url: "https://openrouter.ai/api/v1",
+        api_key_env: Some("OPENROUTER_API_KEY"),
+        base_url_env: None,
+    },
+    BuiltinProvider {
+        name: "ollama",
+        kind: ProviderKind::OpenAi,
+        base_url: "http://localhost:11434/v1",
+        api_key_env: None,
+        base_url_env: Some("OLLAMA_BASE_URL"),
+    },
+    BuiltinProvider {
+        name: "vllm",
+        kind: ProviderKind::OpenAi,
+        base_url: "http://localhost:8000/v1",
+        api_key_env: None,
+        base_url_env: None,
+    },
+    BuiltinProvider {
+        name: "llamacpp",
+        kind: ProviderKind::OpenAi,
+        base_url: "http://localhost:8080/v1",
+        api_key_env: None,
+        base_url_env: None,
+    },
+    BuiltinProvider {
+        name: "lmstudio",
+        kind: ProviderKind::OpenAi,
+        base_url: "http://localhost:1234/v1",
+        api_key_env: None,
+        base_url_env: None,
+    },
+];
+
+impl BuiltinProvider {
+    /// The provider configured from an environment lookup (`lookup("OPENAI_API_KEY")`, ...).
+    /// Empty values count as unset.
+    pub fn configure(&self, lookup: &dyn Fn(&str) -> Option<String>) -> ProviderConfig {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let base_url = self
+            .base_url_env
+            .and_then(get)
+            .unwrap_or_else(|| self.base_url.to_owned());
+        let mut config = ProviderConfig::new(self.name, self.kind, base_url);
+        if let Some(variable) = self.api_key_env {
+            config = config
+                .api_key(get(variable).map(ApiKey::new))
+                .api_key_env(variable);
+        }
+        config
+    }
+}
+
+/// A model string split into provider and model name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model: String,
+}
+
+impl ModelRef {
+    /// Splits `provider:model`. Only the first colon separates, so `ollama:qwen2.5:7b` works.
+    /// A bare name is mapped by its family (`claude-*` → anthropic, `gpt-*`/`o1`/`o3`/`o4` →
+    /// openai), else to `default_provider` when one is given.
+    pub fn parse(text: &str, known: &[&str], default_provider: Option<&str>) -> Result<Self> {
+        if let Some((prefix, rest)) = text.split_once(':')
+            && known.contains(&prefix)
+            && !rest.is_empty()
+        {
+            return Ok(Self {
+                provider: prefix.to_owned(),
+                model: rest.to_owned(),
+            });
+        }
+        if let Some((prefix, _)) = text.split_once(':')
+            && !prefix.is_empty()
+            && !prefix.contains(['.', '/'])
+            && default_provider.is_none()
+        {
+            return Err(Error::UnknownProvider {
+                provider: prefix.to_owned(),
+                model: text.to_owned(),
+                known: known.join(", "),
+            });
+        }
+        let family = if text.starts_with("claude") {
+            Some("anthropic")
+        } else if ["gpt-", "o1", "o3", "o4", "chatgpt-"]
+            .iter()
+            .any(|p| text.starts_with(p))
+        {
+            Some("openai")
+        } else {
+            None
+        };
+        let provider = default_provider
+            .or(family.filter(|name| known.contains(name)))
+            .ok_or_else(|| Error::AmbiguousModel {
+                model: text.to_owned(),
+            })?;
+        Ok(Self {
+            provider: provider.to_owned(),
+            model: text.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.provider, self.model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KNOWN: &[&str] = &["openai", "anthropic", "ollama"];
+
+    #[test]
+    fn prefix_selects_provider_and_keeps_later_colons() {
+        let parsed = ModelRef::parse("ollama:qwen2.5:7b", KNOWN, None).unwrap();
+        assert_eq!(parsed.provider, "ollama");
+        assert_eq!(parsed.model, "qwen2.5:7b");
+    }
+
+    #[test]
+    fn bare_names_map_by_family_or_default() {
+        assert_eq!(
+            ModelRef::parse("claude-sonnet-4-5", KNOWN, None)
+                .unwrap()
+                .provider,
+            "anthropic"
+        );
+        assert_eq!(
+            ModelRef::parse("gpt-4o", KNOWN, None).unwrap().provider,
+            "openai"
+        );
+        assert_eq!(
+            ModelRef::parse("root", KNOWN, Some("fake"))
+                .unwrap()
+                .provider,
+            "fake"
+        );
+        assert!(matches!(
+            ModelRef::parse("mystery", KNOWN, None),
+            Err(Error::AmbiguousModel { .. })
+        ));
+        assert!(matches!(
+            ModelRef::parse("nope:model", KNOWN, None),
+            Err(Error::UnknownProvider { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_key_names_the_variable_and_key_is_redacted() {
+        let lookup = |_: &str| None;
+        let config = BUILTIN_PROVIDERS[0].configure(&lookup);
+        let err = config.require_key().unwrap_err().to_string();
+        assert!(err.contains("OPENAI_API_KEY"), "{err}");
+        let with_key = config.api_key(Some(ApiKey::new("sk-secret-123")));
+        assert!(!format!("{with_key:?}").contains("sk-secret-123"));
+        assert_eq!(
+            with_key.require_key().unwrap().unwrap().expose(),
+            "sk-secret-123"
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Anthropic Messages API (`POST {base}/v1/messages`).
+
+use serde_json::{Value, json};
+
+use super::{Parsed, count};
+use crate::sse::SseEvent;
+use crate::types::{ChatRequest, Role, Usage};
+
+/// The API version header value this client speaks.
+pub(crate) const API_VERSION: &str = "2023-06-01";
+
+/// Anthropic requires `max_tokens`; used when the request sets none.
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// Appended to the system prompt in JSON mode: the Messages API has no `response_format`.
+const JSON_INSTRUCTION: &str = "Answer with one JSON object and nothing else.";
+
+pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| {
+            let role = match message.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": message.content})
+        })
+        .collect();
+    let mut body = serde_json::Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert(
+        "max_tokens".into(),
+        json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    let system = match (&request.system, request.json) {
+        (Some(system), true) => Some(format!("{system}\n\n{JSON_INSTRUCTION}")),
+        (Some(system), false) => Some(system.clone()),
+        (None, true) => Some(JSON_INSTRUCTION.to_owned()),
+        (None, false) => None,
+    };
+    if let Some(system) = system {
+        // The system prompt is the stable prefix across an RLM run's calls, so it is marked
+        // for caching; later calls read it at a tenth of the input price.
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]),
+        );
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(request.stop));
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+    }
+    Value::Object(body)
+}
+
+fn usage(value: &Value) -> Usage {
+    Usage {
+        input_tokens: count(value, "/input_tokens"),
+        output_tokens: count(value, "/output_tokens"),
+        cache_read_tokens: count(value, "/cache_read_input_tokens"),
+        cache_write_tokens: count(value, "/cache_creation_input_tokens"),
+    }
+}
+
+pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
+    let value: Value = serde_json::from_slice(body).map_err(|err| err.to_string())?;
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or("no `content` array in the response")?;
+    let text: String = blocks
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    Ok(Parsed {
+        text,
+        finish_reason: value
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        usage: value.get("usage").map(usage).unwrap_or_default(),
+    })
+}
+
+/// Removes a Markdown code fence around a JSON answer, which models add despite instructions.
+pub(crate) fn strip_json_fence(text: &mut String) {
+    let trimmed = text.trim();
+    let Some(inner) = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+    else {
+        return;
+    };
+    *text = inner.trim().to_owned();
+}
+
+/// State of a streamed message: `message_start` carries input usage, `content_block_delta`
+/// the text, `message_delta` the stop reason and output usage, `message_stop` ends it.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    pub parsed: Parsed,
+    pub done: bool,
+}
+
+impl StreamState {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+        if event.data.trim().is_empty() {
+            return Ok(None);
+        }
+        let value: Value =
+            serde_json::from_str(&event.data).map_err(|err| format!("bad stream event: {err}"))?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(event.event.as_str());
+        match kind {
+            "message_start" => {
+                if let Some(found) = value.pointer("/message/usage") {
+                    self.parsed.usage = usage(found);
+                }
+                Ok(None)
+            }
+            "content_block_delta" => match value.pointer("/delta/text").and_then(Value::as_str) {
+                Some(piece) if !piece.is_empty() => {
+                    self.parsed.text.push_str(piece);
+                    Ok(Some(piece.to_owned()))
+                }
+                _ => Ok(None),
+            },
+            "message_delta" => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.parsed.finish_reason = Some(reason.to_owned());
+                }
+                if let Some(found) = value.get("usage") {
+                    // Output tokens are cumulative here; input counts repeat or are absent.
+                    let update = usage(found);
+                    self.parsed.usage.output_tokens = update.output_tokens;
+                    if update.input_tokens > 0 {
+                        self.parsed.usage.input_tokens = update.input_tokens;
+                    }
+                }
+                Ok(None)
+            }
+            "message_stop" => {
+                self.done = true;
+                Ok(None)
+            }
+            "error" => Err(format!(
+                "error event in stream: {}",
+                value
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message")
+            )),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_prompt_is_cached_and_options_mapped() {
+        let request = ChatRequest::new("x")
+            .system("stable prefix")
+            .user("hi")
+            .stop("END")
+            .temperature(0.0);
+        let body = request_body(&request, "claude-sonnet-4-5", false);
+        assert_eq!(body["system"][0]["text"], "stable prefix");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(body["stop_sequences"][0], "END");
+        assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn usage_includes_cache_reads_and_writes() {
+        let body = br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],
+            "stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2,
+            "cache_read_input_tokens":100,"cache_creation_input_tokens":30}}"#;
+        let parsed = parse_response(body).unwrap();
+        assert_eq!(parsed.text, "ab");
+        assert_eq!(parsed.finish_reason.as_deref(), Some("end_turn"));
+        assert_eq!(parsed.usage.cache_read_tokens, 100);
+        assert_eq!(parsed.usage.cache_write_tokens, 30);
+    }
+
+    #[test]
+    fn json_fence_is_removed() {
+        let mut text = "```json\n{\"a\": 1}\n```".to_owned();
+        strip_json_fence(&mut text);
+        assert_eq!(text, "{\"a\": 1}");
+    }
+}

@@ -1,0 +1,150 @@
+//! OpenAI-compatible chat completions (`POST {base}/chat/completions`).
+
+use serde_json::{Value, json};
+
+use super::{Parsed, count};
+use crate::sse::SseEvent;
+use crate::types::{ChatRequest, Role, Usage};
+
+pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for message in &request.messages {
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        messages.push(json!({"role": role, "content": message.content}));
+    }
+    let mut body = serde_json::Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(max_tokens) = request.max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop".into(), json!(request.stop));
+    }
+    if request.json {
+        body.insert("response_format".into(), json!({"type": "json_object"}));
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+        // Without this the stream carries no token counts.
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Value::Object(body)
+}
+
+fn usage(value: &Value) -> Usage {
+    let prompt = count(value, "/prompt_tokens");
+    let cached = count(value, "/prompt_tokens_details/cached_tokens");
+    Usage {
+        input_tokens: prompt.saturating_sub(cached),
+        output_tokens: count(value, "/completion_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
+}
+
+pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
+    let value: Value = serde_json::from_slice(body).map_err(|err| err.to_string())?;
+    let choice = value
+        .pointer("/choices/0")
+        .ok_or("no `choices[0]` in the response")?;
+    let text = match choice.pointer("/message/content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => return Err(format!("`message.content` is not a string: {other}")),
+    };
+    Ok(Parsed {
+        text,
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        usage: value.get("usage").map(usage).unwrap_or_default(),
+    })
+}
+
+/// State of a streamed completion: chunks carry `choices[0].delta.content`; with
+/// `include_usage` a last chunk has empty `choices` and the usage; `data: [DONE]` ends it.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    pub parsed: Parsed,
+    pub done: bool,
+}
+
+impl StreamState {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(None);
+        }
+        if data.is_empty() {
+            return Ok(None);
+        }
+        let value: Value =
+            serde_json::from_str(data).map_err(|err| format!("bad stream chunk: {err}"))?;
+        if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
+            return Err(format!("error event in stream: {message}"));
+        }
+        if let Some(found) = value.get("usage").filter(|u| !u.is_null()) {
+            self.parsed.usage = usage(found);
+        }
+        let Some(choice) = value.pointer("/choices/0") else {
+            return Ok(None);
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.parsed.finish_reason = Some(reason.to_owned());
+        }
+        match choice.pointer("/delta/content").and_then(Value::as_str) {
+            Some(piece) if !piece.is_empty() => {
+                self.parsed.text.push_str(piece);
+                Ok(Some(piece.to_owned()))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_carries_every_option() {
+        let request = ChatRequest::new("x")
+            .system("sys")
+            .user("hi")
+            .temperature(0.5)
+            .max_tokens(9)
+            .stop("END")
+            .json(true);
+        let body = request_body(&request, "gpt-4o", true);
+        assert_eq!(body["model"], "gpt-4o");
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["messages"][1]["content"], "hi");
+        assert_eq!(body["max_tokens"], 9);
+        assert_eq!(body["stop"][0], "END");
+        assert_eq!(body["response_format"]["type"], "json_object");
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_split_out() {
+        let body = br#"{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
+            "usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":60}}}"#;
+        let parsed = parse_response(body).unwrap();
+        assert_eq!(parsed.text, "ok");
+        assert_eq!(parsed.usage.input_tokens, 40);
+        assert_eq!(parsed.usage.cache_read_tokens, 60);
+        assert_eq!(parsed.usage.output_tokens, 7);
+    }
+}

@@ -1,0 +1,214 @@
+//! Fault injection: statuses, retry-after, hangs, malformed JSON, deadlines, cancellation.
+
+use std::time::{Duration, Instant};
+
+use rlm_llm::fake::FakeReply;
+use rlm_llm::{ChatRequest, Error, LlmClient};
+
+use crate::{client, fast_retries, server};
+
+fn ask(model: &str) -> ChatRequest {
+    ChatRequest::new(model).user("question")
+}
+
+#[tokio::test]
+async fn server_errors_and_overload_are_retried() {
+    let server = server().await;
+    server.script(
+        "m",
+        [
+            FakeReply::server_error(),
+            FakeReply::overloaded(),
+            FakeReply::text("ok"),
+        ],
+    );
+    let answer = client(&server, 3).chat(&ask("m")).await.unwrap();
+    assert_eq!(answer.text, "ok");
+    assert_eq!(answer.retries, 2);
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test]
+async fn retries_stop_at_the_limit_with_the_last_status() {
+    let server = server().await;
+    server.script("m", std::iter::repeat_n(FakeReply::server_error(), 5));
+    let err = client(&server, 2).chat(&ask("m")).await.unwrap_err();
+    assert!(matches!(err, Error::Status { status: 500, .. }), "{err:?}");
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test]
+async fn rate_limit_waits_as_long_as_retry_after_says() {
+    let server = server().await;
+    // Whole seconds only, as most servers send it; the client's own backoff is 5 ms here.
+    server.script(
+        "m",
+        [FakeReply::rate_limited_seconds(1), FakeReply::text("ok")],
+    );
+    let started = Instant::now();
+    let answer = client(&server, 3).chat(&ask("m")).await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(answer.retries, 1);
+    assert!(
+        waited >= Duration::from_millis(950),
+        "waited only {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(4), "waited {waited:?}");
+}
+
+#[tokio::test]
+async fn retry_after_ms_takes_precedence() {
+    let server = server().await;
+    server.script(
+        "m",
+        [
+            FakeReply::rate_limited(Duration::from_millis(300)),
+            FakeReply::text("ok"),
+        ],
+    );
+    let started = Instant::now();
+    client(&server, 3).chat(&ask("m")).await.unwrap();
+    let waited = started.elapsed();
+    // retry-after says 1 s (rounded up), retry-after-ms says 300 ms: the precise one wins.
+    assert!(waited >= Duration::from_millis(290), "{waited:?}");
+    assert!(waited < Duration::from_millis(900), "{waited:?}");
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    for status in [400, 401, 403] {
+        let server = server().await;
+        server.script(
+            "m",
+            [
+                FakeReply::status(status, "bad key or request"),
+                FakeReply::text("never"),
+            ],
+        );
+        let err = client(&server, 3).chat(&ask("m")).await.unwrap_err();
+        match &err {
+            Error::Status {
+                status: got,
+                message,
+                ..
+            } => {
+                assert_eq!(*got, status);
+                assert_eq!(message, "bad key or request");
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+        assert!(err.is_input_error());
+        assert_eq!(server.request_count(), 1, "{status} was retried");
+        assert_eq!(server.remaining("m"), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_hang_times_out_per_attempt() {
+    let server = server().await;
+    server.script("m", [FakeReply::hang(), FakeReply::hang()]);
+    let client = server
+        .client_builder()
+        .retry(fast_retries(1))
+        .request_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let err = client.chat(&ask("m")).await.unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert_eq!(server.request_count(), 2);
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn malformed_json_is_a_decode_error() {
+    let server = server().await;
+    server.script(
+        "m",
+        [FakeReply::malformed_json(), FakeReply::malformed_json()],
+    );
+    let client = client(&server, 3);
+    let err = client.chat(&ask("m")).await.unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    let err = client
+        .chat_streaming(&ask("m"), &mut |_: &str| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_cut_body_without_streaming_is_retried_then_reported() {
+    let server = server().await;
+    server.script("m", [FakeReply::cut_stream("x"), FakeReply::text("ok")]);
+    let answer = client(&server, 2).chat(&ask("m")).await.unwrap();
+    assert_eq!(answer.text, "ok");
+    assert_eq!(answer.retries, 1);
+}
+
+#[tokio::test]
+async fn the_deadline_bounds_slow_answers_and_retries() {
+    let server = server().await;
+    server.script(
+        "m",
+        [FakeReply::text("late").with_delay(Duration::from_secs(5))],
+    );
+    let client = client(&server, 3).with_deadline(Instant::now() + Duration::from_millis(150));
+    let started = Instant::now();
+    let err = client.chat(&ask("m")).await.unwrap_err();
+    assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+
+    server.script(
+        "r",
+        [FakeReply::rate_limited_seconds(30), FakeReply::text("ok")],
+    );
+    let client = client.with_deadline(Instant::now() + Duration::from_secs(2));
+    let started = Instant::now();
+    let err = client.chat(&ask("r")).await.unwrap_err();
+    assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "slept past the deadline"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_call_frees_its_slot() {
+    let server = server().await;
+    server.script("m", [FakeReply::hang(), FakeReply::text("after")]);
+    let client = LlmClient::builder()
+        .provider(server.openai_provider("only").max_concurrency(1))
+        .default_provider("only")
+        .build()
+        .unwrap();
+    let hanging = {
+        let client = client.clone();
+        tokio::spawn(async move { client.chat(&ask("m")).await })
+    };
+    while server.in_flight() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    hanging.abort();
+    assert!(hanging.await.unwrap_err().is_cancelled());
+    // With one slot, this only gets through if the cancelled call released it.
+    let answer = tokio::time::timeout(Duration::from_secs(5), client.chat(&ask("m")))
+        .await
+        .expect("slot was not released")
+        .unwrap();
+    assert_eq!(answer.text, "after");
+}
+
+#[tokio::test]
+async fn missing_key_names_the_variable_before_any_request() {
+    let server = server().await;
+    let client = LlmClient::builder()
+        .builtin_providers(&|name| (name == "OPENAI_BASE_URL").then(|| server.openai_base_url()))
+        .build()
+        .unwrap();
+    let err = client.chat(&ask("openai:gpt-4o")).await.unwrap_err();
+    assert!(matches!(err, Error::MissingApiKey { .. }));
+    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+    assert_eq!(server.request_count(), 0);
+}
