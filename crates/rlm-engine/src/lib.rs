@@ -41,6 +41,7 @@ mod context;
 mod error;
 mod events;
 mod host;
+mod llm;
 mod model;
 pub mod parse;
 pub mod prompt;
