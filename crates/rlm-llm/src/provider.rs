@@ -14,6 +14,7 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// `POST {base_url}/chat/completions` (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter, LM Studio).
+    #[serde(rename = "openai")]
     OpenAi,
     /// `POST {base_url}/v1/messages` (Anthropic Messages API).
     Anthropic,
@@ -28,8 +29,10 @@ impl fmt::Display for ProviderKind {
     }
 }
 
-/// An API key. `Debug` and `Display` print `<redacted>` so a key cannot leak through logs.
-#[derive(Clone, PartialEq, Eq)]
+/// An API key. `Debug` and `Display` print `<redacted>` so a key cannot leak through logs; it
+/// can be read from configuration but deliberately does not implement `Serialize`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
 pub struct ApiKey(String);
 
 impl ApiKey {

@@ -3,10 +3,12 @@
 use std::path::PathBuf;
 
 mod inspect;
+mod llm;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use inspect::InspectArgs;
+pub use llm::{ChatArgs, LlmArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +60,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Ask a model once and stream the answer (usage on stderr, or in --json output).
+    Chat(ChatArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

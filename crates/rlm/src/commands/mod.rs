@@ -1,8 +1,10 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod chat;
 mod completions;
 mod config;
 mod inspect;
+pub mod llm_settings;
 
 use std::process::ExitCode;
 
@@ -14,5 +16,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(&global, args),
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
+        Command::Chat(args) => chat::run(&global, args),
     }
 }

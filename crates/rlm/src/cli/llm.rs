@@ -1,0 +1,72 @@
+//! Model flags shared by every command that calls a model (`#[command(flatten)]` them), and the
+//! arguments of `rlm chat`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// Which models to use and how to reach them. Each flag overrides its environment variable,
+/// which overrides the `[llm]` section of the configuration (see `commands/llm_settings.rs`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct LlmArgs {
+    /// Model for the main call, as `provider:name` (e.g. `anthropic:claude-sonnet-4-5`,
+    /// `openai:gpt-4o-mini`, `ollama:qwen2.5:7b`) [env: RLM_MODEL].
+    #[arg(long, short = 'm', value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Model for sub-calls (defaults to --model) [env: RLM_SUBCALL_MODEL].
+    #[arg(long, value_name = "MODEL")]
+    pub subcall_model: Option<String>,
+    /// Append every model request and response to this JSON Lines file (keys redacted)
+    /// [env: RLM_RECORD].
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer model calls from a recording instead of the network; no key needed
+    /// [env: RLM_REPLAY].
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Requests in flight at once per provider [env: RLM_MAX_CONCURRENCY].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_concurrency: Option<u32>,
+    /// Seconds one model request may take before it is retried [env: RLM_TIMEOUT].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Option<f64>,
+    /// Retries per request on rate limits, server errors and dropped connections
+    /// [env: RLM_MAX_RETRIES].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub max_retries: Option<u32>,
+}
+
+/// Parses a positive number of seconds.
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 && value <= 86_400.0 => Ok(value),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds between 0 and 86400"
+        )),
+    }
+}
+
+/// Arguments of `rlm chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The prompt; `-` reads it from stdin.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: String,
+    /// System prompt.
+    #[arg(long, short = 's', value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Sampling temperature.
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f32>,
+    /// Maximum tokens in the answer.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Stop sequence (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub stop: Vec<String>,
+    /// Ask the model for a JSON object.
+    #[arg(long)]
+    pub json_mode: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}

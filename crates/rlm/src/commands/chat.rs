@@ -1,0 +1,113 @@
+//! `rlm chat`: one question to one model, the answer streamed to stdout.
+
+use std::io::{Read as _, Write as _};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use rlm_llm::{ChatRequest, ChatResponse};
+
+use crate::cli::{ChatArgs, GlobalArgs};
+use crate::commands::llm_settings::{LlmSettings, into_cli_error};
+use crate::config::LoadedConfig;
+use crate::error::{CliError, input_error};
+
+pub fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let config = LoadedConfig::load(global.config.as_deref())?;
+    let settings = LlmSettings::load(&args.llm, &config)?;
+    let model = settings.require_model()?.to_owned();
+    let prompt = if args.prompt == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("failed to read the prompt from stdin")?;
+        text
+    } else {
+        args.prompt.clone()
+    };
+    if prompt.trim().is_empty() {
+        return Err(input_error("the prompt is empty").into());
+    }
+    let mut request = ChatRequest::new(model).user(prompt).json(args.json_mode);
+    request.system = args.system.clone();
+    request.temperature = args.temperature;
+    request.max_tokens = args.max_tokens;
+    request.stop = args.stop.clone();
+
+    let client = settings.build_client()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let json = global.json;
+    let outcome = runtime.block_on(async {
+        let call = async {
+            if json {
+                return client.chat(&request).await.map_err(into_cli_error);
+            }
+            // Unlocked stdout: the callback must be `Send`. anstream strips escape sequences the
+            // model may emit when stdout is not a terminal.
+            let mut out = anstream::AutoStream::auto(std::io::stdout());
+            let mut write_error: Option<std::io::Error> = None;
+            let result = client
+                .chat_streaming(&request, &mut |piece: &str| {
+                    if write_error.is_none()
+                        && let Err(err) = out.write_all(piece.as_bytes()).and_then(|()| out.flush())
+                    {
+                        write_error = Some(err);
+                    }
+                })
+                .await;
+            // A closed stdout (e.g. `| head`) ends the command quietly via error::report.
+            if let Some(err) = write_error {
+                return Err(anyhow::Error::from(err));
+            }
+            result.map_err(into_cli_error)
+        };
+        tokio::select! {
+            result = call => Some(result),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    let Some(result) = outcome else {
+        return Err(CliError::interrupted().into());
+    };
+    let response = result?;
+    if json {
+        crate::output::print_json(&serde_json::json!({
+            "type": "answer",
+            "text": response.text,
+            "model": response.model,
+            "finish_reason": response.finish_reason,
+            "usage": response.usage,
+            "cost_usd": response.cost_usd,
+            "latency_ms": response.latency.as_millis() as u64,
+            "retries": response.retries,
+            "replayed": response.replayed,
+        }))?;
+    } else {
+        writeln!(crate::output::stdout())?;
+        if !global.quiet {
+            eprintln!("{}", usage_line(&response));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line for stderr: model, tokens, cost (or "unknown"), time, retries.
+fn usage_line(response: &ChatResponse) -> String {
+    let usage = &response.usage;
+    let cost = response
+        .cost_usd
+        .map_or_else(|| "cost unknown".to_owned(), |cost| format!("${cost:.6}"));
+    let source = if response.replayed { " (replayed)" } else { "" };
+    format!(
+        "{}{source}: {} in, {} out, {} cache read, {} cache write tokens; {cost}; {:.2} s; {} retries",
+        response.model,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        response.latency.as_secs_f64(),
+        response.retries,
+    )
+}

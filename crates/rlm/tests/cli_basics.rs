@@ -1,0 +1,222 @@
+//! The CLI's conventions and `rlm inspect`, driven through the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn rlm(dir: &Path) -> Command {
+    let mut command = Command::cargo_bin("rlm").unwrap();
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .env_remove("RLM_CONFIG");
+    command
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+fn stdout_of(assert: assert_cmd::assert::Assert) -> String {
+    String::from_utf8(assert.get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn inspect_prints_the_hint_block_a_model_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "feed.ndjson",
+        "{\"author\":\"did:plc:abc\",\"text\":\"Arsenal win\",\"authorProfile\":{\"displayName\":\"A\"}}\n{\"author\":\"b\",\"hashtags\":[]}\n",
+    );
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "feed.ndjson"])
+            .assert()
+            .success(),
+    );
+    insta::assert_snapshot!(out, @r#"
+    [Context available in context]
+      Source: feed.ndjson
+      Format: NDJSON (newline-delimited JSON)
+      Size: 111 chars, 2 lines
+      Records: 2
+      Fields: author, text, authorProfile.displayName, hashtags
+      Sample: {"author":"did:plc:abc","text":"Arsenal win","authorProfile":{"displayName":"A"}}
+    "#);
+}
+
+#[test]
+fn inspect_csv_with_a_contradicting_extension_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "table.txt",
+        "id,note\n1,\"two\nlines\"\n2,plain\n3,x\n",
+    );
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "table.txt"])
+            .assert()
+            .success(),
+    );
+    insta::assert_snapshot!(out, @r#"
+    [Context available in context]
+      Source: table.txt
+      Format: CSV (delimiter-separated values), delimiter ','
+      Size: 34 chars, 5 lines
+      Records: 3 (header excluded)
+      Columns: id, note
+      Note: the name suggests plain text but the content is CSV (delimiter-separated values)
+      Sample: 1,"two\nlines"
+    "#);
+}
+
+#[test]
+fn inspect_json_lines_for_several_inputs_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.json",
+        "[{\"x\":1},{\"x\":2,\"y\":{\"z\":3}}]",
+    );
+    let assert = rlm(dir.path())
+        .args(["--json", "inspect", "a.json", "-", "--name", "piped.csv"])
+        .write_stdin("k,v\n1,2\n")
+        .assert()
+        .success();
+    let lines: Vec<serde_json::Value> = stdout_of(assert)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["type"], "metadata");
+    assert_eq!(lines[0]["variable"], "context_0");
+    assert_eq!(lines[0]["format"], "json-array");
+    assert_eq!(lines[0]["records"], 2);
+    assert_eq!(lines[0]["fields"], serde_json::json!(["x", "y.z"]));
+    assert_eq!(lines[1]["variable"], "context_1");
+    assert_eq!(lines[1]["source"], "piped.csv");
+    assert_eq!(lines[1]["format"], "csv");
+    assert_eq!(lines[1]["records"], 1);
+}
+
+#[test]
+fn inline_text_without_a_name_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "--text", "hello\nworld"])
+            .assert()
+            .success(),
+    );
+    assert_eq!(
+        out,
+        "[Context available in context: plain text, 11 chars, 2 lines]\n"
+    );
+}
+
+#[test]
+fn missing_files_and_directories_are_input_errors_with_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let assert = rlm(dir.path())
+        .args(["inspect", "nope.ndjson"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.starts_with("error: cannot read nope.ndjson\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Caused by: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: "), "{stderr}");
+
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let assert = rlm(dir.path()).args(["inspect", "sub"]).assert().code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("error: sub is a directory"), "{stderr}");
+
+    // One bad path among good ones: the good ones still print, the exit code says it failed.
+    write(dir.path(), "ok.txt", "fine\n");
+    let assert = rlm(dir.path())
+        .args(["inspect", "ok.txt", "nope"])
+        .assert()
+        .code(2);
+    assert!(stdout_of(assert).contains("Source: ok.txt"));
+}
+
+#[test]
+fn absurd_flags_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    rlm(dir.path())
+        .args(["inspect", "--sample-chars", "0", "--text", "x"])
+        .assert()
+        .code(2);
+    rlm(dir.path())
+        .args(["inspect", "--sample-chars", "-5", "--text", "x"])
+        .assert()
+        .code(2);
+    rlm(dir.path()).args(["no-such-command"]).assert().code(2);
+    rlm(dir.path()).arg("inspect").assert().code(2);
+}
+
+#[test]
+fn version_help_and_completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let version = stdout_of(rlm(dir.path()).arg("--version").assert().success());
+    assert_eq!(version.trim(), format!("rlm {}", env!("CARGO_PKG_VERSION")));
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_of(
+            rlm(dir.path())
+                .args(["completions", shell])
+                .assert()
+                .success(),
+        );
+        assert!(
+            script.contains("inspect"),
+            "{shell} completions mention subcommands"
+        );
+    }
+}
+
+#[test]
+fn config_layers_project_over_user_and_redacts_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("xdg/rlm")).unwrap();
+    write(
+        &dir.path().join("xdg/rlm"),
+        "config.toml",
+        "[llm]\nmodel = 'user-model'\ntimeout = 30\napi_key = 'sk-user-secret'\n",
+    );
+    write(dir.path(), "rlm.toml", "[llm]\nmodel = 'project-model'\n");
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["--json", "config", "show"])
+            .assert()
+            .success(),
+    );
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["config"]["llm"]["model"], "project-model");
+    assert_eq!(shown["config"]["llm"]["timeout"], 30);
+    assert_eq!(shown["config"]["llm"]["api_key"], "<redacted>");
+    assert!(!out.contains("sk-user-secret"));
+    assert_eq!(shown["files"].as_array().unwrap().len(), 2);
+
+    write(dir.path(), "broken.toml", "[llm\nmodel=");
+    let assert = rlm(dir.path())
+        .args(["--config", "broken.toml", "config", "show"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("hint: fix or remove broken.toml"),
+        "{stderr}"
+    );
+}
