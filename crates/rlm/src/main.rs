@@ -14,6 +14,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Hidden mode: the sandbox runs model code in a child `rlm __sandbox-worker` process. It is
+    // matched before clap so it never shows in help or completions and skips config and logging.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(rlm_sandbox::WORKER_ARG))
+    {
+        return rlm_sandbox::worker_main();
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

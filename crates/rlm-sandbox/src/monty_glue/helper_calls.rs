@@ -1,0 +1,164 @@
+//! Converts between Python arguments and the native helpers in [`crate::helpers`].
+
+use std::ops::Deref;
+
+use monty_types::{MontyException, MontyObject};
+use regex::Regex;
+
+use super::{Arguments, type_error, value_error};
+use crate::helpers::IndexedText;
+
+/// Default bound on `find_all` results, so one call cannot return millions of tuples by accident.
+const DEFAULT_MAX_MATCHES: i64 = 10_000;
+/// Default bound on `grep` matching lines.
+const DEFAULT_MAX_GREP_LINES: i64 = 500;
+
+/// The text a helper works on: a context (shared, indexed once) or a string passed as `text=`.
+enum TextArgument<'a> {
+    Context(&'a IndexedText),
+    Given(IndexedText),
+}
+
+impl Deref for TextArgument<'_> {
+    type Target = IndexedText;
+
+    fn deref(&self) -> &IndexedText {
+        match self {
+            Self::Context(text) => text,
+            Self::Given(text) => text,
+        }
+    }
+}
+
+/// Runs helper `name`. Argument positions follow the Python signatures:
+/// `find_all(pattern, text=None, max_matches=10000)`, `grep(pattern, context_lines=0, text=None,
+/// max_matches=500)`, `line_range(start, end=None, text=None)`, `line_count(text=None)`,
+/// `chunk_text(size, overlap=0, text=None)`, `slice_text(start, end, text=None)`.
+pub(super) fn call(
+    name: &str,
+    call: &Arguments<'_>,
+    texts: &[Option<IndexedText>],
+) -> Result<MontyObject, MontyException> {
+    match name {
+        "find_all" => {
+            let pattern = regex(call)?;
+            let text = text(call, 1, texts)?;
+            let limit = non_negative(call, 2, "max_matches", Some(DEFAULT_MAX_MATCHES))?;
+            let found = text.find_all(&pattern, limit);
+            Ok(MontyObject::List(
+                found
+                    .into_iter()
+                    .map(|found| {
+                        MontyObject::Tuple(vec![
+                            int(found.start),
+                            int(found.end),
+                            MontyObject::String(found.text),
+                        ])
+                    })
+                    .collect(),
+            ))
+        }
+        "grep" => {
+            let pattern = regex(call)?;
+            let context_lines = non_negative(call, 1, "context_lines", Some(0))?;
+            let text = text(call, 2, texts)?;
+            let limit = non_negative(call, 3, "max_matches", Some(DEFAULT_MAX_GREP_LINES))?;
+            Ok(MontyObject::String(text.grep(
+                &pattern,
+                context_lines,
+                limit,
+            )))
+        }
+        "line_range" => {
+            let start = non_negative(call, 0, "start", None)?;
+            let end = match call.get(1, "end") {
+                None => usize::MAX,
+                Some(_) => non_negative(call, 1, "end", None)?,
+            };
+            let text = text(call, 2, texts)?;
+            Ok(string_list(text.lines(start, end)))
+        }
+        "line_count" => Ok(int(text(call, 0, texts)?.line_count())),
+        "chunk_text" => {
+            let size = non_negative(call, 0, "size", None)?;
+            let overlap = non_negative(call, 1, "overlap", Some(0))?;
+            if size == 0 || overlap >= size {
+                return Err(value_error(
+                    "chunk_text(): need size > 0 and 0 <= overlap < size".to_owned(),
+                ));
+            }
+            let text = text(call, 2, texts)?;
+            Ok(string_list(text.chunks(size, overlap)))
+        }
+        "slice_text" => {
+            let start = non_negative(call, 0, "start", None)?;
+            let end = non_negative(call, 1, "end", None)?;
+            let text = text(call, 2, texts)?;
+            Ok(MontyObject::String(text.slice(start, end).to_owned()))
+        }
+        other => Err(type_error(format!("{other} is not a helper"))),
+    }
+}
+
+fn regex(call: &Arguments<'_>) -> Result<Regex, MontyException> {
+    let pattern = call.string(0, "pattern")?;
+    Regex::new(&pattern)
+        .map_err(|error| value_error(format!("{}(): bad pattern: {error}", call.function)))
+}
+
+/// `text=` may be omitted (the first context), an int (context number) or a string.
+fn text<'a>(
+    call: &Arguments<'_>,
+    index: usize,
+    texts: &'a [Option<IndexedText>],
+) -> Result<TextArgument<'a>, MontyException> {
+    let number = match call.get(index, "text") {
+        None => 0,
+        Some(MontyObject::String(given)) => {
+            return Ok(TextArgument::Given(IndexedText::new(given.clone())));
+        }
+        Some(MontyObject::Int(number)) => usize::try_from(*number).unwrap_or(usize::MAX),
+        Some(other) => {
+            return Err(type_error(format!(
+                "{}(): 'text' must be str or a context number, not {}",
+                call.function,
+                other.type_name()
+            )));
+        }
+    };
+    match texts.get(number) {
+        Some(Some(text)) => Ok(TextArgument::Context(text)),
+        Some(None) => Err(type_error(format!(
+            "{}(): context {number} is not a string; pass text=... explicitly",
+            call.function
+        ))),
+        None => Err(value_error(format!(
+            "{}(): there is no context {number}",
+            call.function
+        ))),
+    }
+}
+
+fn non_negative(
+    call: &Arguments<'_>,
+    index: usize,
+    name: &str,
+    default: Option<i64>,
+) -> Result<usize, MontyException> {
+    let value = call.integer(index, name, default)?;
+    usize::try_from(value)
+        .map_err(|_| value_error(format!("{}(): '{name}' must be >= 0", call.function)))
+}
+
+fn int(value: usize) -> MontyObject {
+    MontyObject::Int(i64::try_from(value).unwrap_or(i64::MAX))
+}
+
+fn string_list(items: Vec<&str>) -> MontyObject {
+    MontyObject::List(
+        items
+            .into_iter()
+            .map(|item| MontyObject::String(item.to_owned()))
+            .collect(),
+    )
+}

@@ -1,0 +1,670 @@
+//! Everything that touches Monty (pinned `=0.0.23`) lives here, so an upgrade is a local change.
+//!
+//! [`MontyInterpreter`] runs one code cell at a time, synchronously. When model code calls a host
+//! function the interpreter suspends; this module answers helpers and `FINAL_VAR` itself and
+//! forwards `llm_query` & co. to a [`HostBridge`] (a pipe to the host in worker mode, a channel in
+//! in-process mode).
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use monty::{MontyRepl, ReplProgress};
+use monty_types::{
+    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
+    PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+};
+
+mod helper_calls;
+
+use crate::helpers::IndexedText;
+use crate::host::SubCallKind;
+use crate::limits::Limits;
+use crate::protocol::{Variable, WorkerReport};
+use crate::result::{ExceptionInfo, FinalAnswer, append_line};
+
+/// Sends host calls to whoever answers them; returns one result per prompt.
+pub(crate) trait HostBridge {
+    fn call(
+        &mut self,
+        kind: SubCallKind,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> Vec<Result<String, String>>;
+}
+
+/// A loaded context, before it becomes a Python value.
+#[derive(Debug)]
+pub(crate) enum ContextData {
+    Text(String),
+    Json(serde_json::Value),
+}
+
+/// Names model code can call that are answered outside Python.
+const HOST_FUNCTIONS: &[&str] = &[
+    "llm_query",
+    "llm_query_batched",
+    "rlm_query",
+    "rlm_query_batched",
+    "FINAL_VAR",
+    "FINAL",
+    "SHOW_VARS",
+    "find_all",
+    "grep",
+    "line_range",
+    "line_count",
+    "chunk_text",
+    "slice_text",
+];
+
+const PYTHON_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
+/// Bound on remembered identifiers, so `SHOW_VARS` stays cheap on sessions with huge code.
+const MAX_TRACKED_NAMES: usize = 4096;
+
+/// A persistent Monty REPL plus the native-helper state.
+#[derive(Debug)]
+pub(crate) struct MontyInterpreter {
+    /// `None` only while a cell runs (Monty moves the REPL into its suspended state).
+    repl: Option<MontyRepl>,
+    limits: Limits,
+    /// Helper view of each context that is a string (index = context number).
+    texts: Vec<Option<IndexedText>>,
+    /// Identifiers seen in executed code: candidates when listing variables.
+    names_seen: BTreeSet<String>,
+}
+
+/// What a running cell asked for besides output.
+#[derive(Debug, Default)]
+struct CellState {
+    final_request: Option<FinalRequest>,
+    host_items: usize,
+    denied: Vec<String>,
+    variables_at_start: Vec<Variable>,
+}
+
+#[derive(Debug)]
+enum FinalRequest {
+    Variable(String),
+    Value(String),
+}
+
+impl MontyInterpreter {
+    /// Creates the REPL and binds `context`, `context_0..n` and `contextMeta`.
+    pub(crate) fn new(
+        contexts: Vec<ContextData>,
+        meta: Option<serde_json::Value>,
+        limits: Limits,
+    ) -> Result<Self, String> {
+        let resource_limits = ResourceLimits::default()
+            .max_recursion_depth(limits.recursion_depth)
+            // Without Monty's allocator this only pre-checks single large results (e.g.
+            // `'a' * 10**10` fails fast); the hard cap is the worker's RLIMIT_AS.
+            .max_memory(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+        let mut repl = MontyRepl::new(
+            "rlm.py",
+            ResourceTracker::new(resource_limits),
+            CompileOptions::default(),
+        );
+        let several = contexts.len() > 1;
+        let mut inputs = Vec::new();
+        let mut texts = Vec::new();
+        let mut names_seen = BTreeSet::new();
+        for (index, context) in contexts.into_iter().enumerate() {
+            let name = if several {
+                format!("context_{index}")
+            } else {
+                "context".to_owned()
+            };
+            let value = match context {
+                ContextData::Text(text) => {
+                    // One copy for the interpreter, one for the helpers: each is made once per
+                    // session, never per execution.
+                    let value = MontyObject::String(text.clone());
+                    texts.push(Some(IndexedText::new(text)));
+                    value
+                }
+                ContextData::Json(json) => {
+                    texts.push(None);
+                    json_to_object(json)
+                }
+            };
+            names_seen.insert(name.clone());
+            inputs.push((name, value));
+        }
+        if let Some(meta) = meta {
+            names_seen.insert("contextMeta".to_owned());
+            inputs.push(("contextMeta".to_owned(), json_to_object(meta)));
+        }
+        let alias = if several {
+            "context = context_0"
+        } else {
+            "None"
+        };
+        if several {
+            names_seen.insert("context".to_owned());
+        }
+        repl.feed_run(alias, inputs, PrintWriter::Disabled)
+            .map_err(|error| format!("could not bind the contexts: {error}"))?;
+        Ok(Self {
+            repl: Some(repl),
+            limits,
+            texts,
+            names_seen,
+        })
+    }
+
+    /// Runs one cell. Never fails: every problem is reported in the returned record.
+    pub(crate) fn execute(&mut self, code: &str, bridge: &mut dyn HostBridge) -> WorkerReport {
+        let Some(mut repl) = self.repl.take() else {
+            return internal_failure("the interpreter state was lost by an earlier failure");
+        };
+        let mut state = CellState::default();
+        if code.contains("SHOW_VARS") {
+            self.repl = Some(repl);
+            state.variables_at_start = self.variables();
+            let Some(taken) = self.repl.take() else {
+                return internal_failure("the interpreter state was lost while listing variables");
+            };
+            repl = taken;
+        }
+        remember_identifiers(code, &mut self.names_seen);
+        // Monty 0.0.23 accumulates execution time over the session; reset the budget per cell.
+        repl.tracker_mut().set_max_duration(self.limits.timeout);
+
+        let mut output = CappedOutput::new(self.limits.output_chars);
+        let mut exception = None;
+        let mut progress = repl.feed_start(code, Vec::new(), PrintWriter::Callback(&mut output));
+        loop {
+            let step = match progress {
+                Err(failure) => {
+                    self.repl = Some(failure.repl);
+                    exception = Some(failure.error);
+                    break;
+                }
+                Ok(step) => step,
+            };
+            progress = match step {
+                ReplProgress::Complete { repl, .. } => {
+                    self.repl = Some(repl);
+                    break;
+                }
+                ReplProgress::FunctionCall(call) => {
+                    let reply = self.function_call(
+                        &call.function_name,
+                        &call.args,
+                        &call.kwargs,
+                        bridge,
+                        &mut state,
+                    );
+                    call.resume(reply, PrintWriter::Callback(&mut output))
+                }
+                ReplProgress::OsCall(os_call) => {
+                    let operation = os_call.function_call.name();
+                    state.denied.push(operation.to_owned());
+                    let denial = MontyException::new(
+                        ExcType::PermissionError,
+                        Some(format!("{operation} is not allowed in the sandbox")),
+                    );
+                    os_call.resume(
+                        ExtFunctionResult::Error(denial),
+                        PrintWriter::Callback(&mut output),
+                    )
+                }
+                ReplProgress::NameLookup(lookup) => lookup.resume(
+                    NameLookupResult::Undefined,
+                    PrintWriter::Callback(&mut output),
+                ),
+                ReplProgress::ResolveFutures(pending) => {
+                    // No host function returns a future, so nothing can be pending.
+                    let error = MontyException::new(
+                        ExcType::RuntimeError,
+                        Some("awaiting host futures is not supported".to_owned()),
+                    );
+                    pending.abort(error, PrintWriter::Callback(&mut output))
+                }
+            };
+        }
+
+        let mut report = WorkerReport {
+            stdout_truncated_chars: output.dropped_chars,
+            stdout: output.text,
+            denied_operations: state.denied,
+            ..WorkerReport::default()
+        };
+        if let Some(error) = exception {
+            append_line(&mut report.stderr, &error.to_string());
+            report.exception = Some(exception_info(&error));
+        }
+        for operation in &report.denied_operations {
+            append_line(&mut report.stderr, &format!("note: denied {operation}"));
+        }
+        match state.final_request {
+            Some(FinalRequest::Value(value)) => {
+                report.final_answer = Some(FinalAnswer {
+                    variable: None,
+                    value,
+                });
+            }
+            Some(FinalRequest::Variable(name)) => match self.variable(&name, false) {
+                Some(Ok(value)) => {
+                    report.final_answer = Some(FinalAnswer {
+                        variable: Some(name),
+                        value,
+                    });
+                }
+                Some(Err(error)) if report.exception.is_none() => {
+                    append_line(&mut report.stderr, &format!("FINAL_VAR({name}): {error}"));
+                    report.exception = Some(ExceptionInfo {
+                        kind: "ValueError".to_owned(),
+                        message: format!("FINAL_VAR({name}): {error}"),
+                        line: None,
+                    });
+                }
+                None if report.exception.is_none() => {
+                    let message = format!(
+                        "FINAL_VAR('{name}'): no variable named '{name}'; assign it first, or use FINAL(text)"
+                    );
+                    append_line(&mut report.stderr, &format!("NameError: {message}"));
+                    report.exception = Some(ExceptionInfo {
+                        kind: "NameError".to_owned(),
+                        message,
+                        line: None,
+                    });
+                }
+                _ => {}
+            },
+            None => {}
+        }
+        report
+    }
+
+    /// `str()` (or `repr()`) of a global: `None` if it does not exist, `Some(Err)` if converting
+    /// it raised.
+    pub(crate) fn variable(&mut self, name: &str, repr: bool) -> Option<Result<String, String>> {
+        if !is_identifier(name) {
+            return None;
+        }
+        let repl = self.repl.as_mut()?;
+        repl.tracker_mut().set_max_duration(self.limits.timeout);
+        let function = if repr { "repr" } else { "str" };
+        match repl.feed_run(
+            &format!("{function}({name})"),
+            Vec::new(),
+            PrintWriter::Disabled,
+        ) {
+            Ok(MontyObject::String(text)) => Some(Ok(text)),
+            Ok(other) => Some(Ok(other.to_string())),
+            Err(error) if error.exc_type() == ExcType::NameError => None,
+            Err(error) => Some(Err(error.summary())),
+        }
+    }
+
+    /// Globals defined by model code or injected by the session, with their type names.
+    pub(crate) fn variables(&mut self) -> Vec<Variable> {
+        let Some(repl) = self.repl.as_mut() else {
+            return Vec::new();
+        };
+        repl.tracker_mut().set_max_duration(self.limits.timeout);
+        let mut variables = Vec::new();
+        for name in &self.names_seen {
+            let probe = format!("type({name}).__name__");
+            if let Ok(MontyObject::String(type_name)) =
+                repl.feed_run(&probe, Vec::new(), PrintWriter::Disabled)
+                && !matches!(type_name.as_str(), "builtin_function_or_method" | "module")
+            {
+                variables.push(Variable {
+                    name: name.clone(),
+                    type_name,
+                });
+            }
+        }
+        variables
+    }
+
+    fn function_call(
+        &mut self,
+        name: &str,
+        args: &[MontyObject],
+        kwargs: &[(MontyObject, MontyObject)],
+        bridge: &mut dyn HostBridge,
+        state: &mut CellState,
+    ) -> ExtFunctionResult {
+        let call = Arguments {
+            function: name,
+            args,
+            kwargs,
+        };
+        let outcome = match name {
+            "FINAL_VAR" => call.required(0, "name").map(|value| {
+                state.final_request = Some(match value {
+                    MontyObject::String(text) if is_identifier(text) => {
+                        FinalRequest::Variable(text.clone())
+                    }
+                    other => FinalRequest::Value(other.to_string()),
+                });
+                MontyObject::None
+            }),
+            "FINAL" => call.required(0, "answer").map(|value| {
+                state.final_request = Some(FinalRequest::Value(value.to_string()));
+                MontyObject::None
+            }),
+            "SHOW_VARS" => Ok(MontyObject::dict(
+                state
+                    .variables_at_start
+                    .iter()
+                    .map(|variable| {
+                        (
+                            MontyObject::String(variable.name.clone()),
+                            MontyObject::String(variable.type_name.clone()),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+            "find_all" | "grep" | "line_range" | "line_count" | "chunk_text" | "slice_text" => {
+                helper_calls::call(name, &call, &self.texts)
+            }
+            _ => match SubCallKind::from_python_name(name) {
+                Some(kind) => self.host_call(kind, &call, bridge, state),
+                None => return ExtFunctionResult::NotFound(name.to_owned()),
+            },
+        };
+        match outcome {
+            Ok(value) => ExtFunctionResult::Return(value),
+            Err(error) => ExtFunctionResult::Error(error),
+        }
+    }
+
+    fn host_call(
+        &self,
+        kind: SubCallKind,
+        call: &Arguments<'_>,
+        bridge: &mut dyn HostBridge,
+        state: &mut CellState,
+    ) -> Result<MontyObject, MontyException> {
+        let model = call.optional_string(1, "model")?;
+        let prompts = if kind.is_batched() {
+            call.string_list(0, "prompts")?
+        } else {
+            vec![call.string(0, "prompt")?]
+        };
+        state.host_items += prompts.len();
+        if state.host_items > self.limits.max_host_calls {
+            return Err(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "host call limit reached ({} per execution)",
+                    self.limits.max_host_calls
+                )),
+            ));
+        }
+        if prompts.is_empty() {
+            return Ok(MontyObject::List(Vec::new()));
+        }
+        let expected = prompts.len();
+        let mut answers = bridge.call(kind, prompts, model);
+        answers.resize_with(expected, || Err("the host returned no answer".to_owned()));
+        let mut values: Vec<MontyObject> = answers
+            .into_iter()
+            .map(|answer| {
+                MontyObject::String(answer.unwrap_or_else(|error| format!("Error: {error}")))
+            })
+            .collect();
+        if kind.is_batched() {
+            Ok(MontyObject::List(values))
+        } else {
+            Ok(values.pop().unwrap_or(MontyObject::None))
+        }
+    }
+}
+
+/// Positional and keyword arguments of one host-function call.
+#[derive(Debug)]
+pub(crate) struct Arguments<'a> {
+    pub function: &'a str,
+    pub args: &'a [MontyObject],
+    pub kwargs: &'a [(MontyObject, MontyObject)],
+}
+
+impl Arguments<'_> {
+    /// The argument at `index` or named `name`, if given and not `None`.
+    pub(crate) fn get(&self, index: usize, name: &str) -> Option<&MontyObject> {
+        let keyword = self.kwargs.iter().find_map(|(key, value)| match key {
+            MontyObject::String(key) if key == name => Some(value),
+            _ => None,
+        });
+        keyword
+            .or_else(|| self.args.get(index))
+            .filter(|value| !matches!(value, MontyObject::None))
+    }
+
+    pub(crate) fn required(
+        &self,
+        index: usize,
+        name: &str,
+    ) -> Result<&MontyObject, MontyException> {
+        self.get(index, name).ok_or_else(|| {
+            type_error(format!(
+                "{}() missing required argument '{name}'",
+                self.function
+            ))
+        })
+    }
+
+    pub(crate) fn string(&self, index: usize, name: &str) -> Result<String, MontyException> {
+        match self.required(index, name)? {
+            MontyObject::String(text) => Ok(text.clone()),
+            other => Err(self.wrong_type(name, "str", other)),
+        }
+    }
+
+    pub(crate) fn optional_string(
+        &self,
+        index: usize,
+        name: &str,
+    ) -> Result<Option<String>, MontyException> {
+        match self.get(index, name) {
+            None => Ok(None),
+            Some(MontyObject::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(self.wrong_type(name, "str or None", other)),
+        }
+    }
+
+    pub(crate) fn string_list(
+        &self,
+        index: usize,
+        name: &str,
+    ) -> Result<Vec<String>, MontyException> {
+        match self.required(index, name)? {
+            MontyObject::List(items) | MontyObject::Tuple(items) => items
+                .iter()
+                .map(|item| match item {
+                    MontyObject::String(text) => Ok(text.clone()),
+                    other => Err(self.wrong_type(name, "a list of str", other)),
+                })
+                .collect(),
+            other => Err(self.wrong_type(name, "a list of str", other)),
+        }
+    }
+
+    pub(crate) fn integer(
+        &self,
+        index: usize,
+        name: &str,
+        default: Option<i64>,
+    ) -> Result<i64, MontyException> {
+        match (self.get(index, name), default) {
+            (Some(MontyObject::Int(value)), _) => Ok(*value),
+            (Some(MontyObject::Bool(value)), _) => Ok(i64::from(*value)),
+            (Some(other), _) => Err(self.wrong_type(name, "int", other)),
+            (None, Some(default)) => Ok(default),
+            (None, None) => Err(type_error(format!(
+                "{}() missing required argument '{name}'",
+                self.function
+            ))),
+        }
+    }
+
+    fn wrong_type(&self, name: &str, expected: &str, got: &MontyObject) -> MontyException {
+        type_error(format!(
+            "{}(): '{name}' must be {expected}, not {}",
+            self.function,
+            got.type_name()
+        ))
+    }
+}
+
+pub(crate) fn type_error(message: String) -> MontyException {
+    MontyException::new(ExcType::TypeError, Some(message))
+}
+
+pub(crate) fn value_error(message: String) -> MontyException {
+    MontyException::new(ExcType::ValueError, Some(message))
+}
+
+fn exception_info(error: &MontyException) -> ExceptionInfo {
+    ExceptionInfo {
+        kind: error.exc_type().to_string(),
+        message: error.message().unwrap_or_default().to_owned(),
+        line: error.traceback().last().map(|frame| frame.start.line),
+    }
+}
+
+fn internal_failure(message: &str) -> WorkerReport {
+    WorkerReport {
+        stderr: format!("SandboxError: {message}\n"),
+        exception: Some(ExceptionInfo {
+            kind: "SandboxError".to_owned(),
+            message: message.to_owned(),
+            line: None,
+        }),
+        ..WorkerReport::default()
+    }
+}
+
+fn json_to_object(value: serde_json::Value) -> MontyObject {
+    use serde_json::Value;
+    match value {
+        Value::Null => MontyObject::None,
+        Value::Bool(flag) => MontyObject::Bool(flag),
+        Value::Number(number) => match number.as_i64() {
+            Some(integer) => MontyObject::Int(integer),
+            None => MontyObject::Float(number.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(text) => MontyObject::String(text),
+        Value::Array(items) => MontyObject::List(items.into_iter().map(json_to_object).collect()),
+        Value::Object(map) => MontyObject::dict(
+            map.into_iter()
+                .map(|(key, value)| (MontyObject::String(key), json_to_object(value)))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_alphabetic())
+        && chars.all(|rest| rest == '_' || rest.is_alphanumeric())
+        && !PYTHON_KEYWORDS.contains(&name)
+}
+
+fn remember_identifiers(code: &str, names: &mut BTreeSet<String>) {
+    let mut word = String::new();
+    for character in code.chars().chain(std::iter::once(' ')) {
+        if character == '_' || character.is_alphanumeric() {
+            word.push(character);
+            continue;
+        }
+        if !word.is_empty() {
+            let candidate = std::mem::take(&mut word);
+            if names.len() < MAX_TRACKED_NAMES
+                && is_identifier(&candidate)
+                && !candidate.starts_with('_')
+                && !candidate.starts_with(|first: char| first.is_ascii_digit())
+                && !HOST_FUNCTIONS.contains(&candidate.as_str())
+            {
+                names.insert(candidate);
+            }
+        }
+    }
+}
+
+/// Print sink that keeps the first `cap` chars and counts the rest.
+#[derive(Debug)]
+struct CappedOutput {
+    text: String,
+    kept_chars: usize,
+    cap: usize,
+    dropped_chars: u64,
+}
+
+impl CappedOutput {
+    fn new(cap: usize) -> Self {
+        Self {
+            text: String::new(),
+            kept_chars: 0,
+            cap,
+            dropped_chars: 0,
+        }
+    }
+
+    fn push(&mut self, piece: &str) {
+        let room = self.cap - self.kept_chars;
+        if room == 0 {
+            self.dropped_chars += piece.chars().count() as u64;
+            return;
+        }
+        match piece.char_indices().nth(room) {
+            None => {
+                self.kept_chars += piece.chars().count();
+                self.text.push_str(piece);
+            }
+            Some((cut, _)) => {
+                self.text.push_str(&piece[..cut]);
+                self.kept_chars = self.cap;
+                self.dropped_chars += piece[cut..].chars().count() as u64;
+            }
+        }
+    }
+}
+
+impl PrintWriterCallback for CappedOutput {
+    fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
+        self.push(&output);
+        Ok(())
+    }
+
+    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
+        let mut buffer = [0; 4];
+        self.push(end.encode_utf8(&mut buffer));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_output_counts_what_it_drops() {
+        let mut output = CappedOutput::new(5);
+        output.push("héllo");
+        output.push(" wörld");
+        assert_eq!(output.text, "héllo");
+        assert_eq!(output.dropped_chars, 6);
+    }
+
+    #[test]
+    fn identifiers_skip_keywords_privates_and_helpers() {
+        let mut names = BTreeSet::new();
+        remember_identifiers("for x in lines: _tmp = llm_query(x) + 'été2'", &mut names);
+        let names: Vec<_> = names.into_iter().collect();
+        assert_eq!(names, vec!["lines", "x", "été2"]);
+    }
+}

@@ -1,0 +1,190 @@
+//! The interpreter side: the loop a worker process (or thread) runs.
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::ExitCode;
+
+use crate::host::SubCallKind;
+use crate::limits::Limits;
+use crate::monty_glue::{ContextData, HostBridge, MontyInterpreter};
+use crate::protocol::{ContextFile, ContextFormat, FromWorker, ToWorker};
+
+/// Moves protocol messages between the worker loop and the session.
+pub(crate) trait WorkerChannel {
+    /// The next message, or `None` once the session has gone.
+    fn receive(&mut self) -> Option<ToWorker>;
+    /// Sends a message; `false` once the session has gone.
+    fn send(&mut self, message: FromWorker) -> bool;
+}
+
+/// Entry point of the hidden worker mode (`rlm __sandbox-worker`): serves one session over
+/// stdin/stdout as JSON lines, then exits. Not meant to be run by hand.
+#[must_use]
+pub fn worker_main() -> ExitCode {
+    let mut channel = PipeChannel {
+        reader: BufReader::new(std::io::stdin().lock()),
+        writer: BufWriter::new(std::io::stdout().lock()),
+        line: String::new(),
+    };
+    serve(&mut channel, true);
+    ExitCode::SUCCESS
+}
+
+/// Serves one session: `Start`, then any number of requests until the channel closes.
+pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
+    let Some(ToWorker::Start {
+        contexts,
+        meta,
+        limits,
+        os_limits,
+    }) = channel.receive()
+    else {
+        let _ = channel.send(FromWorker::StartFailed {
+            message: "expected a start message".to_owned(),
+        });
+        return;
+    };
+    let mut interpreter = match start(&contexts, meta, &limits, os_limits && process_mode) {
+        Ok(interpreter) => interpreter,
+        Err(message) => {
+            let _ = channel.send(FromWorker::StartFailed { message });
+            return;
+        }
+    };
+    if !channel.send(FromWorker::Ready) {
+        return;
+    }
+    while let Some(request) = channel.receive() {
+        let reply = match request {
+            ToWorker::Execute { code } => {
+                let mut bridge = ChannelBridge {
+                    channel: &mut *channel,
+                };
+                FromWorker::Done {
+                    report: interpreter.execute(&code, &mut bridge),
+                }
+            }
+            ToWorker::Variable { name, repr } => FromWorker::Value {
+                value: interpreter.variable(&name, repr),
+            },
+            ToWorker::Variables => FromWorker::Variables {
+                variables: interpreter.variables(),
+            },
+            ToWorker::Start { .. } | ToWorker::HostReply { .. } => FromWorker::StartFailed {
+                message: "unexpected message".to_owned(),
+            },
+        };
+        if !channel.send(reply) {
+            return;
+        }
+    }
+}
+
+fn start(
+    contexts: &[ContextFile],
+    meta: Option<serde_json::Value>,
+    limits: &Limits,
+    os_limits: bool,
+) -> Result<MontyInterpreter, String> {
+    let mut loaded = Vec::with_capacity(contexts.len());
+    let mut text_bytes = 0_u64;
+    for context in contexts {
+        let bytes = std::fs::read(&context.path)
+            .map_err(|error| format!("cannot read context {}: {error}", context.path.display()))?;
+        text_bytes += bytes.len() as u64;
+        loaded.push(match context.format {
+            ContextFormat::Text => {
+                ContextData::Text(String::from_utf8(bytes).map_err(|error| {
+                    format!(
+                        "context {} is not UTF-8 text: {error}",
+                        context.path.display()
+                    )
+                })?)
+            }
+            ContextFormat::Json => {
+                ContextData::Json(serde_json::from_slice(&bytes).map_err(|error| {
+                    format!(
+                        "context {} is not valid JSON: {error}",
+                        context.path.display()
+                    )
+                })?)
+            }
+        });
+    }
+    if os_limits {
+        // Room for what is mapped now, the interpreter's copy of the contexts, and the model's
+        // own data (`memory_bytes`).
+        crate::os_limits::apply(
+            limits
+                .memory_bytes
+                .saturating_add(text_bytes.saturating_mul(2)),
+        )?;
+    }
+    MontyInterpreter::new(loaded, meta, limits.clone())
+}
+
+/// Host calls from the interpreter, sent over the channel and answered synchronously.
+struct ChannelBridge<'a> {
+    channel: &'a mut dyn WorkerChannel,
+}
+
+impl HostBridge for ChannelBridge<'_> {
+    fn call(
+        &mut self,
+        kind: SubCallKind,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> Vec<Result<String, String>> {
+        let count = prompts.len();
+        let lost = || vec![Err("the host is gone".to_owned()); count];
+        if !self.channel.send(FromWorker::HostCall {
+            kind,
+            prompts,
+            model,
+        }) {
+            return lost();
+        }
+        match self.channel.receive() {
+            Some(ToWorker::HostReply { results }) => results,
+            _ => lost(),
+        }
+    }
+}
+
+/// JSON lines over the worker process's stdin/stdout.
+struct PipeChannel<R, W> {
+    reader: R,
+    writer: W,
+    line: String,
+}
+
+impl<R: BufRead, W: Write> WorkerChannel for PipeChannel<R, W> {
+    fn receive(&mut self) -> Option<ToWorker> {
+        self.line.clear();
+        match self.reader.read_line(&mut self.line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => serde_json::from_str(&self.line).ok(),
+        }
+    }
+
+    fn send(&mut self, message: FromWorker) -> bool {
+        serde_json::to_writer(&mut self.writer, &message).is_ok()
+            && self.writer.write_all(b"\n").is_ok()
+            && self.writer.flush().is_ok()
+    }
+}
+
+/// In-process mode: typed messages over channels to the session's task.
+pub(crate) struct ThreadChannel {
+    pub inbox: std::sync::mpsc::Receiver<ToWorker>,
+    pub outbox: tokio::sync::mpsc::UnboundedSender<FromWorker>,
+}
+
+impl WorkerChannel for ThreadChannel {
+    fn receive(&mut self) -> Option<ToWorker> {
+        self.inbox.recv().ok()
+    }
+
+    fn send(&mut self, message: FromWorker) -> bool {
+        self.outbox.send(message).is_ok()
+    }
+}

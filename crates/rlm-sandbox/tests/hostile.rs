@@ -1,0 +1,176 @@
+//! Hostile snippets: each is contained, reported clearly, and the session keeps working.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::session;
+use rlm_sandbox::{ExecutionResult, Sandbox, Session};
+
+/// Runs `code` in a session holding `canary = 'alive'`, checks the session still answers, and
+/// returns the hostile result plus whether the variables survived.
+async fn contained(session: &mut Session, code: &str) -> (ExecutionResult, bool) {
+    session.execute("canary = 'alive'").await.unwrap();
+    let result = session.execute(code).await.unwrap();
+    let after = session.execute("print(len(context))").await.unwrap();
+    assert_eq!(
+        after.stdout, "7\n",
+        "session unusable after {code:?}: {after:?}"
+    );
+    let kept = session.variable_str("canary").await.unwrap().as_deref() == Some("alive");
+    (result, kept)
+}
+
+fn kind(result: &ExecutionResult) -> &str {
+    result
+        .exception
+        .as_ref()
+        .map_or("<none>", |error| error.kind.as_str())
+}
+
+#[tokio::test]
+async fn infinite_loop_times_out_and_keeps_state() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(&mut session, "while True:\n    pass").await;
+    assert_eq!(kind(&result), "TimeoutError", "{result:?}");
+    assert!(kept);
+    assert!(result.worker_restarted.is_none());
+}
+
+#[tokio::test]
+async fn single_huge_allocation_is_refused() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(&mut session, "s = 'a' * 10**10").await;
+    assert_eq!(kind(&result), "MemoryError", "{result:?}");
+    assert!(kept);
+}
+
+#[tokio::test]
+async fn memory_growth_kills_only_the_worker() {
+    // A generous time limit, so that under load the memory cap (not the clock) stops the loop.
+    let sandbox = Sandbox::builder()
+        .limits(common::small_limits().timeout(Duration::from_secs(20)))
+        .worker_command(common::worker())
+        .build()
+        .unwrap();
+    let mut session = Session::start(
+        &sandbox,
+        vec!["context".into()],
+        None,
+        Arc::new(common::FakeHost::default()),
+    )
+    .await
+    .unwrap();
+    let (result, kept) = contained(
+        &mut session,
+        "hoard = []\nwhile True:\n    hoard.append('x' * 16000000 + str(len(hoard)))",
+    )
+    .await;
+    // The OS cap (256 MB here) stops the growth: the worker dies, the session says so.
+    let note = result.worker_restarted.clone().unwrap_or_default();
+    assert!(note.contains("variables were reset"), "{result:?}");
+    assert!(!kept, "state cannot survive a dead worker");
+    assert_eq!(kind(&result), "SandboxError");
+}
+
+#[tokio::test]
+async fn recursion_bomb_raises_recursion_error() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(
+        &mut session,
+        "def down(n):\n    return down(n + 1)\ndown(0)",
+    )
+    .await;
+    assert_eq!(kind(&result), "RecursionError", "{result:?}");
+    assert!(kept);
+}
+
+#[tokio::test]
+async fn file_system_access_is_denied_and_recorded() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(
+        &mut session,
+        "from pathlib import Path\nPath('/etc/passwd').read_text()",
+    )
+    .await;
+    assert_eq!(kind(&result), "PermissionError", "{result:?}");
+    assert_eq!(result.denied_operations, vec!["Path.read_text".to_owned()]);
+    assert!(kept);
+    let (result, _) = contained(&mut session, "open('/etc/passwd').read()").await;
+    assert!(
+        matches!(
+            kind(&result),
+            "PermissionError" | "NameError" | "NotImplementedError"
+        ),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn environment_access_is_denied() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(&mut session, "import os\nprint(os.environ)").await;
+    assert_eq!(kind(&result), "PermissionError", "{result:?}");
+    assert_eq!(result.denied_operations, vec!["os.environ".to_owned()]);
+    assert!(kept);
+    let (result, _) = contained(&mut session, "import os\nos.getenv('HOME')").await;
+    assert_eq!(kind(&result), "PermissionError", "{result:?}");
+}
+
+#[tokio::test]
+async fn subprocess_and_network_modules_do_not_exist() {
+    let mut session = session("context").await;
+    for code in [
+        "import subprocess",
+        "import socket",
+        "import urllib.request",
+        "import ctypes",
+    ] {
+        let (result, kept) = contained(&mut session, code).await;
+        assert_eq!(kind(&result), "ModuleNotFoundError", "{code}: {result:?}");
+        assert!(kept);
+    }
+}
+
+#[tokio::test]
+async fn giant_print_is_truncated() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(&mut session, "print('x' * 10**7)").await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(result.stdout.len(), 1000);
+    assert_eq!(result.stdout_truncated_chars, 10_000_001 - 1000);
+    assert!(kept);
+}
+
+#[tokio::test]
+async fn syntax_errors_and_unsupported_features_are_explained() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(&mut session, "def broken(:\n    pass").await;
+    assert_eq!(kind(&result), "SyntaxError", "{result:?}");
+    assert!(kept);
+    for code in [
+        "class MyError(Exception):\n    pass",
+        "def gen():\n    yield 1",
+        "x = 1\ndel x",
+    ] {
+        let (result, kept) = contained(&mut session, code).await;
+        let error = result.exception.clone().unwrap();
+        assert_eq!(error.kind, "NotImplementedError", "{code}: {result:?}");
+        assert!(!error.message.is_empty());
+        assert!(kept);
+    }
+}
+
+#[tokio::test]
+async fn unknown_functions_are_name_errors() {
+    let mut session = session("context").await;
+    let (result, kept) = contained(&mut session, "exec('1')\n").await;
+    assert!(
+        matches!(kind(&result), "NameError" | "NotImplementedError"),
+        "{result:?}"
+    );
+    assert!(kept);
+}

@@ -1,0 +1,288 @@
+//! Session semantics: persistence, contexts, host functions, final answers, helpers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{FakeHost, sandbox, session, session_with};
+use rlm_sandbox::{ContextInput, Isolation, Session, SubCallKind};
+
+#[tokio::test]
+async fn variables_persist_and_survive_errors() {
+    let mut session = session("abc").await;
+    let first = session
+        .execute("x = 41\nprint(len(context))")
+        .await
+        .unwrap();
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(first.stdout, "3\n");
+    let failing = session.execute("y = 1\nundefined_name + 1").await.unwrap();
+    let error = failing.exception.unwrap();
+    assert_eq!(error.kind, "NameError");
+    assert_eq!(error.line, Some(2));
+    assert!(
+        failing.stderr.contains("undefined_name"),
+        "{}",
+        failing.stderr
+    );
+    let after = session.execute("print(x + y)").await.unwrap();
+    assert_eq!(after.stdout, "42\n");
+    assert!(after.worker_restarted.is_none());
+}
+
+#[tokio::test]
+async fn several_contexts_and_meta_are_bound() {
+    let contexts = vec![
+        ContextInput::from("first"),
+        ContextInput::List(vec!["a".to_owned(), "b".to_owned()]),
+        ContextInput::Json(serde_json::json!({"k": [1, 2.5, null, true]})),
+    ];
+    let meta = Some(serde_json::json!({"source": "test"}));
+    let mut session = Session::start(
+        &sandbox(Isolation::Process),
+        contexts,
+        meta,
+        Arc::new(FakeHost::default()),
+    )
+    .await
+    .unwrap();
+    let result = session
+        .execute("print(context, context is context_0, context_1, context_2['k'], contextMeta['source'])")
+        .await
+        .unwrap();
+    assert_eq!(
+        result.stdout, "first True ['a', 'b'] [1, 2.5, None, True] test\n",
+        "{result:?}"
+    );
+    let names = session.variable_names().await.unwrap();
+    for expected in [
+        "context",
+        "contextMeta",
+        "context_0",
+        "context_1",
+        "context_2",
+    ] {
+        assert!(names.contains(&expected.to_owned()), "{names:?}");
+    }
+}
+
+#[tokio::test]
+async fn text_file_context_is_read_by_the_worker() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("ctx.txt");
+    std::fs::write(&path, "héllo\nwörld\n").unwrap();
+    let mut session = session_with(Isolation::Process, vec![ContextInput::TextFile(path)]).await;
+    let result = session
+        .execute("print(context.splitlines()[1], line_count())")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "wörld 2\n");
+}
+
+#[tokio::test]
+async fn llm_calls_are_answered_and_recorded() {
+    let host = Arc::new(FakeHost {
+        latency: Duration::from_millis(200),
+        ..FakeHost::default()
+    });
+    let mut session = Session::start(
+        &sandbox(Isolation::Process),
+        vec!["ctx".into()],
+        None,
+        host.clone(),
+    )
+    .await
+    .unwrap();
+    let code = "single = llm_query('hi', model='m1')\n\
+                many = llm_query_batched(['p' + str(i) for i in range(10)] + ['FAIL me'])\n\
+                deep = rlm_query('sub')\n\
+                print(single)\nprint(many[0], many[-1])\nprint(deep)";
+    let result = session.execute(code).await.unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        result.stdout,
+        "answer[m1]:hi\nanswer:p0 Error: refused FAIL me\nsub-run:sub\n"
+    );
+    assert_eq!(result.sub_calls.len(), 13);
+    assert_eq!(result.sub_calls[0].kind, SubCallKind::LlmQuery);
+    assert_eq!(result.sub_calls[0].model.as_deref(), Some("m1"));
+    let batch: Vec<_> = result
+        .sub_calls
+        .iter()
+        .filter(|call| call.kind == SubCallKind::LlmQueryBatched)
+        .collect();
+    assert_eq!(batch.len(), 11);
+    assert_eq!(batch[10].error.as_deref(), Some("refused FAIL me"));
+    assert_eq!(batch[3].prompt_chars, 2);
+    // Eleven 200 ms calls ran concurrently: far less than 11 × 200 ms (host time is not
+    // interpreter time, so the 1 s interpreter timeout is not hit either).
+    assert!(
+        batch[0].latency < Duration::from_millis(1500),
+        "{:?}",
+        batch[0].latency
+    );
+    assert_eq!(host.calls.load(std::sync::atomic::Ordering::SeqCst), 12);
+}
+
+#[tokio::test]
+async fn host_function_arguments_are_checked() {
+    let mut session = session("ctx").await;
+    let result = session.execute("llm_query(42)").await.unwrap();
+    let error = result.exception.unwrap();
+    assert_eq!(error.kind, "TypeError");
+    assert!(
+        error.message.contains("'prompt' must be str"),
+        "{}",
+        error.message
+    );
+    let result = session
+        .execute("llm_query_batched('not a list')")
+        .await
+        .unwrap();
+    assert_eq!(result.exception.unwrap().kind, "TypeError");
+    assert!(
+        session
+            .execute("print(llm_query_batched([]))")
+            .await
+            .unwrap()
+            .stdout
+            == "[]\n"
+    );
+}
+
+#[tokio::test]
+async fn final_var_resolves_the_variable_and_final_takes_a_value() {
+    let mut session = session("ctx").await;
+    let result = session
+        .execute("answer = 'forty two'\nFINAL_VAR('answer')")
+        .await
+        .unwrap();
+    let answer = result.final_answer.unwrap();
+    assert_eq!(
+        (answer.variable.as_deref(), answer.value.as_str()),
+        (Some("answer"), "forty two")
+    );
+    let result = session.execute("FINAL_VAR(answer)").await.unwrap();
+    assert_eq!(result.final_answer.unwrap().value, "forty two");
+    let result = session.execute("FINAL(6 * 7)").await.unwrap();
+    let answer = result.final_answer.unwrap();
+    assert_eq!((answer.variable, answer.value.as_str()), (None, "42"));
+    let missing = session.execute("FINAL_VAR('nope')").await.unwrap();
+    assert!(missing.final_answer.is_none());
+    assert_eq!(missing.exception.unwrap().kind, "NameError");
+}
+
+#[tokio::test]
+async fn variable_access_from_the_host() {
+    let mut session = session("ctx").await;
+    session
+        .execute("numbers = [1, 2]\ntext = 'a\\nb'\ndef f(): return 1")
+        .await
+        .unwrap();
+    assert_eq!(
+        session.variable_str("text").await.unwrap().as_deref(),
+        Some("a\nb")
+    );
+    assert_eq!(
+        session.variable_repr("text").await.unwrap().as_deref(),
+        Some("'a\\nb'")
+    );
+    assert_eq!(
+        session.variable_repr("numbers").await.unwrap().as_deref(),
+        Some("[1, 2]")
+    );
+    assert_eq!(session.variable_str("missing").await.unwrap(), None);
+    assert!(session.variable_str("not a name; import os").await.is_err());
+    let variables = session.variables().await.unwrap();
+    let names: Vec<_> = variables
+        .iter()
+        .map(|variable| (variable.name.as_str(), variable.type_name.as_str()))
+        .collect();
+    assert!(names.contains(&("numbers", "list")), "{names:?}");
+    assert!(names.contains(&("f", "function")), "{names:?}");
+    assert!(!names.iter().any(|(name, _)| *name == "print"), "{names:?}");
+    let shown = session
+        .execute("print(SHOW_VARS()['numbers'])")
+        .await
+        .unwrap();
+    assert_eq!(shown.stdout, "list\n");
+}
+
+#[tokio::test]
+async fn helpers_work_on_the_context_with_char_positions() {
+    let context = "alpha ünïcode\nsecret code: XYZ-1234\nbeta\nsecret code: ABC-9999\n";
+    let mut session = session(context).await;
+    let code = "found = find_all(r'[A-Z]{3}-\\d{4}')\n\
+                start, end, text = found[1]\n\
+                print(len(found), text, context[start:end] == text, slice_text(start, end) == text)\n\
+                print(line_range(1, 3))\n\
+                print(grep('secret', 0), end='')\n\
+                print(chunk_text(10, 2)[1], line_count(), len(find_all('e', max_matches=3)))";
+    let result = session.execute(code).await.unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        result.stdout,
+        "2 ABC-9999 True True\n['secret code: XYZ-1234', 'beta']\n1: secret code: XYZ-1234\n3: secret code: ABC-9999\n\
+         ïcode\nsecr 4 3\n"
+    );
+    let bad = session.execute("find_all('(unclosed')").await.unwrap();
+    assert_eq!(bad.exception.unwrap().kind, "ValueError");
+}
+
+#[tokio::test]
+async fn helpers_refuse_non_text_contexts_clearly() {
+    let mut session = session_with(
+        Isolation::Process,
+        vec![ContextInput::List(vec!["x".to_owned()])],
+    )
+    .await;
+    let result = session.execute("grep('x')").await.unwrap();
+    let error = result.exception.unwrap();
+    assert_eq!(error.kind, "TypeError");
+    assert!(error.message.contains("not a string"), "{}", error.message);
+    let result = session
+        .execute("print(grep('x', text=context[0]), end='')")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "0: x\n");
+}
+
+#[tokio::test]
+async fn in_process_mode_has_the_same_semantics() {
+    let mut session = session_with(Isolation::InProcess, vec!["in process".into()]).await;
+    let result = session
+        .execute("words = context.split()\nprint(llm_query(words[1]))")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "answer:process\n");
+    let result = session.execute("while True:\n    pass").await.unwrap();
+    assert_eq!(result.exception.unwrap().kind, "TimeoutError");
+    assert_eq!(
+        session.execute("print(words)").await.unwrap().stdout,
+        "['in', 'process']\n"
+    );
+}
+
+#[tokio::test]
+async fn output_is_capped_visibly() {
+    let mut session = session("ctx").await;
+    let result = session
+        .execute("for i in range(500):\n    print('line', i)")
+        .await
+        .unwrap();
+    assert!(result.is_ok());
+    assert_eq!(result.stdout.chars().count(), 1000);
+    assert!(
+        result.stdout_truncated_chars > 2000,
+        "{}",
+        result.stdout_truncated_chars
+    );
+    assert!(
+        result
+            .to_model_text()
+            .contains(&format!("… {} more chars", result.stdout_truncated_chars))
+    );
+}
