@@ -3,6 +3,7 @@
 //! The root model never sees a context's text; it sees this description (format hint, sizes,
 //! per-part lengths) and explores the text in the REPL.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rlm_context::{AnalyzeOptions, ContextMetadata, analyze_bytes, render_hint};
@@ -19,6 +20,9 @@ pub struct ContextPart {
     pub metadata: Option<ContextMetadata>,
     /// Free-form extra description, shown after the metadata.
     pub hint: Option<String>,
+    /// The file `text` was read from, if any: a sandbox worker can read it there instead of
+    /// receiving a copy.
+    pub path: Option<PathBuf>,
 }
 
 impl ContextPart {
@@ -29,6 +33,7 @@ impl ContextPart {
             text: text.into(),
             metadata: None,
             hint: None,
+            path: None,
         }
     }
 
@@ -42,6 +47,7 @@ impl ContextPart {
             text,
             metadata: Some(metadata),
             hint: None,
+            path: None,
         }
     }
 
@@ -49,6 +55,13 @@ impl ContextPart {
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Records the file the text came from (it must hold exactly `text`).
+    #[must_use]
+    pub fn with_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
         self
     }
 

@@ -48,6 +48,7 @@ pub mod prompt;
 mod repl;
 mod rlm;
 mod run;
+mod sandbox;
 pub mod trajectory;
 
 #[cfg(any(test, feature = "test-support"))]
@@ -68,6 +69,7 @@ pub use rlm::{
     DEFAULT_SUBCALL_WINDOW_CHARS, Rlm, RlmBuilder, Settings,
 };
 pub use run::{RunResult, Status};
+pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
 
 #[cfg(test)]
 mod tests;
