@@ -41,3 +41,9 @@ pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
 /// Ollama base URL (including `/v1`).
 pub const OLLAMA_BASE_URL: &str = "OLLAMA_BASE_URL";
+
+// --- rlm run
+/// Directory of prompt overrides (`system.md`, `first_turn.md`, ...) for `rlm run`.
+pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
+/// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`.
+pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";

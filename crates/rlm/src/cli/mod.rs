@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 mod inspect;
 mod llm;
+mod run;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
+pub use run::RunArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,6 +64,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
     Chat(ChatArgs),
+    /// Answer a question over huge contexts: the model writes code in a sandbox, calls
+    /// sub-models, and iterates until it answers.
+    Run(RunArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

@@ -5,6 +5,9 @@ mod completions;
 mod config;
 mod inspect;
 pub mod llm_settings;
+mod run;
+mod run_progress;
+mod run_sandbox;
 
 use std::process::ExitCode;
 
@@ -17,5 +20,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(args) => config::run(&global, args),
         Command::Completions(args) => completions::run(args),
         Command::Chat(args) => chat::run(&global, args),
+        Command::Run(args) => run::run(&global, args),
     }
 }
