@@ -184,7 +184,6 @@ async fn the_readme_replay_example_answers_without_a_key() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let recording = root.join("examples/needle.replay.jsonl");
     let args = [
-        "run",
         "--model",
         "openai:gpt-4o",
         "--subcall-model",
@@ -212,13 +211,18 @@ async fn the_readme_replay_example_answers_without_a_key() {
             FakeReply::text(code)
         });
         let mut command = rlm(&root, Some(&server));
-        command.arg("--record").arg(&recording).args(args);
+        command
+            .arg("run")
+            .arg("--record")
+            .arg(&recording)
+            .args(args);
         let output = run(command).await;
         assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     }
     let mut command = rlm(&root, None);
     command
         .env_remove("OPENAI_API_KEY")
+        .arg("run")
         .arg("--replay")
         .arg(&recording)
         .args(args);
