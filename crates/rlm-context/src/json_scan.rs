@@ -24,8 +24,7 @@ pub(crate) struct JsonScanner {
     parent_has_children: bool,
     top: Option<u8>,
     elements: u64,
-    element_expected: bool,
-    scalar_open: bool,
+    awaiting_value: bool,
     top_values: u64,
     unbalanced: bool,
     pub(crate) fields: FieldSet,
@@ -62,8 +61,7 @@ impl JsonScanner {
             parent_has_children: false,
             top: None,
             elements: 0,
-            element_expected: false,
-            scalar_open: false,
+            awaiting_value: true,
             top_values: 0,
             unbalanced: false,
             fields: FieldSet::new(field_limit),
@@ -78,17 +76,27 @@ impl JsonScanner {
                 continue;
             }
             let byte = block[index];
-            index += 1;
-            if !matches!(byte, b'"' | b'{' | b'[' | b'}' | b']' | b':' | b',')
-                && !byte.is_ascii_whitespace()
-            {
-                if !self.scalar_open {
-                    self.scalar_open = true;
+            if self.awaiting_value {
+                // Only here do scalars matter: an element of the top array, a record field's
+                // value, or a value after the top-level document.
+                if byte.is_ascii_whitespace() {
+                    index += 1;
+                    continue;
+                }
+                self.awaiting_value = false;
+                if !is_structural(byte) {
                     self.value_starts(None);
+                    index += 1;
+                    continue;
+                }
+            } else if !is_structural(byte) {
+                match block[index..].iter().position(|&b| is_structural(b)) {
+                    Some(offset) => index += offset,
+                    None => return,
                 }
                 continue;
             }
-            self.scalar_open = false;
+            index += 1;
             match byte {
                 b'"' => {
                     self.in_string = true;
@@ -108,25 +116,22 @@ impl JsonScanner {
                         self.containers[d] = byte;
                         self.expect_key[d] = byte == b'{';
                     }
-                    if self.depth == 1 {
-                        self.element_expected = byte == b'[';
-                    }
+                    self.awaiting_value = self.depth == 1 && byte == b'[';
                 }
                 b'}' | b']' => self.close(),
                 b':' => {
                     if let Some(d) = self.tracked(self.depth) {
                         self.expect_key[d] = false;
                     }
+                    self.awaiting_value = self.depth == self.base && self.pending_key.is_some();
                 }
-                b',' => {
+                _ => {
+                    // A comma.
                     if let Some(d) = self.tracked(self.depth) {
                         self.expect_key[d] = self.containers[d] == b'{';
                     }
-                    if self.depth == 1 && self.top == Some(b'[') {
-                        self.element_expected = true;
-                    }
+                    self.awaiting_value = self.depth == 1 && self.top == Some(b'[');
                 }
-                _ => {}
             }
         }
     }
@@ -196,9 +201,8 @@ impl JsonScanner {
                 self.top = container;
             }
         }
-        if self.depth == 1 && self.top == Some(b'[') && self.element_expected {
+        if self.depth == 1 && self.top == Some(b'[') {
             self.elements += 1;
-            self.element_expected = false;
         }
         if self.depth == self.base
             && let Some(key) = self.pending_key.take()
@@ -224,9 +228,8 @@ impl JsonScanner {
             self.fields.insert(parent);
         }
         self.depth -= 1;
-        if self.depth == 1 && self.top == Some(b'[') {
-            self.element_expected = false;
-        }
+        // Anything after the top-level document is worth noticing.
+        self.awaiting_value = self.depth == 0;
     }
 
     pub(crate) fn finish(self) -> JsonScan {
@@ -238,6 +241,10 @@ impl JsonScanner {
             fields: self.fields,
         }
     }
+}
+
+fn is_structural(byte: u8) -> bool {
+    matches!(byte, b'"' | b'{' | b'[' | b'}' | b']' | b':' | b',')
 }
 
 fn decode_key(raw: &[u8]) -> String {

@@ -24,6 +24,8 @@ mod records;
 mod render;
 mod scan;
 mod sniff;
+pub mod tokens;
+pub mod words;
 
 use std::path::PathBuf;
 

@@ -129,6 +129,11 @@ impl TextStats {
     }
 
     fn count_chars(&mut self, block: &[u8], offset: u64) {
+        // Fast path: SIMD validation; the precise walk below only runs on invalid input.
+        if simdutf8::basic::from_utf8(block).is_ok() {
+            self.chars += count_char_starts(block);
+            return;
+        }
         let mut rest = block;
         let mut consumed = 0u64;
         loop {
@@ -155,14 +160,14 @@ impl TextStats {
     }
 }
 
-/// How many times `needle` occurs; a plain loop the compiler turns into SIMD.
+/// How many times `needle` occurs (SIMD, chosen at run time).
 pub(crate) fn count_byte(haystack: &[u8], needle: u8) -> u64 {
-    haystack.iter().filter(|&&byte| byte == needle).count() as u64
+    bytecount::count(haystack, needle) as u64
 }
 
 /// Characters in valid UTF-8: every byte that is not a continuation byte starts one.
 fn count_char_starts(valid: &[u8]) -> u64 {
-    valid.iter().filter(|&&byte| (byte as i8) >= -0x40).count() as u64
+    bytecount::num_chars(valid) as u64
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::provider::{ModelRef, ProviderKind};
 use crate::retry::is_retryable_status;
 use crate::sse::SseParser;
 use crate::types::{ChatRequest, ChatResponse};
-use crate::wire::{self, Parsed, StreamDecoder};
+use crate::wire::{self, EventError, Parsed, StreamDecoder};
 
 /// A failed attempt: the error, whether another attempt may help, and the response headers
 /// (for `retry-after`).
@@ -130,6 +130,7 @@ impl LlmClient {
         let mut parsed = match outcome {
             Ok(parsed) => parsed,
             Err(error) => {
+                debug!(error = %error, retries, "model call failed");
                 self.ledger.record_failure(&model_label, latency, retries);
                 return Err(error);
             }
@@ -140,6 +141,15 @@ impl LlmClient {
         let cost_usd = price.map(|p| p.cost(&parsed.usage));
         self.ledger
             .record(&model_label, &parsed.usage, cost_usd, latency, retries);
+        debug!(
+            input = parsed.usage.input_tokens,
+            output = parsed.usage.output_tokens,
+            cache_read = parsed.usage.cache_read_tokens,
+            cache_write = parsed.usage.cache_write_tokens,
+            latency_ms = latency.as_millis() as u64,
+            retries,
+            "model call done"
+        );
         let response = ChatResponse {
             text: parsed.text,
             model: model_label,
@@ -206,8 +216,12 @@ impl LlmClient {
             None => Duration::MAX,
         };
         let limit = timeout.min(remaining);
+        // Headers and a whole (non-streamed) body share one attempt deadline; a stream instead
+        // gets `limit` of silence between chunks, since long answers legitimately take minutes.
+        let attempt_deadline = instant_after(limit);
+        let overall_deadline = self.deadline.map(tokio::time::Instant::from_std);
         let timed_out = |url: &str| {
-            if limit < timeout {
+            if overall_deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
                 deadline_error()
             } else {
                 AttemptError {
@@ -227,7 +241,7 @@ impl LlmClient {
             .headers(headers.clone())
             .body(body.to_vec())
             .send();
-        let response = match tokio::time::timeout(limit, send).await {
+        let response = match tokio::time::timeout_at(attempt_deadline, send).await {
             Err(_) => return Err(timed_out(url)),
             Ok(Err(err)) => return Err(transport_error(url, err)),
             Ok(Ok(response)) => response,
@@ -237,7 +251,7 @@ impl LlmClient {
         let model = model_ref.model.clone();
         if !(200..300).contains(&status) {
             let response_headers = response.headers().clone();
-            let body = tokio::time::timeout(limit, response.bytes())
+            let body = tokio::time::timeout_at(attempt_deadline, response.bytes())
                 .await
                 .ok()
                 .and_then(Result::ok)
@@ -249,7 +263,7 @@ impl LlmClient {
                     status,
                     message: wire::error_message(&body),
                 },
-                retryable: is_retryable_status(status),
+                retryable: should_retry(status, &response_headers),
                 headers: Some(response_headers),
             });
         }
@@ -261,7 +275,7 @@ impl LlmClient {
             })
         };
         let Some(sink) = on_text.as_mut() else {
-            let bytes = match tokio::time::timeout(limit, response.bytes()).await {
+            let bytes = match tokio::time::timeout_at(attempt_deadline, response.bytes()).await {
                 Err(_) => return Err(timed_out(url)),
                 Ok(Err(err)) => return Err(transport_error(url, err)),
                 Ok(Ok(bytes)) => bytes,
@@ -282,14 +296,32 @@ impl LlmClient {
         };
         while !decoder.is_done() {
             // While streaming, the timeout bounds the silence between two chunks.
-            let chunk = match tokio::time::timeout(limit, chunks.next()).await {
+            let silence_limit = match overall_deadline {
+                Some(deadline) => instant_after(timeout).min(deadline),
+                None => instant_after(timeout),
+            };
+            let chunk = match tokio::time::timeout_at(silence_limit, chunks.next()).await {
                 Err(_) => return Err(timed_out(url)),
                 Ok(None) => return Err(interrupted()),
                 Ok(Some(Err(_))) => return Err(interrupted()),
                 Ok(Some(Ok(chunk))) => chunk,
             };
             for event in parser.push(&chunk) {
-                if let Some(piece) = decoder.on_event(&event).map_err(decode_error)? {
+                let decoded = decoder.on_event(&event).map_err(|err| match err {
+                    EventError::Malformed(detail) => decode_error(detail),
+                    // Overload or rate errors reported inside a 200 stream are as transient as
+                    // the same status would be.
+                    EventError::Provider(message) => AttemptError {
+                        error: Error::StreamError {
+                            provider: slot.config.name.clone(),
+                            model: model_ref.model.clone(),
+                            message,
+                        },
+                        retryable: true,
+                        headers: None,
+                    },
+                })?;
+                if let Some(piece) = decoded {
                     *emitted = true;
                     sink(&piece);
                 }
@@ -297,6 +329,26 @@ impl LlmClient {
         }
         drop(permit);
         Ok(decoder.finish())
+    }
+}
+
+/// Now plus `duration`, saturating far in the future instead of overflowing.
+fn instant_after(duration: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// The status decides, unless the server says otherwise with `x-should-retry` (sent by OpenAI
+/// and Anthropic); a 400/401/403 is never retried whatever the header says.
+fn should_retry(status: u16, headers: &HeaderMap) -> bool {
+    if matches!(status, 400 | 401 | 403) {
+        return false;
+    }
+    match headers.get("x-should-retry").and_then(|v| v.to_str().ok()) {
+        Some("true") => true,
+        Some("false") => false,
+        _ => is_retryable_status(status),
     }
 }
 

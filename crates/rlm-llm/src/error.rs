@@ -53,6 +53,14 @@ pub enum Error {
         model: String,
         detail: String,
     },
+    /// The provider sent an error event in the middle of a stream (after retries when no text
+    /// had been delivered yet).
+    #[error("{provider} reported an error mid-stream for model `{model}`: {message}")]
+    StreamError {
+        provider: String,
+        model: String,
+        message: String,
+    },
     /// A streamed response ended before its final event.
     #[error("the stream from {provider} for model `{model}` ended before completion")]
     StreamInterrupted { provider: String, model: String },

@@ -11,7 +11,7 @@
 //! - **Accounting**: [`Usage`] per call, a shared [`UsageLedger`] per model and run, cost from a
 //!   [`PriceTable`] (unknown price → `None`, never zero), and a [`Budget`] that refuses calls.
 //! - **Record/replay**: JSON Lines cassettes with secrets redacted ([`cassette`]).
-//! - **Test support** (feature `test-support`): [`fake::FakeServer`], a local server speaking
+//! - **Test support** (feature `test-support`): `fake::FakeServer`, a local server speaking
 //!   both wire formats with scripted replies per model and fault injection.
 //!
 //! ```no_run

@@ -1,6 +1,6 @@
 //! When to retry and how long to wait.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
@@ -52,6 +52,19 @@ impl RetryPolicy {
 
 /// The wait a response asks for, from the headers providers send.
 pub fn server_hint(headers: &HeaderMap) -> Option<Duration> {
+    server_hint_at(headers, SystemTime::now())
+}
+
+/// Anthropic's reset headers: RFC 3339 times at which a limit refills.
+const ANTHROPIC_RESETS: [&str; 4] = [
+    "anthropic-ratelimit-requests-reset",
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-reset",
+];
+
+/// [`server_hint`] with an explicit clock, for the timestamp headers.
+pub fn server_hint_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
@@ -66,10 +79,80 @@ pub fn server_hint(headers: &HeaderMap) -> Option<Duration> {
         return Some(Duration::from_secs_f64(seconds));
     }
     // OpenAI: "6m0s", "20ms", "1.5s". Take the longer of the two resets when both are given.
-    ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
+    let openai = ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
         .iter()
         .filter_map(|name| get(name).and_then(parse_go_duration))
+        .max();
+    if openai.is_some() {
+        return openai;
+    }
+    ANTHROPIC_RESETS
+        .iter()
+        .filter_map(|name| get(name).and_then(parse_rfc3339))
+        .filter_map(|at| at.duration_since(now).ok())
         .max()
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` into a system time.
+pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    let text = text.trim();
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(range)?;
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    let bytes = text.as_bytes();
+    if bytes.len() < 20
+        || bytes[4] != b'-'
+        || bytes[7] != b'-'
+        || !matches!(bytes[10], b'T' | b't' | b' ')
+    {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut nanos = 0u32;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        let padded = format!("{:0<9}", &fraction[..digits.min(9)]);
+        nanos = padded.parse().ok()?;
+        rest = &fraction[digits..];
+    }
+    let offset_seconds = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && matches!(rest.as_bytes()[0], b'+' | b'-') => {
+            let hours: i64 = rest.get(1..3)?.parse().ok()?;
+            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            sign * (hours * 3600 + minutes * 60)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
+    let seconds = u64::try_from(seconds).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::new(seconds, nanos))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_from_march = (month + 9) % 12;
+    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
 }
 
 /// Parses Go-style durations (`1h2m3.5s`, `20ms`, `750us`).
@@ -137,6 +220,34 @@ mod tests {
         );
         reset.insert("x-ratelimit-reset-tokens", HeaderValue::from_static("1s"));
         assert_eq!(server_hint(&reset), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn anthropic_reset_timestamps() {
+        let at = parse_rfc3339("2025-03-01T12:00:30Z").unwrap();
+        let epoch = at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(epoch, 1_740_830_430);
+        let shifted = parse_rfc3339("2025-03-01T14:00:30.5+02:00").unwrap();
+        assert_eq!(
+            shifted.duration_since(at).unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse_rfc3339("2025-13-01T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339("tomorrow"), None);
+
+        let now = parse_rfc3339("2025-03-01T12:00:00Z").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "anthropic-ratelimit-requests-reset",
+            HeaderValue::from_static("2025-03-01T12:00:30Z"),
+        );
+        headers.insert(
+            "anthropic-ratelimit-tokens-reset",
+            HeaderValue::from_static("2025-03-01T11:59:00Z"),
+        );
+        assert_eq!(server_hint_at(&headers, now), Some(Duration::from_secs(30)));
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(server_hint_at(&headers, now), Some(Duration::from_secs(3)));
     }
 
     #[test]

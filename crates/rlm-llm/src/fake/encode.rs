@@ -181,3 +181,17 @@ pub(crate) fn stream_tail(
         ],
     }
 }
+
+/// A provider error event inside a stream.
+pub(crate) fn stream_error(wire: ProviderKind, message: &str) -> String {
+    match wire {
+        ProviderKind::OpenAi => event(
+            None,
+            &json!({"error": {"message": message, "type": "server_error"}}),
+        ),
+        ProviderKind::Anthropic => event(
+            Some("error"),
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
+        ),
+    }
+}

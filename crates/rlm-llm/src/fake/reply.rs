@@ -59,6 +59,9 @@ pub enum FakeBehavior {
     Hang,
     /// Answer 200 with a body that is not valid JSON (or a stream event that is not).
     MalformedJson,
+    /// When streaming, send the stream's opening events and then a provider error event (as
+    /// Anthropic does for `overloaded_error` mid-stream); without streaming, a 529.
+    ErrorEvent(String),
     /// Stream part of this text, then cut the connection in the middle of an event. Without
     /// streaming, the body is cut in the middle instead.
     CutStream(String),
@@ -131,6 +134,11 @@ impl FakeReply {
     /// 200 with an invalid JSON body.
     pub fn malformed_json() -> Self {
         Self::of(FakeBehavior::MalformedJson)
+    }
+
+    /// An error event inside a 200 stream (a 529 when the request does not stream).
+    pub fn error_event(message: impl Into<String>) -> Self {
+        Self::of(FakeBehavior::ErrorEvent(message.into()))
     }
 
     /// Streams `partial` and then cuts the connection mid-event.

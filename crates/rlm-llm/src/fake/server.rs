@@ -155,6 +155,15 @@ async fn respond(
             events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
             sse_response(events, false, guard)
         }
+        FakeBehavior::ErrorEvent(message) if seen.stream => {
+            let usage = usage.unwrap_or_default();
+            let mut events = encode::stream_head(wire, &seen.model, &usage);
+            events.push(encode::stream_error(wire, &message));
+            sse_response(events, false, guard)
+        }
+        FakeBehavior::ErrorEvent(message) => {
+            json_response(529, &[], &encode::error_body(wire, 529, &message))
+        }
         FakeBehavior::CutStream(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
             if !seen.stream {

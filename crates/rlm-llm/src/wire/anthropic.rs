@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Parsed, count};
+use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Role, Usage};
 
@@ -12,19 +12,33 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; used when the request sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// From this many messages on, the conversation history is marked for caching as well.
+const MULTI_TURN_MESSAGES: usize = 3;
+
 /// Appended to the system prompt in JSON mode: the Messages API has no `response_format`.
 const JSON_INSTRUCTION: &str = "Answer with one JSON object and nothing else.";
 
 pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
+    // In a multi-turn conversation (the RLM loop) the history up to the newest message is the
+    // next call's prefix too, so the last message is a second cache breakpoint. Single-shot
+    // calls skip it: a cache write costs 1.25x input and would never be read.
+    let cache_last = request.messages.len() >= MULTI_TURN_MESSAGES;
+    let last = request.messages.len().saturating_sub(1);
     let messages: Vec<Value> = request
         .messages
         .iter()
-        .map(|message| {
+        .enumerate()
+        .map(|(index, message)| {
             let role = match message.role {
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
-            json!({"role": role, "content": message.content})
+            if cache_last && index == last {
+                json!({"role": role, "content": [{"type": "text", "text": message.content,
+                    "cache_control": {"type": "ephemeral"}}]})
+            } else {
+                json!({"role": role, "content": message.content})
+            }
         })
         .collect();
     let mut body = serde_json::Map::new();
@@ -112,12 +126,12 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         if event.data.trim().is_empty() {
             return Ok(None);
         }
-        let value: Value =
-            serde_json::from_str(&event.data).map_err(|err| format!("bad stream event: {err}"))?;
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|err| EventError::Malformed(format!("bad stream event: {err}")))?;
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -154,12 +168,12 @@ impl StreamState {
                 self.done = true;
                 Ok(None)
             }
-            "error" => Err(format!(
-                "error event in stream: {}",
+            "error" => Err(EventError::Provider(
                 value
                     .pointer("/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("no message")
+                    .to_owned(),
             )),
             _ => Ok(None),
         }
@@ -183,6 +197,20 @@ mod tests {
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(body["stop_sequences"][0], "END");
         assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn multi_turn_history_gets_a_cache_breakpoint_single_shot_does_not() {
+        let single = request_body(&ChatRequest::new("x").user("q"), "m", false);
+        assert_eq!(single["messages"][0]["content"], "q");
+        let turns = ChatRequest::new("x").user("q1").assistant("a1").user("q2");
+        let body = request_body(&turns, "m", false);
+        assert_eq!(body["messages"][0]["content"], "q1");
+        assert_eq!(body["messages"][2]["content"][0]["text"], "q2");
+        assert_eq!(
+            body["messages"][2]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
     }
 
     #[test]

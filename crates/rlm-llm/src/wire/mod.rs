@@ -44,6 +44,15 @@ pub(crate) fn clean_json_answer(kind: ProviderKind, text: &mut String) {
     }
 }
 
+/// Why a stream event could not be used.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EventError {
+    /// The event is not what the format promises.
+    Malformed(String),
+    /// The provider sent an error event (e.g. Anthropic `overloaded_error` mid-stream).
+    Provider(String),
+}
+
 /// Decodes the events of a streamed response.
 #[derive(Debug)]
 pub(crate) enum StreamDecoder {
@@ -60,7 +69,7 @@ impl StreamDecoder {
     }
 
     /// Handles one event; returns new answer text, if any.
-    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         match self {
             Self::OpenAi(state) => state.on_event(event),
             Self::Anthropic(state) => state.on_event(event),

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Parsed, count};
+use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Role, Usage};
 
@@ -25,7 +25,14 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         body.insert("temperature".into(), json!(temperature));
     }
     if let Some(max_tokens) = request.max_tokens {
-        body.insert("max_tokens".into(), json!(max_tokens));
+        // Reasoning models reject the older `max_tokens`; other OpenAI-compatible servers
+        // (Ollama, vLLM, llama.cpp) only know `max_tokens`.
+        let field = if uses_max_completion_tokens(model) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body.insert(field.into(), json!(max_tokens));
     }
     if !request.stop.is_empty() {
         body.insert("stop".into(), json!(request.stop));
@@ -39,6 +46,12 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+fn uses_max_completion_tokens(model: &str) -> bool {
+    ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|prefix| model.starts_with(prefix))
 }
 
 fn usage(value: &Value) -> Usage {
@@ -81,7 +94,7 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, String> {
+    pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -90,10 +103,10 @@ impl StreamState {
         if data.is_empty() {
             return Ok(None);
         }
-        let value: Value =
-            serde_json::from_str(data).map_err(|err| format!("bad stream chunk: {err}"))?;
+        let value: Value = serde_json::from_str(data)
+            .map_err(|err| EventError::Malformed(format!("bad stream chunk: {err}")))?;
         if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
-            return Err(format!("error event in stream: {message}"));
+            return Err(EventError::Provider(message.to_owned()));
         }
         if let Some(found) = value.get("usage").filter(|u| !u.is_null()) {
             self.parsed.usage = usage(found);
@@ -135,6 +148,21 @@ mod tests {
         assert_eq!(body["stop"][0], "END");
         assert_eq!(body["response_format"]["type"], "json_object");
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn reasoning_models_get_max_completion_tokens() {
+        let request = ChatRequest::new("x").user("q").max_tokens(7);
+        assert_eq!(
+            request_body(&request, "o3-mini", false)["max_completion_tokens"],
+            7
+        );
+        assert!(
+            request_body(&request, "o3-mini", false)
+                .get("max_tokens")
+                .is_none()
+        );
+        assert_eq!(request_body(&request, "qwen2.5:7b", false)["max_tokens"], 7);
     }
 
     #[test]

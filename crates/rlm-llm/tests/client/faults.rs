@@ -212,3 +212,54 @@ async fn missing_key_names_the_variable_before_any_request() {
     assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
     assert_eq!(server.request_count(), 0);
 }
+
+#[tokio::test]
+async fn x_should_retry_overrides_the_status_but_never_for_auth_errors() {
+    let server = server().await;
+    server.script(
+        "m",
+        [
+            FakeReply::status(503, "maintenance").with_header("x-should-retry", "false"),
+            FakeReply::status(401, "bad key").with_header("x-should-retry", "true"),
+            FakeReply::status(418, "odd").with_header("x-should-retry", "true"),
+            FakeReply::text("ok"),
+        ],
+    );
+    let client = client(&server, 3);
+    let err = client.chat(&ask("m")).await.unwrap_err();
+    assert!(matches!(err, Error::Status { status: 503, .. }), "{err:?}");
+    let err = client.chat(&ask("m")).await.unwrap_err();
+    assert!(matches!(err, Error::Status { status: 401, .. }), "{err:?}");
+    let answer = client.chat(&ask("m")).await.unwrap();
+    assert_eq!((answer.text.as_str(), answer.retries), ("ok", 1));
+    assert_eq!(server.request_count(), 4);
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_is_retried_before_any_text() {
+    for model in ["ev-openai", "fake-anthropic:ev-anthropic"] {
+        let server = server().await;
+        let bare = model.rsplit(':').next().unwrap();
+        server.script(
+            bare,
+            [
+                FakeReply::error_event("Overloaded"),
+                FakeReply::text("fine"),
+            ],
+        );
+        let mut text = String::new();
+        let answer = client(&server, 2)
+            .chat_streaming(&ask(model), &mut |piece: &str| text.push_str(piece))
+            .await
+            .unwrap();
+        assert_eq!((text.as_str(), answer.retries), ("fine", 1), "{model}");
+
+        server.script(bare, [FakeReply::error_event("Overloaded")]);
+        let err = client(&server, 0)
+            .chat_streaming(&ask(model), &mut |_: &str| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::StreamError { .. }), "{model}: {err:?}");
+        assert!(err.to_string().contains("Overloaded"), "{err}");
+    }
+}

@@ -32,6 +32,10 @@ async fn openai_request_and_response_round_trip() {
         .max_tokens(5)
         .stop("\n\n")
         .json(true);
+    assert!(
+        !format!("{client:?}").contains("sk-test-key"),
+        "Debug leaked the key"
+    );
     let answer = client.chat(&request).await.unwrap();
     assert_eq!(answer.text, "four");
     assert_eq!(answer.model, "openai:gpt-test");

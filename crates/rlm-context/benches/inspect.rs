@@ -1,0 +1,240 @@
+//! Context metadata speed and memory, against `wc -l` on the same file.
+//!
+//! Run: `cargo bench -p rlm-context --bench inspect` (sizes: `RLM_BENCH_MB`, default 1024 for
+//! NDJSON; CSV and JSON-array files are a quarter of that). Prints medians of 5 runs with a warm
+//! page cache, the ratio to `wc -l`, and the peak RSS growth during analysis.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rlm_context::{AnalyzeOptions, analyze_path};
+
+const RUNS: usize = 5;
+
+fn main() -> std::io::Result<()> {
+    let megabytes: u64 = std::env::var("RLM_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024);
+    let dir = tempfile::tempdir()?;
+    println!(
+        "rlm inspect benchmark ({} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "wall = median wall time; cpu = median CPU time (user+sys, 10 ms ticks), robust when the machine is shared"
+    );
+    println!(
+        "{:<12} {:>8} {:>11} {:>11} {:>7} {:>10} {:>10} {:>7} {:>7} {:>10}",
+        "format", "MB", "wall", "wc wall", "ratio", "cpu", "wc cpu", "ratio", "GB/s", "RSS +MB"
+    );
+    let small = generate(dir.path(), "seed.ndjson", 4, ndjson_line)?;
+    report("ndjson 4MB", &small)?;
+    let files = [
+        (
+            "ndjson",
+            generate(dir.path(), "feed.ndjson", megabytes, ndjson_line)?,
+        ),
+        (
+            "csv",
+            generate(dir.path(), "table.csv", megabytes / 4, csv_line)?,
+        ),
+        (
+            "json-array",
+            generate_array(dir.path(), "items.json", megabytes / 4)?,
+        ),
+    ];
+    for (name, path) in &files {
+        report(name, path)?;
+    }
+    Ok(())
+}
+
+fn report(name: &str, path: &Path) -> std::io::Result<()> {
+    let bytes = std::fs::metadata(path)?.len();
+    // Warm the page cache so both tools read from memory.
+    wc_lines(path)?;
+    let mut analyze_times = Vec::new();
+    let mut analyze_cpu = Vec::new();
+    let mut wc_times = Vec::new();
+    let mut wc_cpu = Vec::new();
+    let mut peak_growth = 0;
+    for _ in 0..RUNS {
+        let (wall, cpu) = wc_lines(path)?;
+        wc_times.push(wall);
+        wc_cpu.push(cpu);
+        reset_peak_rss();
+        let before = peak_rss_kb();
+        let cpu_before = cpu_ticks(false);
+        let start = Instant::now();
+        let metadata =
+            analyze_path(path, &AnalyzeOptions::default()).map_err(std::io::Error::other)?;
+        analyze_times.push(start.elapsed());
+        analyze_cpu.push(ticks_to_duration(cpu_ticks(false) - cpu_before));
+        peak_growth = peak_growth.max(peak_rss_kb().saturating_sub(before));
+        std::hint::black_box(metadata);
+    }
+    let analyze = median(analyze_times);
+    let wc = median(wc_times);
+    let (cpu, wc_cpu) = (median(analyze_cpu), median(wc_cpu));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let ratio = |a: Duration, b: Duration| {
+        if b.is_zero() {
+            f64::NAN
+        } else {
+            a.as_secs_f64() / b.as_secs_f64()
+        }
+    };
+    println!(
+        "{:<12} {:>8.1} {:>9.1}ms {:>9.1}ms {:>7.2} {:>8.0}ms {:>8.0}ms {:>7.2} {:>7.2} {:>10.1}",
+        name,
+        bytes as f64 / 1e6,
+        ms(analyze),
+        ms(wc),
+        ratio(analyze, wc),
+        ms(cpu),
+        ms(wc_cpu),
+        ratio(cpu, wc_cpu),
+        bytes as f64 / analyze.as_secs_f64() / 1e9,
+        peak_growth as f64 / 1024.0,
+    );
+    Ok(())
+}
+
+/// Runs `wc -l`; returns its wall time and its CPU time (from the children's rusage ticks).
+fn wc_lines(path: &Path) -> std::io::Result<(Duration, Duration)> {
+    let children_before = cpu_ticks(true);
+    let start = Instant::now();
+    let status = Command::new("wc")
+        .arg("-l")
+        .arg(path)
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    if !status.success() {
+        return Err(std::io::Error::other("wc -l failed"));
+    }
+    Ok((
+        start.elapsed(),
+        ticks_to_duration(cpu_ticks(true) - children_before),
+    ))
+}
+
+/// utime+stime (or cutime+cstime for waited-for children) from /proc/self/stat, in clock ticks.
+fn cpu_ticks(children: bool) -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    // After the name: state, ppid, pgrp, session, tty, tpgid, flags, 4 fault counters, then
+    // utime, stime, cutime, cstime (fields 14-17 of proc(5)).
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let (first, second) = if children { (13, 14) } else { (11, 12) };
+    let tick = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    tick(first) + tick(second)
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    // Linux reports these in USER_HZ, which is 100 on every mainstream configuration.
+    Duration::from_millis(ticks * 10)
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Resets VmHWM (Linux: writing 5 to clear_refs), so each run reports its own peak.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn generate(
+    dir: &Path,
+    name: &str,
+    megabytes: u64,
+    line: fn(u64) -> String,
+) -> std::io::Result<PathBuf> {
+    let path = dir.join(name);
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
+    let target = megabytes * 1_000_000;
+    let mut written = 0;
+    let mut index = 0;
+    if name.ends_with(".csv") {
+        let header = "id,user,level,message,score\n";
+        out.write_all(header.as_bytes())?;
+        written += header.len() as u64;
+    }
+    while written < target {
+        let text = line(index);
+        out.write_all(text.as_bytes())?;
+        written += text.len() as u64;
+        index += 1;
+    }
+    out.flush()?;
+    Ok(path)
+}
+
+fn generate_array(dir: &Path, name: &str, megabytes: u64) -> std::io::Result<PathBuf> {
+    let path = dir.join(name);
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
+    let target = megabytes * 1_000_000;
+    let mut written = 1;
+    out.write_all(b"[")?;
+    let mut index = 0;
+    while written < target {
+        let mut text = ndjson_line(index);
+        text.pop();
+        if index > 0 {
+            text.insert(0, ',');
+        }
+        out.write_all(text.as_bytes())?;
+        written += text.len() as u64;
+        index += 1;
+    }
+    out.write_all(b"]")?;
+    out.flush()?;
+    Ok(path)
+}
+
+fn ndjson_line(index: u64) -> String {
+    let accent = if index.is_multiple_of(1000) {
+        " café — naïve 日本語"
+    } else {
+        ""
+    };
+    format!(
+        "{{\"id\":{index},\"author\":\"did:plc:{:x}\",\"text\":\"post number {index} about \\\"things\\\"{accent}\",\"createdAt\":\"2024-11-02T15:30:00Z\",\"authorProfile\":{{\"displayName\":\"User {}\"}},\"hashtags\":[\"a\",\"b\"]}}\n",
+        index * 7919,
+        index % 977
+    )
+}
+
+fn csv_line(index: u64) -> String {
+    if index.is_multiple_of(50) {
+        format!(
+            "{index},user{},WARN,\"multi-line\nmessage, with a comma\",{}\n",
+            index % 311,
+            index % 100
+        )
+    } else {
+        format!(
+            "{index},user{},INFO,plain message number {index},{}\n",
+            index % 311,
+            index % 100
+        )
+    }
+}

@@ -1,0 +1,272 @@
+//! Exact-enough brute-force vector search: an int8 scan picks candidates, f32 re-scores them.
+//!
+//! Measured in the design study (100k x 384, one core): f32 scan 16.9 ms, int8 scan 6.7 ms,
+//! int8 + f32 re-score of the top 40 7.2 ms with recall@10 = 1.000. No index to build or
+//! maintain, so inserts and deletes are free; an ANN index only pays past ~1M vectors.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::error::{Error, Result};
+use crate::manifest::ModelId;
+
+/// One search result: a caller id and its cosine similarity (dot product of unit vectors).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The id given to [`VectorIndex::insert`] (e.g. a chunk id).
+    pub id: u64,
+    /// Exact f32 dot product with the query, in `[-1, 1]` for unit vectors.
+    pub score: f32,
+}
+
+/// Vectors of one model, searchable by dot product.
+///
+/// Keeps each vector twice: f32 for exact scores, int8 (with a per-vector scale) for the
+/// scan that finds candidates. 100k x 384 takes 154 MB + 38 MB.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorIndex {
+    pub(crate) model: ModelId,
+    pub(crate) dimension: usize,
+    pub(crate) ids: Vec<u64>,
+    pub(crate) full: Vec<f32>,
+    pub(crate) quantized: Vec<i8>,
+    pub(crate) scales: Vec<f32>,
+}
+
+/// At least this many int8 candidates are re-scored in f32 (4 x k when k is larger).
+pub const MIN_CANDIDATES: usize = 40;
+
+impl VectorIndex {
+    /// An empty index for vectors of `model`, each `dimension` long.
+    pub fn new(model: ModelId, dimension: usize) -> Self {
+        Self {
+            model,
+            dimension,
+            ids: Vec::new(),
+            full: Vec::new(),
+            quantized: Vec::new(),
+            scales: Vec::new(),
+        }
+    }
+
+    /// The model whose vectors this index holds.
+    pub fn model(&self) -> &ModelId {
+        &self.model
+    }
+
+    /// Length of every vector.
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// Number of vectors.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the index holds no vector.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Reserves room for `additional` more vectors.
+    pub fn reserve(&mut self, additional: usize) {
+        self.ids.reserve(additional);
+        self.full.reserve(additional * self.dimension);
+        self.quantized.reserve(additional * self.dimension);
+        self.scales.reserve(additional);
+    }
+
+    /// Adds a vector under `id`. Ids are not deduplicated: remove an old one first.
+    pub fn insert(&mut self, id: u64, vector: &[f32]) -> Result<()> {
+        self.check_dimension(vector, "inserted vector")?;
+        if vector.iter().any(|x| !x.is_finite()) {
+            return Err(Error::InvalidVectors {
+                reason: format!("vector for id {id} holds NaN or infinity"),
+            });
+        }
+        let scale = quantize_into(vector, &mut self.quantized);
+        self.ids.push(id);
+        self.full.extend_from_slice(vector);
+        self.scales.push(scale);
+        Ok(())
+    }
+
+    /// Removes every vector stored under `id`; returns how many were removed.
+    pub fn remove(&mut self, id: u64) -> usize {
+        let mut removed = 0;
+        let mut index = 0;
+        while index < self.ids.len() {
+            if self.ids[index] == id {
+                self.swap_remove(index);
+                removed += 1;
+            } else {
+                index += 1;
+            }
+        }
+        removed
+    }
+
+    fn swap_remove(&mut self, index: usize) {
+        let dimension = self.dimension;
+        let last = self.ids.len() - 1;
+        self.ids.swap_remove(index);
+        self.scales.swap_remove(index);
+        if index != last {
+            let (head, tail) = self.full.split_at_mut(last * dimension);
+            head[index * dimension..(index + 1) * dimension].copy_from_slice(&tail[..dimension]);
+            let (head, tail) = self.quantized.split_at_mut(last * dimension);
+            head[index * dimension..(index + 1) * dimension].copy_from_slice(&tail[..dimension]);
+        }
+        self.full.truncate(last * dimension);
+        self.quantized.truncate(last * dimension);
+    }
+
+    /// The `k` vectors with the highest dot product with `query`, best first.
+    pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<Hit>> {
+        self.search_filtered(query, k, |_| true)
+    }
+
+    /// Like [`search`](Self::search), over only the ids for which `allow` returns true. The
+    /// filter runs before ranking, so `k` results come back whenever `k` ids are allowed.
+    pub fn search_filtered(
+        &self,
+        query: &[f32],
+        k: usize,
+        allow: impl Fn(u64) -> bool,
+    ) -> Result<Vec<Hit>> {
+        self.check_dimension(query, "query")?;
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut query_quantized = Vec::with_capacity(self.dimension);
+        let query_scale = quantize_into(query, &mut query_quantized);
+        let wanted = k.saturating_mul(4).max(MIN_CANDIDATES);
+
+        // Min-heap of the best approximate scores seen so far.
+        let mut candidates: BinaryHeap<Ranked> = BinaryHeap::with_capacity(wanted + 1);
+        let rows = self.quantized.chunks_exact(self.dimension);
+        for (index, (row, (&id, &scale))) in rows.zip(self.ids.iter().zip(&self.scales)).enumerate()
+        {
+            if !allow(id) {
+                continue;
+            }
+            let approximate = dot_i8(&query_quantized, row) as f32 * scale * query_scale;
+            if candidates.len() < wanted {
+                candidates.push(Ranked {
+                    score: approximate,
+                    index,
+                });
+            } else if candidates
+                .peek()
+                .is_some_and(|worst| approximate > worst.score)
+            {
+                candidates.pop();
+                candidates.push(Ranked {
+                    score: approximate,
+                    index,
+                });
+            }
+        }
+
+        let mut hits: Vec<Hit> = candidates
+            .into_iter()
+            .map(|candidate| {
+                let start = candidate.index * self.dimension;
+                let row = &self.full[start..start + self.dimension];
+                Hit {
+                    id: self.ids[candidate.index],
+                    score: dot_f32(query, row),
+                }
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        hits.truncate(k);
+        Ok(hits)
+    }
+
+    fn check_dimension(&self, vector: &[f32], what: &str) -> Result<()> {
+        if vector.len() == self.dimension {
+            Ok(())
+        } else {
+            Err(Error::DimensionMismatch {
+                context: format!("{what} for the vectors of model {}", self.model),
+                expected: self.dimension,
+                found: vector.len(),
+            })
+        }
+    }
+}
+
+/// A candidate ordered so that `BinaryHeap` pops the *lowest* score first.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    score: f32,
+    index: usize,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(other.index.cmp(&self.index))
+    }
+}
+
+/// Appends `vector` quantized to int8 and returns the scale (`value ≈ q * scale`).
+fn quantize_into(vector: &[f32], out: &mut Vec<i8>) -> f32 {
+    let largest = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if largest == 0.0 {
+        out.extend(std::iter::repeat_n(0i8, vector.len()));
+        return 0.0;
+    }
+    let scale = largest / 127.0;
+    // In range by construction: |x / scale| <= 127.
+    out.extend(vector.iter().map(|x| (x / scale).round() as i8));
+    scale
+}
+
+/// Integer dot product; written as a plain fold so LLVM vectorizes it (pmaddwd on x86-64).
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum()
+}
+
+/// f32 dot product with independent accumulators so it vectorizes without fast-math.
+fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [0.0f32; 8];
+    let chunks = a.chunks_exact(8).zip(b.chunks_exact(8));
+    for (x, y) in chunks {
+        for lane in 0..8 {
+            sums[lane] += x[lane] * y[lane];
+        }
+    }
+    let tail_start = a.len() - a.len() % 8;
+    let tail: f32 = a[tail_start..]
+        .iter()
+        .zip(&b[tail_start..])
+        .map(|(x, y)| x * y)
+        .sum();
+    sums.iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+#[path = "vector_index_tests.rs"]
+mod tests;

@@ -1,0 +1,158 @@
+use super::*;
+
+/// Deterministic pseudo-random unit vectors (xorshift), so tests need no extra crate.
+pub(crate) fn unit_vectors(count: usize, dimension: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut state = seed.max(1);
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    (0..count)
+        .map(|_| {
+            let mut v: Vec<f32> = (0..dimension).map(|_| next()).collect();
+            crate::pooling::normalize(&mut v);
+            v
+        })
+        .collect()
+}
+
+fn model() -> ModelId {
+    ModelId::from_stored("test@000000000000")
+}
+
+fn exact_top(
+    vectors: &[Vec<f32>],
+    query: &[f32],
+    k: usize,
+    allow: impl Fn(u64) -> bool,
+) -> Vec<u64> {
+    let mut scored: Vec<(u64, f32)> = vectors
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| allow(*i as u64))
+        .map(|(i, v)| (i as u64, v.iter().zip(query).map(|(a, b)| a * b).sum()))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.into_iter().take(k).map(|(id, _)| id).collect()
+}
+
+fn index_of(vectors: &[Vec<f32>]) -> VectorIndex {
+    let mut index = VectorIndex::new(model(), vectors[0].len());
+    for (id, v) in vectors.iter().enumerate() {
+        index.insert(id as u64, v).unwrap();
+    }
+    index
+}
+
+#[test]
+fn matches_exact_f32_ranking() {
+    let vectors = unit_vectors(3000, 64, 7);
+    let index = index_of(&vectors);
+    for query in unit_vectors(20, 64, 99) {
+        let hits = index.search(&query, 10).unwrap();
+        let ids: Vec<u64> = hits.iter().map(|h| h.id).collect();
+        assert_eq!(ids, exact_top(&vectors, &query, 10, |_| true));
+        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+        let expected: f32 = vectors[ids[0] as usize]
+            .iter()
+            .zip(&query)
+            .map(|(a, b)| a * b)
+            .sum();
+        assert!((hits[0].score - expected).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn filter_applies_before_ranking() {
+    let vectors = unit_vectors(2000, 32, 3);
+    let index = index_of(&vectors);
+    let query = &vectors[5];
+    let allow = |id: u64| id % 10 == 3;
+    let hits = index.search_filtered(query, 10, allow).unwrap();
+    assert_eq!(
+        hits.len(),
+        10,
+        "k results although most ids are filtered out"
+    );
+    assert!(hits.iter().all(|h| allow(h.id)));
+    let ids: Vec<u64> = hits.iter().map(|h| h.id).collect();
+    assert_eq!(ids, exact_top(&vectors, query, 10, allow));
+}
+
+#[test]
+fn fewer_allowed_than_k_returns_those() {
+    let vectors = unit_vectors(100, 8, 5);
+    let index = index_of(&vectors);
+    let hits = index.search_filtered(&vectors[0], 10, |id| id < 3).unwrap();
+    let mut ids: Vec<u64> = hits.iter().map(|h| h.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![0, 1, 2]);
+}
+
+#[test]
+fn dimension_mismatch_is_an_error() {
+    let mut index = VectorIndex::new(model(), 4);
+    let err = index.insert(1, &[1.0, 0.0]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::DimensionMismatch {
+                expected: 4,
+                found: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(index.search(&[1.0; 5], 1).is_err());
+    assert!(index.insert(1, &[f32::NAN, 0.0, 0.0, 0.0]).is_err());
+}
+
+#[test]
+fn remove_drops_every_copy_and_keeps_others_searchable() {
+    let vectors = unit_vectors(50, 16, 11);
+    let mut index = index_of(&vectors);
+    index.insert(7, &vectors[7]).unwrap();
+    assert_eq!(index.remove(7), 2);
+    assert_eq!(index.len(), 49);
+    let hits = index.search(&vectors[7], 49).unwrap();
+    assert!(hits.iter().all(|h| h.id != 7));
+    // The vector moved into a removed slot must still score as itself.
+    let top = index.search(&vectors[49], 1).unwrap();
+    assert_eq!(top[0].id, 49);
+    assert!((top[0].score - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn bytes_round_trip_and_reject_damage() {
+    let vectors = unit_vectors(30, 12, 13);
+    let index = index_of(&vectors);
+    let bytes = index.to_bytes();
+    let restored = VectorIndex::from_bytes(&bytes).unwrap();
+    assert_eq!(restored, index);
+    assert_eq!(restored.model(), &model());
+    assert!(VectorIndex::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+    let mut bad = bytes.clone();
+    bad[0] = b'X';
+    assert!(VectorIndex::from_bytes(&bad).is_err());
+    assert!(VectorIndex::from_bytes(&[]).is_err());
+}
+
+#[test]
+fn single_vector_blob_round_trip() {
+    let v = vec![0.25f32, -1.5, 3.0];
+    let bytes = crate::vector_to_bytes(&v);
+    assert_eq!(bytes.len(), 12);
+    assert_eq!(crate::vector_from_bytes(&bytes, 3).unwrap(), v);
+    assert!(crate::vector_from_bytes(&bytes, 4).is_err());
+}
+
+#[test]
+fn empty_index_and_zero_k() {
+    let index = VectorIndex::new(model(), 3);
+    assert!(index.search(&[1.0, 0.0, 0.0], 5).unwrap().is_empty());
+    let index = index_of(&unit_vectors(5, 3, 1));
+    assert!(index.search(&[1.0, 0.0, 0.0], 0).unwrap().is_empty());
+}

@@ -1,0 +1,229 @@
+//! `rlm chat` against the fake provider, through the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use rlm_llm::fake::{FakeReply, FakeServer};
+
+const KEY: &str = "sk-cli-test-secret";
+
+/// The binary with a clean environment pointing the `openai` provider at the fake server.
+fn rlm(dir: &Path, server: &FakeServer) -> Command {
+    let mut command = Command::cargo_bin("rlm").unwrap();
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("RLM_CONFIG")
+        .env_remove("RLM_MODEL")
+        .env_remove("RLM_RECORD")
+        .env_remove("RLM_REPLAY");
+    command
+}
+
+/// Runs a command on a blocking thread so the fake server keeps serving meanwhile.
+async fn output(mut command: Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_streams_the_answer_and_reports_usage_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script("gpt-4o-mini", [FakeReply::text("Paris is the capital.")]);
+    let mut command = rlm(dir.path(), &server);
+    command.args([
+        "-vv",
+        "chat",
+        "Capital of France?",
+        "--model",
+        "openai:gpt-4o-mini",
+        "--system",
+        "Be terse.",
+    ]);
+    let out = output(command).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), "Paris is the capital.\n");
+    assert!(stderr.contains("openai:gpt-4o-mini"), "{stderr}");
+    assert!(stderr.contains("tokens"), "{stderr}");
+    assert!(!stderr.contains(KEY), "the key leaked into the log");
+    let seen = &server.requests()[0];
+    assert!(seen.stream, "rlm chat should stream");
+    assert_eq!(seen.system.as_deref(), Some("Be terse."));
+    assert_eq!(
+        seen.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_json_prints_answer_and_usage_and_records_then_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script("gpt-4o", [FakeReply::text("{\"answer\": 4}")]);
+    let recording = dir.path().join("chat.jsonl");
+
+    let mut command = rlm(dir.path(), &server);
+    command
+        .env("RLM_MODEL", "openai:gpt-4o")
+        .args(["--json", "chat", "2+2", "--json-mode", "--record"])
+        .arg(&recording);
+    let out = output(command).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["type"], "answer");
+    assert_eq!(line["text"], "{\"answer\": 4}");
+    assert_eq!(line["model"], "openai:gpt-4o");
+    assert!(line["usage"]["output_tokens"].as_u64().unwrap() > 0);
+    assert!(
+        line["cost_usd"].as_f64().unwrap() > 0.0,
+        "gpt-4o has a built-in price"
+    );
+    assert_eq!(
+        server.requests()[0].body["response_format"]["type"],
+        "json_object"
+    );
+    assert!(!std::fs::read_to_string(&recording).unwrap().contains(KEY));
+
+    // Replay: no key, and the server must not be asked again.
+    let mut command = rlm(dir.path(), &server);
+    command
+        .env_remove("OPENAI_API_KEY")
+        .env("RLM_MODEL", "openai:gpt-4o")
+        .args(["--json", "chat", "2+2", "--json-mode", "--replay"])
+        .arg(&recording);
+    let out = output(command).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["text"], "{\"answer\": 4}");
+    assert_eq!(line["replayed"], true);
+    assert_eq!(server.request_count(), 1);
+
+    // A different prompt is a miss: input error with a hint.
+    let mut command = rlm(dir.path(), &server);
+    command
+        .env("RLM_MODEL", "openai:gpt-4o")
+        .args(["chat", "3+3", "--replay"])
+        .arg(&recording);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("no recorded response"), "{stderr}");
+    assert!(stderr.contains("hint:"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_errors_name_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+
+    let mut command = rlm(dir.path(), &server);
+    command
+        .env_remove("OPENAI_API_KEY")
+        .args(["chat", "hi", "--model", "openai:gpt-4o"]);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("OPENAI_API_KEY"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut command = rlm(dir.path(), &server);
+    command.args(["chat", "hi"]);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--model"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    server.script("gpt-4o", std::iter::repeat_n(FakeReply::server_error(), 3));
+    let mut command = rlm(dir.path(), &server);
+    command.args([
+        "chat",
+        "hi",
+        "--model",
+        "openai:gpt-4o",
+        "--max-retries",
+        "1",
+    ]);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("HTTP 500"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.request_count(), 2);
+
+    let mut command = rlm(dir.path(), &server);
+    command.args([
+        "chat",
+        "hi",
+        "--model",
+        "openai:gpt-4o",
+        "--record",
+        "a",
+        "--replay",
+        "b",
+    ]);
+    assert_eq!(output(command).await.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_call_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script("gpt-4o", [FakeReply::hang()]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlm"))
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("RLM_CONFIG")
+        .args(["chat", "hi", "--model", "openai:gpt-4o"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while server.in_flight() == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the request never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(exit.code(), Some(130));
+    // The connection was closed, so the server is no longer answering it.
+    let started = std::time::Instant::now();
+    while server.in_flight() != 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "request still open"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
