@@ -60,6 +60,7 @@ mod link;
 mod monty_glue;
 mod os_limits;
 mod protocol;
+mod python;
 mod result;
 mod sandbox;
 mod session;

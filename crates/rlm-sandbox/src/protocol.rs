@@ -39,6 +39,9 @@ pub(crate) enum ToWorker {
         limits: Limits,
         /// Apply OS resource limits to the worker process itself (worker mode only).
         os_limits: bool,
+        /// The CPython worker may run when Landlock is unavailable (it warns).
+        #[serde(default)]
+        allow_reduced_protection: bool,
     },
     /// Run a code cell.
     Execute { code: String },

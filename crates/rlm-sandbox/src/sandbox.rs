@@ -16,6 +16,9 @@ pub enum Backend {
     /// Monty, the embedded Python interpreter (a Python subset, no I/O by construction).
     #[default]
     Monty,
+    /// CPython (`python3`) in a namespace + Landlock sandbox: the full language and standard
+    /// library, always in a worker process. Needs `python3` and `unshare` (util-linux).
+    Python,
 }
 
 /// Where the interpreter runs.
@@ -74,6 +77,9 @@ pub struct Sandbox {
     pub(crate) isolation: Isolation,
     pub(crate) limits: Limits,
     pub(crate) worker_command: Option<WorkerCommand>,
+    /// Set for [`Backend::Python`]: whether some protections are missing.
+    pub(crate) reduced_protection: Option<String>,
+    pub(crate) allow_reduced_protection: bool,
 }
 
 impl Sandbox {
@@ -94,6 +100,12 @@ impl Sandbox {
     pub fn backend(&self) -> Backend {
         self.backend
     }
+
+    /// For the python backend run with reduced protection: what is missing.
+    #[must_use]
+    pub fn reduced_protection(&self) -> Option<&str> {
+        self.reduced_protection.as_deref()
+    }
 }
 
 /// Builder for [`Sandbox`].
@@ -103,6 +115,8 @@ pub struct SandboxBuilder {
     isolation: Isolation,
     limits: Limits,
     worker_command: Option<WorkerCommand>,
+    python: Option<PathBuf>,
+    allow_reduced_protection: bool,
 }
 
 impl SandboxBuilder {
@@ -134,12 +148,40 @@ impl SandboxBuilder {
         self
     }
 
+    /// The Python interpreter for [`Backend::Python`] (default `python3` from `PATH`).
+    #[must_use]
+    pub fn python_executable(mut self, python: impl Into<PathBuf>) -> Self {
+        self.python = Some(python.into());
+        self
+    }
+
+    /// Lets [`Backend::Python`] run when namespaces or Landlock are unavailable (with a loud
+    /// warning, and [`Sandbox::reduced_protection`] set). Off by default: it refuses instead.
+    #[must_use]
+    pub fn allow_reduced_protection(mut self, allow: bool) -> Self {
+        self.allow_reduced_protection = allow;
+        self
+    }
+
     /// Finishes the configuration.
     ///
     /// # Errors
     /// When process isolation is chosen without a worker command and the current executable
-    /// cannot be found.
+    /// cannot be found; for [`Backend::Python`], when `python3` is missing or a protection is
+    /// unavailable and reduced protection was not allowed.
     pub fn build(self) -> Result<Sandbox> {
+        if self.backend == Backend::Python {
+            let python = self.python.unwrap_or_else(|| PathBuf::from("python3"));
+            let launcher = crate::python::launcher(&python, self.allow_reduced_protection)?;
+            return Ok(Sandbox {
+                backend: self.backend,
+                isolation: Isolation::Process,
+                limits: self.limits,
+                worker_command: Some(launcher.command),
+                reduced_protection: launcher.reduced,
+                allow_reduced_protection: self.allow_reduced_protection,
+            });
+        }
         let worker_command = match (self.isolation, self.worker_command) {
             (Isolation::Process, None) => Some(WorkerCommand::current_exe()?),
             (_, command) => command,
@@ -149,6 +191,8 @@ impl SandboxBuilder {
             isolation: self.isolation,
             limits: self.limits,
             worker_command,
+            reduced_protection: None,
+            allow_reduced_protection: false,
         })
     }
 }

@@ -324,6 +324,7 @@ async fn start_link(
         meta,
         limits: sandbox.limits.clone(),
         os_limits: true,
+        allow_reduced_protection: sandbox.allow_reduced_protection,
     })
     .await?;
     match tokio::time::timeout(START_TIMEOUT, link.receive()).await {

@@ -36,6 +36,7 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
         meta,
         limits,
         os_limits,
+        ..
     }) = channel.receive()
     else {
         let _ = channel.send(FromWorker::StartFailed {

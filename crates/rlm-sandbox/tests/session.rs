@@ -286,3 +286,15 @@ async fn output_is_capped_visibly() {
             .contains(&format!("… {} more chars", result.stdout_truncated_chars))
     );
 }
+
+#[test]
+fn sessions_and_their_futures_can_move_between_threads() {
+    fn assert_send<T: Send>(_: &T) {}
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut session = runtime.block_on(session("ctx"));
+    assert_send(&session);
+    let future = session.execute("print(1)");
+    assert_send(&future);
+    let result = runtime.block_on(future).unwrap();
+    assert_eq!(result.stdout, "1\n");
+}

@@ -5,7 +5,7 @@ use std::ops::Deref;
 use monty_types::{MontyException, MontyObject};
 use regex::Regex;
 
-use super::{Arguments, type_error, value_error};
+use super::arguments::{Arguments, type_error, value_error};
 use crate::helpers::IndexedText;
 
 /// Default bound on `find_all` results, so one call cannot return millions of tuples by accident.

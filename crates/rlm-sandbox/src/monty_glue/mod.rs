@@ -5,17 +5,20 @@
 //! forwards `llm_query` & co. to a [`HostBridge`] (a pipe to the host in worker mode, a channel in
 //! in-process mode).
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use monty::{MontyRepl, ReplProgress};
 use monty_types::{
     CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
-    PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+    PrintWriter, ResourceLimits, ResourceTracker,
 };
 
+mod arguments;
 mod helper_calls;
+mod output;
 
+use self::arguments::Arguments;
+use self::output::CappedOutput;
 use crate::helpers::IndexedText;
 use crate::host::SubCallKind;
 use crate::limits::Limits;
@@ -422,110 +425,6 @@ impl MontyInterpreter {
     }
 }
 
-/// Positional and keyword arguments of one host-function call.
-#[derive(Debug)]
-pub(crate) struct Arguments<'a> {
-    pub function: &'a str,
-    pub args: &'a [MontyObject],
-    pub kwargs: &'a [(MontyObject, MontyObject)],
-}
-
-impl Arguments<'_> {
-    /// The argument at `index` or named `name`, if given and not `None`.
-    pub(crate) fn get(&self, index: usize, name: &str) -> Option<&MontyObject> {
-        let keyword = self.kwargs.iter().find_map(|(key, value)| match key {
-            MontyObject::String(key) if key == name => Some(value),
-            _ => None,
-        });
-        keyword
-            .or_else(|| self.args.get(index))
-            .filter(|value| !matches!(value, MontyObject::None))
-    }
-
-    pub(crate) fn required(
-        &self,
-        index: usize,
-        name: &str,
-    ) -> Result<&MontyObject, MontyException> {
-        self.get(index, name).ok_or_else(|| {
-            type_error(format!(
-                "{}() missing required argument '{name}'",
-                self.function
-            ))
-        })
-    }
-
-    pub(crate) fn string(&self, index: usize, name: &str) -> Result<String, MontyException> {
-        match self.required(index, name)? {
-            MontyObject::String(text) => Ok(text.clone()),
-            other => Err(self.wrong_type(name, "str", other)),
-        }
-    }
-
-    pub(crate) fn optional_string(
-        &self,
-        index: usize,
-        name: &str,
-    ) -> Result<Option<String>, MontyException> {
-        match self.get(index, name) {
-            None => Ok(None),
-            Some(MontyObject::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(self.wrong_type(name, "str or None", other)),
-        }
-    }
-
-    pub(crate) fn string_list(
-        &self,
-        index: usize,
-        name: &str,
-    ) -> Result<Vec<String>, MontyException> {
-        match self.required(index, name)? {
-            MontyObject::List(items) | MontyObject::Tuple(items) => items
-                .iter()
-                .map(|item| match item {
-                    MontyObject::String(text) => Ok(text.clone()),
-                    other => Err(self.wrong_type(name, "a list of str", other)),
-                })
-                .collect(),
-            other => Err(self.wrong_type(name, "a list of str", other)),
-        }
-    }
-
-    pub(crate) fn integer(
-        &self,
-        index: usize,
-        name: &str,
-        default: Option<i64>,
-    ) -> Result<i64, MontyException> {
-        match (self.get(index, name), default) {
-            (Some(MontyObject::Int(value)), _) => Ok(*value),
-            (Some(MontyObject::Bool(value)), _) => Ok(i64::from(*value)),
-            (Some(other), _) => Err(self.wrong_type(name, "int", other)),
-            (None, Some(default)) => Ok(default),
-            (None, None) => Err(type_error(format!(
-                "{}() missing required argument '{name}'",
-                self.function
-            ))),
-        }
-    }
-
-    fn wrong_type(&self, name: &str, expected: &str, got: &MontyObject) -> MontyException {
-        type_error(format!(
-            "{}(): '{name}' must be {expected}, not {}",
-            self.function,
-            got.type_name()
-        ))
-    }
-}
-
-pub(crate) fn type_error(message: String) -> MontyException {
-    MontyException::new(ExcType::TypeError, Some(message))
-}
-
-pub(crate) fn value_error(message: String) -> MontyException {
-    MontyException::new(ExcType::ValueError, Some(message))
-}
-
 fn exception_info(error: &MontyException) -> ExceptionInfo {
     ExceptionInfo {
         kind: error.exc_type().to_string(),
@@ -595,70 +494,9 @@ fn remember_identifiers(code: &str, names: &mut BTreeSet<String>) {
     }
 }
 
-/// Print sink that keeps the first `cap` chars and counts the rest.
-#[derive(Debug)]
-struct CappedOutput {
-    text: String,
-    kept_chars: usize,
-    cap: usize,
-    dropped_chars: u64,
-}
-
-impl CappedOutput {
-    fn new(cap: usize) -> Self {
-        Self {
-            text: String::new(),
-            kept_chars: 0,
-            cap,
-            dropped_chars: 0,
-        }
-    }
-
-    fn push(&mut self, piece: &str) {
-        let room = self.cap - self.kept_chars;
-        if room == 0 {
-            self.dropped_chars += piece.chars().count() as u64;
-            return;
-        }
-        match piece.char_indices().nth(room) {
-            None => {
-                self.kept_chars += piece.chars().count();
-                self.text.push_str(piece);
-            }
-            Some((cut, _)) => {
-                self.text.push_str(&piece[..cut]);
-                self.kept_chars = self.cap;
-                self.dropped_chars += piece[cut..].chars().count() as u64;
-            }
-        }
-    }
-}
-
-impl PrintWriterCallback for CappedOutput {
-    fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
-        self.push(&output);
-        Ok(())
-    }
-
-    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
-        let mut buffer = [0; 4];
-        self.push(end.encode_utf8(&mut buffer));
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn capped_output_counts_what_it_drops() {
-        let mut output = CappedOutput::new(5);
-        output.push("héllo");
-        output.push(" wörld");
-        assert_eq!(output.text, "héllo");
-        assert_eq!(output.dropped_chars, 6);
-    }
 
     #[test]
     fn identifiers_skip_keywords_privates_and_helpers() {
