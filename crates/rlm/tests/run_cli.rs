@@ -239,3 +239,61 @@ const NEEDLE_SCRIPT: [&str; 4] = [
     "One support-chat message mentions a code. I'll have a sub-model confirm what it is.\n```repl\nline = grep('(?i)override code')\ncode = llm_query('This log line may reveal an access code. Reply with the code only, or NONE.\\n\\n' + line)\nprint(code)\n",
     "FINAL(The secret code is OSPREY-7731: user gus read out the vault override code in a support chat at 2024-05-13T08:08:08Z.)",
 ];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_exits_130_and_keeps_the_turns_already_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::text("```repl\nprint(len(context))\n"),
+            FakeReply::hang(),
+        ],
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlm"))
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("RLM_CONFIG")
+        .args([
+            "run",
+            "--model",
+            "openai:root",
+            "--log",
+            "logs",
+            "--context",
+            "abc",
+            "q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while server.requests_for("root").len() < 2 || server.in_flight() == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "turn 2 never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(exit.code(), Some(130));
+    let logs = logs_in(&dir.path().join("logs"));
+    assert_eq!(logs.len(), 1);
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    let kinds: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert_eq!(kinds, ["\"metadata\"", "\"iteration\""]);
+}
