@@ -6,8 +6,8 @@
 //! chooses (`llm_query`, `llm_query_batched`, `rlm_query`), until it answers with `FINAL(...)`
 //! or `FINAL_VAR(name)`.
 //!
-//! The engine reaches models through [`ModelClient`] and the sandbox through [`ReplFactory`];
-//! the `rlm` binary adapts `rlm-llm` and `rlm-sandbox` to them. Budgets (tokens, cost, time,
+//! The engine reaches models through [`ModelClient`] (implemented for `rlm_llm::LlmClient`) and
+//! the sandbox through [`ReplFactory`] ([`SandboxRepl`] over `rlm-sandbox`'s Monty sessions). Budgets (tokens, cost, time,
 //! sub-calls, errors, iterations) are shared down the recursion tree through a [`Ledger`], and
 //! every turn is appended to a JSONL trajectory as it happens.
 //!

@@ -83,7 +83,6 @@ fn status_line(result: &RunResult) -> String {
     )
 }
 
-#[allow(dead_code)]
 fn answered(result: &RunResult) -> &str {
     assert_eq!(result.status, Status::Answered, "{}", status_line(result));
     result.answer.as_deref().unwrap()
