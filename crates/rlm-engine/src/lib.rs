@@ -1,1 +1,75 @@
-//! The recursive language model loop and the agentic query pipeline.
+//! The recursive language model (RLM) loop.
+//!
+//! A root model never sees the context. It sees the query and a description of the context,
+//! writes Python in ```` ```repl ```` blocks that run in a persistent sandboxed session holding
+//! the context, reads the (truncated) printed output, and calls sub-models on the pieces it
+//! chooses (`llm_query`, `llm_query_batched`, `rlm_query`), until it answers with `FINAL(...)`
+//! or `FINAL_VAR(name)`.
+//!
+//! The engine reaches models through [`ModelClient`] (implemented for `rlm_llm::LlmClient`) and
+//! the sandbox through [`ReplFactory`] ([`SandboxRepl`] over `rlm-sandbox`'s Monty sessions). Budgets (tokens, cost, time,
+//! sub-calls, errors, iterations) are shared down the recursion tree through a [`Ledger`], and
+//! every turn is appended to a JSONL trajectory as it happens.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use rlm_engine::{Budget, ContextPart, ModelClient, ReplFactory, Rlm};
+//!
+//! async fn ask(
+//!     client: Arc<dyn ModelClient>,
+//!     repl: Arc<dyn ReplFactory>,
+//! ) -> Result<(), rlm_engine::Error> {
+//!     let rlm = Rlm::builder()
+//!         .client(client)
+//!         .repl(repl)
+//!         .model("openai:gpt-4o")
+//!         .subcall_model("openai:gpt-4o-mini")
+//!         .budget(Budget { max_iterations: 20, max_cost_usd: Some(1.0), ..Budget::default() })
+//!         .build()?;
+//!     let log = ContextPart::new("2024-01-01 ERROR disk full\n").with_name("app.log");
+//!     let result = rlm.completion("Which errors occurred?", vec![log]).await?;
+//!     match result.answer {
+//!         Some(answer) => println!("{answer}"),
+//!         None => eprintln!("no answer: {}", result.status),
+//!     }
+//!     Ok(())
+//! }
+//! ```
+
+mod budget;
+mod context;
+mod error;
+mod events;
+mod host;
+mod llm;
+mod model;
+pub mod parse;
+pub mod prompt;
+mod repl;
+mod rlm;
+mod run;
+mod sandbox;
+pub mod trajectory;
+
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
+
+pub use budget::{Budget, Exhausted, Ledger, ModelTotals, Usage};
+pub use context::{ContextPart, PartSize, describe as describe_contexts, group_digits};
+pub use error::Error;
+pub use events::{Event, EventSink, Progress, SubcallKind};
+pub use host::SubcallRecord;
+pub use model::{
+    CallUsage, ChatMessage, FinishReason, ModelClient, ModelError, ModelReply, ModelRequest, Role,
+};
+pub use prompt::Prompts;
+pub use repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+pub use rlm::{
+    CODE_BLOCK_STOP, DEFAULT_CHUNK_CHARS, DEFAULT_MAX_CONCURRENT_CHILDREN, DEFAULT_OUTPUT_LIMIT,
+    DEFAULT_SUBCALL_WINDOW_CHARS, Rlm, RlmBuilder, Settings,
+};
+pub use run::{RunResult, Status};
+pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
+
+#[cfg(test)]
+mod tests;

@@ -53,3 +53,9 @@ pub const RLM_MODELS_DIR: &str = "RLM_MODELS_DIR";
 pub const RLM_EMBED_MODEL: &str = "RLM_EMBED_MODEL";
 /// onnxruntime shared library for ONNX models (overrides `[embed] runtime` and the import).
 pub const RLM_ONNXRUNTIME: &str = "RLM_ONNXRUNTIME";
+
+// --- rlm run
+/// Directory of prompt overrides (`system.md`, `first_turn.md`, ...) for `rlm run`.
+pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
+/// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`.
+pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";

@@ -7,6 +7,7 @@ mod inspect;
 mod llm;
 mod models;
 mod store;
+mod run;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -18,6 +19,7 @@ pub use store::{
     ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
     PeekArgs, SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
 };
+pub use run::RunArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -95,6 +97,9 @@ pub enum Command {
     Models(ModelsArgs),
     /// Compute embeddings for stored chunks that have none.
     Embed(EmbedArgs),
+    /// Answer a question over huge contexts: the model writes code in a sandbox, calls
+    /// sub-models, and iterates until it answers.
+    Run(RunArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
     // and its behaviour in `commands/<name>.rs`.
 }

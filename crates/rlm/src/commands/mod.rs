@@ -18,6 +18,9 @@ mod search;
 mod show;
 mod status;
 mod store_common;
+mod run;
+mod run_progress;
+mod run_sandbox;
 
 use std::process::ExitCode;
 
@@ -42,5 +45,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => status::run(&global, args),
         Command::Models(args) => models::run(&global, args),
         Command::Embed(args) => embed::run(&global, args),
+        Command::Run(args) => run::run(&global, args),
     }
 }

@@ -1,0 +1,40 @@
+//! Errors of the engine. Budget stops and model mistakes are not errors: they end a run with a
+//! [`Status`](crate::Status). These are failures to set a run up or to keep it going.
+
+use std::path::PathBuf;
+
+/// What can go wrong in the engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The builder was missing something it needs.
+    #[error("the RLM is not configured: {0}")]
+    Config(String),
+    /// A prompt override could not be read.
+    #[error("cannot read prompt file {}", path.display())]
+    PromptFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A prompt override file is empty.
+    #[error("prompt file {} is empty", path.display())]
+    EmptyPrompt {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The trajectory log could not be written.
+    #[error("cannot write trajectory log {}", path.display())]
+    Trajectory {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The REPL could not be started or broke down.
+    #[error("the REPL failed")]
+    Repl(#[source] crate::repl::ReplError),
+}

@@ -1,0 +1,396 @@
+//! The engine's answers to the host functions model code calls: plain sub-model calls and
+//! recursive child runs, each checked against the shared budget and recorded for the trajectory.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, join_all};
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use crate::budget::{Exhausted, Ledger, Usage};
+use crate::context::ContextPart;
+use crate::events::{Event, Progress, SubcallKind};
+use crate::model::{CallUsage, ChatMessage, ModelRequest};
+use crate::prompt::{render, truncate};
+use crate::repl::SubcallHost;
+use crate::rlm::Shared;
+use crate::run::{RunResult, run_loop};
+
+/// How much of a sub-call's prompt and response the trajectory keeps (sizes are always logged).
+const LOG_PREVIEW_CHARS: usize = 4_000;
+
+/// One sub-call, as logged in `code_blocks[].result.rlm_calls`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubcallRecord {
+    /// `llm_query` or `rlm_query`.
+    pub kind: SubcallKind,
+    /// The model that answered (the reference log calls it `root_model`).
+    pub root_model: String,
+    /// The prompt, cut to a preview.
+    pub prompt: String,
+    /// The prompt's full length in chars.
+    pub prompt_chars: usize,
+    /// The response (or error), cut to a preview.
+    pub response: String,
+    /// The response's full length in chars.
+    pub response_chars: usize,
+    /// Tokens per model, in the reference log's shape.
+    pub usage_summary: serde_json::Value,
+    /// Dollars over priced calls (child runs: their whole subtree).
+    pub cost_usd: f64,
+    /// Seconds from start to answer.
+    pub execution_time: f64,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// The child run's id, for `rlm_query` runs.
+    pub child_run_id: Option<String>,
+    /// The child run's trajectory file.
+    pub child_log: Option<PathBuf>,
+}
+
+/// Everything one run needs; also the [`SubcallHost`] its session calls back into.
+#[derive(Debug)]
+pub(crate) struct RunScope {
+    pub shared: Arc<Shared>,
+    pub depth: u32,
+    pub run_id: String,
+    pub model: String,
+    pub ledger: Arc<Ledger>,
+    pub root: Arc<Ledger>,
+    /// Directory and stem of this run's trajectory file, when logging.
+    pub log: Option<(PathBuf, String)>,
+    pub in_flight: Arc<AtomicUsize>,
+    children: AtomicU32,
+    child_permits: Semaphore,
+    records: Mutex<Vec<SubcallRecord>>,
+}
+
+impl RunScope {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "internal constructor, named at each call"
+    )]
+    pub fn new(
+        shared: Arc<Shared>,
+        depth: u32,
+        run_id: String,
+        model: String,
+        ledger: Arc<Ledger>,
+        root: Arc<Ledger>,
+        log: Option<(PathBuf, String)>,
+        in_flight: Arc<AtomicUsize>,
+    ) -> Self {
+        let permits = shared.settings.max_concurrent_children.max(1);
+        Self {
+            shared,
+            depth,
+            run_id,
+            model,
+            ledger,
+            root,
+            log,
+            in_flight,
+            children: AtomicU32::new(0),
+            child_permits: Semaphore::new(permits),
+            records: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Tree totals for progress events.
+    pub fn progress(&self) -> Progress {
+        let usage = self.root.usage();
+        Progress {
+            tokens: usage.total_tokens(),
+            cost_usd: usage.cost_usd(),
+            subcalls_in_flight: self.in_flight.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes the sub-call records made since the last call.
+    pub fn take_records(&self) -> Vec<SubcallRecord> {
+        std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn emit(&self, event: &Event<'_>) {
+        if let Some(sink) = &self.shared.events {
+            sink.event(event);
+        }
+    }
+
+    fn push(&self, record: SubcallRecord) {
+        self.records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(record);
+    }
+
+    /// Reserves one sub-call in the budget, or says which budget is spent.
+    fn admit(&self, kind: SubcallKind) -> Result<(), String> {
+        self.ledger.subcall_allowed().map_err(|reason| {
+            format!(
+                "{} refused: the run's {} budget is exhausted",
+                kind.name(),
+                exhausted_name(reason)
+            )
+        })?;
+        self.ledger.record_subcall();
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.emit(&Event::SubcallStarted {
+            depth: self.depth,
+            kind,
+            progress: self.progress(),
+        });
+        Ok(())
+    }
+
+    fn finish(&self, kind: SubcallKind, failed: bool) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.emit(&Event::SubcallFinished {
+            depth: self.depth,
+            kind,
+            failed,
+            progress: self.progress(),
+        });
+    }
+
+    async fn plain_call(
+        self: Arc<Self>,
+        prompt: String,
+        model: Option<String>,
+    ) -> Result<String, String> {
+        self.admit(SubcallKind::LlmQuery)?;
+        let model = model.unwrap_or_else(|| self.shared.settings.subcall_model.clone());
+        let started = Instant::now();
+        let messages = [ChatMessage::user(prompt.as_str())];
+        let request = ModelRequest {
+            model: &model,
+            messages: &messages,
+            stop: &[],
+            max_output_tokens: self.shared.settings.subcall_max_output_tokens,
+        };
+        let reply =
+            crate::run::until(self.ledger.deadline(), self.shared.client.complete(request)).await;
+        let (result, usage) = match reply {
+            None => (
+                Err("timed out: the run's time budget is spent".to_owned()),
+                None,
+            ),
+            Some(Err(err)) => (Err(err.message), None),
+            Some(Ok(reply)) => {
+                self.ledger.record_call(&model, &reply.usage);
+                (Ok(reply.text), Some(reply.usage))
+            }
+        };
+        let mut totals = Usage::default();
+        if let Some(usage) = &usage {
+            totals.models.insert(model.clone(), model_totals(usage));
+        }
+        self.push(record(
+            SubcallKind::LlmQuery,
+            &model,
+            &prompt,
+            &result,
+            &totals,
+            started,
+            None,
+        ));
+        self.finish(SubcallKind::LlmQuery, result.is_err());
+        result
+    }
+
+    async fn child_run(
+        self: Arc<Self>,
+        prompt: String,
+        model: Option<String>,
+    ) -> Result<String, String> {
+        if self.depth + 1 >= self.shared.settings.max_depth {
+            return self.plain_call(prompt, model).await;
+        }
+        // Bounds how many child sessions (worker processes) one run opens at once.
+        let _permit = self
+            .child_permits
+            .acquire()
+            .await
+            .map_err(|_| "rlm_query refused: the run is shutting down".to_owned())?;
+        self.admit(SubcallKind::RlmQuery)?;
+        let started = Instant::now();
+        let model = model.unwrap_or_else(|| self.shared.settings.subcall_model.clone());
+        let number = self.children.fetch_add(1, Ordering::Relaxed) + 1;
+        let run_id = format!("{}.{number}", self.run_id);
+        let ledger = Ledger::child(&self.ledger, self.shared.settings.child_budget.clone());
+        let log = self
+            .log
+            .as_ref()
+            .map(|(dir, stem)| (dir.clone(), format!("{stem}.{number}")));
+        let scope = Arc::new(RunScope::new(
+            Arc::clone(&self.shared),
+            self.depth + 1,
+            run_id.clone(),
+            model.clone(),
+            ledger,
+            Arc::clone(&self.root),
+            log,
+            Arc::clone(&self.in_flight),
+        ));
+        let preview = truncate(&prompt, 1_000);
+        let chars = prompt.chars().count().to_string();
+        let query = render(
+            &self.shared.settings.prompts.child_task,
+            &[("chars", chars.as_str()), ("preview", preview.as_str())],
+        );
+        let contexts = vec![ContextPart::new(prompt.as_str()).with_name("delegated request")];
+        let outcome = run_loop(Arc::clone(&scope), &query, contexts, Some(&self.run_id)).await;
+        let (result, usage, log_path): (Result<String, String>, Usage, Option<PathBuf>) =
+            match outcome {
+                Err(err) => (
+                    Err(format!("child run failed: {err}")),
+                    scope.ledger.usage(),
+                    None,
+                ),
+                Ok(RunResult {
+                    answer,
+                    status,
+                    usage,
+                    trajectory,
+                    ..
+                }) => {
+                    let result = answer
+                        .ok_or_else(|| format!("child run ended without an answer ({status})"));
+                    (result, usage, trajectory)
+                }
+            };
+        let mut entry = record(
+            SubcallKind::RlmQuery,
+            &model,
+            &prompt,
+            &result,
+            &usage,
+            started,
+            Some(run_id),
+        );
+        entry.child_log = log_path;
+        self.push(entry);
+        self.finish(SubcallKind::RlmQuery, result.is_err());
+        result
+    }
+}
+
+impl SubcallHost for Arc<RunScope> {
+    fn llm_query(
+        &self,
+        prompt: String,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        Arc::clone(self).plain_call(prompt, model).boxed()
+    }
+
+    fn llm_query_batched(
+        &self,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Vec<Result<String, String>>> {
+        let calls: Vec<_> = prompts
+            .into_iter()
+            .map(|prompt| Arc::clone(self).plain_call(prompt, model.clone()))
+            .collect();
+        join_all(calls).boxed()
+    }
+
+    fn rlm_query(
+        &self,
+        prompt: String,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        Arc::clone(self).child_run(prompt, model).boxed()
+    }
+
+    fn rlm_query_batched(
+        &self,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Vec<Result<String, String>>> {
+        let calls: Vec<_> = prompts
+            .into_iter()
+            .map(|prompt| Arc::clone(self).child_run(prompt, model.clone()))
+            .collect();
+        join_all(calls).boxed()
+    }
+}
+
+fn record(
+    kind: SubcallKind,
+    model: &str,
+    prompt: &str,
+    result: &Result<String, String>,
+    usage: &Usage,
+    started: Instant,
+    child_run_id: Option<String>,
+) -> SubcallRecord {
+    let (response, error) = match result {
+        Ok(text) => (text.as_str(), None),
+        Err(err) => (err.as_str(), Some(err.clone())),
+    };
+    SubcallRecord {
+        kind,
+        root_model: model.to_owned(),
+        prompt: truncate(prompt, LOG_PREVIEW_CHARS),
+        prompt_chars: prompt.chars().count(),
+        response: truncate(response, LOG_PREVIEW_CHARS),
+        response_chars: response.chars().count(),
+        usage_summary: usage_summary(usage),
+        cost_usd: usage.cost_usd(),
+        execution_time: started.elapsed().as_secs_f64(),
+        error,
+        child_run_id,
+        child_log: None,
+    }
+}
+
+/// Usage in the reference log's shape: `{"model_usage_summaries": {model: {...}}}`.
+pub(crate) fn usage_summary(usage: &Usage) -> serde_json::Value {
+    let models: serde_json::Map<String, serde_json::Value> = usage
+        .models
+        .iter()
+        .map(|(model, totals)| {
+            (
+                model.clone(),
+                json!({
+                    "total_calls": totals.calls,
+                    "total_input_tokens": totals.input_tokens,
+                    "total_output_tokens": totals.output_tokens,
+                    "cache_read_tokens": totals.cache_read_tokens,
+                    "cache_write_tokens": totals.cache_write_tokens,
+                    "cost_usd": totals.cost_usd,
+                }),
+            )
+        })
+        .collect();
+    json!({ "model_usage_summaries": models })
+}
+
+fn model_totals(usage: &CallUsage) -> crate::budget::ModelTotals {
+    crate::budget::ModelTotals {
+        calls: 1,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_tokens,
+        cache_write_tokens: usage.cache_write_tokens,
+        cost_usd: usage.cost_usd.unwrap_or(0.0),
+        unpriced_calls: u64::from(usage.cost_usd.is_none()),
+    }
+}
+
+/// A budget's name as shown to the model and the user.
+pub(crate) fn exhausted_name(reason: Exhausted) -> &'static str {
+    match reason {
+        Exhausted::Tokens => "token",
+        Exhausted::Cost => "cost",
+        Exhausted::Time => "time",
+        Exhausted::Subcalls => "sub-call",
+    }
+}

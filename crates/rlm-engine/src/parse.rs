@@ -1,0 +1,170 @@
+//! Reading a root-model reply: code blocks to run and the answer tag, if any.
+//!
+//! Rules (the prompt teaches the same ones):
+//! - Code runs only from fenced blocks tagged `repl`, `python`, `python3` or `py`. Other fences
+//!   (untagged, `text`, `json`, ...) are prose and their content is skipped whole, so an answer
+//!   tag inside them does not count.
+//! - Answer tags count only outside fences and at the start of a line (after indentation):
+//!   `FINAL(...)` with balanced parentheses, possibly spanning lines, or `FINAL_VAR(name)`.
+//! - Everything after the first answer tag is ignored: the model has decided.
+//! - A block left open at the end of the reply (the stop sequence cut its closing fence) still
+//!   runs.
+
+/// An answer tag found outside code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerTag {
+    /// `FINAL(text)`: the answer itself.
+    Text(String),
+    /// `FINAL_VAR(name)`: the answer is the value of a REPL variable.
+    Variable(String),
+}
+
+/// What a reply asks the engine to do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedReply {
+    /// Code blocks to run, in order (empty blocks are dropped).
+    pub code_blocks: Vec<String>,
+    /// The answer tag, if the reply has one.
+    pub answer: Option<AnswerTag>,
+    /// Whether the last fence was never closed.
+    pub unterminated: bool,
+}
+
+const CODE_TAGS: [&str; 4] = ["repl", "python", "python3", "py"];
+
+/// Parses a reply. Never fails: anything unrecognised is prose.
+pub fn parse_reply(reply: &str) -> ParsedReply {
+    let text = reply.replace("\r\n", "\n");
+    let mut parsed = ParsedReply::default();
+    let mut position = 0;
+    while position < text.len() {
+        let line_end = text[position..]
+            .find('\n')
+            .map_or(text.len(), |offset| position + offset);
+        let line = &text[position..line_end];
+        let next = (line_end + 1).min(text.len());
+        if let Some(fence) = Fence::open(line) {
+            let (body, after, closed) = fence.body(&text, next);
+            if fence.is_code() && !body.trim().is_empty() {
+                parsed.code_blocks.push(body);
+            }
+            parsed.unterminated = !closed;
+            position = after;
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if let Some(rest) = trimmed.strip_prefix("FINAL_VAR(") {
+            if let Some(close) = rest.find(')') {
+                let name = rest[..close].trim().trim_matches(['"', '\'', '`']).trim();
+                parsed.answer = Some(AnswerTag::Variable(name.to_owned()));
+                break;
+            }
+        } else if trimmed.starts_with("FINAL(") {
+            let open = position + indent + "FINAL".len();
+            parsed.answer = Some(AnswerTag::Text(balanced_argument(&text, open)));
+            break;
+        }
+        position = next;
+    }
+    parsed
+}
+
+/// The text between the `(` at `open` and its matching `)`, or to the end when it never closes.
+fn balanced_argument(text: &str, open: usize) -> String {
+    let mut depth = 0usize;
+    for (offset, ch) in text[open..].char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return text[open + 1..open + offset].trim().to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+    text[open + 1..].trim().to_owned()
+}
+
+/// An opening code fence line.
+#[derive(Debug, Clone, Copy)]
+struct Fence<'a> {
+    marker: char,
+    length: usize,
+    indent: usize,
+    tag: &'a str,
+}
+
+impl<'a> Fence<'a> {
+    fn open(line: &'a str) -> Option<Self> {
+        let trimmed = line.trim_start_matches(' ');
+        let indent = line.len() - trimmed.len();
+        if indent > 3 {
+            return None;
+        }
+        let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+        let length = trimmed.chars().take_while(|c| *c == marker).count();
+        if length < 3 {
+            return None;
+        }
+        let info = trimmed[length..].trim();
+        if marker == '`' && info.contains('`') {
+            // An inline code span such as ```x``` on one line, not a fence.
+            return None;
+        }
+        let tag = info.split_whitespace().next().unwrap_or("");
+        Some(Self {
+            marker,
+            length,
+            indent,
+            tag,
+        })
+    }
+
+    fn is_code(&self) -> bool {
+        CODE_TAGS
+            .iter()
+            .any(|known| self.tag.eq_ignore_ascii_case(known))
+    }
+
+    fn closes(&self, line: &str) -> bool {
+        let trimmed = line.trim_start_matches(' ');
+        if line.len() - trimmed.len() > 3 {
+            return false;
+        }
+        let run = trimmed.chars().take_while(|c| *c == self.marker).count();
+        run >= self.length && trimmed[run..].trim().is_empty()
+    }
+
+    /// Reads the body from `start`: (body with the fence's indentation removed, position after
+    /// the closing fence line, whether a closing fence was found).
+    fn body(&self, text: &str, start: usize) -> (String, usize, bool) {
+        let mut body = String::new();
+        let mut position = start;
+        while position < text.len() {
+            let line_end = text[position..]
+                .find('\n')
+                .map_or(text.len(), |offset| position + offset);
+            let line = &text[position..line_end];
+            let next = (line_end + 1).min(text.len());
+            if self.closes(line) {
+                return (body, next, true);
+            }
+            let strip = line
+                .chars()
+                .take(self.indent)
+                .take_while(|c| *c == ' ')
+                .count();
+            body.push_str(&line[strip..]);
+            body.push('\n');
+            position = next;
+        }
+        (body, text.len(), false)
+    }
+}
+
+#[cfg(test)]
+#[path = "parse_tests.rs"]
+mod tests;

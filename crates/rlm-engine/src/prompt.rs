@@ -1,0 +1,201 @@
+//! Prompt templates: compiled-in defaults, overridable from a directory of `*.md` files.
+//!
+//! Templates use `{{name}}` placeholders, replaced in one pass, so text substituted into a
+//! template (a query, REPL output) is never itself expanded.
+
+use std::path::Path;
+
+use crate::error::Error;
+
+/// The prompt templates of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompts {
+    /// System prompt: REPL contents, limits, strategies, answer forms.
+    pub system: String,
+    /// First user message: context description, query, look-first safeguard.
+    pub first_turn: String,
+    /// Appended after each turn's REPL output.
+    pub next_turn: String,
+    /// Sent once when the iteration budget is spent.
+    pub final_request: String,
+    /// Query of a child run started by `rlm_query`.
+    pub child_task: String,
+}
+
+/// The file names a prompt directory may hold, with the field each overrides.
+pub const PROMPT_FILES: [&str; 5] = [
+    "system.md",
+    "first_turn.md",
+    "next_turn.md",
+    "final_request.md",
+    "child_task.md",
+];
+
+impl Default for Prompts {
+    fn default() -> Self {
+        Self {
+            system: include_str!("../prompts/system.md").to_owned(),
+            first_turn: include_str!("../prompts/first_turn.md").to_owned(),
+            next_turn: include_str!("../prompts/next_turn.md").to_owned(),
+            final_request: include_str!("../prompts/final_request.md").to_owned(),
+            child_task: include_str!("../prompts/child_task.md").to_owned(),
+        }
+    }
+}
+
+impl Prompts {
+    /// The defaults, with every file of [`PROMPT_FILES`] present in `dir` taking precedence.
+    ///
+    /// Returns the prompts and the names of the files that were used. A missing directory is
+    /// not an error (nothing is overridden); an unreadable or empty file is.
+    pub fn with_overrides_from(dir: &Path) -> Result<(Self, Vec<String>), Error> {
+        let mut prompts = Self::default();
+        let mut used = Vec::new();
+        if !dir.is_dir() {
+            return Ok((prompts, used));
+        }
+        for name in PROMPT_FILES {
+            let path = dir.join(name);
+            if !path.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|source| Error::PromptFile {
+                path: path.clone(),
+                source,
+            })?;
+            if text.trim().is_empty() {
+                return Err(Error::EmptyPrompt { path });
+            }
+            let slot = match name {
+                "system.md" => &mut prompts.system,
+                "first_turn.md" => &mut prompts.first_turn,
+                "next_turn.md" => &mut prompts.next_turn,
+                "final_request.md" => &mut prompts.final_request,
+                _ => &mut prompts.child_task,
+            };
+            *slot = text;
+            used.push(name.to_owned());
+        }
+        Ok((prompts, used))
+    }
+}
+
+/// Replaces `{{key}}` with its value; unknown placeholders stay as they are.
+pub fn render(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let replaced = after.find("}}").and_then(|end| {
+            let key = after[..end].trim();
+            values
+                .iter()
+                .find(|(name, _)| *name == key)
+                .map(|(_, value)| (*value, end))
+        });
+        match replaced {
+            Some((value, end)) => {
+                out.push_str(value);
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Wraps untrusted text (REPL output) in a fence longer than any backtick run inside it, so
+/// the text cannot close the fence and pose as instructions.
+pub fn fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let marker = "`".repeat(longest.max(2) + 1);
+    let body = text.trim_end_matches('\n');
+    format!("{marker}\n{body}\n{marker}")
+}
+
+/// Cuts `text` to at most `limit` chars (on a char boundary), saying how much was dropped.
+pub fn truncate(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => text.to_owned(),
+        Some((cut, _)) => {
+            let dropped = text[cut..].chars().count();
+            format!("{}\n… [{dropped} more chars truncated]", &text[..cut])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_replaces_known_keys_once() {
+        let out = render(
+            "Q: {{query}} / {{ turn }} / {{unknown}} / {{query",
+            &[("query", "{{turn}}"), ("turn", "3")],
+        );
+        assert_eq!(out, "Q: {{turn}} / 3 / {{unknown}} / {{query");
+    }
+
+    #[test]
+    fn defaults_mention_the_protocol() {
+        let prompts = Prompts::default();
+        for needle in [
+            "llm_query_batched",
+            "FINAL_VAR(",
+            "FINAL(",
+            "no class inheritance",
+            "no `del`",
+            "no `yield`",
+            "{{subcall_window_chars}}",
+            "contextMeta",
+        ] {
+            assert!(
+                prompts.system.contains(needle),
+                "system prompt lacks {needle}"
+            );
+        }
+        assert!(prompts.first_turn.contains("Turn 1/{{max_iterations}}"));
+        assert!(
+            prompts
+                .next_turn
+                .contains("Turn {{turn}}/{{max_iterations}}")
+        );
+    }
+
+    #[test]
+    fn overrides_come_from_files_and_empty_files_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("system.md"), "custom system").unwrap();
+        let (prompts, used) = Prompts::with_overrides_from(dir.path()).unwrap();
+        assert_eq!(prompts.system, "custom system");
+        assert_eq!(prompts.next_turn, Prompts::default().next_turn);
+        assert_eq!(used, vec!["system.md".to_owned()]);
+        std::fs::write(dir.path().join("next_turn.md"), "  \n").unwrap();
+        assert!(matches!(
+            Prompts::with_overrides_from(dir.path()),
+            Err(Error::EmptyPrompt { .. })
+        ));
+        let missing = dir.path().join("nope");
+        assert!(Prompts::with_overrides_from(&missing).unwrap().1.is_empty());
+    }
+
+    #[test]
+    fn fence_is_longer_than_any_backtick_run() {
+        let fenced = fence("a ``` b\n````\n");
+        assert!(fenced.starts_with("`````\n"), "{fenced}");
+        assert!(fenced.ends_with("\n`````"));
+        assert_eq!(fence("plain"), "```\nplain\n```");
+    }
+
+    #[test]
+    fn truncate_counts_dropped_chars() {
+        assert_eq!(truncate("héllo", 10), "héllo");
+        assert_eq!(truncate("héllo", 2), "hé\n… [3 more chars truncated]");
+    }
+}

@@ -1,0 +1,117 @@
+//! The engine's view of the REPL: execute code, read variables, call back into the host.
+//!
+//! The product implements these traits over `rlm-sandbox` (Monty); unit tests use a small
+//! in-memory fake. Sub-calls made by model code (`llm_query`, `rlm_query`, ...) come back to the
+//! engine through [`SubcallHost`], which the engine hands to [`ReplFactory::open`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+use crate::context::ContextPart;
+
+/// What one execution of a code block produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ExecOutcome {
+    /// Captured standard output (already capped by the sandbox).
+    pub stdout: String,
+    /// Captured standard error, if the sandbox separates it.
+    pub stderr: String,
+    /// The exception the code raised, formatted for the model (type, message, line).
+    pub error: Option<String>,
+    /// The value passed to `FINAL_VAR(...)` or `FINAL(...)` inside the code, rendered as text.
+    pub final_answer: Option<String>,
+    /// Wall time of the execution, in seconds.
+    pub seconds: f64,
+}
+
+/// A failure of the REPL machinery itself (not an exception in model code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplError {
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ReplError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ReplError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReplError {}
+
+/// A live REPL whose variables persist across executions.
+pub trait ReplSession: Send + fmt::Debug {
+    /// Runs one code block. Exceptions in the code are reported in [`ExecOutcome::error`];
+    /// `Err` means the session itself failed.
+    fn execute<'a>(&'a mut self, code: &'a str) -> BoxFuture<'a, Result<ExecOutcome, ReplError>>;
+
+    /// Reads a variable as JSON (strings as JSON strings, containers as arrays/objects, other
+    /// values as their `str()` text). `Ok(None)` when the variable does not exist.
+    fn variable<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, ReplError>>;
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone)]
+pub struct SessionSpec {
+    /// The contexts: `context` (= `context_0`) and `context_1 … context_n`.
+    pub contexts: Vec<ContextPart>,
+    /// The `contextMeta` variable.
+    pub context_meta: serde_json::Value,
+    /// Where the session's `llm_query`/`rlm_query` calls go.
+    pub host: Arc<dyn SubcallHost>,
+}
+
+/// Opens REPL sessions (one per run; child runs open their own).
+pub trait ReplFactory: Send + Sync + fmt::Debug {
+    /// Opens a session holding `spec.contexts`.
+    fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<Box<dyn ReplSession>, ReplError>>;
+}
+
+/// The engine's side of the host functions model code can call.
+///
+/// Each call answers with the text for the code, or an error string that the sandbox raises (or
+/// returns in place, for one item of a batch). Implemented by the engine; called by the sandbox.
+pub trait SubcallHost: Send + Sync + fmt::Debug {
+    /// `llm_query(prompt, model=None)`: one plain sub-model call.
+    fn llm_query(
+        &self,
+        prompt: String,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Result<String, String>>;
+
+    /// `llm_query_batched(prompts, model=None)`: concurrent sub-model calls; each item fails alone.
+    fn llm_query_batched(
+        &self,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Vec<Result<String, String>>>;
+
+    /// `rlm_query(prompt, model=None)`: a recursive run when depth allows, else `llm_query`.
+    fn rlm_query(
+        &self,
+        prompt: String,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Result<String, String>>;
+
+    /// `rlm_query_batched(prompts, model=None)`: concurrent recursive runs.
+    fn rlm_query_batched(
+        &self,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> BoxFuture<'static, Vec<Result<String, String>>>;
+}

@@ -1,0 +1,269 @@
+//! The public entry point: [`Rlm::builder`] → [`Rlm::completion`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use crate::budget::{Budget, Ledger};
+use crate::context::ContextPart;
+use crate::error::Error;
+use crate::events::EventSink;
+use crate::host::RunScope;
+use crate::model::ModelClient;
+use crate::prompt::Prompts;
+use crate::repl::ReplFactory;
+use crate::run::{RunResult, run_loop};
+use crate::trajectory::{new_run_id, root_stem};
+
+/// Printed output per code block that reaches the model, in chars.
+pub const DEFAULT_OUTPUT_LIMIT: usize = 10_000;
+/// What the prompt tells the root model a sub-model can read, in chars (~100k tokens).
+pub const DEFAULT_SUBCALL_WINDOW_CHARS: usize = 400_000;
+/// The chunk size the prompt suggests for fan-outs, in chars.
+pub const DEFAULT_CHUNK_CHARS: usize = 200_000;
+/// Child runs one run keeps open at once (each holds a REPL session).
+pub const DEFAULT_MAX_CONCURRENT_CHILDREN: usize = 4;
+/// The stop sequence that ends a reply at the close of its code block.
+pub const CODE_BLOCK_STOP: &str = "\n```\n";
+
+/// Settings shared by a run and all its children.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model writing code at the root.
+    pub root_model: String,
+    /// The model answering `llm_query` and running child runs.
+    pub subcall_model: String,
+    /// Depth of `rlm_query` recursion: 1 = `rlm_query` is a plain `llm_query`.
+    pub max_depth: u32,
+    /// Budget of the root run.
+    pub budget: Budget,
+    /// Budget of each child run (still bounded by what the parent has left).
+    pub child_budget: Budget,
+    /// Prompt templates.
+    pub prompts: Prompts,
+    /// Printed output per block shown to the model.
+    pub output_limit: usize,
+    /// Sub-model window the prompt announces, in chars.
+    pub subcall_window_chars: usize,
+    /// Chunk size the prompt suggests, in chars.
+    pub chunk_chars: usize,
+    /// Documentation of the sandbox's native helpers, inserted in the system prompt.
+    pub helpers_doc: String,
+    /// Name of the REPL backend, for the trajectory metadata.
+    pub environment_name: String,
+    /// Stop sequences of root-model turns.
+    pub stop: Vec<String>,
+    /// Output-token cap of root-model turns.
+    pub root_max_output_tokens: Option<u32>,
+    /// Output-token cap of sub-calls.
+    pub subcall_max_output_tokens: Option<u32>,
+    /// Child runs one run keeps open at once.
+    pub max_concurrent_children: usize,
+    /// Where trajectory logs go; `None` disables logging.
+    pub log_dir: Option<PathBuf>,
+}
+
+/// What every run of one [`Rlm`] shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub client: Arc<dyn ModelClient>,
+    pub repl: Arc<dyn ReplFactory>,
+    pub settings: Settings,
+    pub events: Option<Arc<dyn EventSink>>,
+}
+
+/// A configured recursive language model. Cheap to share; each
+/// [`completion`](Rlm::completion) is an independent run with its own budget.
+#[derive(Debug, Clone)]
+pub struct Rlm {
+    shared: Arc<Shared>,
+}
+
+impl Rlm {
+    /// Starts configuring an RLM.
+    pub fn builder() -> RlmBuilder {
+        RlmBuilder::default()
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.shared.settings
+    }
+
+    /// Answers `query` over `contexts`.
+    ///
+    /// Budget stops and model mistakes end the run with a [`Status`](crate::Status) in the
+    /// result; `Err` means the run could not start or its log could not be written.
+    ///
+    /// Cancel safety: dropping the future stops the run; the trajectory keeps every line
+    /// written so far.
+    pub async fn completion(
+        &self,
+        query: &str,
+        contexts: Vec<ContextPart>,
+    ) -> Result<RunResult, Error> {
+        let settings = &self.shared.settings;
+        let ledger = Ledger::root(settings.budget.clone());
+        let run_id = new_run_id();
+        let log = settings
+            .log_dir
+            .as_ref()
+            .map(|dir| (dir.clone(), root_stem(&run_id)));
+        let scope = Arc::new(RunScope::new(
+            Arc::clone(&self.shared),
+            0,
+            run_id,
+            settings.root_model.clone(),
+            Arc::clone(&ledger),
+            ledger,
+            log,
+            Arc::new(AtomicUsize::new(0)),
+        ));
+        run_loop(scope, query, contexts, None).await
+    }
+}
+
+/// Builds an [`Rlm`]. A model client, a REPL factory and a root model are required.
+#[derive(Debug, Default)]
+pub struct RlmBuilder {
+    client: Option<Arc<dyn ModelClient>>,
+    repl: Option<Arc<dyn ReplFactory>>,
+    events: Option<Arc<dyn EventSink>>,
+    root_model: Option<String>,
+    subcall_model: Option<String>,
+    max_depth: Option<u32>,
+    budget: Option<Budget>,
+    child_budget: Option<Budget>,
+    prompts: Option<Prompts>,
+    output_limit: Option<usize>,
+    subcall_window_chars: Option<usize>,
+    chunk_chars: Option<usize>,
+    helpers_doc: Option<String>,
+    environment_name: Option<String>,
+    stop: Option<Vec<String>>,
+    root_max_output_tokens: Option<u32>,
+    subcall_max_output_tokens: Option<u32>,
+    max_concurrent_children: Option<usize>,
+    log_dir: Option<PathBuf>,
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = Some(value);
+            self
+        }
+    };
+}
+
+impl RlmBuilder {
+    setter!(/// The model client (required).
+        client: Arc<dyn ModelClient>);
+    setter!(/// The REPL factory (required).
+        repl: Arc<dyn ReplFactory>);
+    setter!(/// Where progress events go.
+        events: Arc<dyn EventSink>);
+    setter!(/// Recursion depth (default 1: `rlm_query` is a plain sub-call).
+        max_depth: u32);
+    setter!(/// Budget of the root run (default: [`Budget::default`]).
+        budget: Budget);
+    setter!(/// Budget of each child run (default: the root's iteration and error limits).
+        child_budget: Budget);
+    setter!(/// Prompt templates (default: the compiled-in ones).
+        prompts: Prompts);
+    setter!(/// Output chars per block shown to the model.
+        output_limit: usize);
+    setter!(/// Sub-model window announced in the prompt, in chars.
+        subcall_window_chars: usize);
+    setter!(/// Chunk size suggested in the prompt, in chars.
+        chunk_chars: usize);
+    setter!(/// Text describing the sandbox's native helpers, for the system prompt.
+        helpers_doc: String);
+    setter!(/// Name of the REPL backend for the trajectory.
+        environment_name: String);
+    setter!(/// Stop sequences of root turns (default: cut after a code block).
+        stop: Vec<String>);
+    setter!(/// Output-token cap of root turns.
+        root_max_output_tokens: u32);
+    setter!(/// Output-token cap of sub-calls.
+        subcall_max_output_tokens: u32);
+    setter!(/// Child runs one run keeps open at once.
+        max_concurrent_children: usize);
+    setter!(/// Directory for trajectory logs (default: no log).
+        log_dir: PathBuf);
+
+    /// The root model (required).
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.root_model = Some(model.into());
+        self
+    }
+
+    /// The sub-call model (default: the root model).
+    #[must_use]
+    pub fn subcall_model(mut self, model: impl Into<String>) -> Self {
+        self.subcall_model = Some(model.into());
+        self
+    }
+
+    /// Checks the configuration and builds the RLM.
+    pub fn build(self) -> Result<Rlm, Error> {
+        let client = self
+            .client
+            .ok_or_else(|| Error::Config("no model client".into()))?;
+        let repl = self
+            .repl
+            .ok_or_else(|| Error::Config("no REPL factory".into()))?;
+        let root_model = self
+            .root_model
+            .filter(|m| !m.trim().is_empty())
+            .ok_or_else(|| Error::Config("no root model".into()))?;
+        let budget = self.budget.unwrap_or_default();
+        if budget.max_iterations == 0 {
+            return Err(Error::Config("max_iterations must be at least 1".into()));
+        }
+        let max_depth = self.max_depth.unwrap_or(1);
+        if max_depth == 0 {
+            return Err(Error::Config("max_depth must be at least 1".into()));
+        }
+        let child_budget = self.child_budget.unwrap_or_else(|| Budget {
+            max_iterations: budget.max_iterations,
+            max_consecutive_errors: budget.max_consecutive_errors,
+            ..Budget::default()
+        });
+        let settings = Settings {
+            subcall_model: self.subcall_model.unwrap_or_else(|| root_model.clone()),
+            root_model,
+            max_depth,
+            budget,
+            child_budget,
+            prompts: self.prompts.unwrap_or_default(),
+            output_limit: self.output_limit.unwrap_or(DEFAULT_OUTPUT_LIMIT),
+            subcall_window_chars: self
+                .subcall_window_chars
+                .unwrap_or(DEFAULT_SUBCALL_WINDOW_CHARS),
+            chunk_chars: self.chunk_chars.unwrap_or(DEFAULT_CHUNK_CHARS),
+            helpers_doc: self.helpers_doc.unwrap_or_default(),
+            environment_name: self.environment_name.unwrap_or_else(|| "repl".into()),
+            stop: self
+                .stop
+                .unwrap_or_else(|| vec![CODE_BLOCK_STOP.to_owned()]),
+            root_max_output_tokens: self.root_max_output_tokens,
+            subcall_max_output_tokens: self.subcall_max_output_tokens,
+            max_concurrent_children: self
+                .max_concurrent_children
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_CHILDREN),
+            log_dir: self.log_dir,
+        };
+        Ok(Rlm {
+            shared: Arc::new(Shared {
+                client,
+                repl,
+                settings,
+                events: self.events,
+            }),
+        })
+    }
+}

@@ -1,0 +1,700 @@
+//! The loop of one run: ask the root model, run its code, feed back the output, until it
+//! answers or a budget ends the run.
+
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::budget::{Exhausted, Usage};
+use crate::context::{self, ContextPart, PartSize};
+use crate::error::Error;
+use crate::events::Event;
+use crate::host::{RunScope, SubcallRecord};
+use crate::model::{CallUsage, ChatMessage, ModelRequest};
+use crate::parse::{AnswerTag, parse_reply};
+use crate::prompt::{fence, render, truncate};
+use crate::repl::{ExecOutcome, ReplSession, SessionSpec, SubcallHost};
+use crate::trajectory::TrajectoryLog;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// The model answered with `FINAL`, `FINAL_VAR` or a ready `answer`.
+    Answered,
+    /// The turns ran out and the model answered the one last request.
+    ForcedAnswer,
+    /// The turns ran out and the last request gave no answer.
+    IterationLimit,
+    /// The token budget ran out.
+    TokenBudget,
+    /// The cost budget ran out.
+    CostBudget,
+    /// The wall-time budget ran out.
+    Timeout,
+    /// The sub-call budget ran out.
+    SubcallBudget,
+    /// Too many turns in a row raised errors.
+    ErrorLimit,
+    /// The root model could not be reached (after the client's retries).
+    ModelError,
+}
+
+impl Status {
+    /// Whether the run produced an answer.
+    pub fn is_answered(self) -> bool {
+        matches!(self, Self::Answered | Self::ForcedAnswer)
+    }
+
+    fn from_exhausted(reason: Exhausted) -> Self {
+        match reason {
+            Exhausted::Tokens => Self::TokenBudget,
+            Exhausted::Cost => Self::CostBudget,
+            Exhausted::Time => Self::Timeout,
+            Exhausted::Subcalls => Self::SubcallBudget,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            Self::Answered => "answered",
+            Self::ForcedAnswer => "answered at the iteration limit",
+            Self::IterationLimit => "iteration limit reached without an answer",
+            Self::TokenBudget => "token budget exhausted",
+            Self::CostBudget => "cost budget exhausted",
+            Self::Timeout => "time budget exhausted",
+            Self::SubcallBudget => "sub-call budget exhausted",
+            Self::ErrorLimit => "too many consecutive code errors",
+            Self::ModelError => "the root model failed",
+        };
+        f.write_str(text)
+    }
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// The run's id (children: `<parent>.<n>`).
+    pub run_id: String,
+    /// How it ended.
+    pub status: Status,
+    /// The answer, when [`Status::is_answered`].
+    pub answer: Option<String>,
+    /// The best partial answer of a run that stopped early (the `answer` variable), if any.
+    pub partial_answer: Option<String>,
+    /// Root-model turns taken (the last-chance request counts as one).
+    pub iterations: u32,
+    /// Usage of this run and everything below it.
+    pub usage: Usage,
+    /// The trajectory file, when logging.
+    pub trajectory: Option<PathBuf>,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// What went wrong, for [`Status::ModelError`].
+    pub error: Option<String>,
+}
+
+/// Awaits `future`, giving up at `deadline`.
+pub(crate) async fn until<T>(
+    deadline: Option<Instant>,
+    future: impl Future<Output = T>,
+) -> Option<T> {
+    match deadline {
+        None => Some(future.await),
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
+    }
+}
+
+/// One code block and what it did, as logged.
+#[derive(Debug, Serialize)]
+struct BlockRecord {
+    code: String,
+    result: BlockResult,
+}
+
+#[derive(Debug, Serialize)]
+struct BlockResult {
+    stdout: String,
+    stderr: String,
+    error: Option<String>,
+    final_answer: Option<String>,
+    execution_time: f64,
+    rlm_calls: Vec<SubcallRecord>,
+}
+
+#[derive(Debug, Serialize)]
+struct IterationRecord<'a> {
+    iteration: u32,
+    run_id: &'a str,
+    prompt: &'a [ChatMessage],
+    response: &'a str,
+    code_blocks: &'a [BlockRecord],
+    final_answer: Option<&'a str>,
+    iteration_time: f64,
+    usage: CallUsage,
+    notes: &'a [String],
+}
+
+/// Runs the loop for `scope`. Errors only when the session or the log cannot be set up.
+pub(crate) async fn run_loop(
+    scope: Arc<RunScope>,
+    query: &str,
+    contexts: Vec<ContextPart>,
+    parent_run_id: Option<&str>,
+) -> Result<RunResult, Error> {
+    let started = Instant::now();
+    let settings = &scope.shared.settings;
+    let budget = scope.ledger.budget().clone();
+    let sizes: Vec<PartSize> = contexts
+        .iter()
+        .map(|p| PartSize::measure(&p.text))
+        .collect();
+    let description = context::describe(&contexts, &sizes);
+    let log = match &scope.log {
+        Some((dir, stem)) => Some(TrajectoryLog::create(dir, stem)?),
+        None => None,
+    };
+    let write = |kind: &str, record: &dyn erased::Record| -> Result<(), Error> {
+        match &log {
+            Some(log) => log.write(kind, &erased::Wrap(record)),
+            None => Ok(()),
+        }
+    };
+    write(
+        "metadata",
+        &json!({
+            "run_id": scope.run_id,
+            "parent_run_id": parent_run_id,
+            "depth": scope.depth,
+            "root_model": scope.model,
+            "subcall_model": settings.subcall_model,
+            "max_depth": settings.max_depth,
+            "max_iterations": budget.max_iterations,
+            "backend": "rlm",
+            "backend_kwargs": { "model_name": scope.model },
+            "environment_type": settings.environment_name,
+            "environment_kwargs": {},
+            "other_backends": [settings.subcall_model],
+            "query": query,
+            "contexts": context::meta_value(&contexts, &sizes),
+            "budget": {
+                "max_tokens": budget.max_tokens,
+                "max_cost_usd": budget.max_cost_usd,
+                "timeout_seconds": budget.timeout.map(|t| t.as_secs_f64()),
+                "max_subcalls": budget.max_subcalls,
+                "max_consecutive_errors": budget.max_consecutive_errors,
+            },
+        }),
+    )?;
+    emit(
+        &scope,
+        &Event::RunStarted {
+            run_id: &scope.run_id,
+            depth: scope.depth,
+            model: &scope.model,
+            log: log.as_ref().map(TrajectoryLog::path),
+        },
+    );
+    let host: Arc<dyn SubcallHost> = Arc::new(Arc::clone(&scope));
+    let spec = SessionSpec {
+        context_meta: context::meta_value(&contexts, &sizes),
+        contexts,
+        host,
+    };
+    let mut session = scope.shared.repl.open(spec).await.map_err(Error::Repl)?;
+
+    let max_iterations = budget.max_iterations.to_string();
+    let output_limit = settings.output_limit.to_string();
+    let window = settings.subcall_window_chars.to_string();
+    let chunk = settings.chunk_chars.to_string();
+    let system = render(
+        &settings.prompts.system,
+        &[
+            ("output_limit", output_limit.as_str()),
+            ("subcall_window_chars", window.as_str()),
+            ("chunk_chars", chunk.as_str()),
+            (
+                "recursion_note",
+                recursion_note(scope.depth, settings.max_depth),
+            ),
+            ("helpers", settings.helpers_doc.as_str()),
+        ],
+    );
+    let first = render(
+        &settings.prompts.first_turn,
+        &[
+            ("context_description", description.as_str()),
+            ("query", query),
+            ("max_iterations", max_iterations.as_str()),
+        ],
+    );
+    let mut messages = vec![ChatMessage::system(system), ChatMessage::user(first)];
+    let mut state = LoopState::default();
+
+    while state.iterations < budget.max_iterations {
+        if let Some(reason) = scope.ledger.exhausted() {
+            state.status = Some(Status::from_exhausted(reason));
+            break;
+        }
+        state.iterations += 1;
+        let turn_started = Instant::now();
+        emit(
+            &scope,
+            &Event::IterationStarted {
+                depth: scope.depth,
+                iteration: state.iterations,
+                max_iterations: budget.max_iterations,
+            },
+        );
+        let reply = match ask(&scope, &messages, &settings.stop).await {
+            Ok(reply) => reply,
+            Err(status) => {
+                state.fail(status);
+                break;
+            }
+        };
+        let parsed = parse_reply(&reply.text);
+        let mut blocks = Vec::new();
+        let mut notes = Vec::new();
+        let mut final_answer = None;
+        let mut timed_out = false;
+        for code in &parsed.code_blocks {
+            emit(
+                &scope,
+                &Event::CodeStarted {
+                    depth: scope.depth,
+                    code,
+                },
+            );
+            let outcome = match until(scope.ledger.deadline(), session.execute(code)).await {
+                None => {
+                    timed_out = true;
+                    ExecOutcome {
+                        error: Some("the run's time budget ran out during this block".into()),
+                        ..ExecOutcome::default()
+                    }
+                }
+                Some(Ok(outcome)) => outcome,
+                Some(Err(err)) => ExecOutcome {
+                    error: Some(format!("the REPL failed: {err}")),
+                    ..ExecOutcome::default()
+                },
+            };
+            emit(
+                &scope,
+                &Event::CodeFinished {
+                    depth: scope.depth,
+                    outcome: &outcome,
+                },
+            );
+            final_answer = final_answer.or(outcome.final_answer.clone());
+            blocks.push(block_record(code, outcome, scope.take_records()));
+            if final_answer.is_some() || timed_out {
+                break;
+            }
+        }
+        let errored = blocks.iter().any(|b| b.result.error.is_some());
+        state.consecutive_errors = if errored {
+            state.consecutive_errors + 1
+        } else {
+            0
+        };
+        if final_answer.is_none() && !timed_out {
+            final_answer = resolve_tag(session.as_mut(), parsed.answer.as_ref(), &mut notes).await;
+        }
+        if final_answer.is_none() && !timed_out && !blocks.is_empty() {
+            final_answer = read_answer_variable(session.as_mut(), &mut state).await;
+        }
+        write(
+            "iteration",
+            &IterationRecord {
+                iteration: state.iterations,
+                run_id: &scope.run_id,
+                prompt: &messages,
+                response: &reply.text,
+                code_blocks: &blocks,
+                final_answer: final_answer.as_deref(),
+                iteration_time: turn_started.elapsed().as_secs_f64(),
+                usage: reply.usage,
+                notes: &notes,
+            },
+        )?;
+        if let Some(answer) = final_answer {
+            state.answer = Some(answer);
+            state.status = Some(Status::Answered);
+            break;
+        }
+        if timed_out {
+            state.status = Some(Status::Timeout);
+            break;
+        }
+        if state.consecutive_errors >= budget.max_consecutive_errors {
+            state.status = Some(Status::ErrorLimit);
+            break;
+        }
+        let mut history = reply.text.clone();
+        if parsed.unterminated {
+            history.push_str("\n```");
+        }
+        messages.push(ChatMessage::assistant(history));
+        let turn = (state.iterations + 1).to_string();
+        let next = render(
+            &settings.prompts.next_turn,
+            &[
+                ("turn", turn.as_str()),
+                ("max_iterations", max_iterations.as_str()),
+                ("query", query),
+            ],
+        );
+        messages.push(ChatMessage::user(feedback(
+            &blocks,
+            &notes,
+            &parsed,
+            settings.output_limit,
+            &next,
+        )));
+    }
+
+    if state.status.is_none() {
+        last_request(
+            &scope,
+            session.as_mut(),
+            &mut messages,
+            query,
+            &mut state,
+            &write,
+        )
+        .await?;
+    }
+    if state.answer.is_none()
+        && state.partial.is_none()
+        && let Ok(Some(value)) = session.variable("answer").await
+    {
+        state.partial = Some(answer_content(&value));
+    }
+    let status = state.status.unwrap_or(Status::IterationLimit);
+    let result = RunResult {
+        run_id: scope.run_id.clone(),
+        status,
+        answer: state.answer.filter(|_| status.is_answered()),
+        partial_answer: state.partial,
+        iterations: state.iterations,
+        usage: scope.ledger.usage(),
+        trajectory: log.as_ref().map(|l| l.path().to_path_buf()),
+        seconds: started.elapsed().as_secs_f64(),
+        error: state.error,
+    };
+    write(
+        "result",
+        &json!({
+            "run_id": result.run_id,
+            "status": result.status,
+            "answer": result.answer,
+            "partial_answer": result.partial_answer,
+            "iterations": result.iterations,
+            "usage": result.usage,
+            "usage_summary": crate::host::usage_summary(&result.usage),
+            "seconds": result.seconds,
+            "error": result.error,
+        }),
+    )?;
+    emit(
+        &scope,
+        &Event::RunFinished {
+            run_id: &scope.run_id,
+            depth: scope.depth,
+            status,
+            iterations: state.iterations,
+        },
+    );
+    Ok(result)
+}
+
+#[derive(Debug, Default)]
+struct LoopState {
+    iterations: u32,
+    consecutive_errors: u32,
+    status: Option<Status>,
+    answer: Option<String>,
+    partial: Option<String>,
+    error: Option<String>,
+}
+
+impl LoopState {
+    fn fail(&mut self, (status, error): (Status, Option<String>)) {
+        self.status = Some(status);
+        self.error = error;
+    }
+}
+
+/// Asks the root model, records usage, and reports progress.
+async fn ask(
+    scope: &RunScope,
+    messages: &[ChatMessage],
+    stop: &[String],
+) -> Result<crate::model::ModelReply, (Status, Option<String>)> {
+    let request = ModelRequest {
+        model: &scope.model,
+        messages,
+        stop,
+        max_output_tokens: scope.shared.settings.root_max_output_tokens,
+    };
+    match until(
+        scope.ledger.deadline(),
+        scope.shared.client.complete(request),
+    )
+    .await
+    {
+        None => Err((Status::Timeout, None)),
+        Some(Err(err)) => Err((Status::ModelError, Some(err.message))),
+        Some(Ok(reply)) => {
+            scope.ledger.record_call(&scope.model, &reply.usage);
+            emit(
+                scope,
+                &Event::ModelReplied {
+                    depth: scope.depth,
+                    usage: &reply.usage,
+                    progress: scope.progress(),
+                },
+            );
+            Ok(reply)
+        }
+    }
+}
+
+/// The turns ran out: one request for a final answer, parsed like any reply.
+async fn last_request(
+    scope: &Arc<RunScope>,
+    session: &mut dyn ReplSession,
+    messages: &mut Vec<ChatMessage>,
+    query: &str,
+    state: &mut LoopState,
+    write: &impl Fn(&str, &dyn erased::Record) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if let Some(reason) = scope.ledger.exhausted() {
+        state.status = Some(Status::from_exhausted(reason));
+        return Ok(());
+    }
+    let settings = &scope.shared.settings;
+    let max_iterations = scope.ledger.budget().max_iterations.to_string();
+    messages.push(ChatMessage::user(render(
+        &settings.prompts.final_request,
+        &[
+            ("max_iterations", max_iterations.as_str()),
+            ("query", query),
+        ],
+    )));
+    state.iterations += 1;
+    let started = Instant::now();
+    let reply = match ask(scope, messages, &[]).await {
+        Ok(reply) => reply,
+        Err(failure) => {
+            state.fail(failure);
+            return Ok(());
+        }
+    };
+    let parsed = parse_reply(&reply.text);
+    let mut notes = Vec::new();
+    let mut answer = resolve_tag(session, parsed.answer.as_ref(), &mut notes).await;
+    if answer.is_none() && parsed.answer.is_none() {
+        // No tag at all: the model answered in prose, which is what was asked for.
+        let text = reply.text.trim();
+        answer = (!text.is_empty()).then(|| text.to_owned());
+    }
+    write(
+        "iteration",
+        &IterationRecord {
+            iteration: state.iterations,
+            run_id: &scope.run_id,
+            prompt: messages,
+            response: &reply.text,
+            code_blocks: &[],
+            final_answer: answer.as_deref(),
+            iteration_time: started.elapsed().as_secs_f64(),
+            usage: reply.usage,
+            notes: &notes,
+        },
+    )?;
+    state.status = Some(if answer.is_some() {
+        Status::ForcedAnswer
+    } else {
+        Status::IterationLimit
+    });
+    state.answer = answer;
+    Ok(())
+}
+
+/// Turns an answer tag into the answer; a `FINAL_VAR` of a missing variable becomes a note for
+/// the model instead.
+async fn resolve_tag(
+    session: &mut dyn ReplSession,
+    tag: Option<&AnswerTag>,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    match tag? {
+        AnswerTag::Text(text) => Some(text.clone()),
+        AnswerTag::Variable(name) if !is_identifier(name) => {
+            notes.push(format!(
+                "FINAL_VAR({name}) is not a variable name. Use FINAL_VAR(name) with the name of a \
+                 REPL variable, or FINAL(answer) with the answer itself."
+            ));
+            None
+        }
+        AnswerTag::Variable(name) => match session.variable(name).await {
+            Ok(Some(value)) => Some(value_text(&value)),
+            Ok(None) => {
+                notes.push(format!(
+                    "FINAL_VAR({name}) was not accepted: no variable named `{name}` exists in the \
+                     REPL. Create it in a ```repl block first, or answer with FINAL(answer)."
+                ));
+                None
+            }
+            Err(err) => {
+                notes.push(format!("FINAL_VAR({name}) could not be read: {err}"));
+                None
+            }
+        },
+    }
+}
+
+/// `answer = {"content": ..., "ready": True}` finishes the run; any other `answer` is kept as
+/// the best partial answer.
+async fn read_answer_variable(
+    session: &mut dyn ReplSession,
+    state: &mut LoopState,
+) -> Option<String> {
+    let value = session.variable("answer").await.ok()??;
+    let ready = value.get("ready").and_then(Value::as_bool) == Some(true);
+    let content = answer_content(&value);
+    if ready {
+        return Some(content);
+    }
+    state.partial = Some(content);
+    None
+}
+
+fn answer_content(value: &Value) -> String {
+    match value.get("content") {
+        Some(content) => value_text(content),
+        None => value_text(value),
+    }
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn block_record(code: &str, outcome: ExecOutcome, calls: Vec<SubcallRecord>) -> BlockRecord {
+    BlockRecord {
+        code: code.to_owned(),
+        result: BlockResult {
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+            error: outcome.error,
+            final_answer: outcome.final_answer,
+            execution_time: outcome.seconds,
+            rlm_calls: calls,
+        },
+    }
+}
+
+/// The user message after a turn: each block's output (fenced, truncated), notes, next turn.
+fn feedback(
+    blocks: &[BlockRecord],
+    notes: &[String],
+    parsed: &crate::parse::ParsedReply,
+    limit: usize,
+    next: &str,
+) -> String {
+    let mut out = String::new();
+    for (index, block) in blocks.iter().enumerate() {
+        let result = &block.result;
+        let mut text = result.stdout.clone();
+        if !result.stderr.is_empty() {
+            text.push_str(&format!("\n[stderr]\n{}", result.stderr));
+        }
+        if let Some(error) = &result.error {
+            text.push_str(&format!("\n[error]\n{error}"));
+        }
+        if text.trim().is_empty() {
+            text = "(no output; print what you want to see)".to_owned();
+        }
+        let calls = result.rlm_calls.len();
+        let header = if calls > 0 {
+            format!("Output of block {} ({calls} sub-calls):\n", index + 1)
+        } else {
+            format!("Output of block {}:\n", index + 1)
+        };
+        out.push_str(&header);
+        out.push_str(&fence(&truncate(text.trim_start_matches('\n'), limit)));
+        out.push_str("\n\n");
+    }
+    if blocks.is_empty() && parsed.answer.is_none() {
+        out.push_str(
+            "Your reply had no ```repl block and no answer. Write code in a ```repl block, or \
+             answer with FINAL(...) or FINAL_VAR(...) on its own line.\n\n",
+        );
+    }
+    for note in notes {
+        out.push_str(note);
+        out.push_str("\n\n");
+    }
+    out.push_str(next);
+    out
+}
+
+fn recursion_note(depth: u32, max_depth: u32) -> &'static str {
+    if depth + 1 < max_depth {
+        "each call starts a fresh REPL run of its own over the prompt (a recursive sub-run). Use it \
+         for sub-tasks that themselves need code to solve; it is slower and costs more than \
+         `llm_query`.\n"
+    } else {
+        "at this depth they are plain sub-model calls, exactly like `llm_query`.\n"
+    }
+}
+
+fn emit(scope: &RunScope, event: &Event<'_>) {
+    if let Some(sink) = &scope.shared.events {
+        sink.event(event);
+    }
+}
+
+/// Lets one closure write records of different types.
+mod erased {
+    use serde::Serialize;
+
+    pub trait Record {
+        fn value(&self) -> serde_json::Value;
+    }
+
+    impl<T: Serialize> Record for T {
+        fn value(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        }
+    }
+
+    pub struct Wrap<'a>(pub &'a dyn Record);
+
+    impl Serialize for Wrap<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.0.value().serialize(serializer)
+        }
+    }
+}

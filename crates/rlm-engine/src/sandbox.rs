@@ -1,0 +1,192 @@
+//! [`ReplFactory`] over `rlm-sandbox`: Monty sessions (in a worker process by default) whose
+//! host functions are answered by the engine's [`SubcallHost`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use rlm_sandbox::{ContextInput, ExecutionResult, Host, Sandbox, Session};
+use serde_json::Value;
+
+use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+
+/// What the system prompt says about the sandbox's native helpers (`{{helpers}}`).
+pub const SANDBOX_HELPERS_DOC: &str = "\
+- Native helpers, implemented in Rust and fast on big strings. `text` defaults to `context`; pass
+  a context number (`1` for `context_1`) or any string instead. Positions are Python char indexes,
+  line numbers start at 0, patterns use Rust regex syntax (no look-around, no backreferences):
+  - `grep(pattern, context_lines=0, text=None, max_matches=500)` → str of `\"12: line\"` rows
+  - `find_all(pattern, text=None, max_matches=10000)` → list of `(start, end, match)`
+  - `line_count(text=None)`, `line_range(start, end=None, text=None)` → list of lines
+  - `chunk_text(size, overlap=0, text=None)` → list of str chunks of `size` chars
+  - `slice_text(start, end, text=None)` → str
+  Prefer these to loops of `context.find(x, start)` or `context[i:j]` over the whole context.
+";
+
+/// Opens Monty sessions from one configured [`Sandbox`].
+#[derive(Debug, Clone)]
+pub struct SandboxRepl {
+    sandbox: Sandbox,
+}
+
+impl SandboxRepl {
+    /// A factory for sessions of `sandbox`.
+    pub fn new(sandbox: Sandbox) -> Self {
+        Self { sandbox }
+    }
+}
+
+impl ReplFactory for SandboxRepl {
+    fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<Box<dyn ReplSession>, ReplError>> {
+        async move {
+            let contexts = spec
+                .contexts
+                .iter()
+                .map(|part| match &part.path {
+                    // The worker reads the file itself: no 50 MB copy through the host.
+                    Some(path) => ContextInput::TextFile(path.clone()),
+                    None => ContextInput::Text(part.text.to_string()),
+                })
+                .collect();
+            let host: Arc<dyn Host> = Arc::new(HostBridge(spec.host));
+            let session = Session::start(&self.sandbox, contexts, Some(spec.context_meta), host)
+                .await
+                .map_err(|err| ReplError::new(error_chain(&err)))?;
+            let session: Box<dyn ReplSession> = Box::new(SandboxSession { session });
+            Ok(session)
+        }
+        .boxed()
+    }
+}
+
+/// Forwards the sandbox's host calls to the engine.
+struct HostBridge(Arc<dyn SubcallHost>);
+
+impl fmt::Debug for HostBridge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("HostBridge").finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl Host for HostBridge {
+    async fn llm_query(&self, prompt: String, model: Option<String>) -> Result<String, String> {
+        self.0.llm_query(prompt, model).await
+    }
+
+    async fn llm_query_batched(
+        &self,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> Vec<Result<String, String>> {
+        self.0.llm_query_batched(prompts, model).await
+    }
+
+    async fn rlm_query(&self, prompt: String, model: Option<String>) -> Result<String, String> {
+        self.0.rlm_query(prompt, model).await
+    }
+
+    async fn rlm_query_batched(
+        &self,
+        prompts: Vec<String>,
+        model: Option<String>,
+    ) -> Vec<Result<String, String>> {
+        self.0.rlm_query_batched(prompts, model).await
+    }
+}
+
+/// One Monty session.
+#[derive(Debug)]
+struct SandboxSession {
+    session: Session,
+}
+
+impl ReplSession for SandboxSession {
+    fn execute<'a>(&'a mut self, code: &'a str) -> BoxFuture<'a, Result<ExecOutcome, ReplError>> {
+        async move {
+            let result = self
+                .session
+                .execute(code)
+                .await
+                .map_err(|err| ReplError::new(error_chain(&err)))?;
+            Ok(outcome(result))
+        }
+        .boxed()
+    }
+
+    fn variable<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, ReplError>> {
+        async move {
+            let wrap = |err: rlm_sandbox::Error| ReplError::new(error_chain(&err));
+            let Some(repr) = self.session.variable_repr(name).await.map_err(wrap)? else {
+                return Ok(None);
+            };
+            if repr.starts_with('{') || repr.starts_with('[') {
+                // Containers come back as JSON so the engine can read `answer["ready"]`.
+                let probe = format!("import json\nprint(json.dumps({name}))");
+                let result = self.session.execute(&probe).await.map_err(wrap)?;
+                if result.exception.is_none()
+                    && let Ok(value) = serde_json::from_str::<Value>(result.stdout.trim())
+                {
+                    return Ok(Some(value));
+                }
+            }
+            let text = self.session.variable_str(name).await.map_err(wrap)?;
+            Ok(text.map(Value::String))
+        }
+        .boxed()
+    }
+}
+
+/// The engine's view of one execution: output with the truncation note, diagnostics, the
+/// exception as `Kind: message (line N)`.
+fn outcome(result: ExecutionResult) -> ExecOutcome {
+    let mut stdout = result.stdout.clone();
+    if result.stdout_truncated_chars > 0 {
+        if !stdout.ends_with('\n') {
+            stdout.push('\n');
+        }
+        stdout.push_str(&format!(
+            "… {} more chars not shown: keep big values in variables and print summaries",
+            result.stdout_truncated_chars
+        ));
+    }
+    let mut stderr = result.stderr.clone();
+    if let Some(note) = &result.worker_restarted {
+        stderr.push_str(&format!(
+            "\nThe interpreter was restarted ({note}); every variable except the contexts is gone."
+        ));
+    }
+    let error = result.exception.as_ref().map(|exception| {
+        let mut text = exception.kind.clone();
+        if !exception.message.is_empty() {
+            text.push_str(": ");
+            text.push_str(&exception.message);
+        }
+        if let Some(line) = exception.line {
+            text.push_str(&format!(" (line {line})"));
+        }
+        text
+    });
+    ExecOutcome {
+        stdout,
+        stderr: stderr.trim().to_owned(),
+        error,
+        final_answer: result.final_answer.map(|answer| answer.value),
+        seconds: result.duration.as_secs_f64(),
+    }
+}
+
+fn error_chain(err: &rlm_sandbox::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}

@@ -1,0 +1,287 @@
+//! In-memory fakes of the model and the REPL, for tests of the loop (feature `test-support`).
+//!
+//! [`FakeRepl`] understands a tiny line language, just enough to drive the loop:
+//! `name = <json>`, `name = llm_query("p")`, `name = llm_query_batched(["a", "b"])`,
+//! `name = rlm_query("p")`, `print(name)` / `print("text")`, `raise Kind("message")`,
+//! `FINAL_VAR("name")`. Values are JSON (`True`/`False`/`None` are accepted).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::model::{
+    CallUsage, ChatMessage, FinishReason, ModelClient, ModelError, ModelReply, ModelRequest,
+};
+use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+
+type Responder = dyn Fn(&str, &[ChatMessage]) -> Option<String> + Send + Sync;
+
+/// A model that answers from per-model queues, then from an optional responder closure.
+pub struct ScriptedModel {
+    queues: Mutex<BTreeMap<String, VecDeque<String>>>,
+    responder: Option<Box<Responder>>,
+    calls: Mutex<Vec<(String, Vec<ChatMessage>)>>,
+    usage: CallUsage,
+}
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel").finish_non_exhaustive()
+    }
+}
+
+impl Default for ScriptedModel {
+    fn default() -> Self {
+        Self {
+            queues: Mutex::default(),
+            responder: None,
+            calls: Mutex::default(),
+            usage: CallUsage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cost_usd: Some(0.001),
+                ..CallUsage::default()
+            },
+        }
+    }
+}
+
+impl ScriptedModel {
+    /// Queues replies for `model`, answered in order.
+    #[must_use]
+    pub fn replies(self, model: &str, replies: &[&str]) -> Self {
+        self.queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(model.to_owned())
+            .or_default()
+            .extend(replies.iter().map(|r| (*r).to_owned()));
+        self
+    }
+
+    /// Answers requests the queues cannot: `(model, messages) -> reply`.
+    #[must_use]
+    pub fn responder(
+        mut self,
+        responder: impl Fn(&str, &[ChatMessage]) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.responder = Some(Box::new(responder));
+        self
+    }
+
+    /// The usage every call reports.
+    #[must_use]
+    pub fn usage(mut self, usage: CallUsage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Every request so far: (model, messages).
+    pub fn calls(&self) -> Vec<(String, Vec<ChatMessage>)> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl ModelClient for ScriptedModel {
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((request.model.to_owned(), request.messages.to_vec()));
+        let queued = self
+            .queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(request.model)
+            .and_then(VecDeque::pop_front);
+        let text = queued.or_else(|| {
+            self.responder
+                .as_ref()
+                .and_then(|r| r(request.model, request.messages))
+        });
+        let usage = self.usage;
+        async move {
+            let text = text.ok_or_else(|| {
+                ModelError::new(format!("no scripted reply for {}", request.model))
+            })?;
+            Ok(ModelReply {
+                text,
+                usage,
+                finish: FinishReason::EndTurn,
+            })
+        }
+        .boxed()
+    }
+}
+
+/// Opens [`FakeSession`]s.
+#[derive(Debug, Default)]
+pub struct FakeRepl;
+
+impl ReplFactory for FakeRepl {
+    fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<Box<dyn ReplSession>, ReplError>> {
+        let mut variables = BTreeMap::new();
+        for (index, part) in spec.contexts.iter().enumerate() {
+            variables.insert(
+                format!("context_{index}"),
+                Value::String(part.text.to_string()),
+            );
+        }
+        if let Some(first) = spec.contexts.first() {
+            variables.insert("context".to_owned(), Value::String(first.text.to_string()));
+        }
+        variables.insert("contextMeta".to_owned(), spec.context_meta);
+        let session: Box<dyn ReplSession> = Box::new(FakeSession {
+            variables,
+            host: spec.host,
+        });
+        async move { Ok(session) }.boxed()
+    }
+}
+
+/// A session of the fake line language.
+#[derive(Debug)]
+pub struct FakeSession {
+    variables: BTreeMap<String, Value>,
+    host: Arc<dyn SubcallHost>,
+}
+
+impl FakeSession {
+    async fn run_line(&mut self, line: &str, out: &mut ExecOutcome) -> Result<(), String> {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return Ok(());
+        }
+        if let Some(rest) = line.strip_prefix("raise ") {
+            return Err(rest.to_owned());
+        }
+        if let Some(arg) = call_argument(line, "print") {
+            let text = match self.variables.get(arg) {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => match literal(arg)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                },
+            };
+            out.stdout.push_str(&text);
+            out.stdout.push('\n');
+            return Ok(());
+        }
+        if let Some(arg) = call_argument(line, "FINAL_VAR") {
+            let name = arg.trim_matches('"');
+            let value = self
+                .variables
+                .get(name)
+                .ok_or_else(|| format!("NameError: name '{name}' is not defined"))?;
+            out.final_answer = Some(match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+            return Ok(());
+        }
+        let (name, rhs) = line
+            .split_once('=')
+            .ok_or_else(|| format!("SyntaxError: cannot run {line:?}"))?;
+        let value = self.evaluate(rhs.trim()).await?;
+        self.variables.insert(name.trim().to_owned(), value);
+        Ok(())
+    }
+
+    async fn evaluate(&self, rhs: &str) -> Result<Value, String> {
+        let text = |r: Result<String, String>| r.map(Value::String);
+        let items = |results: Vec<Result<String, String>>| {
+            Value::Array(
+                results
+                    .into_iter()
+                    .map(|r| Value::String(r.unwrap_or_else(|e| format!("Error: {e}"))))
+                    .collect(),
+            )
+        };
+        if let Some(arg) = call_argument(rhs, "llm_query") {
+            return text(self.host.llm_query(string_arg(arg)?, None).await);
+        }
+        if let Some(arg) = call_argument(rhs, "rlm_query") {
+            return text(self.host.rlm_query(string_arg(arg)?, None).await);
+        }
+        if let Some(arg) = call_argument(rhs, "llm_query_batched") {
+            return Ok(items(
+                self.host.llm_query_batched(string_list(arg)?, None).await,
+            ));
+        }
+        if let Some(arg) = call_argument(rhs, "rlm_query_batched") {
+            return Ok(items(
+                self.host.rlm_query_batched(string_list(arg)?, None).await,
+            ));
+        }
+        literal(rhs)
+    }
+}
+
+impl ReplSession for FakeSession {
+    fn execute<'a>(&'a mut self, code: &'a str) -> BoxFuture<'a, Result<ExecOutcome, ReplError>> {
+        async move {
+            let mut outcome = ExecOutcome::default();
+            for (number, line) in code.lines().enumerate() {
+                if let Err(error) = self.run_line(line, &mut outcome).await {
+                    outcome.error = Some(format!("{error} (line {})", number + 1));
+                    break;
+                }
+            }
+            Ok(outcome)
+        }
+        .boxed()
+    }
+
+    fn variable<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, ReplError>> {
+        let value = self.variables.get(name).cloned();
+        async move { Ok(value) }.boxed()
+    }
+}
+
+fn call_argument<'a>(text: &'a str, function: &str) -> Option<&'a str> {
+    text.strip_prefix(function)?
+        .strip_prefix('(')?
+        .strip_suffix(')')
+        .map(str::trim)
+}
+
+fn literal(text: &str) -> Result<Value, String> {
+    let json = text
+        .replace("True", "true")
+        .replace("False", "false")
+        .replace("None", "null");
+    serde_json::from_str(&json).map_err(|e| format!("SyntaxError: {e}"))
+}
+
+fn string_arg(text: &str) -> Result<String, String> {
+    match literal(text)? {
+        Value::String(s) => Ok(s),
+        other => Err(format!("TypeError: expected a str, got {other}")),
+    }
+}
+
+fn string_list(text: &str) -> Result<Vec<String>, String> {
+    match literal(text)? {
+        Value::Array(items) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                other => Err(format!("TypeError: expected a str, got {other}")),
+            })
+            .collect(),
+        other => Err(format!("TypeError: expected a list, got {other}")),
+    }
+}

@@ -1,0 +1,413 @@
+//! Loop tests against the in-memory fakes (model routed by name: `root` vs `sub`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::testing::{FakeRepl, ScriptedModel};
+use crate::{Budget, ContextPart, Rlm, Role, RunResult, Status};
+
+fn rlm(model: &Arc<ScriptedModel>, budget: Budget, log: Option<&std::path::Path>) -> Rlm {
+    let mut builder = Rlm::builder()
+        .client(Arc::clone(model) as _)
+        .repl(Arc::new(FakeRepl))
+        .model("root")
+        .subcall_model("sub")
+        .budget(budget);
+    if let Some(dir) = log {
+        builder = builder.log_dir(dir.to_path_buf());
+    }
+    builder.build().unwrap()
+}
+
+async fn run(model: &Arc<ScriptedModel>, budget: Budget) -> RunResult {
+    rlm(model, budget, None)
+        .completion(
+            "what is the code?",
+            vec![ContextPart::new("alpha\nsecret=XYZ\n")],
+        )
+        .await
+        .unwrap()
+}
+
+fn read_log(result: &RunResult) -> Vec<Value> {
+    let path = result.trajectory.as_ref().unwrap();
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn answers_after_code_and_logs_every_turn() {
+    let model = Arc::new(ScriptedModel::default().replies(
+        "root",
+        &[
+            "Let me look.\n```repl\nprint(context)\n```",
+            "FINAL(XYZ) (found on line 2)",
+        ],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let result = rlm(&model, Budget::default(), Some(dir.path()))
+        .completion(
+            "what is the code?",
+            vec![ContextPart::new("alpha\nsecret=XYZ\n").with_name("c.txt")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.status, Status::Answered);
+    assert_eq!(result.answer.as_deref(), Some("XYZ"));
+    assert_eq!(result.iterations, 2);
+    assert_eq!(result.usage.models["root"].calls, 2);
+
+    let calls = model.calls();
+    let first = &calls[0].1;
+    assert_eq!(first[0].role, Role::System);
+    assert!(first[0].content.contains("llm_query_batched"));
+    assert!(
+        first[1]
+            .content
+            .contains("[context_0] c.txt: 17 chars, 2 lines")
+    );
+    assert!(first[1].content.contains("Turn 1/30"));
+    // The second request carries the REPL output, fenced, and the next turn marker.
+    let second = &calls[1].1;
+    let feedback = &second.last().unwrap().content;
+    assert!(
+        feedback.contains("Output of block 1:\n```\nalpha\nsecret=XYZ\n```"),
+        "{feedback}"
+    );
+    assert!(feedback.contains("Turn 2/30"));
+    // The stop sequence cut the closing fence; the history copy has it back.
+    assert!(second[2].content.ends_with("```"));
+
+    let lines = read_log(&result);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["metadata", "iteration", "iteration", "result"]);
+    assert_eq!(lines[0]["root_model"], "root");
+    assert_eq!(lines[1]["code_blocks"][0]["code"], "print(context)\n");
+    assert_eq!(
+        lines[1]["code_blocks"][0]["result"]["stdout"],
+        "alpha\nsecret=XYZ\n\n"
+    );
+    assert_eq!(lines[2]["final_answer"], "XYZ");
+    assert_eq!(lines[3]["status"], "answered");
+}
+
+#[tokio::test]
+async fn subcalls_go_to_the_subcall_model_and_usage_adds_up() {
+    let model = Arc::new(
+        ScriptedModel::default()
+            .replies(
+                "root",
+                &[
+                    "```repl\nx = llm_query(\"summarize\")\nys = llm_query_batched([\"a\", \"b\", \"c\"])\nprint(ys)\n```",
+                    "FINAL_VAR(x)",
+                ],
+            )
+            .responder(|model, messages| {
+                (model == "sub").then(|| format!("sub saw {}", messages[0].content))
+            }),
+    );
+    let result = run(&model, Budget::default()).await;
+    assert_eq!(result.answer.as_deref(), Some("sub saw summarize"));
+    assert_eq!(result.usage.subcalls, 4);
+    assert_eq!(result.usage.models["sub"].calls, 4);
+    assert_eq!(result.usage.models["root"].calls, 2);
+    assert_eq!(result.usage.total_tokens(), 6 * 15);
+    let feedback = &model
+        .calls()
+        .last()
+        .unwrap()
+        .1
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(feedback.contains("(4 sub-calls)"), "{feedback}");
+    assert!(feedback.contains("sub saw c"));
+}
+
+#[tokio::test]
+async fn missing_final_var_is_reported_back_not_returned() {
+    let model = Arc::new(ScriptedModel::default().replies(
+        "root",
+        &[
+            "FINAL_VAR(result)",
+            "```repl\nresult = \"42\"\n```\nFINAL_VAR(result)",
+        ],
+    ));
+    let result = run(&model, Budget::default()).await;
+    assert_eq!(result.status, Status::Answered);
+    assert_eq!(result.answer.as_deref(), Some("42"));
+    assert_eq!(result.iterations, 2);
+    let note = &model.calls()[1].1.last().unwrap().content.clone();
+    assert!(note.contains("no variable named `result` exists"), "{note}");
+}
+
+#[tokio::test]
+async fn code_errors_are_fed_back_and_too_many_end_the_run() {
+    let model = Arc::new(ScriptedModel::default().replies(
+        "root",
+        &[
+            "```repl\nraise ValueError(\"bad\")\n```",
+            "```repl\nraise KeyError(\"worse\")\n```",
+            "unused",
+        ],
+    ));
+    let result = run(
+        &model,
+        Budget {
+            max_consecutive_errors: 2,
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.status, Status::ErrorLimit);
+    assert_eq!(result.answer, None);
+    assert_eq!(result.iterations, 2);
+    let feedback = &model.calls()[1].1.last().unwrap().content.clone();
+    assert!(
+        feedback.contains("[error]\nValueError(\"bad\") (line 1)"),
+        "{feedback}"
+    );
+}
+
+#[tokio::test]
+async fn iteration_limit_asks_once_for_a_final_answer() {
+    let model = Arc::new(ScriptedModel::default().replies(
+        "root",
+        &[
+            "```repl\nprint(\"one\")\n```",
+            "```repl\nprint(\"two\")\n```",
+            "Based on what I saw:\nFINAL(two things)",
+        ],
+    ));
+    let result = run(
+        &model,
+        Budget {
+            max_iterations: 2,
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.status, Status::ForcedAnswer);
+    assert_eq!(result.answer.as_deref(), Some("two things"));
+    assert_eq!(result.iterations, 3);
+    let last = model
+        .calls()
+        .last()
+        .unwrap()
+        .1
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(last.contains("You have used all 2 turns"), "{last}");
+
+    // A prose reply to the last request is the answer; an empty one is not.
+    let model =
+        Arc::new(ScriptedModel::default().replies("root", &["```repl\nprint(1)\n```", "It is 7."]));
+    let result = run(
+        &model,
+        Budget {
+            max_iterations: 1,
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.answer.as_deref(), Some("It is 7."));
+    let model =
+        Arc::new(ScriptedModel::default().replies("root", &["```repl\nprint(1)\n```", "  "]));
+    let result = run(
+        &model,
+        Budget {
+            max_iterations: 1,
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.status, Status::IterationLimit);
+    assert_eq!(result.answer, None);
+}
+
+#[tokio::test]
+async fn token_budget_stops_with_the_partial_answer() {
+    let model = Arc::new(ScriptedModel::default().replies(
+        "root",
+        &[
+            "```repl\nanswer = {\"content\": \"maybe XYZ\", \"ready\": False}\n```",
+            "```repl\nprint(\"more\")\n```",
+        ],
+    ));
+    let result = run(
+        &model,
+        Budget {
+            max_tokens: Some(20),
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.status, Status::TokenBudget);
+    assert_eq!(result.answer, None);
+    assert_eq!(result.partial_answer.as_deref(), Some("maybe XYZ"));
+    assert_eq!(result.iterations, 2);
+}
+
+#[tokio::test]
+async fn ready_answer_variable_finishes() {
+    let model = Arc::new(ScriptedModel::default().replies(
+        "root",
+        &["```repl\nanswer = {\"content\": \"done\", \"ready\": True}\n```"],
+    ));
+    let result = run(&model, Budget::default()).await;
+    assert_eq!(result.status, Status::Answered);
+    assert_eq!(result.answer.as_deref(), Some("done"));
+}
+
+#[tokio::test]
+async fn subcall_budget_refuses_calls_and_stops() {
+    let model = Arc::new(
+        ScriptedModel::default()
+            .replies(
+                "root",
+                &["```repl\nys = llm_query_batched([\"a\", \"b\", \"c\"])\nprint(ys)\n```"],
+            )
+            .responder(|model, _| (model == "sub").then(|| "ok".to_owned())),
+    );
+    let result = run(
+        &model,
+        Budget {
+            max_subcalls: Some(2),
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.status, Status::SubcallBudget);
+    assert_eq!(result.usage.models["sub"].calls, 2);
+}
+
+#[tokio::test]
+async fn zero_timeout_stops_before_any_call() {
+    let model = Arc::new(ScriptedModel::default());
+    let result = run(
+        &model,
+        Budget {
+            timeout: Some(std::time::Duration::ZERO),
+            ..Budget::default()
+        },
+    )
+    .await;
+    assert_eq!(result.status, Status::Timeout);
+    assert!(model.calls().is_empty());
+}
+
+#[tokio::test]
+async fn model_failure_is_a_status_with_the_error() {
+    let model = Arc::new(ScriptedModel::default());
+    let result = run(&model, Budget::default()).await;
+    assert_eq!(result.status, Status::ModelError);
+    assert!(result.error.unwrap().contains("no scripted reply for root"));
+}
+
+#[tokio::test]
+async fn depth_two_runs_a_child_with_its_own_session_and_log() {
+    // The child run uses the sub model as its root: it answers the delegated prompt with code,
+    // and its own llm_query is a plain call (depth limit reached).
+    let model = Arc::new(
+        ScriptedModel::default()
+            .replies(
+                "root",
+                &["```repl\nr = rlm_query(\"count the lines\")\n```\nFINAL_VAR(r)"],
+            )
+            .responder(|model, messages| {
+                if model != "sub" {
+                    return None;
+                }
+                if messages[0].role == Role::System {
+                    let turn = messages.len();
+                    return Some(if turn == 2 {
+                        "```repl\nn = llm_query(\"leaf\")\nprint(context)\n```".to_owned()
+                    } else {
+                        "FINAL_VAR(n)".to_owned()
+                    });
+                }
+                Some(format!("leaf answer to {}", messages[0].content))
+            }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let result = Rlm::builder()
+        .client(Arc::clone(&model) as _)
+        .repl(Arc::new(FakeRepl))
+        .model("root")
+        .subcall_model("sub")
+        .max_depth(2)
+        .log_dir(dir.path().to_path_buf())
+        .build()
+        .unwrap()
+        .completion("q", vec![ContextPart::new("data")])
+        .await
+        .unwrap();
+    assert_eq!(result.answer.as_deref(), Some("leaf answer to leaf"));
+    // root: 1 call; child: 2 root-model turns on "sub" + 1 leaf call on "sub".
+    assert_eq!(result.usage.models["root"].calls, 1);
+    assert_eq!(result.usage.models["sub"].calls, 3);
+    assert_eq!(result.usage.subcalls, 2);
+
+    let parent = read_log(&result);
+    let call = &parent[1]["code_blocks"][0]["result"]["rlm_calls"][0];
+    assert_eq!(call["kind"], "rlm_query");
+    let child_id = call["child_run_id"].as_str().unwrap();
+    assert_eq!(child_id, format!("{}.1", result.run_id));
+    assert_eq!(
+        call["usage_summary"]["model_usage_summaries"]["sub"]["total_calls"],
+        3
+    );
+    let child_log = call["child_log"].as_str().unwrap();
+    let child: Vec<Value> = std::fs::read_to_string(child_log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(child[0]["parent_run_id"], result.run_id.as_str());
+    assert_eq!(child[0]["depth"], 1);
+    // The child saw the delegated prompt as its context.
+    assert_eq!(
+        child[1]["code_blocks"][0]["result"]["stdout"],
+        "count the lines\n"
+    );
+}
+
+#[tokio::test]
+async fn child_cannot_outspend_the_parent() {
+    // Each call costs 15 tokens. The root has 40: its own turn (15) leaves 25, so the child's
+    // first turn (30 total) fits, and its second is refused by the parent's budget.
+    let model = Arc::new(
+        ScriptedModel::default()
+            .replies("root", &["```repl\nr = rlm_query(\"x\")\nprint(r)\n```"])
+            .responder(|model, _| (model == "sub").then(|| "```repl\nprint(1)\n```".to_owned())),
+    );
+    let result = Rlm::builder()
+        .client(Arc::clone(&model) as _)
+        .repl(Arc::new(FakeRepl))
+        .model("root")
+        .subcall_model("sub")
+        .max_depth(2)
+        .budget(Budget {
+            max_tokens: Some(40),
+            ..Budget::default()
+        })
+        .child_budget(Budget {
+            max_tokens: Some(10_000),
+            ..Budget::default()
+        })
+        .build()
+        .unwrap()
+        .completion("q", vec![ContextPart::new("data")])
+        .await
+        .unwrap();
+    assert_eq!(result.status, Status::TokenBudget);
+    assert_eq!(result.usage.models["sub"].calls, 2);
+    assert_eq!(result.usage.total_tokens(), 45);
+}

@@ -1,0 +1,89 @@
+//! End-to-end runs: the real sandbox, `rlm-llm` against its fake provider server, replies routed
+//! by model name (`root` writes code, `sub` answers sub-calls and runs child RLMs).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rlm_engine::{Budget, ContextPart, Rlm, RunResult, SANDBOX_HELPERS_DOC, SandboxRepl, Status};
+use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_sandbox::{Isolation, Limits, Sandbox};
+
+mod cases;
+
+/// The fake server plus a builder wired to it and to the sandbox.
+struct Harness {
+    server: FakeServer,
+    log: tempfile::TempDir,
+}
+
+impl Harness {
+    async fn start() -> Self {
+        Self {
+            server: FakeServer::start().await.unwrap(),
+            log: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn root(&self, replies: &[&str]) {
+        self.server
+            .script("root", replies.iter().map(|r| FakeReply::text(*r)));
+    }
+
+    fn sub(&self, answer: impl Fn(&SeenRequest) -> String + Send + Sync + 'static) {
+        self.server
+            .respond_with(move |seen| FakeReply::text(answer(seen)));
+    }
+
+    fn rlm(&self, budget: Budget, max_depth: u32) -> Rlm {
+        let client = self.server.client_builder().build().unwrap();
+        Rlm::builder()
+            .client(Arc::new(client))
+            .repl(Arc::new(SandboxRepl::new(sandbox())))
+            .helpers_doc(SANDBOX_HELPERS_DOC.to_owned())
+            .model("root")
+            .subcall_model("sub")
+            .max_depth(max_depth)
+            .budget(budget)
+            .log_dir(self.log.path().to_path_buf())
+            .build()
+            .unwrap()
+    }
+
+    async fn run(&self, budget: Budget, max_depth: u32, context: &str) -> RunResult {
+        let rlm = self.rlm(budget, max_depth);
+        let run = rlm.completion("What is asked?", vec![ContextPart::new(context)]);
+        tokio::time::timeout(Duration::from_secs(120), run)
+            .await
+            .expect("run finished in time")
+            .unwrap()
+    }
+
+    /// The last user message of the `n`th request to `model`.
+    fn user_message(&self, model: &str, n: usize) -> String {
+        self.server.requests_for(model)[n]
+            .last_user_message()
+            .to_owned()
+    }
+}
+
+/// In-process Monty: the worker binary is the `rlm` crate's, not built for these tests.
+fn sandbox() -> Sandbox {
+    Sandbox::builder()
+        .isolation(Isolation::InProcess)
+        .limits(Limits::default().timeout(Duration::from_secs(60)))
+        .build()
+        .unwrap()
+}
+
+fn status_line(result: &RunResult) -> String {
+    format!(
+        "{:?} answer={:?} partial={:?} error={:?}",
+        result.status, result.answer, result.partial_answer, result.error
+    )
+}
+
+fn answered(result: &RunResult) -> &str {
+    assert_eq!(result.status, Status::Answered, "{}", status_line(result));
+    result.answer.as_deref().unwrap()
+}

@@ -1,0 +1,46 @@
+//! Arguments of `rlm run`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::cli::LlmArgs;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The question to answer about the context.
+    #[arg(value_name = "QUERY")]
+    pub query: String,
+    /// A file to work over; repeat for several (`context_0`, `context_1`, …). `-` reads stdin.
+    #[arg(long = "context-file", value_name = "FILE")]
+    pub context_files: Vec<PathBuf>,
+    /// Inline context text; `-` reads stdin.
+    #[arg(long, value_name = "TEXT")]
+    pub context: Option<String>,
+    /// Root-model turns before it is asked for a final answer.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_iterations: u32,
+    /// Recursion depth of `rlm_query`: 1 makes it a plain sub-model call.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=5))]
+    pub max_depth: u32,
+    /// Stop when the run (with all sub-calls) has cost this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop when the run (with all sub-calls) has used this many tokens.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop after this many seconds of wall time (`--timeout` is per model request).
+    #[arg(long, value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
+    pub max_time: Option<f64>,
+    /// Stop after this many sub-calls (`llm_query` items and `rlm_query` runs).
+    #[arg(long, value_name = "N")]
+    pub max_subcalls: Option<u64>,
+    /// Directory for the trajectory log (default: `$XDG_STATE_HOME/rlm/runs`).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_log")]
+    pub log: Option<PathBuf>,
+    /// Do not write a trajectory log.
+    #[arg(long)]
+    pub no_log: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}

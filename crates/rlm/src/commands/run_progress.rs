@@ -1,0 +1,185 @@
+//! Progress of `rlm run` on stderr: turns, code, output summaries, sub-calls, tokens and cost.
+
+use std::io::Write as _;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rlm_engine::{Event, EventSink, Progress, group_digits};
+
+/// Lines of a code block shown before "… N more lines".
+const CODE_LINES_SHOWN: usize = 12;
+/// Sub-call progress is printed at most this often while a fan-out runs.
+const SUBCALL_PRINT_INTERVAL: Duration = Duration::from_millis(750);
+
+/// Prints engine events to stderr as they happen.
+#[derive(Debug)]
+pub struct StderrProgress {
+    verbose: bool,
+    state: Mutex<SubcallState>,
+}
+
+#[derive(Debug)]
+struct SubcallState {
+    done: u64,
+    failed: u64,
+    last_print: Instant,
+}
+
+impl StderrProgress {
+    pub fn new(verbose: bool) -> Self {
+        Self {
+            verbose,
+            state: Mutex::new(SubcallState {
+                done: 0,
+                failed: 0,
+                last_print: Instant::now(),
+            }),
+        }
+    }
+
+    fn line(&self, depth: u32, text: &str) {
+        let indent = "  ".repeat(depth as usize);
+        let mut err = anstream::stderr().lock();
+        for line in text.lines() {
+            let _ = writeln!(err, "{indent}{line}");
+        }
+    }
+}
+
+fn totals(progress: &Progress) -> String {
+    format!(
+        "{} tokens · ${:.4}",
+        group_digits(progress.tokens as usize),
+        progress.cost_usd
+    )
+}
+
+impl EventSink for StderrProgress {
+    fn event(&self, event: &Event<'_>) {
+        let dim = anstyle::Style::new().dimmed();
+        let bold = anstyle::Style::new().bold();
+        match event {
+            Event::RunStarted {
+                run_id,
+                depth,
+                model,
+                log,
+            } => {
+                let log = log.map_or(String::new(), |p| format!(" · log {}", p.display()));
+                let label = if *depth == 0 { "run" } else { "child run" };
+                self.line(
+                    *depth,
+                    &format!("{bold}{label} {run_id}{bold:#} · {model}{log}"),
+                );
+            }
+            Event::IterationStarted {
+                depth,
+                iteration,
+                max_iterations,
+            } => self.line(
+                *depth,
+                &format!("{bold}── turn {iteration}/{max_iterations}{bold:#}"),
+            ),
+            Event::ModelReplied {
+                depth,
+                usage,
+                progress,
+            } => self.line(
+                *depth,
+                &format!(
+                    "{dim}model: {} in / {} out · total {}{dim:#}",
+                    group_digits(usage.input_tokens as usize),
+                    group_digits(usage.output_tokens as usize),
+                    totals(progress)
+                ),
+            ),
+            Event::CodeStarted { depth, code } => {
+                let lines: Vec<&str> = code.lines().collect();
+                let shown = if self.verbose {
+                    lines.len()
+                } else {
+                    CODE_LINES_SHOWN
+                };
+                let mut text = String::new();
+                for line in lines.iter().take(shown) {
+                    text.push_str(&format!("{dim}│{dim:#} {line}\n"));
+                }
+                if lines.len() > shown {
+                    text.push_str(&format!(
+                        "{dim}│ … {} more lines{dim:#}\n",
+                        lines.len() - shown
+                    ));
+                }
+                self.line(*depth, &text);
+            }
+            Event::CodeFinished { depth, outcome } => {
+                let output = outcome.stdout.trim_end();
+                let mut text = format!(
+                    "{dim}→ {} chars, {} lines of output in {:.2}s{dim:#}",
+                    group_digits(output.chars().count()),
+                    output.lines().count(),
+                    outcome.seconds
+                );
+                if let Some(first) = output.lines().next() {
+                    let preview: String = first.chars().take(100).collect();
+                    text.push_str(&format!("\n{dim}  {preview}{dim:#}"));
+                }
+                if let Some(error) = &outcome.error {
+                    let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
+                    let last = error.lines().last().unwrap_or(error);
+                    text.push_str(&format!("\n{red}✗ {last}{red:#}"));
+                }
+                if let Some(answer) = &outcome.final_answer {
+                    text.push_str(&format!(
+                        "\n→ final answer set ({} chars)",
+                        answer.chars().count()
+                    ));
+                }
+                self.line(*depth, &text);
+            }
+            Event::SubcallStarted { .. } => {}
+            Event::SubcallFinished {
+                depth,
+                kind,
+                failed,
+                progress,
+            } => {
+                let mut state = self
+                    .state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                state.done += 1;
+                state.failed += u64::from(*failed);
+                let idle = progress.subcalls_in_flight == 0;
+                if idle || state.last_print.elapsed() >= SUBCALL_PRINT_INTERVAL {
+                    state.last_print = Instant::now();
+                    let failed = if state.failed > 0 {
+                        format!(", {} failed", state.failed)
+                    } else {
+                        String::new()
+                    };
+                    self.line(
+                        *depth,
+                        &format!(
+                            "{dim}{}: {} done{failed}, {} in flight · total {}{dim:#}",
+                            kind.name(),
+                            state.done,
+                            progress.subcalls_in_flight,
+                            totals(progress)
+                        ),
+                    );
+                }
+            }
+            Event::RunFinished {
+                depth,
+                status,
+                iterations,
+                ..
+            } => self.line(
+                *depth,
+                &format!("{bold}{status}{bold:#} after {iterations} turns"),
+            ),
+            _ => {}
+        }
+    }
+}
