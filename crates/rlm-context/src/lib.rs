@@ -16,6 +16,7 @@
 //! assert!(render_hint(&metadata, "context").contains("Records: 2"));
 //! ```
 
+pub mod chunk;
 mod fields;
 mod format;
 mod json_scan;
@@ -25,7 +26,6 @@ mod render;
 mod scan;
 mod sniff;
 pub mod tokens;
-pub mod chunk;
 pub mod words;
 
 use std::path::PathBuf;

@@ -28,7 +28,7 @@ pub struct LlmArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_concurrency: Option<u32>,
     /// Seconds one model request may take before it is retried [env: RLM_TIMEOUT].
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long = "request-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
     /// Retries per request on rate limits, server errors and dropped connections
     /// [env: RLM_MAX_RETRIES].

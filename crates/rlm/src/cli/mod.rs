@@ -6,8 +6,8 @@ mod ctx;
 mod inspect;
 mod llm;
 mod models;
-mod store;
 mod run;
+mod store;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -15,11 +15,11 @@ pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, RoleArg};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
+pub use run::RunArgs;
 pub use store::{
     ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
     PeekArgs, SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
 };
-pub use run::RunArgs;
 
 #[derive(Debug, Parser)]
 #[command(

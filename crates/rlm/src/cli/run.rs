@@ -29,8 +29,8 @@ pub struct RunArgs {
     /// Stop when the run (with all sub-calls) has used this many tokens.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
-    /// Stop after this many seconds of wall time (`--timeout` is per model request).
-    #[arg(long, value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
+    /// Stop after this many seconds of wall time (`--request-timeout` bounds one model request).
+    #[arg(long = "timeout", visible_alias = "max-time", value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
     pub max_time: Option<f64>,
     /// Stop after this many sub-calls (`llm_query` items and `rlm_query` runs).
     #[arg(long, value_name = "N")]

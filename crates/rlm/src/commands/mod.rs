@@ -1,26 +1,26 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
 mod chat;
+mod chunk;
 mod completions;
 mod config;
 mod ctx;
-mod inspect;
-pub mod llm_settings;
-mod chunk;
 mod delete;
 mod embed;
 mod grep;
+mod inspect;
 mod list;
+pub mod llm_settings;
 mod load;
 mod models;
 mod peek;
+mod run;
+mod run_progress;
+mod run_sandbox;
 mod search;
 mod show;
 mod status;
 mod store_common;
-mod run;
-mod run_progress;
-mod run_sandbox;
 
 use std::process::ExitCode;
 

@@ -132,7 +132,7 @@ fn report(global: &GlobalArgs, result: &RunResult) -> anyhow::Result<ExitCode> {
         err = err.with_hint(format!("best partial answer: {partial}"));
     } else {
         err = err.with_hint(
-            "raise --max-iterations, --max-tokens, --max-cost or --max-time, or narrow the query",
+            "raise --max-iterations, --max-tokens, --max-cost or --timeout, or narrow the query",
         );
     }
     Err(err.into())
