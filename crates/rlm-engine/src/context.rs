@@ -181,17 +181,9 @@ pub fn meta_value(parts: &[ContextPart], sizes: &[PartSize]) -> serde_json::Valu
     json!({ "count": parts.len(), "parts": items })
 }
 
-/// `1234567` → `1,234,567`.
+/// `1234567` → `1,234,567` (the same grouping as the `rlm inspect` hint).
 pub fn group_digits(value: usize) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, ch) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
+    rlm_context::thousands(value as u64)
 }
 
 #[cfg(test)]

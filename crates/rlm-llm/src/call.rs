@@ -165,7 +165,7 @@ impl LlmClient {
                 version: cassette::CASSETTE_VERSION,
                 key: cassette::request_key(&resolved),
                 request: resolved,
-                url,
+                url: redact_url(&url),
                 headers: recorded_headers(&headers),
                 response: response.clone(),
             };
@@ -226,7 +226,7 @@ impl LlmClient {
             } else {
                 AttemptError {
                     error: Error::Timeout {
-                        url: url.to_owned(),
+                        url: redact_url(url),
                         timeout,
                     },
                     retryable: true,
@@ -261,7 +261,7 @@ impl LlmClient {
                     provider,
                     model,
                     status,
-                    message: wire::error_message(&body),
+                    message: mask_key_like_words(&wire::error_message(&body)),
                 },
                 retryable: should_retry(status, &response_headers),
                 headers: Some(response_headers),
@@ -352,6 +352,41 @@ fn should_retry(status: u16, headers: &HeaderMap) -> bool {
     }
 }
 
+/// A URL fit for errors and recordings: credentials in the user-info part and the query (where
+/// gateways put `api-key=…`) are removed.
+pub(crate) fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return "<unparseable URL>".to_owned();
+    };
+    let had_query = parsed.query().is_some();
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    parsed.set_query(None);
+    let mut shown = parsed.to_string();
+    if had_query {
+        shown.push_str("?<redacted>");
+    }
+    shown
+}
+
+/// Providers echo a masked key in some error bodies (`Incorrect API key provided: sk-…abcd`);
+/// drop what is left of it.
+fn mask_key_like_words(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|word| {
+            let bare = word
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_' && c != '*');
+            if (bare.starts_with("sk-") || bare.starts_with("sk_")) && bare.len() > 8 {
+                word.replace(bare, "sk-<redacted>")
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
     AttemptError {
         // Bodies are decoded by this crate, so a reqwest "decode" error is a broken body
@@ -362,8 +397,8 @@ fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
             || err.is_body()
             || err.is_decode(),
         error: Error::Transport {
-            url: url.to_owned(),
-            source: err,
+            url: redact_url(url),
+            source: err.without_url(),
         },
         headers: None,
     }
@@ -424,4 +459,34 @@ fn recorded_headers(headers: &HeaderMap) -> Vec<(String, String)> {
             (name.as_str().to_owned(), shown)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_credentials_and_queries() {
+        assert_eq!(
+            redact_url("https://user:secret@gw.example/v1/chat/completions?api-key=abc"),
+            "https://gw.example/v1/chat/completions?<redacted>"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:8080/v1/messages"),
+            "http://127.0.0.1:8080/v1/messages"
+        );
+    }
+
+    #[test]
+    fn key_like_words_are_masked_in_provider_messages() {
+        let shown = mask_key_like_words("Incorrect API key provided: sk-proj-****abcd. See docs.");
+        assert_eq!(
+            shown,
+            "Incorrect API key provided: sk-<redacted>. See docs."
+        );
+        assert_eq!(
+            mask_key_like_words("skip this sk- word"),
+            "skip this sk- word"
+        );
+    }
 }

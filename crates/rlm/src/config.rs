@@ -51,8 +51,20 @@ impl LoadedConfig {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("failed to read configuration file {}", path.display()))?;
         let table: toml::Table = toml::from_str(&text).map_err(|err| {
-            CliError::input(anyhow::anyhow!(err))
-                .with_hint(format!("fix or remove {}", path.display()))
+            // Only the message and position: toml's full error quotes the offending line,
+            // which may be the one holding an API key.
+            let position = err.span().map_or_else(String::new, |span| {
+                let before = &text.as_bytes()[..span.start.min(text.len())];
+                let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+                let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+                format!(" at line {line}, column {column}")
+            });
+            CliError::input(anyhow::anyhow!(
+                "invalid TOML in {}{position}: {}",
+                path.display(),
+                err.message()
+            ))
+            .with_hint(format!("fix or remove {}", path.display()))
         })?;
         merge_tables(&mut self.table, table);
         self.files.push(path.to_path_buf());
@@ -127,13 +139,22 @@ pub fn redacted(table: &toml::Table) -> toml::Table {
         .iter()
         .map(|(key, value)| {
             let value = match value {
-                toml::Value::Table(inner) => toml::Value::Table(redacted(inner)),
-                _ if is_secret_key(key) => toml::Value::String("<redacted>".to_owned()),
-                other => other.clone(),
+                _ if is_secret_key(key) && !value.is_table() => {
+                    toml::Value::String("<redacted>".to_owned())
+                }
+                other => redacted_value(other),
             };
             (key.clone(), value)
         })
         .collect()
+}
+
+fn redacted_value(value: &toml::Value) -> toml::Value {
+    match value {
+        toml::Value::Table(inner) => toml::Value::Table(redacted(inner)),
+        toml::Value::Array(items) => toml::Value::Array(items.iter().map(redacted_value).collect()),
+        other => other.clone(),
+    }
 }
 
 fn is_secret_key(key: &str) -> bool {
@@ -163,5 +184,23 @@ mod tests {
         let shown = toml::to_string(&redacted(&table)).unwrap();
         assert!(!shown.contains("sk-123"));
         assert!(shown.contains("base_url"));
+        let listed: toml::Table =
+            toml::from_str("[[servers]]\nname = 'a'\ntoken = 'tok-999'\n").unwrap();
+        let shown = toml::to_string(&redacted(&listed)).unwrap();
+        assert!(
+            !shown.contains("tok-999") && shown.contains("name"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn toml_errors_do_not_quote_the_offending_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rlm.toml");
+        std::fs::write(&path, "[llm]\napi_key = sk-proj-SECRET\n").unwrap();
+        let err = LoadedConfig::load(Some(&path)).unwrap_err();
+        let shown = format!("{err:#}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("line 2"), "{shown}");
     }
 }

@@ -114,10 +114,12 @@ impl EventSink for StderrProgress {
             }
             Event::CodeFinished { depth, outcome } => {
                 let output = outcome.stdout.trim_end();
+                let line_count = output.lines().count();
                 let mut text = format!(
-                    "{dim}→ {} chars, {} lines of output in {:.2}s{dim:#}",
+                    "{dim}→ {} chars, {} line{} of output in {:.2}s{dim:#}",
                     group_digits(output.chars().count()),
-                    output.lines().count(),
+                    line_count,
+                    if line_count == 1 { "" } else { "s" },
                     outcome.seconds
                 );
                 if let Some(first) = output.lines().next() {
