@@ -175,6 +175,28 @@ fn bad_input_exits_2_with_a_hint() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("no model configured"));
+    // The run's wall-time budget is --timeout (alias --max-time); nonsense values are usage errors.
+    for flag in ["--timeout", "--max-time"] {
+        let output = rlm(dir.path(), None)
+            .args([
+                "run",
+                "--model",
+                "openai:x",
+                "--context",
+                "x",
+                flag,
+                "-3",
+                "q",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{flag}: {}",
+            text(&output.stderr)
+        );
+    }
 }
 
 /// The README's keyless example: replaying `examples/needle.replay.jsonl` must answer. Set
