@@ -294,11 +294,7 @@ impl SubcallHost for Arc<RunScope> {
         prompts: Vec<String>,
         model: Option<String>,
     ) -> BoxFuture<'static, Vec<Result<String, String>>> {
-        let calls: Vec<_> = prompts
-            .into_iter()
-            .map(|prompt| Arc::clone(self).plain_call(prompt, model.clone()))
-            .collect();
-        join_all(calls).boxed()
+        fan_out(self, prompts, model, RunScope::plain_call)
     }
 
     fn rlm_query(
@@ -314,12 +310,26 @@ impl SubcallHost for Arc<RunScope> {
         prompts: Vec<String>,
         model: Option<String>,
     ) -> BoxFuture<'static, Vec<Result<String, String>>> {
-        let calls: Vec<_> = prompts
-            .into_iter()
-            .map(|prompt| Arc::clone(self).child_run(prompt, model.clone()))
-            .collect();
-        join_all(calls).boxed()
+        fan_out(self, prompts, model, RunScope::child_run)
     }
+}
+
+/// Runs one call per prompt concurrently; each item keeps its own result, in prompt order.
+fn fan_out<F, Fut>(
+    scope: &Arc<RunScope>,
+    prompts: Vec<String>,
+    model: Option<String>,
+    call: F,
+) -> BoxFuture<'static, Vec<Result<String, String>>>
+where
+    F: Fn(Arc<RunScope>, String, Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+{
+    let calls: Vec<_> = prompts
+        .into_iter()
+        .map(|prompt| call(Arc::clone(scope), prompt, model.clone()))
+        .collect();
+    join_all(calls).boxed()
 }
 
 fn record(

@@ -233,14 +233,7 @@ impl UsageLedger {
         retries: u32,
     ) {
         let mut state = self.lock();
-        let report = &mut state.report;
-        for totals in [
-            report
-                .models
-                .entry(model.to_owned())
-                .or_insert_with(fresh_totals),
-            &mut report.total,
-        ] {
+        for totals in model_and_total(&mut state.report, model) {
             let first = totals.calls == 0;
             totals.calls += 1;
             totals.usage.add(usage);
@@ -257,14 +250,7 @@ impl UsageLedger {
     /// Adds a failed call (no tokens are known for it).
     pub fn record_failure(&self, model: &str, latency: Duration, retries: u32) {
         let mut state = self.lock();
-        let report = &mut state.report;
-        for totals in [
-            report
-                .models
-                .entry(model.to_owned())
-                .or_insert_with(fresh_totals),
-            &mut report.total,
-        ] {
+        for totals in model_and_total(&mut state.report, model) {
             totals.failures += 1;
             totals.latency += latency;
             totals.retries += u64::from(retries);
@@ -275,6 +261,17 @@ impl UsageLedger {
     pub fn report(&self) -> UsageReport {
         self.lock().report.clone()
     }
+}
+
+/// The per-model entry and the run total, which every call updates alike.
+fn model_and_total<'a>(report: &'a mut UsageReport, model: &str) -> [&'a mut ModelTotals; 2] {
+    [
+        report
+            .models
+            .entry(model.to_owned())
+            .or_insert_with(fresh_totals),
+        &mut report.total,
+    ]
 }
 
 fn fresh_totals() -> ModelTotals {
