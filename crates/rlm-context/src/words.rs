@@ -18,7 +18,8 @@
 //! - Parts split at `_`, at a lower→upper change (`getLogger`), before the last capital of an
 //!   upper-case run followed by a lower-case letter (`HTTPServer`), and between letters and digits
 //!   (`v2Api`). Identifiers that start with a digit (`0x1f`, `2024`, `1e10`) are numbers and are
-//!   emitted whole only.
+//!   emitted whole only, and so are hex strings of 8 or more characters mixing digits and letters
+//!   (`a3f9c0d2e1b4`: hashes and request ids, whose letter/digit parts would be noise).
 //! - CJK ideographs, kana and hangul syllables are written without spaces, so each such character
 //!   is its own term (unigrams) instead of gluing a whole sentence into one identifier.
 //! - Identifiers longer than [`MAX_IDENTIFIER_BYTES`] (hashes, base64 blobs) emit nothing: they
@@ -42,6 +43,9 @@ use std::ops::Range;
 
 /// Identifiers longer than this many bytes are skipped entirely (hashes, base64, minified code).
 pub const MAX_IDENTIFIER_BYTES: usize = 100;
+
+/// Hex strings at least this long (with digits and letters) are not split into parts.
+pub const HEX_WHOLE_ONLY_BYTES: usize = 8;
 
 /// One emitted term: lower-cased text and the byte range of the source it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +103,7 @@ impl<'a> Iterator for Terms<'a> {
                         identifier.part_cursor = Some(range.start);
                         let whole = &self.text[range.clone()];
                         identifier.has_parts = !starts_with_digit(whole)
+                            && !is_hex_id(whole)
                             && next_part(whole, 0).is_some_and(|first| first != (0..whole.len()));
                         return Some(Term {
                             text: lowercase(whole),
@@ -152,33 +157,67 @@ fn is_identifier_char(c: char) -> bool {
 
 /// Finds the next identifier (or unspaced-script character) at or after `cursor`, skipping
 /// over-long identifiers and bare underscore runs, and advances `cursor` past it.
+///
+/// ASCII bytes are classified directly; only non-ASCII characters are decoded.
 fn next_identifier(text: &str, cursor: &mut usize) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
     while *cursor < text.len() {
-        let rest = &text[*cursor..];
-        let Some((offset, first)) = rest
-            .char_indices()
-            .find(|&(_, c)| is_identifier_char(c) || is_unspaced_script(c))
-        else {
-            *cursor = text.len();
-            return None;
+        let mut start = *cursor;
+        let first = loop {
+            let byte = *bytes.get(start)?;
+            if byte.is_ascii() {
+                if is_ascii_identifier_byte(byte) {
+                    break None;
+                }
+                start += 1;
+            } else {
+                let c = text[start..].chars().next()?;
+                if is_identifier_char(c) || is_unspaced_script(c) {
+                    break Some(c);
+                }
+                start += c.len_utf8();
+            }
         };
-        let start = *cursor + offset;
-        if is_unspaced_script(first) {
-            *cursor = start + first.len_utf8();
+        if let Some(c) = first
+            && is_unspaced_script(c)
+        {
+            *cursor = start + c.len_utf8();
             return Some(start..*cursor);
         }
-        let tail = &text[start..];
-        let length = tail
-            .char_indices()
-            .find(|&(_, c)| !is_identifier_char(c))
-            .map_or(tail.len(), |(offset, _)| offset);
-        *cursor = start + length;
-        let identifier = &text[start..start + length];
-        if length <= MAX_IDENTIFIER_BYTES && identifier.bytes().any(|b| b != b'_') {
-            return Some(start..start + length);
+        let mut end = start;
+        while let Some(&byte) = bytes.get(end) {
+            if byte.is_ascii() {
+                if !is_ascii_identifier_byte(byte) {
+                    break;
+                }
+                end += 1;
+            } else {
+                match text[end..].chars().next() {
+                    Some(c) if is_identifier_char(c) => end += c.len_utf8(),
+                    _ => break,
+                }
+            }
+        }
+        *cursor = end;
+        let identifier = &bytes[start..end];
+        if end - start <= MAX_IDENTIFIER_BYTES && identifier.iter().any(|&b| b != b'_') {
+            return Some(start..end);
         }
     }
     None
+}
+
+fn is_ascii_identifier_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+/// Hex strings of [`HEX_WHOLE_ONLY_BYTES`] or more with both digits and letters (hashes,
+/// request ids, UUID groups): their letter/digit "parts" are noise, so they are emitted whole only.
+fn is_hex_id(identifier: &str) -> bool {
+    identifier.len() >= HEX_WHOLE_ONLY_BYTES
+        && identifier.bytes().all(|b| b.is_ascii_hexdigit())
+        && identifier.bytes().any(|b| b.is_ascii_digit())
+        && identifier.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -191,6 +230,14 @@ enum Class {
 }
 
 fn class(c: char) -> Class {
+    if c.is_ascii() {
+        return match c {
+            'A'..='Z' => Class::Upper,
+            'a'..='z' => Class::Lower,
+            '0'..='9' => Class::Digit,
+            _ => Class::Uncased,
+        };
+    }
     if c.is_uppercase() {
         Class::Upper
     } else if c.is_lowercase() {
@@ -288,6 +335,83 @@ mod tests {
     fn digits_split_letters_but_numbers_stay_whole() {
         assert_eq!(collect("v2Api"), ["v2api", "v", "2", "api"]);
         assert_eq!(collect("0x1F 2024 3.14"), ["0x1f", "2024", "3", "14"]);
+    }
+
+    #[test]
+    fn hex_ids_are_whole_only() {
+        assert_eq!(
+            collect("id=a3f9c0d2e1b4 sha deadBEEF01"),
+            ["id", "a3f9c0d2e1b4", "sha", "deadbeef01"]
+        );
+        // Shorter, letters only, or digits only: the usual rules.
+        assert_eq!(
+            collect("a3f9c0d"),
+            ["a3f9c0d", "a", "3", "f", "9", "c", "0", "d"]
+        );
+        assert_eq!(collect("deadbeef"), ["deadbeef"]);
+        assert_eq!(
+            collect("550e8400-e29b-41d4"),
+            ["550e8400", "e29b", "e", "29", "b", "41d4"]
+        );
+    }
+
+    #[test]
+    fn mixed_ascii_and_unicode_boundaries() {
+        assert_eq!(collect("a—b"), ["a", "b"]);
+        assert_eq!(
+            collect("café_au_lait!"),
+            ["café_au_lait", "café", "au", "lait"]
+        );
+        assert_eq!(collect("x東y"), ["x", "東", "y"]);
+        assert_eq!(collect("¡hola¿"), ["hola"]);
+    }
+
+    /// The char-by-char definition of an identifier, which the byte-level scanner must match.
+    fn reference_identifiers(text: &str) -> Vec<Range<usize>> {
+        let mut found = Vec::new();
+        let mut chars = text.char_indices().peekable();
+        while let Some((start, c)) = chars.next() {
+            if is_unspaced_script(c) {
+                found.push(start..start + c.len_utf8());
+            } else if is_identifier_char(c) {
+                let mut end = start + c.len_utf8();
+                while let Some(&(at, next)) = chars.peek() {
+                    if !is_identifier_char(next) {
+                        break;
+                    }
+                    end = at + next.len_utf8();
+                    chars.next();
+                }
+                let identifier = &text[start..end];
+                if end - start <= MAX_IDENTIFIER_BYTES && identifier.chars().any(|c| c != '_') {
+                    found.push(start..end);
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn byte_scanner_matches_the_char_definition() {
+        const ALPHABET: &[&str] = &[
+            "a", "Z", "7", "_", " ", ".", "-", "é", "Ü", "東", "—", "ß", "\n", "ا", "😀", "x",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2000 {
+            let mut text = String::new();
+            for _ in 0..(state % 40) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(ALPHABET[(state % ALPHABET.len() as u64) as usize]);
+            }
+            let mut cursor = 0;
+            let mut fast = Vec::new();
+            while let Some(range) = next_identifier(&text, &mut cursor) {
+                fast.push(range);
+            }
+            assert_eq!(fast, reference_identifiers(&text), "{text:?}");
+        }
     }
 
     #[test]

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rlm_context::chunk::{self, ChunkOptions, Strategy};
-use rusqlite::{OptionalExtension as _, Transaction, params};
+use rusqlite::{Connection, OptionalExtension as _, Transaction, params};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::error::{Error, Result, io};
+use crate::index::Bm25Writer;
 use crate::store::{IndexProgress, Store};
 
 /// SQLite's default maximum size of one value; a buffer is stored as one value.
@@ -169,7 +170,7 @@ pub struct LoadReport {
 }
 
 impl Store {
-    /// Loads `sources` in one SQLite transaction, then brings the BM25 index up to date.
+    /// Loads `sources` in one SQLite transaction and indexes them for BM25.
     ///
     /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
     /// content replaces the old buffer and its chunks. Binary, non-UTF-8 and over-large sources
@@ -183,96 +184,124 @@ impl Store {
     ) -> Result<LoadReport> {
         options.validate()?;
         let _lock = self.write_lock()?;
-        let report = self.write_sources(sources, options, progress)?;
-        self.sync_index(&mut |step| {
-            let _ = progress(LoadEvent::Indexing(step));
-        })?;
+        // Work left by an interrupted writer goes first, so that afterwards every queued row
+        // belongs to this load.
+        self.sync_index(&mut |_| {})?;
+        // The index is fed while the transaction runs (tokenizing on tantivy's threads overlaps
+        // reading, hashing, chunking and SQLite writes on this one) but committed only after
+        // SQLite: an error or a `Break` drops the writer, which discards everything it was fed.
+        let writer = self.index.writer()?;
+        let report = write_sources(
+            &mut self.connection,
+            Some(&writer),
+            sources,
+            options,
+            progress,
+        )?;
+        if report.loaded.is_empty() {
+            return Ok(report);
+        }
+        let chunks = report.loaded.iter().map(|buffer| buffer.chunks).sum();
+        let _ = progress(LoadEvent::Indexing(IndexProgress {
+            chunks,
+            total: chunks,
+        }));
+        writer.commit()?;
+        self.index.reload()?;
+        self.index_caught_up()?;
         Ok(report)
     }
+}
 
-    /// The SQLite half of a load: one transaction that stores the buffers and queues their
-    /// index work. The caller holds the write lock and syncs the index afterwards.
-    fn write_sources(
-        &mut self,
-        sources: &[Source],
-        options: &ChunkOptions,
-        progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
-    ) -> Result<LoadReport> {
-        let options_key = serde_json::to_string(options).unwrap_or_default();
-        let mut report = LoadReport::default();
-        let transaction = self
-            .connection
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for (index, source) in sources.iter().enumerate() {
-            let name = source.name();
-            if progress(LoadEvent::Reading {
-                index,
-                total: sources.len(),
-                name,
-            })
-            .is_break()
-            {
-                return Err(Error::Interrupted);
-            }
-            let text = match read_source(source)? {
-                Ok(text) => text,
-                Err(reason) => {
-                    let skipped = SkippedSource {
-                        name: name.to_owned(),
-                        reason,
-                    };
-                    let _ = progress(LoadEvent::Skipped(&skipped));
-                    report.skipped.push(skipped);
-                    continue;
-                }
-            };
-            let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
-            let existing: Option<(i64, String, String)> = transaction
-                .query_row(
-                    "SELECT id, sha256, chunk_options FROM buffers WHERE name = ?1",
-                    [name],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-                )
-                .optional()?;
-            if let Some((_, old_sha, old_options)) = &existing
-                && *old_sha == sha256
-                && *old_options == options_key
-            {
-                let _ = progress(LoadEvent::Unchanged(name));
-                report.unchanged.push(name.to_owned());
+/// The SQLite half of a load: one transaction that stores the buffers and queues their index
+/// work. With a `writer`, each stored chunk (and each replaced buffer's deletion) is also sent
+/// to the index; the caller commits it after this returns. The caller holds the write lock.
+fn write_sources(
+    connection: &mut Connection,
+    writer: Option<&Bm25Writer<'_>>,
+    sources: &[Source],
+    options: &ChunkOptions,
+    progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+) -> Result<LoadReport> {
+    let options_key = serde_json::to_string(options).unwrap_or_default();
+    let mut report = LoadReport::default();
+    let transaction =
+        connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    for (index, source) in sources.iter().enumerate() {
+        let name = source.name();
+        if progress(LoadEvent::Reading {
+            index,
+            total: sources.len(),
+            name,
+        })
+        .is_break()
+        {
+            return Err(Error::Interrupted);
+        }
+        let text = match read_source(source)? {
+            Ok(text) => text,
+            Err(reason) => {
+                let skipped = SkippedSource {
+                    name: name.to_owned(),
+                    reason,
+                };
+                let _ = progress(LoadEvent::Skipped(&skipped));
+                report.skipped.push(skipped);
                 continue;
             }
-            if let Some((old_id, _, _)) = &existing {
-                transaction.execute("DELETE FROM buffers WHERE id = ?1", [old_id])?;
-                transaction.execute(
-                    "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'delete')",
-                    [old_id],
-                )?;
-            }
-            let path = match source {
-                Source::File { path, .. } => std::path::absolute(path)
-                    .ok()
-                    .map(|path| path.to_string_lossy().into_owned()),
-                _ => None,
-            };
-            let mut loaded = insert_buffer(
-                &transaction,
-                name,
-                path.as_deref(),
-                &text,
-                &sha256,
-                options,
-                &options_key,
-            )?;
-            loaded.replaced = existing.is_some();
-            if progress(LoadEvent::Loaded(&loaded)).is_break() {
-                return Err(Error::Interrupted);
-            }
-            report.loaded.push(loaded);
+        };
+        let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+        let existing: Option<(i64, String, String)> = transaction
+            .query_row(
+                "SELECT id, sha256, chunk_options FROM buffers WHERE name = ?1",
+                [name],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()?;
+        if let Some((_, old_sha, old_options)) = &existing
+            && *old_sha == sha256
+            && *old_options == options_key
+        {
+            let _ = progress(LoadEvent::Unchanged(name));
+            report.unchanged.push(name.to_owned());
+            continue;
         }
-        transaction.commit()?;
-        Ok(report)
+        if let Some((old_id, _, _)) = &existing {
+            transaction.execute("DELETE FROM buffers WHERE id = ?1", [old_id])?;
+            transaction.execute(
+                "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'delete')",
+                [old_id],
+            )?;
+            if let Some(writer) = writer {
+                writer.delete_buffer(*old_id);
+            }
+        }
+        let path = match source {
+            Source::File { path, .. } => std::path::absolute(path)
+                .ok()
+                .map(|path| path.to_string_lossy().into_owned()),
+            _ => None,
+        };
+        let mut loaded = insert_buffer(
+            &transaction,
+            writer,
+            NewBuffer {
+                name,
+                path: path.as_deref(),
+                text: &text,
+                sha256: &sha256,
+            },
+            options,
+            &options_key,
+        )?;
+        loaded.replaced = existing.is_some();
+        if progress(LoadEvent::Loaded(&loaded)).is_break() {
+            return Err(Error::Interrupted);
+        }
+        report.loaded.push(loaded);
     }
+    transaction.commit()?;
+    Ok(report)
 }
 
 /// Reads a source; the inner `Err` is a reason to skip it rather than fail the load.
@@ -314,15 +343,27 @@ fn read_source(source: &Source) -> Result<Result<String, String>> {
     }))
 }
 
+/// A buffer about to be inserted.
+struct NewBuffer<'a> {
+    name: &'a str,
+    path: Option<&'a str>,
+    text: &'a str,
+    sha256: &'a str,
+}
+
 fn insert_buffer(
     transaction: &Transaction<'_>,
-    name: &str,
-    path: Option<&str>,
-    text: &str,
-    sha256: &str,
+    writer: Option<&Bm25Writer<'_>>,
+    buffer: NewBuffer<'_>,
     options: &ChunkOptions,
     options_key: &str,
 ) -> Result<LoadedBuffer> {
+    let NewBuffer {
+        name,
+        path,
+        text,
+        sha256,
+    } = buffer;
     let chunking = chunk::chunk(text, Some(name), options)?;
     let line_count = memchr::memchr_iter(b'\n', text.as_bytes()).count() as u64
         + u64::from(!text.is_empty() && !text.ends_with('\n'));
@@ -360,6 +401,10 @@ fn insert_buffer(
             chunk.header.as_ref().map(|h| h.start as i64),
             chunk.header.as_ref().map(|h| h.end as i64),
         ])?;
+        if let Some(writer) = writer {
+            let body = text.get(chunk.range.clone()).unwrap_or_default();
+            writer.add_chunk(transaction.last_insert_rowid(), id, body)?;
+        }
     }
     transaction.execute(
         "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'add')",
@@ -391,11 +436,14 @@ mod tests {
                 text: "durable words\n".into(),
             }];
             // Commit SQLite but "crash" before the index is updated.
-            store
-                .write_sources(&sources, &ChunkOptions::default(), &mut |_| {
-                    ControlFlow::Continue(())
-                })
-                .unwrap();
+            write_sources(
+                &mut store.connection,
+                None,
+                &sources,
+                &ChunkOptions::default(),
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap();
             let status = store.status().unwrap();
             assert_eq!(
                 (
@@ -417,5 +465,37 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn replay_skips_adds_whose_buffer_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut store = Store::open(dir.path()).unwrap();
+            let options = ChunkOptions::default();
+            let mut keep = |_: LoadEvent<'_>| ControlFlow::Continue(());
+            // Two committed loads of one name whose index work never ran: the queue holds
+            // "add 1", "delete 1", "add 2", and buffer 1 no longer exists.
+            for text in ["old words\n", "new words\n"] {
+                let sources = [Source::Text {
+                    name: "a".into(),
+                    text: text.into(),
+                }];
+                write_sources(&mut store.connection, None, &sources, &options, &mut keep).unwrap();
+            }
+            assert_eq!(store.status().unwrap().pending_index_work, 3);
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let status = store.status().unwrap();
+        assert_eq!(
+            (
+                status.chunks,
+                status.indexed_chunks,
+                status.pending_index_work
+            ),
+            (1, 1, 0)
+        );
+        let hits = |query: &str| store.search(&SearchRequest::new(query)).unwrap().hits.len();
+        assert_eq!((hits("new"), hits("old")), (1, 0));
     }
 }

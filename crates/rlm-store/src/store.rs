@@ -2,10 +2,12 @@
 //!
 //! # Consistency between SQLite and tantivy
 //! SQLite is the source of truth. A load or delete runs in one SQLite transaction that also
-//! appends to `index_queue` ("add buffer 7", "delete buffer 3"). After it commits, the queue is
-//! applied to tantivy (delete by buffer id, add the buffer's chunks) in one tantivy commit, and
-//! only then are the queue rows removed. Replaying the queue is idempotent (every add deletes
-//! the buffer's documents first), so a crash at any point is repaired by the next writer, which
+//! appends to `index_queue` ("add buffer 7", "delete buffer 3"). A load feeds the same changes to
+//! a tantivy writer while its transaction runs, so indexing overlaps reading and chunking, but
+//! commits tantivy only after SQLite has committed; if the transaction fails or is cancelled,
+//! the writer is dropped and tantivy discards what it was fed. Once tantivy has committed, the
+//! queue rows are removed. Replaying the queue is idempotent (every add deletes the buffer's
+//! documents first), so a crash between the two commits is repaired by the next writer, which
 //! replays what is left when it opens the store. Searches are always restricted to buffer ids
 //! that exist in SQLite, so a replaced or deleted buffer's leftover documents are never returned,
 //! and a buffer replaced by a new load gets a new id.
@@ -27,6 +29,9 @@ use crate::schema;
 
 /// How long a command waits for SQLite locks held by another process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How much of the database file SQLite may memory-map for reading.
+const MMAP_BYTES: i64 = 1 << 31;
 
 /// An open store directory: `store.sqlite` (buffers, text, chunks) and `bm25/` (tantivy).
 #[derive(Debug)]
@@ -54,6 +59,10 @@ impl Store {
         let mut connection = Connection::open(dir.join("store.sqlite"))?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
+        // Reads go through a memory map: a chunk's text is a range of its buffer's blob, and
+        // reaching an offset walks the blob's overflow-page chain, which costs a system call
+        // per page without the map. SQLite caps the size at its compiled maximum (2 GiB).
+        connection.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.pragma_update(None, "foreign_keys", "ON")?;
         schema::migrate(&mut connection)?;
@@ -103,17 +112,19 @@ impl Store {
 
     /// Applies the queued index work (the caller holds the write lock).
     pub(crate) fn sync_index(&mut self, progress: &mut dyn FnMut(IndexProgress)) -> Result<()> {
-        let queue: Vec<(i64, i64, String)> = {
-            let mut statement = self
-                .connection
-                .prepare("SELECT id, buffer_id, action FROM index_queue ORDER BY id")?;
+        // An add whose buffer was deleted or replaced since is only a delete now.
+        let queue: Vec<(i64, bool)> = {
+            let mut statement = self.connection.prepare(
+                "SELECT buffer_id, action = 'add' AND buffer_id IN (SELECT id FROM buffers)
+                 FROM index_queue ORDER BY id",
+            )?;
             statement
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?
         };
-        let Some(&(last, _, _)) = queue.last() else {
+        if queue.is_empty() {
             return Ok(());
-        };
+        }
         let total: u64 = self.connection.query_row(
             "SELECT COUNT(*) FROM chunks WHERE buffer_id IN
                 (SELECT buffer_id FROM index_queue WHERE action = 'add')",
@@ -122,9 +133,9 @@ impl Store {
         )?;
         let writer = self.index.writer()?;
         let mut done = 0;
-        for (_, buffer_id, action) in &queue {
+        for (buffer_id, add) in &queue {
             writer.delete_buffer(*buffer_id);
-            if action == "add" {
+            if *add {
                 let text = crate::read::buffer_text(&self.connection, *buffer_id)?;
                 let mut statement = self.connection.prepare_cached(
                     "SELECT id, start, end FROM chunks WHERE buffer_id = ?1 ORDER BY seq",
@@ -156,8 +167,13 @@ impl Store {
             chunks: done,
             total,
         });
-        self.connection
-            .execute("DELETE FROM index_queue WHERE id <= ?1", [last])?;
+        self.index_caught_up()
+    }
+
+    /// Clears the index queue once the index holds every change in it (the caller holds the
+    /// write lock, so no other writer has queued anything since).
+    pub(crate) fn index_caught_up(&mut self) -> Result<()> {
+        self.connection.execute("DELETE FROM index_queue", [])?;
         // Fold the write-ahead log into the database so the store's size on disk is its data
         // (a big load otherwise leaves a WAL as large as the input until the next checkpoint).
         self.connection

@@ -170,6 +170,57 @@ fn an_interrupted_load_leaves_nothing_visible() {
 }
 
 #[test]
+fn an_interrupted_replacement_keeps_the_old_buffer_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(
+            &[text("notes", "original wording\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    // The replacement is fed to the index (a delete of the old buffer, an add of the new
+    // text) before the callback cancels the load.
+    let result = store.load(
+        &[text("notes", "replacement wording\n")],
+        &small_chunks(),
+        &mut |event| match event {
+            LoadEvent::Loaded(_) => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        },
+    );
+    assert!(matches!(result, Err(Error::Interrupted)));
+    let hits =
+        |store: &Store, query: &str| store.search(&SearchRequest::new(query)).unwrap().hits.len();
+    assert_eq!(
+        (hits(&store, "original"), hits(&store, "replacement")),
+        (1, 0)
+    );
+    // The same process can load again at once: the discarded writer released the index.
+    store
+        .load(
+            &[text("notes", "replacement wording\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    assert_eq!(
+        (hits(&store, "original"), hits(&store, "replacement")),
+        (0, 1)
+    );
+    let status = store.status().unwrap();
+    assert_eq!(
+        (
+            status.chunks,
+            status.indexed_chunks,
+            status.pending_index_work
+        ),
+        (1, 1, 0)
+    );
+}
+
+#[test]
 fn filters_apply_before_ranking() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
