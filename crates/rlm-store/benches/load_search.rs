@@ -3,8 +3,10 @@
 //! Prints figures; asserts nothing about time. Run with
 //! `cargo bench -p rlm-store --bench load_search`. Environment:
 //! - `RLM_BENCH_MB` (default 100): corpus size in MB.
-//! - `RLM_BENCH_1M` (default 1): also index the same corpus as ~1M small chunks (~100 chars
-//!   each) to measure query latency at that document count; `0` skips it.
+//! - `RLM_BENCH_1M` (default 1): also generate and load a corpus ten times as large (~1 GB,
+//!   ~1.3M chunks) to measure load and query latency at that size; `0` skips it. It needs about
+//!   4 GB of free disk for the corpus, the store and the transient write-ahead log.
+//! - `RLM_BENCH_CORPUS_DIR`: write the 1x corpus there and keep it (to run other tools on it).
 //!
 //! Reference (same machine class): rlm-rs loads 100 MB in 33 s at 842 MB peak RSS and its store
 //! is 588 MB.
@@ -382,7 +384,9 @@ fn main() {
         .unwrap_or(100);
     let million = std::env::var("RLM_BENCH_1M").map_or(true, |v| v != "0");
     let root = tempfile::tempdir().unwrap();
-    let corpus: PathBuf = root.path().join("corpus");
+    // RLM_BENCH_CORPUS_DIR keeps the generated corpus there, to run other tools on it.
+    let corpus: PathBuf = std::env::var_os("RLM_BENCH_CORPUS_DIR")
+        .map_or_else(|| root.path().join("corpus"), PathBuf::from);
     let mut rng = Rng(42);
     let words = vocabulary(&mut rng, 20_000);
     let started = Instant::now();
@@ -416,20 +420,24 @@ fn main() {
         &corpus,
         &root.path().join("store-100k"),
         input_bytes,
-        options,
+        options.clone(),
         &queries,
     );
     if million {
-        let options = ChunkOptions {
-            strategy: Strategy::Fixed,
-            size: 100,
-            ..ChunkOptions::default()
-        };
+        // Ten times the corpus, same mix and chunker: about 1.3M chunks of ~800 bytes.
+        let big = root.path().join("corpus-10x");
+        let started = Instant::now();
+        let big_bytes = generate(&big, megabytes * 10, &words);
+        println!(
+            "corpus: {:.1} MB generated in {:.1} s",
+            big_bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
         run(
-            "~1M chunks (fixed 100 chars, same corpus)",
-            &corpus,
+            "~1M chunks (10x corpus, auto chunker, 1000 chars)",
+            &big,
             &root.path().join("store-1m"),
-            input_bytes,
+            big_bytes,
             options,
             &queries,
         );

@@ -9,6 +9,7 @@ use std::path::Path;
 use rlm_context::words;
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
+use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
     Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
@@ -20,10 +21,16 @@ use crate::error::{Error, Result};
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer};
 
 /// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
-/// share is full, so this bounds the writer's RSS. Measured on the 100 MB benchmark corpus with
-/// two threads: 48 MiB loads as fast as 96 MiB (smaller hash tables stay in cache) at 40 MB less
-/// peak RSS, while 40 MiB and below flush so many segments that merging costs 50% more time.
-const WRITER_MEMORY_BYTES: usize = 48 * 1024 * 1024;
+/// share is full, so this bounds the writer's RSS. Measured loading the 100 MB benchmark corpus
+/// with two threads (median of 3): 40 MiB takes 3.0 s at 101 MB peak RSS, 64 MiB 2.9 s at 148 MB;
+/// at 32 MiB the fixed per-segment tables leave so little room that segments of ~1,500 chunks
+/// are flushed and merging them costs 45% more time.
+const WRITER_MEMORY_BYTES: usize = 40 * 1024 * 1024;
+
+/// Segments of one size class merged at once. tantivy's default (8) merges the ~12 segments a
+/// 100 MB load flushes while the load runs, which cost 60% more load time; searching 16 small
+/// segments instead of 1 adds well under a millisecond.
+const MIN_SEGMENTS_PER_MERGE: usize = 16;
 
 pub(crate) struct Bm25Index {
     index: Index,
@@ -75,9 +82,12 @@ impl Bm25Index {
 
     pub(crate) fn writer(&self) -> Result<Bm25Writer<'_>> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
-        let writer = self
+        let writer: IndexWriter = self
             .index
             .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?;
+        let mut policy = LogMergePolicy::default();
+        policy.set_min_num_segments(MIN_SEGMENTS_PER_MERGE);
+        writer.set_merge_policy(Box::new(policy));
         Ok(Bm25Writer {
             index: self,
             writer,
