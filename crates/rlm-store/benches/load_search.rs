@@ -420,7 +420,7 @@ fn main() {
         &corpus,
         &root.path().join("store-100k"),
         input_bytes,
-        options.clone(),
+        options,
         &queries,
     );
     if million {
