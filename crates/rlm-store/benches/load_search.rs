@@ -378,6 +378,8 @@ fn run(
 }
 
 fn main() {
+    // As `rlm load` does.
+    rlm_store::release_freed_memory_promptly();
     let megabytes: usize = std::env::var("RLM_BENCH_MB")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -33,6 +33,7 @@ mod error;
 mod grep;
 mod index;
 mod load;
+mod memory;
 mod read;
 mod schema;
 mod search;
@@ -46,6 +47,7 @@ pub use grep::{GrepLine, GrepOptions, GrepSummary};
 pub use load::{
     LoadEvent, LoadReport, LoadedBuffer, MAX_BUFFER_BYTES, SkippedSource, Source, collect_sources,
 };
+pub use memory::release_freed_memory_promptly;
 pub use read::{BufferInfo, ChunkInfo};
 pub use search::{
     DEFAULT_RRF_K, SearchHit, SearchMode, SearchOutcome, SearchRequest, reciprocal_rank_fusion,

@@ -25,6 +25,7 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
         }
         sources[0].rename(name.clone());
     }
+    rlm_store::release_freed_memory_promptly();
     let mut store = open_store(&args.location)?;
     let started = Instant::now();
     let live = !global.quiet && std::io::stderr().is_terminal();
