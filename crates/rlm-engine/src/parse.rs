@@ -28,6 +28,9 @@ pub struct ParsedReply {
     pub answer: Option<AnswerTag>,
     /// Whether the last fence was never closed.
     pub unterminated: bool,
+    /// Whether `FINAL(` was opened but its parenthesis never closed (the reply was cut inside
+    /// the answer, or the model never finished it).
+    pub answer_unclosed: bool,
 }
 
 const CODE_TAGS: [&str; 4] = ["repl", "python", "python3", "py"];
@@ -62,7 +65,9 @@ pub fn parse_reply(reply: &str) -> ParsedReply {
             }
         } else if trimmed.starts_with("FINAL(") {
             let open = position + indent + "FINAL".len();
-            parsed.answer = Some(AnswerTag::Text(balanced_argument(&text, open)));
+            let (answer, closed) = balanced_argument(&text, open);
+            parsed.answer = Some(AnswerTag::Text(answer));
+            parsed.answer_unclosed = !closed;
             break;
         }
         position = next;
@@ -70,8 +75,9 @@ pub fn parse_reply(reply: &str) -> ParsedReply {
     parsed
 }
 
-/// The text between the `(` at `open` and its matching `)`, or to the end when it never closes.
-fn balanced_argument(text: &str, open: usize) -> String {
+/// The text between the `(` at `open` and its matching `)`, or to the end when it never closes;
+/// and whether it closed.
+fn balanced_argument(text: &str, open: usize) -> (String, bool) {
     let mut depth = 0usize;
     for (offset, ch) in text[open..].char_indices() {
         match ch {
@@ -79,13 +85,13 @@ fn balanced_argument(text: &str, open: usize) -> String {
             ')' => {
                 depth -= 1;
                 if depth == 0 {
-                    return text[open + 1..open + offset].trim().to_owned();
+                    return (text[open + 1..open + offset].trim().to_owned(), true);
                 }
             }
             _ => {}
         }
     }
-    text[open + 1..].trim().to_owned()
+    (text[open + 1..].trim().to_owned(), false)
 }
 
 /// An opening code fence line.

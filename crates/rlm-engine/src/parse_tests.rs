@@ -193,3 +193,10 @@ fn reports_unterminated_only_when_last_fence_is_open() {
     assert!(parse_reply("```repl\nx=1\n").unterminated);
     assert!(!parse_reply("```repl\nx=1\n```\n").unterminated);
 }
+
+#[test]
+fn an_unclosed_final_is_flagged() {
+    assert!(parse_reply("FINAL(Use:\n```python\nprint(1)").answer_unclosed);
+    assert!(!parse_reply("FINAL(Use (this))").answer_unclosed);
+    assert!(!parse_reply("```repl\nx = 1\n```").answer_unclosed);
+}

@@ -15,7 +15,7 @@ use crate::context::{self, ContextPart, PartSize};
 use crate::error::Error;
 use crate::events::Event;
 use crate::host::{RunScope, SubcallRecord};
-use crate::model::{CallUsage, ChatMessage, ModelRequest};
+use crate::model::{CallUsage, ChatMessage, FinishReason, ModelRequest};
 use crate::parse::{AnswerTag, parse_reply};
 use crate::prompt::{fence, render, truncate};
 use crate::repl::{ExecOutcome, ReplSession, SessionSpec, SubcallHost};
@@ -254,16 +254,37 @@ pub(crate) async fn run_loop(
                 max_iterations: budget.max_iterations,
             },
         );
-        let reply = match ask(&scope, &messages, &settings.stop).await {
+        let mut reply = match ask(&scope, &messages, &settings.stop).await {
             Ok(reply) => reply,
             Err(status) => {
                 state.fail(status);
                 break;
             }
         };
-        let parsed = parse_reply(&reply.text);
-        let mut blocks = Vec::new();
+        let mut parsed = parse_reply(&reply.text);
         let mut notes = Vec::new();
+        if parsed.answer_unclosed
+            && !settings.stop.is_empty()
+            && reply.finish != FinishReason::Length
+        {
+            // The stop sequence that ends a reply after its code block also matches a code
+            // fence closing inside `FINAL(...)`, which cut the answer short. (OpenAI reports a
+            // stop sequence as an ordinary stop, so the finish reason cannot tell.) The same
+            // request without stop sequences gets the whole answer.
+            notes.push(
+                "the reply was cut inside FINAL(...); asked again without stop sequences"
+                    .to_owned(),
+            );
+            reply = match ask(&scope, &messages, &[]).await {
+                Ok(reply) => reply,
+                Err(status) => {
+                    state.fail(status);
+                    break;
+                }
+            };
+            parsed = parse_reply(&reply.text);
+        }
+        let mut blocks = Vec::new();
         let mut final_answer = None;
         let mut timed_out = false;
         for code in &parsed.code_blocks {

@@ -109,14 +109,24 @@ impl ModelClient for ScriptedModel {
                 .and_then(|r| r(request.model, request.messages))
         });
         let usage = self.usage;
+        let stop = request.stop;
         async move {
-            let text = text.ok_or_else(|| {
+            let mut text = text.ok_or_else(|| {
                 ModelError::new(format!("no scripted reply for {}", request.model))
             })?;
+            // As providers do: the reply ends before the first stop sequence, which is dropped.
+            let cut = stop.iter().filter_map(|s| text.find(s.as_str())).min();
+            let finish = match cut {
+                Some(at) => {
+                    text.truncate(at);
+                    FinishReason::StopSequence
+                }
+                None => FinishReason::EndTurn,
+            };
             Ok(ModelReply {
                 text,
                 usage,
-                finish: FinishReason::EndTurn,
+                finish,
             })
         }
         .boxed()

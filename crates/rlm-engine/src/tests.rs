@@ -135,13 +135,15 @@ async fn missing_final_var_is_reported_back_not_returned() {
         "root",
         &[
             "FINAL_VAR(result)",
+            // The code-block stop sequence ends this reply at the closing fence.
             "```repl\nresult = \"42\"\n```\nFINAL_VAR(result)",
+            "FINAL_VAR(result)",
         ],
     ));
     let result = run(&model, Budget::default()).await;
     assert_eq!(result.status, Status::Answered);
     assert_eq!(result.answer.as_deref(), Some("42"));
-    assert_eq!(result.iterations, 2);
+    assert_eq!(result.iterations, 3);
     let note = &model.calls()[1].1.last().unwrap().content.clone();
     assert!(note.contains("no variable named `result` exists"), "{note}");
 }
@@ -319,7 +321,10 @@ async fn depth_two_runs_a_child_with_its_own_session_and_log() {
         ScriptedModel::default()
             .replies(
                 "root",
-                &["```repl\nr = rlm_query(\"count the lines\")\n```\nFINAL_VAR(r)"],
+                &[
+                    "```repl\nr = rlm_query(\"count the lines\")\n```",
+                    "FINAL_VAR(r)",
+                ],
             )
             .responder(|model, messages| {
                 if model != "sub" {
@@ -350,8 +355,8 @@ async fn depth_two_runs_a_child_with_its_own_session_and_log() {
         .await
         .unwrap();
     assert_eq!(result.answer.as_deref(), Some("leaf answer to leaf"));
-    // root: 1 call; child: 2 root-model turns on "sub" + 1 leaf call on "sub".
-    assert_eq!(result.usage.models["root"].calls, 1);
+    // root: 2 turns; child: 2 root-model turns on "sub" + 1 leaf call on "sub".
+    assert_eq!(result.usage.models["root"].calls, 2);
     assert_eq!(result.usage.models["sub"].calls, 3);
     assert_eq!(result.usage.subcalls, 2);
 
@@ -410,4 +415,25 @@ async fn child_cannot_outspend_the_parent() {
     assert_eq!(result.status, Status::TokenBudget);
     assert_eq!(result.usage.models["sub"].calls, 2);
     assert_eq!(result.usage.total_tokens(), 45);
+}
+
+#[tokio::test]
+async fn an_answer_cut_by_the_code_block_stop_is_asked_for_again_whole() {
+    let answer = "FINAL(Run this:\n```python\nprint(1)\n```\nand read the output.)";
+    let model = Arc::new(ScriptedModel::default().replies("root", &[answer, answer]));
+    let dir = tempfile::tempdir().unwrap();
+    let result = rlm(&model, Budget::default(), Some(dir.path()))
+        .completion("how?", vec![ContextPart::new("x")])
+        .await
+        .unwrap();
+    assert_eq!(result.status, Status::Answered);
+    assert_eq!(
+        result.answer.as_deref(),
+        Some("Run this:\n```python\nprint(1)\n```\nand read the output.")
+    );
+    assert_eq!(result.iterations, 1);
+    assert_eq!(result.usage.models["root"].calls, 2);
+    let log = read_log(&result);
+    let notes = log[1]["notes"].to_string();
+    assert!(notes.contains("cut inside FINAL"), "{notes}");
 }
