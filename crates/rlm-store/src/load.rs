@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rlm_context::chunk::{self, ChunkOptions, Strategy};
+use rlm_context::chunk::{self, Chunk, ChunkOptions, Strategy, StreamChunker};
 use rusqlite::{Connection, OptionalExtension as _, Transaction, params};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -196,6 +196,7 @@ impl Store {
             Some(&writer),
             sources,
             options,
+            Streaming::default(),
             progress,
         )?;
         if report.loaded.is_empty() {
@@ -221,6 +222,7 @@ fn write_sources(
     writer: Option<&Bm25Writer<'_>>,
     sources: &[Source],
     options: &ChunkOptions,
+    streaming: Streaming,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadReport> {
     let options_key = serde_json::to_string(options).unwrap_or_default();
@@ -238,8 +240,23 @@ fn write_sources(
         {
             return Err(Error::Interrupted);
         }
-        let text = match read_source(source)? {
-            Ok(text) => text,
+        let prepared = match source {
+            Source::File { path, .. }
+                if StreamChunker::supports(options)
+                    && std::fs::metadata(path)
+                        .map_err(io("cannot read", path))?
+                        .len()
+                        > streaming.above =>
+            {
+                scan_file(path, streaming.piece)?
+            }
+            _ => read_source(source)?.map(|text| {
+                let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+                (Content::Whole(text), sha256)
+            }),
+        };
+        let (content, sha256) = match prepared {
+            Ok(prepared) => prepared,
             Err(reason) => {
                 let skipped = SkippedSource {
                     name: name.to_owned(),
@@ -250,7 +267,6 @@ fn write_sources(
                 continue;
             }
         };
-        let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
         let existing: Option<(i64, String, String)> = transaction
             .query_row(
                 "SELECT id, sha256, chunk_options FROM buffers WHERE name = ?1",
@@ -282,18 +298,25 @@ fn write_sources(
                 .map(|path| path.to_string_lossy().into_owned()),
             _ => None,
         };
-        let mut loaded = insert_buffer(
-            &transaction,
-            writer,
-            NewBuffer {
-                name,
-                path: path.as_deref(),
-                text: &text,
-                sha256: &sha256,
-            },
-            options,
-            &options_key,
-        )?;
+        let buffer = NewBuffer {
+            name,
+            path: path.as_deref(),
+            sha256: &sha256,
+        };
+        let mut loaded = match &content {
+            Content::Whole(text) => {
+                insert_buffer(&transaction, writer, buffer, text, options, &options_key)?
+            }
+            Content::Streamed { path, size, lines } => {
+                let file = FileScan {
+                    path,
+                    size: *size,
+                    lines: *lines,
+                    piece: streaming.piece,
+                };
+                insert_streamed(&transaction, writer, buffer, &file, options, &options_key)?
+            }
+        };
         loaded.replaced = existing.is_some();
         if progress(LoadEvent::Loaded(&loaded)).is_break() {
             return Err(Error::Interrupted);
@@ -347,7 +370,6 @@ fn read_source(source: &Source) -> Result<Result<String, String>> {
 struct NewBuffer<'a> {
     name: &'a str,
     path: Option<&'a str>,
-    text: &'a str,
     sha256: &'a str,
 }
 
@@ -355,15 +377,11 @@ fn insert_buffer(
     transaction: &Transaction<'_>,
     writer: Option<&Bm25Writer<'_>>,
     buffer: NewBuffer<'_>,
+    text: &str,
     options: &ChunkOptions,
     options_key: &str,
 ) -> Result<LoadedBuffer> {
-    let NewBuffer {
-        name,
-        path,
-        text,
-        sha256,
-    } = buffer;
+    let NewBuffer { name, path, sha256 } = buffer;
     let chunking = chunk::chunk(text, Some(name), options)?;
     let line_count = memchr::memchr_iter(b'\n', text.as_bytes()).count() as u64
         + u64::from(!text.is_empty() && !text.ends_with('\n'));
@@ -420,6 +438,232 @@ fn insert_buffer(
     })
 }
 
+/// Files larger than this are read, hashed and chunked in pieces rather than held whole.
+const STREAM_ABOVE_BYTES: u64 = 16 << 20;
+
+/// Piece size of a streamed read.
+const STREAM_PIECE_BYTES: usize = 4 << 20;
+
+/// When and how to stream a file instead of reading it whole.
+#[derive(Debug, Clone, Copy)]
+struct Streaming {
+    /// Files larger than this many bytes are streamed (when the chunk options allow it).
+    above: u64,
+    /// Bytes read at a time.
+    piece: usize,
+}
+
+impl Default for Streaming {
+    fn default() -> Self {
+        Self {
+            above: STREAM_ABOVE_BYTES,
+            piece: STREAM_PIECE_BYTES,
+        }
+    }
+}
+
+/// A source's text, whole in memory or still on disk.
+enum Content {
+    Whole(String),
+    /// A file checked by [`scan_file`], to be read again piece by piece.
+    Streamed {
+        path: PathBuf,
+        size: u64,
+        lines: u64,
+    },
+}
+
+/// A scanned file to stream into the store.
+struct FileScan<'a> {
+    path: &'a Path,
+    size: u64,
+    lines: u64,
+    piece: usize,
+}
+
+/// First pass over a big file: checks it as [`read_source`] does (NUL bytes, UTF-8) and
+/// hashes and counts its lines without holding it. The inner `Err` is a reason to skip it.
+fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, String), String>> {
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut newlines = 0u64;
+    let mut last = None;
+    let scanned = for_each_piece(path, piece, &mut |text| {
+        let bytes = text.as_bytes();
+        let sniffed = (BINARY_SNIFF_BYTES as u64).saturating_sub(size) as usize;
+        if memchr::memchr(0, &bytes[..bytes.len().min(sniffed)]).is_some() {
+            return Ok(ControlFlow::Break("binary file (NUL bytes)".to_owned()));
+        }
+        hasher.update(bytes);
+        newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        size += bytes.len() as u64;
+        last = bytes.last().copied().or(last);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if let Err(reason) = scanned {
+        return Ok(Err(reason));
+    }
+    if size > MAX_BUFFER_BYTES {
+        return Ok(Err(format!(
+            "larger than the {MAX_BUFFER_BYTES}-byte buffer limit"
+        )));
+    }
+    let lines = newlines + u64::from(last.is_some_and(|byte| byte != b'\n'));
+    let sha256 = hex::encode(hasher.finalize());
+    Ok(Ok((
+        Content::Streamed {
+            path: path.to_owned(),
+            size,
+            lines,
+        },
+        sha256,
+    )))
+}
+
+/// Reads `path` in pieces of about `piece` bytes and passes each as text, never splitting a
+/// character. The inner `Err` names invalid UTF-8 (or the reason `each` broke off).
+fn for_each_piece(
+    path: &Path,
+    piece: usize,
+    each: &mut dyn FnMut(&str) -> Result<ControlFlow<String>>,
+) -> Result<Result<(), String>> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path).map_err(io("cannot read", path))?;
+    let mut buffer = vec![0u8; piece.max(8)];
+    // Bytes of a character cut at the end of the previous read.
+    let mut carried = 0;
+    let mut offset = 0u64;
+    loop {
+        let read = file
+            .read(&mut buffer[carried..])
+            .map_err(io("cannot read", path))?;
+        let filled = carried + read;
+        if read == 0 {
+            if carried > 0 {
+                return Ok(Err(format!(
+                    "not valid UTF-8 (first bad byte at offset {offset})"
+                )));
+            }
+            return Ok(Ok(()));
+        }
+        let valid = match std::str::from_utf8(&buffer[..filled]) {
+            Ok(_) => filled,
+            Err(error) if error.error_len().is_none() => error.valid_up_to(),
+            Err(error) => {
+                return Ok(Err(format!(
+                    "not valid UTF-8 (first bad byte at offset {})",
+                    offset + error.valid_up_to() as u64
+                )));
+            }
+        };
+        let text = std::str::from_utf8(&buffer[..valid]).unwrap_or_default();
+        if let ControlFlow::Break(reason) = each(text)? {
+            return Ok(Err(reason));
+        }
+        offset += valid as u64;
+        buffer.copy_within(valid..filled, 0);
+        carried = filled - valid;
+    }
+}
+
+/// Second pass over a scanned file: writes its text into the blob, chunks it and feeds the
+/// index piece by piece, holding one piece and one unfinished chunk at a time. A file that
+/// changed since the scan aborts the load.
+fn insert_streamed(
+    transaction: &Transaction<'_>,
+    writer: Option<&Bm25Writer<'_>>,
+    buffer: NewBuffer<'_>,
+    file: &FileScan<'_>,
+    options: &ChunkOptions,
+    options_key: &str,
+) -> Result<LoadedBuffer> {
+    let NewBuffer { name, path, sha256 } = buffer;
+    let loaded_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs() as i64);
+    transaction.execute(
+        "INSERT INTO buffers (name, path, sha256, size, line_count, strategy, chunk_options, loaded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            name,
+            path,
+            sha256,
+            file.size as i64,
+            file.lines as i64,
+            options.strategy.name(),
+            options_key,
+            loaded_at
+        ],
+    )?;
+    let id = transaction.last_insert_rowid();
+    transaction.execute(
+        "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
+        params![id, rusqlite::blob::ZeroBlob(file.size)],
+    )?;
+    let mut blob = transaction.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", id, false)?;
+    let mut statement = transaction.prepare_cached(
+        "INSERT INTO chunks (buffer_id, seq, start, end, start_line, end_line, header_start, header_end)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    let mut chunks = 0u64;
+    let mut add = |chunk: Chunk, body: &str| -> Result<()> {
+        statement.execute(params![
+            id,
+            chunks as i64,
+            chunk.range.start as i64,
+            chunk.range.end as i64,
+            chunk.start_line as i64,
+            chunk.end_line as i64,
+            chunk.header.as_ref().map(|h| h.start as i64),
+            chunk.header.as_ref().map(|h| h.end as i64),
+        ])?;
+        if let Some(writer) = writer {
+            writer.add_chunk(transaction.last_insert_rowid(), id, body)?;
+        }
+        chunks += 1;
+        Ok(())
+    };
+    let mut chunker = StreamChunker::new(Some(name), options)?;
+    let mut hasher = Sha256::new();
+    let mut written = 0u64;
+    let changed = || Error::Io {
+        action: "cannot load",
+        path: file.path.to_owned(),
+        source: std::io::Error::other("the file changed while it was being loaded"),
+    };
+    let streamed = for_each_piece(file.path, file.piece, &mut |text| {
+        let end = written + text.len() as u64;
+        if end > file.size {
+            return Err(changed());
+        }
+        hasher.update(text.as_bytes());
+        blob.write_at(text.as_bytes(), written as usize)?;
+        written = end;
+        chunker.push(text, &mut add)?;
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if streamed.is_err() || written != file.size || hex::encode(hasher.finalize()) != sha256 {
+        return Err(changed());
+    }
+    let strategy = chunker.finish(&mut add)?;
+    transaction.execute(
+        "UPDATE buffers SET strategy = ?1 WHERE id = ?2",
+        params![strategy.name(), id],
+    )?;
+    transaction.execute(
+        "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'add')",
+        [id],
+    )?;
+    Ok(LoadedBuffer {
+        id,
+        name: name.to_owned(),
+        bytes: file.size,
+        chunks,
+        strategy,
+        replaced: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -441,6 +685,7 @@ mod tests {
                 None,
                 &sources,
                 &ChunkOptions::default(),
+                Streaming::default(),
                 &mut |_| ControlFlow::Continue(()),
             )
             .unwrap();
@@ -481,7 +726,15 @@ mod tests {
                     name: "a".into(),
                     text: text.into(),
                 }];
-                write_sources(&mut store.connection, None, &sources, &options, &mut keep).unwrap();
+                write_sources(
+                    &mut store.connection,
+                    None,
+                    &sources,
+                    &options,
+                    Streaming::default(),
+                    &mut keep,
+                )
+                .unwrap();
             }
             assert_eq!(store.status().unwrap().pending_index_work, 3);
         }
@@ -497,5 +750,164 @@ mod tests {
         );
         let hits = |query: &str| store.search(&SearchRequest::new(query)).unwrap().hits.len();
         assert_eq!((hits("new"), hits("old")), (1, 0));
+    }
+
+    /// Loads `files` into a fresh store with the given streaming settings; returns the store
+    /// (index replayed on reopen) and its directory.
+    fn load_with(files: &[PathBuf], streaming: Streaming) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut store = Store::open(dir.path()).unwrap();
+            let sources: Vec<Source> = files
+                .iter()
+                .map(|path| Source::File {
+                    path: path.clone(),
+                    name: path.file_name().unwrap().to_string_lossy().into_owned(),
+                })
+                .collect();
+            let options = ChunkOptions {
+                size: 300,
+                ..ChunkOptions::default()
+            };
+            write_sources(
+                &mut store.connection,
+                None,
+                &sources,
+                &options,
+                streaming,
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    fn stored(store: &Store) -> Vec<(String, String, i64, i64, String)> {
+        let mut statement = store
+            .connection
+            .prepare(
+                "SELECT b.name, b.strategy, b.size, b.line_count, b.sha256 || ':' ||
+                    group_concat(c.start || '-' || c.end || '@' || c.start_line || '-' ||
+                    c.end_line || 'h' || IFNULL(c.header_start, '') || '-' ||
+                    IFNULL(c.header_end, ''), ',')
+                 FROM buffers b JOIN chunks c ON c.buffer_id = b.id
+                 GROUP BY b.id ORDER BY b.name",
+            )
+            .unwrap();
+        statement
+            .query_map([], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_streamed_file_is_stored_like_a_whole_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut prose = String::new();
+        let mut table = String::from("id,note\n");
+        let mut events = String::new();
+        for i in 0..2000 {
+            prose.push_str(&format!(
+                "## Part {i}\n\nSentence {i} about zebra_{i} and ünïcode 東京.\n\n"
+            ));
+            table.push_str(&format!("{i},\"quoted\nnewline {i}\"\n"));
+            events.push_str(&format!("{{\"id\":{i},\"word\":\"kiwi{i}\"}}\n"));
+        }
+        let files: Vec<PathBuf> = [
+            ("notes.md", &prose),
+            ("table.csv", &table),
+            ("events.log", &events),
+        ]
+        .iter()
+        .map(|(name, text)| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect();
+        let (_a, whole) = load_with(
+            &files,
+            Streaming {
+                above: u64::MAX,
+                piece: 1 << 20,
+            },
+        );
+        // Odd piece size: reads end inside multi-byte characters and inside records.
+        let (_b, streamed) = load_with(
+            &files,
+            Streaming {
+                above: 0,
+                piece: 4099,
+            },
+        );
+        let expected = stored(&whole);
+        assert_eq!(expected.len(), 3);
+        assert_eq!(stored(&streamed), expected);
+        for (name, text) in [("notes.md", &prose), ("table.csv", &table)] {
+            let info = streamed.buffer(name).unwrap();
+            let bytes =
+                crate::read::read_blob(&streamed.connection, info.id, 0, usize::MAX).unwrap();
+            assert_eq!(bytes, text.as_bytes());
+        }
+        for query in ["zebra_1234", "kiwi77", "newline"] {
+            let hits = |store: &Store| -> Vec<i64> {
+                store
+                    .search(&SearchRequest::new(query))
+                    .unwrap()
+                    .hits
+                    .iter()
+                    .map(|hit| hit.chunk_id)
+                    .collect()
+            };
+            assert!(!hits(&streamed).is_empty(), "{query}");
+            assert_eq!(hits(&streamed).len(), hits(&whole).len(), "{query}");
+        }
+    }
+
+    #[test]
+    fn streaming_rejects_what_reading_whole_rejects() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.txt");
+        let mut bytes = "é".repeat(5000).into_bytes();
+        bytes.extend_from_slice(&[b'o', b'k', 0xC3]); // a character cut off at the end
+        std::fs::write(&bad, &bytes).unwrap();
+        let binary = dir.path().join("blob.txt");
+        std::fs::write(&binary, b"text\0more").unwrap();
+        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let sources = [bad, binary].map(|path| Source::File {
+            name: path.file_name().unwrap().to_string_lossy().into_owned(),
+            path,
+        });
+        let report = write_sources(
+            &mut store.connection,
+            None,
+            &sources,
+            &ChunkOptions::default(),
+            Streaming {
+                above: 0,
+                piece: 1000,
+            },
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+        let reasons: Vec<&str> = report.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "not valid UTF-8 (first bad byte at offset 10002)",
+                "binary file (NUL bytes)"
+            ]
+        );
+        assert!(report.loaded.is_empty());
     }
 }

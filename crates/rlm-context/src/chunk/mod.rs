@@ -40,6 +40,7 @@ mod fixed;
 mod lines;
 mod pack;
 mod records;
+mod stream;
 mod structure;
 
 use std::borrow::Cow;
@@ -47,6 +48,8 @@ use std::fmt;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
+
+pub use stream::StreamChunker;
 
 /// Characters per token assumed by [`SizeUnit::Tokens`].
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -206,28 +209,14 @@ pub fn chunk(
     options: &ChunkOptions,
 ) -> Result<Chunking, ChunkError> {
     options.validate()?;
-    let size = options.in_chars(options.size);
-    let overlap = options.in_chars(options.overlap);
     let strategy = match options.strategy {
         Strategy::Auto => detect_strategy(text, name),
         other => other,
     };
-    let (ranges, header) = match strategy {
-        Strategy::Fixed => (fixed::split(text, size, overlap), None),
-        Strategy::Records => records::split(text, name, size),
-        Strategy::Code => (
-            pack::with_overlap(text, code::split(text, size), overlap),
-            None,
-        ),
-        Strategy::Structure | Strategy::Auto => (
-            pack::with_overlap(text, structure::split(text, size), overlap),
-            None,
-        ),
-    };
+    let (ranges, header) = split_ranges(text, name, strategy, options, true);
     let mut counter = lines::LineCounter::new(text);
     let chunks = ranges
         .into_iter()
-        .filter(|range| !range.is_empty())
         .map(|range| {
             let start_line = counter.line_at(range.start);
             let end_line = counter.line_at(range.end - 1);
@@ -240,6 +229,34 @@ pub fn chunk(
         })
         .collect();
     Ok(Chunking { strategy, chunks })
+}
+
+/// The non-empty chunk ranges of `text` by a concrete `strategy`, and the CSV/TSV header range.
+/// With `header_first` false, a table's first record is data (the text continues a table whose
+/// header came earlier).
+fn split_ranges(
+    text: &str,
+    name: Option<&str>,
+    strategy: Strategy,
+    options: &ChunkOptions,
+    header_first: bool,
+) -> (Vec<Range<usize>>, Option<Range<usize>>) {
+    let size = options.in_chars(options.size);
+    let overlap = options.in_chars(options.overlap);
+    let (mut ranges, header) = match strategy {
+        Strategy::Fixed => (fixed::split(text, size, overlap), None),
+        Strategy::Records => records::split(text, name, size, header_first),
+        Strategy::Code => (
+            pack::with_overlap(text, code::split(text, size), overlap),
+            None,
+        ),
+        Strategy::Structure | Strategy::Auto => (
+            pack::with_overlap(text, structure::split(text, size), overlap),
+            None,
+        ),
+    };
+    ranges.retain(|range| !range.is_empty());
+    (ranges, header)
 }
 
 const CODE_EXTENSIONS: &[&str] = &[
@@ -265,7 +282,7 @@ pub fn detect_strategy(text: &str, name: Option<&str>) -> Strategy {
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty())
-        .take(20)
+        .take(stream::DETECTION_LINES)
         .collect();
     let json_lines = sample
         .iter()

@@ -5,11 +5,13 @@ use std::ops::Range;
 use super::pack::{self, Unit};
 
 /// Packs whole records up to `size` characters. For CSV/TSV (by extension) the first record is
-/// the header: it is returned separately and left out of the chunk ranges.
+/// the header, returned separately and left out of the chunk ranges, unless `header_first` is
+/// false (the text continues a table).
 pub(crate) fn split(
     text: &str,
     name: Option<&str>,
     size: usize,
+    header_first: bool,
 ) -> (Vec<Range<usize>>, Option<Range<usize>>) {
     let is_table = name
         .and_then(super::extension)
@@ -17,7 +19,7 @@ pub(crate) fn split(
     let mut out = Vec::new();
     if is_table {
         let mut records = csv_records(text);
-        let header = records.next();
+        let header = if header_first { records.next() } else { None };
         let units = records.map(|range| Unit {
             range,
             hard_break: false,
@@ -99,7 +101,7 @@ mod tests {
     #[test]
     fn csv_header_is_separate_and_records_are_packed() {
         let text = "id,name\n1,alpha\n2,beta\n3,gamma\n";
-        let (chunks, header) = split(text, Some("data.csv"), 16);
+        let (chunks, header) = split(text, Some("data.csv"), 16, true);
         assert_eq!(header.map(|h| &text[h]), Some("id,name\n"));
         assert_eq!(pieces(text, &chunks), ["1,alpha\n2,beta\n", "3,gamma\n"]);
     }
@@ -107,7 +109,7 @@ mod tests {
     #[test]
     fn oversized_records_are_never_split() {
         let text = "{\"a\":1}\n{\"long\":\"xxxxxxxxxxxxxxxx\"}\n{\"b\":2}\n";
-        let (chunks, header) = split(text, Some("x.ndjson"), 10);
+        let (chunks, header) = split(text, Some("x.ndjson"), 10, true);
         assert_eq!(header, None);
         assert_eq!(
             pieces(text, &chunks),
