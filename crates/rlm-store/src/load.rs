@@ -484,6 +484,10 @@ struct FileScan<'a> {
 /// First pass over a big file: checks it as [`read_source`] does (NUL bytes, UTF-8) and
 /// hashes and counts its lines without holding it. The inner `Err` is a reason to skip it.
 fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, String), String>> {
+    let too_large = || format!("larger than the {MAX_BUFFER_BYTES}-byte buffer limit");
+    if std::fs::metadata(path).map_err(io("cannot read", path))?.len() > MAX_BUFFER_BYTES {
+        return Ok(Err(too_large()));
+    }
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     let mut newlines = 0u64;
@@ -504,9 +508,7 @@ fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, String), Stri
         return Ok(Err(reason));
     }
     if size > MAX_BUFFER_BYTES {
-        return Ok(Err(format!(
-            "larger than the {MAX_BUFFER_BYTES}-byte buffer limit"
-        )));
+        return Ok(Err(too_large()));
     }
     let lines = newlines + u64::from(last.is_some_and(|byte| byte != b'\n'));
     let sha256 = hex::encode(hasher.finalize());
