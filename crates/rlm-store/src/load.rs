@@ -122,6 +122,16 @@ pub enum LoadEvent<'a> {
         /// Its buffer name.
         name: &'a str,
     },
+    /// Progress through a big file that is streamed (read twice: checked and hashed, then
+    /// stored), reported every few megabytes of the second pass.
+    Streaming {
+        /// Its buffer name.
+        name: &'a str,
+        /// Bytes stored so far.
+        bytes: u64,
+        /// The file's size.
+        total: u64,
+    },
     /// The source was stored.
     Loaded(&'a LoadedBuffer),
     /// Same content and options as the stored buffer: nothing to do.
@@ -314,7 +324,15 @@ fn write_sources(
                     lines: *lines,
                     piece: streaming.piece,
                 };
-                insert_streamed(&transaction, writer, buffer, &file, options, &options_key)?
+                insert_streamed(
+                    &transaction,
+                    writer,
+                    buffer,
+                    &file,
+                    options,
+                    &options_key,
+                    progress,
+                )?
             }
         };
         loaded.replaced = existing.is_some();
@@ -485,7 +503,11 @@ struct FileScan<'a> {
 /// hashes and counts its lines without holding it. The inner `Err` is a reason to skip it.
 fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, String), String>> {
     let too_large = || format!("larger than the {MAX_BUFFER_BYTES}-byte buffer limit");
-    if std::fs::metadata(path).map_err(io("cannot read", path))?.len() > MAX_BUFFER_BYTES {
+    if std::fs::metadata(path)
+        .map_err(io("cannot read", path))?
+        .len()
+        > MAX_BUFFER_BYTES
+    {
         return Ok(Err(too_large()));
     }
     let mut hasher = Sha256::new();
@@ -578,6 +600,7 @@ fn insert_streamed(
     file: &FileScan<'_>,
     options: &ChunkOptions,
     options_key: &str,
+    progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadedBuffer> {
     let NewBuffer { name, path, sha256 } = buffer;
     let loaded_at = SystemTime::now()
@@ -642,6 +665,14 @@ fn insert_streamed(
         blob.write_at(text.as_bytes(), written as usize)?;
         written = end;
         chunker.push(text, &mut add)?;
+        let step = LoadEvent::Streaming {
+            name,
+            bytes: written,
+            total: file.size,
+        };
+        if progress(step).is_break() {
+            return Err(Error::Interrupted);
+        }
         Ok(ControlFlow::Continue(()))
     })?;
     if streamed.is_err() || written != file.size || hex::encode(hasher.finalize()) != sha256 {
@@ -911,5 +942,65 @@ mod tests {
             ]
         );
         assert!(report.loaded.is_empty());
+    }
+
+    #[test]
+    fn a_streamed_file_reports_progress_and_can_be_cancelled_midway() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.log");
+        let text: String = (0..3000)
+            .map(|i| format!("line {i} of the log\n"))
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        let sources = [Source::File {
+            path,
+            name: "big.log".into(),
+        }];
+        let streaming = Streaming {
+            above: 0,
+            piece: 8192,
+        };
+        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let mut seen = Vec::new();
+        write_sources(
+            &mut store.connection,
+            None,
+            &sources,
+            &ChunkOptions::default(),
+            streaming,
+            &mut |event| {
+                if let LoadEvent::Streaming { bytes, total, .. } = event {
+                    seen.push((bytes, total));
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+        let size = text.len() as u64;
+        assert_eq!(seen.len() as u64, size.div_ceil(8192));
+        assert!(seen.windows(2).all(|pair| pair[0].0 < pair[1].0));
+        assert_eq!(seen.last(), Some(&(size, size)));
+
+        let mut other = Store::open(dir.path().join("other")).unwrap();
+        let mut pieces = 0;
+        let result = write_sources(
+            &mut other.connection,
+            None,
+            &sources,
+            &ChunkOptions::default(),
+            streaming,
+            &mut |event| {
+                if matches!(event, LoadEvent::Streaming { .. }) {
+                    pieces += 1;
+                    if pieces == 3 {
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            },
+        );
+        assert!(matches!(result, Err(Error::Interrupted)));
+        let status = other.status().unwrap();
+        assert_eq!((status.buffers, status.chunks), (0, 0));
     }
 }

@@ -35,6 +35,14 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
             LoadEvent::Reading { index, total, name } if live => {
                 let _ = write!(stderr, "\r\x1b[Kloading {}/{total} {name}", index + 1);
             }
+            LoadEvent::Streaming { name, bytes, total } if live => {
+                let _ = write!(
+                    stderr,
+                    "\r\x1b[Kloading {name} {} of {}",
+                    human_bytes(bytes),
+                    human_bytes(total)
+                );
+            }
             LoadEvent::Skipped(skipped) if !global.quiet => {
                 let _ = writeln!(
                     stderr,
