@@ -184,7 +184,10 @@ async fn code_errors_are_fed_back_to_the_model() {
     let harness = Harness::start().await;
     harness.root(&[
         "```repl\nratio = 1 / 0\n```",
+        // The code-block stop sequence ends a reply at its closing fence, so the answer
+        // comes in the next turn.
         "```repl\nratio = 1 / 2\n```\nFINAL_VAR(ratio)",
+        "FINAL_VAR(ratio)",
     ]);
     let result = harness.run(Budget::default(), 1, "x").await;
     assert_eq!(answered(&result), "0.5");
@@ -198,6 +201,7 @@ async fn final_var_of_a_missing_variable_is_reported_back() {
     harness.root(&[
         "I know it already.\nFINAL_VAR(summary)",
         "```repl\nsummary = 'two words'\n```\nFINAL_VAR(summary)",
+        "FINAL_VAR(summary)",
     ]);
     let result = harness.run(Budget::default(), 1, "x").await;
     assert_eq!(answered(&result), "two words");

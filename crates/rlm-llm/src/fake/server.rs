@@ -139,7 +139,20 @@ async fn respond(
                 .insert("content-type", HeaderValue::from_static("application/json"));
             response
         }
-        FakeBehavior::Text(text) => {
+        FakeBehavior::Text(mut text) => {
+            // As the real APIs do: the reply ends before the first stop sequence, which is not
+            // part of it (Anthropic says so in `stop_reason`; OpenAI reports a plain "stop").
+            let mut finish = finish;
+            if let Some(at) = stop_sequences(wire, &seen.body)
+                .iter()
+                .filter_map(|stop| text.find(stop.as_str()))
+                .min()
+            {
+                text.truncate(at);
+                if wire == ProviderKind::Anthropic && reply_finish_is_default(&finish, wire) {
+                    finish = "stop_sequence".to_owned();
+                }
+            }
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &text));
             if !seen.stream {
                 return json_response(
@@ -230,6 +243,34 @@ fn sse_response(events: Vec<String>, cut: bool, guard: InFlight) -> Response {
 }
 
 /// Decodes a request body of either format into a [`SeenRequest`].
+/// The request's stop sequences: OpenAI `stop` (a string or an array), Anthropic
+/// `stop_sequences` (an array). Empty strings never match.
+fn stop_sequences(wire: ProviderKind, body: &Value) -> Vec<String> {
+    let field = match wire {
+        ProviderKind::OpenAi => "stop",
+        ProviderKind::Anthropic => "stop_sequences",
+    };
+    match body.get(field) {
+        Some(Value::String(stop)) => vec![stop.clone()],
+        Some(Value::Array(stops)) => stops
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .filter(|stop| !stop.is_empty())
+    .collect()
+}
+
+fn reply_finish_is_default(finish: &str, wire: ProviderKind) -> bool {
+    match wire {
+        ProviderKind::OpenAi => finish == "stop",
+        ProviderKind::Anthropic => finish == "end_turn",
+    }
+}
+
 fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRequest, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|err| format!("request body is not JSON: {err}"))?;

@@ -210,3 +210,38 @@ async fn unscripted_model_without_responder_is_a_clear_error() {
     );
     assert_eq!(server.request_count(), 1);
 }
+
+#[tokio::test]
+async fn the_fake_ends_replies_at_a_stop_sequence_like_the_real_apis() {
+    let server = server().await;
+    let reply = "```repl\nx = 1\n```\nFINAL(1)";
+    server.script("gpt-test", [FakeReply::text(reply), FakeReply::text(reply)]);
+    server.script("claude-test", [FakeReply::text(reply)]);
+    let client = LlmClient::builder()
+        .provider(server.openai_provider("openai"))
+        .provider(server.anthropic_provider("anthropic"))
+        .build()
+        .unwrap();
+    let ask = |model: &str, stop: Option<&str>| {
+        let mut request = ChatRequest::new(model).user("go");
+        if let Some(stop) = stop {
+            request = request.stop(stop);
+        }
+        request
+    };
+    let openai = client
+        .chat(&ask("openai:gpt-test", Some("\n```\n")))
+        .await
+        .unwrap();
+    assert_eq!(openai.text, "```repl\nx = 1");
+    assert_eq!(openai.finish_reason.as_deref(), Some("stop"));
+    let anthropic = client
+        .chat(&ask("anthropic:claude-test", Some("\n```\n")))
+        .await
+        .unwrap();
+    assert_eq!(anthropic.text, "```repl\nx = 1");
+    assert_eq!(anthropic.finish_reason.as_deref(), Some("stop_sequence"));
+    // Without a stop sequence the whole scripted reply comes back.
+    let whole = client.chat(&ask("openai:gpt-test", None)).await.unwrap();
+    assert_eq!(whole.text, reply);
+}
