@@ -399,10 +399,42 @@ fn insert_buffer(
     options: &ChunkOptions,
     options_key: &str,
 ) -> Result<LoadedBuffer> {
-    let NewBuffer { name, path, sha256 } = buffer;
-    let chunking = chunk::chunk(text, Some(name), options)?;
+    let chunking = chunk::chunk(text, Some(buffer.name), options)?;
     let line_count = memchr::memchr_iter(b'\n', text.as_bytes()).count() as u64
         + u64::from(!text.is_empty() && !text.ends_with('\n'));
+    let id = insert_buffer_row(
+        transaction,
+        &buffer,
+        text.len() as u64,
+        line_count,
+        chunking.strategy,
+        options_key,
+    )?;
+    crate::read::write_buffer_text(transaction, id, text)?;
+    let mut rows = ChunkRows::new(transaction, writer, id)?;
+    for chunk in chunking.chunks {
+        let body = text.get(chunk.range.clone()).unwrap_or_default();
+        rows.add(chunk, body)?;
+    }
+    finish_buffer(
+        transaction,
+        buffer,
+        id,
+        text.len() as u64,
+        rows.count,
+        chunking.strategy,
+    )
+}
+
+/// Inserts the `buffers` row; returns its id.
+fn insert_buffer_row(
+    transaction: &Transaction<'_>,
+    buffer: &NewBuffer<'_>,
+    size: u64,
+    line_count: u64,
+    strategy: Strategy,
+    options_key: &str,
+) -> Result<i64> {
     let loaded_at = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs() as i64);
@@ -410,26 +442,52 @@ fn insert_buffer(
         "INSERT INTO buffers (name, path, sha256, size, line_count, strategy, chunk_options, loaded_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
-            name,
-            path,
-            sha256,
-            text.len() as i64,
+            buffer.name,
+            buffer.path,
+            buffer.sha256,
+            size as i64,
             line_count as i64,
-            chunking.strategy.name(),
+            strategy.name(),
             options_key,
             loaded_at
         ],
     )?;
-    let id = transaction.last_insert_rowid();
-    crate::read::write_buffer_text(transaction, id, text)?;
-    let mut statement = transaction.prepare_cached(
-        "INSERT INTO chunks (buffer_id, seq, start, end, start_line, end_line, header_start, header_end)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    for (seq, chunk) in chunking.chunks.iter().enumerate() {
-        statement.execute(params![
-            id,
-            seq as i64,
+    Ok(transaction.last_insert_rowid())
+}
+
+/// Writes a buffer's chunk rows in order and sends each chunk to the index writer, if any.
+struct ChunkRows<'a> {
+    statement: rusqlite::CachedStatement<'a>,
+    transaction: &'a Transaction<'a>,
+    writer: Option<&'a Bm25Writer<'a>>,
+    buffer_id: i64,
+    count: u64,
+}
+
+impl<'a> ChunkRows<'a> {
+    fn new(
+        transaction: &'a Transaction<'a>,
+        writer: Option<&'a Bm25Writer<'a>>,
+        buffer_id: i64,
+    ) -> Result<Self> {
+        let statement = transaction.prepare_cached(
+            "INSERT INTO chunks (buffer_id, seq, start, end, start_line, end_line, header_start, header_end)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        Ok(Self {
+            statement,
+            transaction,
+            writer,
+            buffer_id,
+            count: 0,
+        })
+    }
+
+    /// Stores `chunk`, whose text (without header) is `body`.
+    fn add(&mut self, chunk: Chunk, body: &str) -> Result<()> {
+        self.statement.execute(params![
+            self.buffer_id,
+            self.count as i64,
             chunk.range.start as i64,
             chunk.range.end as i64,
             chunk.start_line as i64,
@@ -437,21 +495,33 @@ fn insert_buffer(
             chunk.header.as_ref().map(|h| h.start as i64),
             chunk.header.as_ref().map(|h| h.end as i64),
         ])?;
-        if let Some(writer) = writer {
-            let body = text.get(chunk.range.clone()).unwrap_or_default();
-            writer.add_chunk(transaction.last_insert_rowid(), id, body)?;
+        if let Some(writer) = self.writer {
+            writer.add_chunk(self.transaction.last_insert_rowid(), self.buffer_id, body)?;
         }
+        self.count += 1;
+        Ok(())
     }
+}
+
+/// Queues the buffer's index work and describes what was stored.
+fn finish_buffer(
+    transaction: &Transaction<'_>,
+    buffer: NewBuffer<'_>,
+    id: i64,
+    bytes: u64,
+    chunks: u64,
+    strategy: Strategy,
+) -> Result<LoadedBuffer> {
     transaction.execute(
         "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'add')",
         [id],
     )?;
     Ok(LoadedBuffer {
         id,
-        name: name.to_owned(),
-        bytes: text.len() as u64,
-        chunks: chunking.chunks.len() as u64,
-        strategy: chunking.strategy,
+        name: buffer.name.to_owned(),
+        bytes,
+        chunks,
+        strategy,
         replaced: false,
     })
 }
@@ -602,53 +672,23 @@ fn insert_streamed(
     options_key: &str,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadedBuffer> {
-    let NewBuffer { name, path, sha256 } = buffer;
-    let loaded_at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs() as i64);
-    transaction.execute(
-        "INSERT INTO buffers (name, path, sha256, size, line_count, strategy, chunk_options, loaded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            name,
-            path,
-            sha256,
-            file.size as i64,
-            file.lines as i64,
-            options.strategy.name(),
-            options_key,
-            loaded_at
-        ],
+    // The strategy is known once the stream has seen enough text; the row is fixed up after.
+    let id = insert_buffer_row(
+        transaction,
+        &buffer,
+        file.size,
+        file.lines,
+        options.strategy,
+        options_key,
     )?;
-    let id = transaction.last_insert_rowid();
     transaction.execute(
         "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
         params![id, rusqlite::blob::ZeroBlob(file.size)],
     )?;
     let mut blob = transaction.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", id, false)?;
-    let mut statement = transaction.prepare_cached(
-        "INSERT INTO chunks (buffer_id, seq, start, end, start_line, end_line, header_start, header_end)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    let mut chunks = 0u64;
-    let mut add = |chunk: Chunk, body: &str| -> Result<()> {
-        statement.execute(params![
-            id,
-            chunks as i64,
-            chunk.range.start as i64,
-            chunk.range.end as i64,
-            chunk.start_line as i64,
-            chunk.end_line as i64,
-            chunk.header.as_ref().map(|h| h.start as i64),
-            chunk.header.as_ref().map(|h| h.end as i64),
-        ])?;
-        if let Some(writer) = writer {
-            writer.add_chunk(transaction.last_insert_rowid(), id, body)?;
-        }
-        chunks += 1;
-        Ok(())
-    };
-    let mut chunker = StreamChunker::new(Some(name), options)?;
+    let mut rows = ChunkRows::new(transaction, writer, id)?;
+    let mut add = |chunk: Chunk, body: &str| rows.add(chunk, body);
+    let mut chunker = StreamChunker::new(Some(buffer.name), options)?;
     let mut hasher = Sha256::new();
     let mut written = 0u64;
     let changed = || Error::Io {
@@ -666,7 +706,7 @@ fn insert_streamed(
         written = end;
         chunker.push(text, &mut add)?;
         let step = LoadEvent::Streaming {
-            name,
+            name: buffer.name,
             bytes: written,
             total: file.size,
         };
@@ -675,7 +715,8 @@ fn insert_streamed(
         }
         Ok(ControlFlow::Continue(()))
     })?;
-    if streamed.is_err() || written != file.size || hex::encode(hasher.finalize()) != sha256 {
+    if streamed.is_err() || written != file.size || hex::encode(hasher.finalize()) != buffer.sha256
+    {
         return Err(changed());
     }
     let strategy = chunker.finish(&mut add)?;
@@ -683,18 +724,7 @@ fn insert_streamed(
         "UPDATE buffers SET strategy = ?1 WHERE id = ?2",
         params![strategy.name(), id],
     )?;
-    transaction.execute(
-        "INSERT INTO index_queue (buffer_id, action) VALUES (?1, 'add')",
-        [id],
-    )?;
-    Ok(LoadedBuffer {
-        id,
-        name: name.to_owned(),
-        bytes: file.size,
-        chunks,
-        strategy,
-        replaced: false,
-    })
+    finish_buffer(transaction, buffer, id, file.size, rows.count, strategy)
 }
 
 #[cfg(test)]
