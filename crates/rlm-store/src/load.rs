@@ -185,7 +185,9 @@ impl Store {
     /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
     /// content replaces the old buffer and its chunks. Binary, non-UTF-8 and over-large sources
     /// are skipped and reported. An unreadable file or a `Break` from `progress` aborts the whole
-    /// load with nothing written.
+    /// load with nothing written. Files over 16 MiB are streamed in 4 MiB pieces (see
+    /// [`StreamChunker`]) rather than held whole, unless the options need the whole text
+    /// (`structure` or `code` with overlap); a file that changes while it is read aborts the load.
     pub fn load(
         &mut self,
         sources: &[Source],
