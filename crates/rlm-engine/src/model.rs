@@ -88,6 +88,17 @@ impl CallUsage {
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens
     }
+
+    /// The usage of two calls together (the cost is unknown if either's is).
+    pub fn plus(&self, other: &Self) -> Self {
+        Self {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cache_read_tokens: self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd: self.cost_usd.zip(other.cost_usd).map(|(a, b)| a + b),
+        }
+    }
 }
 
 /// Why generation ended.

@@ -266,6 +266,7 @@ pub(crate) async fn run_loop(
         if parsed.answer_unclosed
             && !settings.stop.is_empty()
             && reply.finish != FinishReason::Length
+            && scope.ledger.exhausted().is_none()
         {
             // The stop sequence that ends a reply after its code block also matches a code
             // fence closing inside `FINAL(...)`, which cut the answer short. (OpenAI reports a
@@ -275,6 +276,7 @@ pub(crate) async fn run_loop(
                 "the reply was cut inside FINAL(...); asked again without stop sequences"
                     .to_owned(),
             );
+            let first = reply.usage;
             reply = match ask(&scope, &messages, &[]).await {
                 Ok(reply) => reply,
                 Err(status) => {
@@ -282,6 +284,8 @@ pub(crate) async fn run_loop(
                     break;
                 }
             };
+            // The turn's log counts both calls, as the ledger does.
+            reply.usage = first.plus(&reply.usage);
             parsed = parse_reply(&reply.text);
         }
         let mut blocks = Vec::new();

@@ -436,4 +436,6 @@ async fn an_answer_cut_by_the_code_block_stop_is_asked_for_again_whole() {
     let log = read_log(&result);
     let notes = log[1]["notes"].to_string();
     assert!(notes.contains("cut inside FINAL"), "{notes}");
+    // The turn's usage counts both calls (10 input tokens each).
+    assert_eq!(log[1]["usage"]["input_tokens"], 20, "{}", log[1]);
 }

@@ -630,10 +630,16 @@ fn for_each_piece(
     let mut carried = 0;
     let mut offset = 0u64;
     loop {
-        let read = file
-            .read(&mut buffer[carried..])
-            .map_err(io("cannot read", path))?;
+        let read = match file.read(&mut buffer[carried..]) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(io("cannot read", path)(error)),
+        };
         let filled = carried + read;
+        if offset == 0 && memchr::memchr(0, &buffer[..filled.min(BINARY_SNIFF_BYTES)]).is_some() {
+            // Checked before UTF-8, as for a file read whole.
+            return Ok(Err("binary file (NUL bytes)".to_owned()));
+        }
         if read == 0 {
             if carried > 0 {
                 return Ok(Err(format!(
@@ -947,7 +953,8 @@ mod tests {
         bytes.extend_from_slice(&[b'o', b'k', 0xC3]); // a character cut off at the end
         std::fs::write(&bad, &bytes).unwrap();
         let binary = dir.path().join("blob.txt");
-        std::fs::write(&binary, b"text\0more").unwrap();
+        // NUL bytes and invalid UTF-8: called binary, as when read whole.
+        std::fs::write(&binary, b"text\0more\xff").unwrap();
         let mut store = Store::open(dir.path().join("store")).unwrap();
         let sources = [bad, binary].map(|path| Source::File {
             name: path.file_name().unwrap().to_string_lossy().into_owned(),

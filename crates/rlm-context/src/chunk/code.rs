@@ -47,7 +47,7 @@ fn classify(line: &str) -> LineKind {
     }
 }
 
-fn items(text: &str) -> Vec<Unit> {
+pub(super) fn items(text: &str) -> Vec<Unit> {
     let mut units = Vec::new();
     let mut start = 0;
     let mut previous = LineKind::Blank;

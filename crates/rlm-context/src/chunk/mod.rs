@@ -259,6 +259,18 @@ fn split_ranges(
     (ranges, header)
 }
 
+/// Where the units of `structure` (paragraphs) and `code` (items) start; `None` for the
+/// strategies whose every chunk starts a unit. A chunk that starts a unit starts afresh:
+/// chunking from there gives what chunking the whole text gave.
+fn unit_starts(text: &str, strategy: Strategy) -> Option<Vec<usize>> {
+    let units = match strategy {
+        Strategy::Structure | Strategy::Auto => structure::paragraphs(text),
+        Strategy::Code => code::items(text),
+        Strategy::Fixed | Strategy::Records => return None,
+    };
+    Some(units.into_iter().map(|unit| unit.range.start).collect())
+}
+
 const CODE_EXTENSIONS: &[&str] = &[
     "rs", "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "java", "kt", "kts", "scala",
     "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "rb", "php", "swift", "m", "mm", "sh", "bash",

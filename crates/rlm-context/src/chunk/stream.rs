@@ -11,13 +11,14 @@ use std::ops::Range;
 
 use super::{
     Chunk, ChunkError, ChunkOptions, Strategy, detect_strategy, lines::LineCounter, split_ranges,
+    unit_starts,
 };
 
 /// Non-blank lines `detect_strategy` samples.
 pub(super) const DETECTION_LINES: usize = 20;
 
 /// Past this much text without enough lines, `Auto` decides from what it has.
-const DETECTION_BYTES: usize = 16 << 20;
+const DETECTION_BYTES: usize = SETTLE_FALLBACK_BYTES;
 
 /// Incremental chunker. Feed pieces with [`push`](Self::push), then call
 /// [`finish`](Self::finish); chunk ranges and lines are relative to the whole stream.
@@ -133,7 +134,22 @@ impl StreamChunker {
             !self.started,
         );
         if !last {
-            ranges.pop();
+            // Hold back the last chunk, which may still grow, and restart at a chunk that also
+            // starts a unit: a chunk cut from the middle of an oversized paragraph or item would
+            // be packed differently when chunked afresh. Past the fallback size with no such
+            // chunk, restart at the last chunk anyway (bounded memory over exactness).
+            let restart = match unit_starts(&self.tail[..end], strategy) {
+                None => ranges.len().checked_sub(1),
+                Some(starts) => (1..ranges.len())
+                    .rev()
+                    .find(|&i| starts.binary_search(&ranges[i].start).is_ok())
+                    .or_else(|| {
+                        (self.tail.len() > SETTLE_FALLBACK_BYTES)
+                            .then(|| ranges.len().checked_sub(1))
+                            .flatten()
+                    }),
+            };
+            ranges.truncate(restart.unwrap_or(0));
         }
         let Some(cut) = ranges.last().map(|range| range.end) else {
             return Ok(());
@@ -167,15 +183,16 @@ impl StreamChunker {
     }
 }
 
-/// Past this much text without a paragraph break, lines count as units (bounded memory over
-/// exactness on text with no blank lines).
+/// Past this much unfinished text, the stream settles for line ends, then any character, and
+/// restarts at its last chunk even mid-unit: bounded memory over exactness on text without blank
+/// lines or line breaks.
 const SETTLE_FALLBACK_BYTES: usize = 1 << 20;
 
 /// The end of the text whose units are complete: any point for fixed windows, the last line end
 /// for records, the last blank line for paragraphs and code items.
 fn settled_end(text: &str, strategy: Strategy) -> usize {
     let after = |found: Option<usize>, length: usize| found.map_or(0, |at| at + length);
-    match strategy {
+    let settled = match strategy {
         Strategy::Fixed => text.len(),
         Strategy::Records => after(text.rfind('\n'), 1),
         Strategy::Structure | Strategy::Code | Strategy::Auto => {
@@ -186,6 +203,12 @@ fn settled_end(text: &str, strategy: Strategy) -> usize {
                 paragraph
             }
         }
+    };
+    if settled == 0 && text.len() > SETTLE_FALLBACK_BYTES {
+        // No line break at all (minified code, one-line JSON): any character boundary.
+        text.len()
+    } else {
+        settled
     }
 }
 
@@ -327,16 +350,77 @@ mod tests {
                             "{name} {strategy} size {size} overlap {overlap} piece {piece}"
                         );
                         assert_valid(&text, &got, overlap == 0, &label);
-                        // One known difference: `code` splits a line longer than the size and
-                        // leaves its newline as a chunk of its own, which a stream restarting
-                        // at that newline joins to the next item. Both are valid chunkings.
-                        if !(strategy == Strategy::Code && size == 40) {
-                            assert_eq!(got, whole, "{label}");
-                        }
+                        assert_eq!(got, whole, "{label}");
                     }
                 }
             }
         }
+    }
+
+    /// Texts where a chunk starts inside an oversized paragraph or fenced block: restarting
+    /// there would pack the rest differently.
+    #[test]
+    fn a_split_paragraph_or_fence_is_not_a_restart_point() {
+        let mut prose = String::new();
+        let mut fenced = String::new();
+        for i in 0..40 {
+            prose.push_str(&format!(
+                "Aaaa aaaa {i}. Bbbb bbbb. Cccc cccc. Dddd.\n\nEe.\n\n"
+            ));
+            fenced.push_str(&format!(
+                "```\nlet a = {i};\n\nlet b = 2;\n\nlet c = 3;\n```\n\nAfter a.\n\n# H{i}\n\nText.\n\n"
+            ));
+        }
+        for (text, size) in [(&prose, 25), (&fenced, 20), (&fenced, 45)] {
+            for strategy in [Strategy::Structure, Strategy::Code] {
+                let options = ChunkOptions {
+                    strategy,
+                    size,
+                    overlap: 0,
+                    unit: SizeUnit::Chars,
+                };
+                let whole = chunk(text, Some("t.md"), &options).unwrap().chunks;
+                for piece in [1, 5, 30, 40, 41, 60] {
+                    assert_eq!(
+                        streamed(text, "t.md", &options, piece),
+                        whole,
+                        "{strategy} size {size} piece {piece}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn text_without_line_breaks_is_chunked_in_bounded_memory() {
+        let text = "word ".repeat(700_000); // 3.5 MB, no newline
+        let options = ChunkOptions::default();
+        let mut stream = StreamChunker::new(Some("min.txt"), &options).unwrap();
+        let mut covered = 0;
+        let mut longest_tail = 0;
+        for piece in text.as_bytes().chunks(64 * 1024) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            stream
+                .push(piece, |chunk, _| {
+                    assert_eq!(chunk.range.start, covered);
+                    covered = chunk.range.end;
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            longest_tail = longest_tail.max(stream.tail.len());
+        }
+        stream
+            .finish(|chunk, _| {
+                assert_eq!(chunk.range.start, covered);
+                covered = chunk.range.end;
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(covered, text.len());
+        assert!(
+            longest_tail < SETTLE_FALLBACK_BYTES + 128 * 1024,
+            "{longest_tail}"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(crate) fn split(text: &str, size: usize) -> Vec<Range<usize>> {
 
 /// Paragraphs: a unit starts at a non-blank line after a blank line, or at a markdown heading.
 /// Blank lines inside a fenced code block (```` ``` ```` or `~~~`) do not end it.
-fn paragraphs(text: &str) -> Vec<Unit> {
+pub(super) fn paragraphs(text: &str) -> Vec<Unit> {
     let mut units = Vec::new();
     let mut start = 0;
     let mut start_is_heading = false;
