@@ -1,6 +1,6 @@
 //! Loading files into the store: collect sources, chunk, write in one transaction, index.
 
-use std::io::Read as _;
+use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -209,6 +209,7 @@ impl Store {
             sources,
             options,
             Streaming::default(),
+            &self.dir,
             progress,
         )?;
         if report.loaded.is_empty() {
@@ -229,12 +230,14 @@ impl Store {
 /// The SQLite half of a load: one transaction that stores the buffers and queues their index
 /// work. With a `writer`, each stored chunk (and each replaced buffer's deletion) is also sent
 /// to the index; the caller commits it after this returns. The caller holds the write lock.
+#[allow(clippy::too_many_arguments)]
 fn write_sources(
     connection: &mut Connection,
     writer: Option<&Bm25Writer<'_>>,
     sources: &[Source],
     options: &ChunkOptions,
     streaming: Streaming,
+    spool_dir: &Path,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadReport> {
     let options_key = serde_json::to_string(options).unwrap_or_default();
@@ -252,6 +255,9 @@ fn write_sources(
         {
             return Err(Error::Interrupted);
         }
+        // Big standard input is copied to a file in the store directory, streamed from there,
+        // and removed when this iteration ends.
+        let mut _spool = None;
         let prepared = match source {
             Source::File { path, .. }
                 if StreamChunker::supports(options)
@@ -262,10 +268,18 @@ fn write_sources(
             {
                 scan_file(path, streaming.piece)?
             }
-            _ => read_source(source)?.map(|text| {
-                let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
-                (Content::Whole(text), sha256)
-            }),
+            Source::Stdin { .. } if StreamChunker::supports(options) => {
+                let mut stdin = std::io::stdin().lock();
+                match spool_stdin(&mut stdin, spool_dir, streaming.above)? {
+                    Ok(bytes) => text_from_bytes(bytes).map(whole),
+                    Err(spooled) => {
+                        let scanned = scan_file(&spooled.0, streaming.piece)?;
+                        _spool = Some(spooled);
+                        scanned
+                    }
+                }
+            }
+            _ => read_source(source)?.map(whole),
         };
         let (content, sha256) = match prepared {
             Ok(prepared) => prepared,
@@ -370,20 +384,64 @@ fn read_source(source: &Source) -> Result<Result<String, String>> {
             bytes
         }
     };
+    Ok(text_from_bytes(bytes))
+}
+
+/// The text of a source read whole; `Err` is a reason to skip it.
+fn text_from_bytes(bytes: Vec<u8>) -> Result<String, String> {
     if bytes.len() as u64 > MAX_BUFFER_BYTES {
-        return Ok(Err(format!(
+        return Err(format!(
             "larger than the {MAX_BUFFER_BYTES}-byte buffer limit"
-        )));
+        ));
     }
     if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some() {
-        return Ok(Err("binary file (NUL bytes)".to_owned()));
+        return Err("binary file (NUL bytes)".to_owned());
     }
-    Ok(String::from_utf8(bytes).map_err(|error| {
+    String::from_utf8(bytes).map_err(|error| {
         format!(
             "not valid UTF-8 (first bad byte at offset {})",
             error.utf8_error().valid_up_to()
         )
-    }))
+    })
+}
+
+/// Text read whole, with its hash.
+fn whole(text: String) -> (Content, String) {
+    let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+    (Content::Whole(text), sha256)
+}
+
+/// A copy of standard input on disk, removed when dropped.
+#[derive(Debug)]
+struct Spool(PathBuf);
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Reads `input` whole if it is at most `above` bytes; otherwise copies it (up to one byte past
+/// the buffer limit, so an endless pipe cannot fill the disk) to a file in `dir`.
+fn spool_stdin(input: &mut dyn Read, dir: &Path, above: u64) -> Result<Result<Vec<u8>, Spool>> {
+    use std::io::Write as _;
+    let mut head = Vec::new();
+    input
+        .take(above.saturating_add(1))
+        .read_to_end(&mut head)
+        .map_err(io("cannot read", "stdin"))?;
+    if head.len() as u64 <= above {
+        return Ok(Ok(head));
+    }
+    let path = dir.join(format!(".stdin-{}.spool", std::process::id()));
+    let spool = Spool(path.clone());
+    let mut file = std::fs::File::create(&path).map_err(io("cannot create", &path))?;
+    file.write_all(&head).map_err(io("cannot write", &path))?;
+    let rest = (MAX_BUFFER_BYTES + 1).saturating_sub(head.len() as u64);
+    drop(head);
+    std::io::copy(&mut input.take(rest), &mut file).map_err(io("cannot write", &path))?;
+    file.flush().map_err(io("cannot write", &path))?;
+    Ok(Err(spool))
 }
 
 /// A buffer about to be inserted.
@@ -757,6 +815,7 @@ mod tests {
                 &sources,
                 &ChunkOptions::default(),
                 Streaming::default(),
+                &std::env::temp_dir(),
                 &mut |_| ControlFlow::Continue(()),
             )
             .unwrap();
@@ -803,6 +862,7 @@ mod tests {
                     &sources,
                     &options,
                     Streaming::default(),
+                    &std::env::temp_dir(),
                     &mut keep,
                 )
                 .unwrap();
@@ -846,6 +906,7 @@ mod tests {
                 &sources,
                 &options,
                 streaming,
+                &std::env::temp_dir(),
                 &mut |_| ControlFlow::Continue(()),
             )
             .unwrap();
@@ -969,6 +1030,7 @@ mod tests {
                 above: 0,
                 piece: 1000,
             },
+            &std::env::temp_dir(),
             &mut |_| ControlFlow::Continue(()),
         )
         .unwrap();
@@ -1007,6 +1069,7 @@ mod tests {
             &sources,
             &ChunkOptions::default(),
             streaming,
+            &std::env::temp_dir(),
             &mut |event| {
                 if let LoadEvent::Streaming { bytes, total, .. } = event {
                     seen.push((bytes, total));
@@ -1028,6 +1091,7 @@ mod tests {
             &sources,
             &ChunkOptions::default(),
             streaming,
+            &std::env::temp_dir(),
             &mut |event| {
                 if matches!(event, LoadEvent::Streaming { .. }) {
                     pieces += 1;
@@ -1041,5 +1105,21 @@ mod tests {
         assert!(matches!(result, Err(Error::Interrupted)));
         let status = other.status().unwrap();
         assert_eq!((status.buffers, status.chunks), (0, 0));
+    }
+
+    #[test]
+    fn big_stdin_is_spooled_to_the_store_and_removed_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = spool_stdin(&mut &b"short input"[..], dir.path(), 64).unwrap();
+        assert_eq!(small.unwrap(), b"short input");
+        let input: Vec<u8> = (0..200u8).collect();
+        let spooled = spool_stdin(&mut &input[..], dir.path(), 64)
+            .unwrap()
+            .unwrap_err();
+        assert!(spooled.0.starts_with(dir.path()));
+        assert_eq!(std::fs::read(&spooled.0).unwrap(), input);
+        let path = spooled.0.clone();
+        drop(spooled);
+        assert!(!path.exists());
     }
 }
