@@ -230,7 +230,6 @@ impl Store {
 /// The SQLite half of a load: one transaction that stores the buffers and queues their index
 /// work. With a `writer`, each stored chunk (and each replaced buffer's deletion) is also sent
 /// to the index; the caller commits it after this returns. The caller holds the write lock.
-#[allow(clippy::too_many_arguments)]
 fn write_sources(
     connection: &mut Connection,
     writer: Option<&Bm25Writer<'_>>,
