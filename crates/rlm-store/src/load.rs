@@ -196,6 +196,7 @@ impl Store {
     ) -> Result<LoadReport> {
         options.validate()?;
         let _lock = self.write_lock()?;
+        remove_stale_spools(&self.dir);
         // Work left by an interrupted writer goes first, so that afterwards every queued row
         // belongs to this load.
         self.sync_index(&mut |_| {})?;
@@ -417,6 +418,21 @@ struct Spool(PathBuf);
 impl Drop for Spool {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Removes spool files a killed load left behind. Only the holder of the write lock spools, so
+/// under the lock every spool file is stale.
+fn remove_stale_spools(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(".stdin-") && name.ends_with(".spool") {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -1120,5 +1136,27 @@ mod tests {
         let path = spooled.0.clone();
         drop(spooled);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_load_removes_spool_files_left_by_a_killed_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let stale = dir.path().join(".stdin-4242.spool");
+        std::fs::write(&stale, "half a pipe").unwrap();
+        let kept = dir.path().join("notes.spool");
+        std::fs::write(&kept, "not ours").unwrap();
+        store
+            .load(
+                &[Source::Text {
+                    name: "a".into(),
+                    text: "x\n".into(),
+                }],
+                &ChunkOptions::default(),
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap();
+        assert!(!stale.exists());
+        assert!(kept.exists());
     }
 }
