@@ -1,10 +1,9 @@
 //! `rlm ctx` end to end through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use crate::support::rlm_in;
 use serde_json::Value;
 
 /// A project folder with a few sources and an initialised `ctx/`.
@@ -39,14 +38,7 @@ impl Project {
     }
 
     fn cmd(&self, args: &[&str]) -> assert_cmd::assert::Assert {
-        Command::cargo_bin("rlm")
-            .unwrap()
-            .current_dir(&self.root)
-            .env_remove("RLM_CTX_DIR")
-            .env("NO_COLOR", "1")
-            .arg("ctx")
-            .args(args)
-            .assert()
+        rlm_in(&self.root).arg("ctx").args(args).assert()
     }
 
     /// Runs a command that must succeed; returns stdout with the temp path filtered.

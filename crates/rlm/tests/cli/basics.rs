@@ -1,29 +1,6 @@
 //! The CLI's conventions and `rlm inspect`, driven through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-
-use assert_cmd::Command;
-
-fn rlm(dir: &Path) -> Command {
-    let mut command = Command::cargo_bin("rlm").unwrap();
-    command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", dir.join("xdg"))
-        .env_remove("RLM_CONFIG");
-    command
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> std::path::PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
-fn stdout_of(assert: assert_cmd::assert::Assert) -> String {
-    String::from_utf8(assert.get_output().stdout.clone()).unwrap()
-}
+use crate::support::{rlm_in as rlm, stdout_of, write};
 
 #[test]
 fn inspect_prints_the_hint_block_a_model_reads() {

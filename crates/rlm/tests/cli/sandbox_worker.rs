@@ -1,7 +1,5 @@
 //! The hidden `rlm __sandbox-worker` mode serves sandbox sessions and stays out of `--help`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 
 use rlm_sandbox::{Host, Sandbox, Session, WORKER_ARG, WorkerCommand};

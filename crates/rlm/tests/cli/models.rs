@@ -1,19 +1,17 @@
 //! `rlm models import|list|remove`, driving the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+use crate::support::rlm_in;
+
 fn rlm(models: &Path) -> Command {
-    let mut command = Command::cargo_bin("rlm").unwrap();
+    let mut command = rlm_in(models.parent().unwrap());
     command
         .env("RLM_MODELS_DIR", models)
-        .env_remove("RLM_EMBED_MODEL")
-        .env_remove("RLM_ONNXRUNTIME")
-        .env("RLM_CONFIG", models.join("absent.toml"))
-        .env("NO_COLOR", "1");
+        .env("RLM_CONFIG", models.join("absent.toml"));
     command
 }
 

@@ -1,9 +1,10 @@
 //! `rlm load / list / show / peek / grep / chunk / search / delete / status` end to end.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 
 use assert_cmd::Command;
+
+use crate::support::rlm_in;
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -37,14 +38,11 @@ impl Fixture {
     }
 
     fn rlm(&self) -> Command {
-        let mut command = Command::cargo_bin("rlm").unwrap();
+        let mut command = rlm_in(self.dir.path());
         command
-            .current_dir(self.dir.path())
             .env("RLM_STORE", self.dir.path().join("store"))
-            .env("NO_COLOR", "1")
             .env("RLM_CONFIG", self.dir.path().join("rlm.toml"))
-            .env("RLM_MODELS_DIR", self.dir.path().join("models"))
-            .env_remove("RLM_EMBED_MODEL");
+            .env("RLM_MODELS_DIR", self.dir.path().join("models"));
         command
     }
 

@@ -1,40 +1,16 @@
 //! `rlm chat` against the fake provider, through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 
 use assert_cmd::Command;
 use rlm_llm::fake::{FakeReply, FakeServer};
 
+use crate::support::{output, rlm_with_fake, text};
+
 const KEY: &str = "sk-cli-test-secret";
 
-/// The binary with a clean environment pointing the `openai` provider at the fake server.
 fn rlm(dir: &Path, server: &FakeServer) -> Command {
-    let mut command = Command::cargo_bin("rlm").unwrap();
-    command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", dir.join("xdg"))
-        .env("OPENAI_BASE_URL", server.openai_base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("RLM_CONFIG")
-        .env_remove("RLM_MODEL")
-        .env_remove("RLM_RECORD")
-        .env_remove("RLM_REPLAY");
-    command
-}
-
-/// Runs a command on a blocking thread so the fake server keeps serving meanwhile.
-async fn output(mut command: Command) -> std::process::Output {
-    tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).unwrap()
+    rlm_with_fake(dir, server, KEY)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

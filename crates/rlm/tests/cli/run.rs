@@ -1,43 +1,24 @@
 //! `rlm run` through the real binary: the fake provider server stands in for OpenAI, the sandbox
 //! runs in a worker process (the binary itself).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use assert_cmd::Command;
 use rlm_llm::fake::{FakeReply, FakeServer};
 
+use crate::support::{output as run, rlm_in, rlm_with_fake, text};
+
 const KEY: &str = "sk-test-do-not-log-4242";
 
 fn rlm(dir: &Path, server: Option<&FakeServer>) -> Command {
-    let mut command = Command::cargo_bin("rlm").unwrap();
-    command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", dir.join("xdg"))
-        .env("XDG_STATE_HOME", dir.join("state"))
-        .env_remove("RLM_CONFIG")
-        .env_remove("RLM_MODEL")
-        .env_remove("RLM_SUBCALL_MODEL")
-        .env_remove("RLM_REPLAY")
-        .env_remove("RLM_RECORD")
-        .env("OPENAI_API_KEY", KEY);
-    if let Some(server) = server {
-        command.env("OPENAI_BASE_URL", server.openai_base_url());
+    match server {
+        Some(server) => rlm_with_fake(dir, server, KEY),
+        None => {
+            let mut command = rlm_in(dir);
+            command.env("OPENAI_API_KEY", KEY);
+            command
+        }
     }
-    command
-}
-
-async fn run(command: Command) -> Output {
-    let mut command = command;
-    tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn logs_in(dir: &Path) -> Vec<PathBuf> {
