@@ -309,9 +309,9 @@ fn run(
     let cpu_before = cpu_seconds();
     let started = Instant::now();
     let mut store = Store::open(store_dir).unwrap();
-    let sources = rlm_store::collect_sources(&[corpus.to_path_buf()]).unwrap();
+    let sources = || rlm_store::collect_sources(&[corpus.to_path_buf()]).unwrap();
     let report = store
-        .load(&sources, &options, &mut |_| ControlFlow::Continue(()))
+        .load(sources(), &options, &mut |_| ControlFlow::Continue(()))
         .unwrap();
     let load_seconds = started.elapsed().as_secs_f64();
     let load_cpu = cpu_seconds() - cpu_before;
@@ -342,7 +342,7 @@ fn run(
     let reload = {
         let mut store = Store::open(store_dir).unwrap();
         store
-            .load(&sources, &options, &mut |_| ControlFlow::Continue(()))
+            .load(sources(), &options, &mut |_| ControlFlow::Continue(()))
             .unwrap()
     };
     println!(

@@ -18,7 +18,7 @@
 //!     name: "app.py".into(),
 //!     text: "import logging\nlog = logging.getLogger(__name__)\n".into(),
 //! };
-//! store.load(&[source], &ChunkOptions::default(), &mut |_| std::ops::ControlFlow::Continue(()))?;
+//! store.load(vec![source], &ChunkOptions::default(), &mut |_| std::ops::ControlFlow::Continue(()))?;
 //! let outcome = store.search(&SearchRequest::new("logger"))?;
 //! assert_eq!(outcome.hits[0].buffer, "app.py");
 //! # drop(store);

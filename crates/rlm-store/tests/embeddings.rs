@@ -75,7 +75,7 @@ fn store_with(texts: &[(&str, &str)]) -> (tempfile::TempDir, Store) {
         ..ChunkOptions::default()
     };
     store
-        .load(&sources, &options, &mut |_| ControlFlow::Continue(()))
+        .load(sources, &options, &mut |_| ControlFlow::Continue(()))
         .unwrap();
     (dir, store)
 }
@@ -189,7 +189,7 @@ fn chunks_without_vectors_fall_back_or_warn() {
         text: "gamma\n".to_owned(),
     };
     store
-        .load(&[source], &ChunkOptions::default(), &mut |_| {
+        .load(vec![source], &ChunkOptions::default(), &mut |_| {
             ControlFlow::Continue(())
         })
         .unwrap();

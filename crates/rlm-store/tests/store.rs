@@ -31,13 +31,13 @@ fn small_chunks() -> ChunkOptions {
 fn code_tokenizer_finds_identifier_parts() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
-    let sources = [
+    let sources = vec![
         text("a.py", "log = logging.getLogger(__name__)\n"),
         text("b.rs", "fn parse_args() -> Args { todo() }\n"),
         text("c.txt", "nothing relevant here\n"),
     ];
     store
-        .load(&sources, &ChunkOptions::default(), &mut keep_going)
+        .load(sources, &ChunkOptions::default(), &mut keep_going)
         .unwrap();
     let names = |query: &str| -> Vec<String> {
         let outcome = store.search(&SearchRequest::new(query)).unwrap();
@@ -54,14 +54,14 @@ fn code_tokenizer_finds_identifier_parts() {
 fn reloading_unchanged_content_is_a_no_op() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
-    let sources = [text("notes.md", "alpha beta\n\ngamma delta\n")];
+    let sources = || vec![text("notes.md", "alpha beta\n\ngamma delta\n")];
     let first = store
-        .load(&sources, &small_chunks(), &mut keep_going)
+        .load(sources(), &small_chunks(), &mut keep_going)
         .unwrap();
     let before = store.buffer("notes.md").unwrap();
     let chunks_before = store.chunks_of(&before).unwrap();
     let second = store
-        .load(&sources, &small_chunks(), &mut keep_going)
+        .load(sources(), &small_chunks(), &mut keep_going)
         .unwrap();
     assert_eq!(first.loaded.len(), 1);
     assert!(second.loaded.is_empty());
@@ -71,7 +71,7 @@ fn reloading_unchanged_content_is_a_no_op() {
     assert_eq!(chunks_before, store.chunks_of(&after).unwrap());
     // Different chunk options are a change even with the same content.
     let third = store
-        .load(&sources, &ChunkOptions::default(), &mut keep_going)
+        .load(sources(), &ChunkOptions::default(), &mut keep_going)
         .unwrap();
     assert_eq!(third.loaded.len(), 1);
     assert!(third.loaded[0].replaced);
@@ -83,7 +83,7 @@ fn a_changed_file_replaces_its_chunks() {
     let mut store = Store::open(dir.path()).unwrap();
     store
         .load(
-            &[text("doc", "oldword here\n\nmore oldword\n")],
+            vec![text("doc", "oldword here\n\nmore oldword\n")],
             &small_chunks(),
             &mut keep_going,
         )
@@ -91,7 +91,7 @@ fn a_changed_file_replaces_its_chunks() {
     let old = store.buffer("doc").unwrap();
     let report = store
         .load(
-            &[text("doc", "newword only\n")],
+            vec![text("doc", "newword only\n")],
             &small_chunks(),
             &mut keep_going,
         )
@@ -133,18 +133,18 @@ fn an_interrupted_load_leaves_nothing_visible() {
     let mut store = Store::open(dir.path()).unwrap();
     store
         .load(
-            &[text("kept", "kept text\n")],
+            vec![text("kept", "kept text\n")],
             &small_chunks(),
             &mut keep_going,
         )
         .unwrap();
-    let sources = [
+    let sources = vec![
         text("one", "first file\n"),
         text("two", "second file\n"),
         text("three", "x\n"),
     ];
     let mut seen = 0;
-    let result = store.load(&sources, &small_chunks(), &mut |event| {
+    let result = store.load(sources, &small_chunks(), &mut |event| {
         if let LoadEvent::Reading { .. } = event {
             seen += 1;
             if seen == 3 {
@@ -175,7 +175,7 @@ fn an_interrupted_replacement_keeps_the_old_buffer_searchable() {
     let mut store = Store::open(dir.path()).unwrap();
     store
         .load(
-            &[text("notes", "original wording\n")],
+            vec![text("notes", "original wording\n")],
             &small_chunks(),
             &mut keep_going,
         )
@@ -183,7 +183,7 @@ fn an_interrupted_replacement_keeps_the_old_buffer_searchable() {
     // The replacement is fed to the index (a delete of the old buffer, an add of the new
     // text) before the callback cancels the load.
     let result = store.load(
-        &[text("notes", "replacement wording\n")],
+        vec![text("notes", "replacement wording\n")],
         &small_chunks(),
         &mut |event| match event {
             LoadEvent::Loaded(_) => ControlFlow::Break(()),
@@ -200,7 +200,7 @@ fn an_interrupted_replacement_keeps_the_old_buffer_searchable() {
     // The same process can load again at once: the discarded writer released the index.
     store
         .load(
-            &[text("notes", "replacement wording\n")],
+            vec![text("notes", "replacement wording\n")],
             &small_chunks(),
             &mut keep_going,
         )
@@ -234,7 +234,7 @@ fn filters_apply_before_ranking() {
         .collect();
     store
         .load(
-            &[
+            vec![
                 text("src/strong.txt", &strong),
                 text("docs/weak.txt", &weak),
             ],
@@ -276,7 +276,7 @@ fn semantic_without_a_model_falls_back_with_a_notice() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
     store
-        .load(&[text("a", "word\n")], &small_chunks(), &mut keep_going)
+        .load(vec![text("a", "word\n")], &small_chunks(), &mut keep_going)
         .unwrap();
     let mut request = SearchRequest::new("word");
     request.mode = SearchMode::Hybrid;
@@ -293,7 +293,7 @@ fn peek_reads_lines_bytes_and_chunks() {
     let body: String = (1..=50).map(|i| format!("line {i} é\n")).collect();
     store
         .load(
-            &[text("lines.txt", &body)],
+            vec![text("lines.txt", &body)],
             &ChunkOptions {
                 strategy: Strategy::Fixed,
                 size: 37,
@@ -336,7 +336,7 @@ fn csv_chunks_carry_the_header() {
         .collect();
     store
         .load(
-            &[text("t.csv", &csv)],
+            vec![text("t.csv", &csv)],
             &ChunkOptions {
                 size: 30,
                 ..ChunkOptions::default()
@@ -365,7 +365,7 @@ fn grep_prints_matches_with_context_like_ripgrep() {
     let mut store = Store::open(dir.path()).unwrap();
     let body = "a\nb\nhit one\nc\nd\ne\nf\nhit two\ng\n";
     store
-        .load(&[text("f", body)], &small_chunks(), &mut keep_going)
+        .load(vec![text("f", body)], &small_chunks(), &mut keep_going)
         .unwrap();
     let mut lines = Vec::new();
     let options = GrepOptions {
@@ -395,7 +395,7 @@ fn deleting_removes_text_chunks_and_index_entries() {
     let mut store = Store::open(dir.path()).unwrap();
     store
         .load(
-            &[text("a", "apple\n"), text("b", "banana\n")],
+            vec![text("a", "apple\n"), text("b", "banana\n")],
             &small_chunks(),
             &mut keep_going,
         )
@@ -426,7 +426,7 @@ fn concurrent_writers_wait_for_each_other() {
                     let name = format!("w{writer}-{round}");
                     store
                         .load(
-                            &[text(&name, &format!("writer{writer} round{round}\n"))],
+                            vec![text(&name, &format!("writer{writer} round{round}\n"))],
                             &small_chunks(),
                             &mut keep_going,
                         )
@@ -456,7 +456,7 @@ fn binary_and_invalid_files_are_skipped_with_a_reason() {
     let sources = rlm_store::collect_sources(&[files]).unwrap();
     let mut store = Store::open(dir.path().join("store")).unwrap();
     let report = store
-        .load(&sources, &small_chunks(), &mut keep_going)
+        .load(sources, &small_chunks(), &mut keep_going)
         .unwrap();
     let loaded: Vec<&str> = report
         .loaded

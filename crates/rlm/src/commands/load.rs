@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use rlm_store::LoadEvent;
+use rlm_store::{LoadEvent, Source};
 
 use super::store_common::{chunk_options, human_bytes, open_store, resolve_embedder, store_error};
 use crate::cli::{GlobalArgs, LoadArgs};
@@ -14,7 +14,16 @@ use crate::output;
 
 pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
     let options = chunk_options(&args.chunking)?;
-    let mut sources = rlm_store::collect_sources(&args.paths).map_err(store_error)?;
+    let mut sources = Vec::new();
+    for path in &args.paths {
+        if path.as_os_str() == "-" {
+            sources.push(Source::reader("stdin", std::io::stdin()));
+        } else {
+            sources.extend(
+                rlm_store::collect_sources(std::slice::from_ref(path)).map_err(store_error)?,
+            );
+        }
+    }
     if let Some(name) = &args.name {
         if sources.len() != 1 {
             return Err(input_error(format!(
@@ -62,7 +71,7 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
         ControlFlow::Continue(())
     };
     let report = store
-        .load(&sources, &options, &mut callback)
+        .load(sources, &options, &mut callback)
         .map_err(store_error)?;
     if live {
         let _ = write!(stderr, "\r\x1b[K");

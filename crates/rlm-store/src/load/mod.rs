@@ -1,0 +1,364 @@
+//! Loading into the store: read sources, chunk, write in one transaction, index.
+//!
+//! [`Store::load`] orchestrates; [`source`] turns files, readers and text into text to store,
+//! [`stream`] handles files too big to hold, [`insert`] writes the rows and [`index_queue`]
+//! records the index work that makes a crash between SQLite and tantivy repairable.
+
+mod index_queue;
+mod insert;
+mod source;
+mod stream;
+
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use rlm_context::chunk::{ChunkOptions, Strategy};
+use rusqlite::Connection;
+use serde::Serialize;
+
+pub use source::{Source, collect_sources};
+
+use crate::error::{Error, Result};
+use crate::index::Bm25Writer;
+use crate::store::{IndexProgress, Store};
+use insert::{NewBuffer, StoredBuffer, insert_whole};
+use source::{Content, prepare, remove_stale_spools};
+use stream::{FileScan, Streaming, insert_streamed};
+
+/// SQLite's default maximum size of one value; a buffer is stored as one value.
+pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000;
+
+/// What happens during a load, for progress display. Return `ControlFlow::Break` from the
+/// callback to cancel: the transaction is rolled back and nothing is written.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LoadEvent<'a> {
+    /// About to read source `index` (0-based) of `total`.
+    Reading {
+        /// Position in the list.
+        index: usize,
+        /// Number of sources.
+        total: usize,
+        /// Its buffer name.
+        name: &'a str,
+    },
+    /// Progress through a big file that is streamed (read twice: checked and hashed, then
+    /// stored), reported every few megabytes of the second pass.
+    Streaming {
+        /// Its buffer name.
+        name: &'a str,
+        /// Bytes stored so far.
+        bytes: u64,
+        /// The file's size.
+        total: u64,
+    },
+    /// The source was stored.
+    Loaded(&'a LoadedBuffer),
+    /// Same content and options as the stored buffer: nothing to do.
+    Unchanged(&'a str),
+    /// The source was not loaded (binary, not UTF-8, too large).
+    Skipped(&'a SkippedSource),
+    /// The BM25 index is being updated.
+    Indexing(IndexProgress),
+}
+
+/// A buffer written by a load.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadedBuffer {
+    /// Buffer id (new on every load; a replaced buffer gets a new id).
+    pub id: i64,
+    /// Buffer name.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Number of chunks.
+    pub chunks: u64,
+    /// The chunker used.
+    pub strategy: Strategy,
+    /// Whether a buffer of the same name with different content was replaced.
+    pub replaced: bool,
+}
+
+/// A source that was not loaded, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedSource {
+    /// Buffer name.
+    pub name: String,
+    /// Why, e.g. "binary file".
+    pub reason: String,
+}
+
+/// Summary of one load.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadReport {
+    /// Buffers written.
+    pub loaded: Vec<LoadedBuffer>,
+    /// Names whose content and options were unchanged.
+    pub unchanged: Vec<String>,
+    /// Sources not loaded.
+    pub skipped: Vec<SkippedSource>,
+}
+
+impl Store {
+    /// Loads `sources` in one SQLite transaction and indexes them for BM25.
+    ///
+    /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
+    /// content replaces the old buffer and its chunks. Binary, non-UTF-8 and over-large sources
+    /// are skipped and reported. An unreadable file or a `Break` from `progress` aborts the whole
+    /// load with nothing written. Files over 16 MiB are streamed in 4 MiB pieces (see
+    /// [`StreamChunker`](rlm_context::chunk::StreamChunker)) rather than held whole, unless the
+    /// options need the whole text (`structure` or `code` with overlap); a file that changes
+    /// while it is read aborts the load. A [`Source::Reader`] is read here, once; over 16 MiB
+    /// of its input is spooled to a file in the store directory and streamed from there.
+    pub fn load(
+        &mut self,
+        sources: Vec<Source>,
+        options: &ChunkOptions,
+        progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+    ) -> Result<LoadReport> {
+        options.validate()?;
+        let _lock = self.write_lock()?;
+        remove_stale_spools(&self.dir);
+        // Work left by an interrupted writer goes first, so that afterwards every queued row
+        // belongs to this load.
+        self.sync_index(&mut |_| {})?;
+        // The index is fed while the transaction runs (tokenizing on tantivy's threads overlaps
+        // reading, hashing, chunking and SQLite writes on this one) but committed only after
+        // SQLite: an error or a `Break` drops the writer, which discards everything it was fed.
+        let writer = self.index.writer()?;
+        let report = write_sources(
+            &mut self.connection,
+            Some(&writer),
+            sources,
+            options,
+            Streaming::default(),
+            &self.dir,
+            progress,
+        )?;
+        if report.loaded.is_empty() {
+            return Ok(report);
+        }
+        let chunks = report.loaded.iter().map(|buffer| buffer.chunks).sum();
+        let _ = progress(LoadEvent::Indexing(IndexProgress {
+            chunks,
+            total: chunks,
+        }));
+        writer.commit()?;
+        self.index.reload()?;
+        self.index_caught_up()?;
+        Ok(report)
+    }
+}
+
+/// The SQLite half of a load: one transaction that stores the buffers and queues their index
+/// work. With a `writer`, each stored chunk (and each replaced buffer's deletion) is also sent
+/// to the index; the caller commits it after this returns. The caller holds the write lock.
+fn write_sources(
+    connection: &mut Connection,
+    writer: Option<&Bm25Writer<'_>>,
+    sources: Vec<Source>,
+    options: &ChunkOptions,
+    streaming: Streaming,
+    spool_dir: &Path,
+    progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+) -> Result<LoadReport> {
+    let options_key = serde_json::to_string(options).unwrap_or_default();
+    let mut report = LoadReport::default();
+    let transaction =
+        connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let total = sources.len();
+    for (index, mut source) in sources.into_iter().enumerate() {
+        if progress(LoadEvent::Reading {
+            index,
+            total,
+            name: source.name(),
+        })
+        .is_break()
+        {
+            return Err(Error::Interrupted);
+        }
+        // Holds a reader's spool file, if any, until this iteration ends.
+        let prepared = match prepare(&mut source, options, streaming, spool_dir)? {
+            Ok(prepared) => prepared,
+            Err(reason) => {
+                let skipped = SkippedSource {
+                    name: source.name().to_owned(),
+                    reason,
+                };
+                let _ = progress(LoadEvent::Skipped(&skipped));
+                report.skipped.push(skipped);
+                continue;
+            }
+        };
+        let name = source.name();
+        let existing = StoredBuffer::find(&transaction, name)?;
+        if let Some(stored) = &existing
+            && stored.sha256 == prepared.sha256
+            && stored.options_key == options_key
+        {
+            let _ = progress(LoadEvent::Unchanged(name));
+            report.unchanged.push(name.to_owned());
+            continue;
+        }
+        if let Some(stored) = &existing {
+            stored.remove(&transaction, writer)?;
+        }
+        let path = match &source {
+            Source::File { path, .. } => std::path::absolute(path)
+                .ok()
+                .map(|path| path.to_string_lossy().into_owned()),
+            _ => None,
+        };
+        let buffer = NewBuffer {
+            name,
+            path: path.as_deref(),
+            sha256: &prepared.sha256,
+        };
+        let mut loaded = match &prepared.content {
+            Content::Whole(text) => {
+                insert_whole(&transaction, writer, buffer, text, options, &options_key)?
+            }
+            Content::Streamed { path, size, lines } => {
+                let file = FileScan {
+                    path,
+                    size: *size,
+                    lines: *lines,
+                    piece: streaming.piece,
+                };
+                insert_streamed(
+                    &transaction,
+                    writer,
+                    buffer,
+                    &file,
+                    options,
+                    &options_key,
+                    progress,
+                )?
+            }
+        };
+        loaded.replaced = existing.is_some();
+        if progress(LoadEvent::Loaded(&loaded)).is_break() {
+            return Err(Error::Interrupted);
+        }
+        report.loaded.push(loaded);
+    }
+    transaction.commit()?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::io::{Cursor, Read};
+
+    use super::*;
+
+    fn keep_going(_: LoadEvent<'_>) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+
+    #[test]
+    fn a_load_removes_spool_files_left_by_a_killed_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let stale = dir.path().join(".reader-4242-0.spool");
+        std::fs::write(&stale, "half a pipe").unwrap();
+        let kept = dir.path().join("notes.spool");
+        std::fs::write(&kept, "not ours").unwrap();
+        store
+            .load(
+                vec![Source::Text {
+                    name: "a".into(),
+                    text: "x\n".into(),
+                }],
+                &ChunkOptions::default(),
+                &mut keep_going,
+            )
+            .unwrap();
+        assert!(!stale.exists());
+        assert!(kept.exists());
+    }
+
+    #[test]
+    fn a_caller_supplied_reader_is_loaded_under_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let mut source = Source::reader("pipe", Cursor::new(b"alpha from a reader\n".to_vec()));
+        source.rename("piped.txt");
+        let report = store
+            .load(vec![source], &ChunkOptions::default(), &mut keep_going)
+            .unwrap();
+        assert_eq!(report.loaded[0].name, "piped.txt");
+        let buffer = store.buffer("piped.txt").unwrap();
+        assert_eq!(store.text(&buffer).unwrap(), "alpha from a reader\n");
+        assert_eq!(buffer.path, None);
+        let hits = store.search(&crate::SearchRequest::new("alpha")).unwrap();
+        assert_eq!(hits.hits[0].buffer, "piped.txt");
+    }
+
+    /// A reader that fails after some bytes, as a broken pipe does.
+    struct Failing(usize);
+
+    impl Read for Failing {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::Error::other("connection reset"));
+            }
+            let n = self.0.min(buffer.len());
+            buffer[..n].fill(b'a');
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn big_reader_input_is_streamed_from_a_spool_and_a_failing_reader_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let text: String = (0..500).map(|i| format!("line {i} of a pipe\n")).collect();
+        let streaming = Streaming {
+            above: 1000,
+            piece: 777,
+        };
+        let spool_dir = dir.path().join("spool");
+        std::fs::create_dir(&spool_dir).unwrap();
+        let report = write_sources(
+            &mut store.connection,
+            None,
+            vec![Source::reader(
+                "pipe",
+                Cursor::new(text.clone().into_bytes()),
+            )],
+            &ChunkOptions::default(),
+            streaming,
+            &spool_dir,
+            &mut keep_going,
+        )
+        .unwrap();
+        assert_eq!(report.loaded[0].bytes, text.len() as u64);
+        assert_eq!(store.text(&store.buffer("pipe").unwrap()).unwrap(), text);
+        assert_eq!(std::fs::read_dir(&spool_dir).unwrap().count(), 0);
+
+        let result = write_sources(
+            &mut store.connection,
+            None,
+            vec![
+                Source::Text {
+                    name: "first".into(),
+                    text: "kept only if all succeed\n".into(),
+                },
+                Source::reader("socket", Failing(5000)),
+            ],
+            &ChunkOptions::default(),
+            streaming,
+            &spool_dir,
+            &mut keep_going,
+        );
+        let Err(Error::Io { path, .. }) = result else {
+            panic!("{result:?}");
+        };
+        assert_eq!(path, Path::new("socket"));
+        assert!(store.buffer("first").is_err());
+        assert_eq!(std::fs::read_dir(&spool_dir).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,349 @@
+//! What a load reads: files, caller-supplied readers and text, and how each becomes text to
+//! store (read whole, or checked on disk to be streamed; big reader input is spooled first).
+
+use std::io::{Read, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rlm_context::chunk::{ChunkOptions, StreamChunker};
+use sha2::{Digest as _, Sha256};
+
+use super::MAX_BUFFER_BYTES;
+use super::stream::{Streaming, scan_file};
+use crate::error::{Error, Result, io};
+
+/// Bytes sniffed for NUL to call a file binary.
+pub(super) const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// Something to load.
+#[non_exhaustive]
+pub enum Source {
+    /// A file on disk, stored under `name`.
+    File {
+        /// The file to read.
+        path: PathBuf,
+        /// The buffer name (the path as given or found while walking a directory).
+        name: String,
+    },
+    /// Text from a reader the caller hands in (a pipe, a socket, the process's standard
+    /// input). It is read once, inside the load; input over 16 MiB is copied to a spool file in
+    /// the store directory and streamed from there rather than held whole.
+    Reader {
+        /// The buffer name.
+        name: String,
+        /// What the reader is, for messages (e.g. `stdin`).
+        origin: String,
+        /// The input.
+        reader: Box<dyn Read + Send>,
+    },
+    /// Text already in memory.
+    Text {
+        /// The buffer name.
+        name: String,
+        /// The content.
+        text: String,
+    },
+}
+
+impl Source {
+    /// A reader stored under `origin` (for example `stdin`), which also names it in messages.
+    pub fn reader(origin: impl Into<String>, reader: impl Read + Send + 'static) -> Self {
+        let origin = origin.into();
+        Self::Reader {
+            name: origin.clone(),
+            origin,
+            reader: Box::new(reader),
+        }
+    }
+
+    /// The buffer name this source is stored under.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::File { name, .. } | Self::Reader { name, .. } | Self::Text { name, .. } => name,
+        }
+    }
+
+    /// Stores the source under another name.
+    pub fn rename(&mut self, new_name: impl Into<String>) {
+        match self {
+            Self::File { name, .. } | Self::Reader { name, .. } | Self::Text { name, .. } => {
+                *name = new_name.into()
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File { path, name } => f
+                .debug_struct("File")
+                .field("path", path)
+                .field("name", name)
+                .finish(),
+            Self::Reader { name, origin, .. } => f
+                .debug_struct("Reader")
+                .field("name", name)
+                .field("origin", origin)
+                .finish_non_exhaustive(),
+            Self::Text { name, text } => f
+                .debug_struct("Text")
+                .field("name", name)
+                .field("bytes", &text.len())
+                .finish(),
+        }
+    }
+}
+
+/// Expands paths into file sources: directories are walked honouring `.gitignore`, `.ignore`
+/// and hidden-file rules (so the `.rlm` store itself is skipped), sorted by path. Every path
+/// names a file or directory (`-` included); a caller that reads standard input passes a
+/// [`Source::Reader`] itself.
+pub fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    for path in paths {
+        let metadata = std::fs::metadata(path).map_err(io("cannot read", path))?;
+        if !metadata.is_dir() {
+            sources.push(Source::File {
+                path: path.clone(),
+                name: display_name(path),
+            });
+            continue;
+        }
+        let mut found = Vec::new();
+        let walker = ignore::WalkBuilder::new(path).require_git(false).build();
+        for entry in walker {
+            let entry = entry.map_err(|error| Error::Io {
+                action: "cannot walk",
+                path: path.clone(),
+                source: std::io::Error::other(error.to_string()),
+            })?;
+            if entry.file_type().is_some_and(|kind| kind.is_file()) {
+                found.push(entry.into_path());
+            }
+        }
+        found.sort();
+        sources.extend(found.into_iter().map(|path| Source::File {
+            name: display_name(&path),
+            path,
+        }));
+    }
+    Ok(sources)
+}
+
+fn display_name(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    text.strip_prefix("./").unwrap_or(&text).to_owned()
+}
+
+/// A source's text, whole in memory or still on disk.
+pub(super) enum Content {
+    Whole(String),
+    /// A file checked by [`scan_file`], to be read again piece by piece.
+    Streamed {
+        path: PathBuf,
+        size: u64,
+        lines: u64,
+    },
+}
+
+/// A source ready to be stored.
+pub(super) struct Prepared {
+    pub content: Content,
+    /// Hex SHA-256 of the text.
+    pub sha256: String,
+    /// The spool file the content is streamed from, removed when this is dropped.
+    _spool: Option<Spool>,
+}
+
+impl Prepared {
+    fn whole(text: String) -> Self {
+        let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+        Self {
+            content: Content::Whole(text),
+            sha256,
+            _spool: None,
+        }
+    }
+}
+
+/// Reads or checks `source` so it can be stored: a big file (when the options allow streaming)
+/// is scanned in pieces, a reader's input is read whole or spooled to `spool_dir` if big, the
+/// rest is read whole. The inner `Err` is a reason to skip the source rather than fail the load.
+pub(super) fn prepare(
+    source: &mut Source,
+    options: &ChunkOptions,
+    streaming: Streaming,
+    spool_dir: &Path,
+) -> Result<Result<Prepared, String>> {
+    let streams = StreamChunker::supports(options);
+    match source {
+        Source::Text { text, .. } => Ok(Ok(Prepared::whole(std::mem::take(text)))),
+        Source::File { path, .. } => {
+            let size = std::fs::metadata(&*path)
+                .map_err(io("cannot read", &*path))?
+                .len();
+            if streams && size > streaming.above {
+                return Ok(
+                    scan_file(path, streaming.piece)?.map(|(content, sha256)| Prepared {
+                        content,
+                        sha256,
+                        _spool: None,
+                    }),
+                );
+            }
+            if size > MAX_BUFFER_BYTES {
+                return Ok(Err(too_large()));
+            }
+            let bytes = std::fs::read(&*path).map_err(io("cannot read", &*path))?;
+            Ok(text_from_bytes(bytes).map(Prepared::whole))
+        }
+        Source::Reader { origin, reader, .. } if streams => {
+            match spool(reader, origin, spool_dir, streaming.above)? {
+                Ok(bytes) => Ok(text_from_bytes(bytes).map(Prepared::whole)),
+                Err(spool) => Ok(
+                    scan_file(&spool.0, streaming.piece)?.map(|(content, sha256)| Prepared {
+                        content,
+                        sha256,
+                        _spool: Some(spool),
+                    }),
+                ),
+            }
+        }
+        Source::Reader { origin, reader, .. } => {
+            let mut bytes = Vec::new();
+            reader
+                .read_to_end(&mut bytes)
+                .map_err(io("cannot read", origin.as_str()))?;
+            Ok(text_from_bytes(bytes).map(Prepared::whole))
+        }
+    }
+}
+
+pub(super) fn too_large() -> String {
+    format!("larger than the {MAX_BUFFER_BYTES}-byte buffer limit")
+}
+
+/// The text of a source read whole; `Err` is a reason to skip it.
+fn text_from_bytes(bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.len() as u64 > MAX_BUFFER_BYTES {
+        return Err(too_large());
+    }
+    if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some() {
+        return Err("binary file (NUL bytes)".to_owned());
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        format!(
+            "not valid UTF-8 (first bad byte at offset {})",
+            error.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// A copy of a reader's input on disk, removed when dropped.
+#[derive(Debug)]
+struct Spool(PathBuf);
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Bytes copied at a time into a spool file.
+const SPOOL_PIECE_BYTES: usize = 1 << 20;
+
+/// Spool files are hidden files in the store directory ending in this.
+const SPOOL_SUFFIX: &str = ".spool";
+
+/// Removes spool files a killed load left behind. Only the holder of the write lock spools, so
+/// under the lock every spool file is stale.
+pub(super) fn remove_stale_spools(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(SPOOL_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Reads `input` whole if it is at most `above` bytes; otherwise copies it (up to one byte past
+/// the buffer limit, so an endless pipe cannot fill the disk) to a file in `dir`.
+fn spool(
+    input: &mut dyn Read,
+    origin: &str,
+    dir: &Path,
+    above: u64,
+) -> Result<Result<Vec<u8>, Spool>> {
+    // One process may hold several stores' write locks, so the name is unique per process.
+    static SPOOLS: AtomicU64 = AtomicU64::new(0);
+    let mut head = Vec::new();
+    input
+        .take(above.saturating_add(1))
+        .read_to_end(&mut head)
+        .map_err(io("cannot read", origin))?;
+    if head.len() as u64 <= above {
+        return Ok(Ok(head));
+    }
+    let sequence = SPOOLS.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!(
+        ".reader-{}-{sequence}{SPOOL_SUFFIX}",
+        std::process::id()
+    ));
+    let spool = Spool(path.clone());
+    let mut file = std::fs::File::create(&path).map_err(io("cannot create", &path))?;
+    file.write_all(&head).map_err(io("cannot write", &path))?;
+    let rest = (MAX_BUFFER_BYTES + 1).saturating_sub(head.len() as u64);
+    drop(head);
+    // Not `io::copy`: a failing reader and a full disk are different errors.
+    let mut input = input.take(rest);
+    let mut piece = vec![0u8; SPOOL_PIECE_BYTES];
+    loop {
+        let read = match input.read(&mut piece) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(io("cannot read", origin)(error)),
+        };
+        file.write_all(&piece[..read])
+            .map_err(io("cannot write", &path))?;
+    }
+    file.flush().map_err(io("cannot write", &path))?;
+    Ok(Err(spool))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn big_reader_input_is_spooled_to_the_store_and_removed_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = spool(&mut &b"short input"[..], "pipe", dir.path(), 64).unwrap();
+        assert_eq!(small.unwrap(), b"short input");
+        let input: Vec<u8> = (0..200u8).collect();
+        let spooled = spool(&mut &input[..], "pipe", dir.path(), 64)
+            .unwrap()
+            .unwrap_err();
+        assert!(spooled.0.starts_with(dir.path()));
+        assert_eq!(std::fs::read(&spooled.0).unwrap(), input);
+        let path = spooled.0.clone();
+        drop(spooled);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_dash_is_an_ordinary_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = collect_sources(&[PathBuf::from("-")]);
+        assert!(matches!(missing, Err(Error::Io { .. })), "{missing:?}");
+        std::fs::write(dir.path().join("-"), "dash\n").unwrap();
+        let found = collect_sources(&[dir.path().join("-")]).unwrap();
+        assert!(matches!(&found[..], [Source::File { .. }]), "{found:?}");
+    }
+}

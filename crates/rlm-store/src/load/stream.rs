@@ -1,0 +1,447 @@
+//! Streaming a big file into the store: a first pass checks, hashes and counts it, a second
+//! writes, chunks and indexes it piece by piece, so neither holds the whole text.
+
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use rlm_context::chunk::{Chunk, ChunkOptions, StreamChunker};
+use rusqlite::{Transaction, params};
+use sha2::{Digest as _, Sha256};
+
+use super::insert::{ChunkRows, NewBuffer, finish_buffer, insert_buffer_row};
+use super::source::{BINARY_SNIFF_BYTES, Content, too_large};
+use super::{LoadEvent, LoadedBuffer, MAX_BUFFER_BYTES};
+use crate::error::{Error, Result, io};
+use crate::index::Bm25Writer;
+
+/// Files larger than this are read, hashed and chunked in pieces rather than held whole.
+const STREAM_ABOVE_BYTES: u64 = 16 << 20;
+
+/// Piece size of a streamed read.
+const STREAM_PIECE_BYTES: usize = 4 << 20;
+
+/// When and how to stream a file instead of reading it whole.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Streaming {
+    /// Files larger than this many bytes are streamed (when the chunk options allow it).
+    pub above: u64,
+    /// Bytes read at a time.
+    pub piece: usize,
+}
+
+impl Default for Streaming {
+    fn default() -> Self {
+        Self {
+            above: STREAM_ABOVE_BYTES,
+            piece: STREAM_PIECE_BYTES,
+        }
+    }
+}
+
+/// A scanned file to stream into the store.
+pub(super) struct FileScan<'a> {
+    pub path: &'a Path,
+    pub size: u64,
+    pub lines: u64,
+    pub piece: usize,
+}
+
+/// First pass over a big file: checks it as a whole read does (NUL bytes, UTF-8) and hashes
+/// and counts its lines without holding it. Returns the content and its hash; the inner `Err`
+/// is a reason to skip it.
+pub(super) fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, String), String>> {
+    if std::fs::metadata(path)
+        .map_err(io("cannot read", path))?
+        .len()
+        > MAX_BUFFER_BYTES
+    {
+        return Ok(Err(too_large()));
+    }
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut newlines = 0u64;
+    let mut last = None;
+    let scanned = for_each_piece(path, piece, &mut |text| {
+        let bytes = text.as_bytes();
+        let sniffed = (BINARY_SNIFF_BYTES as u64).saturating_sub(size) as usize;
+        if memchr::memchr(0, &bytes[..bytes.len().min(sniffed)]).is_some() {
+            return Ok(ControlFlow::Break("binary file (NUL bytes)".to_owned()));
+        }
+        hasher.update(bytes);
+        newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        size += bytes.len() as u64;
+        last = bytes.last().copied().or(last);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if let Err(reason) = scanned {
+        return Ok(Err(reason));
+    }
+    if size > MAX_BUFFER_BYTES {
+        return Ok(Err(too_large()));
+    }
+    let lines = newlines + u64::from(last.is_some_and(|byte| byte != b'\n'));
+    let sha256 = hex::encode(hasher.finalize());
+    Ok(Ok((
+        Content::Streamed {
+            path: path.to_owned(),
+            size,
+            lines,
+        },
+        sha256,
+    )))
+}
+
+/// Reads `path` in pieces of about `piece` bytes and passes each as text, never splitting a
+/// character. The inner `Err` names invalid UTF-8 (or the reason `each` broke off).
+fn for_each_piece(
+    path: &Path,
+    piece: usize,
+    each: &mut dyn FnMut(&str) -> Result<ControlFlow<String>>,
+) -> Result<Result<(), String>> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path).map_err(io("cannot read", path))?;
+    let mut buffer = vec![0u8; piece.max(8)];
+    // Bytes of a character cut at the end of the previous read.
+    let mut carried = 0;
+    let mut offset = 0u64;
+    loop {
+        let read = match file.read(&mut buffer[carried..]) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(io("cannot read", path)(error)),
+        };
+        let filled = carried + read;
+        if offset == 0 && memchr::memchr(0, &buffer[..filled.min(BINARY_SNIFF_BYTES)]).is_some() {
+            // Checked before UTF-8, as for a file read whole.
+            return Ok(Err("binary file (NUL bytes)".to_owned()));
+        }
+        if read == 0 {
+            if carried > 0 {
+                return Ok(Err(format!(
+                    "not valid UTF-8 (first bad byte at offset {offset})"
+                )));
+            }
+            return Ok(Ok(()));
+        }
+        let valid = match std::str::from_utf8(&buffer[..filled]) {
+            Ok(_) => filled,
+            Err(error) if error.error_len().is_none() => error.valid_up_to(),
+            Err(error) => {
+                return Ok(Err(format!(
+                    "not valid UTF-8 (first bad byte at offset {})",
+                    offset + error.valid_up_to() as u64
+                )));
+            }
+        };
+        let text = std::str::from_utf8(&buffer[..valid]).unwrap_or_default();
+        if let ControlFlow::Break(reason) = each(text)? {
+            return Ok(Err(reason));
+        }
+        offset += valid as u64;
+        buffer.copy_within(valid..filled, 0);
+        carried = filled - valid;
+    }
+}
+
+/// Second pass over a scanned file: writes its text into the blob, chunks it and feeds the
+/// index piece by piece, holding one piece and one unfinished chunk at a time. A file that
+/// changed since the scan aborts the load.
+pub(super) fn insert_streamed(
+    transaction: &Transaction<'_>,
+    writer: Option<&Bm25Writer<'_>>,
+    buffer: NewBuffer<'_>,
+    file: &FileScan<'_>,
+    options: &ChunkOptions,
+    options_key: &str,
+    progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+) -> Result<LoadedBuffer> {
+    // The strategy is known once the stream has seen enough text; the row is fixed up after.
+    let id = insert_buffer_row(
+        transaction,
+        &buffer,
+        file.size,
+        file.lines,
+        options.strategy,
+        options_key,
+    )?;
+    transaction.execute(
+        "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
+        params![id, rusqlite::blob::ZeroBlob(file.size)],
+    )?;
+    let mut blob = transaction.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", id, false)?;
+    let mut rows = ChunkRows::new(transaction, writer, id)?;
+    let mut add = |chunk: Chunk, body: &str| rows.add(chunk, body);
+    let mut chunker = StreamChunker::new(Some(buffer.name), options)?;
+    let mut hasher = Sha256::new();
+    let mut written = 0u64;
+    let changed = || Error::Io {
+        action: "cannot load",
+        path: file.path.to_owned(),
+        source: std::io::Error::other("the file changed while it was being loaded"),
+    };
+    let streamed = for_each_piece(file.path, file.piece, &mut |text| {
+        let end = written + text.len() as u64;
+        if end > file.size {
+            return Err(changed());
+        }
+        hasher.update(text.as_bytes());
+        blob.write_at(text.as_bytes(), written as usize)?;
+        written = end;
+        chunker.push(text, &mut add)?;
+        let step = LoadEvent::Streaming {
+            name: buffer.name,
+            bytes: written,
+            total: file.size,
+        };
+        if progress(step).is_break() {
+            return Err(Error::Interrupted);
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if streamed.is_err() || written != file.size || hex::encode(hasher.finalize()) != buffer.sha256
+    {
+        return Err(changed());
+    }
+    let strategy = chunker.finish(&mut add)?;
+    transaction.execute(
+        "UPDATE buffers SET strategy = ?1 WHERE id = ?2",
+        params![strategy.name(), id],
+    )?;
+    finish_buffer(transaction, buffer, id, file.size, rows.count, strategy)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::load::{Source, write_sources};
+    use crate::{Error, SearchRequest, Store};
+
+    /// Loads `files` into a fresh store with the given streaming settings; returns the store
+    /// (index replayed on reopen) and its directory.
+    fn load_with(files: &[PathBuf], streaming: Streaming) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut store = Store::open(dir.path()).unwrap();
+            let sources: Vec<Source> = files
+                .iter()
+                .map(|path| Source::File {
+                    path: path.clone(),
+                    name: path.file_name().unwrap().to_string_lossy().into_owned(),
+                })
+                .collect();
+            let options = ChunkOptions {
+                size: 300,
+                ..ChunkOptions::default()
+            };
+            write_sources(
+                &mut store.connection,
+                None,
+                sources,
+                &options,
+                streaming,
+                &std::env::temp_dir(),
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    fn stored(store: &Store) -> Vec<(String, String, i64, i64, String)> {
+        let mut statement = store
+            .connection
+            .prepare(
+                "SELECT b.name, b.strategy, b.size, b.line_count, b.sha256 || ':' ||
+                    group_concat(c.start || '-' || c.end || '@' || c.start_line || '-' ||
+                    c.end_line || 'h' || IFNULL(c.header_start, '') || '-' ||
+                    IFNULL(c.header_end, ''), ',')
+                 FROM buffers b JOIN chunks c ON c.buffer_id = b.id
+                 GROUP BY b.id ORDER BY b.name",
+            )
+            .unwrap();
+        statement
+            .query_map([], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_streamed_file_is_stored_like_a_whole_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut prose = String::new();
+        let mut table = String::from("id,note\n");
+        let mut events = String::new();
+        for i in 0..2000 {
+            prose.push_str(&format!(
+                "## Part {i}\n\nSentence {i} about zebra_{i} and ünïcode 東京.\n\n"
+            ));
+            table.push_str(&format!("{i},\"quoted\nnewline {i}\"\n"));
+            events.push_str(&format!("{{\"id\":{i},\"word\":\"kiwi{i}\"}}\n"));
+        }
+        let files: Vec<PathBuf> = [
+            ("notes.md", &prose),
+            ("table.csv", &table),
+            ("events.log", &events),
+        ]
+        .iter()
+        .map(|(name, text)| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect();
+        let (_a, whole) = load_with(
+            &files,
+            Streaming {
+                above: u64::MAX,
+                piece: 1 << 20,
+            },
+        );
+        // Odd piece size: reads end inside multi-byte characters and inside records.
+        let (_b, streamed) = load_with(
+            &files,
+            Streaming {
+                above: 0,
+                piece: 4099,
+            },
+        );
+        let expected = stored(&whole);
+        assert_eq!(expected.len(), 3);
+        assert_eq!(stored(&streamed), expected);
+        for (name, text) in [("notes.md", &prose), ("table.csv", &table)] {
+            let info = streamed.buffer(name).unwrap();
+            let bytes =
+                crate::read::read_blob(&streamed.connection, info.id, 0, usize::MAX).unwrap();
+            assert_eq!(bytes, text.as_bytes());
+        }
+        for query in ["zebra_1234", "kiwi77", "newline"] {
+            let hits = |store: &Store| -> Vec<i64> {
+                store
+                    .search(&SearchRequest::new(query))
+                    .unwrap()
+                    .hits
+                    .iter()
+                    .map(|hit| hit.chunk_id)
+                    .collect()
+            };
+            assert!(!hits(&streamed).is_empty(), "{query}");
+            assert_eq!(hits(&streamed).len(), hits(&whole).len(), "{query}");
+        }
+    }
+
+    #[test]
+    fn streaming_rejects_what_reading_whole_rejects() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.txt");
+        let mut bytes = "é".repeat(5000).into_bytes();
+        bytes.extend_from_slice(&[b'o', b'k', 0xC3]); // a character cut off at the end
+        std::fs::write(&bad, &bytes).unwrap();
+        let binary = dir.path().join("blob.txt");
+        // NUL bytes and invalid UTF-8: called binary, as when read whole.
+        std::fs::write(&binary, b"text\0more\xff").unwrap();
+        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let sources = Vec::from([bad, binary].map(|path| Source::File {
+            name: path.file_name().unwrap().to_string_lossy().into_owned(),
+            path,
+        }));
+        let report = write_sources(
+            &mut store.connection,
+            None,
+            sources,
+            &ChunkOptions::default(),
+            Streaming {
+                above: 0,
+                piece: 1000,
+            },
+            &std::env::temp_dir(),
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+        let reasons: Vec<&str> = report.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "not valid UTF-8 (first bad byte at offset 10002)",
+                "binary file (NUL bytes)"
+            ]
+        );
+        assert!(report.loaded.is_empty());
+    }
+
+    #[test]
+    fn a_streamed_file_reports_progress_and_can_be_cancelled_midway() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.log");
+        let text: String = (0..3000)
+            .map(|i| format!("line {i} of the log\n"))
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        let sources = || {
+            vec![Source::File {
+                path: path.clone(),
+                name: "big.log".into(),
+            }]
+        };
+        let streaming = Streaming {
+            above: 0,
+            piece: 8192,
+        };
+        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let mut seen = Vec::new();
+        write_sources(
+            &mut store.connection,
+            None,
+            sources(),
+            &ChunkOptions::default(),
+            streaming,
+            &std::env::temp_dir(),
+            &mut |event| {
+                if let LoadEvent::Streaming { bytes, total, .. } = event {
+                    seen.push((bytes, total));
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+        let size = text.len() as u64;
+        assert_eq!(seen.len() as u64, size.div_ceil(8192));
+        assert!(seen.windows(2).all(|pair| pair[0].0 < pair[1].0));
+        assert_eq!(seen.last(), Some(&(size, size)));
+
+        let mut other = Store::open(dir.path().join("other")).unwrap();
+        let mut pieces = 0;
+        let result = write_sources(
+            &mut other.connection,
+            None,
+            sources(),
+            &ChunkOptions::default(),
+            streaming,
+            &std::env::temp_dir(),
+            &mut |event| {
+                if matches!(event, LoadEvent::Streaming { .. }) {
+                    pieces += 1;
+                    if pieces == 3 {
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            },
+        );
+        assert!(matches!(result, Err(Error::Interrupted)));
+        let status = other.status().unwrap();
+        assert_eq!((status.buffers, status.chunks), (0, 0));
+    }
+}
