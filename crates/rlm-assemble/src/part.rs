@@ -71,6 +71,7 @@ impl FromStr for Rank {
 
 /// Who speaks a part in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Instructions (`# System`).

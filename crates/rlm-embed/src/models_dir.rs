@@ -51,19 +51,6 @@ impl ModelsDir {
         Self { root: root.into() }
     }
 
-    /// The default location: `$XDG_DATA_HOME/rlm/models`, else `$HOME/.local/share/rlm/models`.
-    /// The caller reads the environment (the rlm binary keeps all variable names in one place).
-    pub fn default_root(
-        xdg_data_home: Option<&std::ffi::OsStr>,
-        home: Option<&std::ffi::OsStr>,
-    ) -> Option<PathBuf> {
-        let base = xdg_data_home
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home.map(|home| Path::new(home).join(".local").join("share")))?;
-        Some(base.join("rlm").join("models"))
-    }
-
     /// The directory itself.
     pub fn root(&self) -> &Path {
         &self.root

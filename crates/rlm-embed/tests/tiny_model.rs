@@ -282,16 +282,3 @@ fn models_dir_resolves_removes_and_refuses_ambiguity() {
     ));
     assert!(models.root().join("stray").is_dir());
 }
-
-#[test]
-fn default_models_dir_follows_xdg() {
-    use std::ffi::OsStr;
-    let xdg = ModelsDir::default_root(Some(OsStr::new("/data")), Some(OsStr::new("/home/u")));
-    assert_eq!(xdg.unwrap(), std::path::Path::new("/data/rlm/models"));
-    let home = ModelsDir::default_root(Some(OsStr::new("")), Some(OsStr::new("/home/u")));
-    assert_eq!(
-        home.unwrap(),
-        std::path::Path::new("/home/u/.local/share/rlm/models")
-    );
-    assert_eq!(ModelsDir::default_root(None, None), None);
-}

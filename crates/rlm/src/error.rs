@@ -1,8 +1,11 @@
-//! Error presentation and exit codes (`error:` / `Caused by:` / `hint:`).
+//! Error presentation and exit codes (`error:` / `Caused by:` / `hint:`), and the mapping of
+//! each library's errors to an exit code and a hint.
 
 use std::fmt;
 use std::io::Write as _;
 use std::process::ExitCode;
+
+use crate::settings::env;
 
 /// Exit code for a task that ran but failed (e.g. no answer within budget).
 pub const EXIT_FAILED: u8 = 1;
@@ -30,7 +33,6 @@ pub struct CliError {
     inner: anyhow::Error,
 }
 
-#[allow(dead_code, reason = "constructors used by the run/chat/store commands")]
 impl CliError {
     pub fn input(inner: impl Into<anyhow::Error>) -> Self {
         Self {
@@ -75,7 +77,6 @@ impl std::error::Error for CliError {
 }
 
 /// Shorthand: an input error (exit 2) with a message.
-#[allow(dead_code, reason = "used by the run/chat/store commands")]
 pub fn input_error(message: impl fmt::Display) -> CliError {
     CliError::input(anyhow::anyhow!("{message}"))
 }
@@ -119,6 +120,86 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         Kind::Failed => EXIT_FAILED,
         Kind::Interrupted => EXIT_INTERRUPTED,
     })
+}
+
+/// Turns a provider-layer error into a CLI error with the right exit code and a hint.
+pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
+    let hint = match &err {
+        rlm_llm::Error::MissingApiKey { variable, .. } => {
+            Some(format!("export {variable}=... (or use --replay FILE to answer from a recording)"))
+        }
+        rlm_llm::Error::ReplayMiss { .. } => Some(
+            "the recording has no answer for this exact request; record it with --record FILE".to_owned(),
+        ),
+        rlm_llm::Error::AmbiguousModel { .. } | rlm_llm::Error::UnknownProvider { .. } => Some(
+            "known prefixes: openai, anthropic, openrouter, ollama, vllm, llamacpp, lmstudio, or a [llm.providers.NAME] table".to_owned(),
+        ),
+        _ => None,
+    };
+    let cli = if err.is_input_error() {
+        CliError::input(err)
+    } else {
+        CliError::failed(err)
+    };
+    match hint {
+        Some(hint) => cli.with_hint(hint).into(),
+        None => cli.into(),
+    }
+}
+
+/// Maps an rlm-embed error to the exit code and hint a user needs.
+pub fn embed_error(err: rlm_embed::Error) -> anyhow::Error {
+    use rlm_embed::Error as E;
+    let hint = match &err {
+        E::NoRuntime { .. } => Some(format!(
+            "import with --runtime (libonnxruntime.so or the onnxruntime wheel), or set {} or [embed] runtime",
+            env::RLM_ONNXRUNTIME
+        )),
+        E::FeatureDisabled { feature, .. } => {
+            Some(format!("rebuild rlm with `--features {feature}`"))
+        }
+        E::AmbiguousModel { .. } => Some(format!(
+            "choose one with `model = \"NAME\"` in the [embed] configuration section or {}",
+            env::RLM_EMBED_MODEL
+        )),
+        E::UnknownModel { .. } => Some("see `rlm models list`".to_owned()),
+        E::AlreadyExists { name, .. } => Some(format!(
+            "remove it first (`rlm models remove {name}`) or import under another --name"
+        )),
+        E::ModelMismatch { .. } => Some(
+            "re-embed with the current model, or select the model that made the stored vectors"
+                .to_owned(),
+        ),
+        _ => None,
+    };
+    let mut cli = if err.is_input_error() {
+        CliError::input(err)
+    } else {
+        CliError::failed(err)
+    };
+    if let Some(hint) = hint {
+        cli = cli.with_hint(hint);
+    }
+    cli.into()
+}
+
+/// Maps a store error to an exit code: bad names, ranges and patterns are input errors.
+pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
+    use rlm_store::Error as E;
+    match err {
+        E::UnknownBuffer(_) => CliError::input(err)
+            .with_hint("`rlm list` shows the stored buffers")
+            .into(),
+        E::UnknownChunk(_) | E::Range(_) | E::Glob { .. } | E::Regex(_) | E::Chunk(_) => {
+            CliError::input(err).into()
+        }
+        E::Interrupted => CliError::interrupted().into(),
+        E::Embed(inner) => embed_error(inner),
+        E::ModelMismatch { .. } => CliError::input(err)
+            .with_hint("re-embed everything with `rlm embed --reset`, or pass the stored model with --model")
+            .into(),
+        other => anyhow::Error::new(other),
+    }
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

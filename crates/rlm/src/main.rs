@@ -1,14 +1,16 @@
-//! The `rlm` command-line interface. Argument definitions live in `cli`, each subcommand in
-//! `commands/`, and this file only wires them to the process (logging, exit codes, errors).
+//! The `rlm` command-line interface. Argument definitions live in `cli`, their resolution into
+//! settings (flags > env > files > defaults) in `settings`, each subcommand in `commands/`, and
+//! this file only wires them to the process (logging, exit codes, errors).
 
 mod cli;
 mod commands;
-mod config;
-mod embedding;
-mod env;
+mod contexts;
 mod error;
 mod logging;
 mod output;
+mod progress;
+mod sandbox;
+mod settings;
 
 use std::process::ExitCode;
 

@@ -19,7 +19,7 @@ pub fn stderr_color() -> bool {
         anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi => true,
         anstream::ColorChoice::Never => false,
         anstream::ColorChoice::Auto => {
-            std::env::var_os(crate::env::NO_COLOR).is_none_or(|v| v.is_empty())
+            std::env::var_os(crate::settings::env::NO_COLOR).is_none_or(|v| v.is_empty())
                 && std::io::stderr().is_terminal()
         }
     }
@@ -37,4 +37,20 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// Human-readable byte count (powers of 1000).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: &[&str] = &["B", "KB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }

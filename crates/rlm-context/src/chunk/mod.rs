@@ -59,6 +59,7 @@ pub const DEFAULT_SIZE: usize = 2000;
 
 /// How a buffer is split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Strategy {
@@ -96,12 +97,17 @@ impl fmt::Display for Strategy {
 
 /// The unit `size` and `overlap` are counted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum SizeUnit {
     /// Unicode scalar values.
     #[default]
     Chars,
     /// Approximate tokens ([`CHARS_PER_TOKEN`] characters each).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Approximate tokens (4 characters each)")
+    )]
     Tokens,
 }
 

@@ -3,12 +3,13 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use rlm_assemble::Role;
 use rlm_context::tokens::Tokenizer;
 
 #[derive(Debug, Args)]
 pub struct CtxArgs {
     /// The ctx directory.
-    #[arg(long, global = true, env = crate::env::RLM_CTX_DIR, default_value = "ctx", value_name = "DIR")]
+    #[arg(long, global = true, env = crate::settings::env::RLM_CTX_DIR, default_value = "ctx", value_name = "DIR")]
     pub dir: PathBuf,
     #[command(subcommand)]
     pub action: CtxAction,
@@ -38,8 +39,8 @@ pub enum CtxAction {
         #[arg(long)]
         rank: Option<String>,
         /// Role of the new parts.
-        #[arg(long, value_enum, default_value_t = RoleArg::Evidence)]
-        role: RoleArg,
+        #[arg(long, value_enum, default_value_t = Role::Evidence)]
+        role: Role,
         /// Add whole files as `.link` symlinks: always current, always active.
         #[arg(long)]
         link: bool,
@@ -109,13 +110,6 @@ pub struct BuildArgs {
     /// Tokenizer (overrides ctx.json).
     #[arg(long, value_parser = parse_tokenizer)]
     pub tokenizer: Option<Tokenizer>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum RoleArg {
-    System,
-    User,
-    Evidence,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

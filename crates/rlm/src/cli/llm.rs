@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 /// Which models to use and how to reach them. Each flag overrides its environment variable,
-/// which overrides the `[llm]` section of the configuration (see `commands/llm_settings.rs`).
+/// which overrides the `[llm]` section of the configuration (see `settings/llm.rs`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct LlmArgs {
     /// Model for the main call, as `provider:name` (e.g. `anthropic:claude-sonnet-4-5`,

@@ -11,14 +11,14 @@ mod store;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, RoleArg};
+pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 pub use run::RunArgs;
 pub use store::{
-    ChunkArgs, ChunkerChoice, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
-    PeekArgs, SearchArgs, SearchModeChoice, ShowArgs, SizeUnitChoice, StatusArgs, StoreLocation,
+    ChunkArgs, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
+    SearchArgs, ShowArgs, StatusArgs, StoreLocation,
 };
 
 #[derive(Debug, Parser)]
@@ -52,7 +52,7 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
     /// Configuration file to use instead of ./rlm.toml and the user file.
-    #[arg(long, global = true, env = crate::env::RLM_CONFIG, value_name = "FILE")]
+    #[arg(long, global = true, env = crate::settings::env::RLM_CONFIG, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 
@@ -100,8 +100,8 @@ pub enum Command {
     /// Answer a question over huge contexts: the model writes code in a sandbox, calls
     /// sub-models, and iterates until it answers.
     Run(RunArgs),
-    // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`,
-    // and its behaviour in `commands/<name>.rs`.
+    // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved
+    // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }
 
 #[derive(Debug, Args)]
@@ -123,4 +123,49 @@ pub struct CompletionsArgs {
     /// Shell to generate completions for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, ValueEnum};
+    use rlm_context::chunk::{CHARS_PER_TOKEN, SizeUnit, Strategy};
+
+    use super::*;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn names<E: ValueEnum>() -> Vec<String> {
+        E::value_variants()
+            .iter()
+            .filter_map(ValueEnum::to_possible_value)
+            .map(|value| value.get_name().to_owned())
+            .collect()
+    }
+
+    /// The library enums the flags offer keep the value names the mirror enums had.
+    #[test]
+    fn library_choices_keep_their_names() {
+        assert_eq!(
+            names::<Strategy>(),
+            ["auto", "fixed", "structure", "records", "code"]
+        );
+        assert_eq!(names::<SizeUnit>(), ["chars", "tokens"]);
+        assert_eq!(
+            names::<rlm_store::SearchMode>(),
+            ["bm25", "semantic", "hybrid"]
+        );
+        assert_eq!(
+            names::<rlm_assemble::Role>(),
+            ["system", "user", "evidence"]
+        );
+        let tokens = SizeUnit::Tokens.to_possible_value().unwrap();
+        let help = tokens.get_help().unwrap().to_string();
+        assert!(
+            help.contains(&format!("{CHARS_PER_TOKEN} characters")),
+            "{help}"
+        );
+    }
 }

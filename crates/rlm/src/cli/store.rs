@@ -2,37 +2,24 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use rlm_context::chunk::{SizeUnit, Strategy};
+use rlm_store::SearchMode;
 
 /// Where the store lives.
 #[derive(Debug, Args)]
 pub struct StoreLocation {
     /// Store directory (default: .rlm in the current directory).
-    #[arg(long, env = crate::env::RLM_STORE, value_name = "DIR")]
+    #[arg(long, env = crate::settings::env::RLM_STORE, value_name = "DIR")]
     pub store: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ChunkerChoice {
-    Auto,
-    Fixed,
-    Structure,
-    Records,
-    Code,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SizeUnitChoice {
-    Chars,
-    Tokens,
 }
 
 /// How to chunk, shared by `load` and `chunk`.
 #[derive(Debug, Args)]
 pub struct ChunkingArgs {
     /// Chunker: auto picks code, records or structure from the file name and content.
-    #[arg(long, value_enum, default_value_t = ChunkerChoice::Auto)]
-    pub chunker: ChunkerChoice,
+    #[arg(long, value_enum, default_value_t = Strategy::Auto)]
+    pub chunker: Strategy,
     /// Target chunk size, in --unit (records longer than this stay whole).
     #[arg(long, default_value_t = rlm_context::chunk::DEFAULT_SIZE)]
     pub chunk_size: usize,
@@ -40,8 +27,8 @@ pub struct ChunkingArgs {
     #[arg(long, default_value_t = 0)]
     pub overlap: usize,
     /// Unit of --chunk-size and --overlap (tokens are approximated as 4 characters).
-    #[arg(long, value_enum, default_value_t = SizeUnitChoice::Chars)]
-    pub unit: SizeUnitChoice,
+    #[arg(long, value_enum, default_value_t = SizeUnit::Chars)]
+    pub unit: SizeUnit,
 }
 
 #[derive(Debug, Args)]
@@ -135,20 +122,13 @@ pub struct ChunkArgs {
     pub chunking: ChunkingArgs,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SearchModeChoice {
-    Bm25,
-    Semantic,
-    Hybrid,
-}
-
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     /// What to look for.
     pub query: String,
     /// Ranking: BM25, embeddings, or both fused by reciprocal rank.
-    #[arg(long, value_enum, default_value_t = SearchModeChoice::Bm25)]
-    pub mode: SearchModeChoice,
+    #[arg(long, value_enum, default_value_t = SearchMode::Bm25)]
+    pub mode: SearchMode,
     /// Number of results.
     #[arg(short = 'k', long = "top", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub top: u32,

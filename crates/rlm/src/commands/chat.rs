@@ -4,17 +4,14 @@ use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rlm_llm::{ChatRequest, ChatResponse};
+use rlm_llm::ChatResponse;
 
 use crate::cli::{ChatArgs, GlobalArgs};
-use crate::commands::llm_settings::{LlmSettings, into_cli_error};
-use crate::config::LoadedConfig;
-use crate::error::{CliError, input_error};
+use crate::error::{CliError, input_error, llm_error};
+use crate::settings::{ChatSettings, Sources};
 
-pub fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let config = LoadedConfig::load(global.config.as_deref())?;
-    let settings = LlmSettings::load(&args.llm, &config)?;
-    let model = settings.require_model()?.to_owned();
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let settings = ChatSettings::resolve(&args, sources)?;
     let prompt = if args.prompt == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -27,13 +24,9 @@ pub fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
     if prompt.trim().is_empty() {
         return Err(input_error("the prompt is empty").into());
     }
-    let mut request = ChatRequest::new(model).user(prompt).json(args.json_mode);
-    request.system = args.system.clone();
-    request.temperature = args.temperature;
-    request.max_tokens = args.max_tokens;
-    request.stop = args.stop.clone();
+    let request = settings.request(prompt);
 
-    let client = settings.build_client()?;
+    let client = settings.llm.build_client()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -42,7 +35,7 @@ pub fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let outcome = runtime.block_on(async {
         let call = async {
             if json {
-                return client.chat(&request).await.map_err(into_cli_error);
+                return client.chat(&request).await.map_err(llm_error);
             }
             // Unlocked stdout: the callback must be `Send`. anstream strips escape sequences the
             // model may emit when stdout is not a terminal.
@@ -61,7 +54,7 @@ pub fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
             if let Some(err) = write_error {
                 return Err(anyhow::Error::from(err));
             }
-            result.map_err(into_cli_error)
+            result.map_err(llm_error)
         };
         tokio::select! {
             result = call => Some(result),

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rlm_context::chunk;
 
-use super::store_common::chunk_options;
 use crate::cli::{ChunkArgs, GlobalArgs};
 use crate::error::input_error;
 use crate::output;
+use crate::settings::store::chunk_options;
 
 /// Characters of each chunk shown in the text preview.
 const PREVIEW_CHARS: usize = 60;

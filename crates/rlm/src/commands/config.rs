@@ -4,13 +4,13 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use crate::cli::{ConfigAction, ConfigArgs, GlobalArgs};
-use crate::config::{self, LoadedConfig};
+use crate::settings::{Sources, files};
 
-pub fn run(global: &GlobalArgs, args: ConfigArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ConfigArgs) -> anyhow::Result<ExitCode> {
     match args.action.unwrap_or(ConfigAction::Show) {
         ConfigAction::Show => {
-            let loaded = LoadedConfig::load(global.config.as_deref())?;
-            let shown = config::redacted(&loaded.table);
+            let loaded = sources.config()?;
+            let shown = files::redacted(&loaded.table);
             if global.json {
                 let files: Vec<String> = loaded
                     .files
@@ -32,10 +32,10 @@ pub fn run(global: &GlobalArgs, args: ConfigArgs) -> anyhow::Result<ExitCode> {
         }
         ConfigAction::Paths => {
             let mut out = crate::output::stdout();
-            match &global.config {
+            match sources.explicit_config() {
                 Some(path) => writeln!(out, "{} (explicit)", path.display())?,
                 None => {
-                    for path in config::candidate_files().into_iter().flatten() {
+                    for path in sources.config_candidates() {
                         let state = if path.is_file() { "found" } else { "absent" };
                         writeln!(out, "{} ({state})", path.display())?;
                     }

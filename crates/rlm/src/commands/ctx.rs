@@ -4,10 +4,10 @@ use std::fmt::Display;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use rlm_assemble::{AddOptions, Ctx, FocusOptions, InitOptions, Role};
+use rlm_assemble::{AddOptions, Ctx, FocusOptions, InitOptions};
 use serde::Serialize;
 
-use crate::cli::{BuildArgs, CtxAction, CtxArgs, GlobalArgs, OnOff, RoleArg};
+use crate::cli::{BuildArgs, CtxAction, CtxArgs, GlobalArgs, OnOff};
 use crate::error::CliError;
 
 pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
@@ -37,11 +37,6 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
             let base = std::env::current_dir().map_err(|e| {
                 rlm_assemble::Error::Invalid(format!("cannot read the current directory: {e}"))
             })?;
-            let role = match role {
-                RoleArg::System => Role::System,
-                RoleArg::User => Role::User,
-                RoleArg::Evidence => Role::Evidence,
-            };
             let options = AddOptions {
                 rank,
                 role,

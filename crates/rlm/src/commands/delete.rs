@@ -3,12 +3,13 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use super::store_common::{open_existing_store, store_error};
 use crate::cli::{DeleteArgs, GlobalArgs};
+use crate::error::store_error;
 use crate::output;
+use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, args: DeleteArgs) -> anyhow::Result<ExitCode> {
-    let mut store = open_existing_store(&args.location)?;
+pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteArgs) -> anyhow::Result<ExitCode> {
+    let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let deleted = store.delete(&args.buffers).map_err(store_error)?;
     if global.json {
         output::print_json(&deleted)?;

@@ -5,14 +5,15 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::store_common::{open_existing_store, resolve_embedder, store_error};
 use crate::cli::{EmbedArgs, GlobalArgs};
-use crate::error::CliError;
+use crate::error::{CliError, store_error};
 use crate::output;
+use crate::settings::{EmbeddingSettings, Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, args: EmbedArgs) -> anyhow::Result<ExitCode> {
-    let mut store = open_existing_store(&args.location)?;
-    let Some(embedder) = resolve_embedder(global, args.model.as_deref())? else {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: EmbedArgs) -> anyhow::Result<ExitCode> {
+    let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let embedding = EmbeddingSettings::resolve(args.model.as_deref(), sources)?;
+    let Some(embedder) = embedding.open_embedder()? else {
         return Err(
             CliError::input(anyhow::anyhow!("no embedding model is imported"))
                 .with_hint("import one with `rlm models import PATH` (a model directory or wheel)")

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use rlm_store::{GrepLine, GrepOptions};
 
-use super::store_common::{open_existing_store, store_error};
 use crate::cli::{GlobalArgs, GrepArgs};
+use crate::error::store_error;
 use crate::output;
+use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, args: GrepArgs) -> anyhow::Result<ExitCode> {
-    let store = open_existing_store(&args.location)?;
+pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Result<ExitCode> {
+    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let options = GrepOptions {
         buffers: args.buffers,
         path_glob: args.path_glob,

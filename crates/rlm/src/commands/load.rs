@@ -7,35 +7,35 @@ use std::time::Instant;
 
 use rlm_store::{LoadEvent, Source};
 
-use super::store_common::{chunk_options, human_bytes, open_store, resolve_embedder, store_error};
 use crate::cli::{GlobalArgs, LoadArgs};
-use crate::error::input_error;
-use crate::output;
+use crate::error::{input_error, store_error};
+use crate::output::{self, human_bytes};
+use crate::settings::{EmbeddingSettings, LoadSettings, Sources};
 
-pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
-    let options = chunk_options(&args.chunking)?;
-    let mut sources = Vec::new();
+pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Result<ExitCode> {
+    let settings = LoadSettings::resolve(&args, sources)?;
+    let mut inputs = Vec::new();
     for path in &args.paths {
         if path.as_os_str() == "-" {
-            sources.push(Source::reader("stdin", std::io::stdin()));
+            inputs.push(Source::reader("stdin", std::io::stdin()));
         } else {
-            sources.extend(
+            inputs.extend(
                 rlm_store::collect_sources(std::slice::from_ref(path)).map_err(store_error)?,
             );
         }
     }
-    if let Some(name) = &args.name {
-        if sources.len() != 1 {
+    if let Some(name) = &settings.name {
+        if inputs.len() != 1 {
             return Err(input_error(format!(
                 "--name needs exactly one file or stdin, but {} sources were given",
-                sources.len()
+                inputs.len()
             ))
             .into());
         }
-        sources[0].rename(name.clone());
+        inputs[0].rename(name.clone());
     }
     rlm_store::release_freed_memory_promptly();
-    let mut store = open_store(&args.location)?;
+    let mut store = settings.store.open()?;
     let started = Instant::now();
     let live = !global.quiet && std::io::stderr().is_terminal();
     let mut stderr = anstream::stderr();
@@ -71,7 +71,7 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
         ControlFlow::Continue(())
     };
     let report = store
-        .load(sources, &options, &mut callback)
+        .load(inputs, &settings.chunking, &mut callback)
         .map_err(store_error)?;
     if live {
         let _ = write!(stderr, "\r\x1b[K");
@@ -91,8 +91,9 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
             started.elapsed().as_secs_f64()
         );
     }
-    if !args.no_embed && !report.loaded.is_empty() {
-        embed_after_load(global, &mut store, args.model.as_deref())?;
+    if settings.embed && !report.loaded.is_empty() {
+        let embedding = EmbeddingSettings::resolve(settings.embedding_model.as_deref(), sources)?;
+        embed_after_load(global, &mut store, &embedding)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -102,9 +103,9 @@ pub fn run(global: &GlobalArgs, args: LoadArgs) -> anyhow::Result<ExitCode> {
 fn embed_after_load(
     global: &GlobalArgs,
     store: &mut rlm_store::Store,
-    model: Option<&str>,
+    embedding: &EmbeddingSettings,
 ) -> anyhow::Result<()> {
-    let Some(embedder) = resolve_embedder(global, model)? else {
+    let Some(embedder) = embedding.open_embedder()? else {
         tracing::debug!("no embedding model imported; chunks are searchable with BM25 only");
         return Ok(());
     };

@@ -1,4 +1,5 @@
-//! One module per subcommand; `dispatch` routes a parsed command line to it.
+//! One module per subcommand, each: resolve its settings, call a library, print.
+//! `dispatch` routes a parsed command line to it.
 
 mod chat;
 mod chunk;
@@ -10,41 +11,41 @@ mod embed;
 mod grep;
 mod inspect;
 mod list;
-pub mod llm_settings;
 mod load;
 mod models;
 mod peek;
 mod run;
-mod run_progress;
-mod run_sandbox;
 mod search;
 mod show;
 mod status;
-mod store_common;
 
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+use crate::settings::Sources;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let Cli { global, command } = cli;
+    // Nothing is read yet: the configuration files are loaded when a command first asks.
+    let sources = Sources::from_process(global.config.clone());
+    let sources = &sources;
     match command {
         Command::Inspect(args) => inspect::run(&global, args),
-        Command::Config(args) => config::run(&global, args),
+        Command::Config(args) => config::run(&global, sources, args),
         Command::Completions(args) => completions::run(args),
         Command::Ctx(args) => ctx::run(&global, args),
-        Command::Chat(args) => chat::run(&global, args),
-        Command::Load(args) => load::run(&global, args),
-        Command::List(args) => list::run(&global, args),
-        Command::Show(args) => show::run(&global, args),
-        Command::Peek(args) => peek::run(&global, args),
-        Command::Grep(args) => grep::run(&global, args),
+        Command::Chat(args) => chat::run(&global, sources, args),
+        Command::Load(args) => load::run(&global, sources, args),
+        Command::List(args) => list::run(&global, sources, args),
+        Command::Show(args) => show::run(&global, sources, args),
+        Command::Peek(args) => peek::run(&global, sources, args),
+        Command::Grep(args) => grep::run(&global, sources, args),
         Command::Chunk(args) => chunk::run(&global, args),
-        Command::Search(args) => search::run(&global, args),
-        Command::Delete(args) => delete::run(&global, args),
-        Command::Status(args) => status::run(&global, args),
-        Command::Models(args) => models::run(&global, args),
-        Command::Embed(args) => embed::run(&global, args),
-        Command::Run(args) => run::run(&global, args),
+        Command::Search(args) => search::run(&global, sources, args),
+        Command::Delete(args) => delete::run(&global, sources, args),
+        Command::Status(args) => status::run(&global, sources, args),
+        Command::Models(args) => models::run(&global, sources, args),
+        Command::Embed(args) => embed::run(&global, sources, args),
+        Command::Run(args) => run::run(&global, sources, args),
     }
 }

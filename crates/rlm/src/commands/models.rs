@@ -6,13 +6,11 @@ use std::process::ExitCode;
 use rlm_embed::{ImportOptions, Manifest};
 
 use crate::cli::{GlobalArgs, ModelsAction, ModelsArgs, ModelsImportArgs};
-use crate::config::LoadedConfig;
-use crate::embedding::{self, ResolvedEmbed, embed_error};
-use crate::env;
+use crate::error::embed_error;
+use crate::settings::{EmbeddingSettings, Sources, env};
 
-pub fn run(global: &GlobalArgs, args: ModelsArgs) -> anyhow::Result<ExitCode> {
-    let config = LoadedConfig::load(global.config.as_deref())?;
-    let resolved = embedding::settings(&config)?;
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ModelsArgs) -> anyhow::Result<ExitCode> {
+    let resolved = EmbeddingSettings::resolve(None, sources)?;
     match args.action {
         ModelsAction::Import(import) => run_import(global, &resolved, import),
         ModelsAction::List => run_list(global, &resolved),
@@ -40,7 +38,7 @@ pub fn run(global: &GlobalArgs, args: ModelsArgs) -> anyhow::Result<ExitCode> {
 
 fn run_import(
     global: &GlobalArgs,
-    resolved: &ResolvedEmbed,
+    resolved: &EmbeddingSettings,
     args: ModelsImportArgs,
 ) -> anyhow::Result<ExitCode> {
     if !global.quiet {
@@ -76,7 +74,7 @@ fn run_import(
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_list(global: &GlobalArgs, resolved: &ResolvedEmbed) -> anyhow::Result<ExitCode> {
+fn run_list(global: &GlobalArgs, resolved: &EmbeddingSettings) -> anyhow::Result<ExitCode> {
     let models = resolved.models_dir.list().map_err(embed_error)?;
     let default = resolved.model.as_deref();
     if global.json {

@@ -3,13 +3,13 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use super::store_common::{open_existing_store, parse_range, store_error};
 use crate::cli::{GlobalArgs, PeekArgs};
-use crate::error::input_error;
+use crate::error::{CliError, input_error, store_error};
 use crate::output;
+use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, args: PeekArgs) -> anyhow::Result<ExitCode> {
-    let store = open_existing_store(&args.location)?;
+pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Result<ExitCode> {
+    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let (buffer_name, text, description) = if let Some(id) = args.chunk {
         let chunk = store.chunk(id).map_err(store_error)?;
         let text = store.chunk_text(id).map_err(store_error)?;
@@ -63,4 +63,21 @@ pub fn run(global: &GlobalArgs, args: PeekArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `A:B`, `A:` or `:B` into optional ends.
+fn parse_range(text: &str, what: &str) -> anyhow::Result<(Option<u64>, Option<u64>)> {
+    let invalid = || {
+        CliError::input(anyhow::anyhow!("invalid {what} range {text:?}"))
+            .with_hint(format!("write --{what} A:B, A: or :B with whole numbers"))
+    };
+    let (start, end) = text.split_once(':').ok_or_else(invalid)?;
+    let parse = |part: &str| -> anyhow::Result<Option<u64>> {
+        if part.is_empty() {
+            Ok(None)
+        } else {
+            part.trim().parse().map(Some).map_err(|_| invalid().into())
+        }
+    };
+    Ok((parse(start)?, parse(end)?))
 }

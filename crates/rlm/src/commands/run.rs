@@ -1,54 +1,35 @@
 //! `rlm run`: the recursive language model loop over one or more contexts.
 
-use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rlm_engine::{Budget, ContextPart, Prompts, Rlm, RunResult};
+use rlm_engine::{Rlm, RunResult};
 
 use crate::cli::{GlobalArgs, RunArgs};
-use crate::commands::llm_settings::LlmSettings;
-use crate::commands::run_progress::StderrProgress;
-use crate::config::LoadedConfig;
-use crate::env;
-use crate::error::{self, CliError, input_error};
+use crate::error::{self, CliError};
+use crate::progress::StderrProgress;
+use crate::settings::{RunSettings, Sources};
 
-pub fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let config = LoadedConfig::load(global.config.as_deref())?;
-    let settings = LlmSettings::load(&args.llm, &config)?;
-    let model = settings.require_model()?.to_owned();
-    let subcall_model = settings
-        .subcall_model
-        .clone()
-        .unwrap_or_else(|| model.clone());
-    if args.query.trim().is_empty() {
-        return Err(input_error("the query is empty").into());
-    }
-    let budget = budget(&args)?;
-    let contexts = read_contexts(&args)?;
-    let prompts = load_prompts()?;
-    let log_dir = if args.no_log {
-        None
-    } else {
-        args.log.clone().or_else(default_log_dir)
-    };
+pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let settings = RunSettings::resolve(&args, sources)?;
+    let contexts = crate::contexts::read(&settings.contexts)?;
 
-    let client = settings.build_client()?;
-    let repl = crate::commands::run_sandbox::factory(&config)?;
+    let client = settings.llm.build_client()?;
+    let repl = crate::sandbox::repl()?;
     let mut builder = Rlm::builder()
         .client(Arc::new(client))
         .repl(repl.factory)
         .helpers_doc(repl.helpers_doc)
         .environment_name(repl.name)
-        .model(model)
-        .subcall_model(subcall_model)
-        .max_depth(args.max_depth)
-        .budget(budget)
-        .prompts(prompts);
-    if let Some(dir) = log_dir {
+        .model(settings.model)
+        .subcall_model(settings.subcall_model)
+        .max_depth(settings.max_depth)
+        .budget(settings.budget)
+        .prompts(settings.prompts);
+    if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);
     }
     if !global.quiet {
@@ -60,7 +41,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let query = args.query.clone();
+    let query = settings.query;
     let outcome = runtime.block_on(async {
         tokio::select! {
             result = rlm.completion(&query, contexts) => Some(result),
@@ -136,143 +117,4 @@ fn report(global: &GlobalArgs, result: &RunResult) -> anyhow::Result<ExitCode> {
         );
     }
     Err(err.into())
-}
-
-fn budget(args: &RunArgs) -> anyhow::Result<Budget> {
-    if let Some(cost) = args.max_cost
-        && !(cost.is_finite() && cost > 0.0)
-    {
-        return Err(input_error(format!("--max-cost {cost} is not a positive amount")).into());
-    }
-    if args.max_tokens == Some(0) {
-        return Err(input_error("--max-tokens must be at least 1").into());
-    }
-    Ok(Budget {
-        max_iterations: args.max_iterations,
-        max_tokens: args.max_tokens,
-        max_cost_usd: args.max_cost,
-        timeout: args.max_time.map(Duration::from_secs_f64),
-        max_subcalls: args.max_subcalls,
-        ..Budget::default()
-    })
-}
-
-/// Reads every `--context-file` (in order) and `--context`; at most one of them may be `-`.
-fn read_contexts(args: &RunArgs) -> anyhow::Result<Vec<ContextPart>> {
-    let stdin_uses = args
-        .context_files
-        .iter()
-        .filter(|p| p.as_os_str() == "-")
-        .count()
-        + usize::from(args.context.as_deref() == Some("-"));
-    if stdin_uses > 1 {
-        return Err(input_error("stdin (`-`) can be used for one context only").into());
-    }
-    let mut parts = Vec::new();
-    for path in &args.context_files {
-        if path.as_os_str() == "-" {
-            parts.push(ContextPart::analyzed(read_stdin()?, Some("<stdin>")));
-            continue;
-        }
-        let text = read_file(path)?;
-        let name = path.display().to_string();
-        let part = ContextPart::analyzed(text, Some(&name));
-        // Only a file that was valid UTF-8 holds exactly `text`; the worker may read it directly.
-        let exact = part.metadata.as_ref().is_none_or(|m| m.encoding.valid_utf8);
-        parts.push(if exact { part.with_path(path) } else { part });
-    }
-    match args.context.as_deref() {
-        Some("-") => parts.push(ContextPart::analyzed(read_stdin()?, Some("<stdin>"))),
-        Some(text) => parts.push(ContextPart::analyzed(text, None)),
-        None => {}
-    }
-    if parts.is_empty() {
-        return Err(CliError::input(anyhow::anyhow!("no context given"))
-            .with_hint(
-                "pass --context-file FILE (repeatable), --context TEXT, or --context - for stdin",
-            )
-            .into());
-    }
-    Ok(parts)
-}
-
-fn read_file(path: &Path) -> anyhow::Result<String> {
-    if path.is_dir() {
-        return Err(
-            CliError::input(anyhow::anyhow!("{} is a directory", path.display()))
-                .with_hint("pass the files inside it, each with --context-file")
-                .into(),
-        );
-    }
-    let bytes = std::fs::read(path).map_err(|err| {
-        let hint = (err.kind() == std::io::ErrorKind::NotFound)
-            .then_some("check the path; `--context -` reads stdin");
-        let err = CliError::input(
-            anyhow::Error::new(err).context(format!("cannot read {}", path.display())),
-        );
-        match hint {
-            Some(hint) => err.with_hint(hint),
-            None => err,
-        }
-    })?;
-    Ok(into_text(bytes, &path.display().to_string()))
-}
-
-fn read_stdin() -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
-        .context("cannot read the context from stdin")?;
-    Ok(into_text(bytes, "stdin"))
-}
-
-/// The text of a context; invalid UTF-8 is replaced (and said once) rather than refused.
-fn into_text(bytes: Vec<u8>, name: &str) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(err) => {
-            tracing::warn!("{name} is not valid UTF-8; invalid bytes are replaced with U+FFFD");
-            String::from_utf8_lossy(err.as_bytes()).into_owned()
-        }
-    }
-}
-
-/// Prompt overrides: `RLM_PROMPT_DIR`, else `$XDG_CONFIG_HOME/rlm/prompts`.
-fn load_prompts() -> anyhow::Result<Prompts> {
-    let dir = std::env::var_os(env::RLM_PROMPT_DIR)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| user_config_dir().map(|d| d.join("prompts")));
-    let Some(dir) = dir else {
-        return Ok(Prompts::default());
-    };
-    let (prompts, used) = Prompts::with_overrides_from(&dir).map_err(CliError::input)?;
-    if !used.is_empty() {
-        tracing::info!(
-            "prompt overrides from {}: {}",
-            dir.display(),
-            used.join(", ")
-        );
-    }
-    Ok(prompts)
-}
-
-/// `$XDG_STATE_HOME/rlm/runs`, else `~/.local/state/rlm/runs`.
-fn default_log_dir() -> Option<PathBuf> {
-    let base = std::env::var_os(env::XDG_STATE_HOME)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os(env::HOME).map(|h| PathBuf::from(h).join(".local").join("state"))
-        })?;
-    Some(base.join("rlm").join("runs"))
-}
-
-/// `$XDG_CONFIG_HOME/rlm`, else `~/.config/rlm` (where `config.toml` lives too).
-fn user_config_dir() -> Option<PathBuf> {
-    let base = std::env::var_os(env::XDG_CONFIG_HOME)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os(env::HOME).map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("rlm"))
 }

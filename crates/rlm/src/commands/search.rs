@@ -3,30 +3,17 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use rlm_store::{SearchMode, SearchRequest};
+use rlm_store::SearchMode;
 
-use super::store_common::{open_existing_store, resolve_embedder, store_error};
-use crate::cli::{GlobalArgs, SearchArgs, SearchModeChoice};
-use crate::error::input_error;
+use crate::cli::{GlobalArgs, SearchArgs};
+use crate::error::store_error;
 use crate::output;
+use crate::settings::{EmbeddingSettings, SearchSettings, Sources};
 
-pub fn run(global: &GlobalArgs, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    if !(args.rrf_k.is_finite() && args.rrf_k >= 0.0) {
-        return Err(input_error("--rrf-k must be a finite number ≥ 0").into());
-    }
-    let store = open_existing_store(&args.location)?;
-    let request = SearchRequest {
-        query: args.query.clone(),
-        mode: match args.mode {
-            SearchModeChoice::Bm25 => SearchMode::Bm25,
-            SearchModeChoice::Semantic => SearchMode::Semantic,
-            SearchModeChoice::Hybrid => SearchMode::Hybrid,
-        },
-        limit: args.top as usize,
-        buffers: args.buffers,
-        path_glob: args.path_glob,
-        rrf_k: args.rrf_k,
-    };
+pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let settings = SearchSettings::resolve(&args, sources)?;
+    let store = settings.store.open_existing()?;
+    let request = settings.request;
     // Loading a model costs up to a second or two; only do it when vectors exist to search.
     let embedder = if request.mode != SearchMode::Bm25
         && store
@@ -35,7 +22,7 @@ pub fn run(global: &GlobalArgs, args: SearchArgs) -> anyhow::Result<ExitCode> {
             .embedded_chunks
             > 0
     {
-        resolve_embedder(global, args.model.as_deref())?
+        EmbeddingSettings::resolve(settings.embedding_model.as_deref(), sources)?.open_embedder()?
     } else {
         None
     };

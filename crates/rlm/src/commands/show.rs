@@ -3,12 +3,13 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use super::store_common::{human_bytes, open_existing_store, store_error};
 use crate::cli::{GlobalArgs, ShowArgs};
-use crate::output;
+use crate::error::store_error;
+use crate::output::{self, human_bytes};
+use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let store = open_existing_store(&args.location)?;
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let buffer = store.buffer(&args.buffer).map_err(store_error)?;
     let chunks = if args.chunks {
         Some(store.chunks_of(&buffer).map_err(store_error)?)

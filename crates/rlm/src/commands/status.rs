@@ -3,12 +3,13 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use super::store_common::{human_bytes, open_existing_store, store_error};
 use crate::cli::{GlobalArgs, StatusArgs};
-use crate::output;
+use crate::error::store_error;
+use crate::output::{self, human_bytes};
+use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let store = open_existing_store(&args.location)?;
+pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let status = store.status().map_err(store_error)?;
     if global.json {
         output::print_json(&status)?;

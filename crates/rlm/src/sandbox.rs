@@ -1,12 +1,11 @@
-//! The sandbox `rlm run` uses: Monty in a worker process (this binary in its hidden worker mode).
+//! The sandbox `rlm run` uses: Monty in a worker process, which is this binary started in its
+//! hidden worker mode (`main.rs` hands that mode to `rlm_sandbox::worker_main`).
 
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
 use rlm_sandbox::{Limits, Sandbox, WorkerCommand};
-
-use crate::config::LoadedConfig;
 
 /// A REPL factory with what the engine should say about it.
 pub struct Repl {
@@ -15,7 +14,8 @@ pub struct Repl {
     pub name: String,
 }
 
-pub fn factory(_config: &LoadedConfig) -> anyhow::Result<Repl> {
+/// The Monty sandbox with default limits, running in a worker process.
+pub fn repl() -> anyhow::Result<Repl> {
     let worker = WorkerCommand::current_exe()
         .context("cannot locate the rlm binary for the sandbox worker")?;
     let sandbox = Sandbox::builder()

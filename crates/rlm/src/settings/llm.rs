@@ -1,6 +1,7 @@
-//! The one place where model settings are merged, highest precedence first: flags, environment,
-//! the `[llm]` configuration section, defaults. Every command that calls a model uses
-//! [`LlmSettings::load`] and [`LlmSettings::build_client`].
+//! Model settings, highest precedence first: flags, environment, the `[llm]` configuration
+//! section (project file over user file), defaults. Every command that calls a model uses
+//! [`LlmSettings::resolve`] and [`LlmSettings::build_client`]; `rlm chat` wraps them in
+//! [`ChatSettings`].
 //!
 //! ```toml
 //! [llm]
@@ -27,13 +28,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rlm_llm::{ApiKey, LlmClient, Price, PriceTable, ProviderConfig, ProviderKind, RetryPolicy};
+use rlm_llm::{
+    ApiKey, ChatRequest, LlmClient, Price, PriceTable, ProviderConfig, ProviderKind, RetryPolicy,
+};
 use serde::Deserialize;
 
-use crate::cli::LlmArgs;
-use crate::config::LoadedConfig;
-use crate::env;
-use crate::error::{CliError, input_error};
+use super::Sources;
+use super::env::{self, Environment};
+use crate::cli::{ChatArgs, LlmArgs};
+use crate::error::{CliError, input_error, llm_error};
 
 /// The `[llm]` configuration section.
 #[derive(Debug, Default, Deserialize)]
@@ -71,10 +74,6 @@ pub struct LlmSettings {
     /// Main model, if any was configured.
     pub model: Option<String>,
     /// Sub-call model; falls back to `model`.
-    #[allow(
-        dead_code,
-        reason = "read by `rlm run`; `expect` would break once it is"
-    )]
     pub subcall_model: Option<String>,
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
@@ -95,77 +94,54 @@ const PROVIDER_VARIABLES: [&str; 6] = [
     env::OLLAMA_BASE_URL,
 ];
 
-/// Reads an environment variable, treating empty as unset.
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
-}
-
-fn env_number<T: std::str::FromStr>(
-    lookup: &dyn Fn(&str) -> Option<String>,
-    name: &str,
-) -> anyhow::Result<Option<T>> {
-    lookup(name)
-        .map(|text| {
-            text.trim()
-                .parse::<T>()
-                .map_err(|_| input_error(format!("{name}={text} is not a valid number")).into())
-        })
-        .transpose()
-}
-
 impl LlmSettings {
-    /// Loads `[llm]` from the configuration and merges flags and the process environment.
-    pub fn load(args: &LlmArgs, config: &LoadedConfig) -> anyhow::Result<Self> {
-        let section: LlmConfig = config.section("llm")?;
+    /// Merges flags > environment > the `[llm]` section of the configuration files > defaults.
+    pub fn resolve(args: &LlmArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let section: LlmConfig = sources.section("llm")?;
+        let env = sources.env();
         // Names only, never values: enough to debug "why is my key not used".
         let present: Vec<&str> = PROVIDER_VARIABLES
             .iter()
             .copied()
-            .filter(|name| process_env(name).is_some())
+            .filter(|name| env.var(name).is_some())
             .collect();
         tracing::debug!(variables = ?present, "provider variables set");
-        Self::resolve(args, section, &process_env)
+        Self::merge(args, section, env)
     }
 
-    /// Merges flags > `lookup` (the environment) > `config` > defaults.
-    pub fn resolve(
-        args: &LlmArgs,
-        config: LlmConfig,
-        lookup: &dyn Fn(&str) -> Option<String>,
-    ) -> anyhow::Result<Self> {
+    /// Merges flags > `env` > `config` > defaults.
+    fn merge(args: &LlmArgs, config: LlmConfig, env: &Environment) -> anyhow::Result<Self> {
         let model = args
             .model
             .clone()
-            .or_else(|| lookup(env::RLM_MODEL))
+            .or_else(|| env.var(env::RLM_MODEL))
             .or(config.model);
         let subcall_model = args
             .subcall_model
             .clone()
-            .or_else(|| lookup(env::RLM_SUBCALL_MODEL))
+            .or_else(|| env.var(env::RLM_SUBCALL_MODEL))
             .or(config.subcall_model)
             .or_else(|| model.clone());
         let record = args
             .record
             .clone()
-            .or_else(|| lookup(env::RLM_RECORD).map(PathBuf::from))
+            .or_else(|| env.var(env::RLM_RECORD).map(PathBuf::from))
             .or(config.record);
         let replay = args
             .replay
             .clone()
-            .or_else(|| lookup(env::RLM_REPLAY).map(PathBuf::from))
+            .or_else(|| env.var(env::RLM_REPLAY).map(PathBuf::from))
             .or(config.replay);
         if record.is_some() && replay.is_some() {
             return Err(input_error("--record and --replay cannot be used together").into());
         }
         let explicit_concurrency = match args.max_concurrency {
             Some(n) => Some(n),
-            None => env_number::<u32>(lookup, env::RLM_MAX_CONCURRENCY)?,
+            None => env.number::<u32>(env::RLM_MAX_CONCURRENCY)?,
         };
         let timeout_secs = match args.timeout {
             Some(t) => Some(t),
-            None => env_number::<f64>(lookup, env::RLM_TIMEOUT)?,
+            None => env.number::<f64>(env::RLM_TIMEOUT)?,
         }
         .or(config.timeout_secs);
         let request_timeout = match timeout_secs {
@@ -181,7 +157,7 @@ impl LlmSettings {
         };
         let max_retries = match args.max_retries {
             Some(n) => Some(n),
-            None => env_number::<u32>(lookup, env::RLM_MAX_RETRIES)?,
+            None => env.number::<u32>(env::RLM_MAX_RETRIES)?,
         }
         .or(config.max_retries);
         let retry = RetryPolicy {
@@ -191,7 +167,7 @@ impl LlmSettings {
 
         let mut providers: Vec<ProviderConfig> = rlm_llm::BUILTIN_PROVIDERS
             .iter()
-            .map(|builtin| builtin.configure(lookup))
+            .map(|builtin| builtin.configure(&|name| env.var(name)))
             .collect();
         let mut pinned = std::collections::HashSet::new();
         for (name, file) in config.providers {
@@ -218,7 +194,7 @@ impl LlmSettings {
                 merged.base_url = url.trim_end_matches('/').to_owned();
             }
             if let Some(variable) = file.api_key_env {
-                merged.api_key = lookup(&variable).map(ApiKey::new);
+                merged.api_key = env.var(&variable).map(ApiKey::new);
                 merged.api_key_env = Some(variable);
             }
             // An environment key (already in `merged`) wins over one written in a file.
@@ -292,33 +268,49 @@ impl LlmSettings {
         }
         builder
             .build()
-            .map_err(into_cli_error)
+            .map_err(llm_error)
             .context("cannot set up the model client")
     }
 }
 
-/// Turns a provider-layer error into a CLI error with the right exit code and a hint.
-pub fn into_cli_error(err: rlm_llm::Error) -> anyhow::Error {
-    let hint = match &err {
-        rlm_llm::Error::MissingApiKey { variable, .. } => {
-            Some(format!("export {variable}=... (or use --replay FILE to answer from a recording)"))
-        }
-        rlm_llm::Error::ReplayMiss { .. } => Some(
-            "the recording has no answer for this exact request; record it with --record FILE".to_owned(),
-        ),
-        rlm_llm::Error::AmbiguousModel { .. } | rlm_llm::Error::UnknownProvider { .. } => Some(
-            "known prefixes: openai, anthropic, openrouter, ollama, vllm, llamacpp, lmstudio, or a [llm.providers.NAME] table".to_owned(),
-        ),
-        _ => None,
-    };
-    let cli = if err.is_input_error() {
-        CliError::input(err)
-    } else {
-        CliError::failed(err)
-    };
-    match hint {
-        Some(hint) => cli.with_hint(hint).into(),
-        None => cli.into(),
+/// Everything `rlm chat` sends besides the prompt.
+#[derive(Debug, Clone)]
+pub struct ChatSettings {
+    pub llm: LlmSettings,
+    /// The model asked (required).
+    pub model: String,
+    pub system: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub stop: Vec<String>,
+    pub json_mode: bool,
+}
+
+impl ChatSettings {
+    pub fn resolve(args: &ChatArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let llm = LlmSettings::resolve(&args.llm, sources)?;
+        let model = llm.require_model()?.to_owned();
+        Ok(Self {
+            llm,
+            model,
+            system: args.system.clone(),
+            temperature: args.temperature,
+            max_tokens: args.max_tokens,
+            stop: args.stop.clone(),
+            json_mode: args.json_mode,
+        })
+    }
+
+    /// The request for one prompt.
+    pub fn request(&self, prompt: String) -> ChatRequest {
+        let mut request = ChatRequest::new(self.model.clone())
+            .user(prompt)
+            .json(self.json_mode);
+        request.system = self.system.clone();
+        request.temperature = self.temperature;
+        request.max_tokens = self.max_tokens;
+        request.stop = self.stop.clone();
+        request
     }
 }
 
@@ -326,13 +318,10 @@ pub fn into_cli_error(err: rlm_llm::Error) -> anyhow::Error {
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value).to_owned())
-        }
+    use crate::settings::tests::Layout;
+
+    fn env_of(pairs: &[(&str, &str)]) -> Environment {
+        Environment::from_pairs(pairs.iter().copied())
     }
 
     fn config(text: &str) -> LlmConfig {
@@ -350,7 +339,7 @@ mod tests {
         let file = "[llm]\nmodel = 'file:m'\nsubcall_model = 'file:s'\nmax_retries = 9\n";
         let lookup = env_of(&[("RLM_MODEL", "env:m"), ("RLM_MAX_RETRIES", "2")]);
         let args = LlmArgs::default();
-        let merged = LlmSettings::resolve(&args, config(file), &lookup).unwrap();
+        let merged = LlmSettings::merge(&args, config(file), &lookup).unwrap();
         assert_eq!(merged.model.as_deref(), Some("env:m"));
         assert_eq!(merged.subcall_model.as_deref(), Some("file:s"));
         assert_eq!(merged.retry.max_retries, 2);
@@ -360,14 +349,82 @@ mod tests {
             max_retries: Some(0),
             ..LlmArgs::default()
         };
-        let merged = LlmSettings::resolve(&args, config(file), &lookup).unwrap();
+        let merged = LlmSettings::merge(&args, config(file), &lookup).unwrap();
         assert_eq!(merged.model.as_deref(), Some("flag:m"));
         assert_eq!(merged.retry.max_retries, 0);
 
         let merged =
-            LlmSettings::resolve(&LlmArgs::default(), LlmConfig::default(), &env_of(&[])).unwrap();
+            LlmSettings::merge(&LlmArgs::default(), LlmConfig::default(), &env_of(&[])).unwrap();
         assert_eq!(merged.model, None);
         assert!(merged.require_model().is_err());
+    }
+
+    /// Each layer in turn is the highest one set: flag > env > project file > user file >
+    /// default, through the real file loading.
+    #[test]
+    fn each_layer_beats_the_ones_below() {
+        let user = "[llm]\nmodel = 'user:m'\nsubcall_model = 'user:s'\ntimeout_secs = 11\nmax_retries = 1\n";
+        let project = "[llm]\nmodel = 'project:m'\ntimeout_secs = 12\n";
+        let env = [("RLM_MODEL", "env:m"), ("RLM_TIMEOUT", "13")];
+        let flags = LlmArgs {
+            model: Some("flag:m".into()),
+            ..LlmArgs::default()
+        };
+        let resolve = |layout: &Layout, env: &[(&str, &str)], args: &LlmArgs| {
+            LlmSettings::resolve(args, &layout.sources(env)).unwrap()
+        };
+
+        let none = Layout::new(None, None);
+        let merged = resolve(&none, &[], &LlmArgs::default());
+        assert_eq!(merged.model, None);
+        assert_eq!(merged.request_timeout, rlm_llm::DEFAULT_REQUEST_TIMEOUT);
+        assert_eq!(merged.retry.max_retries, RetryPolicy::default().max_retries);
+
+        let user_only = Layout::new(Some(user), None);
+        let merged = resolve(&user_only, &[], &LlmArgs::default());
+        assert_eq!(merged.model.as_deref(), Some("user:m"));
+        assert_eq!(merged.request_timeout, Duration::from_secs(11));
+        assert_eq!(merged.retry.max_retries, 1);
+
+        let both = Layout::new(Some(user), Some(project));
+        let merged = resolve(&both, &[], &LlmArgs::default());
+        assert_eq!(merged.model.as_deref(), Some("project:m"));
+        assert_eq!(merged.subcall_model.as_deref(), Some("user:s"));
+        assert_eq!(merged.request_timeout, Duration::from_secs(12));
+        assert_eq!(
+            merged.retry.max_retries, 1,
+            "a key the project file lacks stays the user's"
+        );
+
+        let merged = resolve(&both, &env, &LlmArgs::default());
+        assert_eq!(merged.model.as_deref(), Some("env:m"));
+        assert_eq!(merged.request_timeout, Duration::from_secs(13));
+
+        let merged = resolve(&both, &env, &flags);
+        assert_eq!(merged.model.as_deref(), Some("flag:m"));
+        assert_eq!(merged.request_timeout, Duration::from_secs(13));
+    }
+
+    #[test]
+    fn chat_settings_need_a_model_and_carry_the_request_options() {
+        let layout = Layout::new(None, Some("[llm]\nmodel = 'openai:gpt-4o'\n"));
+        let args = ChatArgs {
+            prompt: "hi".into(),
+            system: Some("be brief".into()),
+            temperature: Some(0.5),
+            max_tokens: Some(9),
+            stop: vec!["END".into()],
+            json_mode: true,
+            llm: LlmArgs::default(),
+        };
+        let settings = ChatSettings::resolve(&args, &layout.sources(&[])).unwrap();
+        let request = settings.request("hello".into());
+        assert_eq!(request.model, "openai:gpt-4o");
+        assert_eq!(request.system.as_deref(), Some("be brief"));
+        assert_eq!((request.max_tokens, request.stop.len()), (Some(9), 1));
+
+        let err = ChatSettings::resolve(&args, &Layout::new(None, None).sources(&[])).unwrap_err();
+        assert!(err.to_string().contains("no model configured"), "{err}");
     }
 
     #[test]
@@ -375,7 +432,7 @@ mod tests {
         let file = "[llm]\nmax_concurrency = 3\n[llm.providers.openai]\nbase_url = 'http://x/v1/'\n\
                     [llm.providers.local]\nkind = 'anthropic'\nbase_url = 'http://y'\napi_key = 'file-secret'\nmax_concurrency = 7\n";
         let lookup = env_of(&[("OPENAI_API_KEY", "env-secret")]);
-        let merged = LlmSettings::resolve(&LlmArgs::default(), config(file), &lookup).unwrap();
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(file), &lookup).unwrap();
         let openai = merged
             .providers
             .iter()
@@ -397,7 +454,7 @@ mod tests {
             max_concurrency: Some(2),
             ..LlmArgs::default()
         };
-        let merged = LlmSettings::resolve(&flag, config(file), &lookup).unwrap();
+        let merged = LlmSettings::merge(&flag, config(file), &lookup).unwrap();
         assert!(merged.providers.iter().all(|p| p.max_concurrency == 2));
     }
 
@@ -420,11 +477,11 @@ mod tests {
     fn bad_values_are_input_errors() {
         let lookup = env_of(&[("RLM_TIMEOUT", "soon")]);
         let err =
-            LlmSettings::resolve(&LlmArgs::default(), LlmConfig::default(), &lookup).unwrap_err();
+            LlmSettings::merge(&LlmArgs::default(), LlmConfig::default(), &lookup).unwrap_err();
         assert!(err.to_string().contains("RLM_TIMEOUT"), "{err}");
         let file = "[llm.providers.new]\nbase_url = 'http://z'\n";
         let table: toml::Table = toml::from_str(file).unwrap();
         let section: LlmConfig = table["llm"].clone().try_into().unwrap();
-        assert!(LlmSettings::resolve(&LlmArgs::default(), section, &env_of(&[])).is_err());
+        assert!(LlmSettings::merge(&LlmArgs::default(), section, &env_of(&[])).is_err());
     }
 }

@@ -2,15 +2,14 @@
 //!
 //! Precedence, highest first: flags > environment > project file (`rlm.toml` in the current
 //! directory or an ancestor) > user file (`$XDG_CONFIG_HOME/rlm/config.toml`) > defaults.
-//! Files are merged table by table here; each command then applies env and flags on top of the
-//! section it reads (see `LoadedConfig::section`).
+//! Files are merged table by table here; each `*Settings::resolve` then applies env and flags
+//! on top of the section it reads (see `LoadedConfig::section`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde::de::DeserializeOwned;
 
-use crate::env;
 use crate::error::CliError;
 
 /// The name of the project configuration file.
@@ -25,8 +24,9 @@ pub struct LoadedConfig {
 }
 
 impl LoadedConfig {
-    /// Loads the explicit file if given, otherwise the user file and then the project file.
-    pub fn load(explicit: Option<&Path>) -> anyhow::Result<Self> {
+    /// Loads the explicit file if given (it must exist), otherwise each of `candidates` that
+    /// exists, lowest precedence first.
+    pub fn load(explicit: Option<&Path>, candidates: &[PathBuf]) -> anyhow::Result<Self> {
         let mut loaded = Self::default();
         if let Some(path) = explicit {
             if !path.is_file() {
@@ -39,9 +39,9 @@ impl LoadedConfig {
             loaded.merge_file(path)?;
             return Ok(loaded);
         }
-        for path in candidate_files().into_iter().flatten() {
+        for path in candidates {
             if path.is_file() {
-                loaded.merge_file(&path)?;
+                loaded.merge_file(path)?;
             }
         }
         Ok(loaded)
@@ -72,7 +72,6 @@ impl LoadedConfig {
     }
 
     /// Deserializes one `[section]`, or its default when absent.
-    #[allow(dead_code, reason = "used by the model and store commands")]
     pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
         match self.table.get(name) {
             None => Ok(T::default()),
@@ -99,22 +98,9 @@ impl LoadedConfig {
     }
 }
 
-/// Files looked for, lowest precedence first: user file, then project file.
-pub fn candidate_files() -> [Option<PathBuf>; 2] {
-    [user_file(), project_file()]
-}
-
-fn user_file() -> Option<PathBuf> {
-    let base = std::env::var_os(env::XDG_CONFIG_HOME)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os(env::HOME).map(|home| PathBuf::from(home).join(".config")))?;
-    Some(base.join("rlm").join("config.toml"))
-}
-
-fn project_file() -> Option<PathBuf> {
-    let cwd = std::env::current_dir().ok()?;
-    cwd.ancestors()
+/// The nearest `rlm.toml` in `dir` or an ancestor.
+pub fn find_project_file(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
         .map(|dir| dir.join(PROJECT_FILE))
         .find(|path| path.is_file())
 }
@@ -198,7 +184,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rlm.toml");
         std::fs::write(&path, "[llm]\napi_key = sk-proj-SECRET\n").unwrap();
-        let err = LoadedConfig::load(Some(&path)).unwrap_err();
+        let err = LoadedConfig::load(Some(&path), &[]).unwrap_err();
         let shown = format!("{err:#}");
         assert!(!shown.contains("SECRET"), "{shown}");
         assert!(shown.contains("line 2"), "{shown}");

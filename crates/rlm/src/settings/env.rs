@@ -1,0 +1,170 @@
+//! Every environment variable `rlm` reads, in one place, and [`Environment`], the one way the
+//! settings layer reads them (the process environment, or a fixed set for tests and other
+//! front ends).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::error::input_error;
+
+/// Log filter override (tracing `EnvFilter` syntax).
+pub const RUST_LOG: &str = "RUST_LOG";
+/// Disable colour (any non-empty value), per no-color.org.
+pub const NO_COLOR: &str = "NO_COLOR";
+/// Base directory for the user configuration file.
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// Fallback base of the configuration, state and data directories.
+pub const HOME: &str = "HOME";
+/// Explicit configuration file, same as `--config`.
+pub const RLM_CONFIG: &str = "RLM_CONFIG";
+/// The ctx directory for `rlm ctx`, same as `--dir`.
+pub const RLM_CTX_DIR: &str = "RLM_CTX_DIR";
+
+// --- LLM settings (merged in `settings/llm.rs`: flags > env > config > defaults)
+/// Root model, same as `--model`.
+pub const RLM_MODEL: &str = "RLM_MODEL";
+/// Model for sub-calls, same as `--subcall-model`.
+pub const RLM_SUBCALL_MODEL: &str = "RLM_SUBCALL_MODEL";
+/// Record every model call to this JSON Lines file, same as `--record`.
+pub const RLM_RECORD: &str = "RLM_RECORD";
+/// Answer model calls from this recording, same as `--replay`.
+pub const RLM_REPLAY: &str = "RLM_REPLAY";
+/// Requests in flight per provider, same as `--max-concurrency`.
+pub const RLM_MAX_CONCURRENCY: &str = "RLM_MAX_CONCURRENCY";
+/// Seconds one model request may take, same as `--timeout`.
+pub const RLM_TIMEOUT: &str = "RLM_TIMEOUT";
+/// Retries per model request, same as `--max-retries`.
+pub const RLM_MAX_RETRIES: &str = "RLM_MAX_RETRIES";
+
+// --- Provider keys and endpoints (read through `rlm_llm::BUILTIN_PROVIDERS`, listed here so
+// every variable rlm reads is in one place)
+/// OpenAI key.
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+/// OpenAI-compatible base URL (including `/v1`).
+pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
+/// Anthropic key.
+pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// Anthropic base URL (without `/v1`).
+pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
+/// OpenRouter key.
+pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
+/// Ollama base URL (including `/v1`).
+pub const OLLAMA_BASE_URL: &str = "OLLAMA_BASE_URL";
+/// Store directory, same as `--store` (default `.rlm` in the current directory).
+pub const RLM_STORE: &str = "RLM_STORE";
+/// Base directory for user data; models live in `$XDG_DATA_HOME/rlm/models`.
+pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
+/// Directory of imported embedding models (overrides `[embed] models_dir`).
+pub const RLM_MODELS_DIR: &str = "RLM_MODELS_DIR";
+/// Name of the embedding model to use (overrides `[embed] model`).
+pub const RLM_EMBED_MODEL: &str = "RLM_EMBED_MODEL";
+/// onnxruntime shared library for ONNX models (overrides `[embed] runtime` and the import).
+pub const RLM_ONNXRUNTIME: &str = "RLM_ONNXRUNTIME";
+
+// --- rlm run
+/// Directory of prompt overrides (`system.md`, `first_turn.md`, ...) for `rlm run`.
+pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
+/// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`.
+pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
+
+/// Where environment variables come from. Empty values count as unset everywhere.
+#[derive(Clone, Default)]
+pub enum Environment {
+    /// The process environment.
+    #[default]
+    Process,
+    /// A fixed set of variables; nothing else is set.
+    Fixed(BTreeMap<String, OsString>),
+}
+
+impl Environment {
+    /// A fixed environment holding exactly `pairs`.
+    pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<OsString>,
+    {
+        Self::Fixed(
+            pairs
+                .into_iter()
+                .map(|(name, value)| (name.into(), value.into()))
+                .collect(),
+        )
+    }
+
+    /// The raw value, or `None` when unset or empty.
+    pub fn var_os(&self, name: &str) -> Option<OsString> {
+        match self {
+            Self::Process => std::env::var_os(name),
+            Self::Fixed(vars) => vars.get(name).cloned(),
+        }
+        .filter(|value| !value.is_empty())
+    }
+
+    /// The value as text, or `None` when unset, blank or not UTF-8.
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.var_os(name)
+            .and_then(|value| value.into_string().ok())
+            .filter(|value| !value.trim().is_empty())
+    }
+
+    /// The value as a path, or `None` when unset or empty.
+    pub fn path(&self, name: &str) -> Option<PathBuf> {
+        self.var_os(name).map(PathBuf::from)
+    }
+
+    /// The value parsed as a number; a value that does not parse is an input error naming it.
+    pub fn number<T: FromStr>(&self, name: &str) -> anyhow::Result<Option<T>> {
+        self.var(name)
+            .map(|text| {
+                text.trim()
+                    .parse::<T>()
+                    .map_err(|_| input_error(format!("{name}={text} is not a valid number")).into())
+            })
+            .transpose()
+    }
+}
+
+/// Names only: values may be API keys.
+impl fmt::Debug for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Process => f.write_str("Environment::Process"),
+            Self::Fixed(vars) => f
+                .debug_tuple("Environment::Fixed")
+                .field(&vars.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_blank_values_are_unset_and_debug_hides_values() {
+        let env = Environment::from_pairs([
+            ("EMPTY", ""),
+            ("BLANK", "  "),
+            ("N", " 7 "),
+            ("BAD", "seven"),
+            ("OPENAI_API_KEY", "sk-secret"),
+        ]);
+        assert_eq!(env.var_os("EMPTY"), None);
+        assert_eq!(env.var("BLANK"), None);
+        assert_eq!(env.path("BLANK"), Some(PathBuf::from("  ")));
+        assert_eq!(env.number::<u32>("N").unwrap(), Some(7));
+        assert_eq!(env.number::<u32>("UNSET").unwrap(), None);
+        let err = env.number::<u32>("BAD").unwrap_err();
+        assert!(err.to_string().contains("BAD=seven"), "{err}");
+        let shown = format!("{env:?}");
+        assert!(
+            shown.contains("OPENAI_API_KEY") && !shown.contains("sk-secret"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Settings: what each command runs with, resolved in one place.
+//!
+//! Precedence, highest first: flags > environment > project file (`./rlm.toml` or an
+//! ancestor's) > user file (`$XDG_CONFIG_HOME/rlm/config.toml`) > defaults.
+//!
+//! A command turns its parsed arguments and the shared [`Sources`] into one plain settings
+//! value (`LlmSettings::resolve`, `RunSettings::resolve`, `StoreSettings::resolve`, …) and then
+//! calls a library with it. The settings hold library types only, never clap types, so another
+//! front end (the MCP server) fills the same `*Args` from its own input and gets the same
+//! result. Sources are injected: tests build them from a fixed [`Environment`] and a
+//! temporary directory instead of touching the process environment.
+
+pub mod embedding;
+pub mod env;
+pub mod files;
+pub mod llm;
+pub mod run;
+pub mod store;
+
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+pub use embedding::EmbeddingSettings;
+pub use env::Environment;
+pub use files::LoadedConfig;
+pub use llm::{ChatSettings, LlmSettings};
+pub use run::{ContextSource, RunSettings};
+pub use store::{LoadSettings, SearchSettings, StoreSettings};
+
+/// Everything below the flags: the environment, the configuration files and the directories
+/// derived from them. The files are read on first use, so a command that needs no
+/// configuration (a BM25 search, `rlm list`) never fails on a broken or missing file.
+#[derive(Debug)]
+pub struct Sources {
+    env: Environment,
+    dirs: Dirs,
+    /// `--config` or `RLM_CONFIG`: the only file read when set.
+    explicit_config: Option<PathBuf>,
+    /// Where the project file search starts.
+    cwd: Option<PathBuf>,
+    config: OnceCell<LoadedConfig>,
+}
+
+impl Sources {
+    /// The process environment and current directory; `config_flag` is `--config`.
+    pub fn from_process(config_flag: Option<PathBuf>) -> Self {
+        Self::new(
+            Environment::Process,
+            std::env::current_dir().ok(),
+            config_flag,
+        )
+    }
+
+    /// Sources from an explicit environment and working directory.
+    pub fn new(env: Environment, cwd: Option<PathBuf>, config_flag: Option<PathBuf>) -> Self {
+        let dirs = Dirs::from_env(&env);
+        let explicit_config = config_flag.or_else(|| env.path(env::RLM_CONFIG));
+        Self {
+            env,
+            dirs,
+            explicit_config,
+            cwd,
+            config: OnceCell::new(),
+        }
+    }
+
+    pub fn env(&self) -> &Environment {
+        &self.env
+    }
+
+    pub fn dirs(&self) -> &Dirs {
+        &self.dirs
+    }
+
+    /// The explicit configuration file (`--config` or `RLM_CONFIG`), if any.
+    pub fn explicit_config(&self) -> Option<&Path> {
+        self.explicit_config.as_deref()
+    }
+
+    /// Configuration files looked for when none is explicit, lowest precedence first: the
+    /// user file, then the nearest project file (only when one exists).
+    pub fn config_candidates(&self) -> Vec<PathBuf> {
+        let user = self.dirs.user_config_file();
+        let project = self.cwd.as_deref().and_then(files::find_project_file);
+        user.into_iter().chain(project).collect()
+    }
+
+    /// The merged configuration files, read on first call.
+    pub fn config(&self) -> anyhow::Result<&LoadedConfig> {
+        if let Some(loaded) = self.config.get() {
+            return Ok(loaded);
+        }
+        let loaded = LoadedConfig::load(self.explicit_config(), &self.config_candidates())?;
+        Ok(self.config.get_or_init(|| loaded))
+    }
+
+    /// One `[section]` of the merged files, or its default when absent.
+    pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
+        self.config()?.section(name)
+    }
+}
+
+/// The per-user directories, from the XDG base directory variables with the usual `HOME`
+/// fallbacks. Each is `None` only when neither variable is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dirs {
+    /// `$XDG_CONFIG_HOME/rlm`, else `~/.config/rlm`: `config.toml` and `prompts/`.
+    pub config: Option<PathBuf>,
+    /// `$XDG_STATE_HOME/rlm`, else `~/.local/state/rlm`: trajectories in `runs/`.
+    pub state: Option<PathBuf>,
+    /// `$XDG_DATA_HOME/rlm`, else `~/.local/share/rlm`: embedding models in `models/`.
+    pub data: Option<PathBuf>,
+}
+
+impl Dirs {
+    pub fn from_env(env: &Environment) -> Self {
+        let home = env.path(env::HOME);
+        let base = |variable: &str, fallback: &[&str]| {
+            env.path(variable)
+                .or_else(|| {
+                    let home = home.clone()?;
+                    Some(fallback.iter().fold(home, |path, part| path.join(part)))
+                })
+                .map(|base| base.join("rlm"))
+        };
+        Self {
+            config: base(env::XDG_CONFIG_HOME, &[".config"]),
+            state: base(env::XDG_STATE_HOME, &[".local", "state"]),
+            data: base(env::XDG_DATA_HOME, &[".local", "share"]),
+        }
+    }
+
+    /// The user configuration file.
+    pub fn user_config_file(&self) -> Option<PathBuf> {
+        self.config.as_ref().map(|dir| dir.join("config.toml"))
+    }
+
+    /// Default directory of prompt overrides for `rlm run`.
+    pub fn prompts(&self) -> Option<PathBuf> {
+        self.config.as_ref().map(|dir| dir.join("prompts"))
+    }
+
+    /// Default directory of `rlm run` trajectories.
+    pub fn runs(&self) -> Option<PathBuf> {
+        self.state.as_ref().map(|dir| dir.join("runs"))
+    }
+
+    /// Default directory of imported embedding models.
+    pub fn models(&self) -> Option<PathBuf> {
+        self.data.as_ref().map(|dir| dir.join("models"))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A scratch layout for precedence tests: `xdg/rlm/config.toml` (user file),
+    /// `project/rlm.toml` (project file), and sources over a fixed environment that points
+    /// `XDG_CONFIG_HOME` at it. `project/sub` is the working directory, so the project file is
+    /// found in an ancestor.
+    pub(crate) struct Layout {
+        pub dir: tempfile::TempDir,
+    }
+
+    impl Layout {
+        pub fn new(user_file: Option<&str>, project_file: Option<&str>) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(dir.path().join("xdg/rlm")).unwrap();
+            std::fs::create_dir_all(dir.path().join("project/sub")).unwrap();
+            if let Some(text) = user_file {
+                std::fs::write(dir.path().join("xdg/rlm/config.toml"), text).unwrap();
+            }
+            if let Some(text) = project_file {
+                std::fs::write(dir.path().join("project/rlm.toml"), text).unwrap();
+            }
+            Self { dir }
+        }
+
+        pub fn path(&self, relative: &str) -> PathBuf {
+            self.dir.path().join(relative)
+        }
+
+        /// Sources with `XDG_CONFIG_HOME` pointing into the layout, plus `vars`.
+        pub fn sources(&self, vars: &[(&str, &str)]) -> Sources {
+            let mut pairs: Vec<(String, std::ffi::OsString)> = vec![(
+                env::XDG_CONFIG_HOME.to_owned(),
+                self.path("xdg").into_os_string(),
+            )];
+            pairs.extend(
+                vars.iter()
+                    .map(|(name, value)| ((*name).to_owned(), (*value).into())),
+            );
+            Sources::new(
+                Environment::from_pairs(pairs),
+                Some(self.path("project/sub")),
+                None,
+            )
+        }
+    }
+
+    #[test]
+    fn dirs_follow_xdg_then_home() {
+        let env = Environment::from_pairs([
+            ("XDG_DATA_HOME", "/data"),
+            ("XDG_STATE_HOME", ""),
+            ("HOME", "/home/u"),
+        ]);
+        let dirs = Dirs::from_env(&env);
+        assert_eq!(dirs.models().unwrap(), Path::new("/data/rlm/models"));
+        assert_eq!(
+            dirs.runs().unwrap(),
+            Path::new("/home/u/.local/state/rlm/runs")
+        );
+        assert_eq!(
+            dirs.user_config_file().unwrap(),
+            Path::new("/home/u/.config/rlm/config.toml")
+        );
+        assert_eq!(
+            dirs.prompts().unwrap(),
+            Path::new("/home/u/.config/rlm/prompts")
+        );
+        assert_eq!(
+            Dirs::from_env(&Environment::from_pairs::<&str, &str>([])),
+            Dirs::default()
+        );
+    }
+
+    #[test]
+    fn project_file_overrides_user_file_and_explicit_file_replaces_both() {
+        let layout = Layout::new(
+            Some("[llm]\nmodel = 'user'\nmax_retries = 1\n"),
+            Some("[llm]\nmodel = 'project'\n"),
+        );
+        let sources = layout.sources(&[]);
+        let table = &sources.config().unwrap().table;
+        assert_eq!(table["llm"]["model"].as_str(), Some("project"));
+        assert_eq!(table["llm"]["max_retries"].as_integer(), Some(1));
+        assert_eq!(sources.config_candidates().len(), 2);
+
+        std::fs::write(layout.path("explicit.toml"), "[llm]\nmodel = 'explicit'\n").unwrap();
+        let explicit = layout.path("explicit.toml");
+        let sources = layout.sources(&[("RLM_CONFIG", explicit.to_str().unwrap())]);
+        let table = &sources.config().unwrap().table;
+        assert_eq!(table["llm"]["model"].as_str(), Some("explicit"));
+        assert!(table["llm"].get("max_retries").is_none());
+    }
+
+    #[test]
+    fn configuration_is_read_only_when_asked_for() {
+        let layout = Layout::new(Some("not toml ["), None);
+        let sources = layout.sources(&[]);
+        assert_eq!(
+            sources.dirs().config.as_deref(),
+            Some(layout.path("xdg/rlm").as_path())
+        );
+        assert!(sources.config().is_err());
+    }
+}

@@ -1,0 +1,298 @@
+//! Settings of `rlm run`: models, budget, contexts, prompt overrides and the trajectory log.
+//!
+//! Prompt overrides come from `RLM_PROMPT_DIR`, else `$XDG_CONFIG_HOME/rlm/prompts`; the
+//! trajectory goes to `--log DIR`, else `$XDG_STATE_HOME/rlm/runs` (none with `--no-log`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rlm_engine::{Budget, Prompts};
+
+use super::env;
+use super::{LlmSettings, Sources};
+use crate::cli::RunArgs;
+use crate::error::{CliError, input_error};
+
+/// Everything `rlm run` needs besides reading the contexts.
+#[derive(Debug)]
+pub struct RunSettings {
+    pub query: String,
+    pub llm: LlmSettings,
+    /// The root model (required).
+    pub model: String,
+    /// The sub-call model (defaults to `model`).
+    pub subcall_model: String,
+    pub max_depth: u32,
+    pub budget: Budget,
+    /// In order: `context_0`, `context_1`, …
+    pub contexts: Vec<ContextSource>,
+    pub prompts: Prompts,
+    /// Where the trajectory is written; `None` writes none.
+    pub log_dir: Option<PathBuf>,
+}
+
+/// Where one context comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContextSource {
+    File(PathBuf),
+    Stdin,
+    Inline(String),
+}
+
+impl RunSettings {
+    pub fn resolve(args: &RunArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let llm = LlmSettings::resolve(&args.llm, sources)?;
+        let model = llm.require_model()?.to_owned();
+        let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
+        if args.query.trim().is_empty() {
+            return Err(input_error("the query is empty").into());
+        }
+        let budget = budget(args)?;
+        let contexts = context_sources(args)?;
+        let prompts = prompts(sources)?;
+        let log_dir = if args.no_log {
+            None
+        } else {
+            args.log.clone().or_else(|| sources.dirs().runs())
+        };
+        Ok(Self {
+            query: args.query.clone(),
+            llm,
+            model,
+            subcall_model,
+            max_depth: args.max_depth,
+            budget,
+            contexts,
+            prompts,
+            log_dir,
+        })
+    }
+}
+
+/// The run's limits, from the budget flags.
+pub fn budget(args: &RunArgs) -> anyhow::Result<Budget> {
+    if let Some(cost) = args.max_cost
+        && !(cost.is_finite() && cost > 0.0)
+    {
+        return Err(input_error(format!("--max-cost {cost} is not a positive amount")).into());
+    }
+    if args.max_tokens == Some(0) {
+        return Err(input_error("--max-tokens must be at least 1").into());
+    }
+    Ok(Budget {
+        max_iterations: args.max_iterations,
+        max_tokens: args.max_tokens,
+        max_cost_usd: args.max_cost,
+        timeout: args.max_time.map(Duration::from_secs_f64),
+        max_subcalls: args.max_subcalls,
+        ..Budget::default()
+    })
+}
+
+/// Every `--context-file` (in order), then `--context`; at most one of them may be `-`.
+fn context_sources(args: &RunArgs) -> anyhow::Result<Vec<ContextSource>> {
+    let mut contexts: Vec<ContextSource> = args
+        .context_files
+        .iter()
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                ContextSource::Stdin
+            } else {
+                ContextSource::File(path.clone())
+            }
+        })
+        .collect();
+    match args.context.as_deref() {
+        Some("-") => contexts.push(ContextSource::Stdin),
+        Some(text) => contexts.push(ContextSource::Inline(text.to_owned())),
+        None => {}
+    }
+    let stdin_uses = contexts
+        .iter()
+        .filter(|source| **source == ContextSource::Stdin)
+        .count();
+    if stdin_uses > 1 {
+        return Err(input_error("stdin (`-`) can be used for one context only").into());
+    }
+    if contexts.is_empty() {
+        return Err(CliError::input(anyhow::anyhow!("no context given"))
+            .with_hint(
+                "pass --context-file FILE (repeatable), --context TEXT, or --context - for stdin",
+            )
+            .into());
+    }
+    Ok(contexts)
+}
+
+/// The built-in prompts with the overrides found in the prompt directory.
+fn prompts(sources: &Sources) -> anyhow::Result<Prompts> {
+    let dir = sources
+        .env()
+        .path(env::RLM_PROMPT_DIR)
+        .or_else(|| sources.dirs().prompts());
+    let Some(dir) = dir else {
+        return Ok(Prompts::default());
+    };
+    let (prompts, used) = Prompts::with_overrides_from(&dir).map_err(CliError::input)?;
+    if !used.is_empty() {
+        tracing::info!(
+            "prompt overrides from {}: {}",
+            dir.display(),
+            used.join(", ")
+        );
+    }
+    Ok(prompts)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::settings::tests::Layout;
+
+    /// `rlm run ARGS…` as the command line would parse it.
+    fn run_args(args: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(["rlm", "run"].iter().chain(args)).unwrap();
+        match cli.command {
+            Command::Run(args) => args,
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
+    const USER: &str = "[llm]\nmodel = 'user:m'\nsubcall_model = 'user:s'\n";
+    const PROJECT: &str = "[llm]\nmodel = 'project:m'\n";
+
+    #[test]
+    fn models_follow_flag_env_project_user_default() {
+        let args = run_args(&["q", "--context", "text"]);
+        let err = RunSettings::resolve(&args, &Layout::new(None, None).sources(&[])).unwrap_err();
+        assert!(err.to_string().contains("no model configured"), "{err}");
+
+        let user = Layout::new(Some(USER), None);
+        let settings = RunSettings::resolve(&args, &user.sources(&[])).unwrap();
+        assert_eq!(
+            (settings.model.as_str(), settings.subcall_model.as_str()),
+            ("user:m", "user:s")
+        );
+
+        let both = Layout::new(Some(USER), Some(PROJECT));
+        let settings = RunSettings::resolve(&args, &both.sources(&[])).unwrap();
+        assert_eq!(
+            (settings.model.as_str(), settings.subcall_model.as_str()),
+            ("project:m", "user:s")
+        );
+
+        let env = [("RLM_MODEL", "env:m"), ("RLM_SUBCALL_MODEL", "env:s")];
+        let settings = RunSettings::resolve(&args, &both.sources(&env)).unwrap();
+        assert_eq!(
+            (settings.model.as_str(), settings.subcall_model.as_str()),
+            ("env:m", "env:s")
+        );
+
+        let flagged = run_args(&["q", "--context", "text", "-m", "flag:m"]);
+        let settings = RunSettings::resolve(&flagged, &both.sources(&env)).unwrap();
+        assert_eq!(
+            (settings.model.as_str(), settings.subcall_model.as_str()),
+            ("flag:m", "env:s")
+        );
+
+        let only_root = Layout::new(None, Some(PROJECT));
+        let settings = RunSettings::resolve(&args, &only_root.sources(&[])).unwrap();
+        assert_eq!(
+            settings.subcall_model, "project:m",
+            "sub-calls default to the root model"
+        );
+    }
+
+    #[test]
+    fn log_directory_is_flag_then_xdg_state_then_home_or_none() {
+        let layout = Layout::new(Some(USER), None);
+        let args = run_args(&["q", "--context", "text"]);
+        let settings =
+            RunSettings::resolve(&args, &layout.sources(&[("HOME", "/home/u")])).unwrap();
+        assert_eq!(
+            settings.log_dir,
+            Some(PathBuf::from("/home/u/.local/state/rlm/runs"))
+        );
+        let sources = layout.sources(&[("HOME", "/home/u"), ("XDG_STATE_HOME", "/state")]);
+        let settings = RunSettings::resolve(&args, &sources).unwrap();
+        assert_eq!(settings.log_dir, Some(PathBuf::from("/state/rlm/runs")));
+        let flagged = run_args(&["q", "--context", "text", "--log", "/flag"]);
+        let settings = RunSettings::resolve(&flagged, &sources).unwrap();
+        assert_eq!(settings.log_dir, Some(PathBuf::from("/flag")));
+        let off = run_args(&["q", "--context", "text", "--no-log"]);
+        assert_eq!(RunSettings::resolve(&off, &sources).unwrap().log_dir, None);
+        assert_eq!(
+            RunSettings::resolve(&args, &layout.sources(&[]))
+                .unwrap()
+                .log_dir,
+            None,
+            "no HOME and no XDG_STATE_HOME: nowhere to log"
+        );
+    }
+
+    #[test]
+    fn prompt_overrides_come_from_env_dir_else_user_config_dir() {
+        let layout = Layout::new(Some(USER), None);
+        let user_prompts = layout.path("xdg/rlm/prompts");
+        let env_prompts = layout.path("env-prompts");
+        std::fs::create_dir_all(&user_prompts).unwrap();
+        std::fs::create_dir_all(&env_prompts).unwrap();
+        std::fs::write(user_prompts.join("system.md"), "USER SYSTEM PROMPT").unwrap();
+        std::fs::write(env_prompts.join("system.md"), "ENV SYSTEM PROMPT").unwrap();
+        let args = run_args(&["q", "--context", "text"]);
+
+        let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
+        assert_eq!(settings.prompts.system, "USER SYSTEM PROMPT");
+        let env = [("RLM_PROMPT_DIR", env_prompts.to_str().unwrap())];
+        let settings = RunSettings::resolve(&args, &layout.sources(&env)).unwrap();
+        assert_eq!(settings.prompts.system, "ENV SYSTEM PROMPT");
+        assert_eq!(settings.prompts.first_turn, Prompts::default().first_turn);
+    }
+
+    #[test]
+    fn budget_and_contexts_come_from_flags() {
+        let layout = Layout::new(Some(USER), None);
+        let args = run_args(&[
+            "q",
+            "--context-file",
+            "a.txt",
+            "--context-file",
+            "-",
+            "--context",
+            "inline",
+            "--max-iterations",
+            "4",
+            "--max-cost",
+            "0.5",
+            "--timeout",
+            "2",
+        ]);
+        let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
+        assert_eq!(
+            settings.contexts,
+            [
+                ContextSource::File("a.txt".into()),
+                ContextSource::Stdin,
+                ContextSource::Inline("inline".into())
+            ]
+        );
+        assert_eq!(settings.budget.max_iterations, 4);
+        assert_eq!(settings.budget.max_cost_usd, Some(0.5));
+        assert_eq!(settings.budget.timeout, Some(Duration::from_secs(2)));
+
+        for bad in [
+            &["q", "--context", "-", "--context-file", "-"][..],
+            &["q"],
+            &["q", "--context", "x", "--max-cost=-1"],
+            &["q", "--context", "x", "--max-tokens", "0"],
+            &[" ", "--context", "x"],
+        ] {
+            let err = RunSettings::resolve(&run_args(bad), &layout.sources(&[])).unwrap_err();
+            let cli = err.downcast_ref::<CliError>().expect("an input error");
+            assert_eq!(cli.kind, crate::error::Kind::Input, "{bad:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Settings of the store commands: where the store lives, how to chunk, what to search.
+//!
+//! `rlm list`, `show`, `peek`, `grep`, `delete` and `status` need only [`StoreSettings`];
+//! `rlm load` and `rlm search` have their own settings around it.
+
+use std::path::PathBuf;
+
+use rlm_context::chunk::ChunkOptions;
+use rlm_store::{SearchRequest, Store};
+
+use super::Sources;
+use super::env;
+use crate::cli::{ChunkingArgs, LoadArgs, SearchArgs, StoreLocation};
+use crate::error::{CliError, input_error};
+
+/// Default store directory, relative to the current directory.
+pub const DEFAULT_STORE_DIR: &str = ".rlm";
+
+/// Where the store lives: `--store` > `RLM_STORE` > `.rlm` in the current directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSettings {
+    pub dir: PathBuf,
+}
+
+impl StoreSettings {
+    pub fn resolve(location: &StoreLocation, sources: &Sources) -> Self {
+        // On the command line clap has already read RLM_STORE into `location.store`; the
+        // lookup here gives other front ends the same precedence.
+        let dir = location
+            .store
+            .clone()
+            .or_else(|| sources.env().path(env::RLM_STORE))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
+        Self { dir }
+    }
+
+    /// Opens the store, creating it if needed.
+    pub fn open(&self) -> anyhow::Result<Store> {
+        Store::open(&self.dir).map_err(|err| {
+            anyhow::Error::new(err)
+                .context(format!("cannot open the store at {}", self.dir.display()))
+        })
+    }
+
+    /// Opens a store that must already exist (read-only commands should not create one).
+    pub fn open_existing(&self) -> anyhow::Result<Store> {
+        if !self.dir.join("store.sqlite").is_file() {
+            return Err(
+                CliError::input(anyhow::anyhow!("no store at {}", self.dir.display()))
+                    .with_hint("load something first with `rlm load PATH`, or pass --store DIR")
+                    .into(),
+            );
+        }
+        self.open()
+    }
+}
+
+/// Chunking options from `--chunker`, `--chunk-size`, `--overlap` and `--unit`, validated.
+pub fn chunk_options(args: &ChunkingArgs) -> anyhow::Result<ChunkOptions> {
+    let options = ChunkOptions {
+        strategy: args.chunker,
+        size: args.chunk_size,
+        overlap: args.overlap,
+        unit: args.unit,
+    };
+    options.validate().map_err(|err| {
+        CliError::input(err).with_hint("use --chunk-size N with --overlap below N")
+    })?;
+    Ok(options)
+}
+
+/// What `rlm load` does.
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    pub store: StoreSettings,
+    pub chunking: ChunkOptions,
+    /// Buffer name for a single source.
+    pub name: Option<String>,
+    /// Embed the new chunks after loading when a fast model is available.
+    pub embed: bool,
+    /// `--model`; the rest of the embedding settings are resolved only if a model is needed.
+    pub embedding_model: Option<String>,
+}
+
+impl LoadSettings {
+    pub fn resolve(args: &LoadArgs, sources: &Sources) -> anyhow::Result<Self> {
+        Ok(Self {
+            chunking: chunk_options(&args.chunking)?,
+            store: StoreSettings::resolve(&args.location, sources),
+            name: args.name.clone(),
+            embed: !args.no_embed,
+            embedding_model: args.model.clone(),
+        })
+    }
+}
+
+/// What `rlm search` does.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    pub store: StoreSettings,
+    pub request: SearchRequest,
+    /// `--model`; the rest of the embedding settings are resolved only if vectors are searched.
+    pub embedding_model: Option<String>,
+}
+
+impl SearchSettings {
+    pub fn resolve(args: &SearchArgs, sources: &Sources) -> anyhow::Result<Self> {
+        if !(args.rrf_k.is_finite() && args.rrf_k >= 0.0) {
+            return Err(input_error("--rrf-k must be a finite number ≥ 0").into());
+        }
+        Ok(Self {
+            store: StoreSettings::resolve(&args.location, sources),
+            request: SearchRequest {
+                query: args.query.clone(),
+                mode: args.mode,
+                limit: args.top as usize,
+                buffers: args.buffers.clone(),
+                path_glob: args.path_glob.clone(),
+                rrf_k: args.rrf_k,
+            },
+            embedding_model: args.model.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::tests::Layout;
+
+    #[test]
+    fn store_directory_is_flag_then_env_then_default() {
+        let layout = Layout::new(None, None);
+        let location = |store: Option<&str>| StoreLocation {
+            store: store.map(PathBuf::from),
+        };
+        let sources = layout.sources(&[]);
+        assert_eq!(
+            StoreSettings::resolve(&location(None), &sources).dir,
+            PathBuf::from(".rlm")
+        );
+        let sources = layout.sources(&[("RLM_STORE", "/env/store")]);
+        assert_eq!(
+            StoreSettings::resolve(&location(None), &sources).dir,
+            PathBuf::from("/env/store")
+        );
+        assert_eq!(
+            StoreSettings::resolve(&location(Some("/flag")), &sources).dir,
+            PathBuf::from("/flag")
+        );
+    }
+
+    #[test]
+    fn overlap_must_stay_below_the_chunk_size() {
+        let args = ChunkingArgs {
+            chunker: rlm_context::chunk::Strategy::Fixed,
+            chunk_size: 10,
+            overlap: 10,
+            unit: rlm_context::chunk::SizeUnit::Chars,
+        };
+        assert!(chunk_options(&args).is_err());
+        let args = ChunkingArgs { overlap: 3, ..args };
+        assert_eq!(chunk_options(&args).unwrap().overlap, 3);
+    }
+}
