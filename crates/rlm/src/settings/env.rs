@@ -1,6 +1,6 @@
 //! Every environment variable `rlm` reads, in one place, and [`Environment`], the one way the
-//! settings layer reads them (the process environment, or a fixed set for tests and other
-//! front ends).
+//! settings layer reads them: a snapshot of the process environment, or a fixed set for tests
+//! and other front ends.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -70,38 +70,40 @@ pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
 /// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`.
 pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 
-/// Where environment variables come from. Empty values count as unset everywhere.
+/// Environment variables, read once. Empty values count as unset everywhere.
 #[derive(Clone, Default)]
-pub enum Environment {
-    /// The process environment.
-    #[default]
-    Process,
-    /// A fixed set of variables; nothing else is set.
-    Fixed(BTreeMap<String, OsString>),
+pub struct Environment {
+    vars: BTreeMap<String, OsString>,
 }
 
 impl Environment {
-    /// A fixed environment holding exactly `pairs`.
+    /// A snapshot of the process environment (names that are not UTF-8 are never read).
+    pub fn process() -> Self {
+        Self::from_pairs(
+            std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value))),
+        )
+    }
+
+    /// An environment holding exactly `pairs`.
     pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Self
     where
         K: Into<String>,
         V: Into<OsString>,
     {
-        Self::Fixed(
-            pairs
+        Self {
+            vars: pairs
                 .into_iter()
                 .map(|(name, value)| (name.into(), value.into()))
                 .collect(),
-        )
+        }
     }
 
     /// The raw value, or `None` when unset or empty.
     pub fn var_os(&self, name: &str) -> Option<OsString> {
-        match self {
-            Self::Process => std::env::var_os(name),
-            Self::Fixed(vars) => vars.get(name).cloned(),
-        }
-        .filter(|value| !value.is_empty())
+        self.vars
+            .get(name)
+            .filter(|value| !value.is_empty())
+            .cloned()
     }
 
     /// The value as text, or `None` when unset, blank or not UTF-8.
@@ -131,13 +133,9 @@ impl Environment {
 /// Names only: values may be API keys.
 impl fmt::Debug for Environment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Process => f.write_str("Environment::Process"),
-            Self::Fixed(vars) => f
-                .debug_tuple("Environment::Fixed")
-                .field(&vars.keys().collect::<Vec<_>>())
-                .finish(),
-        }
+        f.debug_struct("Environment")
+            .field("names", &self.vars.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 

@@ -47,7 +47,7 @@ impl Sources {
     /// The process environment and current directory; `config_flag` is `--config`.
     pub fn from_process(config_flag: Option<PathBuf>) -> Self {
         Self::new(
-            Environment::Process,
+            Environment::process(),
             std::env::current_dir().ok(),
             config_flag,
         )
