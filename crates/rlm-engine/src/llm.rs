@@ -19,10 +19,7 @@ impl ModelClient for rlm_llm::LlmClient {
             Ok(ModelReply {
                 finish: finish_reason(response.finish_reason.as_deref()),
                 usage: CallUsage {
-                    // rlm-llm counts cached prompt tokens apart; the engine's input is the whole prompt.
-                    input_tokens: response.usage.input_tokens
-                        + response.usage.cache_read_tokens
-                        + response.usage.cache_write_tokens,
+                    input_tokens: response.usage.input_tokens,
                     output_tokens: response.usage.output_tokens,
                     cache_read_tokens: response.usage.cache_read_tokens,
                     cache_write_tokens: response.usage.cache_write_tokens,

@@ -60,13 +60,7 @@ impl LlmClient {
             response.retries = 0;
             response.latency = started.elapsed();
             response.cost_usd = price.map(|p| p.cost(&response.usage));
-            self.ledger.record(
-                &model_label,
-                &response.usage,
-                response.cost_usd,
-                response.latency,
-                0,
-            );
+            self.ledger.record(&response);
             return Ok(response);
         }
 
@@ -139,8 +133,6 @@ impl LlmClient {
             wire::clean_json_answer(slot.config.kind, &mut parsed.text);
         }
         let cost_usd = price.map(|p| p.cost(&parsed.usage));
-        self.ledger
-            .record(&model_label, &parsed.usage, cost_usd, latency, retries);
         debug!(
             input = parsed.usage.input_tokens,
             output = parsed.usage.output_tokens,
@@ -160,6 +152,7 @@ impl LlmClient {
             retries,
             replayed: false,
         };
+        self.ledger.record(&response);
         if let Some(recorder) = &self.shared.recorder {
             let entry = CassetteEntry {
                 version: cassette::CASSETTE_VERSION,

@@ -19,7 +19,13 @@ use crate::error::{Error, Result};
 use crate::types::{ChatRequest, ChatResponse};
 
 /// Format version written in every line.
-pub const CASSETTE_VERSION: u32 = 1;
+///
+/// Version 2 fixed the meaning of [`crate::Usage::input_tokens`] to include cached tokens;
+/// version 1 lines (where it excluded them) are still read, and converted.
+pub const CASSETTE_VERSION: u32 = 2;
+
+/// The oldest version [`Replayer::load`] reads.
+const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Placeholder written instead of secret header values.
 pub const REDACTED: &str = "<redacted>";
@@ -119,14 +125,17 @@ impl Replayer {
             if line.trim().is_empty() {
                 continue;
             }
-            let entry: CassetteEntry = serde_json::from_str(&line)
+            let mut entry: CassetteEntry = serde_json::from_str(&line)
                 .map_err(|err| error(format!("line {}: {err}", index + 1)))?;
-            if entry.version != CASSETTE_VERSION {
+            if !(OLDEST_READABLE_VERSION..=CASSETTE_VERSION).contains(&entry.version) {
                 return Err(error(format!(
-                    "line {}: version {} is not supported (expected {CASSETTE_VERSION})",
+                    "line {}: version {} is not supported (expected {OLDEST_READABLE_VERSION} to {CASSETTE_VERSION})",
                     index + 1,
                     entry.version
                 )));
+            }
+            if entry.version == 1 {
+                upgrade_usage_from_version_1(&mut entry.response.usage);
             }
             entries.entry(entry.key).or_default().0.push(entry.response);
         }
@@ -160,6 +169,11 @@ impl Replayer {
     }
 }
 
+/// Version 1 counted cached prompt tokens beside `input_tokens` rather than inside it.
+fn upgrade_usage_from_version_1(usage: &mut crate::types::Usage) {
+    usage.input_tokens += usage.cache_read_tokens + usage.cache_write_tokens;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +187,29 @@ mod tests {
         assert_ne!(request_key(&a), request_key(&a.clone().temperature(0.2)));
         // The key is part of the file format: changing it breaks existing recordings.
         assert_eq!(request_key(&a).len(), 64);
+    }
+
+    #[test]
+    fn version_1_usage_is_read_with_cached_tokens_counted_as_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        let request = ChatRequest::new("anthropic:m").user("hi");
+        let line = serde_json::json!({
+            "version": 1,
+            "key": request_key(&request),
+            "request": request,
+            "url": "https://example.invalid/v1/messages",
+            "headers": [],
+            "response": {
+                "text": "hello", "model": "anthropic:m", "latency": 5, "retries": 0,
+                "usage": {"input_tokens": 5, "output_tokens": 2,
+                          "cache_read_tokens": 100, "cache_write_tokens": 30},
+            },
+        });
+        std::fs::write(&path, format!("{line}\n")).unwrap();
+        let answer = Replayer::load(&path).unwrap().answer(&request).unwrap();
+        assert_eq!(answer.usage.input_tokens, 135);
+        assert_eq!(answer.usage.cache_read_tokens, 100);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::provider::{BUILTIN_PROVIDERS, ModelRef, ProviderConfig};
 use crate::retry::RetryPolicy;
 use crate::types::{ChatRequest, ChatResponse};
-use crate::usage::{Price, PriceTable, UsageLedger};
+use crate::usage::{Ledger, Price, PriceTable};
 
 /// Default limit for one attempt (connect, send, and the whole answer or, when streaming, the
 /// gap between two pieces of it).
@@ -49,7 +49,7 @@ pub(crate) struct Shared {
 #[derive(Debug, Clone)]
 pub struct LlmClient {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) ledger: UsageLedger,
+    pub(crate) ledger: Arc<Ledger>,
     pub(crate) deadline: Option<Instant>,
 }
 
@@ -62,7 +62,7 @@ pub struct LlmClientBuilder {
     request_timeout: Duration,
     connect_timeout: Duration,
     prices: PriceTable,
-    ledger: UsageLedger,
+    ledger: Arc<Ledger>,
     record: Option<std::path::PathBuf>,
     replay: Option<std::path::PathBuf>,
 }
@@ -76,7 +76,7 @@ impl Default for LlmClientBuilder {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             prices: PriceTable::builtin(),
-            ledger: UsageLedger::new(),
+            ledger: Ledger::new(),
             record: None,
             replay: None,
         }
@@ -141,7 +141,7 @@ impl LlmClientBuilder {
 
     /// Uses this ledger (e.g. one with a [`crate::Budget`]).
     #[must_use]
-    pub fn ledger(mut self, ledger: UsageLedger) -> Self {
+    pub fn ledger(mut self, ledger: Arc<Ledger>) -> Self {
         self.ledger = ledger;
         self
     }
@@ -238,13 +238,13 @@ impl LlmClient {
     }
 
     /// The ledger this handle records into.
-    pub fn ledger(&self) -> &UsageLedger {
+    pub fn ledger(&self) -> &Arc<Ledger> {
         &self.ledger
     }
 
     /// A handle sharing providers and limiters but recording into `ledger` (one per run).
     #[must_use]
-    pub fn with_ledger(&self, ledger: UsageLedger) -> Self {
+    pub fn with_ledger(&self, ledger: Arc<Ledger>) -> Self {
         Self {
             ledger,
             ..self.clone()

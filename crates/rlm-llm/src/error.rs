@@ -65,8 +65,11 @@ pub enum Error {
     #[error("the stream from {provider} for model `{model}` ended before completion")]
     StreamInterrupted { provider: String, model: String },
     /// The budget refused the call before it was sent.
-    #[error("budget exhausted: {reason}")]
-    BudgetExhausted { reason: String },
+    #[error("{limit} budget exhausted: {detail}")]
+    BudgetExhausted {
+        limit: crate::usage::Exhausted,
+        detail: String,
+    },
     /// Replay mode found no recorded answer for this request.
     #[error("no recorded response in {path} matches this request to `{model}` (key {key})")]
     ReplayMiss {
@@ -82,27 +85,81 @@ pub enum Error {
     Config(String),
 }
 
+/// What kind of failure an [`Error`] is, which decides what a caller should do about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request or the settings are wrong (model, key, recording, a 4xx refusal): asking
+    /// again unchanged fails again; the user has to change something.
+    Input,
+    /// The provider or the network failed (after retries): the same request may work later.
+    Transient,
+    /// Anything else: an answer that could not be decoded, a spent budget or deadline.
+    Fatal,
+}
+
 impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::UnknownProvider { .. }
+            | Self::AmbiguousModel { .. }
+            | Self::MissingApiKey { .. }
+            | Self::Config(_)
+            | Self::ReplayMiss { .. }
+            | Self::Recording { .. }
+            | Self::Status {
+                status: 400 | 401 | 403 | 404,
+                ..
+            } => ErrorKind::Input,
+            Self::Status { status, .. } if crate::retry::is_retryable_status(*status) => {
+                ErrorKind::Transient
+            }
+            Self::Transport { .. }
+            | Self::Timeout { .. }
+            | Self::StreamError { .. }
+            | Self::StreamInterrupted { .. } => ErrorKind::Transient,
+            Self::Status { .. }
+            | Self::DeadlineExceeded { .. }
+            | Self::Decode { .. }
+            | Self::BudgetExhausted { .. } => ErrorKind::Fatal,
+        }
+    }
+
     /// Whether the error says something about the request itself (bad model, key, settings),
     /// as opposed to a failure of the provider or the network.
     pub fn is_input_error(&self) -> bool {
-        matches!(
-            self,
-            Self::UnknownProvider { .. }
-                | Self::AmbiguousModel { .. }
-                | Self::MissingApiKey { .. }
-                | Self::Config(_)
-                | Self::ReplayMiss { .. }
-                | Self::Recording { .. }
-        ) || matches!(
-            self,
-            Self::Status {
-                status: 400 | 401 | 403 | 404,
-                ..
-            }
-        )
+        self.kind() == ErrorKind::Input
     }
 }
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_what_the_user_can_do() {
+        let missing_key = Error::MissingApiKey {
+            provider: "openai".into(),
+            variable: "OPENAI_API_KEY".into(),
+        };
+        assert_eq!(missing_key.kind(), ErrorKind::Input);
+        let status = |status| Error::Status {
+            provider: "p".into(),
+            model: "m".into(),
+            status,
+            message: String::new(),
+        };
+        assert_eq!(status(401).kind(), ErrorKind::Input);
+        assert_eq!(status(429).kind(), ErrorKind::Transient);
+        assert_eq!(status(529).kind(), ErrorKind::Transient);
+        assert_eq!(status(418).kind(), ErrorKind::Fatal);
+        assert_eq!(
+            Error::DeadlineExceeded { model: "m".into() }.kind(),
+            ErrorKind::Fatal
+        );
+    }
+}

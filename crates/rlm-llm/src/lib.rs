@@ -8,8 +8,9 @@
 //!   honouring `retry-after`, `retry-after-ms` and `x-ratelimit-reset-*`; no retry on other 4xx.
 //!   Per-attempt timeout, optional overall deadline, and one semaphore per provider shared by
 //!   every clone of the client.
-//! - **Accounting**: [`Usage`] per call, a shared [`UsageLedger`] per model and run, cost from a
-//!   [`PriceTable`] (unknown price → `None`, never zero), and a [`Budget`] that refuses calls.
+//! - **Accounting**: [`Usage`] per call (`input_tokens` counts every prompt token, cached or
+//!   not), cost from a [`PriceTable`] (unknown price → `None`, never zero), and a [`Ledger`]
+//!   tree with [`ModelTotals`] per model and a [`Budget`] that refuses calls.
 //! - **Record/replay**: JSON Lines cassettes with secrets redacted ([`cassette`]).
 //! - **Test support** (feature `test-support`): `fake::FakeServer`, a local server speaking
 //!   both wire formats with scripted replies per model and fault injection.
@@ -27,7 +28,7 @@
 //! let answer = client.chat(&request).await?;
 //! println!("{} ({} tokens)", answer.text, answer.usage.total());
 //! let totals = client.ledger().report();
-//! println!("cost so far: {:?}", totals.total.cost_usd);
+//! println!("cost so far: at least ${:.4}", totals.total.cost_usd);
 //! # Ok(())
 //! # }
 //! ```
@@ -46,11 +47,11 @@ mod usage;
 mod wire;
 
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use provider::{
     ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
     ProviderKind,
 };
 pub use retry::RetryPolicy;
-pub use types::{ChatRequest, ChatResponse, Message, Role, Usage};
-pub use usage::{Budget, ModelTotals, Price, PriceTable, UsageLedger, UsageReport};
+pub use types::{ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
+pub use usage::{Budget, Exhausted, Ledger, ModelTotals, Price, PriceTable, UsageReport};

@@ -8,13 +8,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Instructions for the whole conversation. A request carries its system prompt in
+    /// [`ChatRequest::system`]; the role exists so that a transcript
+    /// ([`ChatRequest::transcript`]) can show it in order.
+    System,
     /// The person or program asking.
     User,
     /// The model's earlier answers.
     Assistant,
 }
 
-/// One turn of a conversation. The system prompt is not a message: it is [`ChatRequest::system`].
+/// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
@@ -22,6 +26,14 @@ pub struct Message {
 }
 
 impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+
     /// A user turn.
     pub fn user(content: impl Into<String>) -> Self {
         Self {
@@ -43,6 +55,10 @@ impl Message {
 ///
 /// `model` is a model reference such as `anthropic:claude-sonnet-4-5`, `openai:gpt-4o-mini`,
 /// `ollama:qwen2.5:7b` or a bare name resolved by [`crate::ModelRef::parse`].
+///
+/// The system prompt belongs in [`ChatRequest::system`]. A [`Role::System`] message in
+/// `messages` is still sent sensibly (OpenAI keeps it in place, Anthropic appends it to the
+/// system prompt), but it makes a different recording key than the same text in `system`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     pub model: String,
@@ -123,24 +139,56 @@ impl ChatRequest {
         self.json = json;
         self
     }
+
+    /// The conversation as a reader sees it: the system prompt as a [`Role::System`] message,
+    /// then the messages.
+    pub fn transcript(&self) -> Vec<Message> {
+        let system = self.system.as_deref().map(Message::system);
+        system
+            .into_iter()
+            .chain(self.messages.iter().cloned())
+            .collect()
+    }
 }
 
-/// Token counts of one call. `input_tokens` excludes cached input, so the four fields add up to
-/// everything billed: OpenAI's `prompt_tokens` is split into `input_tokens` + `cache_read_tokens`.
+/// Token counts of one call (or, summed, of several).
+///
+/// `input_tokens` counts **every** prompt token, cached or not; `cache_read_tokens` and
+/// `cache_write_tokens` are parts of it, not additions to it. So `input_tokens + output_tokens`
+/// is everything the call processed, whichever provider served it:
+///
+/// | wire reply | `input_tokens` | `cache_read_tokens` | `cache_write_tokens` |
+/// |---|---|---|---|
+/// | OpenAI `usage` | `prompt_tokens` | `prompt_tokens_details.cached_tokens` | 0 |
+/// | Anthropic `usage` | `input_tokens + cache_read_input_tokens + cache_creation_input_tokens` | `cache_read_input_tokens` | `cache_creation_input_tokens` |
+///
+/// Recordings made before this meaning was fixed (cassette version 1, where `input_tokens`
+/// excluded cached tokens) are converted when they are read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every prompt token, including the cached ones below.
     pub input_tokens: u64,
+    /// Generated tokens.
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache (a part of `input_tokens`).
     #[serde(default)]
     pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache (a part of `input_tokens`).
     #[serde(default)]
     pub cache_write_tokens: u64,
 }
 
 impl Usage {
-    /// All tokens of the call, cached or not.
+    /// Every token of the call: input (cached or not) plus output.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens + self.output_tokens
+    }
+
+    /// Prompt tokens billed at the plain input rate: neither read from nor written to a cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens)
+            .saturating_sub(self.cache_write_tokens)
     }
 
     /// Adds another call's counts.
@@ -152,6 +200,34 @@ impl Usage {
     }
 }
 
+/// Why generation ended, in provider-neutral form (see [`ChatResponse::finish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The model ended its turn (OpenAI `stop`, Anthropic `end_turn`).
+    EndTurn,
+    /// A stop sequence was reached; the sequence itself is not in the text. OpenAI reports
+    /// this as `stop` too, so only Anthropic replies are told apart.
+    StopSequence,
+    /// The output token limit was reached (OpenAI `length`, Anthropic `max_tokens`).
+    Length,
+    /// Anything else, or nothing, was reported.
+    Other,
+}
+
+impl FinishReason {
+    /// The neutral reason for a provider's `finish_reason` / `stop_reason` string.
+    pub fn from_provider(reason: Option<&str>) -> Self {
+        match reason {
+            Some("stop" | "end_turn") => Self::EndTurn,
+            Some("stop_sequence") => Self::StopSequence,
+            Some("length" | "max_tokens") => Self::Length,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// The answer to a [`ChatRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
@@ -159,7 +235,8 @@ pub struct ChatResponse {
     pub text: String,
     /// The model reference as requested (`provider:name`).
     pub model: String,
-    /// Why generation stopped, as the provider said it (`stop`, `end_turn`, `length`, ...).
+    /// Why generation stopped, as the provider said it (`stop`, `end_turn`, `length`, ...);
+    /// [`ChatResponse::finish`] gives the neutral [`FinishReason`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     pub usage: Usage,
@@ -174,6 +251,13 @@ pub struct ChatResponse {
     /// Whether the answer came from a replay file rather than the network.
     #[serde(default)]
     pub replayed: bool,
+}
+
+impl ChatResponse {
+    /// Why generation ended, in provider-neutral form.
+    pub fn finish(&self) -> FinishReason {
+        FinishReason::from_provider(self.finish_reason.as_deref())
+    }
 }
 
 /// Serializes a `Duration` as whole milliseconds, the unit trajectories and JSON output use.

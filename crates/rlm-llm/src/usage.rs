@@ -1,13 +1,22 @@
-//! Accounting: prices, a shared ledger of usage per model, and a budget that can refuse calls.
+//! Accounting: prices, totals per model, a spend budget, and the ledger that enforces it.
+//!
+//! A [`Ledger`] is a node of a tree. Recording a call adds it to the node and every ancestor,
+//! and a check walks every ancestor, so a child (a sub-run of the RLM, say) can never spend
+//! more than its parent has left, and the root's totals are the sum over the whole tree.
+//!
+//! Each node keeps what it has spent in one place under one lock ([`Ledger::check`] and
+//! [`Ledger::record`] meet there). That is where reservations will go: an estimated charge held
+//! before a call, counted by checks, and replaced by the real one when the reply arrives.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::types::Usage;
+use crate::types::{ChatResponse, Usage};
 
 /// Price of a model in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -23,10 +32,11 @@ pub struct Price {
 }
 
 impl Price {
-    /// Cost of `usage` in US dollars.
+    /// Cost of `usage` in US dollars: uncached input, cache reads, cache writes and output, each
+    /// at its own rate.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per = |tokens: u64, rate: f64| tokens as f64 * rate / 1_000_000.0;
-        per(usage.input_tokens, self.input_per_mtok)
+        per(usage.uncached_input_tokens(), self.input_per_mtok)
             + per(usage.output_tokens, self.output_per_mtok)
             + per(
                 usage.cache_read_tokens,
@@ -105,177 +115,265 @@ impl PriceTable {
     }
 }
 
-/// Totals for one model.
+/// Totals of one or more calls (to one model, or to all of them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelTotals {
     /// Calls that returned an answer.
     pub calls: u64,
     /// Calls that ended in an error.
+    #[serde(default)]
     pub failures: u64,
+    /// Tokens of the answered calls.
+    #[serde(flatten)]
     pub usage: Usage,
     /// Summed wall time of the calls.
-    #[serde(with = "crate::types::duration_ms")]
+    #[serde(rename = "latency_ms", with = "crate::types::duration_ms", default)]
     pub latency: Duration,
+    /// Attempts that were retried.
+    #[serde(default)]
     pub retries: u64,
-    /// `None` as soon as one call had an unknown price: a partial sum would look like a total.
-    pub cost_usd: Option<f64>,
+    /// Dollars over the calls whose price is known: a lower bound when `unpriced_calls > 0`.
+    pub cost_usd: f64,
+    /// Answered calls whose price is unknown, so their cost is not in `cost_usd`.
+    #[serde(default)]
+    pub unpriced_calls: u64,
 }
 
-/// A snapshot of a ledger: totals per model reference plus the grand total.
+impl ModelTotals {
+    /// Adds an answered call.
+    pub fn add(&mut self, response: &ChatResponse) {
+        self.calls += 1;
+        self.usage.add(&response.usage);
+        self.latency += response.latency;
+        self.retries += u64::from(response.retries);
+        match response.cost_usd {
+            Some(cost) => self.cost_usd += cost,
+            None => self.unpriced_calls += 1,
+        }
+    }
+
+    /// Adds a failed call (no tokens are known for it).
+    pub fn add_failure(&mut self, latency: Duration, retries: u32) {
+        self.failures += 1;
+        self.latency += latency;
+        self.retries += u64::from(retries);
+    }
+
+    /// Whether some answered calls had no known price, so `cost_usd` is only a lower bound.
+    pub fn cost_is_partial(&self) -> bool {
+        self.unpriced_calls > 0
+    }
+}
+
+/// Totals per model reference plus the grand total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageReport {
     pub models: BTreeMap<String, ModelTotals>,
     pub total: ModelTotals,
 }
 
-/// Limits a [`UsageLedger`] enforces before each call.
+impl UsageReport {
+    /// Adds an answered call under `response.model`.
+    pub fn add(&mut self, response: &ChatResponse) {
+        self.entry(&response.model).add(response);
+        self.total.add(response);
+    }
+
+    /// Adds a failed call to `model`.
+    pub fn add_failure(&mut self, model: &str, latency: Duration, retries: u32) {
+        self.entry(model).add_failure(latency, retries);
+        self.total.add_failure(latency, retries);
+    }
+
+    fn entry(&mut self, model: &str) -> &mut ModelTotals {
+        self.models.entry(model.to_owned()).or_default()
+    }
+}
+
+/// Limits on what a [`Ledger`] (and everything below it) may spend.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
-    /// Maximum tokens (all four kinds) over the ledger's life.
+    /// Maximum tokens, input plus output ([`Usage::total`]).
     pub max_tokens: Option<u64>,
-    /// Maximum spend in US dollars. Calls to models with unknown prices are refused when set,
-    /// because their cost cannot be checked.
+    /// Maximum spend in US dollars, over the calls whose price is known.
+    /// [`Ledger::check`] also refuses calls whose cost it cannot know.
     pub max_cost_usd: Option<f64>,
-    /// Maximum number of calls.
+    /// Maximum number of calls, answered or failed.
     pub max_calls: Option<u64>,
 }
 
+/// Which spend limit ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Exhausted {
+    /// [`Budget::max_tokens`].
+    Tokens,
+    /// [`Budget::max_cost_usd`].
+    Cost,
+    /// [`Budget::max_calls`].
+    Calls,
+}
+
+impl fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Tokens => "token",
+            Self::Cost => "cost",
+            Self::Calls => "call",
+        })
+    }
+}
+
+/// What one ledger node has spent, with everything below it.
 #[derive(Debug, Default)]
-struct LedgerState {
-    report: UsageReport,
+struct Account {
+    spent: UsageReport,
+}
+
+/// Spending of one node of a tree (a process, a run, a sub-run), checked against its budget
+/// and every ancestor's. Share it as `Arc<Ledger>`.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    parent: Option<Arc<Ledger>>,
     budget: Budget,
+    account: Mutex<Account>,
 }
 
-/// Usage shared by every clone: one ledger per run, or one per process.
-///
-/// The client records into it after each call and asks [`UsageLedger::check`] before each call,
-/// so a budget stops a fan-out once spent (calls already in flight still finish and count).
-#[derive(Debug, Clone, Default)]
-pub struct UsageLedger {
-    state: Arc<Mutex<LedgerState>>,
-}
-
-impl UsageLedger {
-    /// A ledger with no budget.
-    pub fn new() -> Self {
-        Self::default()
+impl Ledger {
+    /// A root ledger with no limits.
+    pub fn new() -> Arc<Self> {
+        Self::with_budget(Budget::default())
     }
 
-    /// A ledger that refuses calls beyond `budget`.
-    pub fn with_budget(budget: Budget) -> Self {
-        let ledger = Self::default();
-        ledger.lock().budget = budget;
-        ledger
+    /// A root ledger that refuses calls beyond `budget`.
+    pub fn with_budget(budget: Budget) -> Arc<Self> {
+        Arc::new(Self {
+            parent: None,
+            budget,
+            account: Mutex::default(),
+        })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LedgerState> {
-        // A panic while holding this lock cannot leave the totals half-updated in a way that
-        // matters more than losing them, so keep going with the inner value.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    /// A child of `parent` with its own budget, bounded by everything the parent has left.
+    pub fn child(parent: &Arc<Self>, budget: Budget) -> Arc<Self> {
+        Arc::new(Self {
+            parent: Some(Arc::clone(parent)),
+            budget,
+            account: Mutex::default(),
+        })
     }
 
-    /// Replaces the budget.
-    pub fn set_budget(&self, budget: Budget) {
-        self.lock().budget = budget;
+    /// This node's own budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
     }
 
-    /// Errors with [`Error::BudgetExhausted`] when another call would exceed the budget.
-    /// `price_known` tells whether the model about to be called has a price.
+    /// The first spend limit that has run out on the path from here to the root. The cost
+    /// counted is a lower bound: calls without a known price add nothing to it.
+    pub fn exhausted(&self) -> Option<Exhausted> {
+        self.path()
+            .find_map(|ledger| ledger.budget.exhausted_by(&ledger.lock().spent.total))
+    }
+
+    /// Errors with [`Error::BudgetExhausted`] when another call would exceed a budget on the
+    /// path to the root. Stricter than [`Ledger::exhausted`] about money: under a cost limit,
+    /// a call is refused when its cost cannot be known (`price_known` is false) or when an
+    /// earlier call's could not.
     pub fn check(&self, price_known: bool) -> Result<()> {
-        let state = self.lock();
-        let total = &state.report.total;
-        let budget = &state.budget;
-        if let Some(max) = budget.max_calls
-            && total.calls + total.failures >= max
-        {
-            return Err(Error::BudgetExhausted {
-                reason: format!("{max} calls allowed"),
-            });
-        }
-        if let Some(max) = budget.max_tokens
-            && total.usage.total() >= max
-        {
-            return Err(Error::BudgetExhausted {
-                reason: format!("{} of {max} tokens used", total.usage.total()),
-            });
-        }
-        if let Some(max) = budget.max_cost_usd {
-            match total.cost_usd {
-                Some(spent) if spent >= max => {
-                    return Err(Error::BudgetExhausted {
-                        reason: format!("${spent:.4} of ${max:.4} spent"),
-                    });
+        for ledger in self.path() {
+            let budget = &ledger.budget;
+            let account = ledger.lock();
+            let spent = &account.spent.total;
+            let refuse = |limit: Exhausted, detail: String| {
+                Err(Error::BudgetExhausted { limit, detail })
+            };
+            if let Some(limit) = budget.exhausted_by(spent) {
+                let detail = match limit {
+                    Exhausted::Calls => format!("{} calls allowed", budget.max_calls.unwrap_or(0)),
+                    Exhausted::Tokens => format!(
+                        "{} of {} tokens used",
+                        spent.usage.total(),
+                        budget.max_tokens.unwrap_or(0)
+                    ),
+                    Exhausted::Cost => format!(
+                        "${:.4} of ${:.4} spent",
+                        spent.cost_usd,
+                        budget.max_cost_usd.unwrap_or(0.0)
+                    ),
+                };
+                return refuse(limit, detail);
+            }
+            if budget.max_cost_usd.is_some() {
+                if spent.cost_is_partial() {
+                    return refuse(
+                        Exhausted::Cost,
+                        "spend is unknown (a model without a price was used)".to_owned(),
+                    );
                 }
-                None if total.calls > 0 => {
-                    return Err(Error::BudgetExhausted {
-                        reason: "spend is unknown (a model without a price was used)".to_owned(),
-                    });
+                if !price_known {
+                    return refuse(
+                        Exhausted::Cost,
+                        "a money budget is set but this model has no known price".to_owned(),
+                    );
                 }
-                _ if !price_known => {
-                    return Err(Error::BudgetExhausted {
-                        reason: "a money budget is set but this model has no known price"
-                            .to_owned(),
-                    });
-                }
-                _ => {}
             }
         }
         Ok(())
     }
 
-    /// Adds a successful call.
-    pub fn record(
-        &self,
-        model: &str,
-        usage: &Usage,
-        cost_usd: Option<f64>,
-        latency: Duration,
-        retries: u32,
-    ) {
-        let mut state = self.lock();
-        for totals in model_and_total(&mut state.report, model) {
-            let first = totals.calls == 0;
-            totals.calls += 1;
-            totals.usage.add(usage);
-            totals.latency += latency;
-            totals.retries += u64::from(retries);
-            totals.cost_usd = match (first, totals.cost_usd, cost_usd) {
-                (true, _, cost) => cost,
-                (false, Some(sum), Some(cost)) => Some(sum + cost),
-                _ => None,
-            };
+    /// Adds an answered call here and in every ancestor, under `response.model`.
+    pub fn record(&self, response: &ChatResponse) {
+        for ledger in self.path() {
+            ledger.lock().spent.add(response);
         }
     }
 
-    /// Adds a failed call (no tokens are known for it).
+    /// Adds a failed call here and in every ancestor.
     pub fn record_failure(&self, model: &str, latency: Duration, retries: u32) {
-        let mut state = self.lock();
-        for totals in model_and_total(&mut state.report, model) {
-            totals.failures += 1;
-            totals.latency += latency;
-            totals.retries += u64::from(retries);
+        for ledger in self.path() {
+            ledger.lock().spent.add_failure(model, latency, retries);
         }
     }
 
-    /// The totals so far.
+    /// What this node and everything below it spent.
     pub fn report(&self) -> UsageReport {
-        self.lock().report.clone()
+        self.lock().spent.clone()
+    }
+
+    /// The grand total of [`Ledger::report`], without copying the per-model table.
+    pub fn total(&self) -> ModelTotals {
+        self.lock().spent.total.clone()
+    }
+
+    /// This node, its parent, and so on up to the root.
+    fn path(&self) -> impl Iterator<Item = &Ledger> {
+        std::iter::successors(Some(self), |ledger| ledger.parent.as_deref())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Account> {
+        // A panic while holding this lock cannot leave a half-updated sum worth refusing.
+        self.account.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// The per-model entry and the run total, which every call updates alike.
-fn model_and_total<'a>(report: &'a mut UsageReport, model: &str) -> [&'a mut ModelTotals; 2] {
-    [
-        report
-            .models
-            .entry(model.to_owned())
-            .or_insert_with(fresh_totals),
-        &mut report.total,
-    ]
-}
-
-fn fresh_totals() -> ModelTotals {
-    ModelTotals::default()
+impl Budget {
+    /// The first limit `spent` has reached.
+    fn exhausted_by(&self, spent: &ModelTotals) -> Option<Exhausted> {
+        if self
+            .max_calls
+            .is_some_and(|max| spent.calls + spent.failures >= max)
+        {
+            return Some(Exhausted::Calls);
+        }
+        if self.max_tokens.is_some_and(|max| spent.usage.total() >= max) {
+            return Some(Exhausted::Tokens);
+        }
+        if self.max_cost_usd.is_some_and(|max| spent.cost_usd >= max) {
+            return Some(Exhausted::Cost);
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -290,6 +388,19 @@ mod tests {
         }
     }
 
+    fn reply(model: &str, usage: Usage, cost_usd: Option<f64>) -> ChatResponse {
+        ChatResponse {
+            text: String::new(),
+            model: model.to_owned(),
+            finish_reason: None,
+            usage,
+            cost_usd,
+            latency: Duration::from_millis(10),
+            retries: 0,
+            replayed: false,
+        }
+    }
+
     #[test]
     fn longest_prefix_price_wins() {
         let table = PriceTable::builtin();
@@ -301,52 +412,55 @@ mod tests {
     }
 
     #[test]
-    fn cache_tokens_use_their_own_rates() {
+    fn cached_input_is_billed_at_its_own_rate_not_twice() {
         let table = PriceTable::builtin();
+        // 3M input tokens of which 1M read from and 1M written to the cache.
         let used = Usage {
+            input_tokens: 3_000_000,
             cache_read_tokens: 1_000_000,
             cache_write_tokens: 1_000_000,
             ..Usage::default()
         };
         let cost = table.cost("claude-sonnet-4-5", &used).unwrap();
-        assert!((cost - (0.3 + 3.75)).abs() < 1e-9);
+        assert!((cost - (3.0 + 0.3 + 3.75)).abs() < 1e-9, "{cost}");
     }
 
     #[test]
-    fn unknown_price_makes_the_sum_unknown_not_zero() {
-        let ledger = UsageLedger::new();
-        ledger.record(
-            "a:priced",
-            &usage(10, 5),
-            Some(0.5),
-            Duration::from_millis(10),
-            1,
-        );
-        assert_eq!(ledger.report().total.cost_usd, Some(0.5));
-        ledger.record("b:local", &usage(7, 3), None, Duration::from_millis(20), 0);
+    fn unknown_prices_make_the_cost_a_lower_bound_not_zero() {
+        let ledger = Ledger::new();
+        ledger.record(&reply("a:priced", usage(10, 5), Some(0.5)));
+        assert!(!ledger.total().cost_is_partial());
+        ledger.record(&reply("b:local", usage(7, 3), None));
+        ledger.record_failure("b:local", Duration::from_millis(20), 2);
         let report = ledger.report();
-        assert_eq!(report.total.cost_usd, None);
-        assert_eq!(report.models["a:priced"].cost_usd, Some(0.5));
-        assert_eq!(report.models["b:local"].cost_usd, None);
+        assert_eq!(report.total.cost_usd, 0.5);
+        assert!(report.total.cost_is_partial());
+        assert_eq!(report.models["a:priced"].unpriced_calls, 0);
+        assert_eq!(report.models["b:local"].unpriced_calls, 1);
+        assert_eq!(report.models["b:local"].failures, 1);
         assert_eq!(report.total.usage.total(), 25);
-        assert_eq!(report.total.retries, 1);
-        assert_eq!(report.total.latency, Duration::from_millis(30));
+        assert_eq!(report.total.retries, 2);
+        assert_eq!(report.total.latency, Duration::from_millis(40));
     }
 
     #[test]
     fn budget_refuses_once_spent() {
-        let ledger = UsageLedger::with_budget(Budget {
+        let ledger = Ledger::with_budget(Budget {
             max_tokens: Some(20),
             ..Budget::default()
         });
         assert!(ledger.check(false).is_ok());
-        ledger.record("m", &usage(15, 10), None, Duration::ZERO, 0);
+        ledger.record(&reply("m", usage(15, 10), None));
         assert!(matches!(
             ledger.check(false),
-            Err(Error::BudgetExhausted { .. })
+            Err(Error::BudgetExhausted {
+                limit: Exhausted::Tokens,
+                ..
+            })
         ));
+        assert_eq!(ledger.exhausted(), Some(Exhausted::Tokens));
 
-        let money = UsageLedger::with_budget(Budget {
+        let money = Ledger::with_budget(Budget {
             max_cost_usd: Some(1.0),
             ..Budget::default()
         });
@@ -355,7 +469,72 @@ mod tests {
             "unknown price cannot be checked"
         );
         assert!(money.check(true).is_ok());
-        money.record("m", &usage(1, 1), Some(1.5), Duration::ZERO, 0);
+        money.record(&reply("m", usage(1, 1), Some(1.5)));
         assert!(money.check(true).is_err());
+        assert_eq!(money.exhausted(), Some(Exhausted::Cost));
+    }
+
+    #[test]
+    fn usage_sums_up_the_tree() {
+        let root = Ledger::new();
+        let child = Ledger::child(&root, Budget::default());
+        let grandchild = Ledger::child(&child, Budget::default());
+        root.record(&reply("big", usage(100, 10), Some(0.5)));
+        grandchild.record(&reply("small", usage(7, 3), None));
+        assert_eq!(grandchild.total().usage.total(), 10);
+        assert_eq!(child.total().usage.total(), 10);
+        let total = root.report();
+        assert_eq!(total.total.usage.total(), 120);
+        assert_eq!(total.total.calls, 2);
+        assert!((total.total.cost_usd - 0.5).abs() < 1e-9);
+        assert!(total.total.cost_is_partial());
+        assert_eq!(total.models["small"].unpriced_calls, 1);
+    }
+
+    #[test]
+    fn child_cannot_outspend_parent() {
+        let root = Ledger::with_budget(Budget {
+            max_tokens: Some(100),
+            ..Budget::default()
+        });
+        root.record(&reply("m", usage(90, 0), None));
+        // The child's own budget is larger, but the parent has only 10 tokens left.
+        let child = Ledger::child(
+            &root,
+            Budget {
+                max_tokens: Some(1_000),
+                ..Budget::default()
+            },
+        );
+        assert_eq!(child.exhausted(), None);
+        child.record(&reply("m", usage(5, 5), None));
+        assert_eq!(child.exhausted(), Some(Exhausted::Tokens));
+        assert!(child.check(true).is_err());
+        assert_eq!(child.total().usage.total(), 10);
+    }
+
+    #[test]
+    fn calls_and_failures_count_against_the_call_limit() {
+        let ledger = Ledger::with_budget(Budget {
+            max_calls: Some(2),
+            ..Budget::default()
+        });
+        ledger.record(&reply("m", usage(1, 1), Some(0.0)));
+        assert_eq!(ledger.exhausted(), None);
+        ledger.record_failure("m", Duration::ZERO, 0);
+        assert_eq!(ledger.exhausted(), Some(Exhausted::Calls));
+    }
+
+    #[test]
+    fn totals_serialize_flat_with_a_lower_bound_cost() {
+        let mut totals = ModelTotals::default();
+        totals.add(&reply("m", usage(3, 2), None));
+        let value = serde_json::to_value(&totals).unwrap();
+        assert_eq!(value["input_tokens"], 3);
+        assert_eq!(value["cost_usd"], 0.0);
+        assert_eq!(value["unpriced_calls"], 1);
+        assert_eq!(value["latency_ms"], 10);
+        let back: ModelTotals = serde_json::from_value(value).unwrap();
+        assert_eq!(back, totals);
     }
 }

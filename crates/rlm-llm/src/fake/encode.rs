@@ -39,19 +39,20 @@ pub(crate) fn full_body(
     }
 }
 
+/// `usage.input_tokens` counts every prompt token, as OpenAI's `prompt_tokens` do.
 fn openai_usage(usage: &Usage) -> Value {
-    let prompt = usage.input_tokens + usage.cache_read_tokens;
     json!({
-        "prompt_tokens": prompt,
+        "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
-        "total_tokens": prompt + usage.output_tokens,
+        "total_tokens": usage.total(),
         "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
     })
 }
 
+/// Anthropic's `input_tokens` leave out cache reads and writes.
 fn anthropic_usage(usage: &Usage) -> Value {
     json!({
-        "input_tokens": usage.input_tokens,
+        "input_tokens": usage.uncached_input_tokens(),
         "output_tokens": usage.output_tokens,
         "cache_read_input_tokens": usage.cache_read_tokens,
         "cache_creation_input_tokens": usage.cache_write_tokens,

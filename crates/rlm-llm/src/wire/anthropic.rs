@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, Role, Usage};
+use crate::types::{ChatRequest, Message, Role, Usage};
 
 /// The API version header value this client speaks.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -22,16 +22,22 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     // In a multi-turn conversation (the RLM loop) the history up to the newest message is the
     // next call's prefix too, so the last message is a second cache breakpoint. Single-shot
     // calls skip it: a cache write costs 1.25x input and would never be read.
-    let cache_last = request.messages.len() >= MULTI_TURN_MESSAGES;
-    let last = request.messages.len().saturating_sub(1);
-    let messages: Vec<Value> = request
+    // The Messages API has no system role: system messages join the system prompt.
+    let (system_messages, turns): (Vec<&Message>, Vec<&Message>) = request
         .messages
         .iter()
+        .partition(|message| message.role == Role::System);
+    let cache_last = turns.len() >= MULTI_TURN_MESSAGES;
+    let last = turns.len().saturating_sub(1);
+    let messages: Vec<Value> = turns
+        .into_iter()
         .enumerate()
         .map(|(index, message)| {
             let role = match message.role {
                 Role::User => "user",
                 Role::Assistant => "assistant",
+                // Hoisted into the system prompt below; filtered out of this list.
+                Role::System => "system",
             };
             if cache_last && index == last {
                 json!({"role": role, "content": [{"type": "text", "text": message.content,
@@ -47,13 +53,15 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         "max_tokens".into(),
         json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
     );
-    let system = match (&request.system, request.json) {
-        (Some(system), true) => Some(format!("{system}\n\n{JSON_INSTRUCTION}")),
-        (Some(system), false) => Some(system.clone()),
-        (None, true) => Some(JSON_INSTRUCTION.to_owned()),
-        (None, false) => None,
-    };
-    if let Some(system) = system {
+    let system_parts: Vec<&str> = request
+        .system
+        .as_deref()
+        .into_iter()
+        .chain(system_messages.iter().map(|message| message.content.as_str()))
+        .chain(request.json.then_some(JSON_INSTRUCTION))
+        .collect();
+    if !system_parts.is_empty() {
+        let system = system_parts.join("\n\n");
         // The system prompt is the stable prefix across an RLM run's calls, so it is marked
         // for caching; later calls read it at a tenth of the input price.
         body.insert(
@@ -74,12 +82,50 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     Value::Object(body)
 }
 
-fn usage(value: &Value) -> Usage {
-    Usage {
-        input_tokens: count(value, "/input_tokens"),
-        output_tokens: count(value, "/output_tokens"),
-        cache_read_tokens: count(value, "/cache_read_input_tokens"),
-        cache_write_tokens: count(value, "/cache_creation_input_tokens"),
+/// Anthropic's `usage` object. Its `input_tokens` are only the prompt tokens that were neither
+/// read from nor written to the cache, so [`WireUsage::usage`] adds those back: a [`Usage`]
+/// counts every prompt token as input.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct WireUsage {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl WireUsage {
+    fn read(value: &Value) -> Self {
+        Self {
+            input: count(value, "/input_tokens"),
+            output: count(value, "/output_tokens"),
+            cache_read: count(value, "/cache_read_input_tokens"),
+            cache_write: count(value, "/cache_creation_input_tokens"),
+        }
+    }
+
+    /// Applies a `message_delta` usage: output tokens are cumulative there, input counts repeat
+    /// the start's or are absent (zero).
+    fn update(&mut self, value: &Value) {
+        let update = Self::read(value);
+        self.output = update.output;
+        for (field, new) in [
+            (&mut self.input, update.input),
+            (&mut self.cache_read, update.cache_read),
+            (&mut self.cache_write, update.cache_write),
+        ] {
+            if new > 0 {
+                *field = new;
+            }
+        }
+    }
+
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.input + self.cache_read + self.cache_write,
+            output_tokens: self.output,
+            cache_read_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+        }
     }
 }
 
@@ -100,7 +146,10 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
             .get("stop_reason")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        usage: value.get("usage").map(usage).unwrap_or_default(),
+        usage: value
+            .get("usage")
+            .map(|usage| WireUsage::read(usage).usage())
+            .unwrap_or_default(),
     })
 }
 
@@ -123,6 +172,7 @@ pub(crate) fn strip_json_fence(text: &mut String) {
 pub(crate) struct StreamState {
     pub parsed: Parsed,
     pub done: bool,
+    usage: WireUsage,
 }
 
 impl StreamState {
@@ -139,7 +189,8 @@ impl StreamState {
         match kind {
             "message_start" => {
                 if let Some(found) = value.pointer("/message/usage") {
-                    self.parsed.usage = usage(found);
+                    self.usage = WireUsage::read(found);
+                    self.parsed.usage = self.usage.usage();
                 }
                 Ok(None)
             }
@@ -155,12 +206,8 @@ impl StreamState {
                     self.parsed.finish_reason = Some(reason.to_owned());
                 }
                 if let Some(found) = value.get("usage") {
-                    // Output tokens are cumulative here; input counts repeat or are absent.
-                    let update = usage(found);
-                    self.parsed.usage.output_tokens = update.output_tokens;
-                    if update.input_tokens > 0 {
-                        self.parsed.usage.input_tokens = update.input_tokens;
-                    }
+                    self.usage.update(found);
+                    self.parsed.usage = self.usage.usage();
                 }
                 Ok(None)
             }
@@ -213,16 +260,59 @@ mod tests {
         );
     }
 
+    /// Pins the meaning of [`Usage::input_tokens`] for Anthropic: every prompt token, with the
+    /// cache reads and writes (reported beside `input_tokens` on the wire) as parts of it.
     #[test]
-    fn usage_includes_cache_reads_and_writes() {
+    fn input_tokens_include_cache_reads_and_writes() {
         let body = br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],
             "stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2,
             "cache_read_input_tokens":100,"cache_creation_input_tokens":30}}"#;
         let parsed = parse_response(body).unwrap();
         assert_eq!(parsed.text, "ab");
         assert_eq!(parsed.finish_reason.as_deref(), Some("end_turn"));
-        assert_eq!(parsed.usage.cache_read_tokens, 100);
-        assert_eq!(parsed.usage.cache_write_tokens, 30);
+        assert_eq!(
+            parsed.usage,
+            Usage {
+                input_tokens: 135,
+                output_tokens: 2,
+                cache_read_tokens: 100,
+                cache_write_tokens: 30,
+            }
+        );
+        assert_eq!(parsed.usage.uncached_input_tokens(), 5);
+        assert_eq!(parsed.usage.total(), 137);
+    }
+
+    #[test]
+    fn streamed_usage_has_the_same_meaning() {
+        let mut state = StreamState::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.to_owned(),
+        };
+        for data in [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1,
+                "cache_read_input_tokens":100,"cache_creation_input_tokens":30}}}"#,
+            r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"hi"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            state.on_event(&event(data)).unwrap();
+        }
+        assert!(state.done);
+        assert_eq!(state.parsed.usage.input_tokens, 135);
+        assert_eq!(state.parsed.usage.cache_read_tokens, 100);
+        assert_eq!(state.parsed.usage.output_tokens, 9);
+    }
+
+    #[test]
+    fn system_messages_join_the_system_prompt() {
+        let mut request = ChatRequest::new("x").system("first").user("q");
+        request.messages.insert(0, Message::system("second"));
+        let body = request_body(&request, "m", false);
+        assert_eq!(body["system"][0]["text"], "first\n\nsecond");
+        assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+        assert_eq!(body["messages"][0]["role"], "user");
     }
 
     #[test]

@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Role, Usage};
+#[cfg(test)]
+use crate::types::Message;
 
 pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
@@ -13,6 +15,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     }
     for message in &request.messages {
         let role = match message.role {
+            Role::System => "system",
             Role::User => "user",
             Role::Assistant => "assistant",
         };
@@ -54,13 +57,13 @@ fn uses_max_completion_tokens(model: &str) -> bool {
         .any(|prefix| model.starts_with(prefix))
 }
 
+/// OpenAI's `prompt_tokens` already count the cached ones (`prompt_tokens_details`), which
+/// is the meaning of [`Usage::input_tokens`]. OpenAI does not bill cache writes.
 fn usage(value: &Value) -> Usage {
-    let prompt = count(value, "/prompt_tokens");
-    let cached = count(value, "/prompt_tokens_details/cached_tokens");
     Usage {
-        input_tokens: prompt.saturating_sub(cached),
+        input_tokens: count(value, "/prompt_tokens"),
         output_tokens: count(value, "/completion_tokens"),
-        cache_read_tokens: cached,
+        cache_read_tokens: count(value, "/prompt_tokens_details/cached_tokens"),
         cache_write_tokens: 0,
     }
 }
@@ -165,14 +168,54 @@ mod tests {
         assert_eq!(request_body(&request, "qwen2.5:7b", false)["max_tokens"], 7);
     }
 
+    /// Pins the meaning of [`Usage::input_tokens`] for OpenAI: every prompt token, the cached
+    /// ones being a part of it.
     #[test]
-    fn cached_prompt_tokens_are_split_out() {
+    fn input_tokens_include_cached_prompt_tokens() {
         let body = br#"{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
             "usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":60}}}"#;
         let parsed = parse_response(body).unwrap();
         assert_eq!(parsed.text, "ok");
-        assert_eq!(parsed.usage.input_tokens, 40);
-        assert_eq!(parsed.usage.cache_read_tokens, 60);
-        assert_eq!(parsed.usage.output_tokens, 7);
+        assert_eq!(
+            parsed.usage,
+            Usage {
+                input_tokens: 100,
+                output_tokens: 7,
+                cache_read_tokens: 60,
+                cache_write_tokens: 0,
+            }
+        );
+        assert_eq!(parsed.usage.uncached_input_tokens(), 40);
+        assert_eq!(parsed.usage.total(), 107);
+    }
+
+    #[test]
+    fn streamed_usage_has_the_same_meaning() {
+        let mut state = StreamState::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.to_owned(),
+        };
+        for data in [
+            r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":null}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,
+                "prompt_tokens_details":{"cached_tokens":60}}}"#,
+            "[DONE]",
+        ] {
+            state.on_event(&event(data)).unwrap();
+        }
+        assert!(state.done);
+        assert_eq!(state.parsed.usage.input_tokens, 100);
+        assert_eq!(state.parsed.usage.cache_read_tokens, 60);
+    }
+
+    #[test]
+    fn system_messages_stay_in_place() {
+        let mut request = ChatRequest::new("x").system("first").user("q");
+        request.messages.push(Message::system("later"));
+        let body = request_body(&request, "m", false);
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["messages"][2]["role"], "system");
+        assert_eq!(body["messages"][2]["content"], "later");
     }
 }

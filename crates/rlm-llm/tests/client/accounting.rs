@@ -1,7 +1,7 @@
 //! Usage, cost with unknown prices, and budgets.
 
 use rlm_llm::fake::FakeReply;
-use rlm_llm::{Budget, ChatRequest, Error, Price, PriceTable, Usage, UsageLedger};
+use rlm_llm::{Budget, ChatRequest, Error, Exhausted, Ledger, Price, PriceTable, Usage};
 
 use crate::{fast_retries, server};
 
@@ -54,7 +54,7 @@ async fn usage_and_cost_add_up_per_model_with_unknown_prices_unknown() {
         .await
         .unwrap();
 
-    let run = client.with_ledger(UsageLedger::new());
+    let run = client.with_ledger(Ledger::new());
     let local = run
         .chat(&ChatRequest::new("local").user("3"))
         .await
@@ -69,7 +69,8 @@ async fn usage_and_cost_add_up_per_model_with_unknown_prices_unknown() {
     assert_eq!(priced.calls, 2);
     assert_eq!(priced.retries, 1);
     assert_eq!(priced.usage, usage(4000, 1000));
-    assert!((priced.cost_usd.unwrap() - 0.006).abs() < 1e-12);
+    assert!((priced.cost_usd - 0.006).abs() < 1e-12);
+    assert!(!priced.cost_is_partial());
     assert!(
         !process.models.contains_key("fake:local"),
         "the run ledger is separate"
@@ -77,7 +78,8 @@ async fn usage_and_cost_add_up_per_model_with_unknown_prices_unknown() {
 
     let run_report = run.ledger().report();
     assert_eq!(run_report.total.calls, 1);
-    assert_eq!(run_report.total.cost_usd, None);
+    assert_eq!(run_report.total.cost_usd, 0.0);
+    assert_eq!(run_report.total.unpriced_calls, 1, "a lower bound, said to be one");
     assert_eq!(run_report.models["fake:local"].usage, usage(10, 10));
 }
 
@@ -85,7 +87,7 @@ async fn usage_and_cost_add_up_per_model_with_unknown_prices_unknown() {
 async fn a_budget_refuses_calls_without_sending_them() {
     let server = server().await;
     server.respond_with(|_| FakeReply::text("ok").with_usage(usage(60, 0)));
-    let ledger = UsageLedger::with_budget(Budget {
+    let ledger = Ledger::with_budget(Budget {
         max_tokens: Some(100),
         ..Budget::default()
     });
@@ -94,6 +96,15 @@ async fn a_budget_refuses_calls_without_sending_them() {
     client.chat(&ask).await.unwrap();
     client.chat(&ask).await.unwrap();
     let err = client.chat(&ask).await.unwrap_err();
-    assert!(matches!(err, Error::BudgetExhausted { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::BudgetExhausted {
+                limit: Exhausted::Tokens,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(server.request_count(), 2);
 }

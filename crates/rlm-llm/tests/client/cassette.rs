@@ -22,7 +22,7 @@ async fn record_then_replay_without_network_or_key() {
     server.script(
         "claude-x",
         [FakeReply::text("cached").with_usage(Usage {
-            input_tokens: 1,
+            input_tokens: 8,
             output_tokens: 2,
             cache_read_tokens: 3,
             cache_write_tokens: 4,

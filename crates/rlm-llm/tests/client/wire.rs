@@ -11,7 +11,7 @@ async fn openai_request_and_response_round_trip() {
     server.script(
         "gpt-test",
         [FakeReply::text("four").with_usage(Usage {
-            input_tokens: 10,
+            input_tokens: 40,
             output_tokens: 2,
             cache_read_tokens: 30,
             cache_write_tokens: 0,
@@ -40,7 +40,7 @@ async fn openai_request_and_response_round_trip() {
     assert_eq!(answer.text, "four");
     assert_eq!(answer.model, "openai:gpt-test");
     assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
-    assert_eq!(answer.usage.input_tokens, 10);
+    assert_eq!(answer.usage.input_tokens, 40);
     assert_eq!(answer.usage.cache_read_tokens, 30);
     assert_eq!(answer.retries, 0);
 
@@ -59,7 +59,7 @@ async fn openai_request_and_response_round_trip() {
 async fn anthropic_request_caches_the_system_prompt_and_counts_cache_tokens() {
     let server = server().await;
     let usage = Usage {
-        input_tokens: 4,
+        input_tokens: 1204,
         output_tokens: 3,
         cache_read_tokens: 1000,
         cache_write_tokens: 200,
