@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rlm_assemble::{AddOptions, Ctx, InitOptions, Role};
+use rlm_assemble::{AddOptions, Ctx, InitOptions, Slot};
 use rlm_context::tokens::Tokenizer;
 
 const FILES: usize = 1_000;
@@ -49,7 +49,7 @@ fn main() {
     ctx.ask("Where is the retry policy configured?").unwrap();
     let add = AddOptions {
         rank: None,
-        role: Role::Evidence,
+        slot: Slot::Evidence,
         link: false,
         base: tree.clone(),
     };

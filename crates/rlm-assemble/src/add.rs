@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::ctx::Ctx;
 use crate::ctxdir::{absolute, read_text, write_atomic};
 use crate::error::{Error, Result};
-use crate::part::{PartName, Rank, Role, State, kind_from_path};
+use crate::part::{PartName, Rank, Slot, State, kind_from_path};
 use crate::provenance::{Provenance, content_id, file_uri};
 use crate::report::Report;
 use crate::selector::{Selector, Span, SpanSpec, extract};
@@ -19,8 +19,8 @@ use crate::selector::{Selector, Span, SpanSpec, extract};
 pub struct AddOptions {
     /// Rank for the new parts; default 200 for evidence, 000 for system, 010 for user parts.
     pub rank: Option<Rank>,
-    /// Role of the new parts.
-    pub role: Role,
+    /// Slot of the new parts.
+    pub slot: Slot,
     /// Add whole files as `.link` symlinks (always current) instead of copies.
     pub link: bool,
     /// Directory that relative selectors are resolved against (usually the current directory).
@@ -44,13 +44,13 @@ impl Ctx {
                 "nothing to add: give at least one selector".into(),
             ));
         }
-        if options.link && options.role != Role::Evidence {
+        if options.link && options.slot != Slot::Evidence {
             return Err(Error::Invalid("only evidence parts can be links".into()));
         }
-        let rank = options.rank.unwrap_or(match options.role {
-            Role::Evidence => Rank::new(200)?,
-            Role::System => Rank::new(0)?,
-            Role::User => Rank::new(10)?,
+        let rank = options.rank.unwrap_or(match options.slot {
+            Slot::Evidence => Rank::new(200)?,
+            Slot::System => Rank::new(0)?,
+            Slot::User => Rank::new(10)?,
         });
         let scan = self.dir.scan()?;
         // (source uri, span) → existing part, so re-adding updates instead of duplicating.
@@ -111,7 +111,7 @@ impl Ctx {
                 let name = match existing.get(&key) {
                     Some(name) => name.clone(),
                     None => {
-                        let kind = unique_kind(&display, span, rank, options.role, &taken);
+                        let kind = unique_kind(&display, span, rank, options.slot, &taken);
                         let state = if options.link {
                             State::Linked
                         } else {
@@ -120,7 +120,7 @@ impl Ctx {
                         let name = PartName {
                             rank,
                             kind,
-                            role: options.role,
+                            slot: options.slot,
                             state,
                         };
                         taken.insert(name.id());
@@ -129,7 +129,7 @@ impl Ctx {
                 };
                 let link_target = options
                     .link
-                    .then(|| relative_path(&absolute(&self.folder_for(Role::Evidence)), &full));
+                    .then(|| relative_path(&absolute(&self.folder_for(Slot::Evidence)), &full));
                 let file_text = format!("{}{content}", provenance.header_line());
                 pending.push(Pending {
                     name,
@@ -190,14 +190,14 @@ fn symlink(_target: &Path, link: &Path) -> Result<()> {
     )))
 }
 
-/// A kind not yet used at this rank and role: `src_x_rs`, `src_x_rs_l3_9`, `src_x_rs_2`...
-fn unique_kind(path: &str, span: Span, rank: Rank, role: Role, taken: &HashSet<String>) -> String {
+/// A kind not yet used at this rank and slot: `src_x_rs`, `src_x_rs_l3_9`, `src_x_rs_2`...
+fn unique_kind(path: &str, span: Span, rank: Rank, slot: Slot, taken: &HashSet<String>) -> String {
     let mut base = kind_from_path(path);
     let suffix = span.name_suffix();
     if !suffix.is_empty() {
         base = format!("{base}_{suffix}");
     }
-    let id = |kind: &str| format!("{rank}_{kind}.{}", role.name());
+    let id = |kind: &str| format!("{rank}_{kind}.{}", slot.name());
     if !taken.contains(&id(&base)) {
         return base;
     }
@@ -248,11 +248,11 @@ mod tests {
         let mut taken = HashSet::new();
         taken.insert("200_a_rs.evidence".to_owned());
         assert_eq!(
-            unique_kind("a.rs", Span::All, rank, Role::Evidence, &taken),
+            unique_kind("a.rs", Span::All, rank, Slot::Evidence, &taken),
             "a_rs_2"
         );
         assert_eq!(
-            unique_kind("a.rs", Span::Lines(3, 9), rank, Role::Evidence, &taken),
+            unique_kind("a.rs", Span::Lines(3, 9), rank, Slot::Evidence, &taken),
             "a_rs_l3_9"
         );
     }

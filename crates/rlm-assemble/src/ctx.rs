@@ -7,7 +7,7 @@ use rlm_context::tokens::Tokenizer;
 use crate::cache::TokenCache;
 use crate::ctxdir::{CONFIG_FILE, CtxConfig, CtxDir, PartFile, Scan, write_atomic};
 use crate::error::{Error, Result};
-use crate::part::{Rank, Role};
+use crate::part::{Rank, Slot};
 use crate::plan::{Counted, Plan, load_and_count, plan};
 use crate::report::{Change, PlanReport, Report, Summary};
 
@@ -191,7 +191,7 @@ impl Ctx {
         })
     }
 
-    /// Parts matching `target`: a part name (file name, `<rank>_<kind>.<role>`,
+    /// Parts matching `target`: a part name (file name, `<rank>_<kind>.<slot>`,
     /// `<rank>_<kind>` or a unique kind), a rank (`200`) or a rank range (`200-299`).
     pub(crate) fn select(&self, scan: &Scan, target: &str) -> Result<Vec<PartFile>> {
         if let Some((low, high)) = target.split_once('-')
@@ -243,9 +243,9 @@ impl Ctx {
         }
     }
 
-    /// The folder a new part of `role` goes in.
-    pub(crate) fn folder_for(&self, role: Role) -> PathBuf {
-        self.dir.folder_for(role)
+    /// The folder a new part of `slot` goes in.
+    pub(crate) fn folder_for(&self, slot: Slot) -> PathBuf {
+        self.dir.folder_for(slot)
     }
 }
 

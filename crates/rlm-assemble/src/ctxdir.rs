@@ -8,7 +8,7 @@ use rlm_context::tokens::Tokenizer;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::part::{PartName, Rank, Role, State};
+use crate::part::{PartName, Rank, Slot, State};
 use crate::provenance::{Provenance, content_id, file_uri};
 use crate::selector::Span;
 
@@ -142,11 +142,11 @@ impl CtxDir {
         self.root.join(BUILD_DIR)
     }
 
-    /// The folder a part of this role lives in.
-    pub fn folder_for(&self, role: Role) -> PathBuf {
-        match role {
-            Role::Evidence => self.root.join(EVIDENCE_DIR),
-            Role::System | Role::User => self.root.clone(),
+    /// The folder a part of this slot lives in.
+    pub fn folder_for(&self, slot: Slot) -> PathBuf {
+        match slot {
+            Slot::Evidence => self.root.join(EVIDENCE_DIR),
+            Slot::System | Slot::User => self.root.clone(),
         }
     }
 
@@ -231,14 +231,14 @@ impl CtxDir {
 
     /// The path a part with this name would have.
     pub fn path_for(&self, name: &PartName) -> PathBuf {
-        self.folder_for(name.role).join(name.file_name())
+        self.folder_for(name.slot).join(name.file_name())
     }
 
     /// Whether a part with this id (any state) exists.
-    pub fn id_taken(&self, scan: &Scan, rank: Rank, kind: &str, role: Role) -> bool {
+    pub fn id_taken(&self, scan: &Scan, rank: Rank, kind: &str, slot: Slot) -> bool {
         scan.parts
             .iter()
-            .any(|p| p.name.rank == rank && p.name.kind == kind && p.name.role == role)
+            .any(|p| p.name.rank == rank && p.name.kind == kind && p.name.slot == slot)
     }
 }
 

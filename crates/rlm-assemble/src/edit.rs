@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::ctx::{Ctx, fill_report};
 use crate::ctxdir::{PartFile, rename, write_atomic};
 use crate::error::{Error, Result};
-use crate::part::{PartName, Rank, Role, State};
+use crate::part::{PartName, Rank, Slot, State};
 use crate::report::Report;
 
 /// Output of [`Ctx::env`].
@@ -78,7 +78,7 @@ impl Ctx {
         self.report("toggle", changes, notes)
     }
 
-    /// Moves one part to another rank (keeping kind, role and state).
+    /// Moves one part to another rank (keeping kind, slot and state).
     pub fn set_rank(&self, name: &str, rank: &str) -> Result<Report> {
         let rank: Rank = rank.parse()?;
         let scan = self.dir.scan()?;
@@ -96,7 +96,7 @@ impl Ctx {
         }
         if self
             .dir
-            .id_taken(&scan, rank, &part.name.kind, part.name.role)
+            .id_taken(&scan, rank, &part.name.kind, part.name.slot)
         {
             return Err(Error::Invalid(format!(
                 "{} already exists; choose another rank",
@@ -155,14 +155,14 @@ impl Ctx {
         let existing = scan
             .parts
             .iter()
-            .find(|p| p.name.role == Role::User && p.name.state != State::Linked);
+            .find(|p| p.name.slot == Slot::User && p.name.state != State::Linked);
         let (name, path, action) = match existing {
             Some(part) => (part.name.clone(), part.path.clone(), "updated"),
             None => {
                 let name = PartName {
                     rank: Rank::new(10)?,
                     kind: "request".into(),
-                    role: Role::User,
+                    slot: Slot::User,
                     state: State::Active,
                 };
                 let path = self.dir.path_for(&name);
@@ -181,7 +181,7 @@ impl Ctx {
         for part in scan
             .parts
             .iter()
-            .filter(|p| p.name.role == Role::Evidence && p.name.state != State::Skipped)
+            .filter(|p| p.name.slot == Slot::Evidence && p.name.state != State::Skipped)
         {
             let path = crate::ctxdir::absolute(&part.path);
             variables.push((

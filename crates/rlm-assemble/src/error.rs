@@ -59,7 +59,7 @@ pub enum Error {
         /// The directory looked at.
         path: PathBuf,
     },
-    /// Any other rejected input (bad role, name collision, link toggled off...).
+    /// Any other rejected input (bad slot, name collision, link toggled off...).
     #[error("{0}")]
     Invalid(String),
     /// The required parts (system, user, ranks 000–199) do not fit the budget.

@@ -13,7 +13,7 @@ use crate::ctx::{Ctx, fill_report};
 use crate::ctxdir::{read_text, write_atomic};
 use crate::edit::set_state;
 use crate::error::{Error, Result};
-use crate::part::{Role, State};
+use crate::part::{Slot, State};
 use crate::report::Report;
 
 /// BM25 term-frequency saturation.
@@ -114,7 +114,7 @@ impl Ctx {
         let undone = self.undo_focus()?;
         let before = self.snapshot()?;
         let evidence: Vec<usize> = (0..before.counted.parts.len())
-            .filter(|&i| before.counted.parts[i].file.name.role == Role::Evidence)
+            .filter(|&i| before.counted.parts[i].file.name.slot == Slot::Evidence)
             .collect();
         let documents: Vec<String> = evidence
             .iter()

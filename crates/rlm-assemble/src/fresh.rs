@@ -121,7 +121,7 @@ fn refind(source: &str, body: &str, old: Span) -> Option<Span> {
 /// One row of `status`.
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusPart {
-    /// `<rank>_<kind>.<role>`.
+    /// `<rank>_<kind>.<slot>`.
     pub name: String,
     /// active, skipped or linked.
     pub state: State,

@@ -1,6 +1,6 @@
 //! Evidence-based context assembly: ranked evidence, budgets, `prompt.mdctx` and `ctxplan.json`.
 //!
-//! A *ctx directory* holds the parts of a prompt as files named `<rank>_<kind>.<role>.md`:
+//! A *ctx directory* holds the parts of a prompt as files named `<rank>_<kind>.<slot>.md`:
 //! a system policy, a user request and evidence (whole files or line/byte ranges of files,
 //! each carrying its provenance). `.md.skip` files are kept but left out; `.link` symlinks are
 //! read at build time, always current and always active. [`Ctx::assemble`] writes
@@ -9,7 +9,7 @@
 //! and token counts are cached by content hash, so a rebuild only counts what changed.
 //!
 //! ```
-//! use rlm_assemble::{AddOptions, Ctx, InitOptions, Role};
+//! use rlm_assemble::{AddOptions, Ctx, InitOptions, Slot};
 //! use rlm_context::tokens::Tokenizer;
 //!
 //! let work = tempfile::tempdir()?;
@@ -17,7 +17,7 @@
 //! let options = InitOptions { tokenizer: Tokenizer::Approx, ..InitOptions::default() };
 //! let (ctx, _) = Ctx::init(&work.path().join("ctx"), options)?;
 //! ctx.ask("What does deploy do?")?;
-//! let add = AddOptions { rank: None, role: Role::Evidence, link: false, base: work.path().into() };
+//! let add = AddOptions { rank: None, slot: Slot::Evidence, link: false, base: work.path().into() };
 //! ctx.add(&["flow.sh::1,3#deploy".to_owned()], &add)?;
 //! let built = ctx.assemble()?;
 //! assert_eq!(built.plan.totals.included, 3);
@@ -50,7 +50,7 @@ pub use edit::EnvReport;
 pub use error::{Error, Result};
 pub use focus::{Bm25, FocusOptions};
 pub use fresh::{Freshness, StatusPart, StatusReport};
-pub use part::{PartName, Rank, Role, State};
+pub use part::{PartName, Rank, Slot, State};
 pub use plan::{OverBudget, PartStatus, Plan, PlanPart, Totals};
 pub use provenance::Provenance;
 pub use report::{Change, PlanReport, Report, Summary};

@@ -1,4 +1,4 @@
-//! Part file names: `<rank>_<kind>.<role>.md`, `….md.skip` (inactive) and `….link` (a symlink
+//! Part file names: `<rank>_<kind>.<slot>.md`, `….md.skip` (inactive) and `….link` (a symlink
 //! that is always current and always active).
 
 use std::fmt;
@@ -69,11 +69,13 @@ impl FromStr for Rank {
     }
 }
 
-/// Who speaks a part in the prompt.
+/// Which group of the prompt a part goes in: the `.system` / `.user` / `.evidence` suffix of
+/// its file name. (Not a chat role: the whole prompt is one text. The command line and JSON
+/// call it the part's `role`, as in `rlm ctx add --role`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub enum Slot {
     /// Instructions (`# System`).
     System,
     /// The request (`# User Request`).
@@ -82,8 +84,8 @@ pub enum Role {
     Evidence,
 }
 
-impl Role {
-    /// The role's name as written in file names.
+impl Slot {
+    /// The slot's name as written in file names.
     pub fn name(self) -> &'static str {
         match self {
             Self::System => "system",
@@ -93,7 +95,7 @@ impl Role {
     }
 }
 
-impl FromStr for Role {
+impl FromStr for Slot {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
@@ -127,8 +129,8 @@ pub struct PartName {
     pub rank: Rank,
     /// Free-form short name (`flow_sh`).
     pub kind: String,
-    /// Prompt role.
-    pub role: Role,
+    /// Prompt slot.
+    pub slot: Slot,
     /// Active, skipped or linked.
     pub state: State,
 }
@@ -147,10 +149,10 @@ impl PartName {
             return Ok(None);
         };
         let bad = |why: &str| Error::Invalid(format!("`{file_name}` is not a part name: {why}"));
-        let (head, role) = stem
+        let (head, slot) = stem
             .rsplit_once('.')
-            .ok_or_else(|| bad("expected <rank>_<kind>.<role>"))?;
-        let role: Role = role.parse()?;
+            .ok_or_else(|| bad("expected <rank>_<kind>.<slot>"))?;
+        let slot: Slot = slot.parse()?;
         let (rank, kind) = head
             .split_once('_')
             .ok_or_else(|| bad("expected <rank>_<kind>"))?;
@@ -161,14 +163,14 @@ impl PartName {
         Ok(Some(Self {
             rank,
             kind: kind.to_owned(),
-            role,
+            slot,
             state,
         }))
     }
 
     /// `100_flow_sh.evidence`: the name without the state ending, stable across toggles.
     pub fn id(&self) -> String {
-        format!("{}_{}.{}", self.rank, self.kind, self.role.name())
+        format!("{}_{}.{}", self.rank, self.kind, self.slot.name())
     }
 
     /// The file name for this part in its current state.
@@ -220,7 +222,7 @@ mod tests {
         let name = PartName::parse("100_flow_sh.evidence.md").unwrap().unwrap();
         assert_eq!(name.rank.get(), 100);
         assert_eq!(name.kind, "flow_sh");
-        assert_eq!(name.role, Role::Evidence);
+        assert_eq!(name.slot, Slot::Evidence);
         assert_eq!(name.state, State::Active);
         assert_eq!(name.file_name(), "100_flow_sh.evidence.md");
         let skipped = PartName::parse("200_t.evidence.md.skip").unwrap().unwrap();

@@ -13,7 +13,7 @@ use sha2::{Digest as _, Sha256};
 use crate::cache::{TokenCache, cache_key};
 use crate::ctxdir::{CtxDir, LoadedPart, Scan};
 use crate::error::{Error, Result};
-use crate::part::{Rank, Role, State};
+use crate::part::{Rank, Slot, State};
 use crate::render::{FORMAT_VERSION, ORDER_RULE, group_heading, header, section};
 
 /// Whether a part is in the built prompt.
@@ -33,12 +33,13 @@ pub enum PartStatus {
 pub struct PlanPart {
     /// Rank, three digits.
     pub rank: Rank,
-    /// `<rank>_<kind>.<role>`.
+    /// `<rank>_<kind>.<slot>`.
     pub name: String,
     /// The kind from the file name.
     pub kind: String,
-    /// Prompt role.
-    pub role: Role,
+    /// Prompt slot (`role` in JSON, as on the command line).
+    #[serde(rename = "role")]
+    pub slot: Slot,
     /// Whether the part is a `.link`.
     pub linked: bool,
     /// Source URI.
@@ -152,7 +153,7 @@ pub fn load_and_count(dir: &CtxDir, scan: &Scan, cache: &mut TokenCache) -> Resu
         Ok((part, text, key))
     })?;
     let mut prepared = prepared;
-    prepared.sort_by_cached_key(|(p, _, _)| (p.file.name.role, p.file.name.rank, p.file.name.id()));
+    prepared.sort_by_cached_key(|(p, _, _)| (p.file.name.slot, p.file.name.rank, p.file.name.id()));
     let mut parts = Vec::with_capacity(prepared.len());
     let mut sections = Vec::with_capacity(prepared.len());
     let mut keys = Vec::with_capacity(prepared.len());
@@ -204,18 +205,18 @@ fn is_included(part: &LoadedPart) -> bool {
 }
 
 fn is_required(part: &LoadedPart) -> bool {
-    part.file.name.role != Role::Evidence || part.file.name.rank.get() < Rank::REQUIRED_BELOW
+    part.file.name.slot != Slot::Evidence || part.file.name.rank.get() < Rank::REQUIRED_BELOW
 }
 
 /// The frame text (header and group headings) for the parts that will be included.
 fn frame_text(flow_id: &str, counted: &Counted) -> String {
     let mut frame = header(flow_id);
-    for role in [Role::System, Role::User] {
+    for slot in [Slot::System, Slot::User] {
         let present = counted
             .parts
             .iter()
-            .any(|p| p.file.name.role == role && is_included(p));
-        if present && let Some(heading) = group_heading(role) {
+            .any(|p| p.file.name.slot == slot && is_included(p));
+        if present && let Some(heading) = group_heading(slot) {
             frame.push_str(heading);
         }
     }
@@ -277,7 +278,7 @@ pub fn plan(dir: &CtxDir, counted: &Counted, cache: &mut TokenCache, budget: Opt
         .zip(counted.sections.iter().zip(&counted.tokens))
     {
         let name = &part.file.name;
-        let at = (status == PartStatus::Active).then(|| offset.place(name.role, text.len()));
+        let at = (status == PartStatus::Active).then(|| offset.place(name.slot, text.len()));
         if status == PartStatus::Active {
             digest.update(name.id().as_bytes());
             digest.update(b"\n");
@@ -289,7 +290,7 @@ pub fn plan(dir: &CtxDir, counted: &Counted, cache: &mut TokenCache, budget: Opt
             rank: name.rank,
             name: name.id(),
             kind: name.kind.clone(),
-            role: name.role,
+            slot: name.slot,
             linked: name.state == State::Linked,
             uri: part.provenance.source_uri.clone(),
             path: part.provenance.path.clone(),
@@ -357,14 +358,14 @@ fn over_budget_error(counted: &Counted, required: u64, budget: u64) -> OverBudge
 /// Tracks where the next section lands, inserting the group headings once.
 struct Offsets {
     next: u64,
-    opened: Vec<Role>,
+    opened: Vec<Slot>,
 }
 
 impl Offsets {
-    fn place(&mut self, role: Role, length: usize) -> u64 {
-        if !self.opened.contains(&role) {
-            self.opened.push(role);
-            if let Some(heading) = group_heading(role) {
+    fn place(&mut self, slot: Slot, length: usize) -> u64 {
+        if !self.opened.contains(&slot) {
+            self.opened.push(slot);
+            if let Some(heading) = group_heading(slot) {
                 self.next += heading.len() as u64;
             }
         }
@@ -378,14 +379,14 @@ impl Offsets {
 pub fn document(plan: &Plan, counted: &Counted) -> String {
     let mut text = String::with_capacity(plan.totals.bytes as usize);
     text.push_str(&header(&plan.flow_id));
-    let mut opened: Vec<Role> = Vec::new();
+    let mut opened: Vec<Slot> = Vec::new();
     for (part, section) in plan.parts.iter().zip(&counted.sections) {
         if part.status != PartStatus::Active {
             continue;
         }
-        if !opened.contains(&part.role) {
-            opened.push(part.role);
-            if let Some(heading) = group_heading(part.role) {
+        if !opened.contains(&part.slot) {
+            opened.push(part.slot);
+            if let Some(heading) = group_heading(part.slot) {
                 text.push_str(heading);
             }
         }

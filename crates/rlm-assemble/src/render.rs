@@ -2,7 +2,7 @@
 //! can be cached by the hash of exactly the text that goes into the prompt.
 
 use crate::ctxdir::LoadedPart;
-use crate::part::Role;
+use crate::part::Slot;
 
 /// The document format version written in the header and the plan.
 pub const FORMAT_VERSION: u32 = 1;
@@ -15,19 +15,19 @@ pub fn header(flow_id: &str) -> String {
     format!("<!-- rlm-mdctx version={FORMAT_VERSION} flow={flow} order=\"{ORDER_RULE}\" -->\n\n")
 }
 
-/// The heading that opens the group of parts with this role, if it has one.
-pub fn group_heading(role: Role) -> Option<&'static str> {
-    match role {
-        Role::System => Some("# System\n\n"),
-        Role::User => Some("# User Request\n\n"),
-        Role::Evidence => None,
+/// The heading that opens the group of parts with this slot, if it has one.
+pub fn group_heading(slot: Slot) -> Option<&'static str> {
+    match slot {
+        Slot::System => Some("# System\n\n"),
+        Slot::User => Some("# User Request\n\n"),
+        Slot::Evidence => None,
     }
 }
 
 /// A part as it appears in the prompt.
 pub fn section(part: &LoadedPart) -> String {
-    match part.file.name.role {
-        Role::System | Role::User => {
+    match part.file.name.slot {
+        Slot::System | Slot::User => {
             let body = part.body.trim_end();
             if body.is_empty() {
                 String::new()
@@ -35,7 +35,7 @@ pub fn section(part: &LoadedPart) -> String {
                 format!("{body}\n\n")
             }
         }
-        Role::Evidence => evidence_section(part),
+        Slot::Evidence => evidence_section(part),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::plan::{PartStatus, Plan};
 pub struct Change {
     /// `added`, `updated`, `unchanged`, `linked`, `on`, `off`, `renamed`, `removed`, `rebased`...
     pub action: &'static str,
-    /// The part (`<rank>_<kind>.<role>`).
+    /// The part (`<rank>_<kind>.<slot>`).
     pub part: String,
     /// Bytes of the part's section in the prompt.
     pub bytes: u64,
@@ -156,7 +156,7 @@ impl fmt::Display for PlanReport {
                 f,
                 "{:<4} {:<8} {:<44} {:>9} {:>8}  {status}",
                 part.rank.to_string(),
-                part.role.name(),
+                part.slot.name(),
                 part.name,
                 part.bytes,
                 part.tokens

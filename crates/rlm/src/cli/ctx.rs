@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use rlm_assemble::Role;
+use rlm_assemble::Slot;
 use rlm_context::tokens::Tokenizer;
 
 #[derive(Debug, Args)]
@@ -38,9 +38,9 @@ pub enum CtxAction {
         /// Rank, three digits 000–499 (default 200 for evidence).
         #[arg(long)]
         rank: Option<String>,
-        /// Role of the new parts.
-        #[arg(long, value_enum, default_value_t = Role::Evidence)]
-        role: Role,
+        /// Role of the new parts: the prompt group they go in.
+        #[arg(long, value_enum, default_value_t = Slot::Evidence)]
+        role: Slot,
         /// Add whole files as `.link` symlinks: always current, always active.
         #[arg(long)]
         link: bool,

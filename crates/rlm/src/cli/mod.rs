@@ -158,7 +158,7 @@ mod tests {
             ["bm25", "semantic", "hybrid"]
         );
         assert_eq!(
-            names::<rlm_assemble::Role>(),
+            names::<rlm_assemble::Slot>(),
             ["system", "user", "evidence"]
         );
         let tokens = SizeUnit::Tokens.to_possible_value().unwrap();

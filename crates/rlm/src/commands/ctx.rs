@@ -39,7 +39,7 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
             })?;
             let options = AddOptions {
                 rank,
-                role,
+                slot: role,
                 link,
                 base,
             };
