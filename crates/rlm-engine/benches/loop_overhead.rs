@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rlm_engine::testing::FakeRepl;
-use rlm_engine::{Budget, ContextPart, PartSize, Rlm};
+use rlm_engine::{ContextPart, PartSize, Rlm, RunLimits};
 use rlm_llm::fake::{FakeReply, FakeServer};
 
 const ROUNDS: usize = 7;
@@ -55,7 +55,7 @@ async fn fan_out() {
             .repl(Arc::new(FakeRepl))
             .model("root")
             .subcall_model("sub")
-            .budget(Budget::default())
+            .limits(RunLimits::default())
             .build()
             .unwrap();
         let started = Instant::now();
@@ -64,7 +64,7 @@ async fn fan_out() {
             .await
             .unwrap();
         samples.push(started.elapsed().as_secs_f64() * 1000.0);
-        assert_eq!(result.usage.subcalls, FAN_OUT as u64);
+        assert_eq!(result.subcalls, FAN_OUT as u64);
     }
     // One root turn (latency) + one batched round (latency) is the ideal.
     let ideal = 2.0 * LATENCY.as_secs_f64() * 1000.0;

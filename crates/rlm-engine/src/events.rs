@@ -3,7 +3,8 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::model::CallUsage;
+use rlm_llm::Usage;
+
 use crate::repl::ExecOutcome;
 use crate::run::Status;
 
@@ -32,7 +33,7 @@ impl SubcallKind {
 pub struct Progress {
     /// Input + output tokens.
     pub tokens: u64,
-    /// Dollars over priced calls.
+    /// Dollars over priced calls (a lower bound when some prices are unknown).
     pub cost_usd: f64,
     /// Sub-calls currently running.
     pub subcalls_in_flight: usize,
@@ -66,8 +67,8 @@ pub enum Event<'a> {
     ModelReplied {
         /// Recursion depth.
         depth: u32,
-        /// What this call cost.
-        usage: &'a CallUsage,
+        /// The call's tokens.
+        usage: &'a Usage,
         /// Tree totals.
         progress: Progress,
     },

@@ -12,14 +12,15 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
-use crate::budget::{Exhausted, Ledger, Usage};
+use rlm_llm::{ChatRequest, UsageReport};
+
 use crate::context::ContextPart;
 use crate::events::{Event, Progress, SubcallKind};
-use crate::model::{CallUsage, ChatMessage, ModelRequest};
+use crate::limits::RunAccount;
 use crate::prompt::{render, truncate};
 use crate::repl::SubcallHost;
 use crate::rlm::Shared;
-use crate::run::{RunResult, run_loop};
+use crate::run::{RunResult, error_chain, run_loop};
 
 /// How much of a sub-call's prompt and response the trajectory keeps (sizes are always logged).
 const LOG_PREVIEW_CHARS: usize = 4_000;
@@ -41,7 +42,8 @@ pub struct SubcallRecord {
     pub response_chars: usize,
     /// Tokens per model, in the reference log's shape.
     pub usage_summary: serde_json::Value,
-    /// Dollars over priced calls (child runs: their whole subtree).
+    /// Dollars over priced calls (child runs: their whole subtree); a lower bound when some
+    /// prices are unknown.
     pub cost_usd: f64,
     /// Seconds from start to answer.
     pub execution_time: f64,
@@ -60,8 +62,8 @@ pub(crate) struct RunScope {
     pub depth: u32,
     pub run_id: String,
     pub model: String,
-    pub ledger: Arc<Ledger>,
-    pub root: Arc<Ledger>,
+    pub account: Arc<RunAccount>,
+    pub root: Arc<RunAccount>,
     /// Directory and stem of this run's trajectory file, when logging.
     pub log: Option<(PathBuf, String)>,
     pub in_flight: Arc<AtomicUsize>,
@@ -80,8 +82,8 @@ impl RunScope {
         depth: u32,
         run_id: String,
         model: String,
-        ledger: Arc<Ledger>,
-        root: Arc<Ledger>,
+        account: Arc<RunAccount>,
+        root: Arc<RunAccount>,
         log: Option<(PathBuf, String)>,
         in_flight: Arc<AtomicUsize>,
     ) -> Self {
@@ -91,7 +93,7 @@ impl RunScope {
             depth,
             run_id,
             model,
-            ledger,
+            account,
             root,
             log,
             in_flight,
@@ -103,10 +105,10 @@ impl RunScope {
 
     /// Tree totals for progress events.
     pub fn progress(&self) -> Progress {
-        let usage = self.root.usage();
+        let total = self.root.spend().total();
         Progress {
-            tokens: usage.total_tokens(),
-            cost_usd: usage.cost_usd(),
+            tokens: total.usage.total(),
+            cost_usd: total.cost_usd,
             subcalls_in_flight: self.in_flight.load(Ordering::Relaxed),
         }
     }
@@ -131,14 +133,13 @@ impl RunScope {
 
     /// Reserves one sub-call in the budget, or says which budget is spent.
     fn admit(&self, kind: SubcallKind) -> Result<(), String> {
-        self.ledger.subcall_allowed().map_err(|reason| {
+        self.account.subcall_allowed().map_err(|reason| {
             format!(
-                "{} refused: the run's {} budget is exhausted",
+                "{} refused: the run's {reason} budget is exhausted",
                 kind.name(),
-                exhausted_name(reason)
             )
         })?;
-        self.ledger.record_subcall();
+        self.account.record_subcall();
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         self.emit(&Event::SubcallStarted {
             depth: self.depth,
@@ -166,30 +167,28 @@ impl RunScope {
         self.admit(SubcallKind::LlmQuery)?;
         let model = model.unwrap_or_else(|| self.shared.settings.subcall_model.clone());
         let started = Instant::now();
-        let messages = [ChatMessage::user(prompt.as_str())];
-        let request = ModelRequest {
-            model: &model,
-            messages: &messages,
-            stop: &[],
-            max_output_tokens: self.shared.settings.subcall_max_output_tokens,
-        };
-        let reply =
-            crate::run::until(self.ledger.deadline(), self.shared.client.complete(request)).await;
-        let (result, usage) = match reply {
-            None => (
-                Err("timed out: the run's time budget is spent".to_owned()),
-                None,
-            ),
-            Some(Err(err)) => (Err(err.message), None),
+        let mut request = ChatRequest::new(model.as_str()).user(prompt.as_str());
+        request.max_tokens = self.shared.settings.subcall_max_output_tokens;
+        let reply = crate::run::until(
+            self.account.deadline(),
+            self.shared.client.complete(&request),
+        )
+        .await;
+        let mut totals = UsageReport::default();
+        let result = match reply {
+            None => Err("timed out: the run's time budget is spent".to_owned()),
+            Some(Err(err)) => {
+                self.account
+                    .spend()
+                    .record_failure(&model, started.elapsed(), 0);
+                Err(error_chain(&err))
+            }
             Some(Ok(reply)) => {
-                self.ledger.record_call(&model, &reply.usage);
-                (Ok(reply.text), Some(reply.usage))
+                self.account.spend().record(&model, &reply);
+                totals.add(&model, &reply);
+                Ok(reply.text)
             }
         };
-        let mut totals = Usage::default();
-        if let Some(usage) = &usage {
-            totals.models.insert(model.clone(), model_totals(usage));
-        }
         self.push(record(
             SubcallKind::LlmQuery,
             &model,
@@ -222,7 +221,7 @@ impl RunScope {
         let model = model.unwrap_or_else(|| self.shared.settings.subcall_model.clone());
         let number = self.children.fetch_add(1, Ordering::Relaxed) + 1;
         let run_id = format!("{}.{number}", self.run_id);
-        let ledger = Ledger::child(&self.ledger, self.shared.settings.child_budget.clone());
+        let account = RunAccount::child(&self.account, self.shared.settings.child_limits.clone());
         let log = self
             .log
             .as_ref()
@@ -232,7 +231,7 @@ impl RunScope {
             self.depth + 1,
             run_id.clone(),
             model.clone(),
-            ledger,
+            account,
             Arc::clone(&self.root),
             log,
             Arc::clone(&self.in_flight),
@@ -245,11 +244,11 @@ impl RunScope {
         );
         let contexts = vec![ContextPart::new(prompt.as_str()).with_name("delegated request")];
         let outcome = run_loop(Arc::clone(&scope), &query, contexts, Some(&self.run_id)).await;
-        let (result, usage, log_path): (Result<String, String>, Usage, Option<PathBuf>) =
+        let (result, usage, log_path): (Result<String, String>, UsageReport, Option<PathBuf>) =
             match outcome {
                 Err(err) => (
-                    Err(format!("child run failed: {err}")),
-                    scope.ledger.usage(),
+                    Err(format!("child run failed: {}", error_chain(&err))),
+                    scope.account.spend().report(),
                     None,
                 ),
                 Ok(RunResult {
@@ -337,7 +336,7 @@ fn record(
     model: &str,
     prompt: &str,
     result: &Result<String, String>,
-    usage: &Usage,
+    usage: &UsageReport,
     started: Instant,
     child_run_id: Option<String>,
 ) -> SubcallRecord {
@@ -353,7 +352,7 @@ fn record(
         response: truncate(response, LOG_PREVIEW_CHARS),
         response_chars: response.chars().count(),
         usage_summary: usage_summary(usage),
-        cost_usd: usage.cost_usd(),
+        cost_usd: usage.total.cost_usd,
         execution_time: started.elapsed().as_secs_f64(),
         error,
         child_run_id,
@@ -362,7 +361,7 @@ fn record(
 }
 
 /// Usage in the reference log's shape: `{"model_usage_summaries": {model: {...}}}`.
-pub(crate) fn usage_summary(usage: &Usage) -> serde_json::Value {
+pub(crate) fn usage_summary(usage: &UsageReport) -> serde_json::Value {
     let models: serde_json::Map<String, serde_json::Value> = usage
         .models
         .iter()
@@ -371,36 +370,14 @@ pub(crate) fn usage_summary(usage: &Usage) -> serde_json::Value {
                 model.clone(),
                 json!({
                     "total_calls": totals.calls,
-                    "total_input_tokens": totals.input_tokens,
-                    "total_output_tokens": totals.output_tokens,
-                    "cache_read_tokens": totals.cache_read_tokens,
-                    "cache_write_tokens": totals.cache_write_tokens,
+                    "total_input_tokens": totals.usage.input_tokens,
+                    "total_output_tokens": totals.usage.output_tokens,
+                    "cache_read_tokens": totals.usage.cache_read_tokens,
+                    "cache_write_tokens": totals.usage.cache_write_tokens,
                     "cost_usd": totals.cost_usd,
                 }),
             )
         })
         .collect();
     json!({ "model_usage_summaries": models })
-}
-
-fn model_totals(usage: &CallUsage) -> crate::budget::ModelTotals {
-    crate::budget::ModelTotals {
-        calls: 1,
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        cache_read_tokens: usage.cache_read_tokens,
-        cache_write_tokens: usage.cache_write_tokens,
-        cost_usd: usage.cost_usd.unwrap_or(0.0),
-        unpriced_calls: u64::from(usage.cost_usd.is_none()),
-    }
-}
-
-/// A budget's name as shown to the model and the user.
-pub(crate) fn exhausted_name(reason: Exhausted) -> &'static str {
-    match reason {
-        Exhausted::Tokens => "token",
-        Exhausted::Cost => "cost",
-        Exhausted::Time => "time",
-        Exhausted::Subcalls => "sub-call",
-    }
 }

@@ -6,14 +6,17 @@
 //! chooses (`llm_query`, `llm_query_batched`, `rlm_query`), until it answers with `FINAL(...)`
 //! or `FINAL_VAR(name)`.
 //!
-//! The engine reaches models through [`ModelClient`] (implemented for `rlm_llm::LlmClient`) and
-//! the sandbox through [`ReplFactory`] ([`SandboxRepl`] over `rlm-sandbox`'s Monty sessions). Budgets (tokens, cost, time,
-//! sub-calls, errors, iterations) are shared down the recursion tree through a [`Ledger`], and
-//! every turn is appended to a JSONL trajectory as it happens.
+//! The engine reaches models through [`ModelClient`] (implemented for `rlm_llm::LlmClient`,
+//! speaking `rlm-llm`'s request, response and error types) and the sandbox through
+//! [`ReplFactory`] ([`SandboxRepl`] over `rlm-sandbox`'s Monty sessions). [`RunLimits`] (spend,
+//! time, sub-calls, errors, iterations) bound the whole recursion tree: spend is recorded in an
+//! `rlm_llm::Ledger` per run, each under its parent's. Every turn is appended to a JSONL
+//! trajectory as it happens.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use rlm_engine::{Budget, ContextPart, ModelClient, ReplFactory, Rlm};
+//! use rlm_engine::{ContextPart, ModelClient, ReplFactory, Rlm, RunLimits};
+//! use rlm_llm::Budget;
 //!
 //! async fn ask(
 //!     client: Arc<dyn ModelClient>,
@@ -24,7 +27,11 @@
 //!         .repl(repl)
 //!         .model("openai:gpt-4o")
 //!         .subcall_model("openai:gpt-4o-mini")
-//!         .budget(Budget { max_iterations: 20, max_cost_usd: Some(1.0), ..Budget::default() })
+//!         .limits(RunLimits {
+//!             max_iterations: 20,
+//!             spend: Budget { max_cost_usd: Some(1.0), ..Budget::default() },
+//!             ..RunLimits::default()
+//!         })
 //!         .build()?;
 //!     let log = ContextPart::new("2024-01-01 ERROR disk full\n").with_name("app.log");
 //!     let result = rlm.completion("Which errors occurred?", vec![log]).await?;
@@ -36,12 +43,11 @@
 //! }
 //! ```
 
-mod budget;
 mod context;
 mod error;
 mod events;
 mod host;
-mod llm;
+mod limits;
 mod model;
 pub mod parse;
 pub mod prompt;
@@ -54,14 +60,12 @@ pub mod trajectory;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
-pub use budget::{Budget, Exhausted, Ledger, ModelTotals, Usage};
 pub use context::{ContextPart, PartSize, describe as describe_contexts, group_digits};
 pub use error::Error;
 pub use events::{Event, EventSink, Progress, SubcallKind};
 pub use host::SubcallRecord;
-pub use model::{
-    CallUsage, ChatMessage, FinishReason, ModelClient, ModelError, ModelReply, ModelRequest, Role,
-};
+pub use limits::RunLimits;
+pub use model::ModelClient;
 pub use prompt::Prompts;
 pub use repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
 pub use rlm::{

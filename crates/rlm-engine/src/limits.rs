@@ -1,26 +1,23 @@
-//! Budgets and the usage ledger shared down the recursion tree.
+//! Run limits and the accounts shared down the recursion tree.
 //!
-//! Every run has a [`Ledger`]. A child run's ledger points at its parent's: recording usage adds
-//! it to every ancestor, and a check walks every ancestor, so a child can never spend more than
-//! its parent has left, and the root's totals are the sum over the whole tree.
+//! Spend (tokens, dollars, calls) is `rlm-llm`'s [`Ledger`]: one node per run, a child run's
+//! node under its parent's, so a child can never spend more than its parent has left. The
+//! engine adds what only a run has: a deadline and a count of sub-calls, bounded the same way.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use rlm_llm::{Budget, Ledger};
 
-use crate::model::CallUsage;
-
-/// Limits for one run (and, through the ledger, for everything below it).
+/// Limits for one run (and, through its accounts, for everything below it).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Budget {
+pub struct RunLimits {
     /// Root-model turns before the engine asks for a final answer. Default 30.
     pub max_iterations: u32,
-    /// Input + output tokens over every model call of the tree.
-    pub max_tokens: Option<u64>,
-    /// US dollars over every priced model call of the tree.
-    pub max_cost_usd: Option<f64>,
+    /// Tokens, dollars and model calls over the run and everything below it.
+    pub spend: Budget,
     /// Wall time of the whole run.
     pub timeout: Option<Duration>,
     /// Sub-calls (`llm_query` items, `rlm_query` runs) over the tree.
@@ -29,12 +26,11 @@ pub struct Budget {
     pub max_consecutive_errors: u32,
 }
 
-impl Default for Budget {
+impl Default for RunLimits {
     fn default() -> Self {
         Self {
             max_iterations: 30,
-            max_tokens: None,
-            max_cost_usd: None,
+            spend: Budget::default(),
             timeout: None,
             max_subcalls: None,
             max_consecutive_errors: 5,
@@ -42,301 +38,222 @@ impl Default for Budget {
     }
 }
 
-/// Which budget ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exhausted {
-    /// The token budget.
-    Tokens,
-    /// The cost budget.
-    Cost,
-    /// The wall-time budget.
+/// Which limit ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exhausted {
+    /// A spend limit of [`RunLimits::spend`].
+    Spend(rlm_llm::Exhausted),
+    /// The wall-time limit.
     Time,
-    /// The sub-call budget.
+    /// The sub-call limit.
     Subcalls,
 }
 
-/// Usage of one model over a run tree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ModelTotals {
-    /// Calls made.
-    pub calls: u64,
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider cache.
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider cache.
-    pub cache_write_tokens: u64,
-    /// Dollars over priced calls.
-    pub cost_usd: f64,
-    /// Calls whose price is unknown (their cost is not in `cost_usd`).
-    pub unpriced_calls: u64,
-}
-
-/// Usage summed over a run and everything below it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Usage {
-    /// Per model name.
-    pub models: BTreeMap<String, ModelTotals>,
-    /// Sub-calls made (`llm_query` items and `rlm_query` runs).
-    pub subcalls: u64,
-}
-
-impl Usage {
-    /// Input + output tokens over all models.
-    pub fn total_tokens(&self) -> u64 {
-        self.models
-            .values()
-            .map(|m| m.input_tokens + m.output_tokens)
-            .sum()
-    }
-
-    /// Dollars over priced calls.
-    pub fn cost_usd(&self) -> f64 {
-        self.models.values().map(|m| m.cost_usd).sum()
-    }
-
-    /// Whether some calls had no known price (so `cost_usd` is a lower bound).
-    pub fn cost_is_partial(&self) -> bool {
-        self.models.values().any(|m| m.unpriced_calls > 0)
-    }
-
-    /// Model calls over all models.
-    pub fn calls(&self) -> u64 {
-        self.models.values().map(|m| m.calls).sum()
-    }
-
-    fn add(&mut self, model: &str, call: &CallUsage) {
-        let totals = self.models.entry(model.to_owned()).or_default();
-        totals.calls += 1;
-        totals.input_tokens += call.input_tokens;
-        totals.output_tokens += call.output_tokens;
-        totals.cache_read_tokens += call.cache_read_tokens;
-        totals.cache_write_tokens += call.cache_write_tokens;
-        match call.cost_usd {
-            Some(cost) => totals.cost_usd += cost,
-            None => totals.unpriced_calls += 1,
+impl fmt::Display for Exhausted {
+    /// The limit's name as shown to the model and the user ("the run's {} budget").
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Spend(limit) => limit.fmt(f),
+            Self::Time => f.write_str("time"),
+            Self::Subcalls => f.write_str("sub-call"),
         }
     }
 }
 
-/// Spending of one run subtree, checked against its budget and every ancestor's.
+/// The accounts of one run: its spend ledger, deadline and sub-call count, each bounded by
+/// every ancestor run's.
 #[derive(Debug)]
-pub struct Ledger {
-    parent: Option<Arc<Ledger>>,
-    budget: Budget,
+pub(crate) struct RunAccount {
+    parent: Option<Arc<RunAccount>>,
+    limits: RunLimits,
+    spend: Arc<Ledger>,
     deadline: Option<Instant>,
-    usage: Mutex<Usage>,
+    subcalls: AtomicU64,
 }
 
-impl Ledger {
-    /// The ledger of a root run; its clock starts now.
-    pub fn root(budget: Budget) -> Arc<Self> {
-        let deadline = budget.timeout.map(|t| Instant::now() + t);
+impl RunAccount {
+    /// The account of a root run; its clock starts now.
+    pub fn root(limits: RunLimits) -> Arc<Self> {
         Arc::new(Self {
             parent: None,
-            budget,
-            deadline,
-            usage: Mutex::new(Usage::default()),
+            spend: Ledger::with_budget(limits.spend),
+            deadline: limits.timeout.map(|t| Instant::now() + t),
+            limits,
+            subcalls: AtomicU64::new(0),
         })
     }
 
-    /// A child ledger: its own budget, bounded by everything the parent has left.
-    pub fn child(parent: &Arc<Self>, budget: Budget) -> Arc<Self> {
-        let own = budget.timeout.map(|t| Instant::now() + t);
-        let deadline = match (own, parent.deadline()) {
+    /// A child run's account: its own limits, bounded by everything the parent has left.
+    pub fn child(parent: &Arc<Self>, limits: RunLimits) -> Arc<Self> {
+        let own = limits.timeout.map(|t| Instant::now() + t);
+        let deadline = match (own, parent.deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         Arc::new(Self {
             parent: Some(Arc::clone(parent)),
-            budget,
+            spend: Ledger::child(&parent.spend, limits.spend),
             deadline,
-            usage: Mutex::new(Usage::default()),
+            limits,
+            subcalls: AtomicU64::new(0),
         })
     }
 
-    /// This run's budget.
-    pub fn budget(&self) -> &Budget {
-        &self.budget
+    /// This run's limits.
+    pub fn limits(&self) -> &RunLimits {
+        &self.limits
     }
 
-    /// The earliest deadline of this ledger and its ancestors.
+    /// Where this run's model calls are recorded.
+    pub fn spend(&self) -> &Ledger {
+        &self.spend
+    }
+
+    /// The earliest deadline of this run and its ancestors.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
-    /// Records one model call here and in every ancestor.
-    pub fn record_call(&self, model: &str, call: &CallUsage) {
-        self.each(|ledger| ledger.lock().add(model, call));
+    /// Sub-calls made by this run and everything below it.
+    pub fn subcalls(&self) -> u64 {
+        self.subcalls.load(Ordering::Relaxed)
     }
 
     /// Counts one sub-call here and in every ancestor.
     pub fn record_subcall(&self) {
-        self.each(|ledger| ledger.lock().subcalls += 1);
+        for account in self.path() {
+            account.subcalls.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// A snapshot of what this subtree spent.
-    pub fn usage(&self) -> Usage {
-        self.lock().clone()
-    }
-
-    /// The first exhausted budget on the path from here to the root, if any.
+    /// The first exhausted limit on the path from here to the root, if any.
     pub fn exhausted(&self) -> Option<Exhausted> {
-        let mut current = Some(self);
-        while let Some(ledger) = current {
-            if let Some(reason) = ledger.own_exhausted() {
-                return Some(reason);
-            }
-            current = ledger.parent.as_deref();
-        }
-        None
-    }
-
-    /// Whether one more sub-call fits every budget on the path to the root.
-    pub fn subcall_allowed(&self) -> Result<(), Exhausted> {
-        if let Some(reason) = self.exhausted() {
-            return Err(reason);
-        }
-        Ok(())
-    }
-
-    fn own_exhausted(&self) -> Option<Exhausted> {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Some(Exhausted::Time);
         }
-        let usage = self.lock();
-        if self
-            .budget
-            .max_tokens
-            .is_some_and(|max| usage.total_tokens() >= max)
-        {
-            return Some(Exhausted::Tokens);
+        if let Some(limit) = self.spend.exhausted() {
+            return Some(Exhausted::Spend(limit));
         }
-        if self
-            .budget
-            .max_cost_usd
-            .is_some_and(|max| usage.cost_usd() >= max)
-        {
-            return Some(Exhausted::Cost);
-        }
-        if self
-            .budget
-            .max_subcalls
-            .is_some_and(|max| usage.subcalls >= max)
-        {
-            return Some(Exhausted::Subcalls);
-        }
-        None
+        self.path()
+            .any(|account| {
+                account
+                    .limits
+                    .max_subcalls
+                    .is_some_and(|max| account.subcalls() >= max)
+            })
+            .then_some(Exhausted::Subcalls)
     }
 
-    fn each(&self, mut apply: impl FnMut(&Ledger)) {
-        let mut current = Some(self);
-        while let Some(ledger) = current {
-            apply(ledger);
-            current = ledger.parent.as_deref();
+    /// Whether one more sub-call fits every limit on the path to the root.
+    pub fn subcall_allowed(&self) -> Result<(), Exhausted> {
+        match self.exhausted() {
+            Some(reason) => Err(reason),
+            None => Ok(()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Usage> {
-        // A panic while holding this lock cannot leave a half-updated sum worth refusing.
-        self.usage.lock().unwrap_or_else(PoisonError::into_inner)
+    /// This run, its parent, and so on up to the root.
+    fn path(&self) -> impl Iterator<Item = &RunAccount> {
+        std::iter::successors(Some(self), |account| account.parent.as_deref())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use rlm_llm::{ChatResponse, Usage};
+
     use super::*;
 
-    fn call(input: u64, output: u64, cost: Option<f64>) -> CallUsage {
-        CallUsage {
-            input_tokens: input,
-            output_tokens: output,
-            cost_usd: cost,
-            ..CallUsage::default()
+    fn call(input: u64, output: u64, cost_usd: Option<f64>) -> ChatResponse {
+        ChatResponse {
+            text: String::new(),
+            model: "m".to_owned(),
+            finish_reason: None,
+            usage: Usage {
+                input_tokens: input,
+                output_tokens: output,
+                ..Usage::default()
+            },
+            cost_usd,
+            latency: Duration::ZERO,
+            retries: 0,
+            replayed: false,
+        }
+    }
+
+    fn spend(budget: Budget) -> RunLimits {
+        RunLimits {
+            spend: budget,
+            ..RunLimits::default()
         }
     }
 
     #[test]
-    fn usage_sums_up_the_tree() {
-        let root = Ledger::root(Budget::default());
-        let child = Ledger::child(&root, Budget::default());
-        let grandchild = Ledger::child(&child, Budget::default());
-        root.record_call("big", &call(100, 10, Some(0.5)));
-        grandchild.record_call("small", &call(7, 3, None));
-        grandchild.record_subcall();
-        assert_eq!(grandchild.usage().total_tokens(), 10);
-        assert_eq!(child.usage().total_tokens(), 10);
-        let total = root.usage();
-        assert_eq!(total.total_tokens(), 120);
-        assert_eq!(total.subcalls, 1);
-        assert_eq!(total.calls(), 2);
-        assert!((total.cost_usd() - 0.5).abs() < 1e-9);
-        assert!(total.cost_is_partial());
-        assert_eq!(total.models["small"].unpriced_calls, 1);
-    }
-
-    #[test]
-    fn child_cannot_outspend_parent() {
-        let root = Ledger::root(Budget {
+    fn child_spend_is_bounded_by_the_parent() {
+        let root = RunAccount::root(spend(Budget {
             max_tokens: Some(100),
             ..Budget::default()
-        });
-        root.record_call("m", &call(90, 0, None));
-        // The child's own budget is larger, but the parent has only 10 tokens left.
-        let child = Ledger::child(
+        }));
+        root.spend().record("m", &call(90, 0, None));
+        let child = RunAccount::child(
             &root,
-            Budget {
+            spend(Budget {
                 max_tokens: Some(1_000),
                 ..Budget::default()
-            },
+            }),
         );
         assert_eq!(child.exhausted(), None);
-        child.record_call("m", &call(5, 5, None));
-        assert_eq!(child.exhausted(), Some(Exhausted::Tokens));
-        assert_eq!(child.usage().total_tokens(), 10);
+        child.spend().record("m", &call(5, 5, None));
+        assert_eq!(
+            child.exhausted(),
+            Some(Exhausted::Spend(rlm_llm::Exhausted::Tokens))
+        );
+        assert_eq!(root.spend().total().usage.total(), 100);
     }
 
     #[test]
     fn cost_and_subcall_limits() {
-        let root = Ledger::root(Budget {
-            max_cost_usd: Some(1.0),
+        let root = RunAccount::root(RunLimits {
             max_subcalls: Some(2),
-            ..Budget::default()
+            ..RunLimits::default()
         });
+        let child = RunAccount::child(&root, RunLimits::default());
         root.record_subcall();
-        assert!(root.subcall_allowed().is_ok());
-        root.record_subcall();
-        assert_eq!(root.subcall_allowed(), Err(Exhausted::Subcalls));
-        let other = Ledger::root(Budget {
+        assert!(child.subcall_allowed().is_ok());
+        child.record_subcall();
+        assert_eq!(root.subcalls(), 2);
+        assert_eq!(child.subcall_allowed(), Err(Exhausted::Subcalls));
+
+        let other = RunAccount::root(spend(Budget {
             max_cost_usd: Some(1.0),
             ..Budget::default()
-        });
-        other.record_call("m", &call(1, 1, Some(0.6)));
+        }));
+        other.spend().record("m", &call(1, 1, Some(0.6)));
         assert_eq!(other.exhausted(), None);
-        other.record_call("m", &call(1, 1, Some(0.6)));
-        assert_eq!(other.exhausted(), Some(Exhausted::Cost));
+        other.spend().record("m", &call(1, 1, Some(0.6)));
+        assert_eq!(
+            other.exhausted(),
+            Some(Exhausted::Spend(rlm_llm::Exhausted::Cost))
+        );
     }
 
     #[test]
     fn child_deadline_is_bounded_by_parent() {
-        let root = Ledger::root(Budget {
+        let root = RunAccount::root(RunLimits {
             timeout: Some(Duration::from_secs(1)),
-            ..Budget::default()
+            ..RunLimits::default()
         });
-        let child = Ledger::child(
+        let child = RunAccount::child(
             &root,
-            Budget {
+            RunLimits {
                 timeout: Some(Duration::from_secs(3600)),
-                ..Budget::default()
+                ..RunLimits::default()
             },
         );
         assert!(child.deadline() <= root.deadline());
-        let expired = Ledger::root(Budget {
+        let expired = RunAccount::root(RunLimits {
             timeout: Some(Duration::ZERO),
-            ..Budget::default()
+            ..RunLimits::default()
         });
         assert_eq!(expired.exhausted(), Some(Exhausted::Time));
     }

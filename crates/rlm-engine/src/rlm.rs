@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use crate::budget::{Budget, Ledger};
 use crate::context::ContextPart;
 use crate::error::Error;
 use crate::events::EventSink;
 use crate::host::RunScope;
+use crate::limits::{RunAccount, RunLimits};
 use crate::model::ModelClient;
 use crate::prompt::Prompts;
 use crate::repl::ReplFactory;
@@ -35,10 +35,10 @@ pub struct Settings {
     pub subcall_model: String,
     /// Depth of `rlm_query` recursion: 1 = `rlm_query` is a plain `llm_query`.
     pub max_depth: u32,
-    /// Budget of the root run.
-    pub budget: Budget,
-    /// Budget of each child run (still bounded by what the parent has left).
-    pub child_budget: Budget,
+    /// Limits of the root run.
+    pub limits: RunLimits,
+    /// Limits of each child run (still bounded by what the parent has left).
+    pub child_limits: RunLimits,
     /// Prompt templates.
     pub prompts: Prompts,
     /// Printed output per block shown to the model.
@@ -92,8 +92,10 @@ impl Rlm {
 
     /// Answers `query` over `contexts`.
     ///
-    /// Budget stops and model mistakes end the run with a [`Status`](crate::Status) in the
-    /// result; `Err` means the run could not start or its log could not be written.
+    /// Limits, model mistakes and a failing root model end the run with a
+    /// [`Status`](crate::Status) in the result (the model's error, typed, in
+    /// [`RunResult::error`]); `Err` means the run could not start or its log could not be
+    /// written.
     ///
     /// Cancel safety: dropping the future stops the run; the trajectory keeps every line
     /// written so far.
@@ -103,7 +105,7 @@ impl Rlm {
         contexts: Vec<ContextPart>,
     ) -> Result<RunResult, Error> {
         let settings = &self.shared.settings;
-        let ledger = Ledger::root(settings.budget.clone());
+        let account = RunAccount::root(settings.limits.clone());
         let run_id = new_run_id();
         let log = settings
             .log_dir
@@ -114,8 +116,8 @@ impl Rlm {
             0,
             run_id,
             settings.root_model.clone(),
-            Arc::clone(&ledger),
-            ledger,
+            Arc::clone(&account),
+            account,
             log,
             Arc::new(AtomicUsize::new(0)),
         ));
@@ -132,8 +134,8 @@ pub struct RlmBuilder {
     root_model: Option<String>,
     subcall_model: Option<String>,
     max_depth: Option<u32>,
-    budget: Option<Budget>,
-    child_budget: Option<Budget>,
+    limits: Option<RunLimits>,
+    child_limits: Option<RunLimits>,
     prompts: Option<Prompts>,
     output_limit: Option<usize>,
     subcall_window_chars: Option<usize>,
@@ -167,10 +169,10 @@ impl RlmBuilder {
         events: Arc<dyn EventSink>);
     setter!(/// Recursion depth (default 1: `rlm_query` is a plain sub-call).
         max_depth: u32);
-    setter!(/// Budget of the root run (default: [`Budget::default`]).
-        budget: Budget);
-    setter!(/// Budget of each child run (default: the root's iteration and error limits).
-        child_budget: Budget);
+    setter!(/// Limits of the root run (default: [`RunLimits::default`]).
+        limits: RunLimits);
+    setter!(/// Limits of each child run (default: the root's iteration and error limits).
+        child_limits: RunLimits);
     setter!(/// Prompt templates (default: the compiled-in ones).
         prompts: Prompts);
     setter!(/// Output chars per block shown to the model.
@@ -220,25 +222,25 @@ impl RlmBuilder {
             .root_model
             .filter(|m| !m.trim().is_empty())
             .ok_or_else(|| Error::Config("no root model".into()))?;
-        let budget = self.budget.unwrap_or_default();
-        if budget.max_iterations == 0 {
+        let limits = self.limits.unwrap_or_default();
+        if limits.max_iterations == 0 {
             return Err(Error::Config("max_iterations must be at least 1".into()));
         }
         let max_depth = self.max_depth.unwrap_or(1);
         if max_depth == 0 {
             return Err(Error::Config("max_depth must be at least 1".into()));
         }
-        let child_budget = self.child_budget.unwrap_or_else(|| Budget {
-            max_iterations: budget.max_iterations,
-            max_consecutive_errors: budget.max_consecutive_errors,
-            ..Budget::default()
+        let child_limits = self.child_limits.unwrap_or_else(|| RunLimits {
+            max_iterations: limits.max_iterations,
+            max_consecutive_errors: limits.max_consecutive_errors,
+            ..RunLimits::default()
         });
         let settings = Settings {
             subcall_model: self.subcall_model.unwrap_or_else(|| root_model.clone()),
             root_model,
             max_depth,
-            budget,
-            child_budget,
+            limits,
+            child_limits,
             prompts: self.prompts.unwrap_or_default(),
             output_limit: self.output_limit.unwrap_or(DEFAULT_OUTPUT_LIMIT),
             subcall_window_chars: self

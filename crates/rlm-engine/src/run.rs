@@ -7,15 +7,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
+use rlm_llm::{ChatRequest, ChatResponse, FinishReason, Message, ModelTotals, UsageReport};
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use crate::budget::{Exhausted, Usage};
 use crate::context::{self, ContextPart, PartSize};
 use crate::error::Error;
 use crate::events::Event;
 use crate::host::{RunScope, SubcallRecord};
-use crate::model::{CallUsage, ChatMessage, FinishReason, ModelRequest};
+use crate::limits::Exhausted;
 use crate::parse::{AnswerTag, parse_reply};
 use crate::prompt::{fence, render, truncate};
 use crate::repl::{ExecOutcome, ReplSession, SessionSpec, SubcallHost};
@@ -40,9 +40,12 @@ pub enum Status {
     Timeout,
     /// The sub-call budget ran out.
     SubcallBudget,
+    /// The model-call budget ran out.
+    CallBudget,
     /// Too many turns in a row raised errors.
     ErrorLimit,
-    /// The root model could not be reached (after the client's retries).
+    /// The root model could not be reached (after the client's retries); the error is in
+    /// [`RunResult::error`].
     ModelError,
 }
 
@@ -54,8 +57,9 @@ impl Status {
 
     fn from_exhausted(reason: Exhausted) -> Self {
         match reason {
-            Exhausted::Tokens => Self::TokenBudget,
-            Exhausted::Cost => Self::CostBudget,
+            Exhausted::Spend(rlm_llm::Exhausted::Tokens) => Self::TokenBudget,
+            Exhausted::Spend(rlm_llm::Exhausted::Cost) => Self::CostBudget,
+            Exhausted::Spend(_) => Self::CallBudget,
             Exhausted::Time => Self::Timeout,
             Exhausted::Subcalls => Self::SubcallBudget,
         }
@@ -72,6 +76,7 @@ impl fmt::Display for Status {
             Self::CostBudget => "cost budget exhausted",
             Self::Timeout => "time budget exhausted",
             Self::SubcallBudget => "sub-call budget exhausted",
+            Self::CallBudget => "model-call budget exhausted",
             Self::ErrorLimit => "too many consecutive code errors",
             Self::ModelError => "the root model failed",
         };
@@ -80,7 +85,7 @@ impl fmt::Display for Status {
 }
 
 /// The outcome of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct RunResult {
     /// The run's id (children: `<parent>.<n>`).
     pub run_id: String,
@@ -92,14 +97,48 @@ pub struct RunResult {
     pub partial_answer: Option<String>,
     /// Root-model turns taken (the last-chance request counts as one).
     pub iterations: u32,
-    /// Usage of this run and everything below it.
-    pub usage: Usage,
+    /// Model usage of this run and everything below it, per model and in total.
+    pub usage: UsageReport,
+    /// Sub-calls made (`llm_query` items and `rlm_query` runs) by this run and below it.
+    pub subcalls: u64,
     /// The trajectory file, when logging.
     pub trajectory: Option<PathBuf>,
     /// Wall time in seconds.
     pub seconds: f64,
-    /// What went wrong, for [`Status::ModelError`].
-    pub error: Option<String>,
+    /// Why the root model failed, for [`Status::ModelError`]: the client's error with its
+    /// kind ([`rlm_llm::Error::kind`]) and causes. Serialized as one line of text.
+    #[serde(serialize_with = "serialize_error")]
+    pub error: Option<rlm_llm::Error>,
+}
+
+impl RunResult {
+    /// [`RunResult::error`] and its causes on one line, as serialized.
+    pub fn error_message(&self) -> Option<String> {
+        self.error.as_ref().map(|err| error_chain(err))
+    }
+}
+
+/// An error and its causes on one line (`error: cause: cause`). Model errors never carry
+/// credentials.
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn serialize_error<S: Serializer>(
+    error: &Option<rlm_llm::Error>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(error) => serializer.serialize_str(&error_chain(error)),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// Awaits `future`, giving up at `deadline`.
@@ -134,12 +173,12 @@ struct BlockResult {
 struct IterationRecord<'a> {
     iteration: u32,
     run_id: &'a str,
-    prompt: &'a [ChatMessage],
+    prompt: &'a [Message],
     response: &'a str,
     code_blocks: &'a [BlockRecord],
     final_answer: Option<&'a str>,
     iteration_time: f64,
-    usage: CallUsage,
+    usage: &'a ModelTotals,
     notes: &'a [String],
 }
 
@@ -152,7 +191,7 @@ pub(crate) async fn run_loop(
 ) -> Result<RunResult, Error> {
     let started = Instant::now();
     let settings = &scope.shared.settings;
-    let budget = scope.ledger.budget().clone();
+    let limits = scope.account.limits().clone();
     let sizes: Vec<PartSize> = contexts
         .iter()
         .map(|p| PartSize::measure(&p.text))
@@ -177,7 +216,7 @@ pub(crate) async fn run_loop(
             "root_model": scope.model,
             "subcall_model": settings.subcall_model,
             "max_depth": settings.max_depth,
-            "max_iterations": budget.max_iterations,
+            "max_iterations": limits.max_iterations,
             "backend": "rlm",
             "backend_kwargs": { "model_name": scope.model },
             "environment_type": settings.environment_name,
@@ -186,11 +225,12 @@ pub(crate) async fn run_loop(
             "query": query,
             "contexts": context::meta_value(&contexts, &sizes),
             "budget": {
-                "max_tokens": budget.max_tokens,
-                "max_cost_usd": budget.max_cost_usd,
-                "timeout_seconds": budget.timeout.map(|t| t.as_secs_f64()),
-                "max_subcalls": budget.max_subcalls,
-                "max_consecutive_errors": budget.max_consecutive_errors,
+                "max_tokens": limits.spend.max_tokens,
+                "max_cost_usd": limits.spend.max_cost_usd,
+                "max_calls": limits.spend.max_calls,
+                "timeout_seconds": limits.timeout.map(|t| t.as_secs_f64()),
+                "max_subcalls": limits.max_subcalls,
+                "max_consecutive_errors": limits.max_consecutive_errors,
             },
         }),
     )?;
@@ -211,7 +251,7 @@ pub(crate) async fn run_loop(
     };
     let mut session = scope.shared.repl.open(spec).await.map_err(Error::Repl)?;
 
-    let max_iterations = budget.max_iterations.to_string();
+    let max_iterations = limits.max_iterations.to_string();
     let output_limit = settings.output_limit.to_string();
     let window = settings.subcall_window_chars.to_string();
     let chunk = settings.chunk_chars.to_string();
@@ -236,11 +276,15 @@ pub(crate) async fn run_loop(
             ("max_iterations", max_iterations.as_str()),
         ],
     );
-    let mut messages = vec![ChatMessage::system(system), ChatMessage::user(first)];
+    let mut conversation = ChatRequest::new(scope.model.as_str())
+        .system(system)
+        .user(first);
+    conversation.stop.clone_from(&settings.stop);
+    conversation.max_tokens = settings.root_max_output_tokens;
     let mut state = LoopState::default();
 
-    while state.iterations < budget.max_iterations {
-        if let Some(reason) = scope.ledger.exhausted() {
+    while state.iterations < limits.max_iterations {
+        if let Some(reason) = scope.account.exhausted() {
             state.status = Some(Status::from_exhausted(reason));
             break;
         }
@@ -251,22 +295,24 @@ pub(crate) async fn run_loop(
             &Event::IterationStarted {
                 depth: scope.depth,
                 iteration: state.iterations,
-                max_iterations: budget.max_iterations,
+                max_iterations: limits.max_iterations,
             },
         );
-        let mut reply = match ask(&scope, &messages, &settings.stop).await {
+        let mut reply = match ask(&scope, &conversation).await {
             Ok(reply) => reply,
             Err(status) => {
                 state.fail(status);
                 break;
             }
         };
+        let mut turn_usage = ModelTotals::default();
+        turn_usage.add(&reply);
         let mut parsed = parse_reply(&reply.text);
         let mut notes = Vec::new();
         if parsed.answer_unclosed
-            && !settings.stop.is_empty()
-            && reply.finish != FinishReason::Length
-            && scope.ledger.exhausted().is_none()
+            && !conversation.stop.is_empty()
+            && reply.finish() != FinishReason::Length
+            && scope.account.exhausted().is_none()
         {
             // The stop sequence that ends a reply after its code block also matches a code
             // fence closing inside `FINAL(...)`, which cut the answer short. (OpenAI reports a
@@ -276,8 +322,10 @@ pub(crate) async fn run_loop(
                 "the reply was cut inside FINAL(...); asked again without stop sequences"
                     .to_owned(),
             );
-            let first = reply.usage;
-            reply = match ask(&scope, &messages, &[]).await {
+            let stop = std::mem::take(&mut conversation.stop);
+            let again = ask(&scope, &conversation).await;
+            conversation.stop = stop;
+            reply = match again {
                 Ok(reply) => reply,
                 Err(status) => {
                     state.fail(status);
@@ -285,7 +333,7 @@ pub(crate) async fn run_loop(
                 }
             };
             // The turn's log counts both calls, as the ledger does.
-            reply.usage = first.plus(&reply.usage);
+            turn_usage.add(&reply);
             parsed = parse_reply(&reply.text);
         }
         let mut blocks = Vec::new();
@@ -299,7 +347,7 @@ pub(crate) async fn run_loop(
                     code,
                 },
             );
-            let outcome = match until(scope.ledger.deadline(), session.execute(code)).await {
+            let outcome = match until(scope.account.deadline(), session.execute(code)).await {
                 None => {
                     timed_out = true;
                     ExecOutcome {
@@ -343,12 +391,12 @@ pub(crate) async fn run_loop(
             &IterationRecord {
                 iteration: state.iterations,
                 run_id: &scope.run_id,
-                prompt: &messages,
+                prompt: &conversation.transcript(),
                 response: &reply.text,
                 code_blocks: &blocks,
                 final_answer: final_answer.as_deref(),
                 iteration_time: turn_started.elapsed().as_secs_f64(),
-                usage: reply.usage,
+                usage: &turn_usage,
                 notes: &notes,
             },
         )?;
@@ -361,7 +409,7 @@ pub(crate) async fn run_loop(
             state.status = Some(Status::Timeout);
             break;
         }
-        if state.consecutive_errors >= budget.max_consecutive_errors {
+        if state.consecutive_errors >= limits.max_consecutive_errors {
             state.status = Some(Status::ErrorLimit);
             break;
         }
@@ -369,7 +417,7 @@ pub(crate) async fn run_loop(
         if parsed.unterminated {
             history.push_str("\n```");
         }
-        messages.push(ChatMessage::assistant(history));
+        conversation.messages.push(Message::assistant(history));
         let turn = (state.iterations + 1).to_string();
         let next = render(
             &settings.prompts.next_turn,
@@ -379,7 +427,7 @@ pub(crate) async fn run_loop(
                 ("query", query),
             ],
         );
-        messages.push(ChatMessage::user(feedback(
+        conversation.messages.push(Message::user(feedback(
             &blocks,
             &notes,
             &parsed,
@@ -392,7 +440,7 @@ pub(crate) async fn run_loop(
         last_request(
             &scope,
             session.as_mut(),
-            &mut messages,
+            &mut conversation,
             query,
             &mut state,
             &write,
@@ -412,7 +460,8 @@ pub(crate) async fn run_loop(
         answer: state.answer.filter(|_| status.is_answered()),
         partial_answer: state.partial,
         iterations: state.iterations,
-        usage: scope.ledger.usage(),
+        usage: scope.account.spend().report(),
+        subcalls: scope.account.subcalls(),
         trajectory: log.as_ref().map(|l| l.path().to_path_buf()),
         seconds: started.elapsed().as_secs_f64(),
         error: state.error,
@@ -426,9 +475,10 @@ pub(crate) async fn run_loop(
             "partial_answer": result.partial_answer,
             "iterations": result.iterations,
             "usage": result.usage,
+            "subcalls": result.subcalls,
             "usage_summary": crate::host::usage_summary(&result.usage),
             "seconds": result.seconds,
-            "error": result.error,
+            "error": result.error_message(),
         }),
     )?;
     emit(
@@ -450,11 +500,11 @@ struct LoopState {
     status: Option<Status>,
     answer: Option<String>,
     partial: Option<String>,
-    error: Option<String>,
+    error: Option<rlm_llm::Error>,
 }
 
 impl LoopState {
-    fn fail(&mut self, (status, error): (Status, Option<String>)) {
+    fn fail(&mut self, (status, error): (Status, Option<rlm_llm::Error>)) {
         self.status = Some(status);
         self.error = error;
     }
@@ -463,25 +513,25 @@ impl LoopState {
 /// Asks the root model, records usage, and reports progress.
 async fn ask(
     scope: &RunScope,
-    messages: &[ChatMessage],
-    stop: &[String],
-) -> Result<crate::model::ModelReply, (Status, Option<String>)> {
-    let request = ModelRequest {
-        model: &scope.model,
-        messages,
-        stop,
-        max_output_tokens: scope.shared.settings.root_max_output_tokens,
-    };
+    request: &ChatRequest,
+) -> Result<ChatResponse, (Status, Option<rlm_llm::Error>)> {
+    let started = Instant::now();
     match until(
-        scope.ledger.deadline(),
+        scope.account.deadline(),
         scope.shared.client.complete(request),
     )
     .await
     {
         None => Err((Status::Timeout, None)),
-        Some(Err(err)) => Err((Status::ModelError, Some(err.message))),
+        Some(Err(err)) => {
+            scope
+                .account
+                .spend()
+                .record_failure(&scope.model, started.elapsed(), 0);
+            Err((Status::ModelError, Some(err)))
+        }
         Some(Ok(reply)) => {
-            scope.ledger.record_call(&scope.model, &reply.usage);
+            scope.account.spend().record(&scope.model, &reply);
             emit(
                 scope,
                 &Event::ModelReplied {
@@ -499,18 +549,18 @@ async fn ask(
 async fn last_request(
     scope: &Arc<RunScope>,
     session: &mut dyn ReplSession,
-    messages: &mut Vec<ChatMessage>,
+    conversation: &mut ChatRequest,
     query: &str,
     state: &mut LoopState,
     write: &impl Fn(&str, &dyn erased::Record) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    if let Some(reason) = scope.ledger.exhausted() {
+    if let Some(reason) = scope.account.exhausted() {
         state.status = Some(Status::from_exhausted(reason));
         return Ok(());
     }
     let settings = &scope.shared.settings;
-    let max_iterations = scope.ledger.budget().max_iterations.to_string();
-    messages.push(ChatMessage::user(render(
+    let max_iterations = scope.account.limits().max_iterations.to_string();
+    conversation.messages.push(Message::user(render(
         &settings.prompts.final_request,
         &[
             ("max_iterations", max_iterations.as_str()),
@@ -519,13 +569,19 @@ async fn last_request(
     )));
     state.iterations += 1;
     let started = Instant::now();
-    let reply = match ask(scope, messages, &[]).await {
+    // The last request asks for prose; a stop sequence after a code block would cut it.
+    let stop = std::mem::take(&mut conversation.stop);
+    let asked = ask(scope, conversation).await;
+    conversation.stop = stop;
+    let reply = match asked {
         Ok(reply) => reply,
         Err(failure) => {
             state.fail(failure);
             return Ok(());
         }
     };
+    let mut turn_usage = ModelTotals::default();
+    turn_usage.add(&reply);
     let parsed = parse_reply(&reply.text);
     let mut notes = Vec::new();
     let mut answer = resolve_tag(session, parsed.answer.as_ref(), &mut notes).await;
@@ -539,12 +595,12 @@ async fn last_request(
         &IterationRecord {
             iteration: state.iterations,
             run_id: &scope.run_id,
-            prompt: messages,
+            prompt: &conversation.transcript(),
             response: &reply.text,
             code_blocks: &[],
             final_answer: answer.as_deref(),
             iteration_time: started.elapsed().as_secs_f64(),
-            usage: reply.usage,
+            usage: &turn_usage,
             notes: &notes,
         },
     )?;

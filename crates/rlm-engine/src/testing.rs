@@ -8,23 +8,27 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use std::time::Duration;
+
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
+use rlm_llm::{ChatRequest, ChatResponse, Message, Usage};
 use serde_json::Value;
 
-use crate::model::{
-    CallUsage, ChatMessage, FinishReason, ModelClient, ModelError, ModelReply, ModelRequest,
-};
+use crate::model::ModelClient;
 use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
 
-type Responder = dyn Fn(&str, &[ChatMessage]) -> Option<String> + Send + Sync;
+type Responder = dyn Fn(&str, &[Message]) -> Option<String> + Send + Sync;
 
 /// A model that answers from per-model queues, then from an optional responder closure.
+/// Requests are seen as transcripts: the system prompt first, as a [`rlm_llm::Role::System`]
+/// message.
 pub struct ScriptedModel {
     queues: Mutex<BTreeMap<String, VecDeque<String>>>,
     responder: Option<Box<Responder>>,
-    calls: Mutex<Vec<(String, Vec<ChatMessage>)>>,
-    usage: CallUsage,
+    calls: Mutex<Vec<(String, Vec<Message>)>>,
+    usage: Usage,
+    cost_usd: Option<f64>,
 }
 
 impl std::fmt::Debug for ScriptedModel {
@@ -39,12 +43,12 @@ impl Default for ScriptedModel {
             queues: Mutex::default(),
             responder: None,
             calls: Mutex::default(),
-            usage: CallUsage {
+            usage: Usage {
                 input_tokens: 10,
                 output_tokens: 5,
-                cost_usd: Some(0.001),
-                ..CallUsage::default()
+                ..Usage::default()
             },
+            cost_usd: Some(0.001),
         }
     }
 }
@@ -66,21 +70,22 @@ impl ScriptedModel {
     #[must_use]
     pub fn responder(
         mut self,
-        responder: impl Fn(&str, &[ChatMessage]) -> Option<String> + Send + Sync + 'static,
+        responder: impl Fn(&str, &[Message]) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.responder = Some(Box::new(responder));
         self
     }
 
-    /// The usage every call reports.
+    /// The usage and cost (`None`: unknown price) every call reports.
     #[must_use]
-    pub fn usage(mut self, usage: CallUsage) -> Self {
+    pub fn usage(mut self, usage: Usage, cost_usd: Option<f64>) -> Self {
         self.usage = usage;
+        self.cost_usd = cost_usd;
         self
     }
 
-    /// Every request so far: (model, messages).
-    pub fn calls(&self) -> Vec<(String, Vec<ChatMessage>)> {
+    /// Every request so far: (model, transcript).
+    pub fn calls(&self) -> Vec<(String, Vec<Message>)> {
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -91,45 +96,61 @@ impl ScriptedModel {
 impl ModelClient for ScriptedModel {
     fn complete<'a>(
         &'a self,
-        request: ModelRequest<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((request.model.to_owned(), request.messages.to_vec()));
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, rlm_llm::Error>> {
+        let transcript = request.transcript();
         let queued = self
             .queues
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(request.model)
+            .get_mut(&request.model)
             .and_then(VecDeque::pop_front);
         let text = queued.or_else(|| {
             self.responder
                 .as_ref()
-                .and_then(|r| r(request.model, request.messages))
+                .and_then(|r| r(&request.model, &transcript))
         });
-        let usage = self.usage;
-        let stop = request.stop;
-        async move {
-            let mut text = text.ok_or_else(|| {
-                ModelError::new(format!("no scripted reply for {}", request.model))
-            })?;
-            // As providers do: the reply ends before the first stop sequence, which is dropped.
-            let cut = stop.iter().filter_map(|s| text.find(s.as_str())).min();
-            let finish = match cut {
-                Some(at) => {
-                    text.truncate(at);
-                    FinishReason::StopSequence
-                }
-                None => FinishReason::EndTurn,
-            };
-            Ok(ModelReply {
-                text,
-                usage,
-                finish,
-            })
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((request.model.clone(), transcript));
+        let reply =
+            text.map(|text| self.reply(request, text))
+                .ok_or_else(|| rlm_llm::Error::Status {
+                    provider: "scripted".to_owned(),
+                    model: request.model.clone(),
+                    status: 404,
+                    message: "no scripted reply".to_owned(),
+                });
+        async move { reply }.boxed()
+    }
+}
+
+impl ScriptedModel {
+    /// As providers do: the reply ends before the first stop sequence, which is dropped.
+    fn reply(&self, request: &ChatRequest, mut text: String) -> ChatResponse {
+        let cut = request
+            .stop
+            .iter()
+            .filter_map(|s| text.find(s.as_str()))
+            .min();
+        let finish_reason = match cut {
+            Some(at) => {
+                text.truncate(at);
+                "stop_sequence"
+            }
+            None => "end_turn",
+        };
+        ChatResponse {
+            text,
+            model: request.model.clone(),
+            finish_reason: Some(finish_reason.to_owned()),
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            latency: Duration::ZERO,
+            retries: 0,
+            replayed: false,
         }
-        .boxed()
     }
 }
 

@@ -5,23 +5,25 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::testing::{FakeRepl, ScriptedModel};
-use crate::{Budget, ContextPart, Rlm, Role, RunResult, Status};
+use rlm_llm::Role;
 
-fn rlm(model: &Arc<ScriptedModel>, budget: Budget, log: Option<&std::path::Path>) -> Rlm {
+use crate::{ContextPart, Rlm, RunLimits, RunResult, Status};
+
+fn rlm(model: &Arc<ScriptedModel>, limits: RunLimits, log: Option<&std::path::Path>) -> Rlm {
     let mut builder = Rlm::builder()
         .client(Arc::clone(model) as _)
         .repl(Arc::new(FakeRepl))
         .model("root")
         .subcall_model("sub")
-        .budget(budget);
+        .limits(limits);
     if let Some(dir) = log {
         builder = builder.log_dir(dir.to_path_buf());
     }
     builder.build().unwrap()
 }
 
-async fn run(model: &Arc<ScriptedModel>, budget: Budget) -> RunResult {
-    rlm(model, budget, None)
+async fn run(model: &Arc<ScriptedModel>, limits: RunLimits) -> RunResult {
+    rlm(model, limits, None)
         .completion(
             "what is the code?",
             vec![ContextPart::new("alpha\nsecret=XYZ\n")],
@@ -49,7 +51,7 @@ async fn answers_after_code_and_logs_every_turn() {
         ],
     ));
     let dir = tempfile::tempdir().unwrap();
-    let result = rlm(&model, Budget::default(), Some(dir.path()))
+    let result = rlm(&model, RunLimits::default(), Some(dir.path()))
         .completion(
             "what is the code?",
             vec![ContextPart::new("alpha\nsecret=XYZ\n").with_name("c.txt")],
@@ -110,12 +112,12 @@ async fn subcalls_go_to_the_subcall_model_and_usage_adds_up() {
                 (model == "sub").then(|| format!("sub saw {}", messages[0].content))
             }),
     );
-    let result = run(&model, Budget::default()).await;
+    let result = run(&model, RunLimits::default()).await;
     assert_eq!(result.answer.as_deref(), Some("sub saw summarize"));
-    assert_eq!(result.usage.subcalls, 4);
+    assert_eq!(result.subcalls, 4);
     assert_eq!(result.usage.models["sub"].calls, 4);
     assert_eq!(result.usage.models["root"].calls, 2);
-    assert_eq!(result.usage.total_tokens(), 6 * 15);
+    assert_eq!(result.usage.total.usage.total(), 6 * 15);
     let feedback = &model
         .calls()
         .last()
@@ -140,7 +142,7 @@ async fn missing_final_var_is_reported_back_not_returned() {
             "FINAL_VAR(result)",
         ],
     ));
-    let result = run(&model, Budget::default()).await;
+    let result = run(&model, RunLimits::default()).await;
     assert_eq!(result.status, Status::Answered);
     assert_eq!(result.answer.as_deref(), Some("42"));
     assert_eq!(result.iterations, 3);
@@ -160,9 +162,9 @@ async fn code_errors_are_fed_back_and_too_many_end_the_run() {
     ));
     let result = run(
         &model,
-        Budget {
+        RunLimits {
             max_consecutive_errors: 2,
-            ..Budget::default()
+            ..RunLimits::default()
         },
     )
     .await;
@@ -188,9 +190,9 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
     ));
     let result = run(
         &model,
-        Budget {
+        RunLimits {
             max_iterations: 2,
-            ..Budget::default()
+            ..RunLimits::default()
         },
     )
     .await;
@@ -213,9 +215,9 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
         Arc::new(ScriptedModel::default().replies("root", &["```repl\nprint(1)\n```", "It is 7."]));
     let result = run(
         &model,
-        Budget {
+        RunLimits {
             max_iterations: 1,
-            ..Budget::default()
+            ..RunLimits::default()
         },
     )
     .await;
@@ -224,9 +226,9 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
         Arc::new(ScriptedModel::default().replies("root", &["```repl\nprint(1)\n```", "  "]));
     let result = run(
         &model,
-        Budget {
+        RunLimits {
             max_iterations: 1,
-            ..Budget::default()
+            ..RunLimits::default()
         },
     )
     .await;
@@ -245,9 +247,12 @@ async fn token_budget_stops_with_the_partial_answer() {
     ));
     let result = run(
         &model,
-        Budget {
-            max_tokens: Some(20),
-            ..Budget::default()
+        RunLimits {
+            spend: rlm_llm::Budget {
+                max_tokens: Some(20),
+                ..rlm_llm::Budget::default()
+            },
+            ..RunLimits::default()
         },
     )
     .await;
@@ -263,7 +268,7 @@ async fn ready_answer_variable_finishes() {
         "root",
         &["```repl\nanswer = {\"content\": \"done\", \"ready\": True}\n```"],
     ));
-    let result = run(&model, Budget::default()).await;
+    let result = run(&model, RunLimits::default()).await;
     assert_eq!(result.status, Status::Answered);
     assert_eq!(result.answer.as_deref(), Some("done"));
 }
@@ -280,9 +285,9 @@ async fn subcall_budget_refuses_calls_and_stops() {
     );
     let result = run(
         &model,
-        Budget {
+        RunLimits {
             max_subcalls: Some(2),
-            ..Budget::default()
+            ..RunLimits::default()
         },
     )
     .await;
@@ -295,9 +300,9 @@ async fn zero_timeout_stops_before_any_call() {
     let model = Arc::new(ScriptedModel::default());
     let result = run(
         &model,
-        Budget {
+        RunLimits {
             timeout: Some(std::time::Duration::ZERO),
-            ..Budget::default()
+            ..RunLimits::default()
         },
     )
     .await;
@@ -308,9 +313,12 @@ async fn zero_timeout_stops_before_any_call() {
 #[tokio::test]
 async fn model_failure_is_a_status_with_the_error() {
     let model = Arc::new(ScriptedModel::default());
-    let result = run(&model, Budget::default()).await;
+    let result = run(&model, RunLimits::default()).await;
     assert_eq!(result.status, Status::ModelError);
-    assert!(result.error.unwrap().contains("no scripted reply for root"));
+    // The client's error arrives typed, with its kind, not flattened to text.
+    let error = result.error.unwrap();
+    assert_eq!(error.kind(), rlm_llm::ErrorKind::Input);
+    assert!(error.to_string().contains("no scripted reply"), "{error}");
 }
 
 #[tokio::test]
@@ -358,7 +366,7 @@ async fn depth_two_runs_a_child_with_its_own_session_and_log() {
     // root: 2 turns; child: 2 root-model turns on "sub" + 1 leaf call on "sub".
     assert_eq!(result.usage.models["root"].calls, 2);
     assert_eq!(result.usage.models["sub"].calls, 3);
-    assert_eq!(result.usage.subcalls, 2);
+    assert_eq!(result.subcalls, 2);
 
     let parent = read_log(&result);
     let call = &parent[1]["code_blocks"][0]["result"]["rlm_calls"][0];
@@ -399,13 +407,19 @@ async fn child_cannot_outspend_the_parent() {
         .model("root")
         .subcall_model("sub")
         .max_depth(2)
-        .budget(Budget {
-            max_tokens: Some(40),
-            ..Budget::default()
+        .limits(RunLimits {
+            spend: rlm_llm::Budget {
+                max_tokens: Some(40),
+                ..rlm_llm::Budget::default()
+            },
+            ..RunLimits::default()
         })
-        .child_budget(Budget {
-            max_tokens: Some(10_000),
-            ..Budget::default()
+        .child_limits(RunLimits {
+            spend: rlm_llm::Budget {
+                max_tokens: Some(10_000),
+                ..rlm_llm::Budget::default()
+            },
+            ..RunLimits::default()
         })
         .build()
         .unwrap()
@@ -414,7 +428,7 @@ async fn child_cannot_outspend_the_parent() {
         .unwrap();
     assert_eq!(result.status, Status::TokenBudget);
     assert_eq!(result.usage.models["sub"].calls, 2);
-    assert_eq!(result.usage.total_tokens(), 45);
+    assert_eq!(result.usage.total.usage.total(), 45);
 }
 
 #[tokio::test]
@@ -422,7 +436,7 @@ async fn an_answer_cut_by_the_code_block_stop_is_asked_for_again_whole() {
     let answer = "FINAL(Run this:\n```python\nprint(1)\n```\nand read the output.)";
     let model = Arc::new(ScriptedModel::default().replies("root", &[answer, answer]));
     let dir = tempfile::tempdir().unwrap();
-    let result = rlm(&model, Budget::default(), Some(dir.path()))
+    let result = rlm(&model, RunLimits::default(), Some(dir.path()))
         .completion("how?", vec![ContextPart::new("x")])
         .await
         .unwrap();

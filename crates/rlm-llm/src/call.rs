@@ -60,7 +60,7 @@ impl LlmClient {
             response.retries = 0;
             response.latency = started.elapsed();
             response.cost_usd = price.map(|p| p.cost(&response.usage));
-            self.ledger.record(&response);
+            self.ledger.record(&response.model, &response);
             return Ok(response);
         }
 
@@ -152,7 +152,7 @@ impl LlmClient {
             retries,
             replayed: false,
         };
-        self.ledger.record(&response);
+        self.ledger.record(&response.model, &response);
         if let Some(recorder) = &self.shared.recorder {
             let entry = CassetteEntry {
                 version: cassette::CASSETTE_VERSION,

@@ -173,9 +173,9 @@ pub struct UsageReport {
 }
 
 impl UsageReport {
-    /// Adds an answered call under `response.model`.
-    pub fn add(&mut self, response: &ChatResponse) {
-        self.entry(&response.model).add(response);
+    /// Adds an answered call to `model`'s totals and the grand total.
+    pub fn add(&mut self, model: &str, response: &ChatResponse) {
+        self.entry(model).add(response);
         self.total.add(response);
     }
 
@@ -285,9 +285,8 @@ impl Ledger {
             let budget = &ledger.budget;
             let account = ledger.lock();
             let spent = &account.spent.total;
-            let refuse = |limit: Exhausted, detail: String| {
-                Err(Error::BudgetExhausted { limit, detail })
-            };
+            let refuse =
+                |limit: Exhausted, detail: String| Err(Error::BudgetExhausted { limit, detail });
             if let Some(limit) = budget.exhausted_by(spent) {
                 let detail = match limit {
                     Exhausted::Calls => format!("{} calls allowed", budget.max_calls.unwrap_or(0)),
@@ -322,10 +321,11 @@ impl Ledger {
         Ok(())
     }
 
-    /// Adds an answered call here and in every ancestor, under `response.model`.
-    pub fn record(&self, response: &ChatResponse) {
+    /// Adds an answered call here and in every ancestor, under `model`: the caller's name for
+    /// it (the client itself uses the resolved `provider:model`, as in `response.model`).
+    pub fn record(&self, model: &str, response: &ChatResponse) {
         for ledger in self.path() {
-            ledger.lock().spent.add(response);
+            ledger.lock().spent.add(model, response);
         }
     }
 
@@ -366,7 +366,10 @@ impl Budget {
         {
             return Some(Exhausted::Calls);
         }
-        if self.max_tokens.is_some_and(|max| spent.usage.total() >= max) {
+        if self
+            .max_tokens
+            .is_some_and(|max| spent.usage.total() >= max)
+        {
             return Some(Exhausted::Tokens);
         }
         if self.max_cost_usd.is_some_and(|max| spent.cost_usd >= max) {
@@ -388,10 +391,10 @@ mod tests {
         }
     }
 
-    fn reply(model: &str, usage: Usage, cost_usd: Option<f64>) -> ChatResponse {
+    fn reply(usage: Usage, cost_usd: Option<f64>) -> ChatResponse {
         ChatResponse {
             text: String::new(),
-            model: model.to_owned(),
+            model: "provider:model".to_owned(),
             finish_reason: None,
             usage,
             cost_usd,
@@ -428,9 +431,9 @@ mod tests {
     #[test]
     fn unknown_prices_make_the_cost_a_lower_bound_not_zero() {
         let ledger = Ledger::new();
-        ledger.record(&reply("a:priced", usage(10, 5), Some(0.5)));
+        ledger.record("a:priced", &reply(usage(10, 5), Some(0.5)));
         assert!(!ledger.total().cost_is_partial());
-        ledger.record(&reply("b:local", usage(7, 3), None));
+        ledger.record("b:local", &reply(usage(7, 3), None));
         ledger.record_failure("b:local", Duration::from_millis(20), 2);
         let report = ledger.report();
         assert_eq!(report.total.cost_usd, 0.5);
@@ -450,7 +453,7 @@ mod tests {
             ..Budget::default()
         });
         assert!(ledger.check(false).is_ok());
-        ledger.record(&reply("m", usage(15, 10), None));
+        ledger.record("m", &reply(usage(15, 10), None));
         assert!(matches!(
             ledger.check(false),
             Err(Error::BudgetExhausted {
@@ -469,7 +472,7 @@ mod tests {
             "unknown price cannot be checked"
         );
         assert!(money.check(true).is_ok());
-        money.record(&reply("m", usage(1, 1), Some(1.5)));
+        money.record("m", &reply(usage(1, 1), Some(1.5)));
         assert!(money.check(true).is_err());
         assert_eq!(money.exhausted(), Some(Exhausted::Cost));
     }
@@ -479,8 +482,8 @@ mod tests {
         let root = Ledger::new();
         let child = Ledger::child(&root, Budget::default());
         let grandchild = Ledger::child(&child, Budget::default());
-        root.record(&reply("big", usage(100, 10), Some(0.5)));
-        grandchild.record(&reply("small", usage(7, 3), None));
+        root.record("big", &reply(usage(100, 10), Some(0.5)));
+        grandchild.record("small", &reply(usage(7, 3), None));
         assert_eq!(grandchild.total().usage.total(), 10);
         assert_eq!(child.total().usage.total(), 10);
         let total = root.report();
@@ -497,7 +500,7 @@ mod tests {
             max_tokens: Some(100),
             ..Budget::default()
         });
-        root.record(&reply("m", usage(90, 0), None));
+        root.record("m", &reply(usage(90, 0), None));
         // The child's own budget is larger, but the parent has only 10 tokens left.
         let child = Ledger::child(
             &root,
@@ -507,7 +510,7 @@ mod tests {
             },
         );
         assert_eq!(child.exhausted(), None);
-        child.record(&reply("m", usage(5, 5), None));
+        child.record("m", &reply(usage(5, 5), None));
         assert_eq!(child.exhausted(), Some(Exhausted::Tokens));
         assert!(child.check(true).is_err());
         assert_eq!(child.total().usage.total(), 10);
@@ -519,7 +522,7 @@ mod tests {
             max_calls: Some(2),
             ..Budget::default()
         });
-        ledger.record(&reply("m", usage(1, 1), Some(0.0)));
+        ledger.record("m", &reply(usage(1, 1), Some(0.0)));
         assert_eq!(ledger.exhausted(), None);
         ledger.record_failure("m", Duration::ZERO, 0);
         assert_eq!(ledger.exhausted(), Some(Exhausted::Calls));
@@ -528,7 +531,7 @@ mod tests {
     #[test]
     fn totals_serialize_flat_with_a_lower_bound_cost() {
         let mut totals = ModelTotals::default();
-        totals.add(&reply("m", usage(3, 2), None));
+        totals.add(&reply(usage(3, 2), None));
         let value = serde_json::to_value(&totals).unwrap();
         assert_eq!(value["input_tokens"], 3);
         assert_eq!(value["cost_usd"], 0.0);

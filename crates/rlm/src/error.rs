@@ -81,6 +81,40 @@ pub fn input_error(message: impl fmt::Display) -> CliError {
     CliError::input(anyhow::anyhow!("{message}"))
 }
 
+/// A model-layer error with the exit code and hint its kind calls for: the one place where
+/// `rlm_llm` errors meet the command line, for every command that calls a model. Input errors
+/// (a missing key, an unknown model or provider, a replay miss, a refused request) exit 2 and
+/// say what to change; transient ones exit 1 and say that trying again may work.
+pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
+    use rlm_llm::{Error, ErrorKind};
+    let hint = match &err {
+        Error::MissingApiKey { variable, .. } => Some(format!(
+            "export {variable}=... (or use --replay FILE to answer from a recording)"
+        )),
+        Error::ReplayMiss { .. } => Some(
+            "the recording has no answer for this exact request; record it with --record FILE"
+                .to_owned(),
+        ),
+        Error::AmbiguousModel { .. } | Error::UnknownProvider { .. } => Some(
+            "known prefixes: openai, anthropic, openrouter, ollama, vllm, llamacpp, lmstudio, or a [llm.providers.NAME] table".to_owned(),
+        ),
+        _ if err.kind() == ErrorKind::Transient => Some(
+            "the provider or the network failed after retries; try again later (--max-retries raises the retries)"
+                .to_owned(),
+        ),
+        _ => None,
+    };
+    let cli = if err.kind() == ErrorKind::Input {
+        CliError::input(err)
+    } else {
+        CliError::failed(err)
+    };
+    match hint {
+        Some(hint) => cli.with_hint(hint).into(),
+        None => cli.into(),
+    }
+}
+
 /// Prints the error chain to stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> ExitCode {
     if is_broken_pipe(err) {
@@ -120,31 +154,6 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         Kind::Failed => EXIT_FAILED,
         Kind::Interrupted => EXIT_INTERRUPTED,
     })
-}
-
-/// Turns a provider-layer error into a CLI error with the right exit code and a hint.
-pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
-    let hint = match &err {
-        rlm_llm::Error::MissingApiKey { variable, .. } => {
-            Some(format!("export {variable}=... (or use --replay FILE to answer from a recording)"))
-        }
-        rlm_llm::Error::ReplayMiss { .. } => Some(
-            "the recording has no answer for this exact request; record it with --record FILE".to_owned(),
-        ),
-        rlm_llm::Error::AmbiguousModel { .. } | rlm_llm::Error::UnknownProvider { .. } => Some(
-            "known prefixes: openai, anthropic, openrouter, ollama, vllm, llamacpp, lmstudio, or a [llm.providers.NAME] table".to_owned(),
-        ),
-        _ => None,
-    };
-    let cli = if err.is_input_error() {
-        CliError::input(err)
-    } else {
-        CliError::failed(err)
-    };
-    match hint {
-        Some(hint) => cli.with_hint(hint).into(),
-        None => cli.into(),
-    }
 }
 
 /// Maps an rlm-embed error to the exit code and hint a user needs.

@@ -54,3 +54,34 @@ pub fn human_bytes(bytes: u64) -> String {
         format!("{value:.1} {}", UNITS[unit])
     }
 }
+
+/// `1 turn`, `2 turns`: a count with its noun in the right number.
+pub fn count(number: u64, noun: &str) -> String {
+    if number == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{number} {noun}s")
+    }
+}
+
+/// US dollars with four decimals. Never `$-0.0000`: a sum of no costs can be negative zero,
+/// and spend is never below zero.
+pub fn usd(amount: f64) -> String {
+    let amount = if amount > 0.0 { amount } else { 0.0 };
+    format!("${amount:.4}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_dollars_read_right() {
+        assert_eq!(count(1, "turn"), "1 turn");
+        assert_eq!(count(0, "turn"), "0 turns");
+        assert_eq!(count(2, "model call"), "2 model calls");
+        assert_eq!(usd(-0.0), "$0.0000");
+        assert_eq!(usd([].iter().sum::<f64>()), "$0.0000");
+        assert_eq!(usd(0.01234), "$0.0123");
+    }
+}

@@ -48,9 +48,9 @@ impl StderrProgress {
 
 fn totals(progress: &Progress) -> String {
     format!(
-        "{} tokens · ${:.4}",
+        "{} tokens · {}",
         group_digits(progress.tokens as usize),
-        progress.cost_usd
+        crate::output::usd(progress.cost_usd)
     )
 }
 
@@ -179,7 +179,10 @@ impl EventSink for StderrProgress {
                 ..
             } => self.line(
                 *depth,
-                &format!("{bold}{status}{bold:#} after {iterations} turns"),
+                &format!(
+                    "{bold}{status}{bold:#} after {}",
+                    crate::output::count(u64::from(*iterations), "turn")
+                ),
             ),
             _ => {}
         }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use rlm_engine::{Budget, Status};
+use rlm_engine::{RunLimits, Status};
 
 use super::{Harness, answered, status_line};
 
@@ -50,7 +50,7 @@ async fn needle_in_a_50_mb_haystack_is_found_with_code_and_llm_query() {
             None => "NO CODE IN PROMPT".to_owned(),
         }
     });
-    let result = harness.run(Budget::default(), 1, &context).await;
+    let result = harness.run(RunLimits::default(), 1, &context).await;
     assert_eq!(answered(&result), "QX-4471");
     assert_eq!(result.iterations, 3);
     let sub = harness.server.requests_for("sub");
@@ -93,7 +93,7 @@ async fn batched_fan_out_runs_concurrently_and_sums_in_code() {
             .to_string()
     });
     let started = std::time::Instant::now();
-    let result = harness.run(Budget::default(), 1, &context).await;
+    let result = harness.run(RunLimits::default(), 1, &context).await;
     assert_eq!(answered(&result), errors.to_string());
     assert_eq!(harness.server.requests_for("sub").len(), 20);
     assert!(
@@ -102,7 +102,7 @@ async fn batched_fan_out_runs_concurrently_and_sums_in_code() {
     );
     // 20 calls at 200 ms each would take 4 s one by one.
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
-    assert_eq!(result.usage.subcalls, 20);
+    assert_eq!(result.subcalls, 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,12 +124,12 @@ async fn depth_two_recursion_runs_a_child_rlm() {
             "FINAL(3 lines)".to_owned()
         }
     });
-    let result = harness.run(Budget::default(), 2, "unused").await;
+    let result = harness.run(RunLimits::default(), 2, "unused").await;
     assert_eq!(answered(&result), "3 lines");
     let child_first = harness.user_message("sub", 1);
     assert!(child_first.contains("\n3\n"), "{child_first}");
     assert_eq!(result.usage.models["sub"].calls, 2);
-    assert_eq!(result.usage.subcalls, 1);
+    assert_eq!(result.subcalls, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,11 +140,11 @@ async fn max_iterations_falls_back_to_one_final_request() {
         "```repl\nprint(x * 2)\n```",
         "I ran out of turns; from the counts:\nFINAL(there are 4 a's)",
     ]);
-    let budget = Budget {
+    let limits = RunLimits {
         max_iterations: 2,
-        ..Budget::default()
+        ..RunLimits::default()
     };
-    let result = harness.run(budget, 1, "banana a").await;
+    let result = harness.run(limits, 1, "banana a").await;
     assert_eq!(
         result.status,
         Status::ForcedAnswer,
@@ -163,11 +163,14 @@ async fn token_budget_stops_the_run_with_a_status() {
         "```repl\nanswer = {'content': 'partial: 2 lines', 'ready': False}\nprint('x')\n```",
         "```repl\nprint('never')\n```",
     ]);
-    let budget = Budget {
-        max_tokens: Some(50),
-        ..Budget::default()
+    let limits = RunLimits {
+        spend: rlm_llm::Budget {
+            max_tokens: Some(50),
+            ..rlm_llm::Budget::default()
+        },
+        ..RunLimits::default()
     };
-    let result = harness.run(budget, 1, "a\nb\n").await;
+    let result = harness.run(limits, 1, "a\nb\n").await;
     assert_eq!(
         result.status,
         Status::TokenBudget,
@@ -189,7 +192,7 @@ async fn code_errors_are_fed_back_to_the_model() {
         "```repl\nratio = 1 / 2\n```\nFINAL_VAR(ratio)",
         "FINAL_VAR(ratio)",
     ]);
-    let result = harness.run(Budget::default(), 1, "x").await;
+    let result = harness.run(RunLimits::default(), 1, "x").await;
     assert_eq!(answered(&result), "0.5");
     let feedback = harness.user_message("root", 1);
     assert!(feedback.contains("ZeroDivisionError"), "{feedback}");
@@ -203,7 +206,7 @@ async fn final_var_of_a_missing_variable_is_reported_back() {
         "```repl\nsummary = 'two words'\n```\nFINAL_VAR(summary)",
         "FINAL_VAR(summary)",
     ]);
-    let result = harness.run(Budget::default(), 1, "x").await;
+    let result = harness.run(RunLimits::default(), 1, "x").await;
     assert_eq!(answered(&result), "two words");
     let feedback = harness.user_message("root", 1);
     assert!(

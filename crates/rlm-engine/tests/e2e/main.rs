@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rlm_engine::{Budget, ContextPart, Rlm, RunResult, SANDBOX_HELPERS_DOC, SandboxRepl, Status};
+use rlm_engine::{
+    ContextPart, Rlm, RunLimits, RunResult, SANDBOX_HELPERS_DOC, SandboxRepl, Status,
+};
 use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
 use rlm_sandbox::{Isolation, Limits, Sandbox};
 
@@ -35,7 +37,7 @@ impl Harness {
             .respond_with(move |seen| FakeReply::text(answer(seen)));
     }
 
-    fn rlm(&self, budget: Budget, max_depth: u32) -> Rlm {
+    fn rlm(&self, limits: RunLimits, max_depth: u32) -> Rlm {
         let client = self.server.client_builder().build().unwrap();
         Rlm::builder()
             .client(Arc::new(client))
@@ -44,14 +46,14 @@ impl Harness {
             .model("root")
             .subcall_model("sub")
             .max_depth(max_depth)
-            .budget(budget)
+            .limits(limits)
             .log_dir(self.log.path().to_path_buf())
             .build()
             .unwrap()
     }
 
-    async fn run(&self, budget: Budget, max_depth: u32, context: &str) -> RunResult {
-        let rlm = self.rlm(budget, max_depth);
+    async fn run(&self, limits: RunLimits, max_depth: u32, context: &str) -> RunResult {
+        let rlm = self.rlm(limits, max_depth);
         let run = rlm.completion("What is asked?", vec![ContextPart::new(context)]);
         tokio::time::timeout(Duration::from_secs(120), run)
             .await

@@ -57,7 +57,11 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         .system
         .as_deref()
         .into_iter()
-        .chain(system_messages.iter().map(|message| message.content.as_str()))
+        .chain(
+            system_messages
+                .iter()
+                .map(|message| message.content.as_str()),
+        )
         .chain(request.json.then_some(JSON_INSTRUCTION))
         .collect();
     if !system_parts.is_empty() {

@@ -4,9 +4,9 @@ use serde_json::{Value, json};
 
 use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, Role, Usage};
 #[cfg(test)]
 use crate::types::Message;
+use crate::types::{ChatRequest, Role, Usage};
 
 pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);

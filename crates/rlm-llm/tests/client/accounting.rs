@@ -79,7 +79,10 @@ async fn usage_and_cost_add_up_per_model_with_unknown_prices_unknown() {
     let run_report = run.ledger().report();
     assert_eq!(run_report.total.calls, 1);
     assert_eq!(run_report.total.cost_usd, 0.0);
-    assert_eq!(run_report.total.unpriced_calls, 1, "a lower bound, said to be one");
+    assert_eq!(
+        run_report.total.unpriced_calls, 1,
+        "a lower bound, said to be one"
+    );
     assert_eq!(run_report.models["fake:local"].usage, usage(10, 10));
 }
 

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rlm_engine::{Rlm, RunResult};
+use rlm_engine::{Rlm, RunResult, Status};
 
 use crate::cli::{GlobalArgs, RunArgs};
-use crate::error::{self, CliError};
+use crate::error::{self, CliError, llm_error};
+use crate::output::{count, usd};
 use crate::progress::StderrProgress;
 use crate::settings::{RunSettings, Sources};
 
@@ -27,7 +28,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         .model(settings.model)
         .subcall_model(settings.subcall_model)
         .max_depth(settings.max_depth)
-        .budget(settings.budget)
+        .limits(settings.limits)
         .prompts(settings.prompts);
     if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);
@@ -54,11 +55,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         return Err(CliError::interrupted().into());
     };
     let result = result.context("the run could not continue")?;
-    report(global, &result)
+    report(global, result)
 }
 
 /// Prints the answer (or the JSON result) and picks the exit code.
-fn report(global: &GlobalArgs, result: &RunResult) -> anyhow::Result<ExitCode> {
+fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode> {
     if global.json {
         crate::output::print_json(&serde_json::json!({
             "type": "result",
@@ -66,14 +67,18 @@ fn report(global: &GlobalArgs, result: &RunResult) -> anyhow::Result<ExitCode> {
             "answer": result.answer,
             "partial_answer": result.partial_answer,
             "iterations": result.iterations,
-            "usage": result.usage,
-            "tokens": result.usage.total_tokens(),
-            "cost_usd": result.usage.cost_usd(),
-            "cost_is_partial": result.usage.cost_is_partial(),
+            "usage": {
+                "models": result.usage.models,
+                "total": result.usage.total,
+                "subcalls": result.subcalls,
+            },
+            "tokens": result.usage.total.usage.total(),
+            "cost_usd": result.usage.total.cost_usd,
+            "cost_is_partial": result.usage.total.cost_is_partial(),
             "seconds": result.seconds,
             "log": result.trajectory,
             "run_id": result.run_id,
-            "error": result.error,
+            "error": result.error_message(),
         }))?;
     } else if let Some(answer) = &result.answer {
         let mut out = crate::output::stdout();
@@ -81,17 +86,18 @@ fn report(global: &GlobalArgs, result: &RunResult) -> anyhow::Result<ExitCode> {
         out.flush()?;
     }
     if !global.quiet {
-        let cost = if result.usage.cost_is_partial() {
-            format!("≥ ${:.4} (some prices unknown)", result.usage.cost_usd())
+        let total = &result.usage.total;
+        let cost = if total.cost_is_partial() {
+            format!("≥ {} (some prices unknown)", usd(total.cost_usd))
         } else {
-            format!("${:.4}", result.usage.cost_usd())
+            usd(total.cost_usd)
         };
         eprintln!(
-            "{} · {} turns · {} model calls · {} tokens · {cost} · {:.1}s",
+            "{} · {} · {} · {} tokens · {cost} · {:.1}s",
             result.status,
-            result.iterations,
-            result.usage.calls(),
-            rlm_engine::group_digits(result.usage.total_tokens() as usize),
+            count(u64::from(result.iterations), "turn"),
+            count(total.calls, "model call"),
+            rlm_engine::group_digits(total.usage.total() as usize),
             result.seconds
         );
         if let Some(path) = &result.trajectory {
@@ -101,20 +107,36 @@ fn report(global: &GlobalArgs, result: &RunResult) -> anyhow::Result<ExitCode> {
     if result.status.is_answered() {
         return Ok(ExitCode::SUCCESS);
     }
+    // The model layer's error keeps its kind: a missing key or a replay miss is the user's to
+    // fix (exit 2), in JSON mode too, with the same hint `rlm chat` gives.
+    if let Some(model_error) = result.error.take() {
+        let message = format!("no answer: {}", result.status);
+        return Err(llm_error(model_error).context(message));
+    }
     if global.json {
         return Ok(ExitCode::from(error::EXIT_FAILED));
     }
-    let mut message = format!("no answer: {}", result.status);
-    if let Some(detail) = &result.error {
-        message.push_str(&format!(" ({detail})"));
+    let hint = match &result.partial_answer {
+        Some(partial) => format!("best partial answer: {partial}"),
+        None => limit_hint(result.status).to_owned(),
+    };
+    Err(
+        CliError::failed(anyhow::anyhow!("no answer: {}", result.status))
+            .with_hint(hint)
+            .into(),
+    )
+}
+
+/// What to change when a run ends without an answer.
+fn limit_hint(status: Status) -> &'static str {
+    match status {
+        Status::TokenBudget => "raise --max-tokens, or narrow the query",
+        Status::CostBudget => "raise --max-cost, or narrow the query",
+        Status::Timeout => "raise --timeout, or narrow the query",
+        Status::SubcallBudget => "raise --max-subcalls, or narrow the query",
+        Status::ErrorLimit => {
+            "the model's code kept failing; narrow the query or try a stronger --model"
+        }
+        _ => "raise --max-iterations, --max-tokens, --max-cost or --timeout, or narrow the query",
     }
-    let mut err = CliError::failed(anyhow::anyhow!(message));
-    if let Some(partial) = &result.partial_answer {
-        err = err.with_hint(format!("best partial answer: {partial}"));
-    } else {
-        err = err.with_hint(
-            "raise --max-iterations, --max-tokens, --max-cost or --timeout, or narrow the query",
-        );
-    }
-    Err(err.into())
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rlm_engine::{Budget, Prompts};
+use rlm_engine::{Prompts, RunLimits};
 
 use super::env;
 use super::{LlmSettings, Sources};
@@ -23,7 +23,7 @@ pub struct RunSettings {
     /// The sub-call model (defaults to `model`).
     pub subcall_model: String,
     pub max_depth: u32,
-    pub budget: Budget,
+    pub limits: RunLimits,
     /// In order: `context_0`, `context_1`, …
     pub contexts: Vec<ContextSource>,
     pub prompts: Prompts,
@@ -47,7 +47,7 @@ impl RunSettings {
         if args.query.trim().is_empty() {
             return Err(input_error("the query is empty").into());
         }
-        let budget = budget(args)?;
+        let limits = limits(args)?;
         let contexts = context_sources(args)?;
         let prompts = prompts(sources)?;
         let log_dir = if args.no_log {
@@ -61,7 +61,7 @@ impl RunSettings {
             model,
             subcall_model,
             max_depth: args.max_depth,
-            budget,
+            limits,
             contexts,
             prompts,
             log_dir,
@@ -70,7 +70,7 @@ impl RunSettings {
 }
 
 /// The run's limits, from the budget flags.
-pub fn budget(args: &RunArgs) -> anyhow::Result<Budget> {
+pub fn limits(args: &RunArgs) -> anyhow::Result<RunLimits> {
     if let Some(cost) = args.max_cost
         && !(cost.is_finite() && cost > 0.0)
     {
@@ -79,13 +79,16 @@ pub fn budget(args: &RunArgs) -> anyhow::Result<Budget> {
     if args.max_tokens == Some(0) {
         return Err(input_error("--max-tokens must be at least 1").into());
     }
-    Ok(Budget {
+    Ok(RunLimits {
         max_iterations: args.max_iterations,
-        max_tokens: args.max_tokens,
-        max_cost_usd: args.max_cost,
+        spend: rlm_llm::Budget {
+            max_tokens: args.max_tokens,
+            max_cost_usd: args.max_cost,
+            ..rlm_llm::Budget::default()
+        },
         timeout: args.max_time.map(Duration::from_secs_f64),
         max_subcalls: args.max_subcalls,
-        ..Budget::default()
+        ..RunLimits::default()
     })
 }
 
@@ -279,9 +282,9 @@ mod tests {
                 ContextSource::Inline("inline".into())
             ]
         );
-        assert_eq!(settings.budget.max_iterations, 4);
-        assert_eq!(settings.budget.max_cost_usd, Some(0.5));
-        assert_eq!(settings.budget.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(settings.limits.max_iterations, 4);
+        assert_eq!(settings.limits.spend.max_cost_usd, Some(0.5));
+        assert_eq!(settings.limits.timeout, Some(Duration::from_secs(2)));
 
         for bad in [
             &["q", "--context", "-", "--context-file", "-"][..],

@@ -180,6 +180,102 @@ fn bad_input_exits_2_with_a_hint() {
     }
 }
 
+/// A model error keeps its kind through the engine: without a key the run is an input error
+/// (exit 2) with the hint `rlm chat` gives, not a budget hint; the summary reads right.
+#[test]
+fn a_missing_key_exits_2_with_the_export_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = rlm_in(dir.path())
+        .args([
+            "run",
+            "--no-log",
+            "--model",
+            "openai:gpt-4o",
+            "--context",
+            "abc",
+            "q",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: no answer: the root model failed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Caused by: no API key for provider `openai`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: export OPENAI_API_KEY="), "{stderr}");
+    assert!(!stderr.contains("--max-iterations"), "{stderr}");
+    assert!(
+        stderr.contains(" · 1 turn · 0 model calls · 0 tokens · $0.0000 · "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("$-0"), "{stderr}");
+}
+
+/// A replay miss and an unknown provider are input errors too, in JSON mode as well (the
+/// result line still goes to stdout).
+#[test]
+fn replay_misses_and_unknown_providers_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.jsonl"), "").unwrap();
+    let output = rlm_in(dir.path())
+        .args([
+            "run",
+            "--json",
+            "--no-log",
+            "--replay",
+            "empty.jsonl",
+            "--model",
+            "openai:gpt-4o",
+            "--context",
+            "abc",
+            "q",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no recorded response in empty.jsonl"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: the recording has no answer"),
+        "{stderr}"
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "model_error");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("no recorded response"),
+        "{result}"
+    );
+    assert_eq!(result["usage"]["subcalls"], 0);
+
+    let output = rlm(dir.path(), None)
+        .args([
+            "run",
+            "--no-log",
+            "--model",
+            "nosuch:m",
+            "--context",
+            "abc",
+            "q",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown provider `nosuch`"), "{stderr}");
+    assert!(stderr.contains("hint: known prefixes"), "{stderr}");
+}
+
 /// The README's keyless example: replaying `examples/needle.replay.jsonl` must answer. Set
 /// `RLM_RECORD_EXAMPLES=1` to re-record it against the fake server (after a prompt change).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
