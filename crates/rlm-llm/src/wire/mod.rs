@@ -125,3 +125,76 @@ pub(crate) fn count(value: &serde_json::Value, pointer: &str) -> u64 {
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The usage a stream of `data:` payloads ends with.
+    fn streamed(kind: ProviderKind, events: &[&str]) -> Usage {
+        let mut decoder = StreamDecoder::new(kind);
+        for data in events {
+            let event = SseEvent {
+                event: String::new(),
+                data: (*data).to_owned(),
+            };
+            decoder.on_event(&event).unwrap();
+        }
+        assert!(decoder.is_done());
+        decoder.finish().usage
+    }
+
+    /// Pins the one meaning of [`Usage::input_tokens`]: every prompt token, cached or not, with
+    /// cache reads and writes as parts of it. A call with 100 prompt tokens, 60 of them read
+    /// from the cache (and, on Anthropic, 30 written to it), says 100 whichever wire it came
+    /// from, whole or streamed. OpenAI's `prompt_tokens` already include the cached ones;
+    /// Anthropic's `input_tokens` leave both kinds out.
+    #[test]
+    fn input_tokens_count_every_prompt_token_on_both_wires() {
+        let openai = Usage {
+            input_tokens: 100,
+            output_tokens: 7,
+            cache_read_tokens: 60,
+            cache_write_tokens: 0,
+        };
+        let anthropic = Usage {
+            cache_write_tokens: 30,
+            ..openai
+        };
+        let openai_usage = r#""usage":{"prompt_tokens":100,"completion_tokens":7,
+            "prompt_tokens_details":{"cached_tokens":60}}"#;
+        let anthropic_usage = r#""usage":{"input_tokens":10,"output_tokens":7,
+            "cache_read_input_tokens":60,"cache_creation_input_tokens":30}"#;
+
+        let body = format!(r#"{{"choices":[{{"message":{{"content":"ok"}}}}],{openai_usage}}}"#);
+        let whole = parse_response(ProviderKind::OpenAi, body.as_bytes()).unwrap();
+        assert_eq!(whole.usage, openai);
+        let stream = streamed(
+            ProviderKind::OpenAi,
+            &[
+                r#"{"choices":[{"delta":{"content":"ok"}}]}"#,
+                &format!(r#"{{"choices":[],{openai_usage}}}"#),
+                "[DONE]",
+            ],
+        );
+        assert_eq!(stream, openai);
+
+        let body = format!(r#"{{"content":[{{"type":"text","text":"ok"}}],{anthropic_usage}}}"#);
+        let whole = parse_response(ProviderKind::Anthropic, body.as_bytes()).unwrap();
+        assert_eq!(whole.usage, anthropic);
+        let stream = streamed(
+            ProviderKind::Anthropic,
+            &[
+                &format!(r#"{{"type":"message_start","message":{{{anthropic_usage}}}}}"#),
+                r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"ok"}}"#,
+                r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}"#,
+                r#"{"type":"message_stop"}"#,
+            ],
+        );
+        assert_eq!(stream, anthropic);
+
+        assert_eq!(openai.uncached_input_tokens(), 40);
+        assert_eq!(anthropic.uncached_input_tokens(), 10);
+        assert_eq!(anthropic.total(), 107);
+    }
+}

@@ -4,8 +4,6 @@ use serde_json::{Value, json};
 
 use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
-#[cfg(test)]
-use crate::types::Message;
 use crate::types::{ChatRequest, Role, Usage};
 
 pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
@@ -133,6 +131,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Message;
 
     #[test]
     fn body_carries_every_option() {
@@ -166,47 +165,6 @@ mod tests {
                 .is_none()
         );
         assert_eq!(request_body(&request, "qwen2.5:7b", false)["max_tokens"], 7);
-    }
-
-    /// Pins the meaning of [`Usage::input_tokens`] for OpenAI: every prompt token, the cached
-    /// ones being a part of it.
-    #[test]
-    fn input_tokens_include_cached_prompt_tokens() {
-        let body = br#"{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
-            "usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":60}}}"#;
-        let parsed = parse_response(body).unwrap();
-        assert_eq!(parsed.text, "ok");
-        assert_eq!(
-            parsed.usage,
-            Usage {
-                input_tokens: 100,
-                output_tokens: 7,
-                cache_read_tokens: 60,
-                cache_write_tokens: 0,
-            }
-        );
-        assert_eq!(parsed.usage.uncached_input_tokens(), 40);
-        assert_eq!(parsed.usage.total(), 107);
-    }
-
-    #[test]
-    fn streamed_usage_has_the_same_meaning() {
-        let mut state = StreamState::default();
-        let event = |data: &str| SseEvent {
-            event: String::new(),
-            data: data.to_owned(),
-        };
-        for data in [
-            r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":null}]}"#,
-            r#"{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,
-                "prompt_tokens_details":{"cached_tokens":60}}}"#,
-            "[DONE]",
-        ] {
-            state.on_event(&event(data)).unwrap();
-        }
-        assert!(state.done);
-        assert_eq!(state.parsed.usage.input_tokens, 100);
-        assert_eq!(state.parsed.usage.cache_read_tokens, 60);
     }
 
     #[test]

@@ -180,39 +180,35 @@ fn bad_input_exits_2_with_a_hint() {
     }
 }
 
+/// `rlm run ARGS --no-log --context abc q` without any key, which must exit 2 (an input error);
+/// returns stdout and stderr.
+fn run_expecting_input_error(dir: &Path, args: &[&str]) -> (String, String) {
+    let output = rlm_in(dir)
+        .arg("run")
+        .args(args)
+        .args(["--no-log", "--context", "abc", "q"])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    (text(&output.stdout), stderr)
+}
+
 /// A model error keeps its kind through the engine: without a key the run is an input error
 /// (exit 2) with the hint `rlm chat` gives, not a budget hint; the summary reads right.
 #[test]
 fn a_missing_key_exits_2_with_the_export_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let output = rlm_in(dir.path())
-        .args([
-            "run",
-            "--no-log",
-            "--model",
-            "openai:gpt-4o",
-            "--context",
-            "abc",
-            "q",
-        ])
-        .output()
-        .unwrap();
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("error: no answer: the root model failed"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("Caused by: no API key for provider `openai`"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("hint: export OPENAI_API_KEY="), "{stderr}");
+    let (_, stderr) = run_expecting_input_error(dir.path(), &["--model", "openai:gpt-4o"]);
+    for expected in [
+        "error: no answer: the root model failed",
+        "Caused by: no API key for provider `openai`",
+        "hint: export OPENAI_API_KEY=",
+        " · 1 turn · 0 model calls · 0 tokens · $0.0000 · ",
+    ] {
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+    }
     assert!(!stderr.contains("--max-iterations"), "{stderr}");
-    assert!(
-        stderr.contains(" · 1 turn · 0 model calls · 0 tokens · $0.0000 · "),
-        "{stderr}"
-    );
     assert!(!stderr.contains("$-0"), "{stderr}");
 }
 
@@ -222,23 +218,14 @@ fn a_missing_key_exits_2_with_the_export_hint() {
 fn replay_misses_and_unknown_providers_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("empty.jsonl"), "").unwrap();
-    let output = rlm_in(dir.path())
-        .args([
-            "run",
-            "--json",
-            "--no-log",
-            "--replay",
-            "empty.jsonl",
-            "--model",
-            "openai:gpt-4o",
-            "--context",
-            "abc",
-            "q",
-        ])
-        .output()
-        .unwrap();
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let replay = [
+        "--json",
+        "--replay",
+        "empty.jsonl",
+        "--model",
+        "openai:gpt-4o",
+    ];
+    let (stdout, stderr) = run_expecting_input_error(dir.path(), &replay);
     assert!(
         stderr.contains("no recorded response in empty.jsonl"),
         "{stderr}"
@@ -247,31 +234,13 @@ fn replay_misses_and_unknown_providers_exit_2() {
         stderr.contains("hint: the recording has no answer"),
         "{stderr}"
     );
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(result["status"], "model_error");
-    assert!(
-        result["error"]
-            .as_str()
-            .unwrap()
-            .contains("no recorded response"),
-        "{result}"
-    );
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("no recorded response"), "{result}");
     assert_eq!(result["usage"]["subcalls"], 0);
 
-    let output = rlm(dir.path(), None)
-        .args([
-            "run",
-            "--no-log",
-            "--model",
-            "nosuch:m",
-            "--context",
-            "abc",
-            "q",
-        ])
-        .output()
-        .unwrap();
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let (_, stderr) = run_expecting_input_error(dir.path(), &["--model", "nosuch:m"]);
     assert!(stderr.contains("unknown provider `nosuch`"), "{stderr}");
     assert!(stderr.contains("hint: known prefixes"), "{stderr}");
 }
