@@ -20,7 +20,7 @@ use crate::limits::RunAccount;
 use crate::prompt::{render, truncate};
 use crate::repl::SubcallHost;
 use crate::rlm::Shared;
-use crate::run::{RunResult, error_chain, run_loop};
+use crate::run::{error_chain, run_loop};
 
 /// How much of a sub-call's prompt and response the trajectory keeps (sizes are always logged).
 const LOG_PREVIEW_CHARS: usize = 4_000;
@@ -251,16 +251,19 @@ impl RunScope {
                     scope.account.spend().report(),
                     None,
                 ),
-                Ok(RunResult {
-                    answer,
-                    status,
-                    usage,
-                    trajectory,
-                    ..
-                }) => {
-                    let result = answer
-                        .ok_or_else(|| format!("child run ended without an answer ({status})"));
-                    (result, usage, trajectory)
+                Ok(result) => {
+                    let answer = match (&result.answer, result.error_message()) {
+                        (Some(answer), _) => Ok(answer.clone()),
+                        (None, Some(error)) => Err(format!(
+                            "child run ended without an answer ({}: {error})",
+                            result.status
+                        )),
+                        (None, None) => Err(format!(
+                            "child run ended without an answer ({})",
+                            result.status
+                        )),
+                    };
+                    (answer, result.usage, result.trajectory)
                 }
             };
         let mut entry = record(

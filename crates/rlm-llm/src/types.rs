@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Role {
     /// Instructions for the whole conversation. A request carries its system prompt in
     /// [`ChatRequest::system`]; the role exists so that a transcript

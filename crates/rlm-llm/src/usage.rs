@@ -233,7 +233,7 @@ struct Account {
 
 /// Spending of one node of a tree (a process, a run, a sub-run), checked against its budget
 /// and every ancestor's. Share it as `Arc<Ledger>`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Ledger {
     parent: Option<Arc<Ledger>>,
     budget: Budget,
