@@ -117,7 +117,8 @@ pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
 
 /// Prints the error chain to stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> ExitCode {
-    if is_broken_pipe(err) {
+    // `| head` closed stdout: the reader has what it wanted, so end quietly.
+    if crate::output::stdout_closed() || is_broken_pipe(err) {
         return ExitCode::SUCCESS;
     }
     let cli_error = err
@@ -132,7 +133,13 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         .bold()
         .fg_color(Some(anstyle::AnsiColor::Red.into()));
     let bold = anstyle::Style::new().bold();
-    let _ = writeln!(stderr, "{red}error{red:#}: {err}");
+    // Messages quote file names, model replies and document text: no control characters.
+    let neutralize = crate::output::neutralize;
+    let _ = writeln!(
+        stderr,
+        "{red}error{red:#}: {}",
+        neutralize(&err.to_string())
+    );
     let mut last = err.to_string();
     for cause in err.chain().skip(1) {
         let text = cause.to_string();
@@ -140,14 +147,14 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         if text == last {
             continue;
         }
-        let _ = writeln!(stderr, "  {bold}Caused by{bold:#}: {text}");
+        let _ = writeln!(stderr, "  {bold}Caused by{bold:#}: {}", neutralize(&text));
         last = text;
     }
     if let Some(hint) = cli_error.and_then(|e| e.hint.as_deref()) {
         let cyan = anstyle::Style::new()
             .bold()
             .fg_color(Some(anstyle::AnsiColor::Cyan.into()));
-        let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {hint}");
+        let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {}", neutralize(hint));
     }
     ExitCode::from(match kind {
         Kind::Input => EXIT_USAGE,
@@ -213,8 +220,15 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
-        cause
+        // serde_json hides the io::Error it wraps from `source()`; ask it for the kind.
+        let kind = cause
             .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                cause
+                    .downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+            });
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

@@ -1,6 +1,18 @@
-//! Colour choice and stdout writing that turns a closed pipe into a quiet exit.
+//! Colour choice, terminal-safe text, and stdout writing that turns a closed pipe into a quiet
+//! exit.
+//!
+//! Two rules live here so every command follows them the same way:
+//!
+//! - **Text we did not write** (model replies, REPL output, document text, file names) never
+//!   reaches a terminal with its control characters: [`neutralize`] shows them as visible
+//!   escapes, whatever `--color` says. Our own styling is added around the neutralised text.
+//!   Data piped to a file stays byte-exact ([`raw_stdout`], [`for_stdout`]).
+//! - **A closed stdout** (`| head`) ends the command quietly with exit 0: every stdout writer
+//!   comes from here and records the broken pipe, which `error::report` checks.
 
-use std::io::{IsTerminal as _, Write};
+use std::borrow::Cow;
+use std::io::{self, IsTerminal as _, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cli::ColorChoice;
 
@@ -25,18 +37,138 @@ pub fn stderr_color() -> bool {
     }
 }
 
-/// Stdout for data. Write with `writeln!` and `?` so a closed pipe ends the command quietly.
-pub fn stdout() -> anstream::AutoStream<std::io::StdoutLock<'static>> {
-    anstream::AutoStream::auto(std::io::stdout().lock())
+/// Control characters in `text` as visible escapes, so text from a model, a REPL, a document or
+/// a file name cannot move the cursor, erase lines, retitle the window or ring the bell.
+///
+/// `\n` and `\t` are kept. Other C0 controls and DEL are shown as `\xNN` (ESC as `\x1b`, a
+/// carriage return as `\x0d`); C1 controls (U+0080–U+009F, which some terminals treat like
+/// ESC-sequences) as `\u{NN}`. Everything else, including non-ASCII text, is unchanged.
+/// Borrowed when there is nothing to replace, which is the common case.
+pub fn neutralize(text: &str) -> Cow<'_, str> {
+    let needs = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(needs) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !needs(c) {
+            shown.push(c);
+        } else if (c as u32) < 0x80 {
+            shown.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            shown.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    Cow::Owned(shown)
 }
 
-/// Prints one JSON value as a line on stdout.
+/// Whether stdout is a terminal (a person reads it, so data text is neutralised).
+pub fn stdout_is_terminal() -> bool {
+    io::stdout().is_terminal()
+}
+
+/// Data text for stdout: neutralised on a terminal, byte-exact when piped or redirected.
+pub fn for_stdout(text: &str) -> Cow<'_, str> {
+    if stdout_is_terminal() {
+        neutralize(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Set once a write to stdout failed because the reader went away.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a write to stdout hit a closed pipe: the command should then end quietly, exit 0.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// A stdout writer that records a broken pipe (see [`stdout_closed`]) and passes the error on,
+/// so `?` stops the command and `error::report` ends it quietly.
+#[derive(Debug)]
+pub struct PipeAware<W>(W);
+
+impl<W: Write> PipeAware<W> {
+    fn note(result: io::Result<usize>) -> io::Result<usize> {
+        if let Err(err) = &result
+            && err.kind() == io::ErrorKind::BrokenPipe
+        {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+impl<W: Write> Write for PipeAware<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Self::note(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Self::note(self.0.flush().map(|()| 0)).map(|_| ())
+    }
+}
+
+/// Stdout for styled listings (our colours, stripped when stdout is not a colour terminal).
+/// Interpolate text we did not write through [`for_stdout`]. Write with `writeln!` and `?`.
+pub fn stdout() -> PipeAware<anstream::AutoStream<io::StdoutLock<'static>>> {
+    PipeAware(anstream::AutoStream::auto(io::stdout().lock()))
+}
+
+/// Stdout for data written as is (answers, buffer text, JSON): nothing stripped, so a
+/// redirect gets the exact bytes. Neutralise with [`for_stdout`] first where a terminal may
+/// read it.
+pub fn raw_stdout() -> PipeAware<io::StdoutLock<'static>> {
+    PipeAware(io::stdout().lock())
+}
+
+/// Unlocked raw stdout, for callbacks that must be `Send` (streamed answers).
+pub fn raw_stdout_unlocked() -> PipeAware<io::Stdout> {
+    PipeAware(io::stdout())
+}
+
+/// Prints one JSON value as a line on stdout (JSON escapes control characters itself).
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut out = stdout();
-    serde_json::to_writer(&mut out, value)?;
-    writeln!(out)?;
+    let mut out = raw_stdout();
+    write_json(&mut out, value)?;
     out.flush()?;
     Ok(())
+}
+
+/// Writes one JSON value and a newline, keeping an I/O error an `io::Error` (not wrapped in
+/// `serde_json::Error`) so a closed pipe is recognised.
+pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    let line = serde_json::to_vec(value).map_err(io::Error::other)?;
+    out.write_all(&line)?;
+    out.write_all(b"\n")
+}
+
+/// Prints one JSON Lines record on stdout: `value`'s fields after `"type": kind`.
+pub fn print_record(kind: &str, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    print_json(&record(kind, value)?)
+}
+
+/// `value` (an object) with `"type": kind` as its first field.
+pub fn record(kind: &str, value: &impl serde::Serialize) -> anyhow::Result<serde_json::Value> {
+    let mut object = serde_json::Map::new();
+    object.insert("type".to_owned(), kind.into());
+    match serde_json::to_value(value)? {
+        serde_json::Value::Object(fields) => object.extend(fields),
+        other => {
+            object.insert("value".to_owned(), other);
+        }
+    }
+    Ok(serde_json::Value::Object(object))
+}
+
+/// A note on stderr for a person at a terminal (empty results and the like); silent when
+/// stderr is not a terminal or `--quiet` is given, so scripts see only the data stream.
+pub fn terminal_note(quiet: bool, message: &str) {
+    if !quiet && io::stderr().is_terminal() {
+        let mut stderr = anstream::stderr();
+        let _ = writeln!(stderr, "note: {}", neutralize(message));
+    }
 }
 
 /// Human-readable byte count (powers of 1000).
@@ -83,5 +215,21 @@ mod tests {
         assert_eq!(usd(-0.0), "$0.0000");
         assert_eq!(usd([].iter().sum::<f64>()), "$0.0000");
         assert_eq!(usd(0.01234), "$0.0123");
+    }
+
+    #[test]
+    fn neutralize_shows_controls_and_keeps_newlines_and_tabs() {
+        assert!(matches!(neutralize("plain\ttext\n"), Cow::Borrowed(_)));
+        assert_eq!(
+            neutralize("a\x1b]0;pwned\x07b\r\x1b[Kc\u{9b}d\u{7f}"),
+            "a\\x1b]0;pwned\\x07b\\x0d\\x1b[Kc\\u{9b}d\\x7f"
+        );
+        assert_eq!(neutralize("héllo ✓\n"), "héllo ✓\n");
+    }
+
+    #[test]
+    fn record_puts_the_type_first() {
+        let value = record("buffer", &serde_json::json!({"name": "a"})).unwrap();
+        assert_eq!(value.to_string(), r#"{"type":"buffer","name":"a"}"#);
     }
 }

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use rlm_engine::{Event, EventSink, Progress, group_digits};
 
+use crate::output::neutralize;
+
 /// Lines of a code block shown before "… N more lines".
 const CODE_LINES_SHOWN: usize = 12;
 /// Sub-call progress is printed at most this often while a fan-out runs.
@@ -65,7 +67,10 @@ impl EventSink for StderrProgress {
                 model,
                 log,
             } => {
-                let log = log.map_or(String::new(), |p| format!(" · log {}", p.display()));
+                let log = log.map_or(String::new(), |p| {
+                    format!(" · log {}", neutralize(&p.display().to_string()))
+                });
+                let model = neutralize(model);
                 let label = if *depth == 0 { "run" } else { "child run" };
                 self.line(
                     *depth,
@@ -102,7 +107,8 @@ impl EventSink for StderrProgress {
                 };
                 let mut text = String::new();
                 for line in lines.iter().take(shown) {
-                    text.push_str(&format!("{dim}│{dim:#} {line}\n"));
+                    // Model-written code: neutralised, as all text we did not write.
+                    text.push_str(&format!("{dim}│{dim:#} {}\n", neutralize(line)));
                 }
                 if lines.len() > shown {
                     text.push_str(&format!(
@@ -124,12 +130,12 @@ impl EventSink for StderrProgress {
                 );
                 if let Some(first) = output.lines().next() {
                     let preview: String = first.chars().take(100).collect();
-                    text.push_str(&format!("\n{dim}  {preview}{dim:#}"));
+                    text.push_str(&format!("\n{dim}  {}{dim:#}", neutralize(&preview)));
                 }
                 if let Some(error) = &outcome.error {
                     let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
                     let last = error.lines().last().unwrap_or(error);
-                    text.push_str(&format!("\n{red}✗ {last}{red:#}"));
+                    text.push_str(&format!("\n{red}✗ {}{red:#}", neutralize(last)));
                 }
                 if let Some(answer) = &outcome.final_answer {
                     text.push_str(&format!(

@@ -37,14 +37,16 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Re
             if json {
                 return client.chat(&request).await.map_err(llm_error);
             }
-            // Unlocked stdout: the callback must be `Send`. anstream strips escape sequences the
-            // model may emit when stdout is not a terminal.
-            let mut out = anstream::AutoStream::auto(std::io::stdout());
+            // Unlocked stdout: the callback must be `Send`. The answer is data: byte-exact into
+            // a pipe, its control characters neutralised on a terminal.
+            let mut out = crate::output::raw_stdout_unlocked();
             let mut write_error: Option<std::io::Error> = None;
             let result = client
                 .chat_streaming(&request, &mut |piece: &str| {
                     if write_error.is_none()
-                        && let Err(err) = out.write_all(piece.as_bytes()).and_then(|()| out.flush())
+                        && let Err(err) = out
+                            .write_all(crate::output::for_stdout(piece).as_bytes())
+                            .and_then(|()| out.flush())
                     {
                         write_error = Some(err);
                     }
@@ -78,9 +80,10 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Re
             "replayed": response.replayed,
         }))?;
     } else {
-        writeln!(crate::output::stdout())?;
+        writeln!(crate::output::raw_stdout())?;
         if !global.quiet {
-            eprintln!("{}", usage_line(&response));
+            // The model name comes from the provider's reply.
+            eprintln!("{}", crate::output::neutralize(&usage_line(&response)));
         }
     }
     Ok(ExitCode::SUCCESS)

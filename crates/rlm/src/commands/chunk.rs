@@ -51,7 +51,10 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
                     "bytes": [chunk.range.start, chunk.range.end],
                     "lines": [chunk.start_line, chunk.end_line],
                     "header_bytes": chunk.header.as_ref().map(|h| [h.start, h.end]),
-                    "chars": chunk.text(&text).chars().count(),
+                    // The same count the text preview shows: the chunk's own text; a repeated
+                    // CSV header is counted apart.
+                    "chars": text[chunk.range.clone()].chars().count(),
+                    "header_chars": chunk.header.as_ref().map(|h| text[h.clone()].chars().count()),
                 }),
             )?;
             writeln!(out)?;

@@ -31,14 +31,27 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ConfigArgs) -> anyhow::
             }
         }
         ConfigAction::Paths => {
-            let mut out = crate::output::stdout();
-            match sources.explicit_config() {
-                Some(path) => writeln!(out, "{} (explicit)", path.display())?,
-                None => {
-                    for path in sources.config_candidates() {
+            let paths: Vec<(std::path::PathBuf, &str)> = match sources.explicit_config() {
+                Some(path) => vec![(path.to_path_buf(), "explicit")],
+                None => sources
+                    .config_candidates()
+                    .into_iter()
+                    .map(|path| {
                         let state = if path.is_file() { "found" } else { "absent" };
-                        writeln!(out, "{} ({state})", path.display())?;
-                    }
+                        (path, state)
+                    })
+                    .collect(),
+            };
+            let mut out = crate::output::stdout();
+            for (path, state) in paths {
+                if global.json {
+                    crate::output::write_json(
+                        &mut out,
+                        &serde_json::json!({ "type": "config_file", "path": path, "state": state }),
+                    )?;
+                } else {
+                    let path = path.display().to_string();
+                    writeln!(out, "{} ({state})", crate::output::for_stdout(&path))?;
                 }
             }
         }

@@ -146,7 +146,7 @@ fn output<T: Serialize + Display + 'static>(report: T) -> Printable {
             crate::output::print_json(&report)
         } else {
             let mut out = crate::output::stdout();
-            write!(out, "{report}")?;
+            write!(out, "{}", crate::output::for_stdout(&report.to_string()))?;
             out.flush()?;
             Ok(())
         }

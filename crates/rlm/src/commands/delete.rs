@@ -12,11 +12,14 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteArgs) -> anyhow::
     let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let deleted = store.delete(&args.buffers).map_err(store_error)?;
     if global.json {
-        output::print_json(&deleted)?;
+        for buffer in &deleted {
+            output::print_record("deleted", buffer)?;
+        }
     } else if !global.quiet {
         let mut stderr = anstream::stderr();
         for buffer in &deleted {
-            let _ = writeln!(stderr, "deleted {} ({} chunks)", buffer.name, buffer.chunks);
+            let name = output::neutralize(&buffer.name);
+            let _ = writeln!(stderr, "deleted {name} ({} chunks)", buffer.chunks);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -32,12 +32,14 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
             } else {
                 match line {
                     GrepLine::Match { buffer, line, text } => {
+                        let (buffer, text) = (output::for_stdout(buffer), output::for_stdout(text));
                         writeln!(
                             out,
                             "{magenta}{buffer}{magenta:#}:{green}{line}{green:#}:{text}"
                         )
                     }
                     GrepLine::Context { buffer, line, text } => {
+                        let (buffer, text) = (output::for_stdout(buffer), output::for_stdout(text));
                         writeln!(
                             out,
                             "{magenta}{buffer}{magenta:#}-{green}{line}{green:#}-{text}"

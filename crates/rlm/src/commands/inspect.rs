@@ -88,7 +88,8 @@ fn print(global: &GlobalArgs, metadata: &ContextMetadata, variable: &str) -> any
         return crate::output::print_json(&line);
     }
     let mut out = crate::output::stdout();
-    write!(out, "{}", rlm_context::render_hint(metadata, variable))?;
+    let hint = rlm_context::render_hint(metadata, variable);
+    write!(out, "{}", crate::output::for_stdout(&hint))?;
     if metadata.source.is_none() {
         writeln!(out)?;
     }

@@ -12,7 +12,17 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Re
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let buffers = store.list().map_err(store_error)?;
     if global.json {
-        output::print_json(&buffers)?;
+        for buffer in &buffers {
+            output::print_record("buffer", buffer)?;
+        }
+    }
+    if buffers.is_empty() {
+        output::terminal_note(
+            global.quiet,
+            "the store has no buffers (add some with `rlm load`)",
+        );
+    }
+    if global.json {
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = output::stdout();
@@ -21,7 +31,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Re
             out,
             "{:>6}  {:<40} {:>10} {:>8} lines {:>6} chunks  {}",
             buffer.id,
-            buffer.name,
+            output::for_stdout(&buffer.name),
             human_bytes(buffer.bytes),
             buffer.lines,
             buffer.chunks,

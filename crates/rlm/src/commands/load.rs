@@ -9,7 +9,7 @@ use rlm_store::{LoadEvent, Source};
 
 use crate::cli::{GlobalArgs, LoadArgs};
 use crate::error::{input_error, store_error};
-use crate::output::{self, human_bytes};
+use crate::output::{self, human_bytes, neutralize};
 use crate::settings::{EmbeddingSettings, LoadSettings, Sources};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Result<ExitCode> {
@@ -42,9 +42,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
     let mut callback = |event: LoadEvent<'_>| {
         match event {
             LoadEvent::Reading { index, total, name } if live => {
+                let name = neutralize(name);
                 let _ = write!(stderr, "\r\x1b[Kloading {}/{total} {name}", index + 1);
             }
             LoadEvent::Streaming { name, bytes, total } if live => {
+                let name = neutralize(name);
                 let _ = write!(
                     stderr,
                     "\r\x1b[Kloading {name} {} of {}",
@@ -56,7 +58,8 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
                 let _ = writeln!(
                     stderr,
                     "\r\x1b[Knote: skipped {}: {}",
-                    skipped.name, skipped.reason
+                    neutralize(&skipped.name),
+                    neutralize(&skipped.reason.to_string())
                 );
             }
             LoadEvent::Indexing(step) if live => {

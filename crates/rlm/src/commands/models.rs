@@ -42,7 +42,8 @@ fn run_import(
     args: ModelsImportArgs,
 ) -> anyhow::Result<ExitCode> {
     if !global.quiet {
-        eprintln!("importing {} ...", args.path.display());
+        let path = args.path.display().to_string();
+        eprintln!("importing {} ...", crate::output::neutralize(&path));
     }
     let options = ImportOptions::default()
         .with_name(args.name)
@@ -87,17 +88,24 @@ fn run_list(global: &GlobalArgs, resolved: &EmbeddingSettings) -> anyhow::Result
             };
             crate::output::print_json(&value)?;
         }
+    }
+    if models.is_empty() {
+        // An empty result is an empty stream: the note goes to stderr (for `--json` only when
+        // a person is at the terminal).
+        let note = format!(
+            "no models in {} (import one with `rlm models import PATH`)",
+            resolved.models_dir.root().display()
+        );
+        if global.json {
+            crate::output::terminal_note(global.quiet, &note);
+        } else if !global.quiet {
+            eprintln!("note: {}", crate::output::neutralize(&note));
+        }
+    }
+    if global.json || models.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = crate::output::stdout();
-    if models.is_empty() {
-        writeln!(
-            out,
-            "no models in {} (import one with `rlm models import PATH`)",
-            resolved.models_dir.root().display()
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
     writeln!(out, "{:<28} {:<7} {:>5}  ID", "NAME", "KIND", "DIM")?;
     for model in &models {
         let marker = if default == Some(model.name.as_str()) {

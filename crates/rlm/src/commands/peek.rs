@@ -53,14 +53,16 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Re
     };
     if global.json {
         output::print_json(&serde_json::json!({
-            "buffer": buffer_name, "range": description, "text": text,
+            "type": "text", "buffer": buffer_name, "range": description, "text": text,
         }))?;
     } else {
-        let mut out = output::stdout();
-        out.write_all(text.as_bytes())?;
+        // Buffer text is data: byte-exact into a pipe, neutralised on a terminal.
+        let mut out = output::raw_stdout();
+        out.write_all(output::for_stdout(&text).as_bytes())?;
         if !text.is_empty() && !text.ends_with('\n') {
             writeln!(out)?;
         }
+        out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -81,8 +81,9 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
             "error": result.error_message(),
         }))?;
     } else if let Some(answer) = &result.answer {
-        let mut out = crate::output::stdout();
-        writeln!(out, "{answer}")?;
+        // Byte-exact into a pipe or file; control characters neutralised on a terminal.
+        let mut out = crate::output::raw_stdout();
+        writeln!(out, "{}", crate::output::for_stdout(answer))?;
         out.flush()?;
     }
     if !global.quiet {
@@ -101,7 +102,10 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
             result.seconds
         );
         if let Some(path) = &result.trajectory {
-            eprintln!("trajectory: {}", path.display());
+            eprintln!(
+                "trajectory: {}",
+                crate::output::neutralize(&path.display().to_string())
+            );
         }
     }
     if result.status.is_answered() {

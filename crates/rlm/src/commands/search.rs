@@ -33,7 +33,12 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::
         && !global.quiet
     {
         let mut stderr = anstream::stderr();
-        let _ = writeln!(stderr, "note: {notice}");
+        let _ = writeln!(stderr, "note: {}", output::neutralize(&notice.to_string()));
+    }
+    if outcome.hits.is_empty() && !global.quiet {
+        // Stdout stays an empty stream; say why on stderr, for people and scripts alike.
+        let mut stderr = anstream::stderr();
+        let _ = writeln!(stderr, "note: no chunk matches the query");
     }
     let mut out = output::stdout();
     if global.json {
@@ -55,13 +60,13 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::
             out,
             "{:>3}. {bold}{}{bold:#}:{}-{}  chunk {}  score {:.3}",
             rank + 1,
-            hit.buffer,
+            output::for_stdout(&hit.buffer),
             hit.start_line,
             hit.end_line,
             hit.chunk_id,
             hit.score
         )?;
-        writeln!(out, "     {}", hit.snippet)?;
+        writeln!(out, "     {}", output::for_stdout(&hit.snippet))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -22,22 +22,29 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowArgs) -> anyhow::Re
         None
     };
     if global.json {
-        output::print_json(&serde_json::json!({
-            "buffer": buffer,
-            "chunks": chunks,
-            "text": text,
-        }))?;
+        // JSON Lines: the buffer, then each chunk, then its text, each with a `type`.
+        output::print_record("buffer", &buffer)?;
+        for chunk in chunks.iter().flatten() {
+            output::print_record("chunk", chunk)?;
+        }
+        if let Some(text) = text {
+            output::print_json(&serde_json::json!({
+                "type": "text", "buffer": buffer.name, "text": text,
+            }))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(text) = text {
+        let mut out = output::raw_stdout();
+        out.write_all(output::for_stdout(&text).as_bytes())?;
+        out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = output::stdout();
-    if let Some(text) = text {
-        out.write_all(text.as_bytes())?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    writeln!(out, "name:     {}", buffer.name)?;
+    writeln!(out, "name:     {}", output::for_stdout(&buffer.name))?;
     writeln!(out, "id:       {}", buffer.id)?;
     if let Some(path) = &buffer.path {
-        writeln!(out, "path:     {path}")?;
+        writeln!(out, "path:     {}", output::for_stdout(path))?;
     }
     writeln!(
         out,

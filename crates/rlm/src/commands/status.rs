@@ -12,7 +12,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let status = store.status().map_err(store_error)?;
     if global.json {
-        output::print_json(&status)?;
+        output::print_record("status", &status)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = output::stdout();

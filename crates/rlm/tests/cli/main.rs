@@ -8,6 +8,7 @@ mod basics;
 mod chat;
 mod ctx;
 mod models;
+mod output;
 mod run;
 mod sandbox_worker;
 mod store;

@@ -50,7 +50,8 @@ fn empty_models_dir_lists_nothing_and_says_how_to_import() {
         .args(["models", "list"])
         .assert()
         .success()
-        .stdout(
+        .stdout("")
+        .stderr(
             predicate::str::contains("no models in")
                 .and(predicate::str::contains("rlm models import")),
         );

@@ -250,9 +250,11 @@ fn stdin_loads_under_a_name_and_delete_removes_it() {
         .success();
     let show = stdout(fixture.rlm().args(["show", "piped", "--json"]));
     let value: serde_json::Value = serde_json::from_str(&show).unwrap();
-    assert_eq!(value["buffer"]["bytes"], 19);
-    assert!(
-        value["text"].is_null(),
+    assert_eq!(value["type"], "buffer");
+    assert_eq!(value["bytes"], 19);
+    assert_eq!(
+        show.lines().count(),
+        1,
         "show never dumps text unless asked"
     );
     fixture.rlm().args(["delete", "piped"]).assert().success();
