@@ -11,10 +11,10 @@ use clap::Args;
 pub struct LlmArgs {
     /// Model for the main call, as `provider:name` (e.g. `anthropic:claude-sonnet-4-5`,
     /// `openai:gpt-4o-mini`, `ollama:qwen2.5:7b`) [env: RLM_MODEL].
-    #[arg(long, short = 'm', value_name = "MODEL")]
+    #[arg(long, short = 'm', value_name = "MODEL", value_hint = clap::ValueHint::Other)]
     pub model: Option<String>,
     /// Model for sub-calls (defaults to --model) [env: RLM_SUBCALL_MODEL].
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", value_hint = clap::ValueHint::Other)]
     pub subcall_model: Option<String>,
     /// Append every model request and response to this JSON Lines file (keys redacted)
     /// [env: RLM_RECORD].
@@ -36,12 +36,13 @@ pub struct LlmArgs {
     pub max_retries: Option<u32>,
 }
 
-/// Parses a positive number of seconds.
+/// Parses a positive number of seconds, at most a day. Zero is refused: it would end every
+/// request or run before it starts, and the message says so rather than "between 0 and …".
 pub fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(value) if value.is_finite() && value > 0.0 && value <= 86_400.0 => Ok(value),
         _ => Err(format!(
-            "`{text}` is not a number of seconds between 0 and 86400"
+            "`{text}` is not a number of seconds greater than 0 and at most 86400"
         )),
     }
 }

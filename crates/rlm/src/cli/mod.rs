@@ -36,8 +36,9 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Flags every subcommand accepts.
+/// Flags every subcommand accepts, listed apart from each command's own in `--help`.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// More logging on stderr (-v debug, -vv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

@@ -46,7 +46,7 @@ pub struct LoadArgs {
     pub no_embed: bool,
     /// Embedding model to use (a name from the models directory; default: the `[embed]`
     /// configuration, or the only imported model).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_hint = clap::ValueHint::Other)]
     pub model: Option<String>,
     #[command(flatten)]
     pub location: StoreLocation,
@@ -142,7 +142,7 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = rlm_store::DEFAULT_RRF_K)]
     pub rrf_k: f64,
     /// Embedding model for semantic and hybrid modes (default: as for `rlm embed`).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_hint = clap::ValueHint::Other)]
     pub model: Option<String>,
     #[command(flatten)]
     pub location: StoreLocation,
@@ -167,7 +167,7 @@ pub struct StatusArgs {
 pub struct EmbedArgs {
     /// Embedding model (a name from the models directory; default: the `[embed]`
     /// configuration, or the only imported model).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_hint = clap::ValueHint::Other)]
     pub model: Option<String>,
     /// Drop vectors of a different model first (otherwise mixing models is refused).
     #[arg(long)]

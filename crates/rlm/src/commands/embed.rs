@@ -22,7 +22,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: EmbedArgs) -> anyhow::R
     };
     let progress = embed_chunks(global, &mut store, embedder.as_ref(), args.reset)?;
     if global.json {
-        output::print_json(&progress)?;
+        output::print_record("embed", &progress)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -80,7 +80,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
         let _ = write!(stderr, "\r\x1b[K");
     }
     if global.json {
-        output::print_json(&report)?;
+        output::print_record("load", &report)?;
     } else if !global.quiet {
         let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
         let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();

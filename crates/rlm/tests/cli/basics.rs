@@ -250,3 +250,40 @@ fn a_closed_pipe_ends_quietly() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn help_keeps_global_options_apart_and_completion_does_not_offer_files_for_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = stdout_of(
+        rlm(dir.path())
+            .args(["search", "--help"])
+            .assert()
+            .success(),
+    );
+    let (own, global) = help.split_once("Global options:").expect(&help);
+    assert!(own.contains("--model") && !own.contains("--json"), "{help}");
+    assert!(
+        global.contains("--json") && global.contains("--color"),
+        "{help}"
+    );
+
+    let bash = stdout_of(
+        rlm(dir.path())
+            .args(["completions", "bash"])
+            .assert()
+            .success(),
+    );
+    let model_case = bash
+        .split("--model)")
+        .nth(1)
+        .and_then(|rest| rest.split(";;").next())
+        .expect("a --model case in the bash script");
+    assert!(!model_case.contains("compgen -f"), "{model_case}");
+
+    let timeout = rlm(dir.path())
+        .args(["run", "--timeout", "0", "question"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&timeout.get_output().stderr).into_owned();
+    assert!(stderr.contains("greater than 0"), "{stderr}");
+}

@@ -214,6 +214,7 @@ fn json_is_json_lines_with_a_type_everywhere() {
         (&["status"][..], "status"),
         (&["peek", "hostile.txt", "--lines", "1:2"][..], "text"),
         (&["config", "paths"][..], "config_file"),
+        (&["load", "hostile.txt"][..], "load"),
     ] {
         let lines = store.json_lines(args);
         assert!(!lines.is_empty(), "{args:?}");
