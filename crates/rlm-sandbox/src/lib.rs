@@ -51,6 +51,7 @@
 //! # }
 //! ```
 
+mod confine;
 mod context;
 mod error;
 mod helpers;
@@ -59,6 +60,7 @@ mod limits;
 mod link;
 mod monty_glue;
 mod os_limits;
+mod probe;
 mod protocol;
 mod python;
 mod result;

@@ -138,43 +138,109 @@ impl Link {
         }
     }
 
-    /// Why the worker is gone: exit status and the end of its stderr.
-    pub(crate) async fn death_reason(&mut self) -> String {
+    /// Why the worker is gone: a plain phrase for the model and the technical detail (exit
+    /// status, the end of its stderr) for logs and host errors.
+    pub(crate) async fn death(&mut self) -> WorkerDeath {
         match self {
             Self::Process {
                 child, stderr_tail, ..
             } => {
                 let status =
-                    match tokio::time::timeout(std::time::Duration::from_secs(2), child.wait())
-                        .await
-                    {
-                        Ok(Ok(status)) => match (status.code(), status.signal()) {
-                            (_, Some(9)) => "it was killed (SIGKILL)".to_owned(),
-                            (_, Some(6)) => {
-                                "it aborted (SIGABRT), most likely at the memory limit".to_owned()
-                            }
-                            (_, Some(signal)) => format!("it died from signal {signal}"),
-                            (Some(code), None) => format!("it exited with status {code}"),
-                            (None, None) => "it stopped".to_owned(),
-                        },
-                        _ => {
-                            let _ = child.kill().await;
-                            "it stopped answering".to_owned()
-                        }
-                    };
+                    tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await;
                 let tail = stderr_tail
                     .lock()
                     .map(|tail| tail.trim().to_owned())
                     .unwrap_or_default();
-                if tail.is_empty() {
-                    status
-                } else {
-                    format!("{status}: {tail}")
+                match status {
+                    Ok(Ok(status)) => WorkerDeath::classify(status.code(), status.signal(), &tail),
+                    _ => {
+                        let _ = child.kill().await;
+                        WorkerDeath {
+                            plain: "stopped answering".to_owned(),
+                            detail: format!("no exit status within 2 s; stderr: {tail}"),
+                        }
+                    }
                 }
             }
-            Self::Thread { .. } => {
-                "the interpreter thread stopped (a panic inside the interpreter)".to_owned()
-            }
+            Self::Thread { .. } => WorkerDeath {
+                plain: "hit an internal interpreter error".to_owned(),
+                detail: "the interpreter thread stopped (a panic inside the interpreter)"
+                    .to_owned(),
+            },
         }
+    }
+}
+
+/// How a worker died, told twice: in plain words for the model (never Rust panic or allocator
+/// text, which only confuses it) and in detail for logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WorkerDeath {
+    /// Completes "The sandbox worker ...", e.g. `ran out of memory`.
+    pub plain: String,
+    /// Exit status and the end of the worker's stderr.
+    pub detail: String,
+}
+
+impl WorkerDeath {
+    fn classify(code: Option<i32>, signal: Option<i32>, stderr_tail: &str) -> Self {
+        let status = match (code, signal) {
+            (_, Some(signal)) => format!("signal {signal}"),
+            (Some(code), None) => format!("exit status {code}"),
+            (None, None) => "no exit status".to_owned(),
+        };
+        let plain = if stderr_tail.contains("has overflowed its stack") {
+            "ran out of stack space (the code nests too deeply)".to_owned()
+        } else if stderr_tail.contains("memory allocation of")
+            || stderr_tail.contains("out of memory")
+        {
+            "ran out of memory".to_owned()
+        } else if stderr_tail.contains("panicked") {
+            "hit an internal interpreter error".to_owned()
+        } else {
+            match (code, signal) {
+                (_, Some(libc::SIGKILL)) => "was killed".to_owned(),
+                (_, Some(libc::SIGABRT)) => "aborted, most likely at the memory limit".to_owned(),
+                (_, Some(libc::SIGSYS)) => "made a system call the sandbox forbids".to_owned(),
+                (_, Some(signal)) => format!("crashed (signal {signal})"),
+                (Some(code), None) => format!("exited unexpectedly (status {code})"),
+                (None, None) => "stopped".to_owned(),
+            }
+        };
+        let detail = if stderr_tail.is_empty() {
+            status
+        } else {
+            format!("{status}: {stderr_tail}")
+        };
+        Self { plain, detail }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deaths_are_told_plainly_and_keep_the_detail() {
+        let panic = "thread 'main' panicked at src/vm.rs:12:5:\nindex out of bounds\n\
+                     note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        let death = WorkerDeath::classify(Some(101), None, panic);
+        assert_eq!(death.plain, "hit an internal interpreter error");
+        assert!(death.detail.contains("index out of bounds"), "{death:?}");
+        let death = WorkerDeath::classify(
+            None,
+            Some(libc::SIGABRT),
+            "memory allocation of 16000041 bytes failed",
+        );
+        assert_eq!(death.plain, "ran out of memory");
+        let death = WorkerDeath::classify(
+            None,
+            Some(libc::SIGABRT),
+            "thread 'main' has overflowed its stack\nfatal runtime error: stack overflow",
+        );
+        assert!(death.plain.contains("stack"), "{death:?}");
+        assert_eq!(
+            WorkerDeath::classify(None, Some(libc::SIGKILL), "").plain,
+            "was killed"
+        );
     }
 }

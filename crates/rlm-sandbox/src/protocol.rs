@@ -39,7 +39,7 @@ pub(crate) enum ToWorker {
         limits: Limits,
         /// Apply OS resource limits to the worker process itself (worker mode only).
         os_limits: bool,
-        /// The CPython worker may run when Landlock is unavailable (it warns).
+        /// The worker may run when Landlock or seccomp is unavailable (it says so in `Ready`).
         #[serde(default)]
         allow_reduced_protection: bool,
     },
@@ -80,8 +80,15 @@ pub(crate) struct WorkerReport {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum FromWorker {
-    /// Contexts loaded, ready for code.
-    Ready,
+    /// Contexts loaded, OS confinement applied, ready for code.
+    Ready {
+        /// The OS confinement in force (worker processes only).
+        #[serde(default)]
+        protection: Option<String>,
+        /// Protections this machine lacks, when the session allowed running without them.
+        #[serde(default)]
+        reduced_protection: Option<String>,
+    },
     /// The session could not start (the message says why).
     StartFailed { message: String },
     /// Model code called a host function; the worker waits for `HostReply`.

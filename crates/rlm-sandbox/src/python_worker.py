@@ -318,15 +318,13 @@ def _main():
             extra = start["limits"]["memory_bytes"]
             _limit_memory(extra)
         problem = _landlock()
-        if problem is not None:
-            if not start.get("allow_reduced_protection"):
-                _send({"type": "start_failed", "message": problem + " (refusing to run unprotected)"})
-                return
-            sys.__stderr__.write("warning: " + problem + "; running with reduced protection\n")
+        if problem is not None and not start.get("allow_reduced_protection"):
+            _send({"type": "start_failed", "message": problem + " (refusing to run unprotected)"})
+            return
     except Exception as error:  # noqa: BLE001 - reported to the host
         _send({"type": "start_failed", "message": "%s: %s" % (type(error).__name__, error)})
         return
-    _send({"type": "ready"})
+    _send({"type": "ready", "reduced_protection": problem})
     while True:
         request = _receive()
         if request is None:

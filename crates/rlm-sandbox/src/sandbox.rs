@@ -13,7 +13,8 @@ pub const WORKER_ARG: &str = "__sandbox-worker";
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Backend {
-    /// Monty, the embedded Python interpreter (a Python subset, no I/O by construction).
+    /// Monty, the embedded Python interpreter (a Python subset, no I/O by construction). In a
+    /// worker process it is also confined by the OS: Landlock and a seccomp filter.
     #[default]
     Monty,
     /// CPython (`python3`) in a namespace + Landlock sandbox: the full language and standard
@@ -25,13 +26,14 @@ pub enum Backend {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Isolation {
-    /// A worker process with OS limits (`RLIMIT_AS`), killed when stuck: the host survives any
-    /// model code. Needs a worker command.
+    /// A worker process with OS limits (`RLIMIT_AS`) and OS confinement (Landlock, seccomp),
+    /// killed when stuck: the host survives any model code. Needs a worker command.
     #[default]
     Process,
     /// A thread in the host process. No extra process and no context file round trip, but the
     /// memory cap is only Monty's pre-check of single large results (a growth loop can exhaust
-    /// host memory) and an operation that never reaches a time check cannot be stopped.
+    /// host memory), an operation that never reaches a time check cannot be stopped, and there is
+    /// no OS confinement: the interpreter's own lack of I/O is the only barrier.
     InProcess,
 }
 
@@ -77,7 +79,9 @@ pub struct Sandbox {
     pub(crate) isolation: Isolation,
     pub(crate) limits: Limits,
     pub(crate) worker_command: Option<WorkerCommand>,
-    /// Set for [`Backend::Python`]: whether some protections are missing.
+    /// The OS confinement a worker applies here (process isolation only).
+    pub(crate) protection: Option<String>,
+    /// Protections this machine lacks, run without because the caller allowed it.
     pub(crate) reduced_protection: Option<String>,
     pub(crate) allow_reduced_protection: bool,
 }
@@ -101,7 +105,16 @@ impl Sandbox {
         self.backend
     }
 
-    /// For the python backend run with reduced protection: what is missing.
+    /// The OS confinement each Monty worker applies to itself on this machine, e.g.
+    /// `Landlock ABI 7 (no file system, ...); seccomp filter (...)`. `None` in process for the
+    /// in-process isolation and the python backend (see [`Backend::Python`]).
+    #[must_use]
+    pub fn protection(&self) -> Option<&str> {
+        self.protection.as_deref()
+    }
+
+    /// When running with reduced protection (allowed by
+    /// [`SandboxBuilder::allow_reduced_protection`]): what is missing.
     #[must_use]
     pub fn reduced_protection(&self) -> Option<&str> {
         self.reduced_protection.as_deref()
@@ -155,8 +168,9 @@ impl SandboxBuilder {
         self
     }
 
-    /// Lets [`Backend::Python`] run when namespaces or Landlock are unavailable (with a loud
-    /// warning, and [`Sandbox::reduced_protection`] set). Off by default: it refuses instead.
+    /// Lets sessions run when an OS protection is unavailable: Landlock or seccomp for the Monty
+    /// worker, namespaces or Landlock for [`Backend::Python`]. A warning is logged and
+    /// [`Sandbox::reduced_protection`] says what is missing. Off by default: `build` refuses.
     #[must_use]
     pub fn allow_reduced_protection(mut self, allow: bool) -> Self {
         self.allow_reduced_protection = allow;
@@ -167,8 +181,12 @@ impl SandboxBuilder {
     ///
     /// # Errors
     /// When process isolation is chosen without a worker command and the current executable
-    /// cannot be found; for [`Backend::Python`], when `python3` is missing or a protection is
-    /// unavailable and reduced protection was not allowed.
+    /// cannot be found, or the worker does not start; when an OS protection is unavailable and
+    /// reduced protection was not allowed ([`Error::Unavailable`]); for [`Backend::Python`], when
+    /// `python3` is missing.
+    ///
+    /// For process isolation this starts one worker (without contexts) to learn which
+    /// protections it can apply on this machine.
     pub fn build(self) -> Result<Sandbox> {
         if self.backend == Backend::Python {
             let python = self.python.unwrap_or_else(|| PathBuf::from("python3"));
@@ -178,6 +196,7 @@ impl SandboxBuilder {
                 isolation: Isolation::Process,
                 limits: self.limits,
                 worker_command: Some(launcher.command),
+                protection: None,
                 reduced_protection: launcher.reduced,
                 allow_reduced_protection: self.allow_reduced_protection,
             });
@@ -186,13 +205,34 @@ impl SandboxBuilder {
             (Isolation::Process, None) => Some(WorkerCommand::current_exe()?),
             (_, command) => command,
         };
+        let (protection, reduced_protection) = match (self.isolation, &worker_command) {
+            (Isolation::Process, Some(command)) => {
+                let probe = crate::probe::worker_protection(command, &self.limits)?;
+                if let Some(missing) = &probe.missing {
+                    if !self.allow_reduced_protection {
+                        return Err(Error::Unavailable(format!(
+                            "the sandbox worker cannot confine itself: {missing}; allow reduced \
+                             protection to run anyway"
+                        )));
+                    }
+                    tracing::warn!(
+                        "the sandbox worker runs with REDUCED protection (only Monty's own \
+                         isolation, an empty environment and resource limits): {missing}"
+                    );
+                }
+                tracing::debug!(protection = ?probe.applied, "sandbox worker confinement");
+                (probe.applied, probe.missing)
+            }
+            _ => (None, None),
+        };
         Ok(Sandbox {
             backend: self.backend,
             isolation: self.isolation,
             limits: self.limits,
             worker_command,
-            reduced_protection: None,
-            allow_reduced_protection: false,
+            protection,
+            reduced_protection,
+            allow_reduced_protection: self.allow_reduced_protection,
         })
     }
 }

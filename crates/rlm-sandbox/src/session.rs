@@ -7,7 +7,7 @@ use crate::context::{ContextInput, PreparedContexts};
 use crate::error::{Error, Result};
 use crate::host::{Host, dispatch};
 use crate::limits::Limits;
-use crate::link::Link;
+use crate::link::{Link, WorkerDeath};
 use crate::monty_glue::is_identifier;
 use crate::protocol::{FromWorker, ToWorker, Variable, WorkerReport};
 use crate::result::{ExceptionInfo, ExecutionResult, SubCall, append_line};
@@ -85,37 +85,32 @@ impl Session {
     /// Only when a replacement worker cannot be started.
     pub async fn execute(&mut self, code: &str) -> Result<ExecutionResult> {
         let started = Instant::now();
-        let mut restarted = None;
+        let mut result = ExecutionResult::default();
         if self.in_flight {
-            restarted = Some(
-                self.replace_worker("an earlier call was cancelled midway")
-                    .await?,
-            );
+            let note = self.replace_worker(&Lost::Cancelled).await?;
+            // The code below runs on the fresh worker; say why its variables are gone.
+            append_line(&mut result.stderr, &format!("note: {note}"));
+            result.worker_restarted = Some(note);
         }
         self.in_flight = true;
-        let mut result = ExecutionResult::default();
         let outcome = self.run(code, &mut result).await;
         self.in_flight = false;
         match outcome {
             Ok(report) => merge_report(&mut result, report),
-            Err(reason) => {
-                let note = self.replace_worker(&reason).await?;
-                append_line(&mut result.stderr, &format!("SandboxError: {note}"));
+            Err(lost) => {
+                let note = self.replace_worker(&lost).await?;
+                let kind = match lost {
+                    Lost::Timeout(_) => "TimeoutError",
+                    _ => "SandboxError",
+                };
+                append_line(&mut result.stderr, &format!("{kind}: {note}"));
                 result.exception = Some(ExceptionInfo {
-                    kind: if reason.starts_with("timeout") {
-                        "TimeoutError"
-                    } else {
-                        "SandboxError"
-                    }
-                    .to_owned(),
+                    kind: kind.to_owned(),
                     message: note.clone(),
                     line: None,
                 });
-                restarted = Some(note);
+                result.worker_restarted = Some(note);
             }
-        }
-        if let Some(note) = restarted {
-            result.worker_restarted = Some(note);
         }
         result.duration = started.elapsed();
         Ok(result)
@@ -187,8 +182,7 @@ impl Session {
     /// A request with a direct answer (no host calls), bounded by the kill timeout.
     async fn request(&mut self, message: ToWorker) -> Result<FromWorker> {
         if self.in_flight {
-            self.replace_worker("an earlier call was cancelled midway")
-                .await?;
+            self.replace_worker(&Lost::Cancelled).await?;
         }
         self.in_flight = true;
         self.link.send(message).await?;
@@ -198,12 +192,13 @@ impl Session {
         match answer {
             Ok(Some(answer)) => Ok(answer),
             Ok(None) => {
-                let reason = self.link.death_reason().await;
-                self.replace_worker(&reason).await?;
-                Err(Error::WorkerLost(reason))
+                let death = self.link.death().await;
+                let detail = death.detail.clone();
+                self.replace_worker(&Lost::Died(death)).await?;
+                Err(Error::WorkerLost(detail))
             }
             Err(_) => {
-                self.replace_worker("timeout answering a request").await?;
+                self.replace_worker(&Lost::Timeout(deadline)).await?;
                 Err(Error::WorkerLost(
                     "the worker did not answer in time; it was replaced".to_owned(),
                 ))
@@ -211,18 +206,21 @@ impl Session {
         }
     }
 
-    /// Drives one execution. `Err(reason)` means the worker is gone or must be replaced.
+    /// Drives one execution. `Err` means the worker is gone or must be replaced.
     async fn run(
         &mut self,
         code: &str,
         result: &mut ExecutionResult,
-    ) -> Result<WorkerReport, String> {
-        self.link
+    ) -> Result<WorkerReport, Lost> {
+        if let Err(error) = self
+            .link
             .send(ToWorker::Execute {
                 code: code.to_owned(),
             })
             .await
-            .map_err(|error| error.to_string())?;
+        {
+            return Err(self.lost_link(&error).await);
+        }
         let kill_after = self.sandbox.limits.kill_after();
         // Only time the worker spends computing counts; waiting on the host does not.
         let mut worker_time = Duration::ZERO;
@@ -234,10 +232,7 @@ impl Session {
                     Ok(message) => message,
                     Err(_) => {
                         self.link.kill().await;
-                        return Err(format!(
-                            "timeout: the code ran {:.1} s without reaching a time check and was stopped",
-                            kill_after.as_secs_f64()
-                        ));
+                        return Err(Lost::Timeout(kill_after));
                     }
                 }
             } else {
@@ -273,27 +268,68 @@ impl Session {
                             error: answer.as_ref().err().cloned(),
                         });
                     }
-                    self.link
+                    if let Err(error) = self
+                        .link
                         .send(ToWorker::HostReply { results: answers })
                         .await
-                        .map_err(|error| error.to_string())?;
+                    {
+                        return Err(self.lost_link(&error).await);
+                    }
                 }
-                Some(other) => return Err(format!("protocol error: unexpected {other:?}")),
-                None => return Err(self.link.death_reason().await),
+                Some(other) => return Err(Lost::Protocol(format!("unexpected {other:?}"))),
+                None => return Err(Lost::Died(self.link.death().await)),
             }
         }
     }
 
-    /// Replaces the worker; returns the note for the result.
-    async fn replace_worker(&mut self, reason: &str) -> Result<String> {
+    /// A send failed: usually the worker died just before; say how if it did.
+    async fn lost_link(&mut self, error: &Error) -> Lost {
+        let death = self.link.death().await;
+        Lost::Died(WorkerDeath {
+            detail: format!("{error}; {}", death.detail),
+            ..death
+        })
+    }
+
+    /// Replaces the worker; returns the note for the result: one plain sentence for the model
+    /// (the technical detail goes to the log).
+    async fn replace_worker(&mut self, lost: &Lost) -> Result<String> {
+        let what = match lost {
+            Lost::Timeout(after) => format!(
+                "was stopped after the code ran {:.1} s without reaching a time check",
+                after.as_secs_f64()
+            ),
+            Lost::Died(death) => {
+                tracing::debug!(detail = %death.detail, "sandbox worker died");
+                death.plain.clone()
+            }
+            Lost::Cancelled => "was in an unknown state after a cancelled call".to_owned(),
+            Lost::Protocol(detail) => {
+                tracing::warn!(%detail, "sandbox worker broke the protocol");
+                "sent a message out of turn".to_owned()
+            }
+        };
         self.link.kill().await;
         self.link = start_link(&self.sandbox, &self.contexts, self.meta.clone()).await?;
         self.in_flight = false;
         Ok(format!(
-            "the sandbox worker was lost ({reason}); a new worker was started: all variables were reset, \
-             the contexts were loaded again"
+            "The sandbox worker {what} and was replaced: all variables were reset and the \
+             contexts were loaded again."
         ))
     }
+}
+
+/// Why a worker had to be replaced.
+#[derive(Debug)]
+enum Lost {
+    /// Busy past the kill deadline.
+    Timeout(Duration),
+    /// The process ended.
+    Died(WorkerDeath),
+    /// An earlier call's future was dropped midway.
+    Cancelled,
+    /// The worker sent something unexpected.
+    Protocol(String),
 }
 
 fn merge_report(result: &mut ExecutionResult, report: WorkerReport) {
@@ -328,12 +364,22 @@ async fn start_link(
     })
     .await?;
     match tokio::time::timeout(START_TIMEOUT, link.receive()).await {
-        Ok(Some(FromWorker::Ready)) => Ok(link),
+        Ok(Some(FromWorker::Ready {
+            reduced_protection, ..
+        })) => {
+            // `build` already warned about what it found missing; anything else is news.
+            if let Some(missing) = reduced_protection
+                && sandbox.reduced_protection.as_deref() != Some(missing.as_str())
+            {
+                tracing::warn!("the sandbox worker runs with REDUCED protection: {missing}");
+            }
+            Ok(link)
+        }
         Ok(Some(FromWorker::StartFailed { message })) => Err(Error::WorkerStart(message)),
         Ok(Some(other)) => Err(Error::WorkerStart(format!(
             "unexpected first message {other:?}"
         ))),
-        Ok(None) => Err(Error::WorkerStart(link.death_reason().await)),
+        Ok(None) => Err(Error::WorkerStart(link.death().await.detail)),
         Err(_) => {
             link.kill().await;
             Err(Error::WorkerStart(

@@ -36,7 +36,7 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
         meta,
         limits,
         os_limits,
-        ..
+        allow_reduced_protection,
     }) = channel.receive()
     else {
         let _ = channel.send(FromWorker::StartFailed {
@@ -44,14 +44,22 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
         });
         return;
     };
-    let mut interpreter = match start(&contexts, meta, &limits, os_limits && process_mode) {
-        Ok(interpreter) => interpreter,
+    let confine = (os_limits && process_mode).then_some(ConfineSettings {
+        allow_reduced_protection,
+    });
+    let (mut interpreter, confinement) = match start(&contexts, meta, &limits, confine) {
+        Ok(started) => started,
         Err(message) => {
             let _ = channel.send(FromWorker::StartFailed { message });
             return;
         }
     };
-    if !channel.send(FromWorker::Ready) {
+    let (protection, reduced_protection) =
+        confinement.map_or((None, None), |(applied, reduced)| (Some(applied), reduced));
+    if !channel.send(FromWorker::Ready {
+        protection,
+        reduced_protection,
+    }) {
         return;
     }
     while let Some(request) = channel.receive() {
@@ -80,12 +88,22 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
     }
 }
 
+/// Worker-process only: OS limits and confinement are applied.
+struct ConfineSettings {
+    allow_reduced_protection: bool,
+}
+
+/// What a confined worker reports: the protections in force, and what is missing (allowed).
+type ConfinementReport = (String, Option<String>);
+
+/// Loads the contexts, then (in a worker process) limits and confines the process, then builds
+/// the interpreter. The order matters: after confinement no file can be opened.
 fn start(
     contexts: &[ContextFile],
     meta: Option<serde_json::Value>,
     limits: &Limits,
-    os_limits: bool,
-) -> Result<MontyInterpreter, String> {
+    confine: Option<ConfineSettings>,
+) -> Result<(MontyInterpreter, Option<ConfinementReport>), String> {
     let mut loaded = Vec::with_capacity(contexts.len());
     let mut text_bytes = 0_u64;
     for context in contexts {
@@ -111,7 +129,8 @@ fn start(
             }
         });
     }
-    if os_limits {
+    let mut report = None;
+    if let Some(settings) = confine {
         // Room for what is mapped now, the interpreter's copy of the contexts, and the model's
         // own data (`memory_bytes`).
         crate::os_limits::apply(
@@ -119,8 +138,12 @@ fn start(
                 .memory_bytes
                 .saturating_add(text_bytes.saturating_mul(2)),
         )?;
+        let confinement = crate::confine::confine();
+        let reduced = confinement.check(settings.allow_reduced_protection)?;
+        report = Some((confinement.applied(), reduced));
     }
-    MontyInterpreter::new(loaded, meta, limits.clone())
+    let interpreter = MontyInterpreter::new(loaded, meta, limits.clone())?;
+    Ok((interpreter, report))
 }
 
 /// Host calls from the interpreter, sent over the channel and answered synchronously.

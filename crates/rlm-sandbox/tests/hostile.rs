@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::session;
-use rlm_sandbox::{ExecutionResult, Sandbox, Session};
+use rlm_sandbox::{Error, ExecutionResult, Isolation, Sandbox, Session};
 
 /// Runs `code` in a session holding `canary = 'alive'`, checks the session still answers, and
 /// returns the hostile result plus whether the variables survived.
@@ -69,9 +69,20 @@ async fn memory_growth_kills_only_the_worker() {
         "hoard = []\nwhile True:\n    hoard.append('x' * 16000000 + str(len(hoard)))",
     )
     .await;
-    // The OS cap (256 MB here) stops the growth: the worker dies, the session says so.
+    // The OS cap (256 MB here) stops the growth: the worker dies, the session says so in one
+    // plain sentence, without the allocator's or Rust's own text.
     let note = result.worker_restarted.clone().unwrap_or_default();
     assert!(note.contains("variables were reset"), "{result:?}");
+    assert!(note.contains("ran out of memory"), "{note}");
+    assert_eq!(note.matches(". ").count(), 0, "one sentence: {note}");
+    for rust_text in [
+        "memory allocation of",
+        "SIGABRT",
+        "panicked",
+        "RUST_BACKTRACE",
+    ] {
+        assert!(!result.stderr.contains(rust_text), "{}", result.stderr);
+    }
     assert!(!kept, "state cannot survive a dead worker");
     assert_eq!(kind(&result), "SandboxError");
 }
@@ -173,4 +184,67 @@ async fn unknown_functions_are_name_errors() {
         "{result:?}"
     );
     assert!(kept);
+}
+
+#[tokio::test]
+async fn the_worker_confines_itself_or_the_sandbox_refuses_to_start() {
+    // Reduced protection is not allowed here: either the worker applies Landlock and seccomp, or
+    // `build` fails closed and says what is missing.
+    let built = Sandbox::builder()
+        .limits(common::small_limits())
+        .worker_command(common::worker())
+        .build();
+    match built {
+        Ok(sandbox) => {
+            let protection = sandbox.protection().unwrap_or_default();
+            println!("worker confinement on this machine: {protection}");
+            assert!(protection.contains("Landlock ABI"), "{protection}");
+            assert!(protection.contains("no file system"), "{protection}");
+            assert!(protection.contains("seccomp filter"), "{protection}");
+            assert_eq!(sandbox.reduced_protection(), None);
+        }
+        Err(Error::Unavailable(message)) => {
+            assert!(message.contains("allow reduced protection"), "{message}");
+            let allowed = Sandbox::builder()
+                .worker_command(common::worker())
+                .allow_reduced_protection(true)
+                .build()
+                .unwrap();
+            assert!(allowed.reduced_protection().is_some());
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+    // In-process sessions have no worker to confine.
+    assert_eq!(common::sandbox(Isolation::InProcess).protection(), None);
+}
+
+#[tokio::test]
+async fn a_worker_that_cannot_confine_itself_is_refused_unless_allowed() {
+    // A stand-in worker on a machine without Landlock: it answers the start message with what
+    // is missing, as the real worker does when reduced protection is allowed.
+    let unconfined = rlm_sandbox::WorkerCommand::new(
+        "/bin/sh",
+        [
+            "-c",
+            r#"read start; echo '{"type":"ready","protection":"seccomp filter","reduced_protection":"this kernel has no Landlock"}'"#,
+        ],
+    );
+    let refused = Sandbox::builder()
+        .worker_command(unconfined.clone())
+        .build()
+        .unwrap_err();
+    let message = refused.to_string();
+    assert!(matches!(refused, Error::Unavailable(_)), "{message}");
+    assert!(message.contains("this kernel has no Landlock"), "{message}");
+    assert!(message.contains("allow reduced protection"), "{message}");
+    let allowed = Sandbox::builder()
+        .worker_command(unconfined)
+        .allow_reduced_protection(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        allowed.reduced_protection(),
+        Some("this kernel has no Landlock")
+    );
+    assert_eq!(allowed.protection(), Some("seccomp filter"));
 }

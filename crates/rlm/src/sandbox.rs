@@ -7,6 +7,9 @@ use anyhow::Context as _;
 use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
 use rlm_sandbox::{Limits, Sandbox, WorkerCommand};
 
+use crate::error::CliError;
+use crate::settings::env;
+
 /// A REPL factory with what the engine should say about it.
 pub struct Repl {
     pub factory: Arc<dyn ReplFactory>,
@@ -14,15 +17,27 @@ pub struct Repl {
     pub name: String,
 }
 
-/// The Monty sandbox with default limits, running in a worker process.
-pub fn repl() -> anyhow::Result<Repl> {
+/// The Monty sandbox with default limits, running in a worker process that confines itself
+/// with Landlock and seccomp; where the kernel lacks them it refuses unless
+/// `allow_reduced_protection`.
+pub fn repl(allow_reduced_protection: bool) -> anyhow::Result<Repl> {
     let worker = WorkerCommand::current_exe()
         .context("cannot locate the rlm binary for the sandbox worker")?;
     let sandbox = Sandbox::builder()
         .worker_command(worker)
         .limits(Limits::default())
+        .allow_reduced_protection(allow_reduced_protection)
         .build()
-        .context("cannot set up the sandbox")?;
+        .map_err(|error| match error {
+            rlm_sandbox::Error::Unavailable(_) => CliError::failed(error).with_hint(format!(
+                "pass --allow-reduced-protection (or set {}=1) to run model code with only the \
+                 interpreter's own isolation, an empty environment and resource limits",
+                env::RLM_ALLOW_REDUCED_PROTECTION
+            )),
+            other => {
+                CliError::failed(anyhow::Error::new(other).context("cannot set up the sandbox"))
+            }
+        })?;
     Ok(Repl {
         factory: Arc::new(SandboxRepl::new(sandbox)),
         helpers_doc: SANDBOX_HELPERS_DOC.to_owned(),

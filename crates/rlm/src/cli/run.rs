@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// Do not write a trajectory log.
     #[arg(long)]
     pub no_log: bool,
+    /// Run model code even where the kernel lacks Landlock or seccomp: only the interpreter's
+    /// own isolation, an empty environment and resource limits remain
+    /// [env: RLM_ALLOW_REDUCED_PROTECTION].
+    #[arg(long)]
+    pub allow_reduced_protection: bool,
     #[command(flatten)]
     pub llm: LlmArgs,
 }

@@ -19,7 +19,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let contexts = crate::contexts::read(&settings.contexts)?;
 
     let client = settings.llm.build_client()?;
-    let repl = crate::sandbox::repl()?;
+    let repl = crate::sandbox::repl(settings.allow_reduced_protection)?;
     let mut builder = Rlm::builder()
         .client(Arc::new(client))
         .repl(repl.factory)

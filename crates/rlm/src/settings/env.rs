@@ -67,6 +67,9 @@ pub const RLM_ONNXRUNTIME: &str = "RLM_ONNXRUNTIME";
 // --- rlm run
 /// Directory of prompt overrides (`system.md`, `first_turn.md`, ...) for `rlm run`.
 pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
+/// Run the sandbox without Landlock/seccomp where the kernel lacks them (`1`/`true`), same as
+/// `--allow-reduced-protection`.
+pub const RLM_ALLOW_REDUCED_PROTECTION: &str = "RLM_ALLOW_REDUCED_PROTECTION";
 /// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`.
 pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 
@@ -118,6 +121,18 @@ impl Environment {
         self.var_os(name).map(PathBuf::from)
     }
 
+    /// The value as a switch (`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`); anything else
+    /// is an input error naming it.
+    pub fn switch(&self, name: &str) -> anyhow::Result<Option<bool>> {
+        self.var(name)
+            .map(|text| match text.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err(input_error(format!("{name}={text} is not 1/true or 0/false")).into()),
+            })
+            .transpose()
+    }
+
     /// The value parsed as a number; a value that does not parse is an input error naming it.
     pub fn number<T: FromStr>(&self, name: &str) -> anyhow::Result<Option<T>> {
         self.var(name)
@@ -157,6 +172,12 @@ mod tests {
         assert_eq!(env.path("BLANK"), Some(PathBuf::from("  ")));
         assert_eq!(env.number::<u32>("N").unwrap(), Some(7));
         assert_eq!(env.number::<u32>("UNSET").unwrap(), None);
+        let switches = Environment::from_pairs([("ON", "True"), ("OFF", "0"), ("ODD", "maybe")]);
+        assert_eq!(switches.switch("ON").unwrap(), Some(true));
+        assert_eq!(switches.switch("OFF").unwrap(), Some(false));
+        assert_eq!(switches.switch("UNSET").unwrap(), None);
+        let err = switches.switch("ODD").unwrap_err();
+        assert!(err.to_string().contains("ODD=maybe"), "{err}");
         let err = env.number::<u32>("BAD").unwrap_err();
         assert!(err.to_string().contains("BAD=seven"), "{err}");
         let shown = format!("{env:?}");

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rlm_engine::{Prompts, RunLimits};
+use serde::Deserialize;
 
 use super::env;
 use super::{LlmSettings, Sources};
@@ -29,6 +30,17 @@ pub struct RunSettings {
     pub prompts: Prompts,
     /// Where the trajectory is written; `None` writes none.
     pub log_dir: Option<PathBuf>,
+    /// Run the sandbox even where the kernel lacks Landlock or seccomp.
+    pub allow_reduced_protection: bool,
+}
+
+/// The `[sandbox]` configuration section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxConfig {
+    /// Same as `--allow-reduced-protection`.
+    #[serde(default)]
+    allow_reduced_protection: bool,
 }
 
 /// Where one context comes from.
@@ -55,6 +67,16 @@ impl RunSettings {
         } else {
             args.log.clone().or_else(|| sources.dirs().runs())
         };
+        // A flag can only allow; the environment can also deny what a file allows.
+        let allow_reduced_protection = args.allow_reduced_protection
+            || match sources.env().switch(env::RLM_ALLOW_REDUCED_PROTECTION)? {
+                Some(allow) => allow,
+                None => {
+                    sources
+                        .section::<SandboxConfig>("sandbox")?
+                        .allow_reduced_protection
+                }
+            };
         Ok(Self {
             query: args.query.clone(),
             llm,
@@ -65,6 +87,7 @@ impl RunSettings {
             contexts,
             prompts,
             log_dir,
+            allow_reduced_protection,
         })
     }
 }
@@ -253,6 +276,31 @@ mod tests {
         let settings = RunSettings::resolve(&args, &layout.sources(&env)).unwrap();
         assert_eq!(settings.prompts.system, "ENV SYSTEM PROMPT");
         assert_eq!(settings.prompts.first_turn, Prompts::default().first_turn);
+    }
+
+    #[test]
+    fn reduced_protection_follows_flag_env_config_and_defaults_to_off() {
+        let args = run_args(&["q", "--context", "text"]);
+        let plain = Layout::new(Some(USER), None);
+        let allow = |args: &RunArgs, sources: &Sources| {
+            RunSettings::resolve(args, sources)
+                .unwrap()
+                .allow_reduced_protection
+        };
+        assert!(!allow(&args, &plain.sources(&[])));
+        let allowing = Layout::new(
+            Some(USER),
+            Some("[sandbox]\nallow_reduced_protection = true\n"),
+        );
+        assert!(allow(&args, &allowing.sources(&[])));
+        let env_off = [("RLM_ALLOW_REDUCED_PROTECTION", "0")];
+        assert!(!allow(&args, &allowing.sources(&env_off)));
+        let env_on = [("RLM_ALLOW_REDUCED_PROTECTION", "1")];
+        assert!(allow(&args, &plain.sources(&env_on)));
+        let flagged = run_args(&["q", "--context", "text", "--allow-reduced-protection"]);
+        assert!(allow(&flagged, &plain.sources(&env_off)));
+        let odd = [("RLM_ALLOW_REDUCED_PROTECTION", "maybe")];
+        assert!(RunSettings::resolve(&args, &plain.sources(&odd)).is_err());
     }
 
     #[test]
