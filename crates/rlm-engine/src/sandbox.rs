@@ -154,12 +154,8 @@ fn outcome(result: ExecutionResult) -> ExecOutcome {
             result.stdout_truncated_chars
         ));
     }
-    let mut stderr = result.stderr.clone();
-    if let Some(note) = &result.worker_restarted {
-        stderr.push_str(&format!(
-            "\nThe interpreter was restarted ({note}); every variable except the contexts is gone."
-        ));
-    }
+    // A restarted worker is already told in `stderr`, in one sentence.
+    let stderr = result.stderr.clone();
     let error = result.exception.as_ref().map(|exception| {
         let mut text = exception.kind.clone();
         if !exception.message.is_empty() {

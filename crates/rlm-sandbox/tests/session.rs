@@ -298,3 +298,130 @@ fn sessions_and_their_futures_can_move_between_threads() {
     let result = runtime.block_on(future).unwrap();
     assert_eq!(result.stdout, "1\n");
 }
+
+#[tokio::test]
+async fn host_functions_refuse_arguments_python_would_refuse() {
+    let mut session = session("ctx").await;
+    let cases = [
+        ("llm_query(None)", "'prompt' must be str, not NoneType"),
+        (
+            "f = lambda x: x\nllm_query(f)",
+            "'prompt' must be str, not function",
+        ),
+        (
+            "llm_query('p', 'm', 'extra')",
+            "llm_query() takes at most 2 positional arguments (3 given)",
+        ),
+        (
+            "llm_query('p', temperature=0.2)",
+            "llm_query() got an unexpected keyword argument 'temperature'",
+        ),
+        (
+            "llm_query('p', prompt='q')",
+            "got multiple values for argument 'prompt'",
+        ),
+        (
+            "llm_query_batched(None)",
+            "'prompts' must be a list of str, not NoneType",
+        ),
+        ("llm_query()", "missing required argument 'prompt' (str)"),
+        ("slice_text(None, 3)", "'start' must be int, not NoneType"),
+        (
+            "grep('x', max_lines=3)",
+            "unexpected keyword argument 'max_lines'",
+        ),
+    ];
+    for (code, expected) in cases {
+        let result = session.execute(code).await.unwrap();
+        let error = result.exception.clone().unwrap();
+        assert_eq!(error.kind, "TypeError", "{code}: {result:?}");
+        assert!(
+            error.message.contains(expected),
+            "{code}: {}",
+            error.message
+        );
+        assert!(result.sub_calls.is_empty(), "{code} reached the host");
+    }
+    // Optional parameters still take None, by position or by name.
+    let result = session
+        .execute("print(llm_query('p', None), llm_query(prompt='q', model=None))")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "answer:p answer:q\n", "{result:?}");
+}
+
+#[tokio::test]
+async fn printf_style_formatting_works_on_string_literals() {
+    let mut session = session("ctx").await;
+    // Expected outputs are CPython's.
+    let cases = [
+        ("i = 3\nprint('%d' % i)", "3\n"),
+        (
+            "print('%s has %d items (%.1f%%)' % ('box', 7, 12.345))",
+            "box has 7 items (12.3%)\n",
+        ),
+        (
+            "print('%5s|%-5s|%05.1f|%x|%r' % ('a', 'b', 3.14159, 255, 'q'))",
+            "    a|b    |003.1|ff|'q'\n",
+        ),
+        (
+            "print('%(name)s=%(n)03d' % {'name': 'k', 'n': 7})",
+            "k=007\n",
+        ),
+        (
+            "print('%d' % 3.9, '%s' % [1, 'a'], '%s' % None, '%c%c' % (72, 'i'), \
+             '%+.2e|%g|%#x|%o' % (12345.678, 0.0001, 255, 8))",
+            "3 [1, 'a'] None Hi +1.23e+04|0.0001|0xff|10\n",
+        ),
+        (
+            "print('''line %d\nand %s''' % (1, 'two'))\nprint(17 % 5)",
+            "line 1\nand two\n2\n",
+        ),
+    ];
+    for (code, expected) in cases {
+        let result = session.execute(code).await.unwrap();
+        assert!(result.is_ok(), "{code}: {result:?}");
+        assert_eq!(result.stdout, expected, "{code}");
+    }
+    let errors = [
+        (
+            "'%s %s' % ('only one',)",
+            "not enough arguments for format string",
+        ),
+        (
+            "'%d' % 'x'",
+            "%d format: a real number is required, not str",
+        ),
+        (
+            "'%d %d' % (1, 2, 3)",
+            "not all arguments converted during string formatting",
+        ),
+    ];
+    for (code, expected) in errors {
+        let result = session.execute(code).await.unwrap();
+        let error = result.exception.clone().unwrap();
+        assert_eq!(
+            (error.kind.as_str(), error.message.as_str()),
+            ("TypeError", expected),
+            "{code}"
+        );
+        assert_eq!(error.line, Some(1), "{code}");
+        // The traceback shows the code as written, not the rewrite behind it.
+        assert!(result.stderr.contains(code), "{}", result.stderr);
+        assert!(!result.stderr.contains("_rlm_percent"), "{}", result.stderr);
+    }
+    // A format string in a variable is not rewritten: the error says what to use instead.
+    let result = session.execute("fmt = '%d'\nfmt % 3").await.unwrap();
+    assert_eq!(result.exception.unwrap().kind, "TypeError");
+    assert!(
+        result.stderr.contains("hint:") && result.stderr.contains("f-string"),
+        "{}",
+        result.stderr
+    );
+    // The helper behind the rewrite is not one of the session's variables.
+    let names = session.variable_names().await.unwrap();
+    assert!(
+        !names.iter().any(|name| name.starts_with("_rlm")),
+        "{names:?}"
+    );
+}

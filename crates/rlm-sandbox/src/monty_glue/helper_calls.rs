@@ -5,7 +5,7 @@ use std::ops::Deref;
 use monty_types::{MontyException, MontyObject};
 use regex::Regex;
 
-use super::arguments::{Arguments, type_error, value_error};
+use super::arguments::{Arguments, type_error, type_name, value_error};
 use crate::helpers::IndexedText;
 
 /// Default bound on `find_all` results, so one call cannot return millions of tuples by accident.
@@ -122,7 +122,7 @@ fn text<'a>(
             return Err(type_error(format!(
                 "{}(): 'text' must be str or a context number, not {}",
                 call.function,
-                other.type_name()
+                type_name(other)
             )));
         }
     };

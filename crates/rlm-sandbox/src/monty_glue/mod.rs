@@ -16,6 +16,7 @@ use monty_types::{
 mod arguments;
 mod helper_calls;
 mod output;
+mod percent_format;
 
 use self::arguments::Arguments;
 use self::output::CappedOutput;
@@ -153,6 +154,8 @@ impl MontyInterpreter {
         }
         repl.feed_run(alias, inputs, PrintWriter::Disabled)
             .map_err(|error| format!("could not bind the contexts: {error}"))?;
+        repl.feed_run(percent_format::PRELUDE, Vec::new(), PrintWriter::Disabled)
+            .map_err(|error| format!("could not define the session's helpers: {error}"))?;
         Ok(Self {
             repl: Some(repl),
             limits,
@@ -181,12 +184,18 @@ impl MontyInterpreter {
 
         let mut output = CappedOutput::new(self.limits.output_chars);
         let mut exception = None;
+        let original_code = code;
+        let rewritten = percent_format::rewrite(code);
+        let code = rewritten.as_deref().unwrap_or(code);
         let mut progress = repl.feed_start(code, Vec::new(), PrintWriter::Callback(&mut output));
         loop {
             let step = match progress {
                 Err(failure) => {
                     self.repl = Some(failure.repl);
-                    exception = Some(failure.error);
+                    exception = Some(match &rewritten {
+                        Some(_) => percent_format::as_written(failure.error, original_code),
+                        None => failure.error,
+                    });
                     break;
                 }
                 Ok(step) => step,
@@ -241,7 +250,13 @@ impl MontyInterpreter {
         };
         if let Some(error) = exception {
             append_line(&mut report.stderr, &error.to_string());
-            report.exception = Some(exception_info(&error));
+            let info = exception_info(&error);
+            if info.kind == "TypeError"
+                && let Some(hint) = percent_format::hint_for(&info.message)
+            {
+                append_line(&mut report.stderr, &format!("hint: {hint}"));
+            }
+            report.exception = Some(info);
         }
         for operation in &report.denied_operations {
             append_line(&mut report.stderr, &format!("note: denied {operation}"));
@@ -342,8 +357,11 @@ impl MontyInterpreter {
             args,
             kwargs,
         };
+        if let Err(error) = call.check_signature() {
+            return ExtFunctionResult::Error(error);
+        }
         let outcome = match name {
-            "FINAL_VAR" => call.required(0, "name").map(|value| {
+            "FINAL_VAR" => call.required(0, "name", "a variable name").map(|value| {
                 state.final_request = Some(match value {
                     MontyObject::String(text) if is_identifier(text) => {
                         FinalRequest::Variable(text.clone())
@@ -352,7 +370,7 @@ impl MontyInterpreter {
                 });
                 MontyObject::None
             }),
-            "FINAL" => call.required(0, "answer").map(|value| {
+            "FINAL" => call.required(0, "answer", "the answer").map(|value| {
                 state.final_request = Some(FinalRequest::Value(value.to_string()));
                 MontyObject::None
             }),
