@@ -4,7 +4,8 @@
 //! writes code, the session runs it and reports output, errors and the sub-calls it made. Python
 //! runs in [Monty](https://github.com/pydantic/monty) (an embedded interpreter for a Python subset,
 //! with no file, environment or network access), by default inside a worker process with an OS
-//! memory cap, a kill on timeout, and a fresh worker when one dies.
+//! memory cap, a kill on timeout, a fresh worker when one dies, and OS confinement (Landlock and
+//! a seccomp filter) as a second barrier should the interpreter have a hole.
 //!
 //! Model code can call:
 //! - `llm_query(prompt, model=None)`, `llm_query_batched(prompts, model=None)`,
