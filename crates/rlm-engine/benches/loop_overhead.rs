@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rlm_engine::testing::FakeRepl;
-use rlm_engine::{ContextPart, PartSize, Rlm, RunLimits};
+use rlm_engine::{ContextPart, Rlm, RunLimits};
 use rlm_llm::fake::{FakeReply, FakeServer};
 
 const ROUNDS: usize = 7;
@@ -91,8 +91,7 @@ fn context_description() {
     for _ in 0..5 {
         let started = Instant::now();
         let part = ContextPart::analyzed(Arc::clone(&text), Some("events.ndjson"));
-        let sizes = [PartSize::measure(&part.text)];
-        let description = rlm_engine::describe_contexts(&[part], &sizes);
+        let description = rlm_engine::describe_contexts(&[part]);
         samples.push(started.elapsed().as_secs_f64() * 1000.0);
         assert!(description.contains("Records"));
     }

@@ -60,7 +60,9 @@ pub mod trajectory;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
-pub use context::{ContextPart, PartSize, describe as describe_contexts, group_digits};
+pub use context::{
+    ContextPart, ContextSource, PartSize, describe as describe_contexts, group_digits,
+};
 pub use error::Error;
 pub use events::{Event, EventSink, Progress, SubcallKind};
 pub use host::SubcallRecord;

@@ -11,7 +11,7 @@ use rlm_llm::{ChatRequest, ChatResponse, FinishReason, Message, ModelTotals, Usa
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use crate::context::{self, ContextPart, PartSize};
+use crate::context::{self, ContextPart};
 use crate::error::Error;
 use crate::events::Event;
 use crate::host::{RunScope, SubcallRecord};
@@ -192,11 +192,7 @@ pub(crate) async fn run_loop(
     let started = Instant::now();
     let settings = &scope.shared.settings;
     let limits = scope.account.limits().clone();
-    let sizes: Vec<PartSize> = contexts
-        .iter()
-        .map(|p| PartSize::measure(&p.text))
-        .collect();
-    let description = context::describe(&contexts, &sizes);
+    let description = context::describe(&contexts);
     let log = match &scope.log {
         Some((dir, stem)) => Some(TrajectoryLog::create(dir, stem)?),
         None => None,
@@ -223,7 +219,7 @@ pub(crate) async fn run_loop(
             "environment_kwargs": {},
             "other_backends": [settings.subcall_model],
             "query": query,
-            "contexts": context::meta_value(&contexts, &sizes),
+            "contexts": context::meta_value(&contexts),
             "budget": {
                 "max_tokens": limits.spend.max_tokens,
                 "max_cost_usd": limits.spend.max_cost_usd,
@@ -245,7 +241,7 @@ pub(crate) async fn run_loop(
     );
     let host: Arc<dyn SubcallHost> = Arc::new(Arc::clone(&scope));
     let spec = SessionSpec {
-        context_meta: context::meta_value(&contexts, &sizes),
+        context_meta: context::meta_value(&contexts),
         contexts,
         host,
     };

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use rlm_sandbox::{ContextInput, ExecutionResult, Host, Sandbox, Session};
 use serde_json::Value;
 
+use crate::context::ContextSource;
 use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
 
 /// What the system prompt says about the sandbox's native helpers (`{{helpers}}`).
@@ -43,10 +44,10 @@ impl ReplFactory for SandboxRepl {
             let contexts = spec
                 .contexts
                 .iter()
-                .map(|part| match &part.path {
-                    // The worker reads the file itself: no 50 MB copy through the host.
-                    Some(path) => ContextInput::TextFile(path.clone()),
-                    None => ContextInput::Text(part.text.to_string()),
+                .map(|part| match part.source() {
+                    // The worker reads the file itself: the host never holds its text.
+                    ContextSource::File(path) => ContextInput::TextFile(path.clone()),
+                    ContextSource::Inline(text) => ContextInput::Text(text.to_string()),
                 })
                 .collect();
             let host: Arc<dyn Host> = Arc::new(HostBridge(spec.host));

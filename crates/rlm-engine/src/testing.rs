@@ -162,13 +162,18 @@ impl ReplFactory for FakeRepl {
     fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<Box<dyn ReplSession>, ReplError>> {
         let mut variables = BTreeMap::new();
         for (index, part) in spec.contexts.iter().enumerate() {
-            variables.insert(
-                format!("context_{index}"),
-                Value::String(part.text.to_string()),
-            );
-        }
-        if let Some(first) = spec.contexts.first() {
-            variables.insert("context".to_owned(), Value::String(first.text.to_string()));
+            // An in-process REPL holds the text, so a file part is read here.
+            let text = match part.read_text() {
+                Ok(text) => text,
+                Err(err) => {
+                    let message = format!("cannot read context {index}: {err}");
+                    return async move { Err(ReplError::new(message)) }.boxed();
+                }
+            };
+            if index == 0 {
+                variables.insert("context".to_owned(), Value::String(text.to_string()));
+            }
+            variables.insert(format!("context_{index}"), Value::String(text.to_string()));
         }
         variables.insert("contextMeta".to_owned(), spec.context_meta);
         let session: Box<dyn ReplSession> = Box::new(FakeSession {

@@ -11,7 +11,8 @@ use crate::protocol::{ContextFile, ContextFormat};
 pub enum ContextInput {
     /// Text held in memory; written once to a private temporary file for the worker.
     Text(String),
-    /// A UTF-8 text file read directly by the worker (no copy is made by the host).
+    /// A UTF-8 text file read directly by the worker (no copy is made by the host). Invalid
+    /// UTF-8 sequences read as U+FFFD (as `String::from_utf8_lossy` replaces them).
     TextFile(PathBuf),
     /// A list of strings (Python `list[str]`).
     List(Vec<String>),

@@ -95,7 +95,8 @@ class _Session:
         contexts = start["contexts"]
         several = len(contexts) > 1
         for index, context in enumerate(contexts):
-            with open(context["path"], encoding="utf-8") as handle:
+            # Invalid UTF-8 reads as U+FFFD, as in the Monty worker.
+            with open(context["path"], encoding="utf-8", errors="replace") as handle:
                 value = handle.read() if context["format"] == "text" else json.load(handle)
             self.texts.append(value if isinstance(value, str) else None)
             self.globals["context_%d" % index if several else "context"] = value

@@ -109,17 +109,19 @@ fn start(
     for context in contexts {
         let bytes = std::fs::read(&context.path)
             .map_err(|error| format!("cannot read context {}: {error}", context.path.display()))?;
-        text_bytes += bytes.len() as u64;
         loaded.push(match context.format {
+            // Invalid sequences read as U+FFFD, as `rlm inspect` counts them: a context file with
+            // a stray Latin-1 byte is still worth exploring.
             ContextFormat::Text => {
-                ContextData::Text(String::from_utf8(bytes).map_err(|error| {
-                    format!(
-                        "context {} is not UTF-8 text: {error}",
-                        context.path.display()
-                    )
-                })?)
+                let text = match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+                };
+                text_bytes += text.len() as u64;
+                ContextData::Text(text)
             }
             ContextFormat::Json => {
+                text_bytes += bytes.len() as u64;
                 ContextData::Json(serde_json::from_slice(&bytes).map_err(|error| {
                     format!(
                         "context {} is not valid JSON: {error}",

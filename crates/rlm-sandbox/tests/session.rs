@@ -83,6 +83,19 @@ async fn text_file_context_is_read_by_the_worker() {
 }
 
 #[tokio::test]
+async fn invalid_utf8_in_a_text_file_reads_as_replacement_characters() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("latin1.txt");
+    std::fs::write(&path, b"caf\xe9 \xff\xfe\n").unwrap();
+    let mut session = session_with(Isolation::Process, vec![ContextInput::TextFile(path)]).await;
+    let result = session
+        .execute("print(len(context), context[3] == '\\ufffd', context.count('\\ufffd'))")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "8 True 3\n", "{result:?}");
+}
+
+#[tokio::test]
 async fn llm_calls_are_answered_and_recorded() {
     let host = Arc::new(FakeHost {
         latency: Duration::from_millis(200),

@@ -2,7 +2,8 @@
 //!
 //! Writes an ASCII NDJSON file (1 GiB by default; `RLM_BENCH_CONTEXT_MB` changes it), answers the
 //! root model from the in-process fake provider with two turns (`n = len(context)`, then
-//! `FINAL_VAR(n)`), and runs the real binary with the sandbox in its default worker process.
+//! `FINAL_VAR(n)`), and runs the real binary with the sandbox in its default worker process, once
+//! with `--context-file` and once with the file piped to `--context -`.
 //! While it runs, `/proc/<pid>/status` is polled for `VmHWM` (peak resident set) of the `rlm`
 //! process itself and of its sandbox worker, read separately: `/usr/bin/time -v` would report
 //! the larger of the two, because the waited-for worker counts as the host's child.
@@ -41,64 +42,88 @@ fn main() {
         .build()
         .unwrap();
     let server = runtime.block_on(FakeServer::start()).unwrap();
-    server.script(
-        "root",
-        [
-            FakeReply::text("```repl\nn = len(context)\nprint(n)\n"),
-            FakeReply::text("FINAL_VAR(n)"),
-        ],
-    );
+    for stdin in [false, true] {
+        server.script(
+            "root",
+            [
+                FakeReply::text("```repl\nn = len(context)\nprint(n)\n"),
+                FakeReply::text("FINAL_VAR(n)"),
+            ],
+        );
+        let peaks = run(&server, dir.path(), &context, stdin);
+        assert_eq!(peaks.answer, (megabytes * MIB).to_string(), "wrong answer");
+        println!(
+            "rlm run over {megabytes} MiB ({}), 2 turns, worker-process sandbox: {:.1}s wall",
+            if stdin {
+                "--context - from stdin"
+            } else {
+                "--context-file"
+            },
+            peaks.seconds
+        );
+        println!(
+            "  peak RSS (VmHWM) of the rlm process:    {:>6.0} MiB",
+            peaks.host as f64 / MIB as f64
+        );
+        println!(
+            "  peak RSS (VmHWM) of the sandbox worker: {:>6.0} MiB",
+            peaks.worker as f64 / MIB as f64
+        );
+    }
+}
 
+struct Peaks {
+    answer: String,
+    seconds: f64,
+    host: u64,
+    worker: u64,
+}
+
+/// Runs `rlm run` over `context` (as a file or piped to stdin), polling peak RSS until it exits.
+fn run(server: &FakeServer, dir: &Path, context: &Path, stdin: bool) -> Peaks {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .current_dir(dir.path())
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rlm"));
+    command
+        .current_dir(dir)
         .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .env("XDG_STATE_HOME", dir.join("state"))
         .env("OPENAI_BASE_URL", server.openai_base_url())
         .env("OPENAI_API_KEY", "sk-bench")
-        .args([
-            "--quiet",
-            "run",
-            "--model",
-            "openai:root",
-            "--no-log",
-            "--context-file",
-            "context.ndjson",
-            "How many chars?",
-        ])
+        .args(["--quiet", "run", "--model", "openai:root", "--no-log"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if stdin {
+        command
+            .args(["--context", "-"])
+            .stdin(std::fs::File::open(context).unwrap());
+    } else {
+        command.arg("--context-file").arg(context);
+    }
+    let mut child = command.arg("How many chars?").spawn().unwrap();
     let pid = child.id();
-    let mut host_peak = 0;
-    let mut worker_peak = 0;
+    let mut host = 0;
+    let mut worker = 0;
     while child.try_wait().unwrap().is_none() {
-        host_peak = host_peak.max(peak_rss(pid).unwrap_or(0));
-        for worker in children(pid) {
-            worker_peak = worker_peak.max(peak_rss(worker).unwrap_or(0));
+        host = host.max(peak_rss(pid).unwrap_or(0));
+        for id in children(pid) {
+            worker = worker.max(peak_rss(id).unwrap_or(0));
         }
         std::thread::sleep(POLL);
     }
     let seconds = started.elapsed().as_secs_f64();
     let output = child.wait_with_output().unwrap();
-    let answer = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
         "rlm run failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(answer.trim(), (megabytes * MIB).to_string(), "wrong answer");
-    println!("rlm run over {megabytes} MiB, 2 turns, worker-process sandbox: {seconds:.1}s wall");
-    println!(
-        "  peak RSS (VmHWM) of the rlm process: {:>6.0} MiB",
-        host_peak as f64 / MIB as f64
-    );
-    println!(
-        "  peak RSS (VmHWM) of the sandbox worker: {:>6.0} MiB",
-        worker_peak as f64 / MIB as f64
-    );
+    Peaks {
+        answer: String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+        seconds,
+        host,
+        worker,
+    }
 }
 
 /// ASCII NDJSON log lines, exactly `bytes` long (the last line is padded).
@@ -111,7 +136,11 @@ fn write_context(path: &Path, bytes: u64) {
             "{{\"ts\":\"2024-05-01T12:{:02}:{:02}Z\",\"level\":\"{}\",\"user\":\"u{}\",\"msg\":\"request {} served in {} ms\"}}\n",
             index / 60 % 60,
             index % 60,
-            if index % 97 == 0 { "ERROR" } else { "INFO" },
+            if index.is_multiple_of(97) {
+                "ERROR"
+            } else {
+                "INFO"
+            },
             index % 1000,
             index,
             index % 750

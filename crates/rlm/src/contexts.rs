@@ -1,6 +1,6 @@
-//! Reads the contexts `rlm run` resolved ([`ContextSource`]) into the engine's context parts.
+//! Describes the contexts `rlm run` resolved ([`ContextSource`]) as the engine's context parts,
+//! in one streamed pass each. The text itself is read only by the sandbox worker.
 
-use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -9,28 +9,29 @@ use rlm_engine::ContextPart;
 use crate::error::CliError;
 use crate::settings::ContextSource;
 
-/// Reads every source, in order.
-pub fn read(sources: &[ContextSource]) -> anyhow::Result<Vec<ContextPart>> {
-    sources.iter().map(read_one).collect()
+/// The contexts of a run. Standard input is copied to a private spool file as it is analysed
+/// (so the sandbox worker reads it like any file); the file is removed when this is dropped.
+#[derive(Debug)]
+pub struct Contexts {
+    pub parts: Vec<ContextPart>,
+    pub spool: Option<tempfile::NamedTempFile>,
 }
 
-fn read_one(source: &ContextSource) -> anyhow::Result<ContextPart> {
-    Ok(match source {
-        ContextSource::Stdin => ContextPart::analyzed(read_stdin()?, Some("<stdin>")),
-        ContextSource::Inline(text) => ContextPart::analyzed(text.as_str(), None),
-        ContextSource::File(path) => {
-            let text = read_file(path)?;
-            let name = path.display().to_string();
-            let part = ContextPart::analyzed(text, Some(&name));
-            // Only a file that was valid UTF-8 holds exactly `text`; the worker may read it
-            // directly.
-            let exact = part.metadata.as_ref().is_none_or(|m| m.encoding.valid_utf8);
-            if exact { part.with_path(path) } else { part }
-        }
-    })
+/// Describes every source, in order.
+pub fn read(sources: &[ContextSource]) -> anyhow::Result<Contexts> {
+    let mut spool = None;
+    let mut parts = Vec::with_capacity(sources.len());
+    for source in sources {
+        parts.push(match source {
+            ContextSource::Stdin => spool_stdin(&mut spool)?,
+            ContextSource::Inline(text) => ContextPart::analyzed(text.as_str(), None),
+            ContextSource::File(path) => file_part(path)?,
+        });
+    }
+    Ok(Contexts { parts, spool })
 }
 
-fn read_file(path: &Path) -> anyhow::Result<String> {
+fn file_part(path: &Path) -> anyhow::Result<ContextPart> {
     if path.is_dir() {
         return Err(
             CliError::input(anyhow::anyhow!("{} is a directory", path.display()))
@@ -38,7 +39,7 @@ fn read_file(path: &Path) -> anyhow::Result<String> {
                 .into(),
         );
     }
-    let bytes = std::fs::read(path).map_err(|err| {
+    let part = ContextPart::from_file(path).map_err(|err| {
         let hint = (err.kind() == std::io::ErrorKind::NotFound)
             .then_some("check the path; `--context -` reads stdin");
         let err = CliError::input(
@@ -49,24 +50,29 @@ fn read_file(path: &Path) -> anyhow::Result<String> {
             None => err,
         }
     })?;
-    Ok(into_text(bytes, &path.display().to_string()))
+    warn_if_not_utf8(&part);
+    Ok(part)
 }
 
-fn read_stdin() -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
+fn spool_stdin(spool: &mut Option<tempfile::NamedTempFile>) -> anyhow::Result<ContextPart> {
+    let file = tempfile::Builder::new()
+        .prefix("rlm-stdin-")
+        .tempfile()
+        .context("cannot create a temporary file for the context from stdin")?;
+    let writer = std::io::BufWriter::new(file.as_file());
+    let part = ContextPart::spooled(std::io::stdin().lock(), writer, file.path(), "<stdin>")
         .context("cannot read the context from stdin")?;
-    Ok(into_text(bytes, "stdin"))
+    warn_if_not_utf8(&part);
+    *spool = Some(file);
+    Ok(part)
 }
 
-/// The text of a context; invalid UTF-8 is replaced (and said once) rather than refused.
-fn into_text(bytes: Vec<u8>, name: &str) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(err) => {
-            tracing::warn!("{name} is not valid UTF-8; invalid bytes are replaced with U+FFFD");
-            String::from_utf8_lossy(err.as_bytes()).into_owned()
-        }
+/// Invalid UTF-8 is replaced (and said once) rather than refused.
+fn warn_if_not_utf8(part: &ContextPart) {
+    if let Some(metadata) = part.metadata()
+        && !metadata.encoding.valid_utf8
+    {
+        let name = part.name().unwrap_or("a context");
+        tracing::warn!("{name} is not valid UTF-8; invalid bytes are replaced with U+FFFD");
     }
 }

@@ -16,7 +16,7 @@ use crate::settings::{RunSettings, Sources};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = RunSettings::resolve(&args, sources)?;
-    let contexts = crate::contexts::read(&settings.contexts)?;
+    let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
 
     let client = settings.llm.build_client()?;
     let repl = crate::sandbox::repl(settings.allow_reduced_protection)?;
@@ -45,12 +45,14 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let query = settings.query;
     let outcome = runtime.block_on(async {
         tokio::select! {
-            result = rlm.completion(&query, contexts) => Some(result),
+            result = rlm.completion(&query, parts) => Some(result),
             _ = tokio::signal::ctrl_c() => None,
         }
     });
     // In-flight model calls and sandbox workers are dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(2));
+    // The sandbox workers that read standard input's copy are gone now.
+    drop(spool);
     let Some(result) = outcome else {
         return Err(CliError::interrupted().into());
     };

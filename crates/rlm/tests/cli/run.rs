@@ -127,6 +127,53 @@ async fn json_result_and_exit_1_without_an_answer() {
     assert!(result["tokens"].as_u64().unwrap() > 0);
 }
 
+/// File and stdin contexts are read by the sandbox worker only; the sizes the model is told
+/// (measured by the host in one streamed pass) match what `len()` gives in the worker, for
+/// invalid UTF-8 (replaced with U+FFFD), a byte-order mark, and standard input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_contexts_are_described_as_the_worker_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9\nbar\n").unwrap();
+    std::fs::write(dir.path().join("bom.txt"), "\u{feff}hi\n").unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::text(
+                "```repl\nsizes = str(len(context_0)) + ',' + str(len(context_1)) + ',' + str(len(context_2))\nprint(sizes)\nprint(context_0[3] == '\\ufffd')\n",
+            ),
+            FakeReply::text("FINAL_VAR(sizes)"),
+        ],
+    );
+    let mut command = rlm(dir.path(), Some(&server));
+    command
+        .args([
+            "run",
+            "--no-log",
+            "--model",
+            "openai:root",
+            "--context-file",
+            "latin1.txt",
+            "--context-file",
+            "bom.txt",
+            "--context",
+            "-",
+            "How long?",
+        ])
+        .write_stdin("from stdin\n");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "9,4,11\n");
+    let requests = server.requests_for("root");
+    let first = requests[0].last_user_message();
+    assert!(
+        first.contains("There are 3 contexts, 24 chars in total"),
+        "{first}"
+    );
+    let feedback = requests[1].last_user_message();
+    assert!(feedback.contains("9,4,11\nTrue"), "{feedback}");
+}
+
 #[test]
 fn bad_input_exits_2_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
