@@ -1,0 +1,62 @@
+//! The trajectory log of an rlm run: a typed, versioned schema, a JSON Lines writer and a reader.
+//!
+//! A run writes one file: a [`RunMetadata`] line, one [`Iteration`] line per turn (the prompt,
+//! the reply, each code block with its output and sub-calls), and a closing [`RunOutcome`]
+//! line. Every line is a JSON object that starts with `type`, `timestamp` and `version`
+//! ([`VERSION`]); the rest are the record's fields, documented field by field on the types here
+//! and in `docs/trajectory.md`. A child run started by `rlm_query` writes its own file next to
+//! its parent's, and the parent's [`Subcall`] names it.
+//!
+//! Writers are the RLM loop (`rlm-engine`) and, next, the query pipeline; readers are the viewer
+//! and session inspection. The reader keeps line types it does not know as
+//! [`Record::Unknown`], so an older reader can still show a newer log.
+//!
+//! ```
+//! use rlm_trace::{Record, RunOutcome, Status, Trajectory, TrajectoryWriter, UsageReport, UsageSummary};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let log = TrajectoryWriter::create(dir.path(), "run")?;
+//! // ... the metadata and iteration records, then:
+//! log.write(&RunOutcome {
+//!     run_id: "a1b2c3d4".to_owned(),
+//!     status: Status::Answered,
+//!     answer: Some("42".to_owned()),
+//!     partial_answer: None,
+//!     iterations: 1,
+//!     usage: UsageReport::default(),
+//!     subcalls: 0,
+//!     usage_summary: UsageSummary::default(),
+//!     seconds: 0.5,
+//!     error: None,
+//! })?;
+//!
+//! let read = Trajectory::read(log.path())?;
+//! assert_eq!(read.outcome().and_then(|o| o.answer.as_deref()), Some("42"));
+//! assert!(matches!(read.entries[0].record, Record::Result(_)));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod reader;
+mod schema;
+mod writer;
+
+pub use error::Error;
+pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
+pub use schema::{
+    BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration, Message,
+    ModelSummary, RecordType, Role, RunMetadata, RunOutcome, Status, Subcall, SubcallKind, Totals,
+    UsageReport, UsageSummary,
+};
+pub use writer::{TrajectoryWriter, new_run_id, root_stem, timestamp_now};
+
+/// The schema version this crate writes (the `version` field of every line).
+///
+/// Version 1 is the first versioned schema. Logs written before it have no `version` (read as
+/// 0) and may lack fields added since; those fields default when read.
+pub const VERSION: u32 = 1;
+
+#[cfg(test)]
+mod tests;
