@@ -11,7 +11,6 @@ use std::sync::Arc;
 use rlm_context::{
     AnalyzeOptions, ContextMetadata, Format, analyze_bytes, analyze_reader, render_hint,
 };
-use serde_json::json;
 
 /// Where a context's text is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -354,25 +353,35 @@ pub fn describe(parts: &[ContextPart]) -> String {
     out
 }
 
-/// The `contextMeta` REPL variable: one object per part.
-pub fn meta_value(parts: &[ContextPart]) -> serde_json::Value {
-    let items: Vec<serde_json::Value> = parts
+/// What the trajectory records about the parts (the `contexts` of its metadata line).
+pub fn contexts_info(parts: &[ContextPart]) -> rlm_trace::Contexts {
+    let parts: Vec<rlm_trace::ContextInfo> = parts
         .iter()
         .enumerate()
-        .map(|(index, part)| {
-            let size = part.size;
-            json!({
-                "variable": variable_name(index),
-                "name": part.name,
-                "chars": size.chars,
-                "lines": size.lines,
-                "ascii": size.ascii,
-                "hint": part.hint,
-                "metadata": part.metadata,
-            })
+        .map(|(index, part)| rlm_trace::ContextInfo {
+            variable: variable_name(index),
+            name: part.name.clone(),
+            chars: part.size.chars as u64,
+            lines: part.size.lines as u64,
+            ascii: part.size.ascii,
+            hint: part.hint.clone(),
+            // Plain data with string keys: serializing it cannot fail.
+            metadata: part
+                .metadata
+                .as_ref()
+                .and_then(|metadata| serde_json::to_value(metadata).ok()),
         })
         .collect();
-    json!({ "count": parts.len(), "parts": items })
+    rlm_trace::Contexts {
+        count: parts.len(),
+        parts,
+    }
+}
+
+/// The `contextMeta` REPL variable: the same as the trajectory's `contexts`.
+pub fn meta_value(parts: &[ContextPart]) -> serde_json::Value {
+    // Plain data with string keys: serializing it cannot fail.
+    serde_json::to_value(contexts_info(parts)).unwrap_or_default()
 }
 
 /// `1234567` → `1,234,567` (the same grouping as the `rlm inspect` hint).

@@ -26,14 +26,8 @@ pub enum Error {
         path: PathBuf,
     },
     /// The trajectory log could not be written.
-    #[error("cannot write trajectory log {}", path.display())]
-    Trajectory {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("the trajectory log failed")]
+    Trajectory(#[source] rlm_trace::Error),
     /// The REPL could not be started or broke down.
     #[error("the REPL failed")]
     Repl(#[source] crate::repl::ReplError),

@@ -5,28 +5,12 @@ use std::path::Path;
 
 use rlm_llm::Usage;
 
+use rlm_trace::Status;
+
 use crate::repl::ExecOutcome;
-use crate::run::Status;
 
-/// Which host function a sub-call came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SubcallKind {
-    /// A plain sub-model call (`llm_query`, or `rlm_query` at the depth limit).
-    LlmQuery,
-    /// A recursive child run (`rlm_query` below the depth limit).
-    RlmQuery,
-}
-
-impl SubcallKind {
-    /// The host function's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::LlmQuery => "llm_query",
-            Self::RlmQuery => "rlm_query",
-        }
-    }
-}
+/// Which host function a sub-call came from (the trajectory's `kind` of a sub-call).
+pub use rlm_trace::SubcallKind;
 
 /// Totals over the whole run tree so far.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,11 +8,10 @@ use std::time::Instant;
 
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, join_all};
-use serde::Serialize;
-use serde_json::json;
 use tokio::sync::Semaphore;
 
 use rlm_llm::{ChatRequest, UsageReport};
+use rlm_trace::Subcall;
 
 use crate::context::ContextPart;
 use crate::events::{Event, Progress, SubcallKind};
@@ -24,36 +23,6 @@ use crate::run::{error_chain, run_loop};
 
 /// How much of a sub-call's prompt and response the trajectory keeps (sizes are always logged).
 const LOG_PREVIEW_CHARS: usize = 4_000;
-
-/// One sub-call, as logged in `code_blocks[].result.rlm_calls`.
-#[derive(Debug, Clone, Serialize)]
-pub struct SubcallRecord {
-    /// `llm_query` or `rlm_query`.
-    pub kind: SubcallKind,
-    /// The model that answered (the reference log calls it `root_model`).
-    pub root_model: String,
-    /// The prompt, cut to a preview.
-    pub prompt: String,
-    /// The prompt's full length in chars.
-    pub prompt_chars: usize,
-    /// The response (or error), cut to a preview.
-    pub response: String,
-    /// The response's full length in chars.
-    pub response_chars: usize,
-    /// Tokens per model, in the reference log's shape.
-    pub usage_summary: serde_json::Value,
-    /// Dollars over priced calls (child runs: their whole subtree); a lower bound when some
-    /// prices are unknown.
-    pub cost_usd: f64,
-    /// Seconds from start to answer.
-    pub execution_time: f64,
-    /// Why it failed, if it did.
-    pub error: Option<String>,
-    /// The child run's id, for `rlm_query` runs.
-    pub child_run_id: Option<String>,
-    /// The child run's trajectory file.
-    pub child_log: Option<PathBuf>,
-}
 
 /// Everything one run needs; also the [`SubcallHost`] its session calls back into.
 #[derive(Debug)]
@@ -69,7 +38,7 @@ pub(crate) struct RunScope {
     pub in_flight: Arc<AtomicUsize>,
     children: AtomicU32,
     child_permits: Semaphore,
-    records: Mutex<Vec<SubcallRecord>>,
+    records: Mutex<Vec<Subcall>>,
 }
 
 impl RunScope {
@@ -114,7 +83,7 @@ impl RunScope {
     }
 
     /// Takes the sub-call records made since the last call.
-    pub fn take_records(&self) -> Vec<SubcallRecord> {
+    pub fn take_records(&self) -> Vec<Subcall> {
         std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -124,7 +93,7 @@ impl RunScope {
         }
     }
 
-    fn push(&self, record: SubcallRecord) {
+    fn push(&self, record: Subcall) {
         self.records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -342,45 +311,23 @@ fn record(
     usage: &UsageReport,
     started: Instant,
     child_run_id: Option<String>,
-) -> SubcallRecord {
+) -> Subcall {
     let (response, error) = match result {
         Ok(text) => (text.as_str(), None),
         Err(err) => (err.as_str(), Some(err.clone())),
     };
-    SubcallRecord {
+    Subcall {
         kind,
-        root_model: model.to_owned(),
+        model: model.to_owned(),
         prompt: truncate(prompt, LOG_PREVIEW_CHARS),
-        prompt_chars: prompt.chars().count(),
+        prompt_chars: prompt.chars().count() as u64,
         response: truncate(response, LOG_PREVIEW_CHARS),
-        response_chars: response.chars().count(),
-        usage_summary: usage_summary(usage),
+        response_chars: response.chars().count() as u64,
+        usage_summary: crate::trace::usage_summary(usage),
         cost_usd: usage.total.cost_usd,
-        execution_time: started.elapsed().as_secs_f64(),
+        seconds: started.elapsed().as_secs_f64(),
         error,
         child_run_id,
         child_log: None,
     }
-}
-
-/// Usage in the reference log's shape: `{"model_usage_summaries": {model: {...}}}`.
-pub(crate) fn usage_summary(usage: &UsageReport) -> serde_json::Value {
-    let models: serde_json::Map<String, serde_json::Value> = usage
-        .models
-        .iter()
-        .map(|(model, totals)| {
-            (
-                model.clone(),
-                json!({
-                    "total_calls": totals.calls,
-                    "total_input_tokens": totals.usage.input_tokens,
-                    "total_output_tokens": totals.usage.output_tokens,
-                    "cache_read_tokens": totals.usage.cache_read_tokens,
-                    "cache_write_tokens": totals.usage.cache_write_tokens,
-                    "cost_usd": totals.cost_usd,
-                }),
-            )
-        })
-        .collect();
-    json!({ "model_usage_summaries": models })
 }

@@ -10,8 +10,8 @@
 //! speaking `rlm-llm`'s request, response and error types) and the sandbox through
 //! [`ReplFactory`] ([`SandboxRepl`] over `rlm-sandbox`'s Monty sessions). [`RunLimits`] (spend,
 //! time, sub-calls, errors, iterations) bound the whole recursion tree: spend is recorded in an
-//! `rlm_llm::Ledger` per run, each under its parent's. Every turn is appended to a JSONL
-//! trajectory as it happens.
+//! `rlm_llm::Ledger` per run, each under its parent's. Every turn is appended to the run's
+//! trajectory (`rlm-trace`'s schema) as it happens.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -55,7 +55,7 @@ mod repl;
 mod rlm;
 mod run;
 mod sandbox;
-pub mod trajectory;
+mod trace;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
@@ -65,7 +65,6 @@ pub use context::{
 };
 pub use error::Error;
 pub use events::{Event, EventSink, Progress, SubcallKind};
-pub use host::SubcallRecord;
 pub use limits::RunLimits;
 pub use model::ModelClient;
 pub use prompt::Prompts;
@@ -74,7 +73,9 @@ pub use rlm::{
     CODE_BLOCK_STOP, DEFAULT_CHUNK_CHARS, DEFAULT_MAX_CONCURRENT_CHILDREN, DEFAULT_OUTPUT_LIMIT,
     DEFAULT_SUBCALL_WINDOW_CHARS, Rlm, RlmBuilder, Settings,
 };
-pub use run::{RunResult, Status};
+/// How a run ended (also the trajectory's `status`).
+pub use rlm_trace::Status;
+pub use run::RunResult;
 pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
 
 #[cfg(test)]

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+use rlm_trace::{new_run_id, root_stem};
+
 use crate::context::ContextPart;
 use crate::error::Error;
 use crate::events::EventSink;
@@ -13,7 +15,6 @@ use crate::model::ModelClient;
 use crate::prompt::Prompts;
 use crate::repl::ReplFactory;
 use crate::run::{RunResult, run_loop};
-use crate::trajectory::{new_run_id, root_stem};
 
 /// Printed output per code block that reaches the model, in chars.
 pub const DEFAULT_OUTPUT_LIMIT: usize = 10_000;

@@ -1,86 +1,37 @@
 //! The loop of one run: ask the root model, run its code, feed back the output, until it
 //! answers or a budget ends the run.
 
-use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use rlm_llm::{ChatRequest, ChatResponse, FinishReason, Message, ModelTotals, UsageReport};
+use rlm_trace::{
+    BackendArguments, Budget, CodeBlock, CodeResult, Iteration, RunMetadata, RunOutcome, Status,
+    Subcall,
+};
 use serde::{Serialize, Serializer};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use crate::context::{self, ContextPart};
 use crate::error::Error;
 use crate::events::Event;
-use crate::host::{RunScope, SubcallRecord};
+use crate::host::RunScope;
 use crate::limits::Exhausted;
 use crate::parse::{AnswerTag, parse_reply};
 use crate::prompt::{fence, render, truncate};
 use crate::repl::{ExecOutcome, ReplSession, SessionSpec, SubcallHost};
-use crate::trajectory::TrajectoryLog;
+use crate::trace::{self, RunLog};
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Status {
-    /// The model answered with `FINAL`, `FINAL_VAR` or a ready `answer`.
-    Answered,
-    /// The turns ran out and the model answered the one last request.
-    ForcedAnswer,
-    /// The turns ran out and the last request gave no answer.
-    IterationLimit,
-    /// The token budget ran out.
-    TokenBudget,
-    /// The cost budget ran out.
-    CostBudget,
-    /// The wall-time budget ran out.
-    Timeout,
-    /// The sub-call budget ran out.
-    SubcallBudget,
-    /// The model-call budget ran out.
-    CallBudget,
-    /// Too many turns in a row raised errors.
-    ErrorLimit,
-    /// The root model could not be reached (after the client's retries); the error is in
-    /// [`RunResult::error`].
-    ModelError,
-}
-
-impl Status {
-    /// Whether the run produced an answer.
-    pub fn is_answered(self) -> bool {
-        matches!(self, Self::Answered | Self::ForcedAnswer)
-    }
-
-    fn from_exhausted(reason: Exhausted) -> Self {
-        match reason {
-            Exhausted::Spend(rlm_llm::Exhausted::Tokens) => Self::TokenBudget,
-            Exhausted::Spend(rlm_llm::Exhausted::Cost) => Self::CostBudget,
-            Exhausted::Spend(_) => Self::CallBudget,
-            Exhausted::Time => Self::Timeout,
-            Exhausted::Subcalls => Self::SubcallBudget,
-        }
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = match self {
-            Self::Answered => "answered",
-            Self::ForcedAnswer => "answered at the iteration limit",
-            Self::IterationLimit => "iteration limit reached without an answer",
-            Self::TokenBudget => "token budget exhausted",
-            Self::CostBudget => "cost budget exhausted",
-            Self::Timeout => "time budget exhausted",
-            Self::SubcallBudget => "sub-call budget exhausted",
-            Self::CallBudget => "model-call budget exhausted",
-            Self::ErrorLimit => "too many consecutive code errors",
-            Self::ModelError => "the root model failed",
-        };
-        f.write_str(text)
+/// The status a spent limit ends a run with.
+fn status_from(reason: Exhausted) -> Status {
+    match reason {
+        Exhausted::Spend(rlm_llm::Exhausted::Tokens) => Status::TokenBudget,
+        Exhausted::Spend(rlm_llm::Exhausted::Cost) => Status::CostBudget,
+        Exhausted::Spend(_) => Status::CallBudget,
+        Exhausted::Time => Status::Timeout,
+        Exhausted::Subcalls => Status::SubcallBudget,
     }
 }
 
@@ -152,36 +103,6 @@ pub(crate) async fn until<T>(
     }
 }
 
-/// One code block and what it did, as logged.
-#[derive(Debug, Serialize)]
-struct BlockRecord {
-    code: String,
-    result: BlockResult,
-}
-
-#[derive(Debug, Serialize)]
-struct BlockResult {
-    stdout: String,
-    stderr: String,
-    error: Option<String>,
-    final_answer: Option<String>,
-    execution_time: f64,
-    rlm_calls: Vec<SubcallRecord>,
-}
-
-#[derive(Debug, Serialize)]
-struct IterationRecord<'a> {
-    iteration: u32,
-    run_id: &'a str,
-    prompt: &'a [Message],
-    response: &'a str,
-    code_blocks: &'a [BlockRecord],
-    final_answer: Option<&'a str>,
-    iteration_time: f64,
-    usage: &'a ModelTotals,
-    notes: &'a [String],
-}
-
 /// Runs the loop for `scope`. Errors only when the session or the log cannot be set up.
 pub(crate) async fn run_loop(
     scope: Arc<RunScope>,
@@ -193,50 +114,40 @@ pub(crate) async fn run_loop(
     let settings = &scope.shared.settings;
     let limits = scope.account.limits().clone();
     let description = context::describe(&contexts);
-    let log = match &scope.log {
-        Some((dir, stem)) => Some(TrajectoryLog::create(dir, stem)?),
-        None => None,
-    };
-    let write = |kind: &str, record: &dyn erased::Record| -> Result<(), Error> {
-        match &log {
-            Some(log) => log.write(kind, &erased::Wrap(record)),
-            None => Ok(()),
-        }
-    };
-    write(
-        "metadata",
-        &json!({
-            "run_id": scope.run_id,
-            "parent_run_id": parent_run_id,
-            "depth": scope.depth,
-            "root_model": scope.model,
-            "subcall_model": settings.subcall_model,
-            "max_depth": settings.max_depth,
-            "max_iterations": limits.max_iterations,
-            "backend": "rlm",
-            "backend_kwargs": { "model_name": scope.model },
-            "environment_type": settings.environment_name,
-            "environment_kwargs": {},
-            "other_backends": [settings.subcall_model],
-            "query": query,
-            "contexts": context::meta_value(&contexts),
-            "budget": {
-                "max_tokens": limits.spend.max_tokens,
-                "max_cost_usd": limits.spend.max_cost_usd,
-                "max_calls": limits.spend.max_calls,
-                "timeout_seconds": limits.timeout.map(|t| t.as_secs_f64()),
-                "max_subcalls": limits.max_subcalls,
-                "max_consecutive_errors": limits.max_consecutive_errors,
-            },
-        }),
-    )?;
+    let log = RunLog::create(scope.log.as_ref())?;
+    log.write(&RunMetadata {
+        run_id: scope.run_id.clone(),
+        parent_run_id: parent_run_id.map(str::to_owned),
+        depth: scope.depth,
+        root_model: scope.model.clone(),
+        subcall_model: settings.subcall_model.clone(),
+        max_depth: settings.max_depth,
+        max_iterations: limits.max_iterations,
+        backend: "rlm".to_owned(),
+        backend_kwargs: BackendArguments {
+            model_name: scope.model.clone(),
+        },
+        environment_type: settings.environment_name.clone(),
+        environment_kwargs: Map::new(),
+        other_backends: vec![settings.subcall_model.clone()],
+        query: query.to_owned(),
+        contexts: context::contexts_info(&contexts),
+        budget: Budget {
+            max_tokens: limits.spend.max_tokens,
+            max_cost_usd: limits.spend.max_cost_usd,
+            max_calls: limits.spend.max_calls,
+            timeout_seconds: limits.timeout.map(|t| t.as_secs_f64()),
+            max_subcalls: limits.max_subcalls,
+            max_consecutive_errors: limits.max_consecutive_errors,
+        },
+    })?;
     emit(
         &scope,
         &Event::RunStarted {
             run_id: &scope.run_id,
             depth: scope.depth,
             model: &scope.model,
-            log: log.as_ref().map(TrajectoryLog::path),
+            log: log.path(),
         },
     );
     let host: Arc<dyn SubcallHost> = Arc::new(Arc::clone(&scope));
@@ -281,7 +192,7 @@ pub(crate) async fn run_loop(
 
     while state.iterations < limits.max_iterations {
         if let Some(reason) = scope.account.exhausted() {
-            state.status = Some(Status::from_exhausted(reason));
+            state.status = Some(status_from(reason));
             break;
         }
         state.iterations += 1;
@@ -382,20 +293,17 @@ pub(crate) async fn run_loop(
         if final_answer.is_none() && !timed_out && !blocks.is_empty() {
             final_answer = read_answer_variable(session.as_mut(), &mut state).await;
         }
-        write(
-            "iteration",
-            &IterationRecord {
-                iteration: state.iterations,
-                run_id: &scope.run_id,
-                prompt: &conversation.transcript(),
-                response: &reply.text,
-                code_blocks: &blocks,
-                final_answer: final_answer.as_deref(),
-                iteration_time: turn_started.elapsed().as_secs_f64(),
-                usage: &turn_usage,
-                notes: &notes,
-            },
-        )?;
+        log.write(&Iteration {
+            iteration: state.iterations,
+            run_id: scope.run_id.clone(),
+            prompt: trace::transcript(&conversation),
+            response: reply.text.clone(),
+            code_blocks: blocks.clone(),
+            final_answer: final_answer.clone(),
+            seconds: turn_started.elapsed().as_secs_f64(),
+            usage: trace::totals(&turn_usage),
+            notes: notes.clone(),
+        })?;
         if let Some(answer) = final_answer {
             state.answer = Some(answer);
             state.status = Some(Status::Answered);
@@ -439,7 +347,7 @@ pub(crate) async fn run_loop(
             &mut conversation,
             query,
             &mut state,
-            &write,
+            &log,
         )
         .await?;
     }
@@ -458,25 +366,22 @@ pub(crate) async fn run_loop(
         iterations: state.iterations,
         usage: scope.account.spend().report(),
         subcalls: scope.account.subcalls(),
-        trajectory: log.as_ref().map(|l| l.path().to_path_buf()),
+        trajectory: log.path().map(Path::to_path_buf),
         seconds: started.elapsed().as_secs_f64(),
         error: state.error,
     };
-    write(
-        "result",
-        &json!({
-            "run_id": result.run_id,
-            "status": result.status,
-            "answer": result.answer,
-            "partial_answer": result.partial_answer,
-            "iterations": result.iterations,
-            "usage": result.usage,
-            "subcalls": result.subcalls,
-            "usage_summary": crate::host::usage_summary(&result.usage),
-            "seconds": result.seconds,
-            "error": result.error_message(),
-        }),
-    )?;
+    log.write(&RunOutcome {
+        run_id: result.run_id.clone(),
+        status: result.status,
+        answer: result.answer.clone(),
+        partial_answer: result.partial_answer.clone(),
+        iterations: result.iterations,
+        usage: trace::usage_report(&result.usage),
+        subcalls: result.subcalls,
+        usage_summary: trace::usage_summary(&result.usage),
+        seconds: result.seconds,
+        error: result.error_message(),
+    })?;
     emit(
         &scope,
         &Event::RunFinished {
@@ -548,10 +453,10 @@ async fn last_request(
     conversation: &mut ChatRequest,
     query: &str,
     state: &mut LoopState,
-    write: &impl Fn(&str, &dyn erased::Record) -> Result<(), Error>,
+    log: &RunLog,
 ) -> Result<(), Error> {
     if let Some(reason) = scope.account.exhausted() {
-        state.status = Some(Status::from_exhausted(reason));
+        state.status = Some(status_from(reason));
         return Ok(());
     }
     let settings = &scope.shared.settings;
@@ -586,20 +491,17 @@ async fn last_request(
         let text = reply.text.trim();
         answer = (!text.is_empty()).then(|| text.to_owned());
     }
-    write(
-        "iteration",
-        &IterationRecord {
-            iteration: state.iterations,
-            run_id: &scope.run_id,
-            prompt: &conversation.transcript(),
-            response: &reply.text,
-            code_blocks: &[],
-            final_answer: answer.as_deref(),
-            iteration_time: started.elapsed().as_secs_f64(),
-            usage: &turn_usage,
-            notes: &notes,
-        },
-    )?;
+    log.write(&Iteration {
+        iteration: state.iterations,
+        run_id: scope.run_id.clone(),
+        prompt: trace::transcript(conversation),
+        response: reply.text.clone(),
+        code_blocks: Vec::new(),
+        final_answer: answer.clone(),
+        seconds: started.elapsed().as_secs_f64(),
+        usage: trace::totals(&turn_usage),
+        notes,
+    })?;
     state.status = Some(if answer.is_some() {
         Status::ForcedAnswer
     } else {
@@ -678,23 +580,23 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
-fn block_record(code: &str, outcome: ExecOutcome, calls: Vec<SubcallRecord>) -> BlockRecord {
-    BlockRecord {
+fn block_record(code: &str, outcome: ExecOutcome, subcalls: Vec<Subcall>) -> CodeBlock {
+    CodeBlock {
         code: code.to_owned(),
-        result: BlockResult {
+        result: CodeResult {
             stdout: outcome.stdout,
             stderr: outcome.stderr,
             error: outcome.error,
             final_answer: outcome.final_answer,
-            execution_time: outcome.seconds,
-            rlm_calls: calls,
+            seconds: outcome.seconds,
+            subcalls,
         },
     }
 }
 
 /// The user message after a turn: each block's output (fenced, truncated), notes, next turn.
 fn feedback(
-    blocks: &[BlockRecord],
+    blocks: &[CodeBlock],
     notes: &[String],
     parsed: &crate::parse::ParsedReply,
     limit: usize,
@@ -713,7 +615,7 @@ fn feedback(
         if text.trim().is_empty() {
             text = "(no output; print what you want to see)".to_owned();
         }
-        let calls = result.rlm_calls.len();
+        let calls = result.subcalls.len();
         let header = if calls > 0 {
             format!("Output of block {} ({calls} sub-calls):\n", index + 1)
         } else {
@@ -750,28 +652,5 @@ fn recursion_note(depth: u32, max_depth: u32) -> &'static str {
 fn emit(scope: &RunScope, event: &Event<'_>) {
     if let Some(sink) = &scope.shared.events {
         sink.event(event);
-    }
-}
-
-/// Lets one closure write records of different types.
-mod erased {
-    use serde::Serialize;
-
-    pub trait Record {
-        fn value(&self) -> serde_json::Value;
-    }
-
-    impl<T: Serialize> Record for T {
-        fn value(&self) -> serde_json::Value {
-            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-        }
-    }
-
-    pub struct Wrap<'a>(pub &'a dyn Record);
-
-    impl Serialize for Wrap<'_> {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            self.0.value().serialize(serializer)
-        }
     }
 }

@@ -1,0 +1,217 @@
+//! The engine's side of the trajectory: its values as `rlm-trace` records, and the run's log.
+//!
+//! `rlm-trace` owns the on-disk schema and stays free of the engine's and `rlm-llm`'s types, so
+//! the few values that cross (usage totals, chat messages) are copied into its types here.
+
+use std::path::Path;
+
+use rlm_trace::{RecordType, Role, Totals, TrajectoryWriter, UsageReport, UsageSummary};
+
+use crate::error::Error;
+
+/// A run's trajectory log, or nothing when the run is not logged.
+#[derive(Debug)]
+pub(crate) struct RunLog(Option<TrajectoryWriter>);
+
+impl RunLog {
+    /// Creates `<dir>/<stem>.jsonl` when `log` says where.
+    pub fn create(log: Option<&(std::path::PathBuf, String)>) -> Result<Self, Error> {
+        match log {
+            Some((dir, stem)) => Ok(Self(Some(
+                TrajectoryWriter::create(dir, stem).map_err(Error::Trajectory)?,
+            ))),
+            None => Ok(Self(None)),
+        }
+    }
+
+    /// The file, when logging.
+    pub fn path(&self) -> Option<&Path> {
+        self.0.as_ref().map(TrajectoryWriter::path)
+    }
+
+    /// Appends a record (nothing when not logging).
+    pub fn write<R: RecordType>(&self, record: &R) -> Result<(), Error> {
+        match &self.0 {
+            Some(writer) => writer.write(record).map_err(Error::Trajectory),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Totals as logged.
+pub(crate) fn totals(totals: &rlm_llm::ModelTotals) -> Totals {
+    Totals {
+        calls: totals.calls,
+        failures: totals.failures,
+        input_tokens: totals.usage.input_tokens,
+        output_tokens: totals.usage.output_tokens,
+        cache_read_tokens: totals.usage.cache_read_tokens,
+        cache_write_tokens: totals.usage.cache_write_tokens,
+        latency_ms: u64::try_from(totals.latency.as_millis()).unwrap_or(u64::MAX),
+        retries: totals.retries,
+        cost_usd: totals.cost_usd,
+        unpriced_calls: totals.unpriced_calls,
+    }
+}
+
+/// A usage report as logged.
+pub(crate) fn usage_report(report: &rlm_llm::UsageReport) -> UsageReport {
+    UsageReport {
+        models: report
+            .models
+            .iter()
+            .map(|(model, model_totals)| (model.clone(), totals(model_totals)))
+            .collect(),
+        total: totals(&report.total),
+    }
+}
+
+/// A usage report in the reference log's shape.
+pub(crate) fn usage_summary(report: &rlm_llm::UsageReport) -> UsageSummary {
+    UsageSummary::of(&usage_report(report).models)
+}
+
+/// The conversation sent for a turn, as logged.
+pub(crate) fn transcript(request: &rlm_llm::ChatRequest) -> Vec<rlm_trace::Message> {
+    request
+        .transcript()
+        .into_iter()
+        .map(|message| rlm_trace::Message {
+            role: match message.role {
+                rlm_llm::Role::System => Role::System,
+                rlm_llm::Role::User => Role::User,
+                rlm_llm::Role::Assistant => Role::Assistant,
+                _ => Role::Other,
+            },
+            content: message.content,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rlm_trace::{Status, SubcallKind, Trajectory};
+
+    use super::*;
+    use crate::testing::{FakeRepl, ScriptedModel};
+    use crate::{ContextPart, Rlm};
+
+    /// A run with a child run and a plain sub-call, its logs read back with `rlm-trace`.
+    #[tokio::test]
+    async fn the_loop_log_reads_back_as_typed_records() {
+        let model = Arc::new(
+            ScriptedModel::default()
+                .replies(
+                    "root",
+                    &["```repl\nr = rlm_query(\"count\")\n```", "FINAL_VAR(r)"],
+                )
+                .responder(|model, messages| {
+                    if model != "sub" {
+                        return None;
+                    }
+                    if messages[0].role == rlm_llm::Role::System {
+                        return Some(if messages.len() == 2 {
+                            "```repl\nn = llm_query(\"leaf\")\n```".to_owned()
+                        } else {
+                            "FINAL_VAR(n)".to_owned()
+                        });
+                    }
+                    Some("7".to_owned())
+                }),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let result = Rlm::builder()
+            .client(Arc::clone(&model) as _)
+            .repl(Arc::new(FakeRepl))
+            .model("root")
+            .subcall_model("sub")
+            .max_depth(2)
+            .log_dir(dir.path().to_path_buf())
+            .build()
+            .unwrap()
+            .completion(
+                "how many?",
+                vec![ContextPart::new("alpha\nsecret=XYZ\n").with_name("c.txt")],
+            )
+            .await
+            .unwrap();
+        assert_eq!(result.answer.as_deref(), Some("7"));
+
+        let root = Trajectory::read(result.trajectory.as_deref().unwrap()).unwrap();
+        assert!(root.entries.iter().all(|e| e.version == rlm_trace::VERSION));
+        let metadata = root.metadata().unwrap();
+        assert_eq!(metadata.run_id, result.run_id);
+        assert_eq!((metadata.depth, metadata.max_depth), (0, 2));
+        assert_eq!(metadata.root_model, "root");
+        assert_eq!(metadata.query, "how many?");
+        let part = &metadata.contexts.parts[0];
+        assert_eq!(part.name.as_deref(), Some("c.txt"));
+        assert_eq!((part.chars, part.lines, part.ascii), (17, 2, true));
+        assert_eq!(metadata.budget.max_consecutive_errors, 5);
+
+        let turns: Vec<_> = root.iterations().collect();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[0].prompt[0].role, Role::System);
+        assert_eq!(turns[0].usage.calls, 1);
+        assert!(turns[0].usage.input_tokens > 0);
+        let call = &turns[0].code_blocks[0].result.subcalls[0];
+        assert_eq!(call.kind, SubcallKind::RlmQuery);
+        assert_eq!(call.model, "sub");
+        assert_eq!(call.response, "7");
+        assert_eq!(
+            call.usage_summary.model_usage_summaries["sub"].total_calls,
+            3
+        );
+        assert_eq!(turns[1].final_answer.as_deref(), Some("7"));
+
+        let outcome = root.outcome().unwrap();
+        assert_eq!(outcome.status, Status::Answered);
+        assert_eq!(outcome.answer.as_deref(), Some("7"));
+        assert_eq!(outcome.iterations, 2);
+        assert_eq!(outcome.subcalls, 2);
+        assert_eq!(outcome.usage.models["root"].calls, 2);
+        assert_eq!(outcome.usage.total.calls, 5);
+        assert_eq!(outcome.usage, usage_report(&result.usage));
+
+        let child = Trajectory::read(call.child_log.as_deref().unwrap()).unwrap();
+        let child_metadata = child.metadata().unwrap();
+        assert_eq!(Some(&child_metadata.run_id), call.child_run_id.as_ref());
+        assert_eq!(
+            child_metadata.parent_run_id.as_deref(),
+            Some(result.run_id.as_str())
+        );
+        assert_eq!(child_metadata.depth, 1);
+        let leaf = &child.iterations().next().unwrap().code_blocks[0]
+            .result
+            .subcalls[0];
+        assert_eq!(leaf.kind, SubcallKind::LlmQuery);
+        assert_eq!(leaf.prompt, "leaf");
+        assert_eq!(child.outcome().unwrap().status, Status::Answered);
+    }
+
+    #[test]
+    fn totals_keep_every_count() {
+        let mut source = rlm_llm::ModelTotals {
+            calls: 2,
+            failures: 1,
+            latency: Duration::from_millis(1500),
+            retries: 3,
+            cost_usd: 0.5,
+            unpriced_calls: 1,
+            ..rlm_llm::ModelTotals::default()
+        };
+        source.usage.input_tokens = 100;
+        source.usage.output_tokens = 20;
+        source.usage.cache_read_tokens = 40;
+        source.usage.cache_write_tokens = 10;
+        let logged = totals(&source);
+        assert_eq!(
+            serde_json::to_value(&logged).unwrap(),
+            serde_json::to_value(&source).unwrap(),
+            "the log shows the same fields and values as rlm-llm's totals"
+        );
+    }
+}
