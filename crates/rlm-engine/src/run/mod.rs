@@ -1,0 +1,234 @@
+//! The loop of one run: ask the root model, run its code, feed back the output, until it
+//! answers or a budget ends the run.
+//!
+//! This file holds the loop itself and the run's state; one turn is in `turn.rs` (with the
+//! cut-answer retry and the last-chance request), its code blocks run in `blocks.rs`, the answer
+//! is resolved in `answer.rs`, the prompts are rendered in `prompts.rs`, and `record.rs` turns
+//! the run into trajectory records.
+
+mod answer;
+mod blocks;
+mod prompts;
+mod record;
+mod turn;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rlm_llm::UsageReport;
+use rlm_trace::Status;
+use serde::{Serialize, Serializer};
+
+use crate::context::{self, ContextPart};
+use crate::error::Error;
+use crate::events::Event;
+use crate::host::RunScope;
+use crate::limits::Exhausted;
+use crate::repl::{ReplSession, SessionSpec, SubcallHost};
+use crate::trace::RunLog;
+
+/// The outcome of a run.
+#[derive(Debug, Serialize)]
+pub struct RunResult {
+    /// The run's id (children: `<parent>.<n>`).
+    pub run_id: String,
+    /// How it ended.
+    pub status: Status,
+    /// The answer, when [`Status::is_answered`].
+    pub answer: Option<String>,
+    /// The best partial answer of a run that stopped early (the `answer` variable), if any.
+    pub partial_answer: Option<String>,
+    /// Root-model turns taken (the last-chance request counts as one).
+    pub iterations: u32,
+    /// Model usage of this run and everything below it, per model and in total.
+    pub usage: UsageReport,
+    /// Sub-calls made (`llm_query` items and `rlm_query` runs) by this run and below it.
+    pub subcalls: u64,
+    /// The trajectory file, when logging.
+    pub trajectory: Option<PathBuf>,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// Why the root model failed, for [`Status::ModelError`]: the client's error with its
+    /// kind ([`rlm_llm::Error::kind`]) and causes. Serialized as one line of text.
+    #[serde(serialize_with = "serialize_error")]
+    pub error: Option<rlm_llm::Error>,
+}
+
+impl RunResult {
+    /// [`RunResult::error`] and its causes on one line, as serialized.
+    pub fn error_message(&self) -> Option<String> {
+        self.error.as_ref().map(|err| error_chain(err))
+    }
+}
+
+/// An error and its causes on one line (`error: cause: cause`). Model errors never carry
+/// credentials.
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn serialize_error<S: Serializer>(
+    error: &Option<rlm_llm::Error>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(error) => serializer.serialize_str(&error_chain(error)),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Awaits `future`, giving up at `deadline`.
+pub(crate) async fn until<T>(
+    deadline: Option<Instant>,
+    future: impl Future<Output = T>,
+) -> Option<T> {
+    match deadline {
+        None => Some(future.await),
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
+    }
+}
+
+/// Runs the loop for `scope`. Errors only when the session or the log cannot be set up.
+pub(crate) async fn run_loop(
+    scope: Arc<RunScope>,
+    query: &str,
+    contexts: Vec<ContextPart>,
+    parent_run_id: Option<&str>,
+) -> Result<RunResult, Error> {
+    let started = Instant::now();
+    let max_iterations = scope.account.limits().max_iterations;
+    let description = context::describe(&contexts);
+    let log = RunLog::create(scope.log.as_ref())?;
+    log.write(&record::metadata(&scope, query, parent_run_id, &contexts))?;
+    emit(
+        &scope,
+        &Event::RunStarted {
+            run_id: &scope.run_id,
+            depth: scope.depth,
+            model: &scope.model,
+            log: log.path(),
+        },
+    );
+    let host: Arc<dyn SubcallHost> = Arc::new(Arc::clone(&scope));
+    let spec = SessionSpec {
+        context_meta: context::meta_value(&contexts),
+        contexts,
+        host,
+    };
+    let mut session = scope.shared.repl.open(spec).await.map_err(Error::Repl)?;
+
+    let mut conversation = prompts::opening(&scope, &description, query);
+    let mut state = LoopState::default();
+    while state.iterations < max_iterations {
+        if let Some(reason) = scope.account.exhausted() {
+            state.status = Some(status_from(reason));
+            break;
+        }
+        state.iterations += 1;
+        let turn = turn::Turn {
+            scope: &scope,
+            session: session.as_mut(),
+            conversation: &mut conversation,
+            query,
+            log: &log,
+        };
+        if turn.take(&mut state).await?.is_break() {
+            break;
+        }
+    }
+    if state.status.is_none() {
+        let turn = turn::Turn {
+            scope: &scope,
+            session: session.as_mut(),
+            conversation: &mut conversation,
+            query,
+            log: &log,
+        };
+        turn.last_request(&mut state).await?;
+    }
+    let result = finish(&scope, session.as_mut(), state, &log, started).await;
+    log.write(&record::outcome(&result))?;
+    emit(
+        &scope,
+        &Event::RunFinished {
+            run_id: &scope.run_id,
+            depth: scope.depth,
+            status: result.status,
+            iterations: result.iterations,
+        },
+    );
+    Ok(result)
+}
+
+/// The run's result once the loop has stopped: the answer, or the best partial answer.
+async fn finish(
+    scope: &RunScope,
+    session: &mut dyn ReplSession,
+    mut state: LoopState,
+    log: &RunLog,
+    started: Instant,
+) -> RunResult {
+    if state.answer.is_none()
+        && state.partial.is_none()
+        && let Ok(Some(value)) = session.variable("answer").await
+    {
+        state.partial = Some(answer::answer_content(&value));
+    }
+    let status = state.status.unwrap_or(Status::IterationLimit);
+    RunResult {
+        run_id: scope.run_id.clone(),
+        status,
+        answer: state.answer.filter(|_| status.is_answered()),
+        partial_answer: state.partial,
+        iterations: state.iterations,
+        usage: scope.account.spend().report(),
+        subcalls: scope.account.subcalls(),
+        trajectory: log.path().map(Path::to_path_buf),
+        seconds: started.elapsed().as_secs_f64(),
+        error: state.error,
+    }
+}
+
+/// What the loop knows between turns.
+#[derive(Debug, Default)]
+struct LoopState {
+    iterations: u32,
+    consecutive_errors: u32,
+    status: Option<Status>,
+    answer: Option<String>,
+    partial: Option<String>,
+    error: Option<rlm_llm::Error>,
+}
+
+impl LoopState {
+    fn fail(&mut self, (status, error): (Status, Option<rlm_llm::Error>)) {
+        self.status = Some(status);
+        self.error = error;
+    }
+}
+
+/// The status a spent limit ends a run with.
+fn status_from(reason: Exhausted) -> Status {
+    match reason {
+        Exhausted::Spend(rlm_llm::Exhausted::Tokens) => Status::TokenBudget,
+        Exhausted::Spend(rlm_llm::Exhausted::Cost) => Status::CostBudget,
+        Exhausted::Spend(_) => Status::CallBudget,
+        Exhausted::Time => Status::Timeout,
+        Exhausted::Subcalls => Status::SubcallBudget,
+    }
+}
+
+fn emit(scope: &RunScope, event: &Event<'_>) {
+    if let Some(sink) = &scope.shared.events {
+        sink.event(event);
+    }
+}

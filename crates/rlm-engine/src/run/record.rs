@@ -1,0 +1,88 @@
+//! The run as trajectory records: the metadata line, a turn's line, the result line.
+
+use std::time::Instant;
+
+use rlm_llm::{ChatRequest, ChatResponse, ModelTotals};
+use rlm_trace::{BackendArguments, Budget, Iteration, RunMetadata, RunOutcome};
+use serde_json::Map;
+
+use super::RunResult;
+use crate::context::{self, ContextPart};
+use crate::host::RunScope;
+use crate::trace;
+
+/// The first line: models, limits, the query and what the model is told about the contexts.
+pub(super) fn metadata(
+    scope: &RunScope,
+    query: &str,
+    parent_run_id: Option<&str>,
+    contexts: &[ContextPart],
+) -> RunMetadata {
+    let settings = &scope.shared.settings;
+    let limits = scope.account.limits();
+    RunMetadata {
+        run_id: scope.run_id.clone(),
+        parent_run_id: parent_run_id.map(str::to_owned),
+        depth: scope.depth,
+        root_model: scope.model.clone(),
+        subcall_model: settings.subcall_model.clone(),
+        max_depth: settings.max_depth,
+        max_iterations: limits.max_iterations,
+        backend: "rlm".to_owned(),
+        backend_kwargs: BackendArguments {
+            model_name: scope.model.clone(),
+        },
+        environment_type: settings.environment_name.clone(),
+        environment_kwargs: Map::new(),
+        other_backends: vec![settings.subcall_model.clone()],
+        query: query.to_owned(),
+        contexts: context::contexts_info(contexts),
+        budget: Budget {
+            max_tokens: limits.spend.max_tokens,
+            max_cost_usd: limits.spend.max_cost_usd,
+            max_calls: limits.spend.max_calls,
+            timeout_seconds: limits.timeout.map(|t| t.as_secs_f64()),
+            max_subcalls: limits.max_subcalls,
+            max_consecutive_errors: limits.max_consecutive_errors,
+        },
+    }
+}
+
+/// A turn's line without code blocks, answer or notes (the caller adds what it has), timed
+/// from `started` to now.
+pub(super) fn iteration(
+    scope: &RunScope,
+    number: u32,
+    conversation: &ChatRequest,
+    reply: &ChatResponse,
+    usage: &ModelTotals,
+    started: Instant,
+) -> Iteration {
+    Iteration {
+        iteration: number,
+        run_id: scope.run_id.clone(),
+        prompt: trace::transcript(conversation),
+        response: reply.text.clone(),
+        code_blocks: Vec::new(),
+        final_answer: None,
+        seconds: started.elapsed().as_secs_f64(),
+        usage: trace::totals(usage),
+        notes: Vec::new(),
+    }
+}
+
+/// The last line.
+pub(super) fn outcome(result: &RunResult) -> RunOutcome {
+    RunOutcome {
+        run_id: result.run_id.clone(),
+        status: result.status,
+        answer: result.answer.clone(),
+        partial_answer: result.partial_answer.clone(),
+        iterations: result.iterations,
+        usage: trace::usage_report(&result.usage),
+        subcalls: result.subcalls,
+        usage_summary: trace::usage_summary(&result.usage),
+        seconds: result.seconds,
+        error: result.error_message(),
+    }
+}
