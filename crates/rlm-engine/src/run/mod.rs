@@ -128,32 +128,25 @@ pub(crate) async fn run_loop(
 
     let mut conversation = prompts::opening(&scope, &description, query);
     let mut state = LoopState::default();
+    let mut turns = turn::Turns {
+        scope: &scope,
+        session: session.as_mut(),
+        conversation: &mut conversation,
+        query,
+        log: &log,
+    };
     while state.iterations < max_iterations {
         if let Some(reason) = scope.account.exhausted() {
             state.status = Some(status_from(reason));
             break;
         }
         state.iterations += 1;
-        let turn = turn::Turn {
-            scope: &scope,
-            session: session.as_mut(),
-            conversation: &mut conversation,
-            query,
-            log: &log,
-        };
-        if turn.take(&mut state).await?.is_break() {
+        if turns.take(&mut state).await?.is_break() {
             break;
         }
     }
     if state.status.is_none() {
-        let turn = turn::Turn {
-            scope: &scope,
-            session: session.as_mut(),
-            conversation: &mut conversation,
-            query,
-            log: &log,
-        };
-        turn.last_request(&mut state).await?;
+        turns.last_request(&mut state).await?;
     }
     let result = finish(&scope, session.as_mut(), state, &log, started).await;
     log.write(&record::outcome(&result))?;

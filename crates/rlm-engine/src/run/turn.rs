@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rlm_llm::{ChatRequest, ChatResponse, FinishReason, Message, ModelTotals};
-use rlm_trace::{Iteration, Status};
+use rlm_trace::{CodeBlock, Iteration, Status};
 
 use super::{LoopState, answer, blocks, emit, prompts, record, status_from, until};
 use crate::error::Error;
@@ -20,8 +20,8 @@ use crate::trace::RunLog;
 /// Why a model request ended the run: the status and, for a model failure, the error.
 type Failure = (Status, Option<rlm_llm::Error>);
 
-/// What one turn works with.
-pub(super) struct Turn<'a> {
+/// What the turns of a run work with.
+pub(super) struct Turns<'a> {
     pub scope: &'a Arc<RunScope>,
     pub session: &'a mut dyn ReplSession,
     pub conversation: &'a mut ChatRequest,
@@ -37,66 +37,61 @@ struct TurnReply {
     notes: Vec<String>,
 }
 
-impl Turn<'_> {
+impl TurnReply {
+    fn new(reply: ChatResponse) -> Self {
+        let mut usage = ModelTotals::default();
+        usage.add(&reply);
+        Self {
+            parsed: parse_reply(&reply.text),
+            reply,
+            usage,
+            notes: Vec::new(),
+        }
+    }
+}
+
+impl Turns<'_> {
     /// Takes turn `state.iterations`. Breaks when the run is over (answered, or a limit or a
     /// failure set `state.status`); errors only when the log cannot be written.
-    pub async fn take(self, state: &mut LoopState) -> Result<ControlFlow<()>, Error> {
-        let Self {
-            scope,
-            session,
-            conversation,
-            query,
-            log,
-        } = self;
-        let limits = scope.account.limits();
+    pub async fn take(&mut self, state: &mut LoopState) -> Result<ControlFlow<()>, Error> {
+        let limits = self.scope.account.limits();
         let started = Instant::now();
         emit(
-            scope,
+            self.scope,
             &Event::IterationStarted {
-                depth: scope.depth,
+                depth: self.scope.depth,
                 iteration: state.iterations,
                 max_iterations: limits.max_iterations,
             },
         );
-        let TurnReply {
-            reply,
-            parsed,
-            usage,
-            mut notes,
-        } = match ask_whole(scope, conversation).await {
-            Ok(reply) => reply,
+        let mut turn = match ask_whole(self.scope, self.conversation).await {
+            Ok(turn) => turn,
             Err(failure) => {
                 state.fail(failure);
                 return Ok(ControlFlow::Break(()));
             }
         };
-        let run = blocks::run(scope, session, &parsed.code_blocks).await;
+        let run = blocks::run(self.scope, self.session, &turn.parsed.code_blocks).await;
         state.consecutive_errors = if run.errored() {
             state.consecutive_errors + 1
         } else {
             0
         };
         let final_answer = answer::resolve(
-            session,
-            parsed.answer.as_ref(),
+            self.session,
+            turn.parsed.answer.as_ref(),
             &run,
-            &mut notes,
+            &mut turn.notes,
             &mut state.partial,
         )
         .await;
-        log.write(&Iteration {
-            code_blocks: run.blocks.clone(),
-            final_answer: final_answer.clone(),
-            notes: notes.clone(),
-            ..record::iteration(
-                scope,
-                state.iterations,
-                conversation,
-                &reply,
-                &usage,
-                started,
-            )
-        })?;
+        self.log_turn(
+            state,
+            &turn,
+            started,
+            run.blocks.clone(),
+            final_answer.clone(),
+        )?;
         if let Some(answer) = final_answer {
             state.answer = Some(answer);
             state.status = Some(Status::Answered);
@@ -110,75 +105,55 @@ impl Turn<'_> {
             state.status = Some(Status::ErrorLimit);
             return Ok(ControlFlow::Break(()));
         }
-        let mut history = reply.text;
-        if parsed.unterminated {
+        let feedback = prompts::after_turn(
+            self.scope,
+            &run,
+            &turn.notes,
+            &turn.parsed,
+            state.iterations,
+            self.query,
+        );
+        let mut history = turn.reply.text;
+        if turn.parsed.unterminated {
             history.push_str("\n```");
         }
-        conversation.messages.push(Message::assistant(history));
-        conversation
-            .messages
-            .push(Message::user(prompts::after_turn(
-                scope,
-                &run,
-                &notes,
-                &parsed,
-                state.iterations,
-                query,
-            )));
+        self.conversation.messages.push(Message::assistant(history));
+        self.conversation.messages.push(Message::user(feedback));
         Ok(ControlFlow::Continue(()))
     }
 
     /// The turns ran out: one request for a final answer, parsed like any reply.
-    pub async fn last_request(self, state: &mut LoopState) -> Result<(), Error> {
-        let Self {
-            scope,
-            session,
-            conversation,
-            query,
-            log,
-        } = self;
-        if let Some(reason) = scope.account.exhausted() {
+    pub async fn last_request(&mut self, state: &mut LoopState) -> Result<(), Error> {
+        if let Some(reason) = self.scope.account.exhausted() {
             state.status = Some(status_from(reason));
             return Ok(());
         }
-        conversation
+        self.conversation
             .messages
-            .push(Message::user(prompts::final_request(scope, query)));
+            .push(Message::user(prompts::final_request(
+                self.scope, self.query,
+            )));
         state.iterations += 1;
         let started = Instant::now();
         // The last request asks for prose; a stop sequence after a code block would cut it.
-        let stop = std::mem::take(&mut conversation.stop);
-        let asked = ask(scope, conversation).await;
-        conversation.stop = stop;
-        let reply = match asked {
-            Ok(reply) => reply,
+        let stop = std::mem::take(&mut self.conversation.stop);
+        let asked = ask(self.scope, self.conversation).await;
+        self.conversation.stop = stop;
+        let mut turn = match asked {
+            Ok(reply) => TurnReply::new(reply),
             Err(failure) => {
                 state.fail(failure);
                 return Ok(());
             }
         };
-        let mut usage = ModelTotals::default();
-        usage.add(&reply);
-        let parsed = parse_reply(&reply.text);
-        let mut notes = Vec::new();
-        let mut answer = answer::resolve_tag(session, parsed.answer.as_ref(), &mut notes).await;
-        if answer.is_none() && parsed.answer.is_none() {
+        let tag = turn.parsed.answer.as_ref();
+        let mut answer = answer::resolve_tag(self.session, tag, &mut turn.notes).await;
+        if answer.is_none() && turn.parsed.answer.is_none() {
             // No tag at all: the model answered in prose, which is what was asked for.
-            let text = reply.text.trim();
+            let text = turn.reply.text.trim();
             answer = (!text.is_empty()).then(|| text.to_owned());
         }
-        log.write(&Iteration {
-            final_answer: answer.clone(),
-            notes,
-            ..record::iteration(
-                scope,
-                state.iterations,
-                conversation,
-                &reply,
-                &usage,
-                started,
-            )
-        })?;
+        self.log_turn(state, &turn, started, Vec::new(), answer.clone())?;
         state.status = Some(if answer.is_some() {
             Status::ForcedAnswer
         } else {
@@ -187,41 +162,58 @@ impl Turn<'_> {
         state.answer = answer;
         Ok(())
     }
+
+    /// Appends turn `state.iterations` to the log, timed from `started` to now.
+    fn log_turn(
+        &self,
+        state: &LoopState,
+        turn: &TurnReply,
+        started: Instant,
+        code_blocks: Vec<CodeBlock>,
+        final_answer: Option<String>,
+    ) -> Result<(), Error> {
+        self.log.write(&Iteration {
+            code_blocks,
+            final_answer,
+            notes: turn.notes.clone(),
+            ..record::iteration(
+                self.scope,
+                state.iterations,
+                self.conversation,
+                &turn.reply,
+                &turn.usage,
+                started,
+            )
+        })
+    }
 }
 
 /// Asks for a turn's reply. When the reply was cut inside `FINAL(...)`, asks once more without
 /// stop sequences; the turn then counts both calls, as the ledger does.
 async fn ask_whole(scope: &RunScope, conversation: &mut ChatRequest) -> Result<TurnReply, Failure> {
-    let mut reply = ask(scope, conversation).await?;
-    let mut usage = ModelTotals::default();
-    usage.add(&reply);
-    let mut parsed = parse_reply(&reply.text);
-    let mut notes = Vec::new();
-    if parsed.answer_unclosed
+    let mut turn = TurnReply::new(ask(scope, conversation).await?);
+    if turn.parsed.answer_unclosed
         && !conversation.stop.is_empty()
-        && reply.finish() != FinishReason::Length
+        && turn.reply.finish() != FinishReason::Length
         && scope.account.exhausted().is_none()
     {
         // The stop sequence that ends a reply after its code block also matches a code
         // fence closing inside `FINAL(...)`, which cut the answer short. (OpenAI reports a
         // stop sequence as an ordinary stop, so the finish reason cannot tell.) The same
         // request without stop sequences gets the whole answer.
-        notes.push(
+        turn.notes.push(
             "the reply was cut inside FINAL(...); asked again without stop sequences".to_owned(),
         );
         let stop = std::mem::take(&mut conversation.stop);
         let again = ask(scope, conversation).await;
         conversation.stop = stop;
-        reply = again?;
-        usage.add(&reply);
-        parsed = parse_reply(&reply.text);
+        let again = again?;
+        // The turn's log counts both calls, as the ledger does.
+        turn.usage.add(&again);
+        turn.parsed = parse_reply(&again.text);
+        turn.reply = again;
     }
-    Ok(TurnReply {
-        reply,
-        parsed,
-        usage,
-        notes,
-    })
+    Ok(turn)
 }
 
 /// Asks the root model, records usage, and reports progress.
