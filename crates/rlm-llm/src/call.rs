@@ -46,7 +46,9 @@ impl LlmClient {
         let model_ref = self.resolve(&request.model)?;
         let model_label = model_ref.to_string();
         let price = self.shared.prices.get(&model_ref.model).copied();
-        self.ledger.check(price.is_some())?;
+        let reservation = self
+            .ledger
+            .reserve(crate::usage::Estimate::of(request, price.as_ref()))?;
         let mut resolved = request.clone();
         resolved.model.clone_from(&model_label);
 
@@ -60,7 +62,7 @@ impl LlmClient {
             response.retries = 0;
             response.latency = started.elapsed();
             response.cost_usd = price.map(|p| p.cost(&response.usage));
-            self.ledger.record(&response.model, &response);
+            reservation.settle(&model_label, &response);
             return Ok(response);
         }
 
@@ -125,7 +127,7 @@ impl LlmClient {
             Ok(parsed) => parsed,
             Err(error) => {
                 debug!(error = %error, retries, "model call failed");
-                self.ledger.record_failure(&model_label, latency, retries);
+                reservation.fail(&model_label, latency, retries);
                 return Err(error);
             }
         };
@@ -152,7 +154,7 @@ impl LlmClient {
             retries,
             replayed: false,
         };
-        self.ledger.record(&response.model, &response);
+        reservation.settle(&response.model, &response);
         if let Some(recorder) = &self.shared.recorder {
             let entry = CassetteEntry {
                 version: cassette::CASSETTE_VERSION,

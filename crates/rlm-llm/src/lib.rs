@@ -54,4 +54,7 @@ pub use provider::{
 };
 pub use retry::RetryPolicy;
 pub use types::{ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
-pub use usage::{Budget, Exhausted, Ledger, ModelTotals, Price, PriceTable, UsageReport};
+pub use usage::{
+    Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted, Ledger,
+    ModelTotals, Price, PriceTable, Reservation, Reserved, UsageReport,
+};

@@ -4,9 +4,14 @@
 //! and a check walks every ancestor, so a child (a sub-run of the RLM, say) can never spend
 //! more than its parent has left, and the root's totals are the sum over the whole tree.
 //!
-//! Each node keeps what it has spent in one place under one lock ([`Ledger::check`] and
-//! [`Ledger::record`] meet there). That is where reservations will go: an estimated charge held
-//! before a call, counted by checks, and replaced by the real one when the reply arrives.
+//! Each node keeps what it has spent and what calls in flight have reserved in one place under
+//! one lock. [`Ledger::reserve`] holds a call's [`Estimate`] on every node of the path before
+//! the call is sent and admits it only if spent + reserved + estimate fits every budget, so a
+//! batch of concurrent calls cannot all pass the check before any reply is counted; the
+//! [`Reservation`] is settled to the real usage when the reply arrives, and released when the
+//! call fails or its future is dropped. One exception keeps a small budget usable: a call with
+//! nothing else in flight on its path is admitted while every limit still has room, even if its
+//! worst case does not fit. Overshoot is thus at most one call, never a batch.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::types::{ChatResponse, Usage};
+use crate::types::{ChatRequest, ChatResponse, Usage};
 
 /// Price of a model in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -225,10 +230,137 @@ impl fmt::Display for Exhausted {
     }
 }
 
-/// What one ledger node has spent, with everything below it.
+/// Output tokens assumed for a request that sets no `max_tokens` (the Anthropic wire format's
+/// default; OpenAI-compatible servers have no fixed one).
+pub const DEFAULT_OUTPUT_ESTIMATE: u64 = 4_096;
+
+/// Bytes of text counted as one token by [`Estimate::of`]. Tokenizers such as o200k average
+/// about 4 bytes a token on English and code, so dividing by 3 (rounded up) overestimates
+/// ordinary text; text of mostly rare symbols can still come out higher.
+pub const ESTIMATE_BYTES_PER_TOKEN: u64 = 3;
+
+/// Tokens counted per message for role markers and framing.
+const ESTIMATE_TOKENS_PER_MESSAGE: u64 = 4;
+
+/// What a call may cost at most, held against the budgets while it is in flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Estimate {
+    /// Input plus output tokens.
+    pub tokens: u64,
+    /// Dollars, `None` when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl Estimate {
+    /// The worst case of `request` at `price`: input tokens estimated from the text
+    /// ([`ESTIMATE_BYTES_PER_TOKEN`]), output at most the request's `max_tokens`
+    /// (else [`DEFAULT_OUTPUT_ESTIMATE`]).
+    pub fn of(request: &ChatRequest, price: Option<&Price>) -> Self {
+        let text_tokens = |text: &str| (text.len() as u64).div_ceil(ESTIMATE_BYTES_PER_TOKEN);
+        let input = request.system.as_deref().map_or(0, text_tokens)
+            + request
+                .messages
+                .iter()
+                .map(|message| text_tokens(&message.content) + ESTIMATE_TOKENS_PER_MESSAGE)
+                .sum::<u64>();
+        let output = request
+            .max_tokens
+            .map_or(DEFAULT_OUTPUT_ESTIMATE, u64::from);
+        let usage = Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        };
+        Self {
+            tokens: input + output,
+            cost_usd: price.map(|price| price.cost(&usage)),
+        }
+    }
+}
+
+/// What calls in flight have reserved on a ledger node.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Reserved {
+    /// Calls in flight.
+    pub calls: u64,
+    /// Their estimated tokens.
+    pub tokens: u64,
+    /// Their estimated dollars (priced calls only).
+    pub cost_usd: f64,
+}
+
+impl Reserved {
+    fn add(&mut self, estimate: &Estimate) {
+        self.calls += 1;
+        self.tokens += estimate.tokens;
+        self.cost_usd += estimate.cost_usd.unwrap_or(0.0);
+    }
+
+    fn remove(&mut self, estimate: &Estimate) {
+        self.calls = self.calls.saturating_sub(1);
+        self.tokens = self.tokens.saturating_sub(estimate.tokens);
+        self.cost_usd -= estimate.cost_usd.unwrap_or(0.0);
+        if self.calls == 0 {
+            // No float residue once nothing is in flight.
+            self.cost_usd = 0.0;
+        }
+    }
+}
+
+/// What one ledger node has spent, with everything below it, and what its calls in flight
+/// have reserved.
 #[derive(Debug, Default)]
 struct Account {
     spent: UsageReport,
+    reserved: Reserved,
+}
+
+/// An admitted call's hold on the budgets of a ledger and its ancestors. Settle it with the
+/// reply ([`Reservation::settle`]) or the failure ([`Reservation::fail`]); dropping it (a
+/// cancelled call) releases the hold without recording anything.
+#[derive(Debug)]
+#[must_use = "dropping a reservation releases it at once"]
+pub struct Reservation {
+    ledger: Arc<Ledger>,
+    estimate: Estimate,
+    open: bool,
+}
+
+impl Reservation {
+    /// The estimate held.
+    pub fn estimate(&self) -> &Estimate {
+        &self.estimate
+    }
+
+    /// Replaces the hold with the answered call, under `model`, on every node of the path.
+    pub fn settle(mut self, model: &str, response: &ChatResponse) {
+        self.open = false;
+        for ledger in self.ledger.path() {
+            let mut account = ledger.lock();
+            account.reserved.remove(&self.estimate);
+            account.spent.add(model, response);
+        }
+    }
+
+    /// Replaces the hold with a failed call.
+    pub fn fail(mut self, model: &str, latency: Duration, retries: u32) {
+        self.open = false;
+        for ledger in self.ledger.path() {
+            let mut account = ledger.lock();
+            account.reserved.remove(&self.estimate);
+            account.spent.add_failure(model, latency, retries);
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.open {
+            for ledger in self.ledger.path() {
+                ledger.lock().reserved.remove(&self.estimate);
+            }
+        }
+    }
 }
 
 /// Spending of one node of a tree (a process, a run, a sub-run), checked against its budget
@@ -321,6 +453,41 @@ impl Ledger {
         Ok(())
     }
 
+    /// Admits a call estimated at `estimate` if it fits every budget on the path to the root
+    /// with what is spent and reserved there, and holds it until the returned
+    /// [`Reservation`] is settled or dropped. Refuses like [`Ledger::check`] (which includes
+    /// an unknown price under a cost limit), and also when the estimate does not fit, unless
+    /// nothing is in flight on the path (a lone call may use what is left).
+    pub fn reserve(self: &Arc<Self>, estimate: Estimate) -> Result<Reservation> {
+        self.check(estimate.cost_usd.is_some())?;
+        // Locks are always taken leaf to root, so two reservations cannot deadlock, and the
+        // whole path is held so concurrent reservations see each other.
+        let mut accounts: Vec<(&Ledger, MutexGuard<'_, Account>)> =
+            self.path().map(|ledger| (ledger, ledger.lock())).collect();
+        let alone = accounts
+            .iter()
+            .all(|(_, account)| account.reserved.calls == 0);
+        if !alone {
+            for (ledger, account) in &accounts {
+                ledger.budget.refuse_reservation(account, &estimate)?;
+            }
+        }
+        for (_, account) in &mut accounts {
+            account.reserved.add(&estimate);
+        }
+        drop(accounts);
+        Ok(Reservation {
+            ledger: Arc::clone(self),
+            estimate,
+            open: true,
+        })
+    }
+
+    /// What calls in flight hold on this node (and below it).
+    pub fn reserved(&self) -> Reserved {
+        self.lock().reserved
+    }
+
     /// Adds an answered call here and in every ancestor, under `model`: the caller's name for
     /// it (the client itself uses the resolved `provider:model`, as in `response.model`).
     pub fn record(&self, model: &str, response: &ChatResponse) {
@@ -358,6 +525,50 @@ impl Ledger {
 }
 
 impl Budget {
+    /// Errors when `estimate` on top of what `account` has spent and reserved would pass a
+    /// limit.
+    fn refuse_reservation(&self, account: &Account, estimate: &Estimate) -> Result<()> {
+        let spent = &account.spent.total;
+        let reserved = &account.reserved;
+        let refuse =
+            |limit: Exhausted, detail: String| Err(Error::BudgetExhausted { limit, detail });
+        if let Some(max) = self.max_calls
+            && spent.calls + spent.failures + reserved.calls + 1 > max
+        {
+            return refuse(
+                Exhausted::Calls,
+                format!("{max} calls allowed, {} in flight", reserved.calls),
+            );
+        }
+        if let Some(max) = self.max_tokens
+            && spent.usage.total() + reserved.tokens + estimate.tokens > max
+        {
+            return refuse(
+                Exhausted::Tokens,
+                format!(
+                    "{} of {max} tokens used, {} held by calls in flight, this call may use {}",
+                    spent.usage.total(),
+                    reserved.tokens,
+                    estimate.tokens
+                ),
+            );
+        }
+        if let Some(max) = self.max_cost_usd
+            && spent.cost_usd + reserved.cost_usd + estimate.cost_usd.unwrap_or(0.0) > max
+        {
+            return refuse(
+                Exhausted::Cost,
+                format!(
+                    "${:.4} of ${max:.4} spent, ${:.4} held by calls in flight, this call may cost ${:.4}",
+                    spent.cost_usd,
+                    reserved.cost_usd,
+                    estimate.cost_usd.unwrap_or(0.0)
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// The first limit `spent` has reached.
     fn exhausted_by(&self, spent: &ModelTotals) -> Option<Exhausted> {
         if self
@@ -539,5 +750,59 @@ mod tests {
         assert_eq!(value["latency_ms"], 10);
         let back: ModelTotals = serde_json::from_value(value).unwrap();
         assert_eq!(back, totals);
+    }
+
+    #[test]
+    fn reservations_hold_budget_until_settled_or_dropped() {
+        let root = Ledger::with_budget(Budget {
+            max_tokens: Some(100),
+            ..Budget::default()
+        });
+        let child = Ledger::child(&root, Budget::default());
+        let estimate = Estimate {
+            tokens: 40,
+            cost_usd: None,
+        };
+        let first = child.reserve(estimate).unwrap();
+        let second = child.reserve(estimate).unwrap();
+        assert_eq!(root.reserved().tokens, 80);
+        let refused = child.reserve(estimate).unwrap_err();
+        assert!(refused.to_string().contains("80 held"), "{refused}");
+        drop(second);
+        assert_eq!(root.reserved().calls, 1);
+        first.settle("m", &reply(usage(10, 5), None));
+        assert_eq!(root.reserved(), Reserved::default());
+        assert_eq!(root.total().usage.total(), 15);
+        // Alone, a call may use what is left even if its worst case does not fit.
+        let alone = root
+            .reserve(Estimate {
+                tokens: 1_000,
+                cost_usd: None,
+            })
+            .unwrap();
+        alone.fail("m", Duration::ZERO, 0);
+        assert_eq!(root.total().failures, 1);
+        assert_eq!(root.reserved(), Reserved::default());
+    }
+
+    #[test]
+    fn an_unknown_price_is_refused_under_a_cost_limit() {
+        let ledger = Ledger::with_budget(Budget {
+            max_cost_usd: Some(1.0),
+            ..Budget::default()
+        });
+        let request = ChatRequest::new("m").user("hello").max_tokens(10);
+        let err = ledger.reserve(Estimate::of(&request, None)).unwrap_err();
+        assert!(err.to_string().contains("no known price"), "{err}");
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 1.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        };
+        let estimate = Estimate::of(&request, Some(&price));
+        // "hello" is 2 tokens at 3 bytes a token, plus 4 for the message, plus 10 output.
+        assert_eq!(estimate.tokens, 16);
+        assert!(ledger.reserve(estimate).is_ok());
     }
 }

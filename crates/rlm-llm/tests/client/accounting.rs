@@ -111,3 +111,95 @@ async fn a_budget_refuses_calls_without_sending_them() {
     );
     assert_eq!(server.request_count(), 2);
 }
+
+/// Spend of one `chat_batch` of `size` requests under `budget`: (spent, answered, refused).
+async fn batch_spend(size: usize, budget: Budget) -> (rlm_llm::ModelTotals, usize, usize) {
+    let server = server().await;
+    server.respond_with(|_| FakeReply::text("ok").with_usage(usage(100, 50)));
+    let mut prices = PriceTable::empty();
+    // $1,000 per million tokens: $0.15 a reply, estimated at $0.154 (104 + 50 tokens).
+    prices.insert(
+        "m",
+        Price {
+            input_per_mtok: 1_000.0,
+            output_per_mtok: 1_000.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        },
+    );
+    let ledger = Ledger::with_budget(budget);
+    let client = server
+        .client_builder()
+        .prices(prices)
+        .ledger(std::sync::Arc::clone(&ledger))
+        .build()
+        .unwrap();
+    let request = ChatRequest::new("m").user("x".repeat(300)).max_tokens(50);
+    let requests = vec![request; size];
+    let results = client.chat_batch(&requests).await;
+    let refused = results
+        .iter()
+        .filter(|result| matches!(result, Err(Error::BudgetExhausted { .. })))
+        .count();
+    let answered = results.iter().filter(|result| result.is_ok()).count();
+    assert_eq!(
+        ledger.reserved(),
+        rlm_llm::Reserved::default(),
+        "no reservation outlives its call"
+    );
+    assert_eq!(
+        server.request_count(),
+        answered,
+        "refused requests are not sent"
+    );
+    (ledger.total(), answered, refused)
+}
+
+#[tokio::test]
+async fn a_batch_spends_no_more_than_the_budget_whatever_its_size() {
+    let cost_cap = Budget {
+        max_cost_usd: Some(1.0),
+        ..Budget::default()
+    };
+    let token_cap = Budget {
+        max_tokens: Some(1_000),
+        ..Budget::default()
+    };
+    for size in [1, 100, 10_000] {
+        let (spent, answered, refused) = batch_spend(size, cost_cap).await;
+        eprintln!(
+            "batch of {size:>6} under --max-cost 1: spent ${:.3} of $1.000 ({answered} sent, {refused} refused)",
+            spent.cost_usd
+        );
+        assert!(spent.cost_usd <= 1.0, "{size}: ${}", spent.cost_usd);
+        assert_eq!(answered + refused, size);
+        let (spent, answered, refused) = batch_spend(size, token_cap).await;
+        eprintln!(
+            "batch of {size:>6} under --max-tokens 1000: spent {} of 1000 tokens ({answered} sent, {refused} refused)",
+            spent.usage.total()
+        );
+        assert!(spent.usage.total() <= 1_000, "{size}: {spent:?}");
+        assert_eq!(answered + refused, size);
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_call_releases_its_reservation() {
+    let server = server().await;
+    server.respond_with(|_| FakeReply::hang());
+    let ledger = Ledger::with_budget(Budget {
+        max_tokens: Some(100_000),
+        ..Budget::default()
+    });
+    let client = server
+        .client_builder()
+        .ledger(std::sync::Arc::clone(&ledger))
+        .build()
+        .unwrap();
+    let request = ChatRequest::new("m").user("hello");
+    let call = client.chat(&request);
+    let timed_out = tokio::time::timeout(std::time::Duration::from_millis(100), call).await;
+    assert!(timed_out.is_err());
+    assert_eq!(ledger.reserved(), rlm_llm::Reserved::default());
+    assert_eq!(ledger.total().calls + ledger.total().failures, 0);
+}
