@@ -10,7 +10,7 @@ use futures::FutureExt as _;
 use futures::future::{BoxFuture, join_all};
 use tokio::sync::Semaphore;
 
-use rlm_llm::{ChatRequest, UsageReport};
+use rlm_llm::{ChatRequest, Estimate, UsageReport};
 use rlm_trace::Subcall;
 
 use crate::context::ContextPart;
@@ -23,6 +23,27 @@ use crate::run::{error_chain, run_loop};
 
 /// How much of a sub-call's prompt and response the trajectory keeps (sizes are always logged).
 const LOG_PREVIEW_CHARS: usize = 4_000;
+
+/// Why a sub-call gave no answer: refused before it was sent (a spent budget), or failed.
+#[derive(Debug)]
+enum SubcallError {
+    Refused(String),
+    Failed(String),
+}
+
+impl SubcallError {
+    fn into_message(self) -> String {
+        match self {
+            Self::Refused(message) | Self::Failed(message) => message,
+        }
+    }
+}
+
+impl From<String> for SubcallError {
+    fn from(message: String) -> Self {
+        Self::Failed(message)
+    }
+}
 
 /// Everything one run needs; also the [`SubcallHost`] its session calls back into.
 #[derive(Debug)]
@@ -100,13 +121,35 @@ impl RunScope {
             .push(record);
     }
 
+    /// The model a sub-call uses: the user's sub-call model unless the code names another
+    /// one the user allowed (`--allow-model`, or the root model itself).
+    fn pick_model(&self, kind: SubcallKind, requested: Option<String>) -> Result<String, String> {
+        let settings = &self.shared.settings;
+        let Some(requested) = requested else {
+            return Ok(settings.subcall_model.clone());
+        };
+        let allowed = requested == settings.subcall_model
+            || requested == settings.root_model
+            || settings.allowed_models.contains(&requested);
+        if allowed {
+            Ok(requested)
+        } else {
+            Err(format!(
+                "{} refused: model {requested:?} is not allowed; leave out `model=` to use \
+                 {:?}, or the user can allow it with `rlm run --allow-model {requested}`",
+                kind.name(),
+                settings.subcall_model,
+            ))
+        }
+    }
+
     /// Reserves one sub-call in the budget, or says which budget is spent.
-    fn admit(&self, kind: SubcallKind) -> Result<(), String> {
+    fn admit(&self, kind: SubcallKind) -> Result<(), SubcallError> {
         self.account.subcall_allowed().map_err(|reason| {
-            format!(
+            SubcallError::Refused(format!(
                 "{} refused: the run's {reason} budget is exhausted",
                 kind.name(),
-            )
+            ))
         })?;
         self.account.record_subcall();
         self.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -128,16 +171,25 @@ impl RunScope {
         });
     }
 
+    /// One `llm_query`. Everything up to the send runs before the first `.await`, so the
+    /// items of a batch are admitted in order; the reservation is released if the future is
+    /// dropped.
     async fn plain_call(
         self: Arc<Self>,
         prompt: String,
         model: Option<String>,
-    ) -> Result<String, String> {
-        self.admit(SubcallKind::LlmQuery)?;
-        let model = model.unwrap_or_else(|| self.shared.settings.subcall_model.clone());
-        let started = Instant::now();
+    ) -> Result<String, SubcallError> {
+        let model = self.pick_model(SubcallKind::LlmQuery, model)?;
         let mut request = ChatRequest::new(model.as_str()).user(prompt.as_str());
         request.max_tokens = self.shared.settings.subcall_max_output_tokens;
+        let price = self.shared.client.price(&model);
+        let reservation = self
+            .account
+            .spend()
+            .reserve(Estimate::of(&request, price.as_ref()))
+            .map_err(|err| SubcallError::Refused(format!("llm_query refused: {err}")))?;
+        self.admit(SubcallKind::LlmQuery)?;
+        let started = Instant::now();
         let reply = crate::run::until(
             self.account.deadline(),
             self.shared.client.complete(&request),
@@ -147,13 +199,11 @@ impl RunScope {
         let result = match reply {
             None => Err("timed out: the run's time budget is spent".to_owned()),
             Some(Err(err)) => {
-                self.account
-                    .spend()
-                    .record_failure(&model, started.elapsed(), 0);
+                reservation.fail(&model, started.elapsed(), 0);
                 Err(error_chain(&err))
             }
             Some(Ok(reply)) => {
-                self.account.spend().record(&model, &reply);
+                reservation.settle(&model, &reply);
                 totals.add(&model, &reply);
                 Ok(reply.text)
             }
@@ -168,17 +218,18 @@ impl RunScope {
             None,
         ));
         self.finish(SubcallKind::LlmQuery, result.is_err());
-        result
+        result.map_err(SubcallError::Failed)
     }
 
     async fn child_run(
         self: Arc<Self>,
         prompt: String,
         model: Option<String>,
-    ) -> Result<String, String> {
+    ) -> Result<String, SubcallError> {
         if self.depth + 1 >= self.shared.settings.max_depth {
             return self.plain_call(prompt, model).await;
         }
+        let model = self.pick_model(SubcallKind::RlmQuery, model)?;
         // Bounds how many child sessions (worker processes) one run opens at once.
         let _permit = self
             .child_permits
@@ -187,7 +238,6 @@ impl RunScope {
             .map_err(|_| "rlm_query refused: the run is shutting down".to_owned())?;
         self.admit(SubcallKind::RlmQuery)?;
         let started = Instant::now();
-        let model = model.unwrap_or_else(|| self.shared.settings.subcall_model.clone());
         let number = self.children.fetch_add(1, Ordering::Relaxed) + 1;
         let run_id = format!("{}.{number}", self.run_id);
         let account = RunAccount::child(&self.account, self.shared.settings.child_limits.clone());
@@ -247,7 +297,7 @@ impl RunScope {
         entry.child_log = log_path;
         self.push(entry);
         self.finish(SubcallKind::RlmQuery, result.is_err());
-        result
+        result.map_err(SubcallError::Failed)
     }
 }
 
@@ -257,7 +307,10 @@ impl SubcallHost for Arc<RunScope> {
         prompt: String,
         model: Option<String>,
     ) -> BoxFuture<'static, Result<String, String>> {
-        Arc::clone(self).plain_call(prompt, model).boxed()
+        Arc::clone(self)
+            .plain_call(prompt, model)
+            .map(|result| result.map_err(SubcallError::into_message))
+            .boxed()
     }
 
     fn llm_query_batched(
@@ -273,7 +326,10 @@ impl SubcallHost for Arc<RunScope> {
         prompt: String,
         model: Option<String>,
     ) -> BoxFuture<'static, Result<String, String>> {
-        Arc::clone(self).child_run(prompt, model).boxed()
+        Arc::clone(self)
+            .child_run(prompt, model)
+            .map(|result| result.map_err(SubcallError::into_message))
+            .boxed()
     }
 
     fn rlm_query_batched(
@@ -286,6 +342,7 @@ impl SubcallHost for Arc<RunScope> {
 }
 
 /// Runs one call per prompt concurrently; each item keeps its own result, in prompt order.
+/// Items refused before sending (a spent budget) say how many of the batch were not sent.
 fn fan_out<F, Fut>(
     scope: &Arc<RunScope>,
     prompts: Vec<String>,
@@ -294,13 +351,32 @@ fn fan_out<F, Fut>(
 ) -> BoxFuture<'static, Vec<Result<String, String>>>
 where
     F: Fn(Arc<RunScope>, String, Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<String, SubcallError>> + Send + 'static,
 {
+    let total = prompts.len();
     let calls: Vec<_> = prompts
         .into_iter()
         .map(|prompt| call(Arc::clone(scope), prompt, model.clone()))
         .collect();
-    join_all(calls).boxed()
+    join_all(calls)
+        .map(move |results| {
+            let refused = results
+                .iter()
+                .filter(|result| matches!(result, Err(SubcallError::Refused(_))))
+                .count();
+            results
+                .into_iter()
+                .map(|result| {
+                    result.map_err(|err| match err {
+                        SubcallError::Refused(reason) => format!(
+                            "budget exhausted: {refused} of {total} prompts not sent ({reason})"
+                        ),
+                        SubcallError::Failed(message) => message,
+                    })
+                })
+                .collect()
+        })
+        .boxed()
 }
 
 fn record(

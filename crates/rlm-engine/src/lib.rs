@@ -79,4 +79,6 @@ pub use run::RunResult;
 pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
 
 #[cfg(test)]
+mod budget_tests;
+#[cfg(test)]
 mod tests;

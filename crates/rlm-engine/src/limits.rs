@@ -104,8 +104,8 @@ impl RunAccount {
         &self.limits
     }
 
-    /// Where this run's model calls are recorded.
-    pub fn spend(&self) -> &Ledger {
+    /// Where this run's model calls are reserved and recorded.
+    pub fn spend(&self) -> &Arc<Ledger> {
         &self.spend
     }
 

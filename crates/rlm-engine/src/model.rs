@@ -7,7 +7,7 @@ use std::fmt;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use rlm_llm::{ChatRequest, ChatResponse, LlmClient};
+use rlm_llm::{ChatRequest, ChatResponse, LlmClient, Price};
 
 /// Sends chat completions to a model.
 ///
@@ -21,6 +21,10 @@ pub trait ModelClient: Send + Sync + fmt::Debug {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, rlm_llm::Error>>;
+
+    /// The price of `model`, if known: the engine reserves a call's worst-case cost against
+    /// the run's budget before sending it, and refuses it under a cost limit when unknown.
+    fn price(&self, model: &str) -> Option<Price>;
 }
 
 /// Retries, the per-provider limiter, prices and record/replay all come from the client.
@@ -30,5 +34,9 @@ impl ModelClient for LlmClient {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, rlm_llm::Error>> {
         self.chat(request).boxed()
+    }
+
+    fn price(&self, model: &str) -> Option<Price> {
+        LlmClient::price(self, model)
     }
 }

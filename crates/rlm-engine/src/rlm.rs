@@ -34,6 +34,8 @@ pub struct Settings {
     pub root_model: String,
     /// The model answering `llm_query` and running child runs.
     pub subcall_model: String,
+    /// Models code may name in `llm_query(..., model=)` besides the root and sub-call models.
+    pub allowed_models: Vec<String>,
     /// Depth of `rlm_query` recursion: 1 = `rlm_query` is a plain `llm_query`.
     pub max_depth: u32,
     /// Limits of the root run.
@@ -134,6 +136,7 @@ pub struct RlmBuilder {
     events: Option<Arc<dyn EventSink>>,
     root_model: Option<String>,
     subcall_model: Option<String>,
+    allowed_models: Option<Vec<String>>,
     max_depth: Option<u32>,
     limits: Option<RunLimits>,
     child_limits: Option<RunLimits>,
@@ -168,6 +171,9 @@ impl RlmBuilder {
         repl: Arc<dyn ReplFactory>);
     setter!(/// Where progress events go.
         events: Arc<dyn EventSink>);
+    setter!(/// Models code may pick with `model=` besides the root and sub-call models
+        /// (default: none).
+        allowed_models: Vec<String>);
     setter!(/// Recursion depth (default 1: `rlm_query` is a plain sub-call).
         max_depth: u32);
     setter!(/// Limits of the root run (default: [`RunLimits::default`]).
@@ -239,6 +245,7 @@ impl RlmBuilder {
         let settings = Settings {
             subcall_model: self.subcall_model.unwrap_or_else(|| root_model.clone()),
             root_model,
+            allowed_models: self.allowed_models.unwrap_or_default(),
             max_depth,
             limits,
             child_limits,

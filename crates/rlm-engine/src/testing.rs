@@ -1,7 +1,7 @@
 //! In-memory fakes of the model and the REPL, for tests of the loop (feature `test-support`).
 //!
 //! [`FakeRepl`] understands a tiny line language, just enough to drive the loop:
-//! `name = <json>`, `name = llm_query("p")`, `name = llm_query_batched(["a", "b"])`,
+//! `name = <json>`, `name = llm_query("p")` (optionally `, model="m"`), `name = llm_query_batched(["a", "b"])`,
 //! `name = rlm_query("p")`, `print(name)` / `print("text")`, `raise Kind("message")`,
 //! `FINAL_VAR("name")`. Values are JSON (`True`/`False`/`None` are accepted).
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use rlm_llm::{ChatRequest, ChatResponse, Message, Usage};
+use rlm_llm::{ChatRequest, ChatResponse, Message, Price, Usage};
 use serde_json::Value;
 
 use crate::model::ModelClient;
@@ -29,6 +29,7 @@ pub struct ScriptedModel {
     calls: Mutex<Vec<(String, Vec<Message>)>>,
     usage: Usage,
     cost_usd: Option<f64>,
+    price: Option<Price>,
 }
 
 impl std::fmt::Debug for ScriptedModel {
@@ -49,6 +50,13 @@ impl Default for ScriptedModel {
                 ..Usage::default()
             },
             cost_usd: Some(0.001),
+            // What makes the default usage cost $0.001.
+            price: Some(Price {
+                input_per_mtok: 50.0,
+                output_per_mtok: 100.0,
+                cache_read_per_mtok: None,
+                cache_write_per_mtok: None,
+            }),
         }
     }
 }
@@ -81,6 +89,13 @@ impl ScriptedModel {
     pub fn usage(mut self, usage: Usage, cost_usd: Option<f64>) -> Self {
         self.usage = usage;
         self.cost_usd = cost_usd;
+        self
+    }
+
+    /// The price the engine sees for every model (`None`: unknown), used to reserve budget.
+    #[must_use]
+    pub fn price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
         self
     }
 
@@ -123,6 +138,10 @@ impl ModelClient for ScriptedModel {
                     message: "no scripted reply".to_owned(),
                 });
         async move { reply }.boxed()
+    }
+
+    fn price(&self, _model: &str) -> Option<Price> {
+        self.price
     }
 }
 
@@ -244,7 +263,8 @@ impl FakeSession {
             )
         };
         if let Some(arg) = call_argument(rhs, "llm_query") {
-            return text(self.host.llm_query(string_arg(arg)?, None).await);
+            let (arg, model) = model_argument(arg)?;
+            return text(self.host.llm_query(string_arg(arg)?, model).await);
         }
         if let Some(arg) = call_argument(rhs, "rlm_query") {
             return text(self.host.rlm_query(string_arg(arg)?, None).await);
@@ -292,6 +312,14 @@ fn call_argument<'a>(text: &'a str, function: &str) -> Option<&'a str> {
         .strip_prefix('(')?
         .strip_suffix(')')
         .map(str::trim)
+}
+
+/// Splits `"p", model="m"` into the prompt and the model.
+fn model_argument(text: &str) -> Result<(&str, Option<String>), String> {
+    match text.split_once(", model=") {
+        Some((prompt, model)) => Ok((prompt.trim(), Some(string_arg(model.trim())?))),
+        None => Ok((text, None)),
+    }
 }
 
 fn literal(text: &str) -> Result<Value, String> {

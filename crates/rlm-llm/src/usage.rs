@@ -9,9 +9,11 @@
 //! the call is sent and admits it only if spent + reserved + estimate fits every budget, so a
 //! batch of concurrent calls cannot all pass the check before any reply is counted; the
 //! [`Reservation`] is settled to the real usage when the reply arrives, and released when the
-//! call fails or its future is dropped. One exception keeps a small budget usable: a call with
-//! nothing else in flight on its path is admitted while every limit still has room, even if its
-//! worst case does not fit. Overshoot is thus at most one call, never a batch.
+//! call fails or its future is dropped. One exception keeps a small budget usable: a call whose
+//! worst case is larger than a whole limit (a 4,096-token answer under `--max-tokens 1000`)
+//! could never fit, so it is admitted while that limit has room and nothing else is in flight
+//! on the path. Overshoot is thus the estimation error of the admitted calls plus at most one
+//! such oversized call, never a batch.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -457,7 +459,8 @@ impl Ledger {
     /// with what is spent and reserved there, and holds it until the returned
     /// [`Reservation`] is settled or dropped. Refuses like [`Ledger::check`] (which includes
     /// an unknown price under a cost limit), and also when the estimate does not fit, unless
-    /// nothing is in flight on the path (a lone call may use what is left).
+    /// it is larger than the whole limit and nothing is in flight on the path (such a call
+    /// may use what is left, alone).
     pub fn reserve(self: &Arc<Self>, estimate: Estimate) -> Result<Reservation> {
         self.check(estimate.cost_usd.is_some())?;
         // Locks are always taken leaf to root, so two reservations cannot deadlock, and the
@@ -467,10 +470,10 @@ impl Ledger {
         let alone = accounts
             .iter()
             .all(|(_, account)| account.reserved.calls == 0);
-        if !alone {
-            for (ledger, account) in &accounts {
-                ledger.budget.refuse_reservation(account, &estimate)?;
-            }
+        for (ledger, account) in &accounts {
+            ledger
+                .budget
+                .refuse_reservation(account, &estimate, alone)?;
         }
         for (_, account) in &mut accounts {
             account.reserved.add(&estimate);
@@ -526,8 +529,14 @@ impl Ledger {
 
 impl Budget {
     /// Errors when `estimate` on top of what `account` has spent and reserved would pass a
-    /// limit.
-    fn refuse_reservation(&self, account: &Account, estimate: &Estimate) -> Result<()> {
+    /// limit, unless the call is `alone` in flight and its estimate exceeds the whole limit
+    /// (it could never fit; [`Ledger::check`] has made sure the limit still has room).
+    fn refuse_reservation(
+        &self,
+        account: &Account,
+        estimate: &Estimate,
+        alone: bool,
+    ) -> Result<()> {
         let spent = &account.spent.total;
         let reserved = &account.reserved;
         let refuse =
@@ -542,6 +551,7 @@ impl Budget {
         }
         if let Some(max) = self.max_tokens
             && spent.usage.total() + reserved.tokens + estimate.tokens > max
+            && !(alone && estimate.tokens > max)
         {
             return refuse(
                 Exhausted::Tokens,
@@ -555,6 +565,7 @@ impl Budget {
         }
         if let Some(max) = self.max_cost_usd
             && spent.cost_usd + reserved.cost_usd + estimate.cost_usd.unwrap_or(0.0) > max
+            && !(alone && estimate.cost_usd.unwrap_or(0.0) > max)
         {
             return refuse(
                 Exhausted::Cost,
@@ -773,13 +784,26 @@ mod tests {
         first.settle("m", &reply(usage(10, 5), None));
         assert_eq!(root.reserved(), Reserved::default());
         assert_eq!(root.total().usage.total(), 15);
-        // Alone, a call may use what is left even if its worst case does not fit.
+        // A call that fits no budget of this size may use what is left, alone.
         let alone = root
             .reserve(Estimate {
                 tokens: 1_000,
                 cost_usd: None,
             })
             .unwrap();
+        let with_company = root.reserve(Estimate {
+            tokens: 1_000,
+            cost_usd: None,
+        });
+        assert!(with_company.is_err());
+        // One that could fit must fit.
+        assert!(
+            root.reserve(Estimate {
+                tokens: 90,
+                cost_usd: None,
+            })
+            .is_err()
+        );
         alone.fail("m", Duration::ZERO, 0);
         assert_eq!(root.total().failures, 1);
         assert_eq!(root.reserved(), Reserved::default());

@@ -6,11 +6,12 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rlm_llm::{ChatRequest, ChatResponse, FinishReason, Message, ModelTotals};
+use rlm_llm::{ChatRequest, ChatResponse, Estimate, FinishReason, Message, ModelTotals};
 use rlm_trace::{CodeBlock, Iteration, Status};
 
 use super::{LoopState, answer, blocks, emit, prompts, record, status_from, until};
 use crate::error::Error;
+use crate::limits::Exhausted;
 use crate::events::Event;
 use crate::host::RunScope;
 use crate::parse::{ParsedReply, parse_reply};
@@ -219,6 +220,18 @@ async fn ask_whole(scope: &RunScope, conversation: &mut ChatRequest) -> Result<T
 /// Asks the root model, records usage, and reports progress.
 async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Failure> {
     let started = Instant::now();
+    let price = scope.shared.client.price(&request.model);
+    let reservation = match scope
+        .account
+        .spend()
+        .reserve(Estimate::of(request, price.as_ref()))
+    {
+        Ok(reservation) => reservation,
+        Err(rlm_llm::Error::BudgetExhausted { limit, .. }) => {
+            return Err((status_from(Exhausted::Spend(limit)), None));
+        }
+        Err(err) => return Err((Status::ModelError, Some(err))),
+    };
     match until(
         scope.account.deadline(),
         scope.shared.client.complete(request),
@@ -227,14 +240,11 @@ async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Fa
     {
         None => Err((Status::Timeout, None)),
         Some(Err(err)) => {
-            scope
-                .account
-                .spend()
-                .record_failure(&scope.model, started.elapsed(), 0);
+            reservation.fail(&scope.model, started.elapsed(), 0);
             Err((Status::ModelError, Some(err)))
         }
         Some(Ok(reply)) => {
-            scope.account.spend().record(&scope.model, &reply);
+            reservation.settle(&scope.model, &reply);
             emit(
                 scope,
                 &Event::ModelReplied {
