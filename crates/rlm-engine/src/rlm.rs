@@ -233,6 +233,11 @@ impl RlmBuilder {
         if limits.max_iterations == 0 {
             return Err(Error::Config("max_iterations must be at least 1".into()));
         }
+        if limits.max_consecutive_errors == 0 {
+            return Err(Error::Config(
+                "max_consecutive_errors must be at least 1".into(),
+            ));
+        }
         let max_depth = self.max_depth.unwrap_or(1);
         if max_depth == 0 {
             return Err(Error::Config("max_depth must be at least 1".into()));

@@ -35,6 +35,13 @@ pub struct RunArgs {
     /// Stop after this many sub-calls (`llm_query` items and `rlm_query` runs).
     #[arg(long, value_name = "N")]
     pub max_subcalls: Option<u64>,
+    /// Iterations in a row whose code raised an error before the run stops.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_errors: u32,
+    /// A model code may name in `llm_query(..., model=M)`; repeat for several. Without it,
+    /// sub-calls use the sub-call model and other `model=` arguments are refused.
+    #[arg(long = "allow-model", value_name = "MODEL")]
+    pub allow_models: Vec<String>,
     /// Directory for the trajectory log (default: `$XDG_STATE_HOME/rlm/runs`).
     #[arg(long, value_name = "DIR", conflicts_with = "no_log")]
     pub log: Option<PathBuf>,

@@ -27,6 +27,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         .environment_name(repl.name)
         .model(settings.model)
         .subcall_model(settings.subcall_model)
+        .allowed_models(settings.allowed_models)
         .max_depth(settings.max_depth)
         .limits(settings.limits)
         .prompts(settings.prompts);

@@ -4,6 +4,8 @@
 //! trajectory goes to `--log DIR`, else `$XDG_STATE_HOME/rlm/runs` (none with `--no-log`).
 
 use std::path::PathBuf;
+
+use serde::Deserialize;
 use std::time::Duration;
 
 use rlm_engine::{Prompts, RunLimits};
@@ -23,6 +25,9 @@ pub struct RunSettings {
     pub model: String,
     /// The sub-call model (defaults to `model`).
     pub subcall_model: String,
+    /// Other models code may name with `model=`: `--allow-model`, then `allow_models` in the
+    /// `[run]` section.
+    pub allowed_models: Vec<String>,
     pub max_depth: u32,
     pub limits: RunLimits,
     /// In order: `context_0`, `context_1`, …
@@ -43,6 +48,15 @@ struct SandboxConfig {
     allow_reduced_protection: bool,
 }
 
+/// The `[run]` configuration section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Models code may name with `model=` (replaced, not extended, by `--allow-model`).
+    #[serde(default)]
+    pub allow_models: Vec<String>,
+}
+
 /// Where one context comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContextSource {
@@ -59,6 +73,12 @@ impl RunSettings {
         if args.query.trim().is_empty() {
             return Err(input_error("the query is empty").into());
         }
+        let section: RunConfig = sources.section("run")?;
+        let allowed_models = if args.allow_models.is_empty() {
+            section.allow_models
+        } else {
+            args.allow_models.clone()
+        };
         let limits = limits(args)?;
         let contexts = context_sources(args)?;
         let prompts = prompts(sources)?;
@@ -82,6 +102,7 @@ impl RunSettings {
             llm,
             model,
             subcall_model,
+            allowed_models,
             max_depth: args.max_depth,
             limits,
             contexts,
@@ -99,6 +120,9 @@ pub fn limits(args: &RunArgs) -> anyhow::Result<RunLimits> {
     {
         return Err(input_error(format!("--max-cost {cost} is not a positive amount")).into());
     }
+    if args.max_errors == 0 {
+        return Err(input_error("--max-errors must be at least 1").into());
+    }
     if args.max_tokens == Some(0) {
         return Err(input_error("--max-tokens must be at least 1").into());
     }
@@ -111,7 +135,7 @@ pub fn limits(args: &RunArgs) -> anyhow::Result<RunLimits> {
         },
         timeout: args.max_time.map(Duration::from_secs_f64),
         max_subcalls: args.max_subcalls,
-        ..RunLimits::default()
+        max_consecutive_errors: args.max_errors,
     })
 }
 
@@ -333,17 +357,39 @@ mod tests {
         assert_eq!(settings.limits.max_iterations, 4);
         assert_eq!(settings.limits.spend.max_cost_usd, Some(0.5));
         assert_eq!(settings.limits.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(settings.limits.max_consecutive_errors, 5);
+        let flagged = run_args(&["q", "--context", "x", "--max-errors", "2"]);
+        let settings = RunSettings::resolve(&flagged, &layout.sources(&[])).unwrap();
+        assert_eq!(settings.limits.max_consecutive_errors, 2);
 
         for bad in [
             &["q", "--context", "-", "--context-file", "-"][..],
             &["q"],
             &["q", "--context", "x", "--max-cost=-1"],
             &["q", "--context", "x", "--max-tokens", "0"],
+            &["q", "--context", "x", "--max-errors", "0"],
             &[" ", "--context", "x"],
         ] {
             let err = RunSettings::resolve(&run_args(bad), &layout.sources(&[])).unwrap_err();
             let cli = err.downcast_ref::<CliError>().expect("an input error");
             assert_eq!(cli.kind, crate::error::Kind::Input, "{bad:?}: {err}");
         }
+    }
+
+    #[test]
+    fn allowed_models_come_from_the_flag_else_the_run_section() {
+        let layout = Layout::new(
+            Some("[llm]\nmodel = 'user:m'\n[run]\nallow_models = ['a:x', 'b:y']\n"),
+            None,
+        );
+        let args = run_args(&["q", "--context", "text"]);
+        let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
+        assert_eq!(settings.allowed_models, ["a:x", "b:y"]);
+        let flagged = run_args(&["q", "--context", "text", "--allow-model", "c:z"]);
+        let settings = RunSettings::resolve(&flagged, &layout.sources(&[])).unwrap();
+        assert_eq!(settings.allowed_models, ["c:z"]);
+        let none = Layout::new(Some(USER), None);
+        let settings = RunSettings::resolve(&args, &none.sources(&[])).unwrap();
+        assert!(settings.allowed_models.is_empty());
     }
 }

@@ -412,3 +412,59 @@ async fn ctrl_c_exits_130_and_keeps_the_turns_already_logged() {
         .collect();
     assert_eq!(kinds, ["\"metadata\"", "\"iteration\""]);
 }
+
+#[test]
+fn max_errors_must_be_at_least_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, stderr) =
+        run_expecting_input_error(dir.path(), &["--model", "openai:x", "--max-errors", "0"]);
+    assert!(
+        stderr.contains("--max-errors must be at least 1"),
+        "{stderr}"
+    );
+}
+
+/// Model code names another model: refused with the flag to use, unless the user allowed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_may_pick_only_models_the_user_allowed() {
+    for allow in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = FakeServer::start().await.unwrap();
+        server.script(
+            "root",
+            [
+                FakeReply::text("```repl\nprint(llm_query('hi', model='openai:other'))\n"),
+                FakeReply::text("FINAL(done)"),
+            ],
+        );
+        server.respond_with(|_| FakeReply::text("from other"));
+        let mut command = rlm(dir.path(), Some(&server));
+        command.args([
+            "run",
+            "--no-log",
+            "--model",
+            "openai:root",
+            "--context",
+            "x",
+        ]);
+        if allow {
+            command.args(["--allow-model", "openai:other"]);
+        }
+        command.arg("q");
+        let output = run(command).await;
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        let feedback = server.requests_for("root")[1]
+            .last_user_message()
+            .to_owned();
+        if allow {
+            assert_eq!(server.requests_for("other").len(), 1);
+            assert!(feedback.contains("from other"), "{feedback}");
+        } else {
+            assert!(server.requests_for("other").is_empty());
+            assert!(
+                feedback.contains("is not allowed") && feedback.contains("--allow-model"),
+                "{feedback}"
+            );
+        }
+    }
+}
