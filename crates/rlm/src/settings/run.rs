@@ -4,8 +4,6 @@
 //! trajectory goes to `--log DIR`, else `$XDG_STATE_HOME/rlm/runs` (none with `--no-log`).
 
 use std::path::PathBuf;
-
-use serde::Deserialize;
 use std::time::Duration;
 
 use rlm_engine::{Prompts, RunLimits};
