@@ -36,6 +36,7 @@ pub use metadata::{
     analyze_reader,
 };
 pub use render::{render_hint, thousands};
+pub use sniff::looks_binary;
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

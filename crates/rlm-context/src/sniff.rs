@@ -314,8 +314,9 @@ fn looks_like_markdown(text: &str) -> bool {
     headings >= 2 || (headings >= 1 && other_signals >= 1)
 }
 
-/// NUL bytes, or mostly control characters, in the first 8 KB mean this is not text.
-fn looks_binary(prefix: &[u8]) -> bool {
+/// NUL bytes, a UTF-16 byte-order mark, or mostly control characters or invalid UTF-8 in the
+/// first 8 KB mean this is not text.
+pub fn looks_binary(prefix: &[u8]) -> bool {
     let head = &prefix[..prefix.len().min(8192)];
     if head.starts_with(&[0xFF, 0xFE]) || head.starts_with(&[0xFE, 0xFF]) {
         return true;

@@ -444,7 +444,7 @@ fn concurrent_writers_wait_for_each_other() {
 }
 
 #[test]
-fn binary_and_invalid_files_are_skipped_with_a_reason() {
+fn binary_files_are_skipped_with_a_reason_and_latin1_is_loaded_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     let files = dir.path().join("in");
     std::fs::create_dir(&files).unwrap();
@@ -458,15 +458,24 @@ fn binary_and_invalid_files_are_skipped_with_a_reason() {
     let report = store
         .load(sources, &small_chunks(), &mut keep_going)
         .unwrap();
-    let loaded: Vec<&str> = report
+    let loaded: Vec<(&str, &[String])> = report
         .loaded
         .iter()
-        .map(|b| b.name.rsplit('/').next().unwrap())
+        .map(|b| (b.name.rsplit('/').next().unwrap(), &b.notes[..]))
         .collect();
-    assert_eq!(loaded, ["good.txt"]);
-    let mut reasons: Vec<String> = report.skipped.iter().map(|s| s.reason.clone()).collect();
-    reasons.sort();
-    assert_eq!(reasons.len(), 2);
-    assert!(reasons[0].starts_with("binary"), "{reasons:?}");
-    assert!(reasons[1].starts_with("not valid UTF-8"), "{reasons:?}");
+    assert_eq!(
+        loaded,
+        [
+            ("good.txt", &[][..]),
+            (
+                "latin1.txt",
+                &["invalid UTF-8: 1 sequence(s), first at byte 3; stored with replacement characters"
+                    .to_owned()][..]
+            )
+        ]
+    );
+    let reasons: Vec<&str> = report.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(reasons, ["binary file (NUL bytes)"]);
+    let latin1 = store.buffer(&report.loaded[1].name).unwrap();
+    assert_eq!(store.text(&latin1).unwrap(), "caf\u{FFFD}\n");
 }

@@ -188,5 +188,6 @@ pub(super) fn finish_buffer(
         chunks,
         strategy,
         replaced: false,
+        notes: Vec::new(),
     })
 }

@@ -4,6 +4,7 @@
 //! [`stream`] handles files too big to hold, [`insert`] writes the rows and [`index_queue`]
 //! records the index work that makes a crash between SQLite and tantivy repairable.
 
+mod decode;
 mod index_queue;
 mod insert;
 mod source;
@@ -56,7 +57,7 @@ pub enum LoadEvent<'a> {
     Loaded(&'a LoadedBuffer),
     /// Same content and options as the stored buffer: nothing to do.
     Unchanged(&'a str),
-    /// The source was not loaded (binary, not UTF-8, too large).
+    /// The source was not loaded (binary or too large).
     Skipped(&'a SkippedSource),
     /// The BM25 index is being updated.
     Indexing(IndexProgress),
@@ -77,6 +78,9 @@ pub struct LoadedBuffer {
     pub strategy: Strategy,
     /// Whether a buffer of the same name with different content was replaced.
     pub replaced: bool,
+    /// What the user should know about how it was stored (e.g. invalid UTF-8 replaced).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A source that was not loaded, and why.
@@ -103,8 +107,8 @@ impl Store {
     /// Loads `sources` in one SQLite transaction and indexes them for BM25.
     ///
     /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
-    /// content replaces the old buffer and its chunks. Binary, non-UTF-8 and over-large sources
-    /// are skipped and reported. An unreadable file or a `Break` from `progress` aborts the whole
+    /// content replaces the old buffer and its chunks. Binary and over-large sources are skipped
+    /// and reported; invalid UTF-8 is stored as U+FFFD with a note in [`LoadedBuffer::notes`]. An unreadable file or a `Break` from `progress` aborts the whole
     /// load with nothing written. Files over 16 MiB are streamed in 4 MiB pieces (see
     /// [`StreamChunker`](rlm_context::chunk::StreamChunker)) rather than held whole, unless the
     /// options need the whole text (`structure` or `code` with overlap); a file that changes
@@ -237,6 +241,7 @@ fn write_sources(
             }
         };
         loaded.replaced = existing.is_some();
+        loaded.notes.extend(prepared.replacements.note());
         if progress(LoadEvent::Loaded(&loaded)).is_break() {
             return Err(Error::Interrupted);
         }

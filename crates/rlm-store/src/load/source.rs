@@ -9,11 +9,9 @@ use rlm_context::chunk::{ChunkOptions, StreamChunker};
 use sha2::{Digest as _, Sha256};
 
 use super::MAX_BUFFER_BYTES;
-use super::stream::{Streaming, scan_file};
+use super::decode::{Replacements, binary_reason, decode_whole};
+use super::stream::{Scanned, Streaming, scan_file};
 use crate::error::{Error, Result, io};
-
-/// Bytes sniffed for NUL to call a file binary.
-pub(super) const BINARY_SNIFF_BYTES: usize = 8192;
 
 /// Something to load.
 #[non_exhaustive]
@@ -152,17 +150,29 @@ pub(super) struct Prepared {
     pub content: Content,
     /// Hex SHA-256 of the text.
     pub sha256: String,
+    /// Invalid UTF-8 replaced while decoding.
+    pub replacements: Replacements,
     /// The spool file the content is streamed from, removed when this is dropped.
     _spool: Option<Spool>,
 }
 
 impl Prepared {
-    fn whole(text: String) -> Self {
+    fn whole((text, replacements): (String, Replacements)) -> Self {
         let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
         Self {
             content: Content::Whole(text),
             sha256,
+            replacements,
             _spool: None,
+        }
+    }
+
+    fn scanned(scanned: Scanned, spool: Option<Spool>) -> Self {
+        Self {
+            content: scanned.content,
+            sha256: scanned.sha256,
+            replacements: scanned.replacements,
+            _spool: spool,
         }
     }
 }
@@ -178,19 +188,17 @@ pub(super) fn prepare(
 ) -> Result<Result<Prepared, String>> {
     let streams = StreamChunker::supports(options);
     match source {
-        Source::Text { text, .. } => Ok(Ok(Prepared::whole(std::mem::take(text)))),
+        Source::Text { text, .. } => {
+            let text = std::mem::take(text);
+            Ok(Ok(Prepared::whole((text, Replacements::default()))))
+        }
         Source::File { path, .. } => {
             let size = std::fs::metadata(&*path)
                 .map_err(io("cannot read", &*path))?
                 .len();
             if streams && size > streaming.above {
-                return Ok(
-                    scan_file(path, streaming.piece)?.map(|(content, sha256)| Prepared {
-                        content,
-                        sha256,
-                        _spool: None,
-                    }),
-                );
+                let scanned = scan_file(path, streaming.piece)?;
+                return Ok(scanned.map(|scanned| Prepared::scanned(scanned, None)));
             }
             if size > MAX_BUFFER_BYTES {
                 return Ok(Err(too_large()));
@@ -201,13 +209,10 @@ pub(super) fn prepare(
         Source::Reader { origin, reader, .. } if streams => {
             match spool(reader, origin, spool_dir, streaming.above)? {
                 Ok(bytes) => Ok(text_from_bytes(bytes).map(Prepared::whole)),
-                Err(spool) => Ok(
-                    scan_file(&spool.0, streaming.piece)?.map(|(content, sha256)| Prepared {
-                        content,
-                        sha256,
-                        _spool: Some(spool),
-                    }),
-                ),
+                Err(spool) => {
+                    let scanned = scan_file(&spool.0, streaming.piece)?;
+                    Ok(scanned.map(|scanned| Prepared::scanned(scanned, Some(spool))))
+                }
             }
         }
         Source::Reader { origin, reader, .. } => {
@@ -225,19 +230,19 @@ pub(super) fn too_large() -> String {
 }
 
 /// The text of a source read whole; `Err` is a reason to skip it.
-fn text_from_bytes(bytes: Vec<u8>) -> Result<String, String> {
+fn text_from_bytes(bytes: Vec<u8>) -> Result<(String, Replacements), String> {
     if bytes.len() as u64 > MAX_BUFFER_BYTES {
         return Err(too_large());
     }
-    if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some() {
-        return Err("binary file (NUL bytes)".to_owned());
+    if let Some(reason) = binary_reason(&bytes) {
+        return Err(reason);
     }
-    String::from_utf8(bytes).map_err(|error| {
-        format!(
-            "not valid UTF-8 (first bad byte at offset {})",
-            error.utf8_error().valid_up_to()
-        )
-    })
+    let (text, replacements) = decode_whole(bytes);
+    // Each replaced byte can grow to three.
+    if text.len() as u64 > MAX_BUFFER_BYTES {
+        return Err(too_large());
+    }
+    Ok((text, replacements))
 }
 
 /// A copy of a reader's input on disk, removed when dropped.

@@ -8,8 +8,9 @@ use rlm_context::chunk::{Chunk, ChunkOptions, StreamChunker};
 use rusqlite::{Transaction, params};
 use sha2::{Digest as _, Sha256};
 
+use super::decode::{BINARY_SNIFF_BYTES, Replacements, binary_reason, decode_lossy};
 use super::insert::{ChunkRows, NewBuffer, finish_buffer, insert_buffer_row};
-use super::source::{BINARY_SNIFF_BYTES, Content, too_large};
+use super::source::{Content, too_large};
 use super::{LoadEvent, LoadedBuffer, MAX_BUFFER_BYTES};
 use crate::error::{Error, Result, io};
 use crate::index::Bm25Writer;
@@ -46,10 +47,17 @@ pub(super) struct FileScan<'a> {
     pub piece: usize,
 }
 
-/// First pass over a big file: checks it as a whole read does (NUL bytes, UTF-8) and hashes
-/// and counts its lines without holding it. Returns the content and its hash; the inner `Err`
-/// is a reason to skip it.
-pub(super) fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, String), String>> {
+/// What the first pass over a big file found.
+pub(super) struct Scanned {
+    pub content: Content,
+    /// Hex SHA-256 of the decoded text.
+    pub sha256: String,
+    pub replacements: Replacements,
+}
+
+/// First pass over a big file: checks it as a whole read does (binary, size) and hashes the
+/// text it decodes to and counts its lines without holding it. The `Err` is a reason to skip it.
+pub(super) fn scan_file(path: &Path, piece: usize) -> Result<Result<Scanned, String>> {
     if std::fs::metadata(path)
         .map_err(io("cannot read", path))?
         .len()
@@ -63,83 +71,77 @@ pub(super) fn scan_file(path: &Path, piece: usize) -> Result<Result<(Content, St
     let mut last = None;
     let scanned = for_each_piece(path, piece, &mut |text| {
         let bytes = text.as_bytes();
-        let sniffed = (BINARY_SNIFF_BYTES as u64).saturating_sub(size) as usize;
-        if memchr::memchr(0, &bytes[..bytes.len().min(sniffed)]).is_some() {
-            return Ok(ControlFlow::Break("binary file (NUL bytes)".to_owned()));
-        }
         hasher.update(bytes);
         newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
         size += bytes.len() as u64;
         last = bytes.last().copied().or(last);
         Ok(ControlFlow::Continue(()))
     })?;
-    if let Err(reason) = scanned {
-        return Ok(Err(reason));
-    }
+    let replacements = match scanned {
+        Ok(replacements) => replacements,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    // Replacement characters can make the text larger than the file.
     if size > MAX_BUFFER_BYTES {
         return Ok(Err(too_large()));
     }
     let lines = newlines + u64::from(last.is_some_and(|byte| byte != b'\n'));
-    let sha256 = hex::encode(hasher.finalize());
-    Ok(Ok((
-        Content::Streamed {
+    Ok(Ok(Scanned {
+        content: Content::Streamed {
             path: path.to_owned(),
             size,
             lines,
         },
-        sha256,
-    )))
+        sha256: hex::encode(hasher.finalize()),
+        replacements,
+    }))
 }
 
 /// Reads `path` in pieces of about `piece` bytes and passes each as text, never splitting a
-/// character. The inner `Err` names invalid UTF-8 (or the reason `each` broke off).
+/// character; invalid UTF-8 is replaced as a whole read replaces it. Returns what was replaced;
+/// the inner `Err` says the file is binary (or why `each` broke off).
 fn for_each_piece(
     path: &Path,
     piece: usize,
     each: &mut dyn FnMut(&str) -> Result<ControlFlow<String>>,
-) -> Result<Result<(), String>> {
+) -> Result<Result<Replacements, String>> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path).map_err(io("cannot read", path))?;
+    let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(io("cannot read", path))?;
+    if let Some(reason) = binary_reason(&head) {
+        return Ok(Err(reason));
+    }
+    let mut input = std::io::Cursor::new(head).chain(file);
     let mut buffer = vec![0u8; piece.max(8)];
+    let mut replacements = Replacements::default();
     // Bytes of a character cut at the end of the previous read.
     let mut carried = 0;
     let mut offset = 0u64;
     loop {
-        let read = match file.read(&mut buffer[carried..]) {
+        let read = match input.read(&mut buffer[carried..]) {
             Ok(read) => read,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(io("cannot read", path)(error)),
         };
         let filled = carried + read;
-        if offset == 0 && memchr::memchr(0, &buffer[..filled.min(BINARY_SNIFF_BYTES)]).is_some() {
-            // Checked before UTF-8, as for a file read whole.
-            return Ok(Err("binary file (NUL bytes)".to_owned()));
+        let end = read == 0;
+        if filled == 0 {
+            return Ok(Ok(replacements));
         }
-        if read == 0 {
-            if carried > 0 {
-                return Ok(Err(format!(
-                    "not valid UTF-8 (first bad byte at offset {offset})"
-                )));
-            }
-            return Ok(Ok(()));
-        }
-        let valid = match std::str::from_utf8(&buffer[..filled]) {
-            Ok(_) => filled,
-            Err(error) if error.error_len().is_none() => error.valid_up_to(),
-            Err(error) => {
-                return Ok(Err(format!(
-                    "not valid UTF-8 (first bad byte at offset {})",
-                    offset + error.valid_up_to() as u64
-                )));
-            }
-        };
-        let text = std::str::from_utf8(&buffer[..valid]).unwrap_or_default();
-        if let ControlFlow::Break(reason) = each(text)? {
+        let (text, used) = decode_lossy(&buffer[..filled], offset, end, &mut replacements);
+        if let ControlFlow::Break(reason) = each(&text)? {
             return Ok(Err(reason));
         }
-        offset += valid as u64;
-        buffer.copy_within(valid..filled, 0);
-        carried = filled - valid;
+        offset += used as u64;
+        buffer.copy_within(used..filled, 0);
+        carried = filled - used;
+        if end {
+            return Ok(Ok(replacements));
+        }
     }
 }
 
@@ -343,42 +345,54 @@ mod tests {
     }
 
     #[test]
-    fn streaming_rejects_what_reading_whole_rejects() {
+    fn streaming_decodes_and_refuses_what_reading_whole_does() {
         let dir = tempfile::tempdir().unwrap();
-        let bad = dir.path().join("bad.txt");
+        let latin1 = dir.path().join("latin1.log");
         let mut bytes = "é".repeat(5000).into_bytes();
-        bytes.extend_from_slice(&[b'o', b'k', 0xC3]); // a character cut off at the end
-        std::fs::write(&bad, &bytes).unwrap();
+        for _ in 0..300 {
+            bytes.extend_from_slice(b"caf\xe9\n");
+        }
+        bytes.extend_from_slice(b"ok\xC3"); // a character cut off at the end
+        std::fs::write(&latin1, &bytes).unwrap();
         let binary = dir.path().join("blob.txt");
-        // NUL bytes and invalid UTF-8: called binary, as when read whole.
         std::fs::write(&binary, b"text\0more\xff").unwrap();
-        let mut store = Store::open(dir.path().join("store")).unwrap();
-        let sources = Vec::from([bad, binary].map(|path| Source::File {
-            name: path.file_name().unwrap().to_string_lossy().into_owned(),
-            path,
-        }));
-        let report = write_sources(
-            &mut store.connection,
-            None,
-            sources,
-            &ChunkOptions::default(),
-            Streaming {
-                above: 0,
-                piece: 1000,
-            },
-            &std::env::temp_dir(),
-            &mut |_| ControlFlow::Continue(()),
-        )
-        .unwrap();
-        let reasons: Vec<&str> = report.skipped.iter().map(|s| s.reason.as_str()).collect();
-        assert_eq!(
-            reasons,
-            [
-                "not valid UTF-8 (first bad byte at offset 10002)",
-                "binary file (NUL bytes)"
-            ]
-        );
-        assert!(report.loaded.is_empty());
+        let load = |streaming: Streaming, store: &str| {
+            let mut store = Store::open(dir.path().join(store)).unwrap();
+            let sources = Vec::from([&latin1, &binary].map(|path| Source::File {
+                name: path.file_name().unwrap().to_string_lossy().into_owned(),
+                path: path.clone(),
+            }));
+            let report = write_sources(
+                &mut store.connection,
+                None,
+                sources,
+                &ChunkOptions::default(),
+                streaming,
+                &std::env::temp_dir(),
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap();
+            let text = store.text(&store.buffer("latin1.log").unwrap()).unwrap();
+            (report, text)
+        };
+        let whole = Streaming {
+            above: u64::MAX,
+            piece: 1 << 20,
+        };
+        let streamed = Streaming {
+            above: 0,
+            piece: 1000,
+        };
+        for (report, text) in [load(whole, "whole"), load(streamed, "streamed")] {
+            assert_eq!(text, String::from_utf8_lossy(&bytes));
+            assert_eq!(
+                report.loaded[0].notes,
+                ["invalid UTF-8: 301 sequence(s), first at byte 10003; \
+                  stored with replacement characters"]
+            );
+            let reasons: Vec<&str> = report.skipped.iter().map(|s| s.reason.as_str()).collect();
+            assert_eq!(reasons, ["binary file (NUL bytes)"]);
+        }
     }
 
     #[test]
