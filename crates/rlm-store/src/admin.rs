@@ -37,13 +37,16 @@ pub struct StoreStatus {
 }
 
 impl Store {
-    /// Deletes buffers by name or id, in one transaction; returns what was deleted.
-    pub fn delete(&mut self, names: &[String]) -> Result<Vec<BufferInfo>> {
+    /// Deletes buffers in one transaction; returns what was deleted. Each pattern is what
+    /// [`Store::select_buffers`] takes: a name, id, unique path suffix, glob or directory.
+    pub fn delete(&mut self, patterns: &[String]) -> Result<Vec<BufferInfo>> {
         let _lock = self.write_lock()?;
-        let buffers = names
-            .iter()
-            .map(|name| self.buffer(name))
-            .collect::<Result<Vec<_>>>()?;
+        let mut buffers = Vec::new();
+        for pattern in patterns {
+            buffers.extend(self.select_buffers(pattern)?);
+        }
+        buffers.sort_by(|a, b| a.name.cmp(&b.name));
+        buffers.dedup_by_key(|buffer| buffer.id);
         let transaction = self.connection.transaction()?;
         for buffer in &buffers {
             transaction.execute("DELETE FROM buffers WHERE id = ?1", [buffer.id])?;

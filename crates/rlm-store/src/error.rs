@@ -38,6 +38,16 @@ pub enum Error {
     /// No buffer has this name or id.
     #[error("no buffer named {0:?} in the store")]
     UnknownBuffer(String),
+    /// Several buffers end with this name; the caller should give more of the path.
+    #[error("{name:?} matches {matches} buffers: {}", candidates.join(", "))]
+    AmbiguousBuffer {
+        /// The name as given.
+        name: String,
+        /// How many buffers it matches.
+        matches: usize,
+        /// Some of their names (the first ten, then "and N more").
+        candidates: Vec<String>,
+    },
     /// No chunk has this id.
     #[error("no chunk with id {0} in the store")]
     UnknownChunk(i64),

@@ -37,6 +37,7 @@ mod memory;
 mod read;
 mod schema;
 mod search;
+mod select;
 mod store;
 pub mod tokenizer;
 
@@ -45,7 +46,8 @@ pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};
 pub use grep::{GrepLine, GrepOptions, GrepSummary};
 pub use load::{
-    LoadEvent, LoadReport, LoadedBuffer, MAX_BUFFER_BYTES, SkippedSource, Source, collect_sources,
+    LoadEvent, LoadReport, LoadedBuffer, MAX_BUFFER_BYTES, SkippedSource, Source, WalkOptions,
+    collect_sources, collect_sources_with,
 };
 pub use memory::release_freed_memory_promptly;
 pub use read::{BufferInfo, ChunkInfo};

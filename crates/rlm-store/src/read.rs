@@ -53,10 +53,10 @@ pub struct ChunkInfo {
     pub end_line: u64,
 }
 
-const BUFFER_COLUMNS: &str = "b.id, b.name, b.path, b.size, b.line_count,
+pub(crate) const BUFFER_COLUMNS: &str = "b.id, b.name, b.path, b.size, b.line_count,
     (SELECT COUNT(*) FROM chunks c WHERE c.buffer_id = b.id), b.strategy, b.sha256, b.loaded_at";
 
-fn buffer_from_row(row: &Row<'_>) -> rusqlite::Result<BufferInfo> {
+pub(crate) fn buffer_from_row(row: &Row<'_>) -> rusqlite::Result<BufferInfo> {
     Ok(BufferInfo {
         id: row.get(0)?,
         name: row.get(1)?,
@@ -78,33 +78,6 @@ impl Store {
         ))?;
         let rows = statement.query_map([], buffer_from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// A buffer by name, or by id when `name_or_id` is a number no buffer is named.
-    pub fn buffer(&self, name_or_id: &str) -> Result<BufferInfo> {
-        let by_name = self
-            .connection
-            .query_row(
-                &format!("SELECT {BUFFER_COLUMNS} FROM buffers b WHERE b.name = ?1"),
-                [name_or_id],
-                buffer_from_row,
-            )
-            .optional()?;
-        if let Some(buffer) = by_name {
-            return Ok(buffer);
-        }
-        let by_id = match name_or_id.parse::<i64>() {
-            Ok(id) => self
-                .connection
-                .query_row(
-                    &format!("SELECT {BUFFER_COLUMNS} FROM buffers b WHERE b.id = ?1"),
-                    [id],
-                    buffer_from_row,
-                )
-                .optional()?,
-            Err(_) => None,
-        };
-        by_id.ok_or_else(|| Error::UnknownBuffer(name_or_id.to_owned()))
     }
 
     /// The whole text of a buffer.

@@ -3,12 +3,10 @@
 
 use std::collections::HashMap;
 
-use globset::GlobBuilder;
 use rlm_embed::Embedder;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::read::BufferInfo;
+use crate::error::Result;
 use crate::store::Store;
 
 /// Default `k` of reciprocal rank fusion (the value from the original RRF paper).
@@ -181,88 +179,6 @@ impl Store {
         }
         Ok(SearchOutcome { hits, mode, notice })
     }
-
-    /// Buffer ids a search may return: `None` means every document in the index is live (no
-    /// filter and no index work pending), so the index needs no filter at all.
-    pub(crate) fn candidate_buffers(
-        &self,
-        names: &[String],
-        path_glob: Option<&str>,
-    ) -> Result<Option<Vec<i64>>> {
-        if names.is_empty() && path_glob.is_none() && self.pending_index_work()? == 0 {
-            return Ok(None);
-        }
-        let mut rows: Vec<(i64, String, Option<String>)> = {
-            let mut statement = self
-                .connection
-                .prepare_cached("SELECT id, name, path FROM buffers")?;
-            statement
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-                .collect::<rusqlite::Result<_>>()?
-        };
-        if !names.is_empty() {
-            let wanted = names
-                .iter()
-                .map(|name| {
-                    rows.iter()
-                        .find(|(_, buffer, _)| buffer == name)
-                        .or_else(|| {
-                            let id = name.parse::<i64>().ok()?;
-                            rows.iter().find(|(row_id, _, _)| *row_id == id)
-                        })
-                        .map(|(id, _, _)| *id)
-                        .ok_or_else(|| Error::UnknownBuffer(name.clone()))
-                })
-                .collect::<Result<Vec<i64>>>()?;
-            rows.retain(|(id, _, _)| wanted.contains(id));
-        }
-        if let Some(glob) = path_glob {
-            let matcher = compile_glob(glob)?;
-            rows.retain(|(_, name, path)| {
-                matcher.is_match(name) || path.as_deref().is_some_and(|path| matcher.is_match(path))
-            });
-        }
-        Ok(Some(rows.into_iter().map(|(id, _, _)| id).collect()))
-    }
-
-    /// Buffers passing the name/id and path-glob filters (all buffers when both are empty).
-    pub fn filter_buffers(
-        &self,
-        names: &[String],
-        path_glob: Option<&str>,
-    ) -> Result<Vec<BufferInfo>> {
-        let mut buffers = if names.is_empty() {
-            self.list()?
-        } else {
-            names
-                .iter()
-                .map(|name| self.buffer(name))
-                .collect::<Result<Vec<_>>>()?
-        };
-        if let Some(glob) = path_glob {
-            let matcher = compile_glob(glob)?;
-            buffers.retain(|buffer| {
-                matcher.is_match(&buffer.name)
-                    || buffer
-                        .path
-                        .as_deref()
-                        .is_some_and(|path| matcher.is_match(path))
-            });
-        }
-        Ok(buffers)
-    }
-}
-
-/// `*` matches across `/` too, so `*.md` and `docs/*` work on names and absolute paths alike.
-fn compile_glob(glob: &str) -> Result<globset::GlobMatcher> {
-    Ok(GlobBuilder::new(glob)
-        .literal_separator(false)
-        .build()
-        .map_err(|source| Error::Glob {
-            glob: glob.to_owned(),
-            source,
-        })?
-        .compile_matcher())
 }
 
 /// Reciprocal rank fusion: each list contributes `1 / (k + rank)` (rank from 1) per id; ids are

@@ -479,3 +479,128 @@ fn binary_files_are_skipped_with_a_reason_and_latin1_is_loaded_with_a_note() {
     let latin1 = store.buffer(&report.loaded[1].name).unwrap();
     assert_eq!(store.text(&latin1).unwrap(), "caf\u{FFFD}\n");
 }
+
+#[test]
+fn a_buffer_is_found_by_a_unique_suffix_and_an_ambiguous_one_lists_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(
+            vec![
+                text("/home/me/project/src/app.py", "alpha\n"),
+                text("/home/me/project/tests/app.py", "beta\n"),
+                text("/home/me/project/README.md", "gamma\n"),
+            ],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    assert_eq!(
+        store.buffer("README.md").unwrap().name,
+        "/home/me/project/README.md"
+    );
+    assert_eq!(
+        store.buffer("src/app.py").unwrap().name,
+        "/home/me/project/src/app.py"
+    );
+    // A suffix matches whole path components only.
+    assert!(matches!(
+        store.buffer("pp.py"),
+        Err(Error::UnknownBuffer(_))
+    ));
+    let ambiguous = store.buffer("app.py").unwrap_err();
+    assert!(
+        matches!(&ambiguous, Error::AmbiguousBuffer { matches: 2, .. }),
+        "{ambiguous:?}"
+    );
+    assert_eq!(
+        ambiguous.to_string(),
+        "\"app.py\" matches 2 buffers: /home/me/project/src/app.py, /home/me/project/tests/app.py"
+    );
+    // Search and grep filters resolve names the same way.
+    let mut request = SearchRequest::new("alpha");
+    request.buffers = vec!["src/app.py".into()];
+    assert_eq!(store.search(&request).unwrap().hits.len(), 1);
+}
+
+#[test]
+fn delete_takes_a_directory_or_a_glob() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let names = |store: &Store| -> Vec<String> {
+        store.list().unwrap().into_iter().map(|b| b.name).collect()
+    };
+    store
+        .load(
+            vec![
+                text("src/a.rs", "alpha\n"),
+                text("src/deep/b.rs", "b\n"),
+                text("docs/c.md", "c\n"),
+                text("docs/d.txt", "d\n"),
+                text("srcx/e.rs", "e\n"),
+            ],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let deleted = store.delete(&["src".into()]).unwrap();
+    assert_eq!(deleted.len(), 2);
+    assert_eq!(names(&store), ["docs/c.md", "docs/d.txt", "srcx/e.rs"]);
+    store.delete(&["*.md".into()]).unwrap();
+    assert_eq!(names(&store), ["docs/d.txt", "srcx/e.rs"]);
+    assert!(matches!(
+        store.delete(&["nothing/here".into()]),
+        Err(Error::UnknownBuffer(_))
+    ));
+    assert!(
+        store
+            .search(&SearchRequest::new("alpha"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+}
+
+#[test]
+fn reloading_a_directory_removes_buffers_of_deleted_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("in");
+    std::fs::create_dir_all(files.join("sub")).unwrap();
+    std::fs::write(files.join("kept.txt"), "kept words\n").unwrap();
+    std::fs::write(files.join("sub/gone.txt"), "vanishing words\n").unwrap();
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "outside words\n").unwrap();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    let mut sources = rlm_store::collect_sources(std::slice::from_ref(&files)).unwrap();
+    sources.extend(rlm_store::collect_sources(std::slice::from_ref(&outside)).unwrap());
+    store
+        .load(sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    std::fs::remove_file(files.join("sub/gone.txt")).unwrap();
+    std::fs::remove_file(&outside).unwrap();
+    let mut removed_events = 0;
+    let report = store
+        .load_and_prune(
+            rlm_store::collect_sources(std::slice::from_ref(&files)).unwrap(),
+            &[files],
+            &small_chunks(),
+            &mut |event| {
+                if let LoadEvent::Removed(_) = event {
+                    removed_events += 1;
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+    assert_eq!(removed_events, 1);
+    assert_eq!(report.removed.len(), 1);
+    assert!(report.removed[0].ends_with("sub/gone.txt"));
+    assert_eq!(report.unchanged.len(), 1);
+    // Only files under the re-loaded directory follow the file system.
+    assert_eq!(store.list().unwrap().len(), 2);
+    let hits = |query: &str| store.search(&SearchRequest::new(query)).unwrap().hits.len();
+    assert_eq!(
+        (hits("vanishing"), hits("kept"), hits("outside")),
+        (0, 1, 1)
+    );
+}

@@ -1,6 +1,7 @@
 //! Writing a buffer's rows: the `buffers` row, its text, its chunks; finding and replacing the
 //! buffer a load supersedes.
 
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rlm_context::chunk::{self, Chunk, ChunkOptions, Strategy};
@@ -55,6 +56,44 @@ impl StoredBuffer {
         transaction.execute("DELETE FROM buffers WHERE id = ?1", [self.id])?;
         queue_delete(transaction, writer, self.id)
     }
+}
+
+/// Removes every buffer loaded from a file under one of `directories` that no longer exists;
+/// returns their names.
+pub(super) fn remove_missing(
+    transaction: &Transaction<'_>,
+    writer: Option<&Bm25Writer<'_>>,
+    directories: &[PathBuf],
+) -> Result<Vec<String>> {
+    if directories.is_empty() {
+        return Ok(Vec::new());
+    }
+    let directories: Vec<PathBuf> = directories
+        .iter()
+        .filter_map(|directory| std::path::absolute(directory).ok())
+        .collect();
+    let files: Vec<(i64, String, String)> = {
+        let mut statement = transaction
+            .prepare("SELECT id, name, path FROM buffers WHERE path IS NOT NULL ORDER BY name")?;
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut removed = Vec::new();
+    for (id, name, path) in files {
+        let path = Path::new(&path);
+        // Only a file known to be gone: an unreadable directory is not a deletion.
+        let gone = directories
+            .iter()
+            .any(|directory| path.starts_with(directory))
+            && matches!(path.try_exists(), Ok(false));
+        if gone {
+            transaction.execute("DELETE FROM buffers WHERE id = ?1", [id])?;
+            queue_delete(transaction, writer, id)?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
 }
 
 /// Stores a buffer read whole: chunks `text`, writes the rows and feeds the index.

@@ -9,20 +9,22 @@ mod index_queue;
 mod insert;
 mod source;
 mod stream;
+mod walk;
 
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rlm_context::chunk::{ChunkOptions, Strategy};
 use rusqlite::Connection;
 use serde::Serialize;
 
-pub use source::{Source, collect_sources};
+pub use source::Source;
+pub use walk::{WalkOptions, collect_sources, collect_sources_with};
 
 use crate::error::{Error, Result};
 use crate::index::Bm25Writer;
 use crate::store::{IndexProgress, Store};
-use insert::{NewBuffer, StoredBuffer, insert_whole};
+use insert::{NewBuffer, StoredBuffer, insert_whole, remove_missing};
 use source::{Content, prepare, remove_stale_spools};
 use stream::{FileScan, Streaming, insert_streamed};
 
@@ -59,6 +61,8 @@ pub enum LoadEvent<'a> {
     Unchanged(&'a str),
     /// The source was not loaded (binary or too large).
     Skipped(&'a SkippedSource),
+    /// A buffer whose file is gone was removed (see [`Store::load_and_prune`]).
+    Removed(&'a str),
     /// The BM25 index is being updated.
     Indexing(IndexProgress),
 }
@@ -101,6 +105,8 @@ pub struct LoadReport {
     pub unchanged: Vec<String>,
     /// Sources not loaded.
     pub skipped: Vec<SkippedSource>,
+    /// Buffers removed because their files are gone (see [`Store::load_and_prune`]).
+    pub removed: Vec<String>,
 }
 
 impl Store {
@@ -120,6 +126,19 @@ impl Store {
         options: &ChunkOptions,
         progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
     ) -> Result<LoadReport> {
+        self.load_and_prune(sources, &[], options, progress)
+    }
+
+    /// Loads like [`Store::load`] and, in the same transaction, removes every buffer loaded
+    /// from a file under one of `directories` that no longer exists, so re-loading a directory
+    /// follows deletions. Their names are in [`LoadReport::removed`].
+    pub fn load_and_prune(
+        &mut self,
+        sources: Vec<Source>,
+        directories: &[PathBuf],
+        options: &ChunkOptions,
+        progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+    ) -> Result<LoadReport> {
         options.validate()?;
         let _lock = self.write_lock()?;
         remove_stale_spools(&self.dir);
@@ -133,13 +152,16 @@ impl Store {
         let report = write_sources(
             &mut self.connection,
             Some(&writer),
-            sources,
+            Batch {
+                sources,
+                prune: directories,
+            },
             options,
             Streaming::default(),
             &self.dir,
             progress,
         )?;
-        if report.loaded.is_empty() {
+        if report.loaded.is_empty() && report.removed.is_empty() {
             return Ok(report);
         }
         let chunks = report.loaded.iter().map(|buffer| buffer.chunks).sum();
@@ -154,13 +176,28 @@ impl Store {
     }
 }
 
-/// The SQLite half of a load: one transaction that stores the buffers and queues their index
-/// work. With a `writer`, each stored chunk (and each replaced buffer's deletion) is also sent
+/// What one load writes: sources to store, and directories whose deleted files' buffers go.
+struct Batch<'a> {
+    sources: Vec<Source>,
+    prune: &'a [PathBuf],
+}
+
+impl From<Vec<Source>> for Batch<'_> {
+    fn from(sources: Vec<Source>) -> Self {
+        Self {
+            sources,
+            prune: &[],
+        }
+    }
+}
+
+/// The SQLite half of a load: one transaction that stores the buffers, removes those whose
+/// files are gone, and queues their index work. With a `writer`, each stored chunk (and each replaced buffer's deletion) is also sent
 /// to the index; the caller commits it after this returns. The caller holds the write lock.
-fn write_sources(
+fn write_sources<'a>(
     connection: &mut Connection,
     writer: Option<&Bm25Writer<'_>>,
-    sources: Vec<Source>,
+    batch: impl Into<Batch<'a>>,
     options: &ChunkOptions,
     streaming: Streaming,
     spool_dir: &Path,
@@ -170,6 +207,7 @@ fn write_sources(
     let mut report = LoadReport::default();
     let transaction =
         connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let Batch { sources, prune } = batch.into();
     let total = sources.len();
     for (index, mut source) in sources.into_iter().enumerate() {
         if progress(LoadEvent::Reading {
@@ -246,6 +284,12 @@ fn write_sources(
             return Err(Error::Interrupted);
         }
         report.loaded.push(loaded);
+    }
+    report.removed = remove_missing(&transaction, writer, prune)?;
+    for name in &report.removed {
+        if progress(LoadEvent::Removed(name)).is_break() {
+            return Err(Error::Interrupted);
+        }
     }
     transaction.commit()?;
     Ok(report)

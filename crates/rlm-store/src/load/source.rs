@@ -11,7 +11,7 @@ use sha2::{Digest as _, Sha256};
 use super::MAX_BUFFER_BYTES;
 use super::decode::{Replacements, binary_reason, decode_whole};
 use super::stream::{Scanned, Streaming, scan_file};
-use crate::error::{Error, Result, io};
+use crate::error::{Result, io};
 
 /// Something to load.
 #[non_exhaustive]
@@ -91,47 +91,6 @@ impl std::fmt::Debug for Source {
                 .finish(),
         }
     }
-}
-
-/// Expands paths into file sources: directories are walked honouring `.gitignore`, `.ignore`
-/// and hidden-file rules (so the `.rlm` store itself is skipped), sorted by path. Every path
-/// names a file or directory (`-` included); a caller that reads standard input passes a
-/// [`Source::Reader`] itself.
-pub fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
-    let mut sources = Vec::new();
-    for path in paths {
-        let metadata = std::fs::metadata(path).map_err(io("cannot read", path))?;
-        if !metadata.is_dir() {
-            sources.push(Source::File {
-                path: path.clone(),
-                name: display_name(path),
-            });
-            continue;
-        }
-        let mut found = Vec::new();
-        let walker = ignore::WalkBuilder::new(path).require_git(false).build();
-        for entry in walker {
-            let entry = entry.map_err(|error| Error::Io {
-                action: "cannot walk",
-                path: path.clone(),
-                source: std::io::Error::other(error.to_string()),
-            })?;
-            if entry.file_type().is_some_and(|kind| kind.is_file()) {
-                found.push(entry.into_path());
-            }
-        }
-        found.sort();
-        sources.extend(found.into_iter().map(|path| Source::File {
-            name: display_name(&path),
-            path,
-        }));
-    }
-    Ok(sources)
-}
-
-fn display_name(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    text.strip_prefix("./").unwrap_or(&text).to_owned()
 }
 
 /// A source's text, whole in memory or still on disk.
@@ -340,15 +299,5 @@ mod tests {
         let path = spooled.0.clone();
         drop(spooled);
         assert!(!path.exists());
-    }
-
-    #[test]
-    fn a_dash_is_an_ordinary_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = collect_sources(&[PathBuf::from("-")]);
-        assert!(matches!(missing, Err(Error::Io { .. })), "{missing:?}");
-        std::fs::write(dir.path().join("-"), "dash\n").unwrap();
-        let found = collect_sources(&[dir.path().join("-")]).unwrap();
-        assert!(matches!(&found[..], [Source::File { .. }]), "{found:?}");
     }
 }

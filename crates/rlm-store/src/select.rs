@@ -1,0 +1,174 @@
+//! Naming buffers: by exact name, id, a unique path suffix or file name, and (for deletes) a
+//! glob or a directory; plus the name and path-glob filters of search and grep.
+
+use std::path::Path;
+
+use globset::GlobBuilder;
+use rusqlite::OptionalExtension as _;
+
+use crate::error::{Error, Result};
+use crate::read::{BUFFER_COLUMNS, BufferInfo, buffer_from_row};
+use crate::store::Store;
+
+/// Candidates listed in an ambiguity error.
+const CANDIDATES_SHOWN: usize = 10;
+
+impl Store {
+    /// A buffer by exact name; else by id when `name` is a number no buffer is named; else the
+    /// one buffer whose name or path ends with `name` at a `/` (so `app.py` or `src/app.py`
+    /// finds `/home/me/project/src/app.py`). Several such buffers are an
+    /// [`Error::AmbiguousBuffer`] listing them.
+    pub fn buffer(&self, name: &str) -> Result<BufferInfo> {
+        let exact = self
+            .connection
+            .query_row(
+                &format!("SELECT {BUFFER_COLUMNS} FROM buffers b WHERE b.name = ?1"),
+                [name],
+                buffer_from_row,
+            )
+            .optional()?;
+        if let Some(buffer) = exact {
+            return Ok(buffer);
+        }
+        if let Ok(id) = name.parse::<i64>() {
+            let by_id = self
+                .connection
+                .query_row(
+                    &format!("SELECT {BUFFER_COLUMNS} FROM buffers b WHERE b.id = ?1"),
+                    [id],
+                    buffer_from_row,
+                )
+                .optional()?;
+            if let Some(buffer) = by_id {
+                return Ok(buffer);
+            }
+        }
+        let trimmed = name.trim_end_matches('/');
+        let mut found: Vec<BufferInfo> = if trimmed.is_empty() {
+            Vec::new()
+        } else {
+            self.list()?
+                .into_iter()
+                .filter(|buffer| {
+                    Path::new(&buffer.name).ends_with(trimmed)
+                        || buffer
+                            .path
+                            .as_deref()
+                            .is_some_and(|path| Path::new(path).ends_with(trimmed))
+                })
+                .collect()
+        };
+        match found.len() {
+            0 => Err(Error::UnknownBuffer(name.to_owned())),
+            1 => Ok(found.remove(0)),
+            _ => Err(ambiguous(name, &found)),
+        }
+    }
+
+    /// What a delete of `pattern` removes: the buffer [`Store::buffer`] finds; else, for a
+    /// glob (`*`, `?`, `[`, `{`), every buffer whose name or path matches it; else every
+    /// buffer loaded from under the directory `pattern` (by name prefix or path). Nothing
+    /// found is an [`Error::UnknownBuffer`].
+    pub fn select_buffers(&self, pattern: &str) -> Result<Vec<BufferInfo>> {
+        match self.buffer(pattern) {
+            Ok(buffer) => return Ok(vec![buffer]),
+            Err(Error::UnknownBuffer(_) | Error::AmbiguousBuffer { .. }) => {}
+            Err(error) => return Err(error),
+        }
+        let mut buffers = self.list()?;
+        if pattern.contains(['*', '?', '[', '{']) {
+            let matcher = compile_glob(pattern)?;
+            buffers.retain(|buffer| matches_glob(&matcher, buffer));
+        } else {
+            let directory = Path::new(pattern);
+            let absolute = std::path::absolute(directory).ok();
+            buffers.retain(|buffer| {
+                Path::new(&buffer.name).starts_with(directory)
+                    || buffer.path.as_deref().is_some_and(|path| {
+                        absolute
+                            .as_deref()
+                            .is_some_and(|directory| Path::new(path).starts_with(directory))
+                    })
+            });
+        }
+        if buffers.is_empty() {
+            return Err(Error::UnknownBuffer(pattern.to_owned()));
+        }
+        Ok(buffers)
+    }
+
+    /// Buffer ids a search may return: `None` means every document in the index is live (no
+    /// filter and no index work pending), so the index needs no filter at all.
+    pub(crate) fn candidate_buffers(
+        &self,
+        names: &[String],
+        path_glob: Option<&str>,
+    ) -> Result<Option<Vec<i64>>> {
+        if names.is_empty() && path_glob.is_none() && self.pending_index_work()? == 0 {
+            return Ok(None);
+        }
+        let buffers = self.filter_buffers(names, path_glob)?;
+        Ok(Some(buffers.into_iter().map(|buffer| buffer.id).collect()))
+    }
+
+    /// Buffers passing the name/id and path-glob filters (all buffers when both are empty).
+    /// Names are resolved as [`Store::buffer`] resolves them.
+    pub fn filter_buffers(
+        &self,
+        names: &[String],
+        path_glob: Option<&str>,
+    ) -> Result<Vec<BufferInfo>> {
+        let mut buffers = if names.is_empty() {
+            self.list()?
+        } else {
+            let mut buffers = names
+                .iter()
+                .map(|name| self.buffer(name))
+                .collect::<Result<Vec<_>>>()?;
+            buffers.sort_by(|a, b| a.name.cmp(&b.name));
+            buffers.dedup_by_key(|buffer| buffer.id);
+            buffers
+        };
+        if let Some(glob) = path_glob {
+            let matcher = compile_glob(glob)?;
+            buffers.retain(|buffer| matches_glob(&matcher, buffer));
+        }
+        Ok(buffers)
+    }
+}
+
+fn matches_glob(matcher: &globset::GlobMatcher, buffer: &BufferInfo) -> bool {
+    matcher.is_match(&buffer.name)
+        || buffer
+            .path
+            .as_deref()
+            .is_some_and(|path| matcher.is_match(path))
+}
+
+fn ambiguous(name: &str, found: &[BufferInfo]) -> Error {
+    let mut candidates: Vec<String> = found
+        .iter()
+        .take(CANDIDATES_SHOWN)
+        .map(|buffer| buffer.name.clone())
+        .collect();
+    if found.len() > CANDIDATES_SHOWN {
+        candidates.push(format!("and {} more", found.len() - CANDIDATES_SHOWN));
+    }
+    Error::AmbiguousBuffer {
+        name: name.to_owned(),
+        matches: found.len(),
+        candidates,
+    }
+}
+
+/// `*` matches across `/` too, so `*.md` and `docs/*` work on names and absolute paths alike.
+pub(crate) fn compile_glob(glob: &str) -> Result<globset::GlobMatcher> {
+    Ok(GlobBuilder::new(glob)
+        .literal_separator(false)
+        .build()
+        .map_err(|source| Error::Glob {
+            glob: glob.to_owned(),
+            source,
+        })?
+        .compile_matcher())
+}
