@@ -119,6 +119,19 @@ impl Bm25Index {
         Ok(self.reader()?.searcher().num_docs())
     }
 
+    /// BM25's inverse document frequency of each term (always positive).
+    pub(crate) fn inverse_document_frequencies(&self, terms: &[String]) -> Result<Vec<f64>> {
+        let searcher = self.reader()?.searcher();
+        let documents = searcher.num_docs() as f64;
+        terms
+            .iter()
+            .map(|term| {
+                let frequency = searcher.doc_freq(&Term::from_field_text(self.text, term))? as f64;
+                Ok((1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln())
+            })
+            .collect()
+    }
+
     /// Top `limit` chunk ids by BM25 among chunks of `buffers` (all documents when `None`),
     /// best first.
     pub(crate) fn search(

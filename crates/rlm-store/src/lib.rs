@@ -38,6 +38,7 @@ mod read;
 mod schema;
 mod search;
 mod select;
+mod snippet;
 mod store;
 pub mod tokenizer;
 

@@ -2,11 +2,13 @@
 //! semantic) ranking inside that set, fused by reciprocal rank.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use rlm_embed::Embedder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::snippet::{QueryTerms, snippet};
 use crate::store::Store;
 
 /// Default `k` of reciprocal rank fusion (the value from the original RRF paper).
@@ -71,8 +73,12 @@ pub struct SearchHit {
     pub end_line: u64,
     /// Ranking score (BM25, cosine, or fused RRF score by mode).
     pub score: f64,
-    /// A line of the chunk that contains a query word, shortened.
+    /// The chunk's line that covers the query best (rarer terms weigh more, an exact
+    /// identifier most), trimmed and cut around its first match with `…` marks.
     pub snippet: String,
+    /// Byte ranges of the matched query terms in `snippet` (empty for a hit no query word is
+    /// in, as semantic hits can be).
+    pub highlights: Vec<Range<usize>>,
 }
 
 /// Results plus the mode that actually ran.
@@ -85,8 +91,6 @@ pub struct SearchOutcome {
     /// A one-line notice for the user (e.g. the BM25 fallback), if any.
     pub notice: Option<String>,
 }
-
-const SNIPPET_CHARS: usize = 160;
 
 impl Store {
     /// Searches chunks with BM25 (semantic and hybrid requests fall back to BM25 with a
@@ -162,19 +166,29 @@ impl Store {
                 .map(|(id, score)| (id, f64::from(score)))
                 .collect(),
         };
+        let texts = QueryTerms::texts(&request.query);
+        let weights = self.index.inverse_document_frequencies(&texts)?;
+        let terms = QueryTerms::new(&request.query, |term| {
+            texts
+                .iter()
+                .position(|text| text == term)
+                .map_or(1.0, |index| weights[index])
+        });
         let mut hits = Vec::with_capacity(ranked.len());
         for (chunk_id, score) in ranked {
             let Ok(chunk) = self.chunk(chunk_id) else {
                 continue;
             };
             let text = self.chunk_text(chunk_id)?;
+            let (snippet, highlights) = snippet(&text, &terms);
             hits.push(SearchHit {
                 chunk_id,
                 buffer: chunk.buffer,
                 start_line: chunk.start_line,
                 end_line: chunk.end_line,
                 score,
-                snippet: snippet(&text, &request.query),
+                snippet,
+                highlights,
             });
         }
         Ok(SearchOutcome { hits, mode, notice })
@@ -195,27 +209,6 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<i64>], k: f64) -> Vec<(i64, f64)> {
     fused
 }
 
-/// The first line of `text` containing a query word (case-insensitive), else the first
-/// non-blank line, cut to [`SNIPPET_CHARS`] characters.
-fn snippet(text: &str, query: &str) -> String {
-    let words: Vec<String> = rlm_context::words::index_terms(query)
-        .map(|word| word.into_owned())
-        .collect();
-    let line = text
-        .lines()
-        .find(|line| {
-            let lower = line.to_lowercase();
-            words.iter().any(|word| lower.contains(word.as_str()))
-        })
-        .or_else(|| text.lines().find(|line| !line.trim().is_empty()))
-        .unwrap_or_default()
-        .trim();
-    match line.char_indices().nth(SNIPPET_CHARS) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,12 +221,5 @@ mod tests {
         // position sum but 1/61+1/63 > 1/62+1/62, so 3 first.
         assert_eq!(order, [3, 2, 1, 4]);
         assert!((fused[0].1 - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-12);
-    }
-
-    #[test]
-    fn snippet_prefers_a_line_with_a_query_word() {
-        let text = "intro\nlet log = getLogger();\nend";
-        assert_eq!(snippet(text, "logger"), "let log = getLogger();");
-        assert_eq!(snippet("\n  first  \nsecond", "absent"), "first");
     }
 }

@@ -604,3 +604,32 @@ fn reloading_a_directory_removes_buffers_of_deleted_files() {
         (0, 1, 1)
     );
 }
+
+#[test]
+fn a_snippet_shows_the_line_that_matched_with_the_terms_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let log = "INFO cache warmed\nDEBUG cache hit\ndef getUserProfileCache(id):\n";
+    store
+        .load(
+            vec![
+                text("app.log", log),
+                text("other.log", "cache cache cache\n"),
+            ],
+            &ChunkOptions::default(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let outcome = store
+        .search(&SearchRequest::new("getUserProfileCache"))
+        .unwrap();
+    let hit = &outcome.hits[0];
+    assert_eq!(hit.buffer, "app.log");
+    assert_eq!(hit.snippet, "def getUserProfileCache(id):");
+    let marked: Vec<&str> = hit
+        .highlights
+        .iter()
+        .map(|range| &hit.snippet[range.clone()])
+        .collect();
+    assert_eq!(marked, ["getUserProfileCache"]);
+}
