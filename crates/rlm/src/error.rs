@@ -206,6 +206,9 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         E::UnknownBuffer(_) => CliError::input(err)
             .with_hint("`rlm list` shows the stored buffers")
             .into(),
+        E::AmbiguousBuffer { .. } => CliError::input(err)
+            .with_hint("give more of the path, up to the whole name `rlm list` shows")
+            .into(),
         E::UnknownChunk(_) | E::Range(_) | E::Glob { .. } | E::Regex(_) | E::Chunk(_) => {
             CliError::input(err).into()
         }

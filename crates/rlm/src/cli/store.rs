@@ -34,11 +34,24 @@ pub struct ChunkingArgs {
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Files or directories to load (directories recurse, honouring .gitignore); `-` reads stdin.
+    /// Re-loading a directory removes the buffers of its files that are gone.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
     /// Buffer name (only with a single file or stdin; default: the path as given).
     #[arg(long)]
     pub name: Option<String>,
+    /// In directories, only files matching this glob (ripgrep's -g syntax); repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// In directories, skip files and directories matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// In directories, also load hidden files (`.git` is still skipped).
+    #[arg(long)]
+    pub hidden: bool,
+    /// In directories, do not honour .gitignore and .ignore files.
+    #[arg(long)]
+    pub no_ignore: bool,
     #[command(flatten)]
     pub chunking: ChunkingArgs,
     /// Do not compute embeddings now (run `rlm embed` later).
@@ -124,8 +137,9 @@ pub struct ChunkArgs {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// What to look for.
-    pub query: String,
+    /// What to look for (several words are one query).
+    #[arg(required = true, value_name = "QUERY")]
+    pub query: Vec<String>,
     /// Ranking: BM25, embeddings, or both fused by reciprocal rank.
     #[arg(long, value_enum, default_value_t = SearchMode::Bm25)]
     pub mode: SearchMode,
@@ -150,7 +164,7 @@ pub struct SearchArgs {
 
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
-    /// Buffer names or ids.
+    /// Buffer names, ids, unique path suffixes, globs (`*.md`) or directories (`src`).
     #[arg(required = true)]
     pub buffers: Vec<String>,
     #[command(flatten)]

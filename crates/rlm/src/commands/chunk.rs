@@ -56,7 +56,8 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
                     "chars": text[chunk.range.clone()].chars().count(),
                     "header_chars": chunk.header.as_ref().map(|h| text[h.clone()].chars().count()),
                 }),
-            )?;
+            )
+            .map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
         return Ok(ExitCode::SUCCESS);

@@ -65,3 +65,21 @@ pub fn embed_chunks(
     }
     Ok(result)
 }
+
+/// The embedding model for searching or adding to a store's vectors: `--model`, else the
+/// model that made the stored vectors (`name@digest`) when it is imported, else the configured
+/// or only model.
+pub fn stored_model_embedder(
+    flag: Option<&str>,
+    stored: Option<&str>,
+    sources: &Sources,
+) -> anyhow::Result<Option<Box<dyn rlm_embed::Embedder>>> {
+    if flag.is_none()
+        && let Some(name) = stored.and_then(|id| id.split('@').next())
+        && let Ok(Some(embedder)) =
+            EmbeddingSettings::resolve(Some(name), sources).and_then(|model| model.open_embedder())
+    {
+        return Ok(Some(embedder));
+    }
+    EmbeddingSettings::resolve(flag, sources)?.open_embedder()
+}

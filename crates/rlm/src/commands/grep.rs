@@ -27,7 +27,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
         .grep(&args.pattern, &options, &mut |line| {
             let result = if global.json {
                 serde_json::to_writer(&mut out, &line)
-                    .map_err(std::io::Error::other)
+                    .map_err(std::io::Error::from)
                     .and_then(|()| writeln!(out))
             } else {
                 match line {

@@ -29,12 +29,18 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Re
     for buffer in &buffers {
         writeln!(
             out,
-            "{:>6}  {:<40} {:>10} {:>8} lines {:>6} chunks  {}",
+            "{:>6}  {:<40} {:>10} {:>8} {:<5} {:>6} {:<6}  {}",
             buffer.id,
             output::for_stdout(&buffer.name),
             human_bytes(buffer.bytes),
             buffer.lines,
+            if buffer.lines == 1 { "line" } else { "lines" },
             buffer.chunks,
+            if buffer.chunks == 1 {
+                "chunk"
+            } else {
+                "chunks"
+            },
             buffer.strategy
         )?;
     }

@@ -1,28 +1,80 @@
 //! `rlm load`: read, chunk, store and index files.
+//!
+//! A path that cannot be read, or a file named on the command line that cannot be stored
+//! (binary, too large), is an error for that path only: the rest is loaded and the command
+//! exits 2. Files found while walking a directory and skipped are summarised by reason (`-v`
+//! lists them).
 
+use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal as _, Write as _};
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use rlm_store::{LoadEvent, Source};
 
 use crate::cli::{GlobalArgs, LoadArgs};
-use crate::error::{input_error, store_error};
-use crate::output::{self, human_bytes, neutralize};
-use crate::settings::{EmbeddingSettings, LoadSettings, Sources};
+use crate::error::{EXIT_USAGE, input_error, store_error};
+use crate::output::{self, count, human_bytes, neutralize};
+use crate::settings::{LoadSettings, Sources};
+
+/// Skipped files of one reason named one by one; more are counted (`-v` names them all).
+const SKIPS_NAMED: usize = 3;
+
+/// What the command line names: sources, the directories walked, and per-path errors.
+struct Collected {
+    sources: Vec<Source>,
+    /// Names of sources given directly (a file or stdin): skipping one is an error.
+    named: HashSet<String>,
+    /// Directories walked; their buffers whose files are gone are removed.
+    directories: Vec<PathBuf>,
+    /// Paths that could not be read.
+    errors: Vec<anyhow::Error>,
+}
+
+fn collect(paths: &[PathBuf], settings: &LoadSettings) -> Collected {
+    let mut collected = Collected {
+        sources: Vec::new(),
+        named: HashSet::new(),
+        directories: Vec::new(),
+        errors: Vec::new(),
+    };
+    for path in paths {
+        if path.as_os_str() == "-" {
+            let source = Source::reader("stdin", std::io::stdin());
+            collected.named.insert(source.name().to_owned());
+            collected.sources.push(source);
+            continue;
+        }
+        match rlm_store::collect_sources_with(std::slice::from_ref(path), &settings.walk) {
+            Ok(found) if path.is_dir() => {
+                collected.directories.push(path.clone());
+                collected.sources.extend(found);
+            }
+            Ok(found) => {
+                collected
+                    .named
+                    .extend(found.iter().map(|source| source.name().to_owned()));
+                collected.sources.extend(found);
+            }
+            Err(err) => collected.errors.push(anyhow::Error::new(err)),
+        }
+    }
+    collected
+}
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Result<ExitCode> {
     let settings = LoadSettings::resolve(&args, sources)?;
-    let mut inputs = Vec::new();
-    for path in &args.paths {
-        if path.as_os_str() == "-" {
-            inputs.push(Source::reader("stdin", std::io::stdin()));
-        } else {
-            inputs.extend(
-                rlm_store::collect_sources(std::slice::from_ref(path)).map_err(store_error)?,
-            );
-        }
+    let Collected {
+        sources: mut inputs,
+        mut named,
+        directories,
+        errors,
+    } = collect(&args.paths, &settings);
+    let mut failed = !errors.is_empty();
+    for err in &errors {
+        let _ = crate::error::report(err);
     }
     if let Some(name) = &settings.name {
         if inputs.len() != 1 {
@@ -32,40 +84,81 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
             ))
             .into());
         }
+        if named.remove(inputs[0].name()) {
+            named.insert(name.clone());
+        }
         inputs[0].rename(name.clone());
+    }
+    if inputs.is_empty() && failed {
+        return Ok(ExitCode::from(EXIT_USAGE));
     }
     rlm_store::release_freed_memory_promptly();
     let mut store = settings.store.open()?;
     let started = Instant::now();
     let live = !global.quiet && std::io::stderr().is_terminal();
+    // Progress lines are redrawn in place on a terminal only.
+    let clear = if live { "\r\x1b[K" } else { "" };
+    let verbose = global.verbose > 0 && !global.quiet;
+    let mut skipped_by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut stderr = anstream::stderr();
     let mut callback = |event: LoadEvent<'_>| {
         match event {
             LoadEvent::Reading { index, total, name } if live => {
                 let name = neutralize(name);
-                let _ = write!(stderr, "\r\x1b[Kloading {}/{total} {name}", index + 1);
+                let _ = write!(stderr, "{clear}loading {}/{total} {name}", index + 1);
             }
             LoadEvent::Streaming { name, bytes, total } if live => {
                 let name = neutralize(name);
                 let _ = write!(
                     stderr,
-                    "\r\x1b[Kloading {name} {} of {}",
+                    "{clear}loading {name} {} of {}",
                     human_bytes(bytes),
                     human_bytes(total)
                 );
             }
-            LoadEvent::Skipped(skipped) if !global.quiet => {
+            LoadEvent::Skipped(skipped) if named.contains(&skipped.name) => {
+                failed = true;
+                let _ = write!(stderr, "{clear}");
+                let _ = crate::error::report(&anyhow::anyhow!(
+                    "cannot load {}: {}",
+                    neutralize(&skipped.name),
+                    skipped.reason
+                ));
+            }
+            LoadEvent::Skipped(skipped) if verbose => {
                 let _ = writeln!(
                     stderr,
-                    "\r\x1b[Knote: skipped {}: {}",
+                    "{clear}note: skipped {}: {}",
                     neutralize(&skipped.name),
-                    neutralize(&skipped.reason.to_string())
+                    skipped.reason
                 );
+            }
+            LoadEvent::Skipped(skipped) => {
+                skipped_by_reason
+                    .entry(skipped.reason.clone())
+                    .or_default()
+                    .push(skipped.name.clone());
+            }
+            LoadEvent::Loaded(buffer) if !global.quiet => {
+                for note in &buffer.notes {
+                    let _ = writeln!(stderr, "{clear}note: {}: {note}", neutralize(&buffer.name));
+                }
+                if buffer.replaced && settings.name.is_none() && buffer.name == "stdin" {
+                    let _ = writeln!(
+                        stderr,
+                        "{clear}note: replaced the buffer `stdin` of an earlier load; \
+                         pass --name NAME to keep both"
+                    );
+                }
+            }
+            LoadEvent::Removed(name) if verbose => {
+                let name = neutralize(name);
+                let _ = writeln!(stderr, "{clear}note: removed {name}: its file is gone");
             }
             LoadEvent::Indexing(step) if live => {
                 let _ = write!(
                     stderr,
-                    "\r\x1b[Kindexing {}/{} chunks",
+                    "{clear}indexing {}/{} chunks",
                     step.chunks, step.total
                 );
             }
@@ -74,41 +167,86 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
         ControlFlow::Continue(())
     };
     let report = store
-        .load(inputs, &settings.chunking, &mut callback)
+        .load_and_prune(inputs, &directories, &settings.chunking, &mut callback)
         .map_err(store_error)?;
-    if live {
-        let _ = write!(stderr, "\r\x1b[K");
+    let _ = write!(stderr, "{clear}");
+    if !global.quiet {
+        for (reason, names) in &skipped_by_reason {
+            if names.len() <= SKIPS_NAMED {
+                for name in names {
+                    let name = neutralize(name);
+                    let _ = writeln!(stderr, "note: skipped {name}: {reason}");
+                }
+            } else {
+                let _ = writeln!(
+                    stderr,
+                    "note: skipped {}: {reason} (-v lists them)",
+                    count(names.len() as u64, "file")
+                );
+            }
+        }
     }
     if global.json {
         output::print_record("load", &report)?;
     } else if !global.quiet {
         let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
         let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
+        let removed = if report.removed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} removed (files gone)", report.removed.len())
+        };
         let _ = writeln!(
             stderr,
-            "loaded {} buffer(s), {}, {chunks} chunks; {} unchanged, {} skipped ({:.1}s)",
-            report.loaded.len(),
+            "loaded {}, {}, {}; {} unchanged, {} skipped{removed} ({:.1}s)",
+            count(report.loaded.len() as u64, "buffer"),
             human_bytes(bytes),
+            count(chunks, "chunk"),
             report.unchanged.len(),
             report.skipped.len(),
             started.elapsed().as_secs_f64()
         );
     }
     if settings.embed && !report.loaded.is_empty() {
-        let embedding = EmbeddingSettings::resolve(settings.embedding_model.as_deref(), sources)?;
-        embed_after_load(global, &mut store, &embedding)?;
+        embed_after_load(
+            global,
+            sources,
+            &mut store,
+            settings.embedding_model.as_deref(),
+        )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed {
+        ExitCode::from(EXIT_USAGE)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Embeds the new chunks when a fast (static) model is available. The dense tier runs at tens
 /// of chunks per second, so it is left to an explicit `rlm embed`.
 fn embed_after_load(
     global: &GlobalArgs,
+    sources: &Sources,
     store: &mut rlm_store::Store,
-    embedding: &EmbeddingSettings,
+    model: Option<&str>,
 ) -> anyhow::Result<()> {
-    let Some(embedder) = embedding.open_embedder()? else {
+    let stored = store.embedding_status().map_err(store_error)?.model;
+    let embedder = match super::embed::stored_model_embedder(model, stored.as_deref(), sources) {
+        Ok(embedder) => embedder,
+        // The load itself succeeded; an unclear model choice only postpones the vectors.
+        Err(err) if model.is_none() => {
+            if !global.quiet {
+                let mut stderr = anstream::stderr();
+                let _ = writeln!(
+                    stderr,
+                    "note: new chunks are not embedded: {err}; run `rlm embed --model NAME`"
+                );
+            }
+            return Ok(());
+        }
+        Err(err) => return Err(err),
+    };
+    let Some(embedder) = embedder else {
         tracing::debug!("no embedding model imported; chunks are searchable with BM25 only");
         return Ok(());
     };

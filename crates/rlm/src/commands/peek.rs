@@ -43,6 +43,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Re
             let (start, end) = parse_range(args.bytes.as_deref().unwrap_or(":"), "bytes")?;
             let start = start.unwrap_or(0);
             let end = end.unwrap_or(buffer.bytes);
+            if start > end {
+                return Err(input_error(format!("byte range {start}:{end} is reversed")).into());
+            }
+            // Past the end is clamped, as --lines is.
+            let (start, end) = (start.min(buffer.bytes), end.min(buffer.bytes));
             let text = store.read_bytes(&buffer, start..end).map_err(store_error)?;
             (
                 buffer.name,

@@ -5,24 +5,29 @@ use std::process::ExitCode;
 
 use rlm_store::SearchMode;
 
+use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, SearchArgs};
 use crate::error::store_error;
 use crate::output;
-use crate::settings::{EmbeddingSettings, SearchSettings, Sources};
+use crate::settings::{SearchSettings, Sources};
+
+/// Matched query terms in a snippet, as ripgrep colours matches.
+const MATCH: anstyle::Style = anstyle::Style::new()
+    .bold()
+    .fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Red)));
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let settings = SearchSettings::resolve(&args, sources)?;
     let store = settings.store.open_existing()?;
     let request = settings.request;
     // Loading a model costs up to a second or two; only do it when vectors exist to search.
-    let embedder = if request.mode != SearchMode::Bm25
-        && store
-            .embedding_status()
-            .map_err(store_error)?
-            .embedded_chunks
-            > 0
-    {
-        EmbeddingSettings::resolve(settings.embedding_model.as_deref(), sources)?.open_embedder()?
+    let vectors = store.embedding_status().map_err(store_error)?;
+    let embedder = if request.mode != SearchMode::Bm25 && vectors.embedded_chunks > 0 {
+        stored_model_embedder(
+            settings.embedding_model.as_deref(),
+            vectors.model.as_deref(),
+            sources,
+        )?
     } else {
         None
     };
@@ -66,7 +71,22 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::
             hit.chunk_id,
             hit.score
         )?;
-        writeln!(out, "     {}", output::for_stdout(&hit.snippet))?;
+        // Each piece is neutralised on its own: the match ranges are offsets into the snippet.
+        write!(out, "     ")?;
+        let mut at = 0;
+        for range in &hit.highlights {
+            let (Some(before), Some(matched)) = (
+                hit.snippet.get(at..range.start),
+                hit.snippet.get(range.clone()),
+            ) else {
+                continue;
+            };
+            let (before, matched) = (output::for_stdout(before), output::for_stdout(matched));
+            write!(out, "{before}{MATCH}{matched}{MATCH:#}")?;
+            at = range.end;
+        }
+        let rest = hit.snippet.get(at..).unwrap_or_default();
+        writeln!(out, "{}", output::for_stdout(rest))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use rlm_context::chunk::ChunkOptions;
-use rlm_store::{SearchRequest, Store};
+use rlm_store::{SearchRequest, Store, WalkOptions};
 
 use super::Sources;
 use super::env;
@@ -80,16 +80,28 @@ pub struct LoadSettings {
     pub embed: bool,
     /// `--model`; the rest of the embedding settings are resolved only if a model is needed.
     pub embedding_model: Option<String>,
+    /// How directories are walked (`--include`, `--exclude`, `--hidden`, `--no-ignore`); the
+    /// store's own directory is never walked.
+    pub walk: WalkOptions,
 }
 
 impl LoadSettings {
     pub fn resolve(args: &LoadArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let store = StoreSettings::resolve(&args.location, sources);
+        let walk = WalkOptions {
+            hidden: args.hidden,
+            no_ignore: args.no_ignore,
+            include: args.include.clone(),
+            exclude: args.exclude.clone(),
+            skip: vec![store.dir.clone()],
+        };
         Ok(Self {
             chunking: chunk_options(&args.chunking)?,
-            store: StoreSettings::resolve(&args.location, sources),
+            store,
             name: args.name.clone(),
             embed: !args.no_embed,
             embedding_model: args.model.clone(),
+            walk,
         })
     }
 }
@@ -111,7 +123,8 @@ impl SearchSettings {
         Ok(Self {
             store: StoreSettings::resolve(&args.location, sources),
             request: SearchRequest {
-                query: args.query.clone(),
+                // Unquoted words are one query: `rlm search profile cache`.
+                query: args.query.join(" "),
                 mode: args.mode,
                 limit: args.top as usize,
                 buffers: args.buffers.clone(),

@@ -49,6 +49,26 @@ impl Fixture {
     fn load(&self) {
         self.rlm().args(["load", "project"]).assert().success();
     }
+
+    fn path(&self, relative: &str) -> std::path::PathBuf {
+        self.dir.path().join(relative)
+    }
+}
+
+/// Runs a command and returns (exit code, stdout, stderr).
+fn run(command: &mut Command) -> (Option<i32>, String, String) {
+    let output = command.output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
 }
 
 fn stdout(command: &mut Command) -> String {
@@ -364,4 +384,218 @@ fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
     assert_eq!(first["mode"], "hybrid");
     let again = fixture.rlm().arg("embed").output().unwrap();
     assert!(String::from_utf8_lossy(&again.stderr).contains("embedded 0 chunks"));
+}
+
+#[test]
+fn load_goes_on_past_a_missing_path_and_exits_2() {
+    let fixture = Fixture::new();
+    let (code, _, stderr) = run(fixture.rlm().args([
+        "load",
+        "project/docs/guide.md",
+        "does/not/exist",
+        "project/src",
+    ]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot read does/not/exist"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No such file"), "{stderr}");
+    let names: Vec<String> = json_lines(&stdout(fixture.rlm().args(["list", "--json"])))
+        .iter()
+        .map(|buffer| buffer["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["project/docs/guide.md", "project/src/app.py"]);
+    // Only missing paths: nothing to load, no store created.
+    let (code, _, _) = run(fixture.rlm().args(["load", "nope", "--store", "other"]));
+    assert_eq!(code, Some(2));
+    assert!(!fixture.path("other").exists());
+}
+
+#[test]
+fn a_named_binary_file_is_an_error_and_walked_ones_are_summarised() {
+    let fixture = Fixture::new();
+    let (code, _, stderr) =
+        run(fixture
+            .rlm()
+            .args(["load", "project/image.bin", "project/src/app.py"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot load project/image.bin: binary file (NUL bytes)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("loaded 1 buffer, "), "{stderr}");
+    for number in 0..4 {
+        std::fs::write(fixture.path(&format!("project/blob{number}.bin")), b"\0\0").unwrap();
+    }
+    let (code, _, stderr) = run(fixture.rlm().args(["load", "project"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("note: skipped 5 files: binary file (NUL bytes) (-v lists them)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("project/blob0.bin"), "{stderr}");
+    // Not a terminal: no carriage returns or escape sequences for redrawn progress.
+    assert!(!stderr.contains(['\r', '\x1b']), "{stderr:?}");
+    let (_, _, verbose) = run(fixture.rlm().args(["load", "project", "-v"]));
+    assert!(
+        verbose.contains("note: skipped project/blob0.bin: binary file (NUL bytes)"),
+        "{verbose}"
+    );
+}
+
+#[test]
+fn a_latin1_log_loads_with_replacement_characters_and_a_note() {
+    let fixture = Fixture::new();
+    std::fs::write(
+        fixture.path("server.log"),
+        b"caf\xe9 ouvert\nna\xefve requ\xeate\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = run(fixture.rlm().args(["load", "server.log"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: server.log: invalid UTF-8: 3 sequence(s), first at byte 3; \
+             stored with replacement characters"
+        ),
+        "{stderr}"
+    );
+    let text = stdout(fixture.rlm().args(["peek", "server.log", "--lines", "1:1"]));
+    assert_eq!(text, "caf\u{FFFD} ouvert\n");
+}
+
+#[test]
+fn reloading_a_directory_forgets_deleted_files_and_delete_takes_a_directory() {
+    let fixture = Fixture::new();
+    fixture.load();
+    std::fs::remove_file(fixture.path("project/docs/guide.md")).unwrap();
+    let (code, _, stderr) = run(fixture.rlm().args(["load", "project"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("1 removed (files gone)"), "{stderr}");
+    let search = stdout(fixture.rlm().args(["search", "logger", "--json"]));
+    let buffers: Vec<_> = json_lines(&search)
+        .iter()
+        .map(|hit| hit["buffer"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(buffers, ["project/src/app.py"]);
+    let deleted = stdout(fixture.rlm().args(["delete", "project/docs", "--json"]));
+    let deleted = json_lines(&deleted);
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0]["type"], "deleted");
+    assert_eq!(deleted[0]["name"], "project/docs/data.csv");
+    fixture.rlm().args(["delete", "*.py"]).assert().success();
+    assert_eq!(stdout(fixture.rlm().args(["list", "--json"])), "");
+}
+
+#[test]
+fn load_takes_include_exclude_hidden_and_no_ignore() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path("project/.env.example"), "KEY=value\n").unwrap();
+    std::fs::write(fixture.path("project/.gitignore"), "*.csv\n").unwrap();
+    let names = |args: &[&str]| -> Vec<String> {
+        let store = fixture.path(&format!("store-{}", args.join("_").replace('*', "x")));
+        let report = stdout(
+            fixture
+                .rlm()
+                .args(["load", "project", "--json", "--store"])
+                .arg(&store)
+                .args(args),
+        );
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        let mut names: Vec<String> = report["loaded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|buffer| buffer["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&[]), ["project/docs/guide.md", "project/src/app.py"]);
+    assert_eq!(names(&["--include", "*.py"]), ["project/src/app.py"]);
+    assert_eq!(names(&["--exclude", "docs"]), ["project/src/app.py"]);
+    assert_eq!(
+        names(&["--no-ignore", "--exclude", "*.md"]),
+        ["project/docs/data.csv", "project/src/app.py"]
+    );
+    assert_eq!(
+        names(&["--hidden", "--include", "*.example"]),
+        ["project/.env.example"]
+    );
+}
+
+#[test]
+fn stdin_loaded_again_without_a_name_says_it_replaced_the_old_one() {
+    let fixture = Fixture::new();
+    let load = |text: &str| {
+        run(fixture
+            .rlm()
+            .args(["load", "-"])
+            .write_stdin(text.to_owned()))
+    };
+    let (code, _, first) = load("first text\n");
+    assert_eq!(code, Some(0));
+    assert!(!first.contains("replaced"), "{first}");
+    let (code, _, second) = load("second text\n");
+    assert_eq!(code, Some(0));
+    assert!(
+        second.contains("note: replaced the buffer `stdin` of an earlier load; pass --name NAME"),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_buffer_is_named_by_a_unique_suffix_and_an_ambiguous_one_lists_candidates() {
+    let fixture = Fixture::new();
+    std::fs::create_dir_all(fixture.path("project/tests")).unwrap();
+    std::fs::write(
+        fixture.path("project/tests/app.py"),
+        "def test_app():\n    pass\n",
+    )
+    .unwrap();
+    fixture.load();
+    let show = json_lines(&stdout(fixture.rlm().args(["show", "guide.md", "--json"])));
+    assert_eq!(show[0]["name"], "project/docs/guide.md");
+    let lines = stdout(fixture.rlm().args(["peek", "src/app.py", "--lines", "1:1"]));
+    assert_eq!(lines, "import logging\n");
+    let grep = stdout(
+        fixture
+            .rlm()
+            .args(["grep", "def", "--buffer", "tests/app.py"]),
+    );
+    assert_eq!(grep, "project/tests/app.py:1:def test_app():\n");
+    let (code, _, stderr) = run(fixture.rlm().args(["show", "app.py"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("\"app.py\" matches 2 buffers: project/src/app.py, project/tests/app.py"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: give more of the path"), "{stderr}");
+}
+
+#[test]
+fn search_takes_unquoted_words_and_marks_matches_and_peek_clamps_bytes() {
+    let fixture = Fixture::new();
+    fixture.load();
+    // Unquoted words are one query; the snippet marks what matched (offsets in JSON).
+    let hits = json_lines(&stdout(
+        fixture.rlm().args(["--json", "search", "parse", "args"]),
+    ));
+    assert_eq!(hits[0]["buffer"], "project/src/app.py");
+    let snippet = hits[0]["snippet"].as_str().unwrap();
+    assert_eq!(snippet, "def parse_args(argv):");
+    let marked: Vec<&str> = hits[0]["highlights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|range| {
+            let at = |key: &str| range[key].as_u64().unwrap() as usize;
+            &snippet[at("start")..at("end")]
+        })
+        .collect();
+    assert_eq!(marked, ["parse", "args"]);
+    // Bytes past the end are clamped, as lines are.
+    let tail = stdout(fixture.rlm().args(["peek", "app.py", "--bytes", "85:5000"]));
+    assert_eq!(tail, "argv[1:]\n");
 }
