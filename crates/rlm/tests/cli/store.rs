@@ -327,13 +327,11 @@ fn read_commands_need_an_existing_store() {
     assert!(!Path::new(&fixture.dir.path().join("store")).exists());
 }
 
-/// With the static model wheel (scripts/test sets RLM_TEST_WHEELS): import, load embeds at
-/// once, hybrid search runs without a fallback notice, and `rlm embed` has nothing left to do.
-#[test]
-fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
+/// The static model wheel, when scripts/test has set RLM_TEST_WHEELS.
+fn static_model_wheel() -> Option<std::path::PathBuf> {
     let Some(wheels) = std::env::var_os("RLM_TEST_WHEELS").filter(|v| !v.is_empty()) else {
         eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the model wheels)");
-        return;
+        return None;
     };
     let wheel = std::fs::read_dir(&wheels)
         .unwrap()
@@ -344,6 +342,53 @@ fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
                 .contains("tokenlearn_static_model-0.1.1")
         })
         .expect("RLM_TEST_WHEELS has no tokenlearn_static_model wheel");
+    Some(wheel)
+}
+
+/// With two imported models and none configured, the store's own model is the choice: load
+/// embeds new chunks with it and semantic search uses it (both exited 2 before).
+#[test]
+fn with_two_models_the_store_uses_the_model_of_its_vectors() {
+    let Some(wheel) = static_model_wheel() else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let import = |name: &str| {
+        fixture
+            .rlm()
+            .args(["models", "import", "--name", name])
+            .arg(&wheel)
+            .assert()
+            .success();
+    };
+    import("small");
+    fixture.load();
+    import("other");
+    std::fs::write(fixture.path("project/extra.md"), "# Extra\n\nMore words.\n").unwrap();
+    let (code, _, stderr) = run(fixture.rlm().args(["load", "project"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("embedded 1 chunk"), "{stderr}");
+    let (code, out, stderr) = run(fixture
+        .rlm()
+        .args(["--json", "search", "logger", "--mode", "semantic"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(json_lines(&out)[0]["mode"], "semantic", "{stderr}");
+    // A fresh store and two models: the load succeeds and says why nothing was embedded.
+    let (code, _, stderr) = run(fixture.rlm().args(["load", "project", "--store", "fresh"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("note: new chunks are not embedded"),
+        "{stderr}"
+    );
+}
+
+/// With the static model wheel (scripts/test sets RLM_TEST_WHEELS): import, load embeds at
+/// once, hybrid search runs without a fallback notice, and `rlm embed` has nothing left to do.
+#[test]
+fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
+    let Some(wheel) = static_model_wheel() else {
+        return;
+    };
     let fixture = Fixture::new();
     fixture
         .rlm()
