@@ -1,6 +1,6 @@
 //! Regex search over stored buffers with context lines, like ripgrep.
 
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 
 use regex::RegexBuilder;
 use serde::Serialize;
@@ -15,14 +15,22 @@ pub struct GrepOptions {
     pub buffers: Vec<String>,
     /// Only buffers whose name or path matches this glob.
     pub path_glob: Option<String>,
-    /// Lines of context before and after each match.
-    pub context: usize,
+    /// Lines of context before each match.
+    pub before: usize,
+    /// Lines of context after each match.
+    pub after: usize,
     /// Case-insensitive matching.
     pub ignore_case: bool,
+    /// The pattern is literal text, not a regular expression.
+    pub fixed_strings: bool,
+    /// Matches only at word boundaries (`\b` on both sides).
+    pub word: bool,
+    /// Stop a buffer after this many matching lines.
+    pub max_count: Option<u64>,
 }
 
 /// One line of output.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum GrepLine<'a> {
     /// A line containing a match.
@@ -33,6 +41,8 @@ pub enum GrepLine<'a> {
         line: u64,
         /// The line without its line ending.
         text: &'a str,
+        /// Byte ranges of the matches in `text`.
+        matches: Vec<Range<usize>>,
     },
     /// A context line near a match.
     Context {
@@ -45,6 +55,13 @@ pub enum GrepLine<'a> {
     },
     /// A gap between non-adjacent groups of lines (`--` in ripgrep).
     Break,
+    /// The last line of a buffer that matched has been emitted.
+    End {
+        /// Buffer name.
+        buffer: &'a str,
+        /// Its matching lines.
+        matched_lines: u64,
+    },
 }
 
 /// Totals of a grep.
@@ -65,7 +82,15 @@ impl Store {
         options: &GrepOptions,
         emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     ) -> Result<GrepSummary> {
-        let regex = RegexBuilder::new(pattern)
+        let mut pattern = if options.fixed_strings {
+            regex::escape(pattern)
+        } else {
+            pattern.to_owned()
+        };
+        if options.word {
+            pattern = format!(r"\b(?:{pattern})\b");
+        }
+        let regex = RegexBuilder::new(&pattern)
             .case_insensitive(options.ignore_case)
             .multi_line(true)
             .build()
@@ -77,7 +102,9 @@ impl Store {
             let mut lines = LinePrinter {
                 text: &text,
                 buffer: &buffer.name,
-                context: options.context,
+                regex: &regex,
+                before: options.before,
+                after: options.after,
                 previous_line: 0,
                 previous_end: 0,
                 counted_position: 0,
@@ -85,7 +112,7 @@ impl Store {
             };
             let mut search_from = 0;
             let mut matched = 0;
-            while search_from < text.len() {
+            while search_from < text.len() && options.max_count.is_none_or(|max| matched < max) {
                 let Some(found) = regex.find_at(&text, search_from) else {
                     break;
                 };
@@ -98,7 +125,7 @@ impl Store {
                     .map_or(text.len(), |p| found.start() + p + 1);
                 if (printed_any
                     && matched == 0
-                    && options.context > 0
+                    && options.before + options.after > 0
                     && emit(GrepLine::Break).is_break())
                     || lines.print_match(line_start, line_end, emit).is_break()
                 {
@@ -109,7 +136,11 @@ impl Store {
                 search_from = line_end;
             }
             if matched > 0 {
-                if lines.print_after(usize::MAX, emit).is_break() {
+                let end = GrepLine::End {
+                    buffer: &buffer.name,
+                    matched_lines: matched,
+                };
+                if lines.print_after(usize::MAX, emit).is_break() || emit(end).is_break() {
                     return Ok(summary);
                 }
                 summary.matched_lines += matched;
@@ -123,7 +154,9 @@ impl Store {
 struct LinePrinter<'a> {
     text: &'a str,
     buffer: &'a str,
-    context: usize,
+    regex: &'a regex::Regex,
+    before: usize,
+    after: usize,
     /// Last printed line number (0 before the first).
     previous_line: u64,
     /// Byte just past the last printed line.
@@ -150,13 +183,17 @@ impl LinePrinter<'_> {
         let after = if self.previous_line == 0 {
             0
         } else {
-            (number - self.previous_line - 1).min(self.context as u64)
+            (number - self.previous_line - 1).min(self.after as u64)
         };
         self.print_after(after as usize, emit)?;
         let before_first = number
-            .saturating_sub(self.context as u64)
+            .saturating_sub(self.before as u64)
             .max(self.previous_line + 1);
-        if self.previous_line > 0 && before_first > self.previous_line + 1 {
+        // As ripgrep: `--` separates groups only when context lines are shown.
+        if self.previous_line > 0
+            && before_first > self.previous_line + 1
+            && self.before + self.after > 0
+        {
             emit(GrepLine::Break)?;
         }
         let mut before = Vec::new();
@@ -175,23 +212,30 @@ impl LinePrinter<'_> {
                 text: trim_line(&self.text[range]),
             })?;
         }
+        let text = trim_line(&self.text[start..end]);
         emit(GrepLine::Match {
             buffer: self.buffer,
             line: number,
-            text: trim_line(&self.text[start..end]),
+            text,
+            matches: self
+                .regex
+                .find_iter(text)
+                .filter(|found| !found.is_empty())
+                .map(|found| found.range())
+                .collect(),
         })?;
         self.previous_line = number;
         self.previous_end = end;
         ControlFlow::Continue(())
     }
 
-    /// Prints up to `limit` (and at most `context`) lines after the last printed line.
+    /// Prints up to `limit` (and at most `after`) lines after the last printed line.
     fn print_after(
         &mut self,
         limit: usize,
         emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        for _ in 0..limit.min(self.context) {
+        for _ in 0..limit.min(self.after) {
             if self.previous_end >= self.text.len() {
                 break;
             }

@@ -367,26 +367,93 @@ fn grep_prints_matches_with_context_like_ripgrep() {
     store
         .load(vec![text("f", body)], &small_chunks(), &mut keep_going)
         .unwrap();
-    let mut lines = Vec::new();
     let options = GrepOptions {
-        context: 1,
+        before: 1,
+        after: 1,
         ..GrepOptions::default()
     };
+    let (lines, summary) = grep_lines(&store, "hit", &options);
+    assert_eq!(
+        lines,
+        [
+            "2-b",
+            "3:[hit] one",
+            "4-c",
+            "--",
+            "7-f",
+            "8:[hit] two",
+            "9-g",
+            "end f 2"
+        ]
+    );
+    assert_eq!((summary.matched_lines, summary.matched_buffers), (2, 1));
+}
+
+/// Grep output as text: `N:line` with `[match]` marks, `N-context`, `--`, `end NAME COUNT`.
+fn grep_lines(
+    store: &Store,
+    pattern: &str,
+    options: &GrepOptions,
+) -> (Vec<String>, rlm_store::GrepSummary) {
+    let mut lines = Vec::new();
     let summary = store
-        .grep("hit", &options, &mut |line| {
+        .grep(pattern, options, &mut |line| {
             lines.push(match line {
-                GrepLine::Match { line, text, .. } => format!("{line}:{text}"),
+                GrepLine::Match {
+                    line,
+                    text,
+                    matches,
+                    ..
+                } => {
+                    let mut marked = String::new();
+                    let mut at = 0;
+                    for range in matches {
+                        marked.push_str(&text[at..range.start]);
+                        marked.push_str(&format!("[{}]", &text[range.clone()]));
+                        at = range.end;
+                    }
+                    marked.push_str(&text[at..]);
+                    format!("{line}:{marked}")
+                }
                 GrepLine::Context { line, text, .. } => format!("{line}-{text}"),
                 GrepLine::Break => "--".to_owned(),
+                GrepLine::End {
+                    buffer,
+                    matched_lines,
+                } => format!("end {buffer} {matched_lines}"),
             });
             ControlFlow::Continue(())
         })
         .unwrap();
-    assert_eq!(
-        lines,
-        ["2-b", "3:hit one", "4-c", "--", "7-f", "8:hit two", "9-g"]
-    );
-    assert_eq!((summary.matched_lines, summary.matched_buffers), (2, 1));
+    (lines, summary)
+}
+
+#[test]
+fn grep_takes_fixed_strings_words_separate_context_and_a_match_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let body = "a.b and axb\ncat concat cat\nx\ny\ncat\n";
+    store
+        .load(vec![text("f", body)], &small_chunks(), &mut keep_going)
+        .unwrap();
+    let options = |change: &dyn Fn(&mut GrepOptions)| {
+        let mut options = GrepOptions::default();
+        change(&mut options);
+        options
+    };
+    let (regex, _) = grep_lines(&store, "a.b", &GrepOptions::default());
+    assert_eq!(regex, ["1:[a.b] and [axb]", "end f 1"]);
+    let (fixed, _) = grep_lines(&store, "a.b", &options(&|o| o.fixed_strings = true));
+    assert_eq!(fixed, ["1:[a.b] and axb", "end f 1"]);
+    let (words, _) = grep_lines(&store, "cat", &options(&|o| o.word = true));
+    assert_eq!(words, ["2:[cat] concat [cat]", "5:[cat]", "end f 2"]);
+    let (after, _) = grep_lines(&store, "concat", &options(&|o| o.after = 2));
+    assert_eq!(after, ["2:cat [concat] cat", "3-x", "4-y", "end f 1"]);
+    let (before, _) = grep_lines(&store, "^y", &options(&|o| o.before = 1));
+    assert_eq!(before, ["3-x", "4:[y]", "end f 1"]);
+    let (first, summary) = grep_lines(&store, "cat", &options(&|o| o.max_count = Some(1)));
+    assert_eq!(first, ["2:[cat] con[cat] [cat]", "end f 1"]);
+    assert_eq!(summary.matched_lines, 1);
 }
 
 #[test]

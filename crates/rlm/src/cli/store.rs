@@ -117,9 +117,30 @@ pub struct GrepArgs {
     /// Lines of context around each match.
     #[arg(short = 'C', long, default_value_t = 0, value_name = "N")]
     pub context: usize,
+    /// Lines of context after each match (overrides -C).
+    #[arg(short = 'A', long, value_name = "N")]
+    pub after_context: Option<usize>,
+    /// Lines of context before each match (overrides -C).
+    #[arg(short = 'B', long, value_name = "N")]
+    pub before_context: Option<usize>,
     /// Case-insensitive.
     #[arg(short = 'i', long)]
     pub ignore_case: bool,
+    /// The pattern is literal text, not a regular expression.
+    #[arg(short = 'F', long)]
+    pub fixed_strings: bool,
+    /// Only matches surrounded by word boundaries.
+    #[arg(short = 'w', long)]
+    pub word_regexp: bool,
+    /// Print only the names of buffers with a match.
+    #[arg(short = 'l', long, conflicts_with = "count")]
+    pub files_with_matches: bool,
+    /// Print the number of matching lines per buffer.
+    #[arg(short = 'c', long)]
+    pub count: bool,
+    /// Stop each buffer after this many matching lines.
+    #[arg(short = 'm', long, value_name = "NUM")]
+    pub max_count: Option<u64>,
     #[command(flatten)]
     pub location: StoreLocation,
 }

@@ -11,42 +11,53 @@ use crate::error::store_error;
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
+/// Matches as ripgrep colours them.
+const MATCH: anstyle::Style = anstyle::Style::new()
+    .bold()
+    .fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Red)));
+const BUFFER: anstyle::Style =
+    anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Magenta)));
+const LINE: anstyle::Style =
+    anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Green)));
+
 pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Result<ExitCode> {
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    // Only names or counts: the lines themselves are not needed.
+    let per_buffer = args.files_with_matches || args.count;
     let options = GrepOptions {
         buffers: args.buffers,
         path_glob: args.path_glob,
-        context: args.context,
+        before: if per_buffer {
+            0
+        } else {
+            args.before_context.unwrap_or(args.context)
+        },
+        after: if per_buffer {
+            0
+        } else {
+            args.after_context.unwrap_or(args.context)
+        },
         ignore_case: args.ignore_case,
+        fixed_strings: args.fixed_strings,
+        word: args.word_regexp,
+        max_count: if args.files_with_matches {
+            Some(1)
+        } else {
+            args.max_count
+        },
     };
     let mut out = output::stdout();
-    let magenta = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Magenta.into()));
-    let green = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Green.into()));
     let mut write_error = None;
     let summary = store
         .grep(&args.pattern, &options, &mut |line| {
-            let result = if global.json {
+            let result = if per_buffer && !matches!(line, GrepLine::End { .. }) {
+                Ok(())
+            } else if global.json {
                 serde_json::to_writer(&mut out, &line)
                     .map_err(std::io::Error::from)
                     .and_then(|()| writeln!(out))
             } else {
-                match line {
-                    GrepLine::Match { buffer, line, text } => {
-                        let (buffer, text) = (output::for_stdout(buffer), output::for_stdout(text));
-                        writeln!(
-                            out,
-                            "{magenta}{buffer}{magenta:#}:{green}{line}{green:#}:{text}"
-                        )
-                    }
-                    GrepLine::Context { buffer, line, text } => {
-                        let (buffer, text) = (output::for_stdout(buffer), output::for_stdout(text));
-                        writeln!(
-                            out,
-                            "{magenta}{buffer}{magenta:#}-{green}{line}{green:#}-{text}"
-                        )
-                    }
-                    GrepLine::Break => writeln!(out, "--"),
-                }
+                write_line(&mut out, &line, args.files_with_matches, args.count)
             };
             match result {
                 Ok(()) => ControlFlow::Continue(()),
@@ -66,4 +77,57 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
     } else {
         ExitCode::from(crate::error::EXIT_FAILED)
     })
+}
+
+fn write_line(
+    out: &mut impl std::io::Write,
+    line: &GrepLine<'_>,
+    files_with_matches: bool,
+    count: bool,
+) -> std::io::Result<()> {
+    match line {
+        GrepLine::Match {
+            buffer,
+            line,
+            text,
+            matches,
+        } => {
+            let buffer = output::for_stdout(buffer);
+            write!(out, "{BUFFER}{buffer}{BUFFER:#}:{LINE}{line}{LINE:#}:")?;
+            // Each piece is neutralised on its own: the match ranges are offsets into `text`.
+            let mut at = 0;
+            for range in matches {
+                let (Some(before), Some(matched)) =
+                    (text.get(at..range.start), text.get(range.clone()))
+                else {
+                    continue;
+                };
+                let (before, matched) = (output::for_stdout(before), output::for_stdout(matched));
+                write!(out, "{before}{MATCH}{matched}{MATCH:#}")?;
+                at = range.end;
+            }
+            let rest = text.get(at..).unwrap_or_default();
+            writeln!(out, "{}", output::for_stdout(rest))
+        }
+        GrepLine::Context { buffer, line, text } => {
+            let (buffer, text) = (output::for_stdout(buffer), output::for_stdout(text));
+            writeln!(
+                out,
+                "{BUFFER}{buffer}{BUFFER:#}-{LINE}{line}{LINE:#}-{text}"
+            )
+        }
+        GrepLine::Break => writeln!(out, "--"),
+        GrepLine::End { buffer, .. } if files_with_matches => {
+            let buffer = output::for_stdout(buffer);
+            writeln!(out, "{BUFFER}{buffer}{BUFFER:#}")
+        }
+        GrepLine::End {
+            buffer,
+            matched_lines,
+        } if count => {
+            let buffer = output::for_stdout(buffer);
+            writeln!(out, "{BUFFER}{buffer}{BUFFER:#}:{matched_lines}")
+        }
+        _ => Ok(()),
+    }
 }
