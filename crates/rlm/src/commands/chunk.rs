@@ -56,16 +56,15 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
                     "chars": text[chunk.range.clone()].chars().count(),
                     "header_chars": chunk.header.as_ref().map(|h| text[h.clone()].chars().count()),
                 }),
-            )
-            .map_err(std::io::Error::from)?;
+            )?;
             writeln!(out)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(
         out,
-        "{} chunks ({})",
-        chunking.chunks.len(),
+        "{} ({})",
+        output::count(chunking.chunks.len() as u64, "chunk"),
         chunking.strategy
     )?;
     for (index, chunk) in chunking.chunks.iter().enumerate() {

@@ -56,9 +56,8 @@ pub fn embed_chunks(
         let seconds = started.elapsed().as_secs_f64();
         let _ = writeln!(
             stderr,
-            "embedded {} {} with {} ({:.1}s, {:.0} chunks/s)",
-            result.done,
-            if result.done == 1 { "chunk" } else { "chunks" },
+            "embedded {} with {} ({:.1}s, {:.0} chunks/s)",
+            output::count(result.done, "chunk"),
             embedder.model_id(),
             seconds,
             result.done as f64 / seconds.max(1e-9)

@@ -690,3 +690,31 @@ fn grep_takes_fixed_strings_words_names_counts_and_one_sided_context() {
         "{search:?}"
     );
 }
+
+#[test]
+fn chunk_counts_characters_the_same_in_json_and_text() {
+    let fixture = Fixture::new();
+    let rows: String = (0..40)
+        .map(|row| format!("{row},name number {row}\n"))
+        .collect();
+    std::fs::write(fixture.path("table.csv"), format!("id,name\n{rows}")).unwrap();
+    let args = ["chunk", "table.csv", "--chunk-size", "200"];
+    let json = json_lines(&stdout(fixture.rlm().arg("--json").args(args)));
+    let text = stdout(fixture.rlm().args(args));
+    assert!(json.len() > 1);
+    assert!(json.iter().all(|chunk| chunk["header_chars"] == 8));
+    let counted: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let at = words.iter().position(|word| *word == "chars").unwrap();
+            words[at - 1].parse().unwrap()
+        })
+        .collect();
+    let reported: Vec<u64> = json
+        .iter()
+        .map(|chunk| chunk["chars"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counted, reported);
+}
