@@ -17,6 +17,7 @@
 //! ```
 
 pub mod chunk;
+mod delimited;
 mod fields;
 mod format;
 mod json_scan;

@@ -7,10 +7,14 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::delimited::{QUOTED_FIELD_LIMIT, split_fields};
 use crate::fields::FieldSet;
 use crate::format::Format;
 use crate::json_scan::JsonScanner;
-use crate::records::{DelimitedRowCounter, HeadingCounter, LineRecordCounter, heading_level};
+use crate::records::{
+    DelimitedRowCounter, HeadingCounter, LineRecordCounter, UnclosedQuotes, heading_level,
+};
+use crate::render::thousands;
 use crate::scan::{BLOCK_SIZE, BlockReader, TextStats};
 use crate::sniff::{Verdict, first_rows, sniff};
 
@@ -204,7 +208,11 @@ impl Analysis {
     fn new(name: Option<&str>, verdict: Verdict) -> Self {
         let counter = match verdict.format {
             Format::Ndjson => Counter::Lines(LineRecordCounter::default()),
-            Format::Csv | Format::Tsv => Counter::Rows(DelimitedRowCounter::default()),
+            Format::Csv | Format::Tsv => Counter::Rows(DelimitedRowCounter::new(
+                verdict
+                    .delimiter
+                    .unwrap_or(default_delimiter(verdict.format)),
+            )),
             Format::Markdown => Counter::Headings(HeadingCounter::default()),
             _ => Counter::None,
         };
@@ -296,15 +304,15 @@ impl Analysis {
     }
 
     fn inspect_delimited(&mut self, prefix: &[u8], complete: bool) -> String {
-        let delimiter = self.verdict.delimiter.unwrap_or(match self.verdict.format {
-            Format::Tsv => b'\t',
-            _ => b',',
-        });
+        let delimiter = self
+            .verdict
+            .delimiter
+            .unwrap_or(default_delimiter(self.verdict.format));
         self.verdict.delimiter = Some(delimiter);
-        let rows = first_rows(prefix, complete, 2);
+        let rows = first_rows(prefix, complete, 2, delimiter);
         if let Some(header) = rows.first() {
-            for column in split_row(header, delimiter) {
-                self.fields.insert(column);
+            for column in split_fields(header, delimiter) {
+                self.fields.insert(column.trim().to_owned());
             }
         }
         rows.get(1)
@@ -332,11 +340,10 @@ impl Analysis {
             Counter::None => {}
             Counter::Lines(counter) => records = Some(counter.finish()),
             Counter::Rows(counter) => {
-                let (rows, open_quote) = counter.finish();
+                let (rows, unclosed) = counter.finish();
                 records = Some(rows.saturating_sub(1));
-                if open_quote {
-                    self.notes
-                        .push("the input ends inside a quoted field".to_owned());
+                if let Some(note) = unclosed_note(unclosed) {
+                    self.notes.push(note);
                 }
             }
             Counter::Json(scanner) => {
@@ -420,31 +427,28 @@ fn first_array_element(text: &str) -> String {
     }
 }
 
-/// Splits one CSV/TSV row into unquoted fields.
-fn split_row(row: &[u8], delimiter: u8) -> Vec<String> {
-    let text = String::from_utf8_lossy(row);
-    let mut fields = Vec::new();
-    let mut current = String::new();
-    let mut in_quotes = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if in_quotes && chars.peek() == Some(&'"') => {
-                current.push('"');
-                chars.next();
-            }
-            '"' => in_quotes = !in_quotes,
-            c if c == char::from(delimiter) && !in_quotes => {
-                fields.push(std::mem::take(&mut current))
-            }
-            c => current.push(c),
-        }
+fn default_delimiter(format: Format) -> u8 {
+    match format {
+        Format::Tsv => b'\t',
+        _ => b',',
     }
-    fields.push(current);
-    fields
-        .into_iter()
-        .map(|field| field.trim().to_owned())
-        .collect()
+}
+
+/// What a model should know when quoting did not hold: the count is of lines there.
+fn unclosed_note(unclosed: UnclosedQuotes) -> Option<String> {
+    let limit = QUOTED_FIELD_LIMIT / 1024;
+    match unclosed.fields {
+        0 => None,
+        1 => Some(format!(
+            "quotes do not balance: a quoted field opened on line {} does not close within {limit} KiB, so the rows it would span are counted as lines",
+            thousands(unclosed.first_line)
+        )),
+        fields => Some(format!(
+            "quotes do not balance: {} quoted fields (the first opened on line {}) do not close within {limit} KiB, so the rows they would span are counted as lines",
+            thousands(fields),
+            thousands(unclosed.first_line)
+        )),
+    }
 }
 
 fn outline(text: &str, limit: usize) -> Vec<Heading> {

@@ -1,6 +1,8 @@
 //! Streaming record counters for line- and row-based formats. Each keeps only a few flags of
 //! state between blocks, so a record may span any number of blocks.
 
+use crate::delimited::{RowEvent, RowSplitter};
+
 /// Counts non-blank lines (NDJSON records).
 #[derive(Debug, Default)]
 pub(crate) struct LineRecordCounter {
@@ -31,41 +33,67 @@ impl LineRecordCounter {
     }
 }
 
-/// Counts rows of delimiter-separated values; a newline inside double quotes does not end a row.
-#[derive(Debug, Default)]
+/// Counts rows of delimiter-separated values as [`RowSplitter`] reads them (quoted newlines stay
+/// in their row; a quoted field that never closes falls back to lines).
+#[derive(Debug)]
 pub(crate) struct DelimitedRowCounter {
+    splitter: RowSplitter,
     rows: u64,
-    in_quotes: bool,
-    row_has_content: bool,
+    unclosed: UnclosedQuotes,
+}
+
+/// Quoted fields that never closed, whose rows were counted as lines.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnclosedQuotes {
+    pub(crate) fields: u64,
+    /// Line (1-based) where the first of them opened.
+    pub(crate) first_line: u64,
 }
 
 impl DelimitedRowCounter {
-    pub(crate) fn feed(&mut self, block: &[u8]) {
-        let mut start = 0;
-        for position in memchr::memchr2_iter(b'"', b'\n', block) {
-            if !self.row_has_content {
-                self.row_has_content = has_content(&block[start..position]);
-            }
-            if block[position] == b'"' {
-                // A doubled quote inside a quoted field toggles twice, which is what we want.
-                self.in_quotes = !self.in_quotes;
-                self.row_has_content = true;
-            } else if !self.in_quotes {
-                if self.row_has_content {
-                    self.rows += 1;
-                }
-                self.row_has_content = false;
-            }
-            start = position + 1;
-        }
-        if !self.row_has_content {
-            self.row_has_content = has_content(&block[start..]);
+    pub(crate) fn new(delimiter: u8) -> Self {
+        Self {
+            splitter: RowSplitter::new(delimiter),
+            rows: 0,
+            unclosed: UnclosedQuotes::default(),
         }
     }
 
-    /// Rows (header included) and whether the input ended inside a quoted field.
-    pub(crate) fn finish(self) -> (u64, bool) {
-        (self.rows + u64::from(self.row_has_content), self.in_quotes)
+    pub(crate) fn feed(&mut self, block: &[u8]) {
+        let Self {
+            splitter,
+            rows,
+            unclosed,
+        } = self;
+        splitter.feed(block, |event| count(event, rows, unclosed));
+    }
+
+    /// Rows (header included) and the quoted fields that never closed.
+    pub(crate) fn finish(self) -> (u64, UnclosedQuotes) {
+        let Self {
+            splitter,
+            mut rows,
+            mut unclosed,
+        } = self;
+        splitter.finish(|event| count(event, &mut rows, &mut unclosed));
+        (rows, unclosed)
+    }
+}
+
+fn count(event: RowEvent, rows: &mut u64, unclosed: &mut UnclosedQuotes) {
+    match event {
+        RowEvent::Row { has_content, .. } => *rows += u64::from(has_content),
+        RowEvent::Unclosed {
+            content_lines,
+            opened_line,
+            ..
+        } => {
+            *rows += 1 + content_lines;
+            if unclosed.fields == 0 {
+                unclosed.first_line = opened_line;
+            }
+            unclosed.fields += 1;
+        }
     }
 }
 
@@ -182,17 +210,41 @@ mod tests {
         }
     }
 
+    fn count_rows(input: &[u8], delimiter: u8, size: usize) -> (u64, UnclosedQuotes) {
+        let mut counter = DelimitedRowCounter::new(delimiter);
+        in_blocks(input, size, |block| counter.feed(block));
+        counter.finish()
+    }
+
     #[test]
     fn csv_rows_respect_quoted_newlines_and_doubled_quotes() {
         let input = b"id,text\n1,\"line one\nline two\"\n2,\"say \"\"hi\"\"\nok\"\n\n3,plain\n";
         for size in [1, 4, 7, 100] {
-            let mut counter = DelimitedRowCounter::default();
-            in_blocks(input, size, |block| counter.feed(block));
-            assert_eq!(counter.finish(), (4, false), "block size {size}");
+            let (rows, unclosed) = count_rows(input, b',', size);
+            assert_eq!((rows, unclosed.fields), (4, 0), "block size {size}");
         }
-        let mut counter = DelimitedRowCounter::default();
-        counter.feed(b"a,b\n1,\"never closed\n2,3\n");
-        assert_eq!(counter.finish(), (2, true));
+    }
+
+    #[test]
+    fn a_quote_inside_an_unquoted_field_is_an_ordinary_character() {
+        let input = b"item,size\nmonitor,27\" wide\ncable,2 m\nmouse,small\n";
+        for size in [1, 3, 100] {
+            let (rows, unclosed) = count_rows(input, b',', size);
+            assert_eq!((rows, unclosed.fields), (4, 0), "block size {size}");
+        }
+    }
+
+    #[test]
+    fn quoted_fields_that_never_close_are_counted_as_lines() {
+        let (rows, unclosed) = count_rows(b"a,b\n1,\"never closed\n2,3\n\n4,5", b',', 3);
+        assert_eq!(rows, 4);
+        assert_eq!(
+            unclosed,
+            UnclosedQuotes {
+                fields: 1,
+                first_line: 2
+            }
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! The extension is the first signal and content the second: content that clearly is another
 //! structured format (a `.json` holding NDJSON, a `.txt` holding CSV) wins, with a note.
 
+use crate::delimited::{RowEvent, RowSplitter, split_fields};
 use crate::format::{Format, NameHint, hint_from_name, language_from_shebang};
 
 /// The verdict on a prefix.
@@ -225,19 +226,19 @@ fn sniff_markup(text: &str) -> Option<Format> {
 
 /// A delimiter whose count (outside quotes) is the same and non-zero on the first rows.
 pub(crate) fn detect_delimiter(prefix: &[u8], complete: bool) -> Option<u8> {
-    let rows = first_rows(prefix, complete, SNIFF_LINES);
-    let enough = if rows.len() <= 2 {
-        rows.len() == 2
-    } else {
-        true
-    };
-    if !enough {
-        return None;
-    }
     for delimiter in [b'\t', b',', b';', b'|'] {
+        let rows = first_rows(prefix, complete, SNIFF_LINES, delimiter);
+        let enough = if rows.len() <= 2 {
+            rows.len() == 2
+        } else {
+            true
+        };
+        if !enough {
+            continue;
+        }
         let counts: Vec<usize> = rows
             .iter()
-            .map(|row| count_outside_quotes(row, delimiter))
+            .map(|row| split_fields(row, delimiter).len() - 1)
             .collect();
         let first = counts[0];
         if first > 0 && counts.iter().all(|&count| count == first) {
@@ -252,48 +253,60 @@ pub(crate) fn detect_delimiter(prefix: &[u8], complete: bool) -> Option<u8> {
     None
 }
 
-/// The first complete rows (quoted newlines stay inside a row), without line terminators.
-pub(crate) fn first_rows(prefix: &[u8], complete: bool, limit: usize) -> Vec<&[u8]> {
+/// The first complete rows as [`RowSplitter`] reads them (quoted newlines stay inside a row),
+/// without line terminators; blank rows are skipped.
+pub(crate) fn first_rows(prefix: &[u8], complete: bool, limit: usize, delimiter: u8) -> Vec<&[u8]> {
     let mut rows = Vec::new();
     let mut start = 0;
-    let mut in_quotes = false;
-    for (index, &byte) in prefix.iter().enumerate() {
-        match byte {
-            b'"' => in_quotes = !in_quotes,
-            b'\n' if !in_quotes => {
-                push_row(&mut rows, &prefix[start..index]);
-                start = index + 1;
-                if rows.len() == limit {
-                    return rows;
-                }
-            }
-            _ => {}
+    let mut splitter = RowSplitter::new(delimiter);
+    // Small pieces: a sniff needs a few rows, not the whole prefix.
+    for piece in prefix.chunks(4096) {
+        splitter.feed(piece, |event| {
+            collect_rows(prefix, event, &mut start, &mut rows)
+        });
+        if rows.len() >= limit {
+            rows.truncate(limit);
+            return rows;
         }
     }
-    if complete && start < prefix.len() && !in_quotes {
-        push_row(&mut rows, &prefix[start..]);
+    if complete {
+        splitter.finish(|event| collect_rows(prefix, event, &mut start, &mut rows));
     }
+    rows.truncate(limit);
     rows
 }
 
+fn collect_rows<'a>(
+    prefix: &'a [u8],
+    event: RowEvent,
+    start: &mut usize,
+    rows: &mut Vec<&'a [u8]>,
+) {
+    match event {
+        RowEvent::Row { end, .. } => {
+            push_row(rows, &prefix[*start..end as usize]);
+            *start = end as usize;
+        }
+        RowEvent::Unclosed {
+            row_end, lines_end, ..
+        } => {
+            push_row(rows, &prefix[*start..row_end as usize]);
+            for line in
+                prefix[row_end as usize..lines_end as usize].split_inclusive(|&b| b == b'\n')
+            {
+                push_row(rows, line);
+            }
+            *start = lines_end as usize;
+        }
+    }
+}
+
 fn push_row<'a>(rows: &mut Vec<&'a [u8]>, row: &'a [u8]) {
+    let row = row.strip_suffix(b"\n").unwrap_or(row);
     let row = row.strip_suffix(b"\r").unwrap_or(row);
     if !row.trim_ascii().is_empty() {
         rows.push(row);
     }
-}
-
-fn count_outside_quotes(row: &[u8], delimiter: u8) -> usize {
-    let mut in_quotes = false;
-    let mut count = 0;
-    for &byte in row {
-        if byte == b'"' {
-            in_quotes = !in_quotes;
-        } else if byte == delimiter && !in_quotes {
-            count += 1;
-        }
-    }
-    count
 }
 
 fn looks_like_markdown(text: &str) -> bool {
@@ -414,7 +427,7 @@ mod tests {
 
     #[test]
     fn rows_keep_quoted_newlines_together() {
-        let rows = first_rows(b"a,b\r\n1,\"x\ny\"\n2,z", true, 10);
+        let rows = first_rows(b"a,b\r\n1,\"x\ny\"\n2,z", true, 10, b',');
         assert_eq!(rows, [&b"a,b"[..], &b"1,\"x\ny\""[..], &b"2,z"[..]]);
         assert_eq!(
             detect_delimiter(b"a,b\r\n1,\"x,\ny\"\n2,z\n", true),

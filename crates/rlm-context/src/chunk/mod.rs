@@ -49,6 +49,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use records::Section;
 pub use stream::StreamChunker;
 
 /// Characters per token assumed by [`SizeUnit::Tokens`].
@@ -219,7 +220,19 @@ pub fn chunk(
         Strategy::Auto => detect_strategy(text, name),
         other => other,
     };
-    let (ranges, header) = split_ranges(text, name, strategy, options, true);
+    let table = match strategy {
+        Strategy::Records => {
+            let (head, complete) = delimiter_head(text);
+            records::table_delimiter(name, head, complete)
+        }
+        _ => None,
+    };
+    let section = Section {
+        table,
+        header_first: true,
+        complete: true,
+    };
+    let (ranges, header) = split_ranges(text, strategy, options, section);
     let mut counter = lines::LineCounter::new(text);
     let chunks = ranges
         .into_iter()
@@ -237,21 +250,19 @@ pub fn chunk(
     Ok(Chunking { strategy, chunks })
 }
 
-/// The non-empty chunk ranges of `text` by a concrete `strategy`, and the CSV/TSV header range.
-/// With `header_first` false, a table's first record is data (the text continues a table whose
-/// header came earlier).
+/// The non-empty chunk ranges of `text` by a concrete `strategy`, and the CSV/TSV header range;
+/// `section` says how `records` reads the text.
 fn split_ranges(
     text: &str,
-    name: Option<&str>,
     strategy: Strategy,
     options: &ChunkOptions,
-    header_first: bool,
+    section: Section,
 ) -> (Vec<Range<usize>>, Option<Range<usize>>) {
     let size = options.in_chars(options.size);
     let overlap = options.in_chars(options.overlap);
     let (mut ranges, header) = match strategy {
         Strategy::Fixed => (fixed::split(text, size, overlap), None),
-        Strategy::Records => records::split(text, name, size, header_first),
+        Strategy::Records => records::split(text, section, size),
         Strategy::Code => (
             pack::with_overlap(text, code::split(text, size), overlap),
             None,
@@ -263,6 +274,19 @@ fn split_ranges(
     };
     ranges.retain(|range| !range.is_empty());
     (ranges, header)
+}
+
+/// The start of `text` a table's delimiter is sniffed from, and whether that is all of it. A
+/// stream sniffs once it holds more than this, so both see the same bytes.
+fn delimiter_head(text: &str) -> (&str, bool) {
+    if text.len() <= stream::DETECTION_BYTES {
+        (text, true)
+    } else {
+        (
+            &text[..text.floor_char_boundary(stream::DETECTION_BYTES)],
+            false,
+        )
+    }
 }
 
 /// Where the units of `structure` (paragraphs) and `code` (items) start; `None` for the

@@ -9,16 +9,18 @@
 
 use std::ops::Range;
 
+use super::records::{self, Section};
 use super::{
-    Chunk, ChunkError, ChunkOptions, Strategy, detect_strategy, lines::LineCounter, split_ranges,
-    unit_starts,
+    Chunk, ChunkError, ChunkOptions, Strategy, delimiter_head, detect_strategy, lines::LineCounter,
+    split_ranges, unit_starts,
 };
 
 /// Non-blank lines `detect_strategy` samples.
 pub(super) const DETECTION_LINES: usize = 20;
 
-/// Past this much text without enough lines, `Auto` decides from what it has.
-const DETECTION_BYTES: usize = SETTLE_FALLBACK_BYTES;
+/// Past this much text without enough lines, `Auto` decides from what it has; a CSV's delimiter
+/// is sniffed from this much.
+pub(super) const DETECTION_BYTES: usize = SETTLE_FALLBACK_BYTES;
 
 /// Incremental chunker. Feed pieces with [`push`](Self::push), then call
 /// [`finish`](Self::finish); chunk ranges and lines are relative to the whole stream.
@@ -28,6 +30,9 @@ pub struct StreamChunker {
     options: ChunkOptions,
     /// Resolved from the first piece when the options say `Auto`.
     strategy: Option<Strategy>,
+    /// The delimiter of a table (for `records`), resolved with the strategy; a CSV's is sniffed
+    /// from its first [`DETECTION_BYTES`].
+    table: Option<Option<u8>>,
     /// The CSV/TSV header row, once a chunk has been emitted after it.
     header: Option<Range<usize>>,
     /// Whether a chunk has been emitted yet (until then the tail starts at the stream start).
@@ -54,6 +59,7 @@ impl StreamChunker {
             name: name.map(str::to_owned),
             options: *options,
             strategy: None,
+            table: None,
             header: None,
             started: false,
             tail: String::new(),
@@ -109,6 +115,25 @@ impl StreamChunker {
             })
     }
 
+    /// The table delimiter, once it can be known: `Some(None)` when the text is no table, `None`
+    /// while a CSV's first [`DETECTION_BYTES`] have not all arrived (whole-text chunking sniffs
+    /// exactly those).
+    fn table_delimiter(&mut self, strategy: Strategy, last: bool) -> Option<Option<u8>> {
+        if strategy != Strategy::Records {
+            return Some(None);
+        }
+        if self.table.is_none() {
+            let name = self.name.as_deref();
+            if records::needs_sniffing(name) && !last && self.tail.len() <= DETECTION_BYTES {
+                return None;
+            }
+            // Nothing was emitted yet, so the tail is the start of the text.
+            let (head, complete) = delimiter_head(&self.tail);
+            self.table = Some(records::table_delimiter(name, head, complete));
+        }
+        self.table
+    }
+
     fn emit<E>(
         &mut self,
         last: bool,
@@ -118,6 +143,9 @@ impl StreamChunker {
             return Ok(());
         }
         let strategy = self.resolved();
+        let Some(table) = self.table_delimiter(strategy, last) else {
+            return Ok(());
+        };
         // Chunk only up to a boundary no later text can move (a chunker decides where a chunk
         // ends from the units after it, so those must be whole), then hold back the last chunk,
         // which may still grow.
@@ -126,13 +154,13 @@ impl StreamChunker {
         } else {
             settled_end(&self.tail, strategy)
         };
-        let (mut ranges, header) = split_ranges(
-            &self.tail[..end],
-            self.name.as_deref(),
-            strategy,
-            &self.options,
-            !self.started,
-        );
+        let section = Section {
+            table,
+            header_first: !self.started,
+            complete: last,
+        };
+        let (mut ranges, header) =
+            split_ranges(&self.tail[..end], strategy, &self.options, section);
         if !last {
             // Hold back the last chunk, which may still grow, and restart at a chunk that also
             // starts a unit: a chunk cut from the middle of an oversized paragraph or item would
@@ -309,6 +337,21 @@ mod tests {
                     }
                     text.push_str(&format!("{i},\"line one\nline two {i}\"\n"));
                 }
+                // Quoted fields, quotes inside unquoted fields, and near the end a quoted field
+                // that never closes (no quote follows it).
+                "tsv" => {
+                    if i == 0 {
+                        text.push_str("id\tnote\n");
+                    }
+                    let row = match i {
+                        _ if i > 110 => format!("{i}\tplain\n"),
+                        110 => format!("{i}\t\"never closes\n"),
+                        _ if i % 7 == 0 => format!("{i}\t\"quoted\nacross \"\"lines\"\"\"\n"),
+                        _ if i % 5 == 0 => format!("{i}\t27\" wide\n"),
+                        _ => format!("{i}\tx\t\"a\tb\"\n"),
+                    };
+                    text.push_str(&row);
+                }
                 _ => text.push_str(&format!("word{i} ")),
             }
         }
@@ -322,6 +365,7 @@ mod tests {
             ("lib.rs", "rs"),
             ("events.ndjson", "ndjson"),
             ("table.csv", "csv"),
+            ("quotes.tsv", "tsv"),
             ("plain.txt", "txt"),
         ];
         for (name, kind) in cases {
@@ -355,6 +399,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A CSV over the sniffing window, with `;` as delimiter (so quoting depends on the sniffed
+    /// delimiter), and a quoted field open past the limit that a stray quote closes far below.
+    #[test]
+    fn tables_with_sniffed_delimiters_and_unclosed_quotes_stream_like_whole_text() {
+        let mut text = String::from("id;note;size\n");
+        for i in 0..60_000 {
+            let row = match i {
+                20_000 => format!("{i};\"opens and runs on;1\n"),
+                30_000 => format!("{i};stray quote\" closes it;1\n"),
+                _ if (20_000..30_000).contains(&i) => format!("{i};plain;{i}\n"),
+                _ if i % 9 == 0 => format!("{i};\"line\nbreak; {i}\";2\n"),
+                _ if i % 4 == 0 => format!("{i};monitor;27\" wide\n"),
+                _ => format!("{i};plain;{i}\n"),
+            };
+            text.push_str(&row);
+        }
+        assert!(text.len() > DETECTION_BYTES);
+        let options = ChunkOptions {
+            strategy: Strategy::Auto,
+            size: 200,
+            overlap: 0,
+            unit: SizeUnit::Chars,
+        };
+        let whole = chunk(&text, Some("t.csv"), &options).unwrap().chunks;
+        let tiles = whole
+            .windows(2)
+            .all(|pair| pair[0].range.end == pair[1].range.start);
+        assert!(tiles && whole.last().unwrap().range.end == text.len());
+        for piece in [65_536, 333_333, 2 << 20] {
+            assert_eq!(
+                streamed(&text, "t.csv", &options, piece),
+                whole,
+                "piece {piece}"
+            );
+        }
+        // No record swallowed its neighbours, so every chunk is within the size.
+        assert!(
+            whole
+                .iter()
+                .all(|c| text[c.range.clone()].chars().count() <= 200)
+        );
+        // One record per chunk: read with `;`, a quoted newline stays in its record, and the
+        // field left open at row 20,000 is one line.
+        let one_each = ChunkOptions { size: 1, ..options };
+        let records = chunk(&text, Some("t.csv"), &one_each).unwrap().chunks;
+        assert_eq!(records.len(), 60_000);
+        assert!(
+            records
+                .iter()
+                .all(|c| !text[c.range.clone()].starts_with("break;"))
+        );
+        assert_eq!(
+            &text[records[20_000].range.clone()],
+            "20000;\"opens and runs on;1\n"
+        );
     }
 
     /// Texts where a chunk starts inside an oversized paragraph or fenced block: restarting
