@@ -21,7 +21,6 @@ pub(crate) struct JsonScanner {
     key: Vec<u8>,
     pending_key: Option<String>,
     parent_key: Option<String>,
-    parent_has_children: bool,
     top: Option<u8>,
     elements: u64,
     awaiting_value: bool,
@@ -58,7 +57,6 @@ impl JsonScanner {
             key: Vec::new(),
             pending_key: None,
             parent_key: None,
-            parent_has_children: false,
             top: None,
             elements: 0,
             awaiting_value: true,
@@ -187,8 +185,7 @@ impl JsonScanner {
         } else if self.depth == self.base + 1
             && let Some(parent) = &self.parent_key
         {
-            self.fields.insert(format!("{parent}.{key}"));
-            self.parent_has_children = true;
+            self.fields.insert_path(parent, &key);
         }
     }
 
@@ -207,11 +204,9 @@ impl JsonScanner {
         if self.depth == self.base
             && let Some(key) = self.pending_key.take()
         {
+            self.fields.insert_key(&key);
             if is_object {
                 self.parent_key = Some(key);
-                self.parent_has_children = false;
-            } else {
-                self.fields.insert(key);
             }
         }
     }
@@ -221,11 +216,8 @@ impl JsonScanner {
             self.unbalanced = true;
             return;
         }
-        if self.depth == self.base + 1
-            && let Some(parent) = self.parent_key.take()
-            && !self.parent_has_children
-        {
-            self.fields.insert(parent);
+        if self.depth == self.base + 1 {
+            self.parent_key = None;
         }
         self.depth -= 1;
         // Anything after the top-level document is worth noticing.
@@ -282,8 +274,8 @@ mod tests {
             assert_eq!(result.elements, 6, "block {block}");
             assert!(!result.malformed);
             assert_eq!(
-                result.fields.into_vec(),
-                ["a", "p.x", "p.y", "e", "b"],
+                result.fields.finish().names,
+                ["a", "p", "e", "b", "p.x", "p.y"],
                 "block {block}"
             );
         }
@@ -294,7 +286,10 @@ mod tests {
         let input = r#"{"zeta": 1, "alpha": {"k": [1, {"inner": 2}]}, "esc\"aped": true}"#;
         let result = scan(input, false, 3);
         assert_eq!(result.top, Some(b'{'));
-        assert_eq!(result.fields.into_vec(), ["zeta", "alpha.k", "esc\"aped"]);
+        assert_eq!(
+            result.fields.finish().names,
+            ["zeta", "alpha", "esc\"aped", "alpha.k"]
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Format sniffing, context metadata, chunkers and token counting for rlm.
 //!
 //! The centre of this crate is [`analyze_path`] / [`analyze_bytes`]: one bounded, streaming pass
-//! that says what a context is — format, size, records, fields (one level of dot paths), a
-//! sample — so a model does not spend its first step finding out. [`render_hint`] turns the
-//! result into the block a model reads.
+//! that says what a context is — format, size, records, fields (keys, then one level of dot
+//! paths), a sample — so a model does not spend its first step finding out. [`render_hint`]
+//! turns the result into the block a model reads.
 //!
 //! ```
 //! use rlm_context::{AnalyzeOptions, Format, analyze_bytes, render_hint};
@@ -12,7 +12,7 @@
 //! let metadata = analyze_bytes(feed, Some("feed.ndjson"), &AnalyzeOptions::default());
 //! assert_eq!(metadata.format, Format::Ndjson);
 //! assert_eq!(metadata.records, Some(2));
-//! assert_eq!(metadata.fields, ["author", "profile.name", "tags"]);
+//! assert_eq!(metadata.fields, ["author", "profile", "tags", "profile.name"]);
 //! assert!(render_hint(&metadata, "context").contains("Records: 2"));
 //! ```
 

@@ -83,11 +83,15 @@ pub struct ContextMetadata {
     /// NDJSON lines, JSON array elements, or CSV/TSV data rows (header excluded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records: Option<u64>,
-    /// Field names (dot paths one level deep) or CSV/TSV header columns.
+    /// Field names — every top-level key, then dot paths one level deep — or CSV/TSV header
+    /// columns.
     pub fields: Vec<String>,
     /// Field names left out because of the cap.
     #[serde(skip_serializing_if = "is_zero")]
     pub fields_omitted: u64,
+    /// Whether `fields` was cut by the cap.
+    #[serde(default)]
+    pub fields_truncated: bool,
     /// Column delimiter of CSV/TSV.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delimiter: Option<String>,
@@ -312,7 +316,7 @@ impl Analysis {
         let rows = first_rows(prefix, complete, 2, delimiter);
         if let Some(header) = rows.first() {
             for column in split_fields(header, delimiter) {
-                self.fields.insert(column.trim().to_owned());
+                self.fields.insert_key(column.trim());
             }
         }
         rows.get(1)
@@ -375,7 +379,7 @@ impl Analysis {
                 stats.first_invalid_offset.unwrap_or(0)
             ));
         }
-        let dropped = fields.dropped;
+        let fields = fields.finish();
         let format = self.verdict.format;
         let binary = format == Format::Binary;
         ContextMetadata {
@@ -394,8 +398,9 @@ impl Analysis {
             },
             lines: if binary { 0 } else { stats.lines() },
             records,
-            fields: fields.into_vec(),
-            fields_omitted: dropped,
+            fields: fields.names,
+            fields_omitted: fields.omitted,
+            fields_truncated: fields.truncated,
             delimiter: self.verdict.delimiter.map(|d| char::from(d).to_string()),
             headings,
             outline: self.outline,

@@ -28,9 +28,11 @@ fn ndjson_counts_records_and_unions_sparse_fields_in_order() {
             [
                 "author",
                 "text",
+                "authorProfile",
+                "hashtags",
+                "embed",
                 "authorProfile.displayName",
                 "authorProfile.x",
-                "hashtags",
                 "embed.external"
             ]
         );
@@ -71,9 +73,46 @@ fn json_object_reports_top_level_keys_and_one_level_of_paths() {
     assert_eq!(metadata.records, None);
     assert_eq!(
         metadata.fields,
-        ["name", "config.depth", "config.size", "items"]
+        ["name", "config", "items", "config.depth", "config.size"]
     );
+    assert!(!metadata.fields_truncated);
     assert!(metadata.notes.is_empty(), "{:?}", metadata.notes);
+}
+
+#[test]
+fn a_wide_map_does_not_push_top_level_keys_out() {
+    // A JSON schema: ten top-level keys, one of them a map with 600 entries.
+    let properties: Vec<String> = (0..600)
+        .map(|i| format!("\"p{i}\": {{\"type\": \"string\"}}"))
+        .collect();
+    let content = format!(
+        r#"{{"$schema": "s", "$id": "i", "title": "t", "description": "d", "type": "object",
+            "properties": {{{}}}, "required": ["p0"], "additionalProperties": false,
+            "definitions": {{"a": {{}}}}, "examples": []}}"#,
+        properties.join(", ")
+    );
+    let metadata = analyze(&content, Some("schema.json"));
+    assert_eq!(
+        metadata.fields[..10],
+        [
+            "$schema",
+            "$id",
+            "title",
+            "description",
+            "type",
+            "properties",
+            "required",
+            "additionalProperties",
+            "definitions",
+            "examples"
+        ]
+    );
+    assert_eq!(metadata.fields[10], "properties.p0");
+    assert_eq!(metadata.fields.len(), 500);
+    assert!(metadata.fields_truncated);
+    assert_eq!(metadata.fields_omitted, 601 - 490);
+    let json = serde_json::to_value(&metadata).unwrap();
+    assert_eq!(json["fields_truncated"], true);
 }
 
 #[test]
@@ -84,7 +123,7 @@ fn json_array_reports_length_and_fields_of_elements() {
         let metadata = analyze(content, name);
         assert_eq!(metadata.format, Format::JsonArray);
         assert_eq!(metadata.records, Some(2));
-        assert_eq!(metadata.fields, ["id", "user.name", "extra"]);
+        assert_eq!(metadata.fields, ["id", "user", "extra", "user.name"]);
         assert_eq!(
             metadata.sample.as_deref(),
             Some("{\"id\": 1, \"user\": {\"name\": \"a\"}}")

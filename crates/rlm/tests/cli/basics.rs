@@ -22,7 +22,7 @@ fn inspect_prints_the_hint_block_a_model_reads() {
       Format: NDJSON (newline-delimited JSON)
       Size: 111 chars, 2 lines
       Records: 2
-      Fields: author, text, authorProfile.displayName, hashtags
+      Fields: author, text, authorProfile, hashtags, authorProfile.displayName
       Sample: {"author":"did:plc:abc","text":"Arsenal win","authorProfile":{"displayName":"A"}}
     "#);
 }
@@ -75,7 +75,8 @@ fn inspect_json_lines_for_several_inputs_and_stdin() {
     assert_eq!(lines[0]["variable"], "context_0");
     assert_eq!(lines[0]["format"], "json-array");
     assert_eq!(lines[0]["records"], 2);
-    assert_eq!(lines[0]["fields"], serde_json::json!(["x", "y.z"]));
+    assert_eq!(lines[0]["fields"], serde_json::json!(["x", "y", "y.z"]));
+    assert_eq!(lines[0]["fields_truncated"], false);
     assert_eq!(lines[1]["variable"], "context_1");
     assert_eq!(lines[1]["source"], "piped.csv");
     assert_eq!(lines[1]["format"], "csv");

@@ -70,3 +70,51 @@ fn a_tsv_quote_that_never_closes_falls_back_to_lines_with_a_note() {
     assert!(largest <= 2000 + 20, "a chunk of {largest} chars");
     assert_eq!(chunks.last().unwrap()["lines"][1], 20_003);
 }
+
+#[test]
+fn every_top_level_key_is_listed_before_the_paths_of_a_wide_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let properties: Vec<String> = (0..600)
+        .map(|index| format!("\"p{index}\": {{\"type\": \"string\"}}"))
+        .collect();
+    let schema = format!(
+        "{{\"$schema\": \"s\", \"$id\": \"i\", \"title\": \"t\", \"type\": \"object\", \"properties\": {{{}}}, \"required\": [], \"definitions\": {{}}, \"examples\": []}}",
+        properties.join(", ")
+    );
+    write(dir.path(), "schema.json", &schema);
+    let assert = rlm(dir.path())
+        .args(["--json", "inspect", "schema.json"])
+        .assert()
+        .success();
+    let metadata: serde_json::Value = serde_json::from_str(&stdout_of(assert)).unwrap();
+    let fields = metadata["fields"].as_array().unwrap();
+    assert_eq!(
+        fields[..9],
+        [
+            "$schema",
+            "$id",
+            "title",
+            "type",
+            "properties",
+            "required",
+            "definitions",
+            "examples",
+            "properties.p0"
+        ]
+    );
+    assert_eq!(fields.len(), 500);
+    assert_eq!(metadata["fields_truncated"], true);
+    assert_eq!(metadata["fields_omitted"], 600 - 492);
+
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "schema.json"])
+            .assert()
+            .success(),
+    );
+    assert!(
+        out.contains("  Fields: $schema, $id, title, type, properties, required, definitions, examples, properties.p0, "),
+        "{out}"
+    );
+    assert!(out.contains(", … (+568 more)\n"), "{out}");
+}
