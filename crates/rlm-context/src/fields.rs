@@ -5,7 +5,11 @@
 //! schema's `properties`, an id-keyed dictionary) has hundreds of children, and were keys and
 //! paths one list under one cap, its paths would push the later keys out.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// Top-level keys and dot paths, each list capped, so a record with thousands of keys stays cheap.
 #[derive(Debug, Default)]
@@ -13,6 +17,7 @@ pub(crate) struct FieldSet {
     keys: CappedNames,
     paths: CappedNames,
     limit: usize,
+    path_buffer: String,
 }
 
 /// The fields as reported: keys, then as many paths as the cap leaves room for.
@@ -32,6 +37,7 @@ impl FieldSet {
             keys: CappedNames::new(limit),
             paths: CappedNames::new(limit),
             limit,
+            path_buffer: String::new(),
         }
     }
 
@@ -42,22 +48,43 @@ impl FieldSet {
 
     /// `parent.child`, for a key `parent` holding an object with the key `child`.
     pub(crate) fn insert_path(&mut self, parent: &str, child: &str) {
-        self.paths.insert(&format!("{parent}.{child}"));
+        // Built in a reused buffer: most paths were seen before.
+        let mut path = std::mem::take(&mut self.path_buffer);
+        path.clear();
+        path.push_str(parent);
+        path.push('.');
+        path.push_str(child);
+        self.paths.insert(&path);
+        self.path_buffer = path;
     }
 
-    /// Adds the fields of one record: its keys, and `key.child` for keys holding an object.
-    pub(crate) fn insert_record(&mut self, record: &serde_json::Value) {
-        let Some(object) = record.as_object() else {
-            return;
-        };
-        for (key, value) in object {
-            self.insert_key(key);
-            if let Some(children) = value.as_object() {
-                for child in children.keys() {
-                    self.insert_path(key, child);
-                }
+    /// Reads one JSON record and adds its fields: its keys, and `key.child` for keys holding
+    /// an object. Values are skipped, not built, so sampling many records stays cheap. A record
+    /// that is not an object has no fields; text that is not JSON is an error.
+    pub(crate) fn insert_json_record(&mut self, json: &[u8]) -> serde_json::Result<()> {
+        // Names are kept aside until the whole record has parsed: keys read before a syntax
+        // error would be fields of a bad record.
+        let mut names = Vec::with_capacity(32);
+        // Checked as a whole with SIMD, the text need not be checked string by string.
+        match simdutf8::basic::from_utf8(json) {
+            Ok(text) => {
+                let mut deserializer = serde_json::Deserializer::from_str(text);
+                serde::Deserializer::deserialize_any(&mut deserializer, RecordVisitor(&mut names))?;
+                deserializer.end()?;
+            }
+            Err(_) => {
+                let mut deserializer = serde_json::Deserializer::from_slice(json);
+                serde::Deserializer::deserialize_any(&mut deserializer, RecordVisitor(&mut names))?;
+                deserializer.end()?;
             }
         }
+        for name in names {
+            match name {
+                Name::Key(key) => self.insert_key(&key),
+                Name::Path(parent, child) => self.insert_path(&parent, &child),
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn finish(self) -> Fields {
@@ -65,6 +92,7 @@ impl FieldSet {
             keys,
             mut paths,
             limit,
+            ..
         } = self;
         let room = limit.saturating_sub(keys.order.len());
         let cut = paths.order.len().saturating_sub(room);
@@ -116,22 +144,168 @@ impl CappedNames {
     }
 }
 
+/// A field name read from a record, borrowed from the input unless it holds escapes.
+enum Name<'de> {
+    Key(Cow<'de, str>),
+    Path(Cow<'de, str>, Cow<'de, str>),
+}
+
+/// Visits a record: its keys, and the keys of objects one level down.
+struct RecordVisitor<'a, 'de>(&'a mut Vec<Name<'de>>);
+
+/// Visits the value of the key `parent`: if it is an object, its keys are paths.
+struct ChildKeys<'a, 'de> {
+    names: &'a mut Vec<Name<'de>>,
+    parent: Cow<'de, str>,
+}
+
+/// A key, borrowed from the input unless it holds escapes.
+struct Key<'de>(Cow<'de, str>);
+
+/// Implements the visits of values that have no keys: scalars are ignored, arrays skipped.
+macro_rules! skip_values_without_keys {
+    () => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(())
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for RecordVisitor<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(key)) = map.next_key()? {
+            self.0.push(Name::Key(key.clone()));
+            map.next_value_seed(ChildKeys {
+                names: self.0,
+                parent: key,
+            })?;
+        }
+        Ok(())
+    }
+
+    skip_values_without_keys!();
+}
+
+impl<'de> DeserializeSeed<'de> for ChildKeys<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChildKeys<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(child)) = map.next_key()? {
+            self.names.push(Name::Path(self.parent.clone(), child));
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+
+    skip_values_without_keys!();
+}
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a string key")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn record(json: &str) -> serde_json::Value {
-        serde_json::from_str(json).unwrap()
-    }
-
     #[test]
     fn keys_first_then_one_level_of_paths_in_first_seen_order() {
         let mut fields = FieldSet::new(100);
-        fields.insert_record(&record(r#"{"b":1,"a":{"x":{"deep":true},"y":2},"e":{}}"#));
-        fields.insert_record(&record(r#"{"a":{"z":0},"sparse":"only here","b":3}"#));
+        let records = [
+            r#"{"b":1,"a":{"x":{"deep":true},"y":2},"e":{},"l":[{"in":1}]}"#,
+            r#"{"a":{"z":0},"sparse":"only here","b":3,"esc\"aped":{"k\u00e9y":null}}"#,
+            r#"[{"not":"a record"}]"#,
+            r#""a string""#,
+        ];
+        for record in records {
+            fields.insert_json_record(record.as_bytes()).unwrap();
+        }
         let fields = fields.finish();
-        assert_eq!(fields.names, ["b", "a", "e", "sparse", "a.x", "a.y", "a.z"]);
+        assert_eq!(
+            fields.names,
+            [
+                "b",
+                "a",
+                "e",
+                "l",
+                "sparse",
+                "esc\"aped",
+                "a.x",
+                "a.y",
+                "a.z",
+                "esc\"aped.kéy"
+            ]
+        );
         assert!(!fields.truncated);
+    }
+
+    #[test]
+    fn text_that_is_not_one_json_value_is_an_error_and_adds_nothing() {
+        let mut fields = FieldSet::new(100);
+        for bad in [
+            &b"{\"a\": oops}"[..],
+            b"{\"b\":1} trailing",
+            b"{\"c\":",
+            b"caf\xe9",
+        ] {
+            assert!(fields.insert_json_record(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(fields.finish().names, [""; 0]);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! A streaming structural scan of one JSON document: element count of a top-level array, field
-//! names (one level of dot paths) of the first records, and whether brackets balance. It never
-//! builds values, so a multi-gigabyte document costs one pass and constant memory.
+//! names (one level of dot paths) of the first elements and of windows spread over the array,
+//! and whether brackets balance. It never builds values, so a multi-gigabyte document costs one
+//! pass and constant memory.
 
 use crate::fields::FieldSet;
+use crate::sample::WindowSchedule;
 
 /// Depths whose container kind we remember; deeper levels only move the depth counter.
 const TRACKED_DEPTHS: usize = 4;
@@ -12,6 +14,12 @@ pub(crate) struct JsonScanner {
     /// Depth of record-level keys: 1 for an object document, 2 for the elements of an array.
     base: usize,
     record_limit: u64,
+    windows: WindowSchedule,
+    window_records: u64,
+    /// Elements before this one are in the current window.
+    window_end: u64,
+    /// Offset of the block being scanned.
+    block_start: u64,
     depth: usize,
     containers: [u8; TRACKED_DEPTHS],
     expect_key: [bool; TRACKED_DEPTHS],
@@ -44,10 +52,21 @@ pub(crate) struct JsonScan {
 }
 
 impl JsonScanner {
-    pub(crate) fn new(array_document: bool, record_limit: u64, field_limit: usize) -> Self {
+    /// A scanner collecting the fields of the first `record_limit` elements of an array
+    /// document, and of `window_records` elements from each window of `windows`.
+    pub(crate) fn new(
+        array_document: bool,
+        record_limit: u64,
+        (windows, window_records): (WindowSchedule, u64),
+        field_limit: usize,
+    ) -> Self {
         Self {
             base: if array_document { 2 } else { 1 },
             record_limit,
+            windows,
+            window_records,
+            window_end: 0,
+            block_start: 0,
             depth: 0,
             containers: [0; TRACKED_DEPTHS],
             expect_key: [false; TRACKED_DEPTHS],
@@ -67,6 +86,11 @@ impl JsonScanner {
     }
 
     pub(crate) fn feed(&mut self, block: &[u8]) {
+        self.scan(block);
+        self.block_start += block.len() as u64;
+    }
+
+    fn scan(&mut self, block: &[u8]) {
         let mut index = 0;
         while index < block.len() {
             if self.in_string {
@@ -83,7 +107,7 @@ impl JsonScanner {
                 }
                 self.awaiting_value = false;
                 if !is_structural(byte) {
-                    self.value_starts(None);
+                    self.value_starts(None, self.block_start + index as u64);
                     index += 1;
                     continue;
                 }
@@ -104,11 +128,11 @@ impl JsonScanner {
                     if self.string_is_key {
                         self.key.clear();
                     } else {
-                        self.value_starts(None);
+                        self.value_starts(None, self.block_start + index as u64 - 1);
                     }
                 }
                 b'{' | b'[' => {
-                    self.value_starts(Some(byte));
+                    self.value_starts(Some(byte), self.block_start + index as u64 - 1);
                     self.depth += 1;
                     if let Some(d) = self.tracked(self.depth) {
                         self.containers[d] = byte;
@@ -172,7 +196,7 @@ impl JsonScanner {
     }
 
     fn collecting(&self) -> bool {
-        self.base == 1 || self.elements <= self.record_limit
+        self.base == 1 || self.elements <= self.record_limit || self.elements < self.window_end
     }
 
     fn key_read(&mut self) {
@@ -189,8 +213,9 @@ impl JsonScanner {
         }
     }
 
-    /// A value begins at the current depth.
-    fn value_starts(&mut self, container: Option<u8>) {
+    /// A value begins at the current depth, at offset `at`.
+    #[inline]
+    fn value_starts(&mut self, container: Option<u8>, at: u64) {
         let is_object = container == Some(b'{');
         if self.depth == 0 {
             self.top_values += 1;
@@ -200,6 +225,9 @@ impl JsonScanner {
         }
         if self.depth == 1 && self.top == Some(b'[') {
             self.elements += 1;
+            if self.elements > self.record_limit && at >= self.windows.next_start() {
+                self.window_starts(at);
+            }
         }
         if self.depth == self.base
             && let Some(key) = self.pending_key.take()
@@ -208,6 +236,13 @@ impl JsonScanner {
             if is_object {
                 self.parent_key = Some(key);
             }
+        }
+    }
+
+    #[cold]
+    fn window_starts(&mut self, at: u64) {
+        if self.windows.take_due(at) {
+            self.window_end = self.elements + self.window_records;
         }
     }
 
@@ -257,7 +292,7 @@ mod tests {
     use super::*;
 
     fn scan(input: &str, array: bool, block: usize) -> JsonScan {
-        let mut scanner = JsonScanner::new(array, 100, 100);
+        let mut scanner = JsonScanner::new(array, 100, (WindowSchedule::new(0, None), 0), 100);
         for chunk in input.as_bytes().chunks(block) {
             scanner.feed(chunk);
         }
@@ -279,6 +314,34 @@ mod tests {
                 "block {block}"
             );
         }
+    }
+
+    #[test]
+    fn windows_collect_fields_of_elements_past_the_first_ones() {
+        let elements: Vec<String> = (0..3000)
+            .map(|i| match i {
+                1500.. => format!(r#"{{"id": {i}, "late": {{"since": 1500}}}}"#),
+                _ => format!(r#"{{"id": {i}}}"#),
+            })
+            .collect();
+        let input = format!("[{}]", elements.join(", "));
+        for block in [7, 4096] {
+            let windows = WindowSchedule::new(8, Some(input.len() as u64));
+            let mut scanner = JsonScanner::new(true, 100, (windows, 4), 100);
+            for chunk in input.as_bytes().chunks(block) {
+                scanner.feed(chunk);
+            }
+            let result = scanner.finish();
+            assert_eq!(result.elements, 3000);
+            assert_eq!(
+                result.fields.finish().names,
+                ["id", "late", "late.since"],
+                "block {block}"
+            );
+        }
+        let mut head_only = JsonScanner::new(true, 100, (WindowSchedule::new(0, None), 0), 100);
+        head_only.feed(input.as_bytes());
+        assert_eq!(head_only.finish().fields.finish().names, ["id"]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod json_scan;
 mod metadata;
 mod records;
 mod render;
+mod sample;
 mod scan;
 mod sniff;
 pub mod tokens;

@@ -15,7 +15,8 @@ use crate::records::{
     DelimitedRowCounter, HeadingCounter, LineRecordCounter, UnclosedQuotes, heading_level,
 };
 use crate::render::thousands;
-use crate::scan::{BLOCK_SIZE, BlockReader, TextStats};
+use crate::sample::{LineSampler, WindowSchedule};
+use crate::scan::{BLOCK_SIZE, BlockReader, TextStats, lossy};
 use crate::sniff::{Verdict, first_rows, sniff};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -25,8 +26,13 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub struct AnalyzeOptions {
     /// Maximum characters of the sample (cut on a character boundary).
     pub sample_chars: usize,
-    /// Records whose fields are collected (sparse fields show up if they occur in these).
+    /// Leading records whose fields are collected (sparse fields show up if they occur in these).
     pub field_records: u64,
+    /// Windows spread evenly over the input whose records also give fields, so fields that
+    /// appear only late in a file show up (NDJSON and JSON arrays).
+    pub field_windows: u64,
+    /// Records read in each window.
+    pub window_records: u64,
     /// Maximum number of field names kept.
     pub max_fields: usize,
     /// Maximum headings kept in a Markdown outline.
@@ -38,6 +44,8 @@ impl Default for AnalyzeOptions {
         Self {
             sample_chars: 200,
             field_records: 1000,
+            field_windows: 64,
+            window_records: 16,
             max_fields: 500,
             max_outline: 20,
         }
@@ -130,7 +138,8 @@ pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMeta
     }
     let file = File::open(path).map_err(file_error)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    analyze_reader(file, name.as_deref(), options).map_err(file_error)
+    let size = metadata.is_file().then_some(metadata.len());
+    analyze_stream(file, name.as_deref(), options, size).map_err(file_error)
 }
 
 /// Analyses bytes already in memory.
@@ -140,7 +149,8 @@ pub fn analyze_bytes(
     options: &AnalyzeOptions,
 ) -> ContextMetadata {
     // Reading from a slice cannot fail.
-    analyze_reader(bytes, name, options).unwrap_or_else(|_| unreachable_metadata(name))
+    analyze_stream(bytes, name, options, Some(bytes.len() as u64))
+        .unwrap_or_else(|_| unreachable_metadata(name))
 }
 
 fn unreachable_metadata(name: Option<&str>) -> ContextMetadata {
@@ -157,6 +167,17 @@ pub fn analyze_reader(
     name: Option<&str>,
     options: &AnalyzeOptions,
 ) -> io::Result<ContextMetadata> {
+    analyze_stream(reader, name, options, None)
+}
+
+/// The pass; `size_hint` (the input's length, when known) spaces the windows records are
+/// sampled from.
+fn analyze_stream(
+    reader: impl Read,
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+    size_hint: Option<u64>,
+) -> io::Result<ContextMetadata> {
     let mut blocks = BlockReader::new(reader, BLOCK_SIZE);
     let Some((first, complete)) = blocks.next_block()? else {
         return Ok(Analysis::new(name, Verdict::empty()).finish());
@@ -166,7 +187,10 @@ pub fn analyze_reader(
     let verdict = sniff(prefix, complete, name);
     let mut analysis = Analysis::new(name, verdict);
     analysis.bom = bom;
-    analysis.inspect_prefix(prefix, complete, options);
+    // Input that fits in the first block has a known size whatever it came from.
+    let size_hint = size_hint.or(complete.then_some(first.len() as u64));
+    let windows = WindowSchedule::new(options.field_windows, size_hint);
+    analysis.inspect_prefix(prefix, complete, options, windows);
     analysis.feed(first, prefix);
     while let Some((block, _)) = blocks.next_block()? {
         analysis.feed(block, block);
@@ -188,7 +212,7 @@ impl Verdict {
 /// Format-specific counting during the pass.
 enum Counter {
     None,
-    Lines(LineRecordCounter),
+    Ndjson(LineRecordCounter, Box<LineSampler>),
     Rows(DelimitedRowCounter),
     Json(Box<JsonScanner>),
     Headings(HeadingCounter),
@@ -211,7 +235,6 @@ struct Analysis {
 impl Analysis {
     fn new(name: Option<&str>, verdict: Verdict) -> Self {
         let counter = match verdict.format {
-            Format::Ndjson => Counter::Lines(LineRecordCounter::default()),
             Format::Csv | Format::Tsv => Counter::Rows(DelimitedRowCounter::new(
                 verdict
                     .delimiter
@@ -236,17 +259,34 @@ impl Analysis {
         }
     }
 
-    /// Structure from the first block only: fields, sample, outline, root element.
-    fn inspect_prefix(&mut self, prefix: &[u8], complete: bool, options: &AnalyzeOptions) {
+    /// Structure from the first block: sample, outline, root element, CSV columns; sets up the
+    /// field sampling of the pass for NDJSON and JSON.
+    fn inspect_prefix(
+        &mut self,
+        prefix: &[u8],
+        complete: bool,
+        options: &AnalyzeOptions,
+        windows: WindowSchedule,
+    ) {
         self.fields = FieldSet::new(options.max_fields);
-        let text = String::from_utf8_lossy(prefix);
+        let text = lossy(prefix);
         let sample_source = match self.verdict.format {
-            Format::Ndjson => self.inspect_ndjson(&text, complete, options),
+            Format::Ndjson => {
+                let sampler = LineSampler::new(
+                    options.field_records,
+                    windows,
+                    options.window_records,
+                    FieldSet::new(options.max_fields),
+                );
+                self.counter = Counter::Ndjson(LineRecordCounter::default(), Box::new(sampler));
+                first_json_line(&text, complete)
+            }
             Format::Json | Format::JsonArray => {
                 let array = self.verdict.format == Format::JsonArray;
                 self.counter = Counter::Json(Box::new(JsonScanner::new(
                     array,
                     options.field_records,
+                    (windows, options.window_records),
                     options.max_fields,
                 )));
                 if array {
@@ -275,38 +315,6 @@ impl Analysis {
         }
     }
 
-    fn inspect_ndjson(&mut self, text: &str, complete: bool, options: &AnalyzeOptions) -> String {
-        let mut lines = text
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-            .peekable();
-        let mut first = None;
-        let mut malformed = 0u64;
-        let mut checked = 0u64;
-        while let Some(line) = lines.next() {
-            if checked >= options.field_records || (lines.peek().is_none() && !complete) {
-                break;
-            }
-            checked += 1;
-            match serde_json::from_str::<serde_json::Value>(line) {
-                Ok(value) => {
-                    first.get_or_insert(line);
-                    self.fields.insert_record(&value);
-                }
-                Err(_) => malformed += 1,
-            }
-        }
-        if malformed > 0 {
-            self.notes.push(format!(
-                "{malformed} of the first {checked} lines are not valid JSON"
-            ));
-        }
-        first
-            .or_else(|| text.lines().next())
-            .unwrap_or_default()
-            .to_owned()
-    }
-
     fn inspect_delimited(&mut self, prefix: &[u8], complete: bool) -> String {
         let delimiter = self
             .verdict
@@ -329,7 +337,10 @@ impl Analysis {
         self.stats.feed(block);
         match &mut self.counter {
             Counter::None => {}
-            Counter::Lines(counter) => counter.feed(content),
+            Counter::Ndjson(counter, sampler) => {
+                counter.feed(content);
+                sampler.feed(content);
+            }
             Counter::Rows(counter) => counter.feed(content),
             Counter::Json(scanner) => scanner.feed(content),
             Counter::Headings(counter) => counter.feed(content),
@@ -342,7 +353,14 @@ impl Analysis {
         let mut fields = std::mem::take(&mut self.fields);
         match std::mem::replace(&mut self.counter, Counter::None) {
             Counter::None => {}
-            Counter::Lines(counter) => records = Some(counter.finish()),
+            Counter::Ndjson(counter, mut sampler) => {
+                records = Some(counter.finish());
+                sampler.finish();
+                if let Some(note) = malformed_lines_note(&sampler) {
+                    self.notes.push(note);
+                }
+                fields = sampler.fields;
+            }
             Counter::Rows(counter) => {
                 let (rows, unclosed) = counter.finish();
                 records = Some(rows.saturating_sub(1));
@@ -430,6 +448,42 @@ fn first_array_element(text: &str) -> String {
         Some(Ok(_)) => body[..stream.byte_offset()].to_owned(),
         _ => body.to_owned(),
     }
+}
+
+/// The first line that parses as JSON (the sample), else the first line. A partial last line
+/// of an incomplete prefix is not tried.
+fn first_json_line(text: &str, complete: bool) -> String {
+    let mut lines = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .peekable();
+    let mut first_valid = None;
+    while let Some(line) = lines.next() {
+        if lines.peek().is_none() && !complete {
+            break;
+        }
+        if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() {
+            first_valid = Some(line);
+            break;
+        }
+    }
+    first_valid
+        .or_else(|| text.lines().next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn malformed_lines_note(sampler: &LineSampler) -> Option<String> {
+    let (malformed, checked) = (sampler.malformed, sampler.checked);
+    if malformed == 0 {
+        return None;
+    }
+    let (malformed, checked) = (thousands(malformed), thousands(checked));
+    Some(if sampler.windowed {
+        format!("{malformed} of the {checked} lines sampled across the file are not valid JSON")
+    } else {
+        format!("{malformed} of the first {checked} lines are not valid JSON")
+    })
 }
 
 fn default_delimiter(format: Format) -> u8 {

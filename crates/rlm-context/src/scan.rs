@@ -4,6 +4,7 @@
 //! Counting is written as plain loops over a block so the compiler vectorises them; with 1 MiB
 //! blocks the pass stays in cache and its memory use does not depend on the input size.
 
+use std::borrow::Cow;
 use std::io::{self, Read};
 
 /// Size of one block of the pass, and of the prefix used for structure.
@@ -157,6 +158,15 @@ impl TextStats {
                 }
             }
         }
+    }
+}
+
+/// `bytes` as text, invalid sequences replaced: like `String::from_utf8_lossy`, but valid input
+/// (the usual case) is checked with SIMD, several times faster on a 1 MiB prefix.
+pub(crate) fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 

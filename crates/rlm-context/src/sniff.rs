@@ -5,6 +5,7 @@
 
 use crate::delimited::{RowEvent, RowSplitter, split_fields};
 use crate::format::{Format, NameHint, hint_from_name, language_from_shebang};
+use crate::scan::lossy;
 
 /// The verdict on a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +119,7 @@ fn single_line(prefix: &[u8]) -> bool {
 
 /// What the content alone says.
 fn sniff_content(prefix: &[u8], complete: bool) -> Verdict {
-    let text = String::from_utf8_lossy(prefix);
+    let text = lossy(prefix);
     let trimmed = text.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('['))
         && let Some(verdict) = sniff_json(trimmed, complete)

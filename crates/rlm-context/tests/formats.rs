@@ -47,6 +47,40 @@ fn ndjson_counts_records_and_unions_sparse_fields_in_order() {
 }
 
 #[test]
+fn fields_seen_only_late_in_a_file_are_found() {
+    // 5,000 records; `late` appears from record 1,500 on, `rare` in 100 records near the end.
+    let mut ndjson = String::new();
+    for index in 0..5_000 {
+        let late = if index >= 1_500 { ",\"late\":true" } else { "" };
+        let rare = if (4_700..4_800).contains(&index) {
+            ",\"rare\":{\"x\":1}"
+        } else {
+            ""
+        };
+        ndjson.push_str(&format!("{{\"id\":{index}{late}{rare}}}\n"));
+    }
+    let expected = ["id", "late", "rare", "rare.x"];
+    let known_size = analyze(&ndjson, Some("events.ndjson"));
+    assert_eq!(known_size.fields, expected);
+    let streamed = analyze_reader(
+        ndjson.as_bytes(),
+        Some("events.ndjson"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        streamed.fields, expected,
+        "stdin: the size is known once it ends"
+    );
+
+    let elements: Vec<String> = ndjson.lines().map(str::to_owned).collect();
+    let array = format!("[{}]", elements.join(",\n"));
+    let metadata = analyze(&array, Some("events.json"));
+    assert_eq!(metadata.format, Format::JsonArray);
+    assert_eq!(metadata.fields, expected);
+}
+
+#[test]
 fn ndjson_with_a_malformed_first_line_is_still_ndjson_with_a_note() {
     let content = "not json at all\n{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}\n{\"a\":5}\n";
     let metadata = analyze(content, Some("events.ndjson"));

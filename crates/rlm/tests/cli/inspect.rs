@@ -118,3 +118,41 @@ fn every_top_level_key_is_listed_before_the_paths_of_a_wide_map() {
     );
     assert!(out.contains(", … (+568 more)\n"), "{out}");
 }
+
+#[test]
+fn fields_that_appear_only_late_in_a_file_or_stream_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Over 1 MiB, so stdin is sampled before its size is known.
+    let mut content = String::new();
+    for index in 0..40_000 {
+        let late = if index >= 20_000 {
+            ",\"edited\":true"
+        } else {
+            ""
+        };
+        content.push_str(&format!("{{\"id\":{index},\"text\":\"post\"{late}}}\n"));
+    }
+    assert!(content.len() > 1 << 20);
+    write(dir.path(), "posts.ndjson", &content);
+    let from_file = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "posts.ndjson"])
+            .assert()
+            .success(),
+    );
+    assert!(
+        from_file.contains("  Fields: id, text, edited\n"),
+        "{from_file}"
+    );
+    let from_stdin = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "-", "--name", "posts.ndjson"])
+            .write_stdin(content)
+            .assert()
+            .success(),
+    );
+    assert!(
+        from_stdin.contains("  Fields: id, text, edited\n"),
+        "{from_stdin}"
+    );
+}
