@@ -35,7 +35,7 @@ use std::path::PathBuf;
 pub use format::{Format, language_from_extension};
 pub use metadata::{
     AnalyzeOptions, ContextMetadata, EncodingInfo, Heading, analyze_bytes, analyze_path,
-    analyze_reader,
+    analyze_reader, endless_kind,
 };
 pub use render::{render_hint, thousands};
 pub use sniff::looks_binary;
@@ -54,4 +54,7 @@ pub enum Error {
     /// The path is a directory.
     #[error("{} is a directory", path.display())]
     IsDirectory { path: PathBuf },
+    /// The path is a device or socket, which may never end (`/dev/zero`); pipes are read.
+    #[error("{} is a {kind}, not a file", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
 }

@@ -124,7 +124,8 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
-/// Analyses a file. Reads it once, streaming; memory use does not depend on its size.
+/// Analyses a file. Reads it once, streaming; memory use does not depend on its size. A FIFO is
+/// read to its end; directories, devices and sockets are refused.
 pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMetadata, Error> {
     let file_error = |source| Error::Read {
         path: path.to_path_buf(),
@@ -136,10 +137,37 @@ pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMeta
             path: path.to_path_buf(),
         });
     }
+    if let Some(kind) = endless_kind(&metadata.file_type()) {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
     let file = File::open(path).map_err(file_error)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let size = metadata.is_file().then_some(metadata.len());
     analyze_stream(file, name.as_deref(), options, size).map_err(file_error)
+}
+
+/// What a file type is, if it is one whose reads need not end: character and block devices
+/// (`/dev/zero`, a disk) and sockets. FIFOs are read: their writer ends them.
+pub fn endless_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if file_type.is_char_device() {
+            return Some("character device");
+        }
+        if file_type.is_block_device() {
+            return Some("block device");
+        }
+        if file_type.is_socket() {
+            return Some("socket");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file_type;
+    None
 }
 
 /// Analyses bytes already in memory.
@@ -204,7 +232,7 @@ impl Verdict {
             format: Format::Empty,
             language: None,
             delimiter: None,
-            note: None,
+            notes: Vec::new(),
         }
     }
 }
@@ -243,7 +271,7 @@ impl Analysis {
             Format::Markdown => Counter::Headings(HeadingCounter::default()),
             _ => Counter::None,
         };
-        let notes = verdict.note.iter().cloned().collect();
+        let notes = verdict.notes.clone();
         Self {
             source: name.map(str::to_owned),
             verdict,

@@ -13,7 +13,7 @@ pub(crate) struct Verdict {
     pub format: Format,
     pub language: Option<&'static str>,
     pub delimiter: Option<u8>,
-    pub note: Option<String>,
+    pub notes: Vec<String>,
 }
 
 impl Verdict {
@@ -22,7 +22,7 @@ impl Verdict {
             format,
             language: None,
             delimiter: None,
-            note: None,
+            notes: Vec::new(),
         }
     }
 }
@@ -59,7 +59,8 @@ fn reconcile(named: Format, content: Verdict, prefix: &[u8], complete: bool) -> 
         || (matches!(named, Format::Json | Format::JsonArray)
             && matches!(content.format, Format::Json | Format::JsonArray))
         || (named == Format::Ndjson && content.format == Format::Json && single_line(prefix))
-        || (named == Format::Html && content.format == Format::Xml);
+        || (named == Format::Html && content.format == Format::Xml)
+        || ndjson_with_bad_lines(named, &content, prefix);
     if same_family {
         let format = if named == Format::Ndjson {
             Format::Ndjson
@@ -71,12 +72,21 @@ fn reconcile(named: Format, content: Verdict, prefix: &[u8], complete: bool) -> 
         } else {
             format
         };
-        return Verdict { format, ..content };
+        let notes = match format {
+            // The bad lines are counted and reported by the pass.
+            Format::Ndjson => Vec::new(),
+            _ => content.notes,
+        };
+        return Verdict {
+            format,
+            notes,
+            ..content
+        };
     }
     if named == Format::Ndjson && content.format == Format::PlainText {
         let note = "the name suggests NDJSON but most lines are not JSON".to_owned();
         return Verdict {
-            note: Some(note),
+            notes: vec![note],
             ..Verdict::of(Format::PlainText)
         };
     }
@@ -90,10 +100,9 @@ fn reconcile(named: Format, content: Verdict, prefix: &[u8], complete: bool) -> 
             named.description(),
             content.format.description()
         );
-        return Verdict {
-            note: Some(note),
-            ..content
-        };
+        let mut notes = vec![note];
+        notes.extend(content.notes);
+        return Verdict { notes, ..content };
     }
     // The content is not clearly anything else: trust the name, but say when it does not fit.
     let mut verdict = Verdict::of(named);
@@ -101,7 +110,7 @@ fn reconcile(named: Format, content: Verdict, prefix: &[u8], complete: bool) -> 
         Format::Csv => verdict.delimiter = Some(detect_delimiter(prefix, complete).unwrap_or(b',')),
         Format::Tsv => verdict.delimiter = Some(b'\t'),
         Format::Json | Format::JsonArray | Format::Ndjson => {
-            verdict.note = Some(format!(
+            verdict.notes.push(format!(
                 "the name suggests {} but the content does not parse as JSON",
                 named.description()
             ));
@@ -110,6 +119,17 @@ fn reconcile(named: Format, content: Verdict, prefix: &[u8], complete: bool) -> 
         _ => {}
     }
     verdict
+}
+
+/// A file named NDJSON whose content fails to parse as one JSON document, yet has lines that
+/// parse on their own: NDJSON with bad lines, even when too short for the majority rule of
+/// [`ndjson_lines`] (two good lines of three).
+fn ndjson_with_bad_lines(named: Format, content: &Verdict, prefix: &[u8]) -> bool {
+    let parse_failed = !content.notes.is_empty();
+    named == Format::Ndjson
+        && matches!(content.format, Format::Json | Format::JsonArray)
+        && parse_failed
+        && lossy(prefix).lines().any(|line| json_line(line.trim()))
 }
 
 fn single_line(prefix: &[u8]) -> bool {
@@ -134,14 +154,15 @@ fn sniff_content(prefix: &[u8], complete: bool) -> Verdict {
     {
         return Verdict::of(format);
     }
-    if let Some(delimiter) = detect_delimiter(prefix, complete) {
-        let format = if delimiter == b'\t' {
+    if let Some(table) = detect_table(prefix, complete) {
+        let format = if table.delimiter == b'\t' {
             Format::Tsv
         } else {
             Format::Csv
         };
         return Verdict {
-            delimiter: Some(delimiter),
+            delimiter: Some(table.delimiter),
+            notes: table.ragged.into_iter().collect(),
             ..Verdict::of(format)
         };
     }
@@ -163,7 +184,7 @@ fn sniff_json(text: &str, complete: bool) -> Option<Verdict> {
             Ok(_) => Verdict::of(json_document_format(text)),
             Err(_) if ndjson_lines(text, complete) => Verdict::of(Format::Ndjson),
             Err(err) => Verdict {
-                note: Some(format!("does not parse as JSON: {err}")),
+                notes: vec![format!("does not parse as JSON: {err}")],
                 ..Verdict::of(json_document_format(text))
             },
         });
@@ -183,8 +204,9 @@ fn json_document_format(text: &str) -> Format {
     }
 }
 
-/// Whether the first lines are mostly JSON objects or arrays, one per line (a malformed line or
-/// two does not change the verdict). A partial last line of an incomplete prefix is ignored.
+/// Whether most of the first lines are JSON objects or arrays, one per line (malformed lines in
+/// the minority do not change the verdict). A partial last line of an incomplete prefix is
+/// ignored.
 fn ndjson_lines(text: &str, complete: bool) -> bool {
     let mut lines = text
         .lines()
@@ -198,14 +220,17 @@ fn ndjson_lines(text: &str, complete: bool) -> bool {
             break;
         }
         total += 1;
-        let line = line.trim();
-        if (line.starts_with('{') || line.starts_with('['))
-            && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
-        {
+        if json_line(line.trim()) {
             parsed += 1;
         }
     }
-    (parsed >= 2 && parsed * 5 >= total * 4) || (parsed == 1 && total == 1)
+    (parsed >= 2 && parsed * 2 > total) || (parsed == 1 && total == 1)
+}
+
+/// A JSON object or array on one line.
+fn json_line(line: &str) -> bool {
+    (line.starts_with('{') || line.starts_with('['))
+        && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
 }
 
 fn sniff_markup(text: &str) -> Option<Format> {
@@ -225,8 +250,29 @@ fn sniff_markup(text: &str) -> Option<Format> {
     (first.is_alphabetic() || first == '!' || first == '_').then_some(Format::Xml)
 }
 
-/// A delimiter whose count (outside quotes) is the same and non-zero on the first rows.
+/// A delimiter whose count (outside quotes) is the same and non-zero on the first rows, or on
+/// most of them (see [`detect_table`]).
 pub(crate) fn detect_delimiter(prefix: &[u8], complete: bool) -> Option<u8> {
+    detect_table(prefix, complete).map(|table| table.delimiter)
+}
+
+/// A table found by [`detect_table`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Table {
+    pub delimiter: u8,
+    /// Set when rows have different numbers of fields: what to tell the reader.
+    pub ragged: Option<String>,
+}
+
+/// Rows a ragged table needs before it is believed.
+const RAGGED_MIN_ROWS: usize = 5;
+
+/// Finds the delimiter of a table on the first rows. Every row must have the header's number of
+/// fields, or the table is *ragged* — real exports drop trailing empty fields or leave a
+/// delimiter unquoted in a text field — and then it needs [`RAGGED_MIN_ROWS`] rows, a header of
+/// non-empty names, the delimiter on every row, and most rows (60 %) agreeing with the header.
+/// Prose and code rarely pass: some lines lack commas or semicolons.
+pub(crate) fn detect_table(prefix: &[u8], complete: bool) -> Option<Table> {
     for delimiter in [b'\t', b',', b';', b'|'] {
         let rows = first_rows(prefix, complete, SNIFF_LINES, delimiter);
         let enough = if rows.len() <= 2 {
@@ -237,18 +283,41 @@ pub(crate) fn detect_delimiter(prefix: &[u8], complete: bool) -> Option<u8> {
         if !enough {
             continue;
         }
+        let header = split_fields(rows[0], delimiter);
+        let columns = header.len();
+        if columns < 2 {
+            continue;
+        }
         let counts: Vec<usize> = rows
             .iter()
-            .map(|row| split_fields(row, delimiter).len() - 1)
+            .map(|row| split_fields(row, delimiter).len())
             .collect();
-        let first = counts[0];
-        if first > 0 && counts.iter().all(|&count| count == first) {
+        if counts.iter().all(|&count| count == columns) {
             // Prose has commas too: a comma table needs 3+ rows or short rows.
             let long_rows = rows.iter().any(|row| row.len() > 400);
             if delimiter == b',' && rows.len() < 3 && long_rows {
                 continue;
             }
-            return Some(delimiter);
+            return Some(Table {
+                delimiter,
+                ragged: None,
+            });
+        }
+        let agreeing = counts.iter().filter(|&&count| count == columns).count();
+        let ragged = rows.len() >= RAGGED_MIN_ROWS
+            && header.iter().all(|name| !name.trim().is_empty())
+            && counts.iter().all(|&count| count >= 2)
+            && agreeing * 5 >= rows.len() * 3;
+        if ragged {
+            let note = format!(
+                "rows have different numbers of fields: {} of the first {} rows differ from the header's {columns}",
+                rows.len() - agreeing,
+                rows.len()
+            );
+            return Some(Table {
+                delimiter,
+                ragged: Some(note),
+            });
         }
     }
     None
@@ -379,21 +448,61 @@ mod tests {
     }
 
     #[test]
+    fn ndjson_with_a_bad_line_in_three_is_still_ndjson() {
+        let content = "{\"a\":1}\n{\"b\":2}\n{\"c\": oops}\n";
+        for name in [None, Some("events.ndjson"), Some("events.jsonl")] {
+            let verdict = format_of(content, name);
+            assert_eq!(verdict.format, Format::Ndjson, "{name:?}");
+            assert!(verdict.notes.is_empty(), "{:?}", verdict.notes);
+        }
+        // Named NDJSON, half of two lines bad: the name decides.
+        assert_eq!(
+            format_of("{\"a\":1}\n{bad\n", Some("x.ndjson")).format,
+            Format::Ndjson
+        );
+        // A JSON document that does not parse is still reported as JSON, not NDJSON.
+        let broken = format_of("{\n  \"a\": 1,\n  \"b\": [1, 2\n}\n", Some("x.json"));
+        assert_eq!(broken.format, Format::Json);
+    }
+
+    #[test]
+    fn ragged_tables_are_tables_with_a_note_and_prose_or_code_is_not() {
+        // Trailing empty fields dropped, and one unquoted comma in a text field.
+        let ragged = "id,name,city,note\n1,ann,oslo,x\n2,bob,rome\n3,cy,paris,big, old\n4,di,bonn,y\n5,ed,lima,z\n";
+        for name in [None, Some("people.txt")] {
+            let verdict = format_of(ragged, name);
+            assert_eq!(
+                (verdict.format, verdict.delimiter),
+                (Format::Csv, Some(b',')),
+                "{name:?}"
+            );
+            assert!(
+                verdict
+                    .notes
+                    .last()
+                    .unwrap()
+                    .contains("2 of the first 6 rows differ from the header's 4"),
+                "{:?}",
+                verdict.notes
+            );
+        }
+        let prose = "Call me Ishmael. Some years ago, never mind how long, I went to sea.\nIt is a way I have of driving off the spleen, and regulating the circulation.\nWhenever I find myself growing grim about the mouth, I account it high time.\nThis is my substitute for pistol and ball.\nWith a philosophical flourish Cato throws himself upon his sword.\nThere is nothing surprising in this.\n";
+        let code = "let a = 1;\nlet b = 2;\nif (a) {\n  run(a, b);\n}\nlet c = 3;\n";
+        for text in [prose, code] {
+            assert_eq!(format_of(text, Some("notes.txt")).format, Format::PlainText);
+        }
+    }
+
+    #[test]
     fn content_that_contradicts_the_extension_wins_with_a_note() {
         let verdict = format_of("{\"a\":1}\n{\"a\":2}\n", Some("data.json"));
         assert_eq!(verdict.format, Format::Ndjson);
-        assert!(
-            verdict
-                .note
-                .as_deref()
-                .unwrap_or_default()
-                .contains("JSON (object)")
-        );
+        assert!(verdict.notes[0].contains("JSON (object)"));
         let verdict = format_of("name,age\nann,3\nbob,4\n", Some("people.txt"));
         assert_eq!(verdict.format, Format::Csv);
-        assert!(verdict.note.is_some());
+        assert!(!verdict.notes.is_empty());
         let verdict = format_of("[1,2,3]", Some("list.json"));
-        assert_eq!((verdict.format, verdict.note), (Format::JsonArray, None));
+        assert_eq!((verdict.format, verdict.notes), (Format::JsonArray, vec![]));
     }
 
     #[test]

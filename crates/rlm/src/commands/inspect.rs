@@ -50,6 +50,7 @@ fn inspect_one(
     options: &AnalyzeOptions,
 ) -> anyhow::Result<ContextMetadata> {
     if path == Path::new("-") {
+        refuse_endless_stdin()?;
         let stdin = std::io::stdin().lock();
         let mut metadata = analyze_reader(stdin, name, options)
             .map_err(|err| CliError::input(anyhow::Error::new(err).context("cannot read stdin")))?;
@@ -67,6 +68,10 @@ fn inspect_one(
             {
                 Some("check the path; `-` reads stdin and `--text` takes inline text".to_owned())
             }
+            rlm_context::Error::NotAFile { .. } => Some(format!(
+                "its reads may never end; inspect a slice through a pipe: `head -c 100M {} | rlm inspect -`",
+                path.display()
+            )),
             _ => None,
         };
         let err = CliError::input(err);
@@ -75,6 +80,34 @@ fn inspect_one(
             None => err.into(),
         }
     })
+}
+
+/// Standard input redirected from a device (`< /dev/zero`) would be read forever; a terminal
+/// or a pipe ends.
+fn refuse_endless_stdin() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::io::IsTerminal as _;
+        use std::os::fd::AsFd as _;
+
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Ok(());
+        }
+        let Ok(file) = stdin.as_fd().try_clone_to_owned().map(std::fs::File::from) else {
+            return Ok(());
+        };
+        if let Some(kind) = file
+            .metadata()
+            .ok()
+            .and_then(|metadata| rlm_context::endless_kind(&metadata.file_type()))
+        {
+            return Err(CliError::input(anyhow::anyhow!("standard input is a {kind}, not a file"))
+                .with_hint("its reads may never end; pipe a slice instead: `head -c 100M … | rlm inspect -`")
+                .into());
+        }
+    }
+    Ok(())
 }
 
 fn print(global: &GlobalArgs, metadata: &ContextMetadata, variable: &str) -> anyhow::Result<()> {

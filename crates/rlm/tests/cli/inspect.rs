@@ -156,3 +156,132 @@ fn fields_that_appear_only_late_in_a_file_or_stream_are_listed() {
         "{from_stdin}"
     );
 }
+
+#[test]
+fn ndjson_with_one_bad_line_in_three_is_ndjson_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "events.ndjson",
+        "{\"a\":1}\n{\"b\":2}\n{\"c\": oops}\n",
+    );
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "events.ndjson"])
+            .assert()
+            .success(),
+    );
+    insta::assert_snapshot!(out, @r#"
+    [Context available in context]
+      Source: events.ndjson
+      Format: NDJSON (newline-delimited JSON)
+      Size: 28 chars, 3 lines
+      Records: 3
+      Fields: a, b
+      Note: 1 of the first 3 lines are not valid JSON
+      Sample: {"a":1}
+    "#);
+}
+
+#[test]
+fn a_ragged_csv_is_sniffed_as_a_file_and_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = "id,name,city,note\n1,ann,oslo,x\n2,bob,rome\n3,cy,paris,big, old\n4,di,bonn,y\n5,ed,lima,z\n";
+    write(dir.path(), "people.txt", table);
+    let out = stdout_of(
+        rlm(dir.path())
+            .args(["inspect", "people.txt"])
+            .assert()
+            .success(),
+    );
+    insta::assert_snapshot!(out, @r#"
+    [Context available in context]
+      Source: people.txt
+      Format: CSV (delimiter-separated values), delimiter ','
+      Size: 86 chars, 6 lines
+      Records: 5 (header excluded)
+      Columns: id, name, city, note
+      Note: the name suggests plain text but the content is CSV (delimiter-separated values)
+      Note: rows have different numbers of fields: 2 of the first 6 rows differ from the header's 4
+      Sample: 1,ann,oslo,x
+    "#);
+    let assert = rlm(dir.path())
+        .args(["--json", "inspect", "-"])
+        .write_stdin(table)
+        .assert()
+        .success();
+    let metadata: serde_json::Value = serde_json::from_str(&stdout_of(assert)).unwrap();
+    assert_eq!(
+        (&metadata["format"], &metadata["records"]),
+        (&serde_json::json!("csv"), &serde_json::json!(5))
+    );
+}
+
+/// `rlm` run in `dir` with stdin from `stdin`, as `rlm_in` sets it up otherwise.
+#[cfg(unix)]
+fn rlm_with_stdin(dir: &std::path::Path, stdin: std::fs::File) -> std::process::Command {
+    let mut command = std::process::Command::new(rlm(dir).get_program());
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
+/// Waits at most 30 s: the point is that the command ends.
+#[cfg(unix)]
+fn output_within_30s(mut command: std::process::Command) -> std::process::Output {
+    let mut child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut killed = false;
+    while child.try_wait().unwrap().is_none() && !killed {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            killed = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!killed, "still running after 30 s");
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn devices_are_refused_not_read_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let assert = rlm(dir.path())
+        .args(["inspect", "/dev/zero"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.starts_with("error: /dev/zero is a character device, not a file\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: "), "{stderr}");
+
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let mut command = rlm_with_stdin(dir.path(), zero);
+    command.args(["inspect", "-"]);
+    let output = output_within_30s(command);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: standard input is a character device, not a file\n"),
+        "{stderr}"
+    );
+
+    // A pipe is read to its end.
+    let assert = rlm(dir.path())
+        .args(["inspect", "-"])
+        .write_stdin("piped text\n")
+        .assert()
+        .success();
+    assert!(stdout_of(assert).contains("Size: 11 chars, 1 line"));
+}
