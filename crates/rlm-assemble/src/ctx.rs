@@ -7,6 +7,7 @@ use rlm_context::tokens::Tokenizer;
 use crate::cache::TokenCache;
 use crate::ctxdir::{CONFIG_FILE, CtxConfig, CtxDir, PartFile, Scan, write_atomic};
 use crate::error::{Error, Result};
+use crate::fresh::stale_included;
 use crate::part::{Rank, Slot};
 use crate::plan::{Counted, Plan, load_and_count, plan};
 use crate::report::{Change, PlanReport, Report, Summary};
@@ -151,7 +152,8 @@ impl Ctx {
 
     /// Dry run: the plan without writing anything but the token cache.
     pub fn plan(&self, command: &'static str) -> Result<PlanReport> {
-        let snapshot = self.snapshot()?;
+        let mut snapshot = self.snapshot()?;
+        snapshot.plan.stale = stale_included(&snapshot.counted, &snapshot.plan);
         Ok(PlanReport {
             kind: "ctx",
             command,
@@ -162,7 +164,8 @@ impl Ctx {
     }
 
     /// Writes `build/prompt.mdctx` and `build/ctxplan.json`. Fails (writing nothing) when the
-    /// required parts exceed the budget.
+    /// required parts exceed the budget. Included parts whose source changed are built as they
+    /// are and listed in the plan's `stale`.
     pub fn assemble(&self) -> Result<PlanReport> {
         let Snapshot {
             counted,
@@ -173,6 +176,7 @@ impl Ctx {
         if let Some(error) = plan.over_budget.take() {
             return Err(error.into());
         }
+        plan.stale = stale_included(&counted, &plan);
         let document = crate::plan::document(&plan, &counted);
         let mut json = serde_json::to_string_pretty(&plan).unwrap_or_default();
         json.push('\n');

@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 use crate::ctxdir::{LoadedPart, PartFile, read_text, rename, write_atomic};
 use crate::error::Result;
 use crate::part::{PartName, Rank, State};
-use crate::plan::PartStatus;
+use crate::plan::{Counted, PartStatus, Plan, parallel_map};
 use crate::provenance::{Provenance, content_id, uri_path};
 use crate::report::{Report, Summary};
 use crate::selector::{Span, extract, line_starts};
@@ -37,7 +37,13 @@ pub enum Freshness {
 }
 
 impl Freshness {
-    fn label(&self) -> String {
+    /// Whether `status` calls the part stale.
+    pub fn is_stale(&self) -> bool {
+        !matches!(self, Self::Current | Self::NoSource)
+    }
+
+    /// What `status` shows (`current`, `stale: source changed`, ...).
+    pub fn label(&self) -> String {
         match self {
             Self::Current => "current".into(),
             Self::NoSource => "-".into(),
@@ -49,7 +55,9 @@ impl Freshness {
     }
 }
 
-/// Compares a loaded part with its source.
+/// Compares a loaded part with its source. A part whose text equals its span of the source is
+/// current; otherwise it was edited in the ctx directory (its text no longer matches its
+/// recorded content id), or the source moved, changed or is gone.
 pub fn freshness(part: &LoadedPart) -> Freshness {
     if part.file.name.state == State::Linked {
         return Freshness::Current;
@@ -58,12 +66,15 @@ pub fn freshness(part: &LoadedPart) -> Freshness {
         return Freshness::NoSource;
     }
     let provenance = &part.provenance;
-    if content_id(part.body.as_bytes()) != provenance.cid {
-        return Freshness::Edited;
-    }
     let Some(path) = uri_path(&provenance.source_uri) else {
         return Freshness::Missing;
     };
+    // The usual case, a whole file unchanged, compares bytes without decoding them.
+    if provenance.span == Span::All
+        && std::fs::read(&path).is_ok_and(|bytes| bytes == part.body.as_bytes())
+    {
+        return Freshness::Current;
+    }
     let Ok(source) = read_text(&path) else {
         return Freshness::Missing;
     };
@@ -82,6 +93,10 @@ pub fn freshness(part: &LoadedPart) -> Freshness {
         && text == part.body
     {
         return Freshness::Current;
+    }
+    // Hashed only now: the usual part equals its source, and `assemble` checks every part.
+    if content_id(part.body.as_bytes()) != provenance.cid {
+        return Freshness::Edited;
     }
     match refind(&source, &part.body, provenance.span) {
         Some(span) => Freshness::Moved { span },
@@ -116,6 +131,37 @@ fn refind(source: &str, body: &str, old: Span) -> Option<Span> {
         }
         _ => Span::Bytes(best, best + body.len()),
     })
+}
+
+/// A part that goes into the prompt although `status` calls it stale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StalePart {
+    /// `<rank>_<kind>.<slot>`.
+    pub name: String,
+    /// How it relates to its source now.
+    #[serde(flatten)]
+    pub freshness: Freshness,
+}
+
+/// The included parts of a snapshot that `status` calls stale, in prompt order. Sources are
+/// read on all cores.
+pub(crate) fn stale_included(counted: &Counted, plan: &Plan) -> Vec<StalePart> {
+    let included: Vec<(&LoadedPart, &str)> = counted
+        .parts
+        .iter()
+        .zip(&plan.parts)
+        .filter(|(_, planned)| planned.status == PartStatus::Active)
+        .map(|(loaded, planned)| (loaded, planned.name.as_str()))
+        .collect();
+    let checked = parallel_map(&included, |(loaded, name)| {
+        let freshness = freshness(loaded);
+        Ok(freshness.is_stale().then(|| StalePart {
+            name: (*name).to_owned(),
+            freshness,
+        }))
+    });
+    // `freshness` cannot fail; only a panicking worker could, and then nothing is reported.
+    checked.unwrap_or_default().into_iter().flatten().collect()
 }
 
 /// One row of `status`.
@@ -193,7 +239,7 @@ impl Ctx {
         let mut stale = Vec::new();
         for (loaded, planned) in snapshot.counted.parts.iter().zip(&snapshot.plan.parts) {
             let fresh = freshness(loaded);
-            if !matches!(fresh, Freshness::Current | Freshness::NoSource) {
+            if fresh.is_stale() {
                 stale.push(planned.name.clone());
             }
             parts.push(StatusPart {

@@ -49,7 +49,7 @@ pub use deps::{DepsReport, Mention};
 pub use edit::EnvReport;
 pub use error::{Error, Result};
 pub use focus::{Bm25, FocusOptions};
-pub use fresh::{Freshness, StatusPart, StatusReport};
+pub use fresh::{Freshness, StalePart, StatusPart, StatusReport};
 pub use part::{PartName, Rank, Slot, State};
 pub use plan::{OverBudget, PartStatus, Plan, PlanPart, Totals};
 pub use provenance::Provenance;

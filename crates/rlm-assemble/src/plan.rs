@@ -13,6 +13,7 @@ use sha2::{Digest as _, Sha256};
 use crate::cache::{TokenCache, cache_key};
 use crate::ctxdir::{CtxDir, LoadedPart, Scan};
 use crate::error::{Error, Result};
+use crate::fresh::StalePart;
 use crate::part::{Rank, Slot, State};
 use crate::render::{FORMAT_VERSION, ORDER_RULE, group_heading, header, section};
 
@@ -104,6 +105,9 @@ pub struct Plan {
     pub totals: Totals,
     /// sha256 over the included parts' names and content ids, in order.
     pub ctx_digest: String,
+    /// Included parts whose source has changed since they were added (what `status` calls
+    /// stale); filled by `plan` and `assemble`, which also warn about them.
+    pub stale: Vec<StalePart>,
     /// Set when the required parts alone exceed the budget.
     #[serde(skip)]
     pub over_budget: Option<OverBudget>,
@@ -173,7 +177,7 @@ pub fn load_and_count(dir: &CtxDir, scan: &Scan, cache: &mut TokenCache) -> Resu
 }
 
 /// Applies `work` to every item on all cores, keeping input order; the first error wins.
-fn parallel_map<T: Sync, R: Send>(
+pub(crate) fn parallel_map<T: Sync, R: Send>(
     items: &[T],
     work: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
@@ -323,6 +327,7 @@ pub fn plan(dir: &CtxDir, counted: &Counted, cache: &mut TokenCache, budget: Opt
         parts,
         totals,
         ctx_digest: format!("sha256:{}", hex::encode(digest.finalize())),
+        stale: Vec::new(),
         over_budget,
     }
 }

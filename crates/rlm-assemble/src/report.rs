@@ -161,9 +161,11 @@ impl fmt::Display for PlanReport {
                 part.bytes,
                 part.tokens
             )?;
-            match &part.reason {
-                Some(reason) => writeln!(f, ": {reason}")?,
-                None => writeln!(f)?,
+            let stale = plan.stale.iter().find(|stale| stale.name == part.name);
+            match (&part.reason, stale) {
+                (Some(reason), _) => writeln!(f, ": {reason}")?,
+                (None, Some(stale)) => writeln!(f, " ({})", stale.freshness.label())?,
+                (None, None) => writeln!(f)?,
             }
         }
         if self.command == "budget" {

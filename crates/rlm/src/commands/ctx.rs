@@ -4,7 +4,7 @@ use std::fmt::Display;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use rlm_assemble::{AddOptions, Ctx, FocusOptions, InitOptions};
+use rlm_assemble::{AddOptions, Ctx, FocusOptions, InitOptions, PlanReport};
 use serde::Serialize;
 
 use crate::cli::{BuildArgs, CtxAction, CtxArgs, GlobalArgs, OnOff};
@@ -48,10 +48,10 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
         CtxAction::Status => open(&dir).and_then(|ctx| ctx.status()).map(output),
         CtxAction::Plan(build) => with_build(&dir, build)
             .and_then(|c| c.plan("plan"))
-            .map(output),
+            .map(output_plan),
         CtxAction::Budget(build) => with_build(&dir, build)
             .and_then(|c| c.plan("budget"))
-            .map(output),
+            .map(output_plan),
         CtxAction::Toggle { state, target } => open(&dir)
             .and_then(|ctx| ctx.toggle(matches!(state, OnOff::On), &target))
             .map(output),
@@ -81,10 +81,15 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
         CtxAction::Deps { name } => open(&dir).and_then(|ctx| ctx.deps(&name)).map(output),
         CtxAction::Assemble(build) => with_build(&dir, build)
             .and_then(|c| c.assemble())
-            .map(output),
+            .map(output_plan),
     };
     match result {
         Ok(printable) => {
+            if !global.quiet {
+                for warning in &printable.warnings {
+                    eprintln!("{}", crate::output::neutralize(warning));
+                }
+            }
             printable.print(global.json)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -131,17 +136,55 @@ fn to_cli_error(error: rlm_assemble::Error) -> CliError {
     }
 }
 
-/// A report that prints as text or as one JSON line.
-struct Printable(Box<dyn Fn(bool) -> anyhow::Result<()>>);
+/// A report that prints as text or as one JSON line, and warnings for stderr.
+struct Printable {
+    print: Box<dyn Fn(bool) -> anyhow::Result<()>>,
+    warnings: Vec<String>,
+}
 
 impl Printable {
     fn print(&self, json: bool) -> anyhow::Result<()> {
-        (self.0)(json)
+        (self.print)(json)
+    }
+}
+
+/// A plan, with a warning when parts that `status` calls stale go into the prompt.
+fn output_plan(report: PlanReport) -> Printable {
+    let stale = &report.plan.stale;
+    let mut warnings = Vec::new();
+    if !stale.is_empty() {
+        let listed: Vec<String> = stale
+            .iter()
+            .map(|part| {
+                let label = part.freshness.label();
+                let why = label.strip_prefix("stale: ").unwrap_or(&label);
+                format!("{} ({why})", part.name)
+            })
+            .collect();
+        let parts = if stale.len() == 1 {
+            "part goes"
+        } else {
+            "parts go"
+        };
+        warnings.push(format!(
+            "warning: {} stale {parts} into the prompt: {}",
+            stale.len(),
+            listed.join(", ")
+        ));
+        warnings.push(
+            "hint: `rlm ctx rebase` re-finds moved ranges; re-adding a part refreshes it; \
+             `rlm ctx status` shows every part"
+                .to_owned(),
+        );
+    }
+    Printable {
+        warnings,
+        ..output(report)
     }
 }
 
 fn output<T: Serialize + Display + 'static>(report: T) -> Printable {
-    Printable(Box::new(move |json| {
+    let print = Box::new(move |json| {
         if json {
             crate::output::print_json(&report)
         } else {
@@ -150,5 +193,9 @@ fn output<T: Serialize + Display + 'static>(report: T) -> Printable {
             out.flush()?;
             Ok(())
         }
-    }))
+    });
+    Printable {
+        print,
+        warnings: Vec::new(),
+    }
 }

@@ -341,6 +341,52 @@ fn stale_parts_are_detected_and_rebase_refinds_moved_ranges() {
 }
 
 #[test]
+fn assemble_warns_about_stale_parts_and_lists_them_in_the_plan() {
+    let project = Project::new("approx");
+    project.ok(&["add", "src/flow.sh::5,7", "--rank", "150"]);
+    project.ok(&["add", "src/main.rs"]);
+    let assert = project.cmd(&["assemble"]).success();
+    assert!(assert.get_output().stderr.is_empty());
+    let plan: Value = serde_json::from_str(&project.read("ctx/build/ctxplan.json")).unwrap();
+    assert_eq!(plan["stale"], serde_json::json!([]));
+
+    // Two lines inserted above the range, and main.rs rewritten.
+    let old = project.read("src/flow.sh");
+    fs::write(
+        project.path("src/flow.sh"),
+        format!("#!/bin/sh\nset -e\n{old}"),
+    )
+    .unwrap();
+    fs::write(project.path("src/main.rs"), "fn main() {}\n").unwrap();
+    let assert = project.cmd(&["assemble"]).success();
+    let stderr = project.filter(&String::from_utf8(assert.get_output().stderr.clone()).unwrap());
+    assert_eq!(
+        stderr,
+        "warning: 2 stale parts go into the prompt: 150_src_flow_sh_l5_7.evidence (moved to lines:7-9 (run rebase)), 200_src_main_rs.evidence (source changed)\n\
+         hint: `rlm ctx rebase` re-finds moved ranges; re-adding a part refreshes it; `rlm ctx status` shows every part\n"
+    );
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(stdout.contains("in (stale: source changed)\n"), "{stdout}");
+    let plan: Value = serde_json::from_str(&project.read("ctx/build/ctxplan.json")).unwrap();
+    assert_eq!(
+        plan["stale"],
+        serde_json::json!([
+            {"name": "150_src_flow_sh_l5_7.evidence", "state": "moved", "span": "lines:7-9"},
+            {"name": "200_src_main_rs.evidence", "state": "changed"}
+        ])
+    );
+    assert_eq!(project.json(&["plan"])["plan"]["stale"], plan["stale"]);
+
+    // Switched off, a stale part is not in the prompt and not warned about.
+    project.ok(&["toggle", "off", "200_src_main_rs"]);
+    project.ok(&["rebase"]);
+    let assert = project.cmd(&["assemble"]).success();
+    assert!(assert.get_output().stderr.is_empty());
+    let plan: Value = serde_json::from_str(&project.read("ctx/build/ctxplan.json")).unwrap();
+    assert_eq!(plan["stale"], serde_json::json!([]));
+}
+
+#[test]
 fn link_parts_are_always_current_and_active() {
     let project = Project::new("approx");
     project.ok(&["add", "--link", "src/main.rs"]);
