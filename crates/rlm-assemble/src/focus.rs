@@ -1,5 +1,6 @@
 //! `focus`: rank evidence by BM25 relevance to a query and switch the irrelevant parts off;
-//! `focus off` switches back on what focus switched off.
+//! `focus off` switches back on what focus switched off. Critical evidence (ranks 100–199, which
+//! must fit the budget) is never switched off.
 //!
 //! A ctx directory holds hundreds to a few thousand parts, so the index is built in memory on
 //! each call (about the cost of reading the parts) rather than kept on disk. Terms come from
@@ -13,7 +14,7 @@ use crate::ctx::{Ctx, fill_report};
 use crate::ctxdir::{read_text, write_atomic};
 use crate::edit::set_state;
 use crate::error::{Error, Result};
-use crate::part::{Slot, State};
+use crate::part::{Rank, Slot, State};
 use crate::report::Report;
 
 /// BM25 term-frequency saturation.
@@ -26,7 +27,7 @@ const FOCUS_FILE: &str = ".focus.json";
 /// Options for [`Ctx::focus`].
 #[derive(Debug, Clone, Copy)]
 pub struct FocusOptions {
-    /// Keep at most this many evidence parts on.
+    /// Keep at most this many evidence parts on, besides the critical ones (ranks below 200).
     pub top: Option<usize>,
     /// Keep parts scoring at least this fraction of the best score (0–1).
     pub min_ratio: f64,
@@ -137,13 +138,25 @@ impl Ctx {
             query: query.to_owned(),
             switched_off: Vec::new(),
         };
-        for (position, (index, score)) in ranked.iter().enumerate() {
+        // `--top` counts the parts focus decides about: critical ones are always on.
+        let mut position = 0;
+        for (index, score) in &ranked {
             let part = &before.counted.parts[*index];
+            let id = part.file.name.id();
+            let rank = part.file.name.rank;
+            if rank.get() < Rank::REQUIRED_BELOW {
+                let detail = format!(
+                    "score {score:.2}; rank {rank} is {}, always kept",
+                    rank.band()
+                );
+                changes.push(("keep", id, Some(detail)));
+                continue;
+            }
             let keep = *score >= best * options.min_ratio
                 && *score > 0.0
                 && options.top.is_none_or(|top| position < top);
+            position += 1;
             let detail = Some(format!("score {score:.2}"));
-            let id = part.file.name.id();
             match (keep, part.file.name.state) {
                 (false, State::Active) => {
                     set_state(&part.file, State::Skipped)?;

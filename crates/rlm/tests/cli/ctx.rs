@@ -499,6 +499,29 @@ fn focus_switches_off_irrelevant_evidence_and_focus_off_restores() {
 }
 
 #[test]
+fn focus_never_switches_off_critical_evidence() {
+    let project = Project::new("approx");
+    project.ok(&["add", "src/flow.sh", "--rank", "150"]);
+    project.ok(&["add", "src/main.rs", "src/test_flow.sh"]);
+    let out = project.ok(&["focus", "logger", "--top", "1"]);
+    assert!(
+        out.contains("keep      150_src_flow_sh.evidence")
+            && out.contains("rank 150 is critical, always kept"),
+        "{out}"
+    );
+    assert!(out.contains("keep      200_src_main_rs.evidence"), "{out}");
+    assert!(
+        out.contains("off       200_src_test_flow_sh.evidence"),
+        "{out}"
+    );
+    assert!(
+        project
+            .path("ctx/evidence/150_src_flow_sh.evidence.md")
+            .exists()
+    );
+}
+
+#[test]
 fn deps_lists_parts_mentioning_the_file_or_its_symbols() {
     let project = Project::new("approx");
     project.ok(&["add", "src/*"]);
