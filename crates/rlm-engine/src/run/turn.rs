@@ -11,9 +11,9 @@ use rlm_trace::{CodeBlock, Iteration, Status};
 
 use super::{LoopState, answer, blocks, emit, prompts, record, status_from, until};
 use crate::error::Error;
-use crate::limits::Exhausted;
 use crate::events::Event;
 use crate::host::RunScope;
+use crate::limits::Exhausted;
 use crate::parse::{ParsedReply, parse_reply};
 use crate::repl::ReplSession;
 use crate::trace::RunLog;
