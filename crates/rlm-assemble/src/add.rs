@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
+use crate::coverage::{overlaps, uncovered};
 use crate::ctx::Ctx;
 use crate::ctxdir::{absolute, read_text, write_atomic};
 use crate::error::{Error, Result};
@@ -35,9 +36,32 @@ struct Pending {
     key: (String, String),
 }
 
+/// A span of a source file the ctx holds (or will hold): its part and where it came from.
+struct Held {
+    span: Span,
+    part: String,
+}
+
+/// State of one `add`: what exists, what is about to be written, what to tell.
+struct Adding<'a> {
+    ctx: &'a Ctx,
+    options: &'a AddOptions,
+    rank: Rank,
+    /// (source uri, span) → existing part, so re-adding updates instead of duplicating.
+    existing: HashMap<(String, String), PartName>,
+    /// Source uri → the spans of it that parts hold, existing and pending.
+    held: HashMap<String, Vec<Held>>,
+    taken: HashSet<String>,
+    pending: Vec<Pending>,
+    notes: Vec<String>,
+}
+
 impl Ctx {
     /// Adds evidence (or system/user parts) from selectors. Re-adding the same source and span
-    /// refreshes that part in place instead of making a second one.
+    /// refreshes that part in place instead of making a second one. A glob adds only what the
+    /// ctx does not hold yet: of a file with ranges already in parts, the rest of it; of a file
+    /// held whole, nothing. Named files and ranges are added as asked, with a note when they
+    /// overlap a part.
     pub fn add(&self, selectors: &[String], options: &AddOptions) -> Result<Report> {
         if selectors.is_empty() {
             return Err(Error::Invalid(
@@ -53,25 +77,35 @@ impl Ctx {
             Slot::User => Rank::new(10)?,
         });
         let scan = self.dir.scan()?;
-        // (source uri, span) → existing part, so re-adding updates instead of duplicating.
-        let mut existing: HashMap<(String, String), PartName> = HashMap::new();
+        let mut adding = Adding {
+            ctx: self,
+            options,
+            rank,
+            existing: HashMap::new(),
+            held: HashMap::new(),
+            taken: scan.parts.iter().map(|p| p.name.id()).collect(),
+            pending: Vec::new(),
+            notes: Vec::new(),
+        };
         for file in &scan.parts {
+            let Ok(part) = self.dir.load(file) else {
+                continue;
+            };
+            if !part.has_source {
+                continue;
+            }
+            let uri = part.provenance.source_uri.clone();
+            adding.held.entry(uri.clone()).or_default().push(Held {
+                span: part.provenance.span,
+                part: file.name.id(),
+            });
             // Links and copies of the same file are separate parts.
-            let is_link = file.name.state == State::Linked;
-            if is_link == options.link
-                && let Ok(part) = self.dir.load(file)
-                && part.has_source
-            {
-                let key = (
-                    part.provenance.source_uri.clone(),
-                    part.provenance.span.to_string(),
-                );
-                existing.insert(key, file.name.clone());
+            if (file.name.state == State::Linked) == options.link {
+                let key = (uri, part.provenance.span.to_string());
+                adding.existing.insert(key, file.name.clone());
             }
         }
-        let mut taken: HashSet<String> = scan.parts.iter().map(|p| p.name.id()).collect();
-        let mut pending: Vec<Pending> = Vec::new();
-        let mut notes = Vec::new();
+        let mut parsed = Vec::with_capacity(selectors.len());
         for raw in selectors {
             let selector = Selector::parse(raw)?;
             if options.link && (selector.span != SpanSpec::All || !selector.tags.is_empty()) {
@@ -80,65 +114,14 @@ impl Ctx {
                     reason: "a link is always the whole, current file: no range or tags".into(),
                 });
             }
-            let own_dir = absolute(self.root());
-            for path in selector.expand(&options.base)? {
-                let full = absolute(&options.base.join(&path));
-                // A broad glob (`**/*`) must not swallow the ctx directory itself.
-                if selector.is_glob() && full.starts_with(&own_dir) {
-                    continue;
-                }
-                let text = match read_text(&full) {
-                    Ok(text) => text,
-                    Err(error @ Error::NotText { .. }) if selector.is_glob() => {
-                        notes.push(format!("skipped {error}"));
-                        continue;
-                    }
-                    Err(error) => return Err(error),
-                };
-                let (span, content) = extract(&text, selector.span, raw)?;
-                let display = path.to_string_lossy().into_owned();
-                let provenance = Provenance {
-                    source_uri: file_uri(&full),
-                    path: display.clone(),
-                    cid: content_id(content.as_bytes()),
-                    span,
-                    tags: selector.tags.clone(),
-                };
-                let key = (provenance.source_uri.clone(), span.to_string());
-                if pending.iter().any(|p| p.key == key) {
-                    continue;
-                }
-                let name = match existing.get(&key) {
-                    Some(name) => name.clone(),
-                    None => {
-                        let kind = unique_kind(&display, span, rank, options.slot, &taken);
-                        let state = if options.link {
-                            State::Linked
-                        } else {
-                            State::Active
-                        };
-                        let name = PartName {
-                            rank,
-                            kind,
-                            slot: options.slot,
-                            state,
-                        };
-                        taken.insert(name.id());
-                        name
-                    }
-                };
-                let link_target = options
-                    .link
-                    .then(|| relative_path(&absolute(&self.folder_for(Slot::Evidence)), &full));
-                let file_text = format!("{}{content}", provenance.header_line());
-                pending.push(Pending {
-                    name,
-                    file_text,
-                    link_target,
-                    key,
-                });
-            }
+            parsed.push((raw, selector));
         }
+        // Named files first: a glob then adds only what they and the existing parts leave.
+        parsed.sort_by_key(|(_, selector)| selector.is_glob());
+        for (raw, selector) in &parsed {
+            adding.selector(raw, selector)?;
+        }
+        let Adding { pending, notes, .. } = adding;
         let mut changes = Vec::new();
         for item in pending {
             let path = self.dir.path_for(&item.name);
@@ -147,6 +130,139 @@ impl Ctx {
         }
         self.report("add", changes, notes)
     }
+}
+
+impl Adding<'_> {
+    fn selector(&mut self, raw: &str, selector: &Selector) -> Result<()> {
+        let own_dir = absolute(self.ctx.root());
+        for path in selector.expand(&self.options.base)? {
+            let full = absolute(&self.options.base.join(&path));
+            // A broad glob (`**/*`) must not swallow the ctx directory itself.
+            if selector.is_glob() && full.starts_with(&own_dir) {
+                continue;
+            }
+            let text = match read_text(&full) {
+                Ok(text) => text,
+                Err(error @ Error::NotText { .. }) if selector.is_glob() => {
+                    self.notes.push(format!("skipped {error}"));
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            let display = path.to_string_lossy().into_owned();
+            let uri = file_uri(&full);
+            // A file this kind of part already holds whole is refreshed in place, as named files
+            // are; of a file held in ranges (or by the other kind) a glob adds the rest.
+            let held_whole = self
+                .existing
+                .contains_key(&(uri.clone(), Span::All.to_string()));
+            let spans = match self.held.get(&uri) {
+                Some(held) if selector.is_glob() && !held_whole && !held.is_empty() => {
+                    let (rest, note) = rest_of(&text, &display, held, self.options.link);
+                    self.notes.push(note);
+                    rest
+                }
+                _ => vec![selector.span],
+            };
+            for span in spans {
+                self.file_span(raw, selector, &text, &display, &full, span)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn file_span(
+        &mut self,
+        raw: &str,
+        selector: &Selector,
+        text: &str,
+        display: &str,
+        full: &Path,
+        spec: SpanSpec,
+    ) -> Result<()> {
+        let (span, content) = extract(text, spec, raw)?;
+        let provenance = Provenance {
+            source_uri: file_uri(full),
+            path: display.to_owned(),
+            cid: content_id(content.as_bytes()),
+            span,
+            tags: selector.tags.clone(),
+        };
+        let key = (provenance.source_uri.clone(), span.to_string());
+        if self.pending.iter().any(|p| p.key == key) {
+            return Ok(());
+        }
+        let name = match self.existing.get(&key) {
+            Some(name) => name.clone(),
+            None => {
+                let kind = unique_kind(display, span, self.rank, self.options.slot, &self.taken);
+                let state = if self.options.link {
+                    State::Linked
+                } else {
+                    State::Active
+                };
+                let name = PartName {
+                    rank: self.rank,
+                    kind,
+                    slot: self.options.slot,
+                    state,
+                };
+                self.taken.insert(name.id());
+                name
+            }
+        };
+        let id = name.id();
+        let held = self.held.entry(key.0.clone()).or_default();
+        let overlapping: Vec<&str> = held
+            .iter()
+            .filter(|other| other.part != id && overlaps(text, other.span, span))
+            .map(|other| other.part.as_str())
+            .collect();
+        if !overlapping.is_empty() {
+            self.notes.push(format!(
+                "{display} ({span}) overlaps {}: the prompt holds that text twice (switch one off with `rlm ctx toggle off NAME`)",
+                overlapping.join(", ")
+            ));
+        }
+        held.push(Held { span, part: id });
+        let link_target = self
+            .options
+            .link
+            .then(|| relative_path(&absolute(&self.ctx.folder_for(Slot::Evidence)), full));
+        let file_text = format!("{}{content}", provenance.header_line());
+        self.pending.push(Pending {
+            name,
+            file_text,
+            link_target,
+            key,
+        });
+        Ok(())
+    }
+}
+
+/// What a glob adds of a file whose spans parts already hold — the rest of it, nothing for a
+/// link — and the note that says so.
+fn rest_of(text: &str, display: &str, held: &[Held], link: bool) -> (Vec<SpanSpec>, String) {
+    let holders: Vec<String> = held
+        .iter()
+        .map(|held| match held.span {
+            Span::All => held.part.clone(),
+            span => format!("{} ({span})", held.part),
+        })
+        .collect();
+    let spans: Vec<Span> = held.iter().map(|held| held.span).collect();
+    let rest = if link {
+        Vec::new()
+    } else {
+        uncovered(text, &spans)
+    };
+    let what = if rest.is_empty() {
+        "skipped"
+    } else {
+        "added only the rest of"
+    };
+    let note = format!("{what} {display}: already in {}", holders.join(", "));
+    (rest, note)
 }
 
 /// Writes one part; returns what happened.
@@ -239,6 +355,89 @@ mod tests {
         assert_eq!(
             relative_path(Path::new("/w"), Path::new("/w/a")),
             PathBuf::from("a")
+        );
+    }
+
+    /// A project with `src/flow.sh` (7 lines) and a ctx directory.
+    fn project() -> (tempfile::TempDir, Ctx, AddOptions) {
+        let work = tempfile::tempdir().unwrap();
+        std::fs::create_dir(work.path().join("src")).unwrap();
+        std::fs::write(
+            work.path().join("src/flow.sh"),
+            "deploy() {\n  echo go\n}\n\nbuild() {\n  make\n}\n",
+        )
+        .unwrap();
+        let options = crate::InitOptions {
+            tokenizer: rlm_context::tokens::Tokenizer::Approx,
+            ..crate::InitOptions::default()
+        };
+        let (ctx, _) = Ctx::init(&work.path().join("ctx"), options).unwrap();
+        let add = AddOptions {
+            rank: None,
+            slot: Slot::Evidence,
+            link: false,
+            base: work.path().into(),
+        };
+        (work, ctx, add)
+    }
+
+    fn added(report: &Report) -> Vec<(&str, &str)> {
+        report
+            .changes
+            .iter()
+            .map(|change| (change.action, change.part.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_glob_adds_only_what_a_range_left_of_a_file() {
+        let (_work, ctx, options) = project();
+        let critical = AddOptions {
+            rank: Some(Rank::new(100).unwrap()),
+            ..options.clone()
+        };
+        ctx.add(&["src/flow.sh::1,3".to_owned()], &critical)
+            .unwrap();
+        let report = ctx.add(&["src/*.sh".to_owned()], &options).unwrap();
+        assert_eq!(added(&report), [("added", "200_src_flow_sh_l5_7.evidence")]);
+        assert_eq!(
+            report.notes,
+            [
+                "added only the rest of src/flow.sh: already in 100_src_flow_sh_l1_3.evidence (lines:1-3)"
+            ]
+        );
+        ctx.assemble().unwrap();
+        let prompt = std::fs::read_to_string(ctx.root().join("build/prompt.mdctx")).unwrap();
+        assert_eq!(prompt.matches("echo go").count(), 1);
+        assert_eq!(prompt.matches("make").count(), 1);
+
+        // Again: nothing left to add.
+        let report = ctx.add(&["src/*.sh".to_owned()], &options).unwrap();
+        assert_eq!(added(&report), []);
+        assert!(report.notes[0].starts_with("skipped src/flow.sh: already in "));
+
+        // Named, the whole file is added as asked, with a note about the overlap.
+        let report = ctx.add(&["src/flow.sh".to_owned()], &options).unwrap();
+        assert_eq!(added(&report), [("added", "200_src_flow_sh.evidence")]);
+        assert!(
+            report.notes[0]
+                .contains("overlaps 100_src_flow_sh_l1_3.evidence, 200_src_flow_sh_l5_7.evidence"),
+            "{:?}",
+            report.notes
+        );
+    }
+
+    #[test]
+    fn a_glob_after_a_range_in_the_same_call_adds_the_rest() {
+        let (_work, ctx, options) = project();
+        let selectors = ["src/*".to_owned(), "src/flow.sh::5,7".to_owned()];
+        let report = ctx.add(&selectors, &options).unwrap();
+        assert_eq!(
+            added(&report),
+            [
+                ("added", "200_src_flow_sh_l5_7.evidence"),
+                ("added", "200_src_flow_sh_l1_3.evidence")
+            ]
         );
     }
 

@@ -28,6 +28,7 @@
 
 mod add;
 mod cache;
+mod coverage;
 mod ctx;
 mod ctxdir;
 mod deps;
