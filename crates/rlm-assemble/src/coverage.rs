@@ -36,7 +36,10 @@ pub(crate) fn uncovered(text: &str, held: &[Span]) -> Vec<SpanSpec> {
     ranges.sort_by_key(|range| range.start);
     let mut gaps = Vec::new();
     let mut position = 0;
-    for range in ranges.into_iter().chain(std::iter::once(text.len()..text.len())) {
+    for range in ranges
+        .into_iter()
+        .chain(std::iter::once(text.len()..text.len()))
+    {
         if range.start > position {
             gaps.push(position..range.start);
         }

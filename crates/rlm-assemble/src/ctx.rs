@@ -283,17 +283,18 @@ pub(crate) fn fill_report(
             .iter()
             .chain(before.into_iter().flat_map(|b| b.parts.iter()))
             .find(|p| p.name == name)
-            .map_or((0, 0), |p| (p.bytes, p.tokens))
+            .map(|p| (p.bytes, p.tokens))
     };
     let changes = changes
         .into_iter()
         .map(|(action, part, detail)| {
-            let (bytes, tokens) = lookup(&part);
+            // `ctx.json` and other files that are not parts have no section in the prompt.
+            let size = lookup(&part);
             Change {
                 action,
                 part,
-                bytes,
-                tokens,
+                bytes: size.map(|(bytes, _)| bytes),
+                tokens: size.map(|(_, tokens)| tokens),
                 detail,
             }
         })

@@ -12,12 +12,14 @@ use crate::plan::{PartStatus, Plan};
 pub struct Change {
     /// `added`, `updated`, `unchanged`, `linked`, `on`, `off`, `renamed`, `removed`, `rebased`...
     pub action: &'static str,
-    /// The part (`<rank>_<kind>.<slot>`).
+    /// The part (`<rank>_<kind>.<slot>`), or another file of the ctx directory (`ctx.json`).
     pub part: String,
-    /// Bytes of the part's section in the prompt.
-    pub bytes: u64,
-    /// Tokens of the part's section.
-    pub tokens: u64,
+    /// Bytes of the part's section in the prompt; absent for a file that is not a part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Tokens of the part's section; absent for a file that is not a part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
     /// More about the change (`was 200_x.evidence`, `lines 3-9 → 5-11`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -103,11 +105,10 @@ impl fmt::Display for Report {
             writeln!(f, "{}: nothing changed", self.command)?;
         }
         for change in &self.changes {
-            write!(
-                f,
-                "{:<9} {}  {} bytes  {} tokens",
-                change.action, change.part, change.bytes, change.tokens
-            )?;
+            write!(f, "{:<9} {}", change.action, change.part)?;
+            if let (Some(bytes), Some(tokens)) = (change.bytes, change.tokens) {
+                write!(f, "  {bytes} bytes  {tokens} tokens")?;
+            }
             match &change.detail {
                 Some(detail) => writeln!(f, "  ({detail})")?,
                 None => writeln!(f)?,

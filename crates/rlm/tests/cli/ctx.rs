@@ -171,6 +171,47 @@ fn full_session_end_to_end() {
 }
 
 #[test]
+fn init_reports_its_files_without_a_size_for_ctx_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = String::from_utf8(
+        rlm_in(dir.path())
+            .args(["ctx", "init", "--tokenizer", "approx", "--flow", "demo"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    let first = out.lines().next().unwrap();
+    assert_eq!(first, "created   ctx.json  (flow demo)");
+    assert!(
+        out.contains("added     000_policy.system  ") && out.contains(" bytes  "),
+        "{out}"
+    );
+    let json: Value = serde_json::from_slice(
+        &rlm_in(dir.path())
+            .args([
+                "--json",
+                "ctx",
+                "--dir",
+                "other",
+                "init",
+                "--tokenizer",
+                "approx",
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["changes"][0]["part"], "ctx.json");
+    assert!(json["changes"][0].get("bytes").is_none(), "{json}");
+    assert!(json["changes"][1]["bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
 fn rebuilds_are_byte_identical_and_the_digest_tracks_content() {
     let project = Project::new("o200k");
     project.ok(&["add", "src/*"]);
