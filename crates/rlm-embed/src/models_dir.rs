@@ -14,6 +14,7 @@ use crate::manifest::Manifest;
 /// model = "tokenlearn-static-model"   # default model name; optional when only one is imported
 /// models_dir = "/data/rlm/models"     # overrides $XDG_DATA_HOME/rlm/models
 /// runtime = "/opt/onnxruntime/libonnxruntime.so"  # overrides the library recorded at import
+/// load_auto_limit_mb = 16             # `rlm load` embeds by itself only up to this much new text
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -25,6 +26,8 @@ pub struct EmbedSettings {
     pub models_dir: Option<PathBuf>,
     /// onnxruntime shared library to use for ONNX models.
     pub runtime: Option<PathBuf>,
+    /// `rlm load` embeds new chunks unasked only when it loaded at most this many MiB of text.
+    pub load_auto_limit_mb: Option<u64>,
 }
 
 /// One entry of [`ModelsDir::list`].

@@ -55,8 +55,12 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub chunking: ChunkingArgs,
     /// Do not compute embeddings now (run `rlm embed` later).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "embed")]
     pub no_embed: bool,
+    /// Compute embeddings now whatever the size of the load and the kind of model (by default
+    /// only a static model, and only up to `[embed] load_auto_limit_mb` of new text, 16 MiB).
+    #[arg(long)]
+    pub embed: bool,
     /// Embedding model to use (a name from the models directory; default: the `[embed]`
     /// configuration, or the only imported model).
     #[arg(long, value_name = "NAME", value_hint = clap::ValueHint::Other)]

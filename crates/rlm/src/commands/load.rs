@@ -15,9 +15,9 @@ use std::time::Instant;
 use rlm_store::{LoadEvent, Source};
 
 use crate::cli::{GlobalArgs, LoadArgs};
-use crate::error::{EXIT_USAGE, input_error, store_error};
+use crate::error::{CliError, EXIT_USAGE, input_error, store_error};
 use crate::output::{self, count, human_bytes, neutralize};
-use crate::settings::{LoadSettings, Sources};
+use crate::settings::{EmbedOnLoad, LoadSettings, Sources};
 
 /// Skipped files of one reason named one by one; more are counted (`-v` names them all).
 const SKIPS_NAMED: usize = 3;
@@ -207,12 +207,15 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
             started.elapsed().as_secs_f64()
         );
     }
-    if settings.embed && !report.loaded.is_empty() {
+    if settings.embed != EmbedOnLoad::Never && !report.loaded.is_empty() {
+        let loaded_bytes = report.loaded.iter().map(|b| b.bytes).sum();
         embed_after_load(
             global,
             sources,
             &mut store,
             settings.embedding_model.as_deref(),
+            settings.embed,
+            loaded_bytes,
         )?;
     }
     Ok(if failed {
@@ -222,43 +225,69 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
     })
 }
 
-/// Embeds the new chunks when a fast (static) model is available. The dense tier runs at tens
-/// of chunks per second, so it is left to an explicit `rlm embed`.
+/// Embeds the new chunks as `policy` says. Unasked (`Auto`), only a static model embeds, and
+/// only a load of at most `max_bytes`: the dense tier runs at tens of chunks per second and a
+/// static model at about 1 MiB/s, so a big load would otherwise wait minutes for vectors.
 fn embed_after_load(
     global: &GlobalArgs,
     sources: &Sources,
     store: &mut rlm_store::Store,
     model: Option<&str>,
+    policy: EmbedOnLoad,
+    loaded_bytes: u64,
 ) -> anyhow::Result<()> {
+    let note = |text: String| {
+        if !global.quiet {
+            let mut stderr = anstream::stderr();
+            let _ = writeln!(stderr, "note: {text}");
+        }
+    };
+    if let EmbedOnLoad::Auto { max_bytes } = policy
+        && loaded_bytes > max_bytes
+    {
+        let any_model = crate::settings::EmbeddingSettings::resolve(model, sources)
+            .ok()
+            .and_then(|settings| settings.models_dir.list().ok())
+            .is_some_and(|models| !models.is_empty());
+        if any_model {
+            note(format!(
+                "new chunks are not embedded: this load added {} (over the {} that `rlm load` \
+                 embeds by itself); run `rlm embed`, or load with --embed",
+                human_bytes(loaded_bytes),
+                human_bytes(max_bytes)
+            ));
+        }
+        return Ok(());
+    }
     let stored = store.embedding_status().map_err(store_error)?.model;
     let embedder = match super::embed::stored_model_embedder(model, stored.as_deref(), sources) {
         Ok(embedder) => embedder,
         // The load itself succeeded; an unclear model choice only postpones the vectors.
-        Err(err) if model.is_none() => {
-            if !global.quiet {
-                let mut stderr = anstream::stderr();
-                let _ = writeln!(
-                    stderr,
-                    "note: new chunks are not embedded: {err}; run `rlm embed --model NAME`"
-                );
-            }
+        Err(err) if model.is_none() && policy != EmbedOnLoad::Always => {
+            note(format!(
+                "new chunks are not embedded: {err}; run `rlm embed --model NAME`"
+            ));
             return Ok(());
         }
         Err(err) => return Err(err),
     };
     let Some(embedder) = embedder else {
+        if policy == EmbedOnLoad::Always {
+            return Err(CliError::input(anyhow::anyhow!(
+                "--embed: no embedding model is imported"
+            ))
+            .with_hint("import one with `rlm models import`, see `rlm models --help`")
+            .into());
+        }
         tracing::debug!("no embedding model imported; chunks are searchable with BM25 only");
         return Ok(());
     };
-    if embedder.kind() != rlm_embed::ModelKind::Static {
-        if !global.quiet {
-            let mut stderr = anstream::stderr();
-            let _ = writeln!(
-                stderr,
-                "note: {} is a dense model (tens of chunks/s); run `rlm embed` to compute vectors",
-                embedder.model_id()
-            );
-        }
+    if embedder.kind() != rlm_embed::ModelKind::Static && policy != EmbedOnLoad::Always {
+        note(format!(
+            "{} is a dense model (tens of chunks/s); run `rlm embed` (or load with --embed) \
+             to compute vectors",
+            embedder.model_id()
+        ));
         return Ok(());
     }
     super::embed::embed_chunks(global, store, embedder.as_ref(), false)?;

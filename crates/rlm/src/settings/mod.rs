@@ -27,7 +27,7 @@ pub use env::Environment;
 pub use files::LoadedConfig;
 pub use llm::{ChatSettings, LlmSettings};
 pub use run::{ContextSource, RunSettings};
-pub use store::{LoadSettings, SearchSettings, StoreSettings};
+pub use store::{EmbedOnLoad, LoadSettings, SearchSettings, StoreSettings};
 
 /// Everything below the flags: the environment, the configuration files and the directories
 /// derived from them. The files are read on first use, so a command that needs no

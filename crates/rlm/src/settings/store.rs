@@ -69,6 +69,21 @@ pub fn chunk_options(args: &ChunkingArgs) -> anyhow::Result<ChunkOptions> {
     Ok(options)
 }
 
+/// New text up to which `rlm load` embeds by itself (MiB): a static model embeds about
+/// 1 MiB/s on two cores, so larger loads would wait minutes for vectors nobody asked for.
+pub const DEFAULT_EMBED_AUTO_LIMIT_MB: u64 = 16;
+
+/// When `rlm load` computes vectors for the chunks it added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedOnLoad {
+    /// `--no-embed`: never; `rlm embed` does it later.
+    Never,
+    /// `--embed`: always, with whatever model is chosen (a dense one too).
+    Always,
+    /// Default: with a static model, when the load added at most `max_bytes` of text.
+    Auto { max_bytes: u64 },
+}
+
 /// What `rlm load` does.
 #[derive(Debug, Clone)]
 pub struct LoadSettings {
@@ -76,8 +91,8 @@ pub struct LoadSettings {
     pub chunking: ChunkOptions,
     /// Buffer name for a single source.
     pub name: Option<String>,
-    /// Embed the new chunks after loading when a fast model is available.
-    pub embed: bool,
+    /// Whether to embed the new chunks after loading.
+    pub embed: EmbedOnLoad,
     /// `--model`; the rest of the embedding settings are resolved only if a model is needed.
     pub embedding_model: Option<String>,
     /// How directories are walked (`--include`, `--exclude`, `--hidden`, `--no-ignore`); the
@@ -99,7 +114,19 @@ impl LoadSettings {
             chunking: chunk_options(&args.chunking)?,
             store,
             name: args.name.clone(),
-            embed: !args.no_embed,
+            embed: if args.no_embed {
+                EmbedOnLoad::Never
+            } else if args.embed {
+                EmbedOnLoad::Always
+            } else {
+                let section: rlm_embed::EmbedSettings = sources.section("embed")?;
+                let mib = section
+                    .load_auto_limit_mb
+                    .unwrap_or(DEFAULT_EMBED_AUTO_LIMIT_MB);
+                EmbedOnLoad::Auto {
+                    max_bytes: mib.saturating_mul(1024 * 1024),
+                }
+            },
             embedding_model: args.model.clone(),
             walk,
         })
