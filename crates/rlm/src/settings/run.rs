@@ -465,8 +465,8 @@ mod tests {
             assert!(err.to_string().contains("block_timeout in [run]"), "{err}");
         }
         for bad in ["0", "-1", "100000", "soon"] {
-            let cli =
-                Cli::try_parse_from(["rlm", "run", "q", "--context", "x", "--block-timeout", bad]);
+            let flag = format!("--block-timeout={bad}");
+            let cli = Cli::try_parse_from(["rlm", "run", "q", "--context", "x", &flag]);
             let err = cli.unwrap_err();
             assert!(err.to_string().contains("--block-timeout"), "{bad}: {err}");
         }
