@@ -64,7 +64,7 @@ async fn fan_out() {
             .await
             .unwrap();
         samples.push(started.elapsed().as_secs_f64() * 1000.0);
-        assert_eq!(result.subcalls, FAN_OUT as u64);
+        assert_eq!(result.outcome.subcalls, FAN_OUT as u64);
     }
     // One root turn (latency) + one batched round (latency) is the ideal.
     let ideal = 2.0 * LATENCY.as_secs_f64() * 1000.0;

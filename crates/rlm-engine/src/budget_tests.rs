@@ -88,8 +88,8 @@ async fn a_batch_spends_within_the_budget_whatever_its_size() {
             let code = batch_code(size);
             let model = priced_model(&[&code, "FINAL(done)"]);
             let result = run_with(&model, cap, &[]).await;
-            let sub = result.usage.models["sub"].clone();
-            let total = &result.usage.total;
+            let sub = result.outcome.usage.models["sub"].clone();
+            let total = &result.outcome.usage.total;
             eprintln!(
                 "batch of {size:>6} under {name}: sub-calls spent ${:.2} / {} tokens, run \
                  ${:.2} / {} tokens ({} sub-calls sent)",
@@ -112,7 +112,7 @@ async fn a_batch_spends_within_the_budget_whatever_its_size() {
                 let expected = format!("budget exhausted: {} of {size} prompts not sent", size - 5);
                 assert!(seen.contains(&expected), "{seen}");
             }
-            assert_eq!(result.status, Status::Answered);
+            assert_eq!(result.outcome.status, Status::Answered);
         }
     }
 }
@@ -130,7 +130,7 @@ async fn code_cannot_pick_a_model_the_user_did_not_allow() {
         "{seen}"
     );
     assert!(model.calls().iter().all(|(name, _)| name != "ollama:x"));
-    assert_eq!(result.status, Status::Answered);
+    assert_eq!(result.outcome.status, Status::Answered);
 
     let model = priced_model(&[
         "```repl\nr = llm_query(\"hi\", model=\"other\")\nprint(r)\n```",
@@ -170,10 +170,10 @@ async fn an_allowed_model_without_a_price_is_refused_under_a_cost_limit() {
         &[],
     )
     .await;
-    assert_eq!(result.status, Status::CostBudget);
+    assert_eq!(result.outcome.status, Status::CostBudget);
     assert!(unpriced.calls().is_empty(), "nothing was sent");
     // Without a cost limit the allowed model answers.
     let result = run_with(&model, Budget::default(), &["unpriced"]).await;
-    assert_eq!(result.status, Status::Answered);
+    assert_eq!(result.outcome.status, Status::Answered);
     assert!(model.calls().iter().any(|(name, _)| name == "unpriced"));
 }

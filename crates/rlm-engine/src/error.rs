@@ -7,6 +7,16 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A model the run may call (root, sub-call or allowed) cannot be called at all: its
+    /// provider is unknown or has no key. The client's error keeps its kind.
+    #[error("model `{model}` cannot be used")]
+    Model {
+        /// The model string, as configured.
+        model: String,
+        /// Why, as the model client says.
+        #[source]
+        source: rlm_llm::Error,
+    },
     /// The builder was missing something it needs.
     #[error("the RLM is not configured: {0}")]
     Config(String),

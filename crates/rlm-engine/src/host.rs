@@ -11,7 +11,7 @@ use futures::future::{BoxFuture, join_all};
 use tokio::sync::Semaphore;
 
 use rlm_llm::{ChatRequest, Estimate, UsageReport};
-use rlm_trace::Subcall;
+use rlm_trace::{Subcall, UsageSummary};
 
 use crate::context::ContextPart;
 use crate::events::{Event, Progress, SubcallKind};
@@ -271,18 +271,19 @@ impl RunScope {
                     None,
                 ),
                 Ok(result) => {
-                    let answer = match (&result.answer, result.error_message()) {
-                        (Some(answer), _) => Ok(answer.clone()),
+                    let outcome = result.outcome;
+                    let answer = match (outcome.answer, outcome.error) {
+                        (Some(answer), _) => Ok(answer),
                         (None, Some(error)) => Err(format!(
                             "child run ended without an answer ({}: {error})",
-                            result.status
+                            outcome.status
                         )),
                         (None, None) => Err(format!(
                             "child run ended without an answer ({})",
-                            result.status
+                            outcome.status
                         )),
                     };
-                    (answer, result.usage, result.trajectory)
+                    (answer, outcome.usage, result.trajectory)
                 }
             };
         let mut entry = record(
@@ -399,7 +400,7 @@ fn record(
         prompt_chars: prompt.chars().count() as u64,
         response: truncate(response, LOG_PREVIEW_CHARS),
         response_chars: response.chars().count() as u64,
-        usage_summary: crate::trace::usage_summary(usage),
+        usage_summary: UsageSummary::of(usage),
         cost_usd: usage.total.cost_usd,
         seconds: started.elapsed().as_secs_f64(),
         error,

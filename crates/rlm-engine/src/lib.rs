@@ -35,9 +35,9 @@
 //!         .build()?;
 //!     let log = ContextPart::new("2024-01-01 ERROR disk full\n").with_name("app.log");
 //!     let result = rlm.completion("Which errors occurred?", vec![log]).await?;
-//!     match result.answer {
+//!     match result.outcome.answer {
 //!         Some(answer) => println!("{answer}"),
-//!         None => eprintln!("no answer: {}", result.status),
+//!         None => eprintln!("no answer: {}", result.outcome.status),
 //!     }
 //!     Ok(())
 //! }
@@ -74,7 +74,7 @@ pub use rlm::{
     DEFAULT_SUBCALL_WINDOW_CHARS, Rlm, RlmBuilder, Settings,
 };
 /// How a run ended (also the trajectory's `status`).
-pub use rlm_trace::Status;
+pub use rlm_trace::{RunOutcome, Status};
 pub use run::RunResult;
 pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
 

@@ -25,6 +25,13 @@ pub trait ModelClient: Send + Sync + fmt::Debug {
     /// The price of `model`, if known: the engine reserves a call's worst-case cost against
     /// the run's budget before sending it, and refuses it under a cost limit when unknown.
     fn price(&self, model: &str) -> Option<Price>;
+
+    /// Whether `model` can be called at all (a known provider with the key it needs), checked
+    /// before a run starts. The default accepts every model.
+    fn check(&self, model: &str) -> Result<(), rlm_llm::Error> {
+        let _ = model;
+        Ok(())
+    }
 }
 
 /// Retries, the per-provider limiter, prices and record/replay all come from the client.
@@ -38,5 +45,9 @@ impl ModelClient for LlmClient {
 
     fn price(&self, model: &str) -> Option<Price> {
         LlmClient::price(self, model)
+    }
+
+    fn check(&self, model: &str) -> Result<(), rlm_llm::Error> {
+        self.check_model(model)
     }
 }

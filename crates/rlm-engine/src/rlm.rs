@@ -217,7 +217,8 @@ impl RlmBuilder {
         self
     }
 
-    /// Checks the configuration and builds the RLM.
+    /// Checks the configuration and that every model the run may call can be called (a known
+    /// provider with its key, [`Error::Model`] otherwise), and builds the RLM.
     pub fn build(self) -> Result<Rlm, Error> {
         let client = self
             .client
@@ -272,6 +273,17 @@ impl RlmBuilder {
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_CHILDREN),
             log_dir: self.log_dir,
         };
+        // A sub-call's error only reaches model code as text, so a model the run can never
+        // call (no key, unknown provider) is refused here, typed, before the first turn.
+        let models = [&settings.root_model, &settings.subcall_model]
+            .into_iter()
+            .chain(&settings.allowed_models);
+        for model in models {
+            client.check(model).map_err(|source| Error::Model {
+                model: model.clone(),
+                source,
+            })?;
+        }
         Ok(Rlm {
             shared: Arc::new(Shared {
                 client,

@@ -58,10 +58,10 @@ async fn answers_after_code_and_logs_every_turn() {
         )
         .await
         .unwrap();
-    assert_eq!(result.status, Status::Answered);
-    assert_eq!(result.answer.as_deref(), Some("XYZ"));
-    assert_eq!(result.iterations, 2);
-    assert_eq!(result.usage.models["root"].calls, 2);
+    assert_eq!(result.outcome.status, Status::Answered);
+    assert_eq!(result.outcome.answer.as_deref(), Some("XYZ"));
+    assert_eq!(result.outcome.iterations, 2);
+    assert_eq!(result.outcome.usage.models["root"].calls, 2);
 
     let calls = model.calls();
     let first = &calls[0].1;
@@ -113,11 +113,11 @@ async fn subcalls_go_to_the_subcall_model_and_usage_adds_up() {
             }),
     );
     let result = run(&model, RunLimits::default()).await;
-    assert_eq!(result.answer.as_deref(), Some("sub saw summarize"));
-    assert_eq!(result.subcalls, 4);
-    assert_eq!(result.usage.models["sub"].calls, 4);
-    assert_eq!(result.usage.models["root"].calls, 2);
-    assert_eq!(result.usage.total.usage.total(), 6 * 15);
+    assert_eq!(result.outcome.answer.as_deref(), Some("sub saw summarize"));
+    assert_eq!(result.outcome.subcalls, 4);
+    assert_eq!(result.outcome.usage.models["sub"].calls, 4);
+    assert_eq!(result.outcome.usage.models["root"].calls, 2);
+    assert_eq!(result.outcome.usage.total.usage.total(), 6 * 15);
     let feedback = &model
         .calls()
         .last()
@@ -143,9 +143,9 @@ async fn missing_final_var_is_reported_back_not_returned() {
         ],
     ));
     let result = run(&model, RunLimits::default()).await;
-    assert_eq!(result.status, Status::Answered);
-    assert_eq!(result.answer.as_deref(), Some("42"));
-    assert_eq!(result.iterations, 3);
+    assert_eq!(result.outcome.status, Status::Answered);
+    assert_eq!(result.outcome.answer.as_deref(), Some("42"));
+    assert_eq!(result.outcome.iterations, 3);
     let note = &model.calls()[1].1.last().unwrap().content.clone();
     assert!(note.contains("no variable named `result` exists"), "{note}");
 }
@@ -168,9 +168,9 @@ async fn code_errors_are_fed_back_and_too_many_end_the_run() {
         },
     )
     .await;
-    assert_eq!(result.status, Status::ErrorLimit);
-    assert_eq!(result.answer, None);
-    assert_eq!(result.iterations, 2);
+    assert_eq!(result.outcome.status, Status::ErrorLimit);
+    assert_eq!(result.outcome.answer, None);
+    assert_eq!(result.outcome.iterations, 2);
     let feedback = &model.calls()[1].1.last().unwrap().content.clone();
     assert!(
         feedback.contains("[error]\nValueError(\"bad\") (line 1)"),
@@ -196,9 +196,9 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
         },
     )
     .await;
-    assert_eq!(result.status, Status::ForcedAnswer);
-    assert_eq!(result.answer.as_deref(), Some("two things"));
-    assert_eq!(result.iterations, 3);
+    assert_eq!(result.outcome.status, Status::ForcedAnswer);
+    assert_eq!(result.outcome.answer.as_deref(), Some("two things"));
+    assert_eq!(result.outcome.iterations, 3);
     let last = model
         .calls()
         .last()
@@ -221,7 +221,7 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
         },
     )
     .await;
-    assert_eq!(result.answer.as_deref(), Some("It is 7."));
+    assert_eq!(result.outcome.answer.as_deref(), Some("It is 7."));
     let model =
         Arc::new(ScriptedModel::default().replies("root", &["```repl\nprint(1)\n```", "  "]));
     let result = run(
@@ -232,8 +232,8 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
         },
     )
     .await;
-    assert_eq!(result.status, Status::IterationLimit);
-    assert_eq!(result.answer, None);
+    assert_eq!(result.outcome.status, Status::IterationLimit);
+    assert_eq!(result.outcome.answer, None);
 }
 
 #[tokio::test]
@@ -256,10 +256,10 @@ async fn token_budget_stops_with_the_partial_answer() {
         },
     )
     .await;
-    assert_eq!(result.status, Status::TokenBudget);
-    assert_eq!(result.answer, None);
-    assert_eq!(result.partial_answer.as_deref(), Some("maybe XYZ"));
-    assert_eq!(result.iterations, 2);
+    assert_eq!(result.outcome.status, Status::TokenBudget);
+    assert_eq!(result.outcome.answer, None);
+    assert_eq!(result.outcome.partial_answer.as_deref(), Some("maybe XYZ"));
+    assert_eq!(result.outcome.iterations, 2);
 }
 
 #[tokio::test]
@@ -269,8 +269,8 @@ async fn ready_answer_variable_finishes() {
         &["```repl\nanswer = {\"content\": \"done\", \"ready\": True}\n```"],
     ));
     let result = run(&model, RunLimits::default()).await;
-    assert_eq!(result.status, Status::Answered);
-    assert_eq!(result.answer.as_deref(), Some("done"));
+    assert_eq!(result.outcome.status, Status::Answered);
+    assert_eq!(result.outcome.answer.as_deref(), Some("done"));
 }
 
 #[tokio::test]
@@ -291,8 +291,8 @@ async fn subcall_budget_refuses_calls_and_stops() {
         },
     )
     .await;
-    assert_eq!(result.status, Status::SubcallBudget);
-    assert_eq!(result.usage.models["sub"].calls, 2);
+    assert_eq!(result.outcome.status, Status::SubcallBudget);
+    assert_eq!(result.outcome.usage.models["sub"].calls, 2);
 }
 
 #[tokio::test]
@@ -306,7 +306,7 @@ async fn zero_timeout_stops_before_any_call() {
         },
     )
     .await;
-    assert_eq!(result.status, Status::Timeout);
+    assert_eq!(result.outcome.status, Status::Timeout);
     assert!(model.calls().is_empty());
 }
 
@@ -314,7 +314,7 @@ async fn zero_timeout_stops_before_any_call() {
 async fn model_failure_is_a_status_with_the_error() {
     let model = Arc::new(ScriptedModel::default());
     let result = run(&model, RunLimits::default()).await;
-    assert_eq!(result.status, Status::ModelError);
+    assert_eq!(result.outcome.status, Status::ModelError);
     // The client's error arrives typed, with its kind, not flattened to text.
     let error = result.error.unwrap();
     assert_eq!(error.kind(), rlm_llm::ErrorKind::Input);
@@ -362,17 +362,20 @@ async fn depth_two_runs_a_child_with_its_own_session_and_log() {
         .completion("q", vec![ContextPart::new("data")])
         .await
         .unwrap();
-    assert_eq!(result.answer.as_deref(), Some("leaf answer to leaf"));
+    assert_eq!(
+        result.outcome.answer.as_deref(),
+        Some("leaf answer to leaf")
+    );
     // root: 2 turns; child: 2 root-model turns on "sub" + 1 leaf call on "sub".
-    assert_eq!(result.usage.models["root"].calls, 2);
-    assert_eq!(result.usage.models["sub"].calls, 3);
-    assert_eq!(result.subcalls, 2);
+    assert_eq!(result.outcome.usage.models["root"].calls, 2);
+    assert_eq!(result.outcome.usage.models["sub"].calls, 3);
+    assert_eq!(result.outcome.subcalls, 2);
 
     let parent = read_log(&result);
     let call = &parent[1]["code_blocks"][0]["result"]["rlm_calls"][0];
     assert_eq!(call["kind"], "rlm_query");
     let child_id = call["child_run_id"].as_str().unwrap();
-    assert_eq!(child_id, format!("{}.1", result.run_id));
+    assert_eq!(child_id, format!("{}.1", result.outcome.run_id));
     assert_eq!(
         call["usage_summary"]["model_usage_summaries"]["sub"]["total_calls"],
         3
@@ -383,7 +386,7 @@ async fn depth_two_runs_a_child_with_its_own_session_and_log() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(child[0]["parent_run_id"], result.run_id.as_str());
+    assert_eq!(child[0]["parent_run_id"], result.outcome.run_id.as_str());
     assert_eq!(child[0]["depth"], 1);
     // The child saw the delegated prompt as its context.
     assert_eq!(
@@ -426,9 +429,9 @@ async fn child_cannot_outspend_the_parent() {
         .completion("q", vec![ContextPart::new("data")])
         .await
         .unwrap();
-    assert_eq!(result.status, Status::TokenBudget);
-    assert_eq!(result.usage.models["sub"].calls, 2);
-    assert_eq!(result.usage.total.usage.total(), 45);
+    assert_eq!(result.outcome.status, Status::TokenBudget);
+    assert_eq!(result.outcome.usage.models["sub"].calls, 2);
+    assert_eq!(result.outcome.usage.total.usage.total(), 45);
 }
 
 #[tokio::test]
@@ -440,16 +443,51 @@ async fn an_answer_cut_by_the_code_block_stop_is_asked_for_again_whole() {
         .completion("how?", vec![ContextPart::new("x")])
         .await
         .unwrap();
-    assert_eq!(result.status, Status::Answered);
+    assert_eq!(result.outcome.status, Status::Answered);
     assert_eq!(
-        result.answer.as_deref(),
+        result.outcome.answer.as_deref(),
         Some("Run this:\n```python\nprint(1)\n```\nand read the output.")
     );
-    assert_eq!(result.iterations, 1);
-    assert_eq!(result.usage.models["root"].calls, 2);
+    assert_eq!(result.outcome.iterations, 1);
+    assert_eq!(result.outcome.usage.models["root"].calls, 2);
     let log = read_log(&result);
     let notes = log[1]["notes"].to_string();
     assert!(notes.contains("cut inside FINAL"), "{notes}");
     // The turn's usage counts both calls (10 input tokens each).
     assert_eq!(log[1]["usage"]["input_tokens"], 20, "{}", log[1]);
+}
+
+/// A model the run may call but can never reach (sub-call or allowed model without its key,
+/// an unknown provider) is refused at build time with the client's typed error; a model whose
+/// provider needs no key passes.
+#[test]
+fn models_the_run_cannot_call_are_refused_before_it_starts() {
+    let client = Arc::new(
+        rlm_llm::LlmClient::builder()
+            .builtin_providers(&|_| None)
+            .build()
+            .unwrap(),
+    );
+    let build = |subcall: &str, allowed: &[&str]| {
+        Rlm::builder()
+            .client(Arc::clone(&client) as _)
+            .repl(Arc::new(FakeRepl))
+            .model("ollama:root")
+            .subcall_model(subcall)
+            .allowed_models(allowed.iter().map(|m| (*m).to_owned()).collect())
+            .build()
+    };
+    assert!(build("ollama:sub", &[]).is_ok());
+    for (subcall, allowed, refused) in [
+        ("openai:sub", &[][..], "openai:sub"),
+        ("ollama:sub", &["anthropic:other"][..], "anthropic:other"),
+        ("nosuch:sub", &[][..], "nosuch:sub"),
+    ] {
+        let err = build(subcall, allowed).unwrap_err();
+        let crate::Error::Model { model, source } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(model, refused);
+        assert_eq!(source.kind(), rlm_llm::ErrorKind::Input, "{source}");
+    }
 }

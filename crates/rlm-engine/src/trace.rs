@@ -1,11 +1,11 @@
-//! The engine's side of the trajectory: its values as `rlm-trace` records, and the run's log.
+//! The engine's side of the trajectory: the run's log file, or nothing when not logging.
 //!
-//! `rlm-trace` owns the on-disk schema and stays free of the engine's and `rlm-llm`'s types, so
-//! the few values that cross (usage totals, chat messages) are copied into its types here.
+//! `rlm-trace` owns the on-disk schema; its records hold `rlm-llm`'s messages and usage as
+//! they are, so nothing is converted on the way to the log.
 
 use std::path::Path;
 
-use rlm_trace::{RecordType, Role, Totals, TrajectoryWriter, UsageReport, UsageSummary};
+use rlm_trace::{RecordType, TrajectoryWriter};
 
 use crate::error::Error;
 
@@ -38,64 +38,12 @@ impl RunLog {
     }
 }
 
-/// Totals as logged.
-pub(crate) fn totals(totals: &rlm_llm::ModelTotals) -> Totals {
-    Totals {
-        calls: totals.calls,
-        failures: totals.failures,
-        input_tokens: totals.usage.input_tokens,
-        output_tokens: totals.usage.output_tokens,
-        cache_read_tokens: totals.usage.cache_read_tokens,
-        cache_write_tokens: totals.usage.cache_write_tokens,
-        latency_ms: u64::try_from(totals.latency.as_millis()).unwrap_or(u64::MAX),
-        retries: totals.retries,
-        cost_usd: totals.cost_usd,
-        unpriced_calls: totals.unpriced_calls,
-    }
-}
-
-/// A usage report as logged.
-pub(crate) fn usage_report(report: &rlm_llm::UsageReport) -> UsageReport {
-    UsageReport {
-        models: report
-            .models
-            .iter()
-            .map(|(model, model_totals)| (model.clone(), totals(model_totals)))
-            .collect(),
-        total: totals(&report.total),
-    }
-}
-
-/// A usage report in the reference log's shape.
-pub(crate) fn usage_summary(report: &rlm_llm::UsageReport) -> UsageSummary {
-    UsageSummary::of(&usage_report(report).models)
-}
-
-/// The conversation sent for a turn, as logged.
-pub(crate) fn transcript(request: &rlm_llm::ChatRequest) -> Vec<rlm_trace::Message> {
-    request
-        .transcript()
-        .into_iter()
-        .map(|message| rlm_trace::Message {
-            role: match message.role {
-                rlm_llm::Role::System => Role::System,
-                rlm_llm::Role::User => Role::User,
-                rlm_llm::Role::Assistant => Role::Assistant,
-                _ => Role::Other,
-            },
-            content: message.content,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::time::Duration;
 
     use rlm_trace::{Status, SubcallKind, Trajectory};
 
-    use super::*;
     use crate::testing::{FakeRepl, ScriptedModel};
     use crate::{ContextPart, Rlm};
 
@@ -138,12 +86,12 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(result.answer.as_deref(), Some("7"));
+        assert_eq!(result.outcome.answer.as_deref(), Some("7"));
 
         let root = Trajectory::read(result.trajectory.as_deref().unwrap()).unwrap();
         assert!(root.entries.iter().all(|e| e.version == rlm_trace::VERSION));
         let metadata = root.metadata().unwrap();
-        assert_eq!(metadata.run_id, result.run_id);
+        assert_eq!(metadata.run_id, result.outcome.run_id);
         assert_eq!((metadata.depth, metadata.max_depth), (0, 2));
         assert_eq!(metadata.root_model, "root");
         assert_eq!(metadata.query, "how many?");
@@ -154,9 +102,9 @@ mod tests {
 
         let turns: Vec<_> = root.iterations().collect();
         assert_eq!(turns.len(), 2);
-        assert_eq!(turns[0].prompt[0].role, Role::System);
+        assert_eq!(turns[0].prompt[0].role, rlm_llm::Role::System);
         assert_eq!(turns[0].usage.calls, 1);
-        assert!(turns[0].usage.input_tokens > 0);
+        assert!(turns[0].usage.usage.input_tokens > 0);
         let call = &turns[0].code_blocks[0].result.subcalls[0];
         assert_eq!(call.kind, SubcallKind::RlmQuery);
         assert_eq!(call.model, "sub");
@@ -174,14 +122,17 @@ mod tests {
         assert_eq!(outcome.subcalls, 2);
         assert_eq!(outcome.usage.models["root"].calls, 2);
         assert_eq!(outcome.usage.total.calls, 5);
-        assert_eq!(outcome.usage, usage_report(&result.usage));
+        assert_eq!(
+            outcome, &result.outcome,
+            "the log's last line is the run's outcome"
+        );
 
         let child = Trajectory::read(call.child_log.as_deref().unwrap()).unwrap();
         let child_metadata = child.metadata().unwrap();
         assert_eq!(Some(&child_metadata.run_id), call.child_run_id.as_ref());
         assert_eq!(
             child_metadata.parent_run_id.as_deref(),
-            Some(result.run_id.as_str())
+            Some(result.outcome.run_id.as_str())
         );
         assert_eq!(child_metadata.depth, 1);
         let leaf = &child.iterations().next().unwrap().code_blocks[0]
@@ -190,28 +141,5 @@ mod tests {
         assert_eq!(leaf.kind, SubcallKind::LlmQuery);
         assert_eq!(leaf.prompt, "leaf");
         assert_eq!(child.outcome().unwrap().status, Status::Answered);
-    }
-
-    #[test]
-    fn totals_keep_every_count() {
-        let mut source = rlm_llm::ModelTotals {
-            calls: 2,
-            failures: 1,
-            latency: Duration::from_millis(1500),
-            retries: 3,
-            cost_usd: 0.5,
-            unpriced_calls: 1,
-            ..rlm_llm::ModelTotals::default()
-        };
-        source.usage.input_tokens = 100;
-        source.usage.output_tokens = 20;
-        source.usage.cache_read_tokens = 40;
-        source.usage.cache_write_tokens = 10;
-        let logged = totals(&source);
-        assert_eq!(
-            serde_json::to_value(&logged).unwrap(),
-            serde_json::to_value(&source).unwrap(),
-            "the log shows the same fields and values as rlm-llm's totals"
-        );
     }
 }

@@ -66,21 +66,7 @@ impl LlmClient {
             return Ok(response);
         }
 
-        let slot = self
-            .shared
-            .providers
-            .get(&model_ref.provider)
-            .ok_or_else(|| Error::UnknownProvider {
-                provider: model_ref.provider.clone(),
-                model: request.model.clone(),
-                known: self
-                    .shared
-                    .providers
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+        let slot = self.slot(&model_ref, &request.model)?;
         let (url, headers) = endpoint(slot)?;
         let stream = on_text.is_some();
         let body = wire::request_body(slot.config.kind, request, &model_ref.model, stream);

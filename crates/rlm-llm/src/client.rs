@@ -267,6 +267,37 @@ impl LlmClient {
         ModelRef::parse(model, &known, self.shared.default_provider.as_deref())
     }
 
+    /// Checks, before anything is sent or spent, that a call to `model` could go out: the
+    /// model string names a configured provider and that provider has the key it needs. Fails
+    /// with the error the call itself would end in ([`Error::UnknownProvider`],
+    /// [`Error::AmbiguousModel`], [`Error::MissingApiKey`]). When answering from a recording
+    /// no key is needed, so only the model string is checked.
+    pub fn check_model(&self, model: &str) -> Result<()> {
+        let model_ref = self.resolve(model)?;
+        if self.shared.replayer.is_none() {
+            self.slot(&model_ref, model)?.config.require_key()?;
+        }
+        Ok(())
+    }
+
+    /// The provider serving `model_ref` (`model` is the string as the caller wrote it).
+    pub(crate) fn slot(&self, model_ref: &ModelRef, model: &str) -> Result<&ProviderSlot> {
+        self.shared
+            .providers
+            .get(&model_ref.provider)
+            .ok_or_else(|| Error::UnknownProvider {
+                provider: model_ref.provider.clone(),
+                model: model.to_owned(),
+                known: self
+                    .shared
+                    .providers
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
     /// The price used for a model string, if known.
     pub fn price(&self, model: &str) -> Option<Price> {
         let resolved = self.resolve(model).ok()?;

@@ -165,7 +165,10 @@ impl ChatRequest {
 ///
 /// Recordings made before this meaning was fixed (cassette version 1, where `input_tokens`
 /// excluded cached tokens) are converted when they are read.
+///
+/// Every field defaults when absent, so trajectories written before a field existed still read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
     /// Every prompt token, including the cached ones below.
     pub input_tokens: u64,

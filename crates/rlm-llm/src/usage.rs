@@ -123,7 +123,12 @@ impl PriceTable {
 }
 
 /// Totals of one or more calls (to one model, or to all of them).
+///
+/// This is also the shape trajectories log (`rlm-trace`): flat token counts, `latency_ms`.
+/// Every field defaults when absent and a `null` cost reads as 0, so logs written before a
+/// field existed still read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ModelTotals {
     /// Calls that returned an answer.
     pub calls: u64,
@@ -140,6 +145,7 @@ pub struct ModelTotals {
     #[serde(default)]
     pub retries: u64,
     /// Dollars over the calls whose price is known: a lower bound when `unpriced_calls > 0`.
+    #[serde(deserialize_with = "null_as_zero")]
     pub cost_usd: f64,
     /// Answered calls whose price is unknown, so their cost is not in `cost_usd`.
     #[serde(default)]
@@ -175,8 +181,17 @@ impl ModelTotals {
 /// Totals per model reference plus the grand total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageReport {
+    /// Per model reference (`provider:model` as configured).
+    #[serde(default)]
     pub models: BTreeMap<String, ModelTotals>,
+    /// All models together.
+    #[serde(default)]
     pub total: ModelTotals,
+}
+
+/// Older trajectories stored an unknown cost as `null`.
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(0.0))
 }
 
 impl UsageReport {

@@ -7,12 +7,17 @@
 //! and in `docs/trajectory.md`. A child run started by `rlm_query` writes its own file next to
 //! its parent's, and the parent's [`Subcall`] names it.
 //!
+//! Chat messages and usage totals are `rlm-llm`'s types ([`rlm_llm::Message`],
+//! [`rlm_llm::ModelTotals`], [`rlm_llm::UsageReport`]): a log holds the values the model layer
+//! produced, unconverted.
+//!
 //! Writers are the RLM loop (`rlm-engine`) and, next, the query pipeline; readers are the viewer
 //! and session inspection. The reader keeps line types it does not know as
 //! [`Record::Unknown`], so an older reader can still show a newer log.
 //!
 //! ```
-//! use rlm_trace::{Record, RunOutcome, Status, Trajectory, TrajectoryWriter, UsageReport, UsageSummary};
+//! use rlm_llm::UsageReport;
+//! use rlm_trace::{Record, RunOutcome, Status, Trajectory, TrajectoryWriter, UsageSummary};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dir = tempfile::tempdir()?;
@@ -46,9 +51,8 @@ mod writer;
 pub use error::Error;
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{
-    BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration, Message,
-    ModelSummary, RecordType, Role, RunMetadata, RunOutcome, Status, Subcall, SubcallKind, Totals,
-    UsageReport, UsageSummary,
+    BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration,
+    ModelSummary, RecordType, RunMetadata, RunOutcome, Status, Subcall, SubcallKind, UsageSummary,
 };
 pub use writer::{TrajectoryWriter, new_run_id, root_stem, timestamp_now};
 

@@ -4,11 +4,15 @@
 //! `response`, `code_blocks`, `rlm_calls`, `iteration_time`, `root_model`, ...), so tools written
 //! for it read ours; a Rust field whose on-disk name is misleading is renamed here and says so.
 //! Fields added after the first logs default when absent, so older logs still read.
+//!
+//! Chat messages and usage are `rlm-llm`'s own types (`Message`, `ModelTotals`,
+//! `UsageReport`), logged as they serialize: the log and the model layer share one vocabulary.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+use rlm_llm::{Message, ModelTotals, UsageReport};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -132,7 +136,7 @@ pub struct Iteration {
     pub seconds: f64,
     /// The root-model calls of this turn (two when a reply cut inside `FINAL(` was asked
     /// again); sub-calls are in the code blocks.
-    pub usage: Totals,
+    pub usage: ModelTotals,
     /// Notes the engine added for the model or the reader (e.g. a rejected `FINAL_VAR`).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -140,31 +144,6 @@ pub struct Iteration {
 
 impl RecordType for Iteration {
     const TYPE: &'static str = "iteration";
-}
-
-/// One chat message of a [`Iteration::prompt`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    /// Who wrote it.
-    pub role: Role,
-    /// Its text.
-    pub content: String,
-}
-
-/// Who wrote a [`Message`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Role {
-    /// The system prompt.
-    System,
-    /// The engine for the user: the query, code output, turn markers.
-    User,
-    /// The model.
-    Assistant,
-    /// A role written by a newer version (read only).
-    #[serde(other)]
-    Other,
 }
 
 /// One code block and what it did.
@@ -340,47 +319,6 @@ impl fmt::Display for Status {
     }
 }
 
-/// Totals of one or more model calls.
-///
-/// `input_tokens` counts every prompt token, cached ones included (`cache_read_tokens` and
-/// `cache_write_tokens` are parts of it). Every field defaults, so logs written before a field
-/// existed still read (with zeros).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Totals {
-    /// Calls that returned an answer.
-    pub calls: u64,
-    /// Calls that ended in an error.
-    pub failures: u64,
-    /// Prompt tokens, cached ones included.
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's cache.
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's cache.
-    pub cache_write_tokens: u64,
-    /// Summed wall time of the calls, in milliseconds.
-    pub latency_ms: u64,
-    /// Attempts that were retried.
-    pub retries: u64,
-    /// Dollars over the calls whose price is known (a lower bound when `unpriced_calls > 0`).
-    #[serde(deserialize_with = "null_as_zero")]
-    pub cost_usd: f64,
-    /// Answered calls whose price is unknown.
-    pub unpriced_calls: u64,
-}
-
-/// Usage per model and in total.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct UsageReport {
-    /// Per model reference (`provider:model` as configured).
-    pub models: BTreeMap<String, Totals>,
-    /// All models together.
-    #[serde(default)]
-    pub total: Totals,
-}
-
 /// Usage in the reference log's shape: `{"model_usage_summaries": {model: {...}}}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageSummary {
@@ -390,16 +328,17 @@ pub struct UsageSummary {
 
 impl UsageSummary {
     /// The summary of per-model totals.
-    pub fn of(models: &BTreeMap<String, Totals>) -> Self {
-        let model_usage_summaries = models
+    pub fn of(report: &UsageReport) -> Self {
+        let model_usage_summaries = report
+            .models
             .iter()
             .map(|(model, totals)| {
                 let summary = ModelSummary {
                     total_calls: totals.calls,
-                    total_input_tokens: totals.input_tokens,
-                    total_output_tokens: totals.output_tokens,
-                    cache_read_tokens: totals.cache_read_tokens,
-                    cache_write_tokens: totals.cache_write_tokens,
+                    total_input_tokens: totals.usage.input_tokens,
+                    total_output_tokens: totals.usage.output_tokens,
+                    cache_read_tokens: totals.usage.cache_read_tokens,
+                    cache_write_tokens: totals.usage.cache_write_tokens,
                     cost_usd: totals.cost_usd,
                 };
                 (model.clone(), summary)

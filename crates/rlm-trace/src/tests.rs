@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
+use rlm_llm::{Message, ModelTotals, UsageReport};
 use serde_json::{Value, json};
 
 use crate::writer::encode;
@@ -47,27 +48,21 @@ fn metadata() -> RunMetadata {
 }
 
 fn iteration() -> Iteration {
-    let usage = Totals {
+    let mut usage = ModelTotals {
         calls: 1,
-        input_tokens: 120,
-        output_tokens: 30,
         cost_usd: 0.25,
-        ..Totals::default()
+        ..ModelTotals::default()
     };
-    let models = BTreeMap::from([("openai:sub".to_owned(), usage.clone())]);
+    usage.usage.input_tokens = 120;
+    usage.usage.output_tokens = 30;
+    let models = UsageReport {
+        models: BTreeMap::from([("openai:sub".to_owned(), usage.clone())]),
+        total: usage.clone(),
+    };
     Iteration {
         iteration: 1,
         run_id: "a1".to_owned(),
-        prompt: vec![
-            Message {
-                role: Role::System,
-                content: "s".to_owned(),
-            },
-            Message {
-                role: Role::User,
-                content: "u".to_owned(),
-            },
-        ],
+        prompt: vec![Message::system("s"), Message::user("u")],
         response: "```repl\nprint(1)\n".to_owned(),
         code_blocks: vec![CodeBlock {
             code: "print(1)".to_owned(),
@@ -158,6 +153,41 @@ fn lines_start_with_type_timestamp_and_version_and_keep_the_reference_names() {
     assert_eq!(value["prompt"][0]["role"], "system");
 }
 
+/// The log writes rlm-llm's messages and totals as they serialize; these are the bytes the
+/// format has always had (docs/trajectory.md), field order included.
+#[test]
+fn messages_and_usage_keep_their_bytes() {
+    let line = encode(&iteration(), "2026-01-01T00:00:00.000Z").unwrap();
+    for expected in [
+        r#""prompt":[{"role":"system","content":"s"},{"role":"user","content":"u"}]"#,
+        r#""usage":{"calls":1,"failures":0,"input_tokens":120,"output_tokens":30,"cache_read_tokens":0,"cache_write_tokens":0,"latency_ms":0,"retries":0,"cost_usd":0.25,"unpriced_calls":0}"#,
+    ] {
+        assert!(line.contains(expected), "{expected}\n{line}");
+    }
+    let mut outcome = outcome();
+    outcome.usage = iteration_usage_report();
+    let line = encode(&outcome, "2026-01-01T00:00:00.000Z").unwrap();
+    assert!(
+        line.contains(r#""usage":{"models":{"m":{"calls":2,"failures":1,"input_tokens":7,"output_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"latency_ms":1500,"retries":0,"cost_usd":0.0,"unpriced_calls":2}},"total":{"calls":0,"#),
+        "{line}"
+    );
+}
+
+fn iteration_usage_report() -> UsageReport {
+    let mut totals = ModelTotals {
+        calls: 2,
+        failures: 1,
+        latency: std::time::Duration::from_millis(1500),
+        unpriced_calls: 2,
+        ..ModelTotals::default()
+    };
+    totals.usage.input_tokens = 7;
+    UsageReport {
+        models: BTreeMap::from([("m".to_owned(), totals)]),
+        total: ModelTotals::default(),
+    }
+}
+
 #[test]
 fn unknown_line_types_and_values_are_kept() {
     let text = "{\"type\":\"metadata\",\"version\":1}\n\n{\"type\":\"budget_warning\",\"version\":2,\"left\":0.1}\n";
@@ -221,7 +251,7 @@ fn unversioned_logs_still_read() {
     let Record::Iteration(iteration) = entry.record else {
         panic!("expected an iteration");
     };
-    assert_eq!(iteration.usage.input_tokens, 10);
+    assert_eq!(iteration.usage.usage.input_tokens, 10);
     assert_eq!(iteration.usage.cost_usd, 0.0);
     let result = json!({
         "type": "result", "run_id": "a1", "status": "answered", "answer": "x",
@@ -235,5 +265,5 @@ fn unversioned_logs_still_read() {
         panic!("expected a result");
     };
     assert_eq!(result.usage.models["m"].unpriced_calls, 1);
-    assert_eq!(result.usage.total, Totals::default());
+    assert_eq!(result.usage.total, ModelTotals::default());
 }

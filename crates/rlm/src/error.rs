@@ -115,6 +115,18 @@ pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
     }
 }
 
+/// An engine error that stops a run before it starts: a model the run could never call keeps
+/// the model layer's kind and hint (a missing key exits 2 with the export hint, whether the
+/// model is the root, the sub-call or an allowed one); a bad engine setting is an input error.
+pub fn engine_error(err: rlm_engine::Error) -> anyhow::Error {
+    match err {
+        rlm_engine::Error::Model { model, source } => {
+            llm_error(source).context(format!("model `{model}` cannot be used"))
+        }
+        other => CliError::input(other).into(),
+    }
+}
+
 /// Prints the error chain to stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> ExitCode {
     // `| head` closed stdout: the reader has what it wanted, so end quietly.

@@ -2,6 +2,7 @@
 //! hidden worker mode (`main.rs` hands that mode to `rlm_sandbox::worker_main`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
@@ -17,15 +18,15 @@ pub struct Repl {
     pub name: String,
 }
 
-/// The Monty sandbox with default limits, running in a worker process that confines itself
-/// with Landlock and seccomp; where the kernel lacks them it refuses unless
-/// `allow_reduced_protection`.
-pub fn repl(allow_reduced_protection: bool) -> anyhow::Result<Repl> {
+/// The Monty sandbox with default limits but `block_timeout` of interpreter time per code
+/// block, running in a worker process that confines itself with Landlock and seccomp; where
+/// the kernel lacks them it refuses unless `allow_reduced_protection`.
+pub fn repl(allow_reduced_protection: bool, block_timeout: Duration) -> anyhow::Result<Repl> {
     let worker = WorkerCommand::current_exe()
         .context("cannot locate the rlm binary for the sandbox worker")?;
     let sandbox = Sandbox::builder()
         .worker_command(worker)
-        .limits(Limits::default())
+        .limits(Limits::default().timeout(block_timeout))
         .allow_reduced_protection(allow_reduced_protection)
         .build()
         .map_err(|error| match error {

@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rlm_llm::UsageReport;
-use rlm_trace::Status;
-use serde::{Serialize, Serializer};
+use rlm_trace::{RunOutcome, Status, UsageSummary};
+use serde::Serialize;
 
 use crate::context::{self, ContextPart};
 use crate::error::Error;
@@ -29,38 +28,19 @@ use crate::limits::Exhausted;
 use crate::repl::{ReplSession, SessionSpec, SubcallHost};
 use crate::trace::RunLog;
 
-/// The outcome of a run.
+/// The outcome of a run: the trajectory's closing record, plus what only the caller gets.
 #[derive(Debug, Serialize)]
 pub struct RunResult {
-    /// The run's id (children: `<parent>.<n>`).
-    pub run_id: String,
-    /// How it ended.
-    pub status: Status,
-    /// The answer, when [`Status::is_answered`].
-    pub answer: Option<String>,
-    /// The best partial answer of a run that stopped early (the `answer` variable), if any.
-    pub partial_answer: Option<String>,
-    /// Root-model turns taken (the last-chance request counts as one).
-    pub iterations: u32,
-    /// Model usage of this run and everything below it, per model and in total.
-    pub usage: UsageReport,
-    /// Sub-calls made (`llm_query` items and `rlm_query` runs) by this run and below it.
-    pub subcalls: u64,
+    /// How the run ended, exactly as the trajectory's `result` line records it: status,
+    /// answer, partial answer, turns, usage, sub-calls, time and the model error as text.
+    #[serde(flatten)]
+    pub outcome: RunOutcome,
     /// The trajectory file, when logging.
     pub trajectory: Option<PathBuf>,
-    /// Wall time in seconds.
-    pub seconds: f64,
     /// Why the root model failed, for [`Status::ModelError`]: the client's error with its
-    /// kind ([`rlm_llm::Error::kind`]) and causes. Serialized as one line of text.
-    #[serde(serialize_with = "serialize_error")]
+    /// kind ([`rlm_llm::Error::kind`]) and causes (`outcome.error` is its text).
+    #[serde(skip)]
     pub error: Option<rlm_llm::Error>,
-}
-
-impl RunResult {
-    /// [`RunResult::error`] and its causes on one line, as serialized.
-    pub fn error_message(&self) -> Option<String> {
-        self.error.as_ref().map(|err| error_chain(err))
-    }
 }
 
 /// An error and its causes on one line (`error: cause: cause`). Model errors never carry
@@ -74,16 +54,6 @@ pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-fn serialize_error<S: Serializer>(
-    error: &Option<rlm_llm::Error>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match error {
-        Some(error) => serializer.serialize_str(&error_chain(error)),
-        None => serializer.serialize_none(),
-    }
 }
 
 /// Awaits `future`, giving up at `deadline`.
@@ -149,14 +119,14 @@ pub(crate) async fn run_loop(
         turns.last_request(&mut state).await?;
     }
     let result = finish(&scope, session.as_mut(), state, &log, started).await;
-    log.write(&record::outcome(&result))?;
+    log.write(&result.outcome)?;
     emit(
         &scope,
         &Event::RunFinished {
             run_id: &scope.run_id,
             depth: scope.depth,
-            status: result.status,
-            iterations: result.iterations,
+            status: result.outcome.status,
+            iterations: result.outcome.iterations,
         },
     );
     Ok(result)
@@ -177,16 +147,21 @@ async fn finish(
         state.partial = Some(answer::answer_content(&value));
     }
     let status = state.status.unwrap_or(Status::IterationLimit);
+    let usage = scope.account.spend().report();
     RunResult {
-        run_id: scope.run_id.clone(),
-        status,
-        answer: state.answer.filter(|_| status.is_answered()),
-        partial_answer: state.partial,
-        iterations: state.iterations,
-        usage: scope.account.spend().report(),
-        subcalls: scope.account.subcalls(),
+        outcome: RunOutcome {
+            run_id: scope.run_id.clone(),
+            status,
+            answer: state.answer.filter(|_| status.is_answered()),
+            partial_answer: state.partial,
+            iterations: state.iterations,
+            usage_summary: UsageSummary::of(&usage),
+            usage,
+            subcalls: scope.account.subcalls(),
+            seconds: started.elapsed().as_secs_f64(),
+            error: state.error.as_ref().map(|err| error_chain(err)),
+        },
         trajectory: log.path().map(Path::to_path_buf),
-        seconds: started.elapsed().as_secs_f64(),
         error: state.error,
     }
 }

@@ -1,15 +1,14 @@
-//! The run as trajectory records: the metadata line, a turn's line, the result line.
+//! The run as trajectory records: the metadata line and a turn's line (the result line is the
+//! run's [`RunResult::outcome`](super::RunResult::outcome) itself).
 
 use std::time::Instant;
 
 use rlm_llm::{ChatRequest, ChatResponse, ModelTotals};
-use rlm_trace::{BackendArguments, Budget, Iteration, RunMetadata, RunOutcome};
+use rlm_trace::{BackendArguments, Budget, Iteration, RunMetadata};
 use serde_json::Map;
 
-use super::RunResult;
 use crate::context::{self, ContextPart};
 use crate::host::RunScope;
-use crate::trace;
 
 /// The first line: models, limits, the query and what the model is told about the contexts.
 pub(super) fn metadata(
@@ -61,28 +60,12 @@ pub(super) fn iteration(
     Iteration {
         iteration: number,
         run_id: scope.run_id.clone(),
-        prompt: trace::transcript(conversation),
+        prompt: conversation.transcript(),
         response: reply.text.clone(),
         code_blocks: Vec::new(),
         final_answer: None,
         seconds: started.elapsed().as_secs_f64(),
-        usage: trace::totals(usage),
+        usage: usage.clone(),
         notes: Vec::new(),
-    }
-}
-
-/// The last line.
-pub(super) fn outcome(result: &RunResult) -> RunOutcome {
-    RunOutcome {
-        run_id: result.run_id.clone(),
-        status: result.status,
-        answer: result.answer.clone(),
-        partial_answer: result.partial_answer.clone(),
-        iterations: result.iterations,
-        usage: trace::usage_report(&result.usage),
-        subcalls: result.subcalls,
-        usage_summary: trace::usage_summary(&result.usage),
-        seconds: result.seconds,
-        error: result.error_message(),
     }
 }

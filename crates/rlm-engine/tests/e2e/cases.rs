@@ -52,7 +52,7 @@ async fn needle_in_a_50_mb_haystack_is_found_with_code_and_llm_query() {
     });
     let result = harness.run(RunLimits::default(), 1, &context).await;
     assert_eq!(answered(&result), "QX-4471");
-    assert_eq!(result.iterations, 3);
+    assert_eq!(result.outcome.iterations, 3);
     let sub = harness.server.requests_for("sub");
     assert_eq!(sub.len(), 1);
     assert!(sub[0].last_user_message().contains(needle));
@@ -63,8 +63,8 @@ async fn needle_in_a_50_mb_haystack_is_found_with_code_and_llm_query() {
         "{second}"
     );
     assert!(second.contains("Turn 2/30"));
-    assert_eq!(result.usage.models["sub"].calls, 1);
-    assert_eq!(result.usage.models["root"].calls, 3);
+    assert_eq!(result.outcome.usage.models["sub"].calls, 1);
+    assert_eq!(result.outcome.usage.models["root"].calls, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +102,7 @@ async fn batched_fan_out_runs_concurrently_and_sums_in_code() {
     );
     // 20 calls at 200 ms each would take 4 s one by one.
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
-    assert_eq!(result.subcalls, 20);
+    assert_eq!(result.outcome.subcalls, 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,8 +128,8 @@ async fn depth_two_recursion_runs_a_child_rlm() {
     assert_eq!(answered(&result), "3 lines");
     let child_first = harness.user_message("sub", 1);
     assert!(child_first.contains("\n3\n"), "{child_first}");
-    assert_eq!(result.usage.models["sub"].calls, 2);
-    assert_eq!(result.subcalls, 1);
+    assert_eq!(result.outcome.usage.models["sub"].calls, 2);
+    assert_eq!(result.outcome.subcalls, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,12 +146,12 @@ async fn max_iterations_falls_back_to_one_final_request() {
     };
     let result = harness.run(limits, 1, "banana a").await;
     assert_eq!(
-        result.status,
+        result.outcome.status,
         Status::ForcedAnswer,
         "{}",
         status_line(&result)
     );
-    assert_eq!(result.answer.as_deref(), Some("there are 4 a's"));
+    assert_eq!(result.outcome.answer.as_deref(), Some("there are 4 a's"));
     let last = harness.user_message("root", 2);
     assert!(last.contains("You have used all 2 turns"), "{last}");
 }
@@ -172,13 +172,16 @@ async fn token_budget_stops_the_run_with_a_status() {
     };
     let result = harness.run(limits, 1, "a\nb\n").await;
     assert_eq!(
-        result.status,
+        result.outcome.status,
         Status::TokenBudget,
         "{}",
         status_line(&result)
     );
-    assert_eq!(result.answer, None);
-    assert_eq!(result.partial_answer.as_deref(), Some("partial: 2 lines"));
+    assert_eq!(result.outcome.answer, None);
+    assert_eq!(
+        result.outcome.partial_answer.as_deref(),
+        Some("partial: 2 lines")
+    );
     assert_eq!(harness.server.requests_for("root").len(), 1);
 }
 

@@ -81,11 +81,16 @@ fn sandbox() -> Sandbox {
 fn status_line(result: &RunResult) -> String {
     format!(
         "{:?} answer={:?} partial={:?} error={:?}",
-        result.status, result.answer, result.partial_answer, result.error
+        result.outcome.status, result.outcome.answer, result.outcome.partial_answer, result.error
     )
 }
 
 fn answered(result: &RunResult) -> &str {
-    assert_eq!(result.status, Status::Answered, "{}", status_line(result));
-    result.answer.as_deref().unwrap()
+    assert_eq!(
+        result.outcome.status,
+        Status::Answered,
+        "{}",
+        status_line(result)
+    );
+    result.outcome.answer.as_deref().unwrap()
 }

@@ -213,6 +213,34 @@ async fn missing_key_names_the_variable_before_any_request() {
     assert_eq!(server.request_count(), 0);
 }
 
+/// `check_model` finds what the call would fail on, without a call: a missing key, an unknown
+/// provider; a keyless local provider and a replaying client pass.
+#[tokio::test]
+async fn check_model_fails_as_the_call_would_without_sending() {
+    let server = server().await;
+    let client = LlmClient::builder()
+        .builtin_providers(&|name| (name == "OPENAI_BASE_URL").then(|| server.openai_base_url()))
+        .build()
+        .unwrap();
+    let err = client.check_model("openai:gpt-4o").unwrap_err();
+    assert!(
+        matches!(&err, Error::MissingApiKey { variable, .. } if variable == "OPENAI_API_KEY"),
+        "{err:?}"
+    );
+    let err = client.check_model("nosuch:m").unwrap_err();
+    assert!(matches!(err, Error::UnknownProvider { .. }), "{err:?}");
+    client.check_model("ollama:llama3").unwrap();
+    assert_eq!(server.request_count(), 0);
+
+    let recording = tempfile::NamedTempFile::new().unwrap();
+    let replaying = LlmClient::builder()
+        .builtin_providers(&|_| None)
+        .replay(recording.path())
+        .build()
+        .unwrap();
+    replaying.check_model("openai:gpt-4o").unwrap();
+}
+
 #[tokio::test]
 async fn x_should_retry_overrides_the_status_but_never_for_auth_errors() {
     let server = server().await;

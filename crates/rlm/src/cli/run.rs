@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// Stop after this many sub-calls (`llm_query` items and `rlm_query` runs).
     #[arg(long, value_name = "N")]
     pub max_subcalls: Option<u64>,
+    /// Interpreter time one code block may take before it is stopped with a `TimeoutError`
+    /// (default 60; `[run] block_timeout` in the configuration).
+    #[arg(long, value_name = "SECS", value_parser = super::llm::parse_seconds)]
+    pub block_timeout: Option<f64>,
     /// Iterations in a row whose code raised an error before the run stops.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_errors: u32,

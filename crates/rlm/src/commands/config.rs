@@ -1,35 +1,19 @@
 //! `rlm config [show|paths]`: what configuration is in force and where it came from.
+//!
+//! `show` prints every setting's effective value with its source (an environment variable, a
+//! file, or the default); with `--json` a `config` line (the files and their merged content,
+//! secrets redacted) and then one `setting` line per setting.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use crate::cli::{ConfigAction, ConfigArgs, GlobalArgs};
+use crate::settings::shown::{self, Origin};
 use crate::settings::{Sources, files};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ConfigArgs) -> anyhow::Result<ExitCode> {
     match args.action.unwrap_or(ConfigAction::Show) {
-        ConfigAction::Show => {
-            let loaded = sources.config()?;
-            let shown = files::redacted(&loaded.table);
-            if global.json {
-                let files: Vec<String> = loaded
-                    .files
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect();
-                crate::output::print_json(&serde_json::json!({
-                    "type": "config", "files": files, "config": shown,
-                }))?;
-            } else {
-                let mut out = crate::output::stdout();
-                writeln!(
-                    out,
-                    "# files read (lowest precedence first): {}",
-                    loaded.describe_files()
-                )?;
-                write!(out, "{}", toml::to_string_pretty(&shown)?)?;
-            }
-        }
+        ConfigAction::Show => show(global, sources)?,
         ConfigAction::Paths => {
             let paths: Vec<(std::path::PathBuf, &str)> = match sources.explicit_config() {
                 Some(path) => vec![(path.to_path_buf(), "explicit")],
@@ -57,4 +41,60 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ConfigArgs) -> anyhow::
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn show(global: &GlobalArgs, sources: &Sources) -> anyhow::Result<()> {
+    let loaded = sources.config()?;
+    let settings = shown::settings(sources, loaded);
+    let mut out = crate::output::stdout();
+    if global.json {
+        let files: Vec<String> = loaded
+            .files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        crate::output::write_json(
+            &mut out,
+            &serde_json::json!({
+                "type": "config", "files": files, "config": files::redacted(&loaded.table),
+            }),
+        )?;
+        for setting in &settings {
+            let mut line = serde_json::to_value(setting)?;
+            line["type"] = "setting".into();
+            crate::output::write_json(&mut out, &line)?;
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "# files read (lowest precedence first): {}",
+        loaded.describe_files()
+    )?;
+    let assignments: Vec<String> = settings
+        .iter()
+        .map(|setting| {
+            let value = match (&setting.value, setting.note) {
+                (Some(value), _) => value.to_string(),
+                (None, Some(note)) => format!("({note})"),
+                (None, None) => "(none)".to_owned(),
+            };
+            format!("{} = {value}", setting.key)
+        })
+        .collect();
+    let width = assignments
+        .iter()
+        .map(|a| a.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (assignment, setting) in assignments.iter().zip(&settings) {
+        let origin = match &setting.origin {
+            Origin::Env { variable } => format!("env {variable}"),
+            Origin::File { path } => path.display().to_string(),
+            Origin::Default => "default".to_owned(),
+        };
+        let line = format!("{assignment:width$}  # {origin}");
+        writeln!(out, "{}", crate::output::for_stdout(&line))?;
+    }
+    Ok(())
 }

@@ -19,7 +19,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
 
     let client = settings.llm.build_client()?;
-    let repl = crate::sandbox::repl(settings.allow_reduced_protection)?;
+    let repl = crate::sandbox::repl(settings.allow_reduced_protection, settings.block_timeout)?;
     let mut builder = Rlm::builder()
         .client(Arc::new(client))
         .repl(repl.factory)
@@ -37,7 +37,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     if !global.quiet {
         builder = builder.events(Arc::new(StderrProgress::new(global.verbose > 0)));
     }
-    let rlm = builder.build().map_err(CliError::input)?;
+    let rlm = builder.build().map_err(error::engine_error)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -66,31 +66,31 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
     if global.json {
         crate::output::print_json(&serde_json::json!({
             "type": "result",
-            "status": result.status,
-            "answer": result.answer,
-            "partial_answer": result.partial_answer,
-            "iterations": result.iterations,
+            "status": result.outcome.status,
+            "answer": result.outcome.answer,
+            "partial_answer": result.outcome.partial_answer,
+            "iterations": result.outcome.iterations,
             "usage": {
-                "models": result.usage.models,
-                "total": result.usage.total,
-                "subcalls": result.subcalls,
+                "models": result.outcome.usage.models,
+                "total": result.outcome.usage.total,
+                "subcalls": result.outcome.subcalls,
             },
-            "tokens": result.usage.total.usage.total(),
-            "cost_usd": result.usage.total.cost_usd,
-            "cost_is_partial": result.usage.total.cost_is_partial(),
-            "seconds": result.seconds,
+            "tokens": result.outcome.usage.total.usage.total(),
+            "cost_usd": result.outcome.usage.total.cost_usd,
+            "cost_is_partial": result.outcome.usage.total.cost_is_partial(),
+            "seconds": result.outcome.seconds,
             "log": result.trajectory,
-            "run_id": result.run_id,
-            "error": result.error_message(),
+            "run_id": result.outcome.run_id,
+            "error": result.outcome.error,
         }))?;
-    } else if let Some(answer) = &result.answer {
+    } else if let Some(answer) = &result.outcome.answer {
         // Byte-exact into a pipe or file; control characters neutralised on a terminal.
         let mut out = crate::output::raw_stdout();
         writeln!(out, "{}", crate::output::for_stdout(answer))?;
         out.flush()?;
     }
     if !global.quiet {
-        let total = &result.usage.total;
+        let total = &result.outcome.usage.total;
         let cost = if total.cost_is_partial() {
             format!("≥ {} (some prices unknown)", usd(total.cost_usd))
         } else {
@@ -98,11 +98,11 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
         };
         eprintln!(
             "{} · {} · {} · {} tokens · {cost} · {:.1}s",
-            result.status,
-            count(u64::from(result.iterations), "turn"),
+            result.outcome.status,
+            count(u64::from(result.outcome.iterations), "turn"),
             count(total.calls, "model call"),
             rlm_engine::group_digits(total.usage.total() as usize),
-            result.seconds
+            result.outcome.seconds
         );
         if let Some(path) = &result.trajectory {
             eprintln!(
@@ -111,24 +111,24 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
             );
         }
     }
-    if result.status.is_answered() {
+    if result.outcome.status.is_answered() {
         return Ok(ExitCode::SUCCESS);
     }
     // The model layer's error keeps its kind: a missing key or a replay miss is the user's to
     // fix (exit 2), in JSON mode too, with the same hint `rlm chat` gives.
     if let Some(model_error) = result.error.take() {
-        let message = format!("no answer: {}", result.status);
+        let message = format!("no answer: {}", result.outcome.status);
         return Err(llm_error(model_error).context(message));
     }
     if global.json {
         return Ok(ExitCode::from(error::EXIT_FAILED));
     }
-    let hint = match &result.partial_answer {
+    let hint = match &result.outcome.partial_answer {
         Some(partial) => format!("best partial answer: {partial}"),
-        None => limit_hint(result.status).to_owned(),
+        None => limit_hint(result.outcome.status).to_owned(),
     };
     Err(
-        CliError::failed(anyhow::anyhow!("no answer: {}", result.status))
+        CliError::failed(anyhow::anyhow!("no answer: {}", result.outcome.status))
             .with_hint(hint)
             .into(),
     )

@@ -21,6 +21,8 @@ pub struct LoadedConfig {
     pub table: toml::Table,
     /// Files that were read, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// Each file's own table, in the order of `files` (to tell where a value came from).
+    layers: Vec<toml::Table>,
 }
 
 impl LoadedConfig {
@@ -66,9 +68,24 @@ impl LoadedConfig {
             ))
             .with_hint(format!("fix or remove {}", path.display()))
         })?;
-        merge_tables(&mut self.table, table);
+        merge_tables(&mut self.table, table.clone());
+        self.layers.push(table);
         self.files.push(path.to_path_buf());
         Ok(())
+    }
+
+    /// The merged value at a dotted key (`llm.providers.openai.base_url`) and the file of
+    /// highest precedence that sets it.
+    pub fn lookup(&self, dotted: &str) -> Option<(&toml::Value, &Path)> {
+        let value = lookup(&self.table, dotted)?;
+        let file = self
+            .layers
+            .iter()
+            .zip(&self.files)
+            .rev()
+            .find(|(layer, _)| lookup(layer, dotted).is_some())
+            .map(|(_, path)| path.as_path())?;
+        Some((value, file))
     }
 
     /// Deserializes one `[section]`, or its default when absent.
@@ -95,6 +112,18 @@ impl LoadedConfig {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+fn lookup<'a>(table: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
+    let (first, rest) = match dotted.split_once('.') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (dotted, None),
+    };
+    let value = table.get(first)?;
+    match rest {
+        None => Some(value),
+        Some(rest) => lookup(value.as_table()?, rest),
     }
 }
 
@@ -143,8 +172,13 @@ fn redacted_value(value: &toml::Value) -> toml::Value {
     }
 }
 
+/// Whether a key's value may be a secret. A `*_env` key names an environment variable (such as
+/// `api_key_env = "OPENAI_API_KEY"`): the name is not a secret, the variable's value is.
 fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
+    if key.ends_with("_env") {
+        return false;
+    }
     ["key", "token", "secret", "password", "authorization"]
         .iter()
         .any(|word| key.contains(word))
@@ -177,6 +211,29 @@ mod tests {
             !shown.contains("tok-999") && shown.contains("name"),
             "{shown}"
         );
+        let named: toml::Table =
+            toml::from_str("[providers.local]\napi_key_env = 'LOCAL_KEY'\n").unwrap();
+        let shown = toml::to_string(&redacted(&named)).unwrap();
+        assert!(
+            shown.contains("LOCAL_KEY"),
+            "a variable name is shown: {shown}"
+        );
+    }
+
+    #[test]
+    fn lookup_names_the_file_of_highest_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        let project = dir.path().join("rlm.toml");
+        std::fs::write(&user, "[llm]\nmodel = 'u'\nmax_retries = 1\n").unwrap();
+        std::fs::write(&project, "[llm]\nmodel = 'p'\n").unwrap();
+        let loaded = LoadedConfig::load(None, &[user.clone(), project.clone()]).unwrap();
+        let (value, file) = loaded.lookup("llm.model").unwrap();
+        assert_eq!((value.as_str(), file), (Some("p"), project.as_path()));
+        let (value, file) = loaded.lookup("llm.max_retries").unwrap();
+        assert_eq!((value.as_integer(), file), (Some(1), user.as_path()));
+        assert!(loaded.lookup("llm.nothing").is_none());
+        assert!(loaded.lookup("llm.model.deeper").is_none());
     }
 
     #[test]

@@ -35,7 +35,15 @@ pub struct RunSettings {
     pub log_dir: Option<PathBuf>,
     /// Run the sandbox even where the kernel lacks Landlock or seccomp.
     pub allow_reduced_protection: bool,
+    /// Interpreter time one code block may take: `--block-timeout`, else `[run]
+    /// block_timeout`, else [`DEFAULT_BLOCK_TIMEOUT`].
+    pub block_timeout: Duration,
 }
+
+/// The per-block time limit when none is configured (the sandbox's own default).
+pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest per-block time limit accepted: a day, as for the run's `--timeout`.
+const MAX_BLOCK_SECONDS: f64 = 86_400.0;
 
 /// The `[sandbox]` configuration section.
 #[derive(Debug, Default, Deserialize)]
@@ -53,6 +61,8 @@ pub struct RunConfig {
     /// Models code may name with `model=` (replaced, not extended, by `--allow-model`).
     #[serde(default)]
     pub allow_models: Vec<String>,
+    /// Same as `--block-timeout`, in seconds.
+    pub block_timeout: Option<f64>,
 }
 
 /// Where one context comes from.
@@ -78,6 +88,12 @@ impl RunSettings {
             args.allow_models.clone()
         };
         let limits = limits(args)?;
+        let block_timeout = match (args.block_timeout, section.block_timeout) {
+            // clap has checked the flag with the same rule.
+            (Some(seconds), _) => block_seconds(seconds, "--block-timeout")?,
+            (None, Some(seconds)) => block_seconds(seconds, "block_timeout in [run]")?,
+            (None, None) => DEFAULT_BLOCK_TIMEOUT,
+        };
         let contexts = context_sources(args)?;
         let prompts = prompts(sources)?;
         let log_dir = if args.no_log {
@@ -107,8 +123,25 @@ impl RunSettings {
             prompts,
             log_dir,
             allow_reduced_protection,
+            block_timeout,
         })
     }
+}
+
+/// A per-block time limit, refused (naming where it was set) unless it is more than 0 and
+/// at most a day.
+fn block_seconds(seconds: f64, origin: &str) -> anyhow::Result<Duration> {
+    if seconds.is_finite() && seconds > 0.0 && seconds <= MAX_BLOCK_SECONDS {
+        return Ok(Duration::from_secs_f64(seconds));
+    }
+    Err(CliError::input(anyhow::anyhow!(
+        "{origin} = {seconds} is not a time limit for one code block"
+    ))
+    .with_hint(format!(
+        "give seconds greater than 0 and at most {MAX_BLOCK_SECONDS} (the default is {})",
+        DEFAULT_BLOCK_TIMEOUT.as_secs()
+    ))
+    .into())
 }
 
 /// The run's limits, from the budget flags.
@@ -123,6 +156,14 @@ pub fn limits(args: &RunArgs) -> anyhow::Result<RunLimits> {
     }
     if args.max_tokens == Some(0) {
         return Err(input_error("--max-tokens must be at least 1").into());
+    }
+    // A run with no sub-calls left would end before its first turn.
+    if args.max_subcalls == Some(0) {
+        return Err(
+            CliError::input(anyhow::anyhow!("--max-subcalls must be at least 1"))
+                .with_hint("leave --max-subcalls out for no sub-call limit")
+                .into(),
+        );
     }
     Ok(RunLimits {
         max_iterations: args.max_iterations,
@@ -366,6 +407,7 @@ mod tests {
             &["q", "--context", "x", "--max-cost=-1"],
             &["q", "--context", "x", "--max-tokens", "0"],
             &["q", "--context", "x", "--max-errors", "0"],
+            &["q", "--context", "x", "--max-subcalls", "0"],
             &[" ", "--context", "x"],
         ] {
             let err = RunSettings::resolve(&run_args(bad), &layout.sources(&[])).unwrap_err();
@@ -389,5 +431,44 @@ mod tests {
         let none = Layout::new(Some(USER), None);
         let settings = RunSettings::resolve(&args, &none.sources(&[])).unwrap();
         assert!(settings.allowed_models.is_empty());
+    }
+
+    #[test]
+    fn block_timeout_is_flag_then_run_section_then_the_sandbox_default() {
+        let block = |args: &[&str], layout: &Layout| {
+            RunSettings::resolve(&run_args(args), &layout.sources(&[]))
+                .map(|settings| settings.block_timeout)
+        };
+        let plain = Layout::new(Some(USER), None);
+        let configured = Layout::new(Some(USER), Some("[run]\nblock_timeout = 2.5\n"));
+        let args = ["q", "--context", "x"];
+        assert_eq!(block(&args, &plain).unwrap(), DEFAULT_BLOCK_TIMEOUT);
+        assert_eq!(
+            DEFAULT_BLOCK_TIMEOUT,
+            rlm_sandbox::Limits::default().timeout,
+            "the default is the sandbox's own"
+        );
+        assert_eq!(
+            block(&args, &configured).unwrap(),
+            Duration::from_millis(2500)
+        );
+        let flagged = ["q", "--context", "x", "--block-timeout", "7"];
+        assert_eq!(
+            block(&flagged, &configured).unwrap(),
+            Duration::from_secs(7)
+        );
+        for bad in ["0", "-1", "1e9", "nan"] {
+            let layout = Layout::new(Some(USER), Some(&format!("[run]\nblock_timeout = {bad}\n")));
+            let err = block(&args, &layout).unwrap_err();
+            let cli = err.downcast_ref::<CliError>().expect("an input error");
+            assert_eq!(cli.kind, crate::error::Kind::Input, "{bad}: {err}");
+            assert!(err.to_string().contains("block_timeout in [run]"), "{err}");
+        }
+        for bad in ["0", "-1", "100000", "soon"] {
+            let flag = format!("--block-timeout={bad}");
+            let cli = Cli::try_parse_from(["rlm", "run", "q", "--context", "x", &flag]);
+            let err = cli.unwrap_err();
+            assert!(err.to_string().contains("--block-timeout"), "{bad}: {err}");
+        }
     }
 }

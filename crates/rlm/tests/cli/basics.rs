@@ -1,6 +1,6 @@
 //! The CLI's conventions and `rlm inspect`, driven through the real binary.
 
-use crate::support::{rlm_in as rlm, stdout_of, write};
+use crate::support::{json_lines, rlm_in as rlm, stdout_of, write};
 
 #[test]
 fn inspect_prints_the_hint_block_a_model_reads() {
@@ -180,7 +180,9 @@ fn config_layers_project_over_user_and_redacts_secrets() {
             .assert()
             .success(),
     );
-    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let lines = json_lines(&out);
+    let shown = &lines[0];
+    assert_eq!(shown["type"], "config");
     assert_eq!(shown["config"]["llm"]["model"], "project-model");
     assert_eq!(shown["config"]["llm"]["timeout"], 30);
     assert_eq!(shown["config"]["llm"]["api_key"], "<redacted>");
@@ -197,6 +199,82 @@ fn config_layers_project_over_user_and_redacts_secrets() {
         stderr.contains("hint: fix or remove broken.toml"),
         "{stderr}"
     );
+}
+
+/// `config show` gives every setting's effective value and its source — the environment, a
+/// file or the default — and shows key variable names but never keys.
+#[test]
+fn config_show_gives_each_setting_its_value_and_source() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "rlm.toml",
+        "[llm]\nmodel = 'file:m'\n[llm.providers.local]\nkind = 'openai'\nbase_url = 'http://h/v1'\napi_key_env = 'LOCAL_KEY'\n",
+    );
+    let shown = |json: bool| {
+        let mut command = rlm(dir.path());
+        command
+            .env("RLM_SUBCALL_MODEL", "env:s")
+            .env("LOCAL_KEY", "sk-local-secret")
+            .env("OPENAI_API_KEY", "sk-openai-secret");
+        if json {
+            command.arg("--json");
+        }
+        stdout_of(command.args(["config", "show"]).assert().success())
+    };
+    let out = shown(true);
+    assert!(
+        !out.contains("sk-local-secret") && !out.contains("sk-openai-secret"),
+        "{out}"
+    );
+    let settings: Vec<serde_json::Value> = json_lines(&out)
+        .into_iter()
+        .filter(|line| line["type"] == "setting")
+        .collect();
+    let setting = |key: &str| {
+        settings
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap_or_else(|| panic!("{key} missing: {out}"))
+            .clone()
+    };
+    let model = setting("llm.model");
+    assert_eq!(
+        (&model["value"], &model["source"]),
+        (&"file:m".into(), &"file".into())
+    );
+    assert!(
+        model["path"].as_str().unwrap().ends_with("rlm.toml"),
+        "{model}"
+    );
+    let subcall = setting("llm.subcall_model");
+    assert_eq!(subcall["value"], "env:s");
+    assert_eq!(
+        (&subcall["source"], &subcall["variable"]),
+        (&"env".into(), &"RLM_SUBCALL_MODEL".into())
+    );
+    let retries = setting("llm.max_retries");
+    assert_eq!(retries["source"], "default");
+    assert!(retries["value"].is_u64(), "{retries}");
+    assert_eq!(setting("run.block_timeout")["value"], 60.0);
+    assert_eq!(
+        setting("llm.providers.local.api_key_env")["value"],
+        "LOCAL_KEY"
+    );
+    let key = setting("llm.providers.local.api_key");
+    assert_eq!(
+        (&key["value"], &key["variable"]),
+        (&"<set>".into(), &"LOCAL_KEY".into())
+    );
+    assert_eq!(shown(false).lines().count(), settings.len() + 1);
+    let text = shown(false);
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("llm.subcall_model = \"env:s\"")
+                && line.ends_with("# env RLM_SUBCALL_MODEL")),
+        "{text}"
+    );
+    assert!(!text.contains("sk-local-secret"), "{text}");
 }
 
 #[test]

@@ -1,24 +1,17 @@
 //! `rlm chat` against the fake provider, through the real binary.
 
-use std::path::Path;
+use std::time::Duration;
 
-use assert_cmd::Command;
 use rlm_llm::fake::{FakeReply, FakeServer};
 
-use crate::support::{output, rlm_with_fake, text};
-
-const KEY: &str = "sk-cli-test-secret";
-
-fn rlm(dir: &Path, server: &FakeServer) -> Command {
-    rlm_with_fake(dir, server, KEY)
-}
+use crate::support::{
+    KEY, interrupt, output, rlm_with_fake, scripted, spawn_with_fake, text, wait_until,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_streams_the_answer_and_reports_usage_on_stderr() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeServer::start().await.unwrap();
-    server.script("gpt-4o-mini", [FakeReply::text("Paris is the capital.")]);
-    let mut command = rlm(dir.path(), &server);
+    let (dir, server) = scripted("gpt-4o-mini", [FakeReply::text("Paris is the capital.")]).await;
+    let mut command = rlm_with_fake(dir.path(), &server);
     command.args([
         "-vv",
         "chat",
@@ -46,12 +39,10 @@ async fn chat_streams_the_answer_and_reports_usage_on_stderr() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_json_prints_answer_and_usage_and_records_then_replays() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeServer::start().await.unwrap();
-    server.script("gpt-4o", [FakeReply::text("{\"answer\": 4}")]);
+    let (dir, server) = scripted("gpt-4o", [FakeReply::text("{\"answer\": 4}")]).await;
     let recording = dir.path().join("chat.jsonl");
 
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command
         .env("RLM_MODEL", "openai:gpt-4o")
         .args(["--json", "chat", "2+2", "--json-mode", "--record"])
@@ -74,7 +65,7 @@ async fn chat_json_prints_answer_and_usage_and_records_then_replays() {
     assert!(!std::fs::read_to_string(&recording).unwrap().contains(KEY));
 
     // Replay: no key, and the server must not be asked again.
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command
         .env_remove("OPENAI_API_KEY")
         .env("RLM_MODEL", "openai:gpt-4o")
@@ -88,7 +79,7 @@ async fn chat_json_prints_answer_and_usage_and_records_then_replays() {
     assert_eq!(server.request_count(), 1);
 
     // A different prompt is a miss: input error with a hint.
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command
         .env("RLM_MODEL", "openai:gpt-4o")
         .args(["chat", "3+3", "--replay"])
@@ -105,7 +96,7 @@ async fn chat_errors_name_the_cause() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::start().await.unwrap();
 
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command
         .env_remove("OPENAI_API_KEY")
         .args(["chat", "hi", "--model", "openai:gpt-4o"]);
@@ -117,7 +108,7 @@ async fn chat_errors_name_the_cause() {
         text(&out.stderr)
     );
 
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command.args(["chat", "hi"]);
     let out = output(command).await;
     assert_eq!(out.status.code(), Some(2));
@@ -128,7 +119,7 @@ async fn chat_errors_name_the_cause() {
     );
 
     server.script("gpt-4o", std::iter::repeat_n(FakeReply::server_error(), 3));
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command.args([
         "chat",
         "hi",
@@ -146,7 +137,7 @@ async fn chat_errors_name_the_cause() {
     );
     assert_eq!(server.request_count(), 2);
 
-    let mut command = rlm(dir.path(), &server);
+    let mut command = rlm_with_fake(dir.path(), &server);
     command.args([
         "chat",
         "hi",
@@ -162,44 +153,19 @@ async fn chat_errors_name_the_cause() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_the_call_and_exits_130() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeServer::start().await.unwrap();
-    server.script("gpt-4o", [FakeReply::hang()]);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlm"))
-        .current_dir(dir.path())
-        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
-        .env("OPENAI_BASE_URL", server.openai_base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env_remove("RLM_CONFIG")
-        .args(["chat", "hi", "--model", "openai:gpt-4o"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while server.in_flight() == 0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "the request never arrived"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert_eq!(exit.code(), Some(130));
+    let (dir, server) = scripted("gpt-4o", [FakeReply::hang()]).await;
+    let child = spawn_with_fake(
+        dir.path(),
+        &server,
+        &["chat", "hi", "--model", "openai:gpt-4o"],
+    );
+    let limit = Duration::from_secs(20);
+    wait_until(limit, "the request never arrived", || {
+        server.in_flight() != 0
+    })
+    .await;
+    assert_eq!(interrupt(child).await, Some(130));
     // The connection was closed, so the server is no longer answering it.
-    let started = std::time::Instant::now();
-    while server.in_flight() != 0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
-            "request still open"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let limit = Duration::from_secs(5);
+    wait_until(limit, "request still open", || server.in_flight() == 0).await;
 }

@@ -1,11 +1,11 @@
 //! `rlm models import|list|remove`, driving the real binary.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-use crate::support::rlm_in;
+use crate::support::{rlm_in, static_model_wheel};
 
 fn rlm(models: &Path) -> Command {
     let mut command = rlm_in(models.parent().unwrap());
@@ -23,23 +23,6 @@ fn isolated(models: &Path) -> Command {
     let mut command = rlm(models);
     command.env("RLM_CONFIG", &config);
     command
-}
-
-fn static_wheel() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("RLM_TEST_WHEELS").filter(|v| !v.is_empty()) else {
-        eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the model wheels)");
-        return None;
-    };
-    let found = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("tokenlearn_static_model-0.1.1"))
-        });
-    Some(found.expect("RLM_TEST_WHEELS is set but has no tokenlearn_static_model wheel"))
 }
 
 #[test]
@@ -98,8 +81,10 @@ fn bad_input_exits_2_with_a_reason() {
 }
 
 #[test]
-fn import_list_remove_the_static_wheel() {
-    let Some(wheel) = static_wheel() else { return };
+fn import_list_remove_the_static_model_wheel() {
+    let Some(wheel) = static_model_wheel() else {
+        return;
+    };
     let work = tempfile::tempdir().unwrap();
     let models = work.path().join("models");
     isolated(&models)

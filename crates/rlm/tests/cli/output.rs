@@ -2,12 +2,14 @@
 //! terminal, a closed pipe ends every command quietly, and `--json` is JSON Lines with a `type`.
 
 use std::path::Path;
-use std::process::{Command as Std, Stdio};
+use std::process::Stdio;
 
 use assert_cmd::Command;
 use rlm_llm::fake::{FakeReply, FakeServer};
 
-use crate::support::{output as run_async, rlm_in, rlm_with_fake, text, write};
+use crate::support::{
+    json_lines, output as run_async, rlm_store_process, rlm_with_fake, rlm_with_store, text, write,
+};
 
 /// A window-title change, a carriage return with erase-line, and a bell.
 const HOSTILE: &str = "\x1b]0;pwned\x07\r\x1b[2Kfake prompt$ ";
@@ -20,7 +22,6 @@ impl Store {
     /// A store with one buffer whose text carries terminal escapes.
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("rlm.toml"), "").unwrap();
         let mut lines = String::new();
         for i in 0..3000 {
             lines.push_str(&format!("line {i} needle {HOSTILE}\n"));
@@ -32,38 +33,22 @@ impl Store {
     }
 
     fn rlm(&self) -> Command {
-        let mut command = rlm_in(self.dir.path());
-        command
-            .env("RLM_STORE", self.dir.path().join("store"))
-            .env("RLM_CONFIG", self.dir.path().join("rlm.toml"))
-            .env("RLM_MODELS_DIR", self.dir.path().join("models"));
-        command
+        rlm_with_store(self.dir.path())
     }
 
     fn json_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
         let output = self.rlm().arg("--json").args(args).output().unwrap();
         assert!(output.status.success(), "{}", text(&output.stderr));
-        text(&output.stdout)
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        json_lines(&text(&output.stdout))
     }
 }
 
 /// Runs `rlm ARGS` with a stdout whose reader is already gone: every write fails with EPIPE.
-fn with_closed_stdout(dir: &Path, store: &Path, args: &[&str]) -> std::process::Output {
+fn with_closed_stdout(dir: &Path, args: &[&str]) -> std::process::Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let mut command = Std::new(assert_cmd::cargo::cargo_bin("rlm"));
+    let mut command = rlm_store_process(dir);
     command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("RLM_STORE", store)
-        .env("RLM_CONFIG", dir.join("rlm.toml"))
-        .env("RLM_MODELS_DIR", dir.join("models"))
-        .env("XDG_CONFIG_HOME", dir.join("xdg"))
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_STATE_HOME", dir.join("state"))
         .env_remove("RUST_BACKTRACE")
         .args(args)
         .stdout(writer)
@@ -75,7 +60,6 @@ fn with_closed_stdout(dir: &Path, store: &Path, args: &[&str]) -> std::process::
 fn every_output_path_ends_quietly_on_a_closed_pipe() {
     let store = Store::new();
     let dir = store.dir.path();
-    let store_dir = dir.join("store");
     let cases: &[&[&str]] = &[
         &["completions", "bash"],
         &["completions", "zsh"],
@@ -102,7 +86,7 @@ fn every_output_path_ends_quietly_on_a_closed_pipe() {
         &["config", "show"],
     ];
     for args in cases {
-        let output = with_closed_stdout(dir, &store_dir, args);
+        let output = with_closed_stdout(dir, args);
         assert_eq!(
             (output.status.code(), text(&output.stderr)),
             (Some(0), String::new()),
@@ -166,7 +150,7 @@ async fn run_progress_neutralises_repl_output_and_model_code() {
             FakeReply::text("FINAL(done \x1b]0;t\x07)"),
         ],
     );
-    let mut command = rlm_with_fake(dir.path(), &server, "sk-test-1");
+    let mut command = rlm_with_fake(dir.path(), &server);
     command.args([
         "--color",
         "always",

@@ -2,23 +2,34 @@
 //! runs in a worker process (the binary itself).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use assert_cmd::Command;
 use rlm_llm::fake::{FakeReply, FakeServer};
 
-use crate::support::{output as run, rlm_in, rlm_with_fake, text};
-
-const KEY: &str = "sk-test-do-not-log-4242";
+use crate::support::{
+    KEY, interrupt, output as run, rlm_in, rlm_with_fake, scripted, spawn_with_fake, text,
+    wait_until,
+};
 
 fn rlm(dir: &Path, server: Option<&FakeServer>) -> Command {
     match server {
-        Some(server) => rlm_with_fake(dir, server, KEY),
+        Some(server) => rlm_with_fake(dir, server),
         None => {
             let mut command = rlm_in(dir);
             command.env("OPENAI_API_KEY", KEY);
             command
         }
     }
+}
+
+/// `rlm run --no-log --model openai:root ARGS` against `server`, to its end.
+async fn run_root(dir: &Path, server: &FakeServer, args: &[&str]) -> std::process::Output {
+    let mut command = rlm_with_fake(dir, server);
+    command
+        .args(["run", "--no-log", "--model", "openai:root"])
+        .args(args);
+    run(command).await
 }
 
 fn logs_in(dir: &Path) -> Vec<PathBuf> {
@@ -93,29 +104,23 @@ async fn answers_on_stdout_with_progress_on_stderr_and_a_clean_log() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_result_and_exit_1_without_an_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeServer::start().await.unwrap();
-    server.script(
+    let (dir, server) = scripted(
         "root",
         [
             FakeReply::text("```repl\nanswer = 'probably 3'\nprint(len(context))\n"),
             FakeReply::text(""),
         ],
-    );
-    let mut command = rlm(dir.path(), Some(&server));
-    command.args([
-        "run",
+    )
+    .await;
+    let args = [
         "--json",
-        "--no-log",
-        "--model",
-        "openai:root",
         "--max-iterations",
         "1",
         "--context",
         "abc",
         "How long?",
-    ]);
-    let output = run(command).await;
+    ];
+    let output = run_root(dir.path(), &server, &args).await;
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["type"], "result");
@@ -241,22 +246,44 @@ fn run_expecting_input_error(dir: &Path, args: &[&str]) -> (String, String) {
     (text(&output.stdout), stderr)
 }
 
-/// A model error keeps its kind through the engine: without a key the run is an input error
-/// (exit 2) with the hint `rlm chat` gives, not a budget hint; the summary reads right.
+/// Every model the run may call is checked before the first turn: without its key, the root,
+/// the sub-call or an allowed model is an input error (exit 2) naming the model, with the hint
+/// `rlm chat` gives — not a budget hint, and not a run whose every `llm_query` fails.
 #[test]
-fn a_missing_key_exits_2_with_the_export_hint() {
+fn a_missing_key_for_any_model_of_the_run_exits_2_with_the_export_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, stderr) = run_expecting_input_error(dir.path(), &["--model", "openai:gpt-4o"]);
-    for expected in [
-        "error: no answer: the root model failed",
-        "Caused by: no API key for provider `openai`",
-        "hint: export OPENAI_API_KEY=",
-        " · 1 turn · 0 model calls · 0 tokens · $0.0000 · ",
+    for (args, refused, variable) in [
+        (
+            &["--model", "openai:gpt-4o"][..],
+            "openai:gpt-4o",
+            "OPENAI_API_KEY",
+        ),
+        (
+            &["--model", "ollama:root", "--subcall-model", "openai:x"],
+            "openai:x",
+            "OPENAI_API_KEY",
+        ),
+        (
+            &["--model", "ollama:root", "--allow-model", "anthropic:y"],
+            "anthropic:y",
+            "ANTHROPIC_API_KEY",
+        ),
     ] {
-        assert!(stderr.contains(expected), "{expected}: {stderr}");
+        let (stdout, stderr) = run_expecting_input_error(dir.path(), args);
+        for expected in [
+            format!("error: model `{refused}` cannot be used"),
+            format!(
+                "Caused by: no API key for provider `{}`",
+                refused.split(':').next().unwrap()
+            ),
+            format!("hint: export {variable}="),
+        ] {
+            assert!(stderr.contains(&expected), "{expected}: {stderr}");
+        }
+        assert!(!stderr.contains("--max-iterations"), "{stderr}");
+        assert!(!stderr.contains("turn"), "no turn was taken: {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
     }
-    assert!(!stderr.contains("--max-iterations"), "{stderr}");
-    assert!(!stderr.contains("$-0"), "{stderr}");
 }
 
 /// A replay miss and an unknown provider are input errors too, in JSON mode as well (the
@@ -357,52 +384,28 @@ const NEEDLE_SCRIPT: [&str; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_exits_130_and_keeps_the_turns_already_logged() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeServer::start().await.unwrap();
-    server.script(
+    let (dir, server) = scripted(
         "root",
         [
             FakeReply::text("```repl\nprint(len(context))\n"),
             FakeReply::hang(),
         ],
-    );
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlm"))
-        .current_dir(dir.path())
-        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
-        .env("OPENAI_BASE_URL", server.openai_base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env_remove("RLM_CONFIG")
-        .args([
-            "run",
-            "--model",
-            "openai:root",
-            "--log",
-            "logs",
-            "--context",
-            "abc",
-            "q",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while server.requests_for("root").len() < 2 || server.in_flight() == 0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "turn 2 never started"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert_eq!(exit.code(), Some(130));
+    )
+    .await;
+    let args = [
+        "run",
+        "--model",
+        "openai:root",
+        "--log",
+        "logs",
+        "--context",
+        "abc",
+        "q",
+    ];
+    let child = spawn_with_fake(dir.path(), &server, &args);
+    let turn_two = || server.requests_for("root").len() >= 2 && server.in_flight() != 0;
+    wait_until(Duration::from_secs(30), "turn 2 never started", turn_two).await;
+    assert_eq!(interrupt(child).await, Some(130));
     let logs = logs_in(&dir.path().join("logs"));
     assert_eq!(logs.len(), 1);
     let log = std::fs::read_to_string(&logs[0]).unwrap();
@@ -411,17 +414,6 @@ async fn ctrl_c_exits_130_and_keeps_the_turns_already_logged() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
         .collect();
     assert_eq!(kinds, ["\"metadata\"", "\"iteration\""]);
-}
-
-#[test]
-fn max_errors_must_be_at_least_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, stderr) =
-        run_expecting_input_error(dir.path(), &["--model", "openai:x", "--max-errors", "0"]);
-    assert!(
-        stderr.contains("--max-errors must be at least 1"),
-        "{stderr}"
-    );
 }
 
 /// Model code names another model: refused with the flag to use, unless the user allowed it.
@@ -466,5 +458,61 @@ async fn code_may_pick_only_models_the_user_allowed() {
                 "{feedback}"
             );
         }
+    }
+}
+
+/// `--block-timeout` bounds one code block's interpreter time: a block that never ends is
+/// stopped with a `TimeoutError` the model sees, and the run goes on to its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_timeout_stops_a_block_that_never_ends() {
+    let (dir, server) = scripted(
+        "root",
+        [
+            FakeReply::text("```repl\nn = 0\nwhile True:\n    n += 1\n"),
+            FakeReply::text("FINAL(stopped)"),
+        ],
+    )
+    .await;
+    let args = ["--block-timeout", "0.5", "--context", "x", "q"];
+    let output = run_root(dir.path(), &server, &args).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "stopped");
+    let feedback = server.requests_for("root")[1]
+        .last_user_message()
+        .to_owned();
+    assert!(feedback.contains("TimeoutError"), "{feedback}");
+}
+
+/// Nonsense per-block limits are usage errors that name where they were set.
+#[test]
+fn bad_block_timeouts_exit_2_naming_the_flag_or_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["0", "-2", "1e12"] {
+        let (_, stderr) = run_expecting_input_error(
+            dir.path(),
+            &["--model", "openai:x", &format!("--block-timeout={bad}")],
+        );
+        assert!(stderr.contains("--block-timeout"), "{bad}: {stderr}");
+    }
+    std::fs::write(dir.path().join("rlm.toml"), "[run]\nblock_timeout = 0\n").unwrap();
+    let (_, stderr) = run_expecting_input_error(dir.path(), &["--model", "openai:x"]);
+    assert!(stderr.contains("block_timeout in [run]"), "{stderr}");
+    assert!(
+        stderr.contains("hint: give seconds greater than 0"),
+        "{stderr}"
+    );
+}
+
+/// A limit that would end the run before its first turn is refused, naming its flag.
+#[test]
+fn zero_limits_name_their_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--max-subcalls", "--max-tokens", "--max-errors"] {
+        let (_, stderr) =
+            run_expecting_input_error(dir.path(), &["--model", "openai:x", flag, "0"]);
+        assert!(
+            stderr.contains(&format!("error: {flag} must be at least 1")),
+            "{flag}: {stderr}"
+        );
     }
 }

@@ -1,0 +1,69 @@
+//! `rlm grep`: ripgrep-style lines and its flags.
+
+use super::*;
+
+#[test]
+fn grep_prints_ripgrep_style_lines() {
+    let fixture = Fixture::new();
+    fixture.load();
+    let out = stdout(fixture.rlm().args([
+        "grep",
+        "log(ger|ging)",
+        "-C",
+        "1",
+        "--buffer",
+        "project/src/app.py",
+    ]));
+    insta::assert_snapshot!("grep", out);
+    fixture
+        .rlm()
+        .args(["grep", "no_such_thing_anywhere"])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn grep_takes_fixed_strings_words_names_counts_and_one_sided_context() {
+    let fixture = Fixture::new();
+    fixture.load();
+    let grep = |args: &[&str]| stdout(fixture.rlm().arg("grep").args(args));
+    assert_eq!(
+        grep(&["-F", "getLogger(__name__)"]),
+        "project/src/app.py:3:log = logging.getLogger(__name__)\n"
+    );
+    assert_eq!(
+        grep(&["-w", "log"]),
+        "project/src/app.py:3:log = logging.getLogger(__name__)\n"
+    );
+    assert_eq!(
+        grep(&["-l", "logg"]),
+        "project/docs/guide.md\nproject/src/app.py\n"
+    );
+    assert_eq!(
+        grep(&["-c", "log"]),
+        "project/docs/guide.md:1\nproject/src/app.py:2\n"
+    );
+    assert_eq!(
+        grep(&["-A", "1", "def"]),
+        "project/src/app.py:6:def parse_args(argv):\nproject/src/app.py-7-    return argv[1:]\n"
+    );
+    assert_eq!(
+        grep(&["-B", "1", "^def"]),
+        "project/src/app.py-5-\nproject/src/app.py:6:def parse_args(argv):\n"
+    );
+    let coloured = grep(&["--color", "always", "-w", "log"]);
+    assert!(
+        coloured.contains("\u{1b}[1m\u{1b}[31mlog\u{1b}[0m = logging"),
+        "{coloured:?}"
+    );
+    // Search snippets mark the matched terms the same way.
+    let search = stdout(
+        fixture
+            .rlm()
+            .args(["search", "--color", "always", "parse_args"]),
+    );
+    assert!(
+        search.contains("def \u{1b}[1m\u{1b}[31mparse_args\u{1b}[0m(argv):"),
+        "{search:?}"
+    );
+}
