@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
+use rlm_engine::RunLimits;
 use rlm_sandbox::{Limits, Sandbox, WorkerCommand};
 
 use crate::error::CliError;
@@ -20,12 +21,19 @@ pub struct Repl {
 /// The Monty sandbox with default limits, running in a worker process that confines itself
 /// with Landlock and seccomp; where the kernel lacks them it refuses unless
 /// `allow_reduced_protection`.
-pub fn repl(allow_reduced_protection: bool) -> anyhow::Result<Repl> {
+///
+/// `limits` bound what crosses from the worker: prompts and answers over them stay in the worker
+/// and the code gets a `ValueError` saying so.
+pub fn repl(allow_reduced_protection: bool, limits: &RunLimits) -> anyhow::Result<Repl> {
     let worker = WorkerCommand::current_exe()
         .context("cannot locate the rlm binary for the sandbox worker")?;
     let sandbox = Sandbox::builder()
         .worker_command(worker)
-        .limits(Limits::default())
+        .limits(
+            Limits::default()
+                .max_prompt_bytes(limits.max_prompt_bytes)
+                .max_answer_bytes(limits.max_answer_bytes),
+        )
         .allow_reduced_protection(allow_reduced_protection)
         .build()
         .map_err(|error| match error {

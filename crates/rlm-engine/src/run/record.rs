@@ -9,10 +9,11 @@ use serde_json::Map;
 use super::RunResult;
 use crate::context::{self, ContextPart};
 use crate::host::RunScope;
-use crate::trace;
+use crate::trace::{self, RunLog};
 
 /// The first line: models, limits, the query and what the model is told about the contexts.
 pub(super) fn metadata(
+    log: &RunLog,
     scope: &RunScope,
     query: &str,
     parent_run_id: Option<&str>,
@@ -35,7 +36,7 @@ pub(super) fn metadata(
         environment_type: settings.environment_name.clone(),
         environment_kwargs: Map::new(),
         other_backends: vec![settings.subcall_model.clone()],
-        query: query.to_owned(),
+        query: log.text(query),
         contexts: context::contexts_info(contexts),
         budget: Budget {
             max_tokens: limits.spend.max_tokens,
@@ -51,6 +52,7 @@ pub(super) fn metadata(
 /// A turn's line without code blocks, answer or notes (the caller adds what it has), timed
 /// from `started` to now.
 pub(super) fn iteration(
+    log: &RunLog,
     scope: &RunScope,
     number: u32,
     conversation: &ChatRequest,
@@ -61,8 +63,8 @@ pub(super) fn iteration(
     Iteration {
         iteration: number,
         run_id: scope.run_id.clone(),
-        prompt: trace::transcript(conversation),
-        response: reply.text.clone(),
+        prompt: trace::transcript(log, conversation),
+        response: log.text(&reply.text),
         code_blocks: Vec::new(),
         final_answer: None,
         seconds: started.elapsed().as_secs_f64(),
@@ -72,12 +74,12 @@ pub(super) fn iteration(
 }
 
 /// The last line.
-pub(super) fn outcome(result: &RunResult) -> RunOutcome {
+pub(super) fn outcome(log: &RunLog, result: &RunResult) -> RunOutcome {
     RunOutcome {
         run_id: result.run_id.clone(),
         status: result.status,
-        answer: result.answer.clone(),
-        partial_answer: result.partial_answer.clone(),
+        answer: log.optional(result.answer.as_deref()),
+        partial_answer: log.optional(result.partial_answer.as_deref()),
         iterations: result.iterations,
         usage: trace::usage_report(&result.usage),
         subcalls: result.subcalls,

@@ -15,6 +15,7 @@ pub mod env;
 pub mod files;
 pub mod llm;
 pub mod run;
+pub mod size;
 pub mod store;
 
 use std::cell::OnceCell;

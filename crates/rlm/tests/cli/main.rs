@@ -11,5 +11,6 @@ mod inspect;
 mod models;
 mod output;
 mod run;
+mod run_limits;
 mod sandbox_worker;
 mod store;
