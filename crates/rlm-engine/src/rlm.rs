@@ -284,9 +284,7 @@ impl RlmBuilder {
                 .max_concurrent_children
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_CHILDREN),
             log_dir: self.log_dir,
-            context_windows: self
-                .context_windows
-                .unwrap_or_else(ContextWindows::builtin),
+            context_windows: self.context_windows.unwrap_or_else(ContextWindows::builtin),
         };
         Ok(Rlm {
             shared: Arc::new(Shared {

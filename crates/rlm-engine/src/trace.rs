@@ -108,10 +108,7 @@ pub(crate) fn usage_summary(report: &rlm_llm::UsageReport) -> UsageSummary {
 
 /// The conversation sent for a turn, as logged: each message through [`RunLog::text`], read
 /// in place (the conversation is not copied first).
-pub(crate) fn transcript(
-    log: &RunLog,
-    request: &rlm_llm::ChatRequest,
-) -> Vec<rlm_trace::Message> {
+pub(crate) fn transcript(log: &RunLog, request: &rlm_llm::ChatRequest) -> Vec<rlm_trace::Message> {
     let system = request.system.as_deref().map(|text| (Role::System, text));
     let messages = request.messages.iter().map(|message| {
         let role = match message.role {

@@ -129,7 +129,15 @@ mod tests {
         let error = windows.check(&request).unwrap_err();
         assert_eq!(error.estimated_tokens, 150_000);
         assert_eq!(error.window, 128_000);
-        assert!(windows.check(&ChatRequest::new("openai:gpt-4o").user("hi")).is_ok());
-        assert!(windows.check(&ChatRequest::new("ollama:x").user(big.as_str())).is_ok());
+        assert!(
+            windows
+                .check(&ChatRequest::new("openai:gpt-4o").user("hi"))
+                .is_ok()
+        );
+        assert!(
+            windows
+                .check(&ChatRequest::new("ollama:x").user(big.as_str()))
+                .is_ok()
+        );
     }
 }

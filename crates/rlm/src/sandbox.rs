@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
 use rlm_engine::RunLimits;
+use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
 use rlm_sandbox::{Limits, Sandbox, WorkerCommand};
 
 use crate::error::CliError;

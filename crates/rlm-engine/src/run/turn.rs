@@ -94,7 +94,13 @@ impl Turns<'_> {
         {
             block.result.final_answer = Some(self.log.text(answer));
         }
-        self.log_turn(state, &turn, started, logged_blocks, final_answer.as_deref())?;
+        self.log_turn(
+            state,
+            &turn,
+            started,
+            logged_blocks,
+            final_answer.as_deref(),
+        )?;
         if let Some(answer) = final_answer {
             state.answer = Some(answer);
             state.status = Some(Status::Answered);

@@ -432,8 +432,8 @@ mod tests {
     #[test]
     fn size_caps_and_windows_come_from_flags_else_the_run_section() {
         let args = run_args(&["q", "--context", "text"]);
-        let defaults = RunSettings::resolve(&args, &Layout::new(Some(USER), None).sources(&[]))
-            .unwrap();
+        let defaults =
+            RunSettings::resolve(&args, &Layout::new(Some(USER), None).sources(&[])).unwrap();
         assert_eq!(defaults.limits.max_prompt_bytes, 10_000_000);
         assert_eq!(defaults.limits.max_answer_bytes, 50_000_000);
         assert_eq!(defaults.context_windows.get("openai:gpt-4o"), Some(128_000));

@@ -14,7 +14,9 @@ impl SizeValue {
     /// The size in bytes, or why it is not one.
     pub fn bytes(&self) -> Result<usize, String> {
         match self {
-            Self::Bytes(bytes) => usize::try_from(*bytes).map_err(|_| format!("{bytes} is too large")),
+            Self::Bytes(bytes) => {
+                usize::try_from(*bytes).map_err(|_| format!("{bytes} is too large"))
+            }
             Self::Text(text) => parse_size(text),
         }
     }
