@@ -14,6 +14,7 @@ impl SizeValue {
     /// The size in bytes, or why it is not one.
     pub fn bytes(&self) -> Result<usize, String> {
         match self {
+            Self::Bytes(0) => Err("0 is not a size of at least one byte".to_owned()),
             Self::Bytes(bytes) => {
                 usize::try_from(*bytes).map_err(|_| format!("{bytes} is too large"))
             }
@@ -48,7 +49,7 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .parse()
         .map_err(|_| format!("`{text}` is not a size (e.g. 10MB, 512KiB, 1000000)"))?;
     let bytes = (value * multiplier).round();
-    if !(bytes >= 1.0 && bytes < 2f64.powi(53)) {
+    if !(1.0..2f64.powi(53)).contains(&bytes) {
         return Err(format!("`{text}` is not a size of at least one byte"));
     }
     Ok(bytes as usize)
@@ -69,6 +70,7 @@ mod tests {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
         assert_eq!(SizeValue::Bytes(5).bytes(), Ok(5));
+        assert!(SizeValue::Bytes(0).bytes().is_err());
         assert_eq!(SizeValue::Text("1kb".into()).bytes(), Ok(1000));
     }
 }
