@@ -37,7 +37,7 @@ pub use metadata::{
     AnalyzeOptions, ContextMetadata, EncodingInfo, Heading, analyze_bytes, analyze_path,
     analyze_reader, endless_kind,
 };
-pub use render::{render_hint, thousands};
+pub use render::{one_line, render_hint, thousands};
 pub use sniff::looks_binary;
 
 /// Errors of this crate.

@@ -17,14 +17,16 @@ pub fn render_hint(metadata: &ContextMetadata, variable: &str) -> String {
     let Some(source) = &metadata.source else {
         return format!(
             "[Context available in {variable}: {}, {}, {}]",
-            metadata.format_description,
+            one_line(&metadata.format_description),
             plural(metadata.chars, "char"),
             plural(metadata.lines, "line"),
         );
     };
     let mut out = format!("[Context available in {variable}]\n");
+    // Every value is one line whatever it holds: a file name, a field name or a heading with
+    // a newline must not add lines (a fake `Question:`) to the prompt.
     let mut line = |label: &str, value: &str| {
-        let _ = writeln!(out, "  {label}: {value}");
+        let _ = writeln!(out, "  {label}: {}", one_line(value));
     };
     line("Source", source);
     let mut format = metadata.format_description.clone();
@@ -88,7 +90,7 @@ pub fn render_hint(metadata: &ContextMetadata, variable: &str) -> String {
     }
     if let Some(sample) = &metadata.sample {
         let ellipsis = if metadata.sample_truncated { "..." } else { "" };
-        line("Sample", &format!("{}{ellipsis}", one_line(sample)));
+        line("Sample", &format!("{sample}{ellipsis}"));
     }
     out
 }
@@ -126,8 +128,9 @@ fn encoding_summary(metadata: &ContextMetadata) -> String {
     parts.join(", ")
 }
 
-/// Control characters made visible so the sample stays on one line.
-fn one_line(text: &str) -> String {
+/// Control characters made visible (`\n`, `\u{1b}`) so a value stays on one line. Use it for
+/// every name, path or field taken from input before it goes into a prompt.
+pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rlm_context::{
-    AnalyzeOptions, ContextMetadata, Format, analyze_bytes, analyze_reader, render_hint,
+    AnalyzeOptions, ContextMetadata, Format, analyze_bytes, analyze_reader, one_line, render_hint,
 };
 
 /// Where a context's text is.
@@ -329,7 +329,7 @@ pub fn describe(parts: &[ContextPart]) -> String {
                 out.push_str("  Contains non-ASCII text: index-based slicing is slow.\n");
             }
         } else {
-            let name = part.name.as_deref().unwrap_or("inline text");
+            let name = one_line(part.name.as_deref().unwrap_or("inline text"));
             let ascii = if size.ascii {
                 ""
             } else {
@@ -345,7 +345,7 @@ pub fn describe(parts: &[ContextPart]) -> String {
         if let Some(hint) = part.hint.as_deref().filter(|h| !h.trim().is_empty()) {
             for line in hint.trim_end().lines() {
                 out.push_str("    ");
-                out.push_str(line);
+                out.push_str(&one_line(line));
                 out.push('\n');
             }
         }

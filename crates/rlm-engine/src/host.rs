@@ -16,7 +16,7 @@ use rlm_trace::{Subcall, UsageSummary};
 use crate::context::ContextPart;
 use crate::events::{Event, Progress, SubcallKind};
 use crate::limits::RunAccount;
-use crate::prompt::{render, truncate};
+use crate::prompt::{fence, render, truncate};
 use crate::repl::SubcallHost;
 use crate::rlm::Shared;
 use crate::run::{error_chain, run_loop};
@@ -143,6 +143,21 @@ impl RunScope {
         }
     }
 
+    /// Refuses a prompt over [`RunLimits::max_prompt_bytes`](crate::RunLimits), before
+    /// anything is spent.
+    fn check_size(&self, kind: SubcallKind, prompt: &str) -> Result<(), SubcallError> {
+        let limit = self.account.limits().max_prompt_bytes;
+        if prompt.len() <= limit {
+            return Ok(());
+        }
+        Err(SubcallError::Failed(format!(
+            "{} prompt is {}; the limit is {} — pass a slice or summarize first",
+            kind.name(),
+            rlm_sandbox::format_size(prompt.len()),
+            rlm_sandbox::format_size(limit),
+        )))
+    }
+
     /// Reserves one sub-call in the budget, or says which budget is spent.
     fn admit(&self, kind: SubcallKind) -> Result<(), SubcallError> {
         self.account.subcall_allowed().map_err(|reason| {
@@ -180,8 +195,19 @@ impl RunScope {
         model: Option<String>,
     ) -> Result<String, SubcallError> {
         let model = self.pick_model(SubcallKind::LlmQuery, model)?;
-        let mut request = ChatRequest::new(model.as_str()).user(prompt.as_str());
+        self.check_size(SubcallKind::LlmQuery, &prompt)?;
+        // The log keeps a preview; the prompt itself moves into the request (no second copy).
+        let logged = PromptPreview::of(&prompt);
+        let mut request = ChatRequest::new(model.as_str()).user(prompt);
         request.max_tokens = self.shared.settings.subcall_max_output_tokens;
+        if let Err(too_long) = self.shared.settings.context_windows.check(&request) {
+            return Err(SubcallError::Failed(format!(
+                "llm_query refused: the prompt is about {} tokens; {model} reads at most {} — \
+                 pass a slice or summarize first",
+                rlm_context::thousands(too_long.estimated_tokens),
+                rlm_context::thousands(too_long.window),
+            )));
+        }
         let price = self.shared.client.price(&model);
         let reservation = self
             .account
@@ -211,7 +237,7 @@ impl RunScope {
         self.push(record(
             SubcallKind::LlmQuery,
             &model,
-            &prompt,
+            logged,
             &result,
             &totals,
             started,
@@ -230,6 +256,7 @@ impl RunScope {
             return self.plain_call(prompt, model).await;
         }
         let model = self.pick_model(SubcallKind::RlmQuery, model)?;
+        self.check_size(SubcallKind::RlmQuery, &prompt)?;
         // Bounds how many child sessions (worker processes) one run opens at once.
         let _permit = self
             .child_permits
@@ -255,7 +282,8 @@ impl RunScope {
             log,
             Arc::clone(&self.in_flight),
         ));
-        let preview = truncate(&prompt, 1_000);
+        // The delegated text is another model's words: fenced, it cannot pose as ours.
+        let preview = fence(&truncate(&prompt, 1_000));
         let chars = prompt.chars().count().to_string();
         let query = render(
             &self.shared.settings.prompts.child_task,
@@ -289,7 +317,7 @@ impl RunScope {
         let mut entry = record(
             SubcallKind::RlmQuery,
             &model,
-            &prompt,
+            PromptPreview::of(&prompt),
             &result,
             &usage,
             started,
@@ -380,10 +408,25 @@ where
         .boxed()
 }
 
+/// What the log keeps of a sub-call's prompt: a preview and its length.
+struct PromptPreview {
+    text: String,
+    chars: u64,
+}
+
+impl PromptPreview {
+    fn of(prompt: &str) -> Self {
+        Self {
+            text: truncate(prompt, LOG_PREVIEW_CHARS),
+            chars: prompt.chars().count() as u64,
+        }
+    }
+}
+
 fn record(
     kind: SubcallKind,
     model: &str,
-    prompt: &str,
+    prompt: PromptPreview,
     result: &Result<String, String>,
     usage: &UsageReport,
     started: Instant,
@@ -396,8 +439,8 @@ fn record(
     Subcall {
         kind,
         model: model.to_owned(),
-        prompt: truncate(prompt, LOG_PREVIEW_CHARS),
-        prompt_chars: prompt.chars().count() as u64,
+        prompt: prompt.text,
+        prompt_chars: prompt.chars,
         response: truncate(response, LOG_PREVIEW_CHARS),
         response_chars: response.chars().count() as u64,
         usage_summary: UsageSummary::of(usage),

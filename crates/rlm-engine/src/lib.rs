@@ -81,4 +81,6 @@ pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
 #[cfg(test)]
 mod budget_tests;
 #[cfg(test)]
+mod caps_tests;
+#[cfg(test)]
 mod tests;

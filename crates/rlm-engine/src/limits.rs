@@ -24,6 +24,12 @@ pub struct RunLimits {
     pub max_subcalls: Option<u64>,
     /// Iterations in a row whose code raised an error. Default 5.
     pub max_consecutive_errors: u32,
+    /// Bytes of one `llm_query`/`rlm_query` prompt from model code; a longer one is refused
+    /// with an error the code sees. Default 10 MB.
+    pub max_prompt_bytes: usize,
+    /// Bytes of the run's answer (and of a partial answer); a longer one is refused with a note
+    /// to the model. Default 50 MB.
+    pub max_answer_bytes: usize,
 }
 
 impl Default for RunLimits {
@@ -34,6 +40,8 @@ impl Default for RunLimits {
             timeout: None,
             max_subcalls: None,
             max_consecutive_errors: 5,
+            max_prompt_bytes: rlm_sandbox::DEFAULT_MAX_PROMPT_BYTES,
+            max_answer_bytes: rlm_sandbox::DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct ExecOutcome {
 pub struct ReplError {
     /// What went wrong.
     pub message: String,
+    /// The value asked for is over the session's size limit and stayed in the REPL.
+    pub too_large: bool,
 }
 
 impl ReplError {
@@ -39,6 +41,15 @@ impl ReplError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            too_large: false,
+        }
+    }
+
+    /// A value over the session's size limit; the message says how large it is.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self {
+            too_large: true,
+            ..Self::new(message)
         }
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+use rlm_llm::ContextWindows;
 use rlm_trace::{new_run_id, root_stem};
 
 use crate::context::ContextPart;
@@ -64,6 +65,8 @@ pub struct Settings {
     pub max_concurrent_children: usize,
     /// Where trajectory logs go; `None` disables logging.
     pub log_dir: Option<PathBuf>,
+    /// Context windows of models: a request that clearly does not fit is not sent.
+    pub context_windows: ContextWindows,
 }
 
 /// What every run of one [`Rlm`] shares.
@@ -151,6 +154,7 @@ pub struct RlmBuilder {
     subcall_max_output_tokens: Option<u32>,
     max_concurrent_children: Option<usize>,
     log_dir: Option<PathBuf>,
+    context_windows: Option<ContextWindows>,
 }
 
 macro_rules! setter {
@@ -202,6 +206,8 @@ impl RlmBuilder {
         max_concurrent_children: usize);
     setter!(/// Directory for trajectory logs (default: no log).
         log_dir: PathBuf);
+    setter!(/// Context windows of models (default: [`ContextWindows::builtin`]).
+        context_windows: ContextWindows);
 
     /// The root model (required).
     #[must_use]
@@ -239,6 +245,11 @@ impl RlmBuilder {
                 "max_consecutive_errors must be at least 1".into(),
             ));
         }
+        if limits.max_prompt_bytes == 0 || limits.max_answer_bytes == 0 {
+            return Err(Error::Config(
+                "max_prompt_bytes and max_answer_bytes must be at least 1".into(),
+            ));
+        }
         let max_depth = self.max_depth.unwrap_or(1);
         if max_depth == 0 {
             return Err(Error::Config("max_depth must be at least 1".into()));
@@ -246,6 +257,8 @@ impl RlmBuilder {
         let child_limits = self.child_limits.unwrap_or_else(|| RunLimits {
             max_iterations: limits.max_iterations,
             max_consecutive_errors: limits.max_consecutive_errors,
+            max_prompt_bytes: limits.max_prompt_bytes,
+            max_answer_bytes: limits.max_answer_bytes,
             ..RunLimits::default()
         });
         let settings = Settings {
@@ -272,6 +285,7 @@ impl RlmBuilder {
                 .max_concurrent_children
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_CHILDREN),
             log_dir: self.log_dir,
+            context_windows: self.context_windows.unwrap_or_else(ContextWindows::builtin),
         };
         // A sub-call's error only reaches model code as text, so a model the run can never
         // call (no key, unknown provider) is refused here, typed, before the first turn.

@@ -121,11 +121,21 @@ impl ReplSession for SandboxSession {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<Value>, ReplError>> {
         async move {
-            let wrap = |err: rlm_sandbox::Error| ReplError::new(error_chain(&err));
-            let Some(repr) = self.session.variable_repr(name).await.map_err(wrap)? else {
-                return Ok(None);
+            let wrap = |err: rlm_sandbox::Error| match err {
+                rlm_sandbox::Error::TooLarge(message) => ReplError::too_large(message),
+                other => ReplError::new(error_chain(&other)),
             };
-            if repr.starts_with('{') || repr.starts_with('[') {
+            // The type, not the value's `repr()`, decides: a 300 MB answer crosses once.
+            let container = self
+                .session
+                .variables()
+                .await
+                .map_err(wrap)?
+                .iter()
+                .any(|variable| {
+                    variable.name == name && matches!(variable.type_name.as_str(), "dict" | "list")
+                });
+            if container {
                 // Containers come back as JSON so the engine can read `answer["ready"]`.
                 let probe = format!("import json\nprint(json.dumps({name}))");
                 let result = self.session.execute(&probe).await.map_err(wrap)?;

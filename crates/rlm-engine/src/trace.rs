@@ -5,37 +5,90 @@
 
 use std::path::Path;
 
-use rlm_trace::{RecordType, TrajectoryWriter};
+use rlm_trace::{CodeBlock, CodeResult, LargeValues, RecordType, TrajectoryWriter};
 
 use crate::error::Error;
 
 /// A run's trajectory log, or nothing when the run is not logged.
 #[derive(Debug)]
-pub(crate) struct RunLog(Option<TrajectoryWriter>);
+pub(crate) struct RunLog(Option<(TrajectoryWriter, LargeValues)>);
 
 impl RunLog {
     /// Creates `<dir>/<stem>.jsonl` when `log` says where.
     pub fn create(log: Option<&(std::path::PathBuf, String)>) -> Result<Self, Error> {
         match log {
-            Some((dir, stem)) => Ok(Self(Some(
+            Some((dir, stem)) => Ok(Self(Some((
                 TrajectoryWriter::create(dir, stem).map_err(Error::Trajectory)?,
-            ))),
+                LargeValues::new(),
+            )))),
             None => Ok(Self(None)),
         }
     }
 
     /// The file, when logging.
     pub fn path(&self) -> Option<&Path> {
-        self.0.as_ref().map(TrajectoryWriter::path)
+        self.0.as_ref().map(|(writer, _)| writer.path())
     }
 
     /// Appends a record (nothing when not logging).
     pub fn write<R: RecordType>(&self, record: &R) -> Result<(), Error> {
         match &self.0 {
-            Some(writer) => writer.write(record).map_err(Error::Trajectory),
+            Some((writer, _)) => writer.write(record).map_err(Error::Trajectory),
             None => Ok(()),
         }
     }
+
+    /// `text` as this log stores it: whole when small, else a preview with its size and hash
+    /// the first time and only the reference afterwards ([`LargeValues`]). Empty when the run
+    /// is not logged (its records are never written).
+    pub fn text(&self, text: &str) -> String {
+        match &self.0 {
+            Some((_, values)) => values.compact(text),
+            None => String::new(),
+        }
+    }
+
+    /// [`RunLog::text`] of an optional value.
+    pub fn optional(&self, text: Option<&str>) -> Option<String> {
+        text.map(|text| self.text(text))
+    }
+
+    /// A code block as logged: its code and output through [`RunLog::text`].
+    pub fn code_block(&self, block: &CodeBlock) -> CodeBlock {
+        let result = &block.result;
+        CodeBlock {
+            code: self.text(&block.code),
+            result: CodeResult {
+                stdout: self.text(&result.stdout),
+                stderr: self.text(&result.stderr),
+                error: self.optional(result.error.as_deref()),
+                final_answer: self.optional(result.final_answer.as_deref()),
+                seconds: result.seconds,
+                subcalls: result.subcalls.clone(),
+            },
+        }
+    }
+}
+
+/// The conversation sent for a turn, as logged: each message through [`RunLog::text`], read
+/// in place (the conversation is not copied first).
+pub(crate) fn transcript(log: &RunLog, request: &rlm_llm::ChatRequest) -> Vec<rlm_llm::Message> {
+    let system = request
+        .system
+        .as_deref()
+        .map(|text| (rlm_llm::Role::System, text));
+    let messages = request
+        .messages
+        .iter()
+        .map(|message| (message.role, message.content.as_str()));
+    system
+        .into_iter()
+        .chain(messages)
+        .map(|(role, content)| rlm_llm::Message {
+            role,
+            content: log.text(content),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -70,6 +70,16 @@ pub enum Error {
         limit: crate::usage::Exhausted,
         detail: String,
     },
+    /// The request clearly does not fit the model's context window; it was not sent.
+    #[error(
+        "the request to `{model}` is about {estimated_tokens} tokens, over the model's context \
+         window of {window}; it was not sent"
+    )]
+    ContextWindow {
+        model: String,
+        estimated_tokens: u64,
+        window: u64,
+    },
     /// Replay mode found no recorded answer for this request.
     #[error("no recorded response in {path} matches this request to `{model}` (key {key})")]
     ReplayMiss {
@@ -122,6 +132,7 @@ impl Error {
             Self::Status { .. }
             | Self::DeadlineExceeded { .. }
             | Self::Decode { .. }
+            | Self::ContextWindow { .. }
             | Self::BudgetExhausted { .. } => ErrorKind::Fatal,
         }
     }

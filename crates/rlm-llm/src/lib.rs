@@ -44,6 +44,7 @@ pub mod retry;
 pub mod sse;
 mod types;
 mod usage;
+mod window;
 mod wire;
 
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
@@ -58,3 +59,4 @@ pub use usage::{
     Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted, Ledger,
     ModelTotals, Price, PriceTable, Reservation, Reserved, UsageReport,
 };
+pub use window::{ContextWindows, TooLong, WINDOW_BYTES_PER_TOKEN, estimate_input_tokens};

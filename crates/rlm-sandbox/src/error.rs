@@ -36,6 +36,10 @@ pub enum Error {
     /// Talking to the worker failed at the I/O level.
     #[error("I/O error while talking to the sandbox worker")]
     Io(#[source] std::io::Error),
+    /// A variable's value is larger than [`crate::Limits::max_answer_bytes`]; it stayed in the
+    /// worker. The message says how large and what the limit is.
+    #[error("{0}")]
+    TooLarge(String),
     /// A variable name that is not a Python identifier was asked for.
     #[error("`{0}` is not a valid Python variable name")]
     InvalidName(String),

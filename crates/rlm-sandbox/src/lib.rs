@@ -72,7 +72,7 @@ mod worker;
 pub use crate::context::ContextInput;
 pub use crate::error::{Error, Result};
 pub use crate::host::{Host, SubCallKind};
-pub use crate::limits::Limits;
+pub use crate::limits::{DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_PROMPT_BYTES, Limits, format_size};
 pub use crate::protocol::Variable;
 pub use crate::result::{ExceptionInfo, ExecutionResult, FinalAnswer, SubCall};
 pub use crate::sandbox::{Backend, Isolation, Sandbox, SandboxBuilder, WORKER_ARG, WorkerCommand};

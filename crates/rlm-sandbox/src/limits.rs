@@ -21,6 +21,26 @@ pub struct Limits {
     pub output_chars: usize,
     /// Host calls (`llm_query` items count one each) allowed per execution.
     pub max_host_calls: usize,
+    /// Bytes of one `llm_query`/`rlm_query` prompt the worker hands to the host; a longer
+    /// prompt raises `ValueError` in the code instead.
+    pub max_prompt_bytes: usize,
+    /// Bytes of an answer (`FINAL`, `FINAL_VAR`) or of a variable's value the worker hands to
+    /// the host; past it the code gets `ValueError` and the host [`crate::Error::TooLarge`].
+    pub max_answer_bytes: usize,
+}
+
+/// Default of [`Limits::max_prompt_bytes`]: 10 MB, more than any model's window holds.
+pub const DEFAULT_MAX_PROMPT_BYTES: usize = 10_000_000;
+/// Default of [`Limits::max_answer_bytes`]: 50 MB.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 50_000_000;
+
+/// `size` bytes as the model and the user read it: `100.0 MB`, `2.5 KB`, `300 bytes`.
+pub fn format_size(size: usize) -> String {
+    match size {
+        0..1_000 => format!("{size} bytes"),
+        1_000..1_000_000 => format!("{:.1} KB", size as f64 / 1e3),
+        _ => format!("{:.1} MB", size as f64 / 1e6),
+    }
 }
 
 impl Default for Limits {
@@ -31,6 +51,8 @@ impl Default for Limits {
             recursion_depth: 200,
             output_chars: 100_000,
             max_host_calls: 10_000,
+            max_prompt_bytes: DEFAULT_MAX_PROMPT_BYTES,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }
@@ -68,6 +90,20 @@ impl Limits {
     #[must_use]
     pub fn max_host_calls(mut self, calls: usize) -> Self {
         self.max_host_calls = calls;
+        self
+    }
+
+    /// Sets [`Limits::max_prompt_bytes`].
+    #[must_use]
+    pub fn max_prompt_bytes(mut self, bytes: usize) -> Self {
+        self.max_prompt_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::max_answer_bytes`].
+    #[must_use]
+    pub fn max_answer_bytes(mut self, bytes: usize) -> Self {
+        self.max_answer_bytes = bytes;
         self
     }
 

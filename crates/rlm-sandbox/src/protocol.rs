@@ -103,6 +103,9 @@ pub(crate) enum FromWorker {
     Value {
         value: Option<Result<String, String>>,
     },
+    /// Answer to `Variable` when the value is over [`Limits::max_answer_bytes`]: it stays in
+    /// the worker, the message says how large it is.
+    TooLarge { message: String },
     /// Answer to `Variables`.
     Variables { variables: Vec<Variable> },
 }

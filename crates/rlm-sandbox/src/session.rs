@@ -175,6 +175,7 @@ impl Session {
             FromWorker::Value {
                 value: Some(Err(error)),
             } => Ok(Some(format!("<str() failed: {error}>"))),
+            FromWorker::TooLarge { message } => Err(Error::TooLarge(message)),
             other => Err(Error::WorkerLost(format!("unexpected answer {other:?}"))),
         }
     }

@@ -72,8 +72,11 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
                     report: interpreter.execute(&code, &mut bridge),
                 }
             }
-            ToWorker::Variable { name, repr } => FromWorker::Value {
-                value: interpreter.variable(&name, repr),
+            ToWorker::Variable { name, repr } => match interpreter.variable(&name, repr) {
+                Some(Ok(text)) if text.len() > limits.max_answer_bytes => FromWorker::TooLarge {
+                    message: too_large(&format!("the value of `{name}`"), text.len(), &limits),
+                },
+                value => FromWorker::Value { value },
             },
             ToWorker::Variables => FromWorker::Variables {
                 variables: interpreter.variables(),
@@ -86,6 +89,16 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
             return;
         }
     }
+}
+
+/// The message for a value over [`Limits::max_answer_bytes`], for the model and the log.
+pub(crate) fn too_large(what: &str, size: usize, limits: &Limits) -> String {
+    format!(
+        "{what} is {}; the limit is {} — keep it in a variable and answer with a summary or a \
+         part of it",
+        crate::limits::format_size(size),
+        crate::limits::format_size(limits.max_answer_bytes),
+    )
 }
 
 /// Worker-process only: OS limits and confinement are applied.

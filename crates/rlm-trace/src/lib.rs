@@ -44,11 +44,13 @@
 //! ```
 
 mod error;
+mod large;
 mod reader;
 mod schema;
 mod writer;
 
 pub use error::Error;
+pub use large::{LARGE_VALUE_BYTES, LargeValue, LargeValues};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{
     BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration,
@@ -59,8 +61,10 @@ pub use writer::{TrajectoryWriter, new_run_id, root_stem, timestamp_now};
 /// The schema version this crate writes (the `version` field of every line).
 ///
 /// Version 1 is the first versioned schema. Logs written before it have no `version` (read as
-/// 0) and may lack fields added since; those fields default when read.
-pub const VERSION: u32 = 1;
+/// 0) and may lack fields added since; those fields default when read. Version 2 writes text
+/// values over [`LARGE_VALUE_BYTES`] as a preview and a marker ([`LargeValue`]), each value once
+/// per file.
+pub const VERSION: u32 = 2;
 
 #[cfg(test)]
 mod tests;

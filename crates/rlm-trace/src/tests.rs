@@ -135,7 +135,7 @@ fn lines_start_with_type_timestamp_and_version_and_keep_the_reference_names() {
     assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
     assert!(
         line.starts_with(
-            "{\"type\":\"iteration\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"version\":1,"
+            "{\"type\":\"iteration\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"version\":2,"
         ),
         "{line}"
     );

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use rlm_engine::RunLimits;
 use rlm_engine::{ReplFactory, SANDBOX_HELPERS_DOC, SandboxRepl};
 use rlm_sandbox::{Limits, Sandbox, WorkerCommand};
 
@@ -21,12 +22,24 @@ pub struct Repl {
 /// The Monty sandbox with default limits but `block_timeout` of interpreter time per code
 /// block, running in a worker process that confines itself with Landlock and seccomp; where
 /// the kernel lacks them it refuses unless `allow_reduced_protection`.
-pub fn repl(allow_reduced_protection: bool, block_timeout: Duration) -> anyhow::Result<Repl> {
+///
+/// `limits` bound what crosses from the worker: prompts and answers over them stay in the worker
+/// and the code gets a `ValueError` saying so.
+pub fn repl(
+    allow_reduced_protection: bool,
+    block_timeout: Duration,
+    limits: &RunLimits,
+) -> anyhow::Result<Repl> {
     let worker = WorkerCommand::current_exe()
         .context("cannot locate the rlm binary for the sandbox worker")?;
     let sandbox = Sandbox::builder()
         .worker_command(worker)
-        .limits(Limits::default().timeout(block_timeout))
+        .limits(
+            Limits::default()
+                .timeout(block_timeout)
+                .max_prompt_bytes(limits.max_prompt_bytes)
+                .max_answer_bytes(limits.max_answer_bytes),
+        )
         .allow_reduced_protection(allow_reduced_protection)
         .build()
         .map_err(|error| match error {

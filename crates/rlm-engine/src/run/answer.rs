@@ -9,21 +9,44 @@ use crate::repl::ReplSession;
 
 /// The turn's answer, if it gave one. A `FINAL_VAR` the session cannot satisfy adds a note for
 /// the model; an `answer` variable that is not ready becomes the run's best partial answer.
+///
+/// An answer over `max_bytes` is refused with a note (the model can answer again, shorter).
 pub(super) async fn resolve(
     session: &mut dyn ReplSession,
     tag: Option<&AnswerTag>,
-    run: &BlockRun,
+    run: &mut BlockRun,
     notes: &mut Vec<String>,
     partial: &mut Option<String>,
+    max_bytes: usize,
 ) -> Option<String> {
-    let mut final_answer = run.final_answer.clone();
+    // Taken, not cloned: the block's log record keeps only a preview of it.
+    let mut final_answer = within(run.final_answer.take(), max_bytes, notes);
     if final_answer.is_none() && !run.timed_out {
-        final_answer = resolve_tag(session, tag, notes).await;
+        final_answer = resolve_tag(session, tag, notes, max_bytes).await;
     }
     if final_answer.is_none() && !run.timed_out && !run.blocks.is_empty() {
-        final_answer = read_answer_variable(session, partial).await;
+        final_answer = read_answer_variable(session, partial, notes, max_bytes).await;
     }
     final_answer
+}
+
+/// `answer` if it is at most `max_bytes` long; else `None` and a note saying why.
+pub(super) fn within(
+    answer: Option<String>,
+    max_bytes: usize,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    let answer = answer?;
+    if answer.len() <= max_bytes {
+        return Some(answer);
+    }
+    notes.push(format!(
+        "The answer was not accepted: it is {}; the limit is {}. Answer with a summary or the \
+         part that matters (the user can raise the limit with --max-answer-size).",
+        rlm_sandbox::format_size(answer.len()),
+        rlm_sandbox::format_size(max_bytes),
+    ));
+    None
 }
 
 /// Turns an answer tag into the answer; a `FINAL_VAR` of a missing variable becomes a note for
@@ -32,9 +55,10 @@ pub(super) async fn resolve_tag(
     session: &mut dyn ReplSession,
     tag: Option<&AnswerTag>,
     notes: &mut Vec<String>,
+    max_bytes: usize,
 ) -> Option<String> {
     match tag? {
-        AnswerTag::Text(text) => Some(text.clone()),
+        AnswerTag::Text(text) => within(Some(text.clone()), max_bytes, notes),
         AnswerTag::Variable(name) if !is_identifier(name) => {
             notes.push(format!(
                 "FINAL_VAR({name}) is not a variable name. Use FINAL_VAR(name) with the name of a \
@@ -43,7 +67,7 @@ pub(super) async fn resolve_tag(
             None
         }
         AnswerTag::Variable(name) => match session.variable(name).await {
-            Ok(Some(value)) => Some(value_text(&value)),
+            Ok(Some(value)) => within(Some(value_text(&value)), max_bytes, notes),
             Ok(None) => {
                 notes.push(format!(
                     "FINAL_VAR({name}) was not accepted: no variable named `{name}` exists in the \
@@ -64,14 +88,25 @@ pub(super) async fn resolve_tag(
 async fn read_answer_variable(
     session: &mut dyn ReplSession,
     partial: &mut Option<String>,
+    notes: &mut Vec<String>,
+    max_bytes: usize,
 ) -> Option<String> {
-    let value = session.variable("answer").await.ok()??;
+    let value = match session.variable("answer").await {
+        Ok(value) => value?,
+        Err(err) => {
+            // Nothing to say when there is no `answer`; a refused one (too large) is news.
+            if err.too_large {
+                notes.push(format!("`answer` could not be read: {err}"));
+            }
+            return None;
+        }
+    };
     let ready = value.get("ready").and_then(Value::as_bool) == Some(true);
-    let content = answer_content(&value);
+    let content = within(Some(answer_content(&value)), max_bytes, notes);
     if ready {
-        return Some(content);
+        return content;
     }
-    *partial = Some(content);
+    *partial = content;
     None
 }
 

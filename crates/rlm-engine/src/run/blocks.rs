@@ -17,6 +17,8 @@ pub(super) struct BlockRun {
     pub final_answer: Option<String>,
     /// The run's time budget ran out during a block.
     pub timed_out: bool,
+    /// The block whose code answered (its record's `final_answer` is filled in when logged).
+    pub answered_block: Option<usize>,
 }
 
 impl BlockRun {
@@ -62,9 +64,15 @@ pub(super) async fn run(
                 outcome: &outcome,
             },
         );
-        run.final_answer = run.final_answer.or(outcome.final_answer.clone());
+        let mut outcome = outcome;
+        // The answer moves to the run; the block's record keeps whether it answered.
+        let answered = outcome.final_answer.take();
         run.blocks
             .push(block_record(code, outcome, scope.take_records()));
+        if answered.is_some() {
+            run.answered_block = Some(run.blocks.len() - 1);
+        }
+        run.final_answer = run.final_answer.or(answered);
         if run.final_answer.is_some() || run.timed_out {
             break;
         }

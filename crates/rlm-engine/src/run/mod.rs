@@ -78,7 +78,13 @@ pub(crate) async fn run_loop(
     let max_iterations = scope.account.limits().max_iterations;
     let description = context::describe(&contexts);
     let log = RunLog::create(scope.log.as_ref())?;
-    log.write(&record::metadata(&scope, query, parent_run_id, &contexts))?;
+    log.write(&record::metadata(
+        &log,
+        &scope,
+        query,
+        parent_run_id,
+        &contexts,
+    ))?;
     emit(
         &scope,
         &Event::RunStarted {
@@ -119,7 +125,7 @@ pub(crate) async fn run_loop(
         turns.last_request(&mut state).await?;
     }
     let result = finish(&scope, session.as_mut(), state, &log, started).await;
-    log.write(&result.outcome)?;
+    log.write(&record::outcome(&log, &result.outcome))?;
     emit(
         &scope,
         &Event::RunFinished {

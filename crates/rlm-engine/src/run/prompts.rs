@@ -7,7 +7,7 @@ use rlm_trace::CodeBlock;
 use super::blocks::BlockRun;
 use crate::host::RunScope;
 use crate::parse::ParsedReply;
-use crate::prompt::{fence, render, truncate};
+use crate::prompt::{embed_query, fence, render, truncate};
 
 /// The conversation a run starts with: the system prompt and the first user message (the
 /// query and the context description), with the root model's stop sequences and output cap.
@@ -30,11 +30,12 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
             ("helpers", settings.helpers_doc.as_str()),
         ],
     );
+    let query = embed_query(query);
     let first = render(
         &settings.prompts.first_turn,
         &[
             ("context_description", description),
-            ("query", query),
+            ("query", query.as_str()),
             ("max_iterations", max_iterations.as_str()),
         ],
     );
@@ -58,12 +59,13 @@ pub(super) fn after_turn(
     let settings = &scope.shared.settings;
     let max_iterations = scope.account.limits().max_iterations.to_string();
     let next_turn = (turn + 1).to_string();
+    let query = embed_query(query);
     let next = render(
         &settings.prompts.next_turn,
         &[
             ("turn", next_turn.as_str()),
             ("max_iterations", max_iterations.as_str()),
-            ("query", query),
+            ("query", query.as_str()),
         ],
     );
     feedback(&run.blocks, notes, parsed, settings.output_limit, &next)
@@ -72,11 +74,12 @@ pub(super) fn after_turn(
 /// The request for a final answer once the turns ran out.
 pub(super) fn final_request(scope: &RunScope, query: &str) -> String {
     let max_iterations = scope.account.limits().max_iterations.to_string();
+    let query = embed_query(query);
     render(
         &scope.shared.settings.prompts.final_request,
         &[
             ("max_iterations", max_iterations.as_str()),
-            ("query", query),
+            ("query", query.as_str()),
         ],
     )
 }

@@ -1,17 +1,19 @@
 //! The run as trajectory records: the metadata line and a turn's line (the result line is the
-//! run's [`RunResult::outcome`](super::RunResult::outcome) itself).
+//! run's [`RunResult::outcome`](super::RunResult::outcome), its large text stored once).
 
 use std::time::Instant;
 
 use rlm_llm::{ChatRequest, ChatResponse, ModelTotals};
-use rlm_trace::{BackendArguments, Budget, Iteration, RunMetadata};
+use rlm_trace::{BackendArguments, Budget, Iteration, RunMetadata, RunOutcome};
 use serde_json::Map;
 
 use crate::context::{self, ContextPart};
 use crate::host::RunScope;
+use crate::trace::{self, RunLog};
 
 /// The first line: models, limits, the query and what the model is told about the contexts.
 pub(super) fn metadata(
+    log: &RunLog,
     scope: &RunScope,
     query: &str,
     parent_run_id: Option<&str>,
@@ -34,7 +36,7 @@ pub(super) fn metadata(
         environment_type: settings.environment_name.clone(),
         environment_kwargs: Map::new(),
         other_backends: vec![settings.subcall_model.clone()],
-        query: query.to_owned(),
+        query: log.text(query),
         contexts: context::contexts_info(contexts),
         budget: Budget {
             max_tokens: limits.spend.max_tokens,
@@ -50,6 +52,7 @@ pub(super) fn metadata(
 /// A turn's line without code blocks, answer or notes (the caller adds what it has), timed
 /// from `started` to now.
 pub(super) fn iteration(
+    log: &RunLog,
     scope: &RunScope,
     number: u32,
     conversation: &ChatRequest,
@@ -60,12 +63,29 @@ pub(super) fn iteration(
     Iteration {
         iteration: number,
         run_id: scope.run_id.clone(),
-        prompt: conversation.transcript(),
-        response: reply.text.clone(),
+        prompt: trace::transcript(log, conversation),
+        response: log.text(&reply.text),
         code_blocks: Vec::new(),
         final_answer: None,
         seconds: started.elapsed().as_secs_f64(),
         usage: usage.clone(),
         notes: Vec::new(),
+    }
+}
+
+/// The last line: the run's outcome with its answers as the log stores text (a large answer
+/// once, as a preview with its size and hash).
+pub(super) fn outcome(log: &RunLog, outcome: &RunOutcome) -> RunOutcome {
+    RunOutcome {
+        run_id: outcome.run_id.clone(),
+        status: outcome.status,
+        answer: log.optional(outcome.answer.as_deref()),
+        partial_answer: log.optional(outcome.partial_answer.as_deref()),
+        iterations: outcome.iterations,
+        usage: outcome.usage.clone(),
+        subcalls: outcome.subcalls,
+        usage_summary: outcome.usage_summary.clone(),
+        seconds: outcome.seconds,
+        error: outcome.error.clone(),
     }
 }

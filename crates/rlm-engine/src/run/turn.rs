@@ -72,7 +72,7 @@ impl Turns<'_> {
                 return Ok(ControlFlow::Break(()));
             }
         };
-        let run = blocks::run(self.scope, self.session, &turn.parsed.code_blocks).await;
+        let mut run = blocks::run(self.scope, self.session, &turn.parsed.code_blocks).await;
         state.consecutive_errors = if run.errored() {
             state.consecutive_errors + 1
         } else {
@@ -81,17 +81,25 @@ impl Turns<'_> {
         let final_answer = answer::resolve(
             self.session,
             turn.parsed.answer.as_ref(),
-            &run,
+            &mut run,
             &mut turn.notes,
             &mut state.partial,
+            limits.max_answer_bytes,
         )
         .await;
+        let mut logged_blocks: Vec<CodeBlock> =
+            run.blocks.iter().map(|b| self.log.code_block(b)).collect();
+        if let (Some(index), Some(answer)) = (run.answered_block, &final_answer)
+            && let Some(block) = logged_blocks.get_mut(index)
+        {
+            block.result.final_answer = Some(self.log.text(answer));
+        }
         self.log_turn(
             state,
             &turn,
             started,
-            run.blocks.clone(),
-            final_answer.clone(),
+            logged_blocks,
+            final_answer.as_deref(),
         )?;
         if let Some(answer) = final_answer {
             state.answer = Some(answer);
@@ -148,13 +156,15 @@ impl Turns<'_> {
             }
         };
         let tag = turn.parsed.answer.as_ref();
-        let mut answer = answer::resolve_tag(self.session, tag, &mut turn.notes).await;
+        let max_bytes = self.scope.account.limits().max_answer_bytes;
+        let mut answer = answer::resolve_tag(self.session, tag, &mut turn.notes, max_bytes).await;
         if answer.is_none() && turn.parsed.answer.is_none() {
             // No tag at all: the model answered in prose, which is what was asked for.
             let text = turn.reply.text.trim();
-            answer = (!text.is_empty()).then(|| text.to_owned());
+            let prose = (!text.is_empty()).then(|| text.to_owned());
+            answer = answer::within(prose, max_bytes, &mut turn.notes);
         }
-        self.log_turn(state, &turn, started, Vec::new(), answer.clone())?;
+        self.log_turn(state, &turn, started, Vec::new(), answer.as_deref())?;
         state.status = Some(if answer.is_some() {
             Status::ForcedAnswer
         } else {
@@ -171,13 +181,14 @@ impl Turns<'_> {
         turn: &TurnReply,
         started: Instant,
         code_blocks: Vec<CodeBlock>,
-        final_answer: Option<String>,
+        final_answer: Option<&str>,
     ) -> Result<(), Error> {
         self.log.write(&Iteration {
             code_blocks,
-            final_answer,
+            final_answer: self.log.optional(final_answer),
             notes: turn.notes.clone(),
             ..record::iteration(
+                self.log,
                 self.scope,
                 state.iterations,
                 self.conversation,
@@ -220,6 +231,14 @@ async fn ask_whole(scope: &RunScope, conversation: &mut ChatRequest) -> Result<T
 /// Asks the root model, records usage, and reports progress.
 async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Failure> {
     let started = Instant::now();
+    if let Err(too_long) = scope.shared.settings.context_windows.check(request) {
+        let error = rlm_llm::Error::ContextWindow {
+            model: request.model.clone(),
+            estimated_tokens: too_long.estimated_tokens,
+            window: too_long.window,
+        };
+        return Err((Status::ModelError, Some(error)));
+    }
     let price = scope.shared.client.price(&request.model);
     let reservation = match scope
         .account

@@ -262,6 +262,9 @@ impl MontyInterpreter {
             append_line(&mut report.stderr, &format!("note: denied {operation}"));
         }
         match state.final_request {
+            Some(FinalRequest::Value(value)) if value.len() > self.limits.max_answer_bytes => {
+                refuse_answer(&mut report, "the answer", value.len(), &self.limits);
+            }
             Some(FinalRequest::Value(value)) => {
                 report.final_answer = Some(FinalAnswer {
                     variable: None,
@@ -269,6 +272,10 @@ impl MontyInterpreter {
                 });
             }
             Some(FinalRequest::Variable(name)) => match self.variable(&name, false) {
+                Some(Ok(value)) if value.len() > self.limits.max_answer_bytes => {
+                    let what = format!("FINAL_VAR({name}): the answer");
+                    refuse_answer(&mut report, &what, value.len(), &self.limits);
+                }
                 Some(Ok(value)) => {
                     report.final_answer = Some(FinalAnswer {
                         variable: Some(name),
@@ -413,6 +420,20 @@ impl MontyInterpreter {
         } else {
             vec![call.string(0, "prompt")?]
         };
+        if let Some(prompt) = prompts
+            .iter()
+            .find(|prompt| prompt.len() > self.limits.max_prompt_bytes)
+        {
+            return Err(MontyException::new(
+                ExcType::ValueError,
+                Some(format!(
+                    "{} prompt is {}; the limit is {} — pass a slice or summarize first",
+                    kind.python_name(),
+                    crate::limits::format_size(prompt.len()),
+                    crate::limits::format_size(self.limits.max_prompt_bytes),
+                )),
+            ));
+        }
         state.host_items += prompts.len();
         if state.host_items > self.limits.max_host_calls {
             return Err(MontyException::new(
@@ -441,6 +462,21 @@ impl MontyInterpreter {
             Ok(values.pop().unwrap_or(MontyObject::None))
         }
     }
+}
+
+/// An answer over [`Limits::max_answer_bytes`] stays in the worker; the code gets a
+/// `ValueError` saying how large it is, unless it already raised.
+fn refuse_answer(report: &mut WorkerReport, what: &str, size: usize, limits: &Limits) {
+    if report.exception.is_some() {
+        return;
+    }
+    let message = crate::worker::too_large(what, size, limits);
+    append_line(&mut report.stderr, &format!("ValueError: {message}"));
+    report.exception = Some(ExceptionInfo {
+        kind: "ValueError".to_owned(),
+        message,
+        line: None,
+    });
 }
 
 fn exception_info(error: &MontyException) -> ExceptionInfo {

@@ -42,6 +42,14 @@ pub struct RunArgs {
     /// Iterations in a row whose code raised an error before the run stops.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_errors: u32,
+    /// Largest `llm_query`/`rlm_query` prompt model code may send, e.g. `10MB` (default 10 MB;
+    /// `[run] max_prompt_size`). A longer prompt is refused with an error the code sees.
+    #[arg(long, value_name = "SIZE")]
+    pub max_prompt_size: Option<String>,
+    /// Largest answer the run accepts, e.g. `50MB` (default 50 MB; `[run] max_answer_size`).
+    /// A longer answer is refused and the model is asked for a shorter one.
+    #[arg(long, value_name = "SIZE")]
+    pub max_answer_size: Option<String>,
     /// A model code may name in `llm_query(..., model=M)`; repeat for several. Without it,
     /// sub-calls use the sub-call model and other `model=` arguments are refused.
     #[arg(long = "allow-model", value_name = "MODEL")]

@@ -19,7 +19,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
 
     let client = settings.llm.build_client()?;
-    let repl = crate::sandbox::repl(settings.allow_reduced_protection, settings.block_timeout)?;
+    let repl = crate::sandbox::repl(
+        settings.allow_reduced_protection,
+        settings.block_timeout,
+        &settings.limits,
+    )?;
     let mut builder = Rlm::builder()
         .client(Arc::new(client))
         .repl(repl.factory)
@@ -30,6 +34,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         .allowed_models(settings.allowed_models)
         .max_depth(settings.max_depth)
         .limits(settings.limits)
+        .context_windows(settings.context_windows)
         .prompts(settings.prompts);
     if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);

@@ -16,6 +16,7 @@ pub mod files;
 pub mod llm;
 pub mod run;
 pub mod shown;
+pub mod size;
 pub mod store;
 
 use std::cell::OnceCell;

@@ -3,13 +3,16 @@
 //! Prompt overrides come from `RLM_PROMPT_DIR`, else `$XDG_CONFIG_HOME/rlm/prompts`; the
 //! trajectory goes to `--log DIR`, else `$XDG_STATE_HOME/rlm/runs` (none with `--no-log`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use rlm_engine::{Prompts, RunLimits};
+use rlm_llm::ContextWindows;
 use serde::Deserialize;
 
 use super::env;
+use super::size::{SizeValue, parse_size};
 use super::{LlmSettings, Sources};
 use crate::cli::RunArgs;
 use crate::error::{CliError, input_error};
@@ -38,6 +41,8 @@ pub struct RunSettings {
     /// Interpreter time one code block may take: `--block-timeout`, else `[run]
     /// block_timeout`, else [`DEFAULT_BLOCK_TIMEOUT`].
     pub block_timeout: Duration,
+    /// Context windows: the built-in table with `[run.context_windows]` on top.
+    pub context_windows: ContextWindows,
 }
 
 /// The per-block time limit when none is configured (the sandbox's own default).
@@ -63,6 +68,14 @@ pub struct RunConfig {
     pub allow_models: Vec<String>,
     /// Same as `--block-timeout`, in seconds.
     pub block_timeout: Option<f64>,
+    /// Same as `--max-prompt-size`.
+    pub max_prompt_size: Option<SizeValue>,
+    /// Same as `--max-answer-size`.
+    pub max_answer_size: Option<SizeValue>,
+    /// Context windows in tokens by model prefix (`"ollama:llama3" = 8192`), over the
+    /// built-in ones; a request that clearly does not fit is not sent.
+    #[serde(default)]
+    pub context_windows: BTreeMap<String, u64>,
 }
 
 /// Where one context comes from.
@@ -82,12 +95,13 @@ impl RunSettings {
             return Err(input_error("the query is empty").into());
         }
         let section: RunConfig = sources.section("run")?;
+        let limits = limits(args, &section)?;
+        let context_windows = context_windows(&section)?;
         let allowed_models = if args.allow_models.is_empty() {
             section.allow_models
         } else {
             args.allow_models.clone()
         };
-        let limits = limits(args)?;
         let block_timeout = match (args.block_timeout, section.block_timeout) {
             // clap has checked the flag with the same rule.
             (Some(seconds), _) => block_seconds(seconds, "--block-timeout")?,
@@ -124,6 +138,7 @@ impl RunSettings {
             log_dir,
             allow_reduced_protection,
             block_timeout,
+            context_windows,
         })
     }
 }
@@ -144,8 +159,31 @@ fn block_seconds(seconds: f64, origin: &str) -> anyhow::Result<Duration> {
     .into())
 }
 
-/// The run's limits, from the budget flags.
-pub fn limits(args: &RunArgs) -> anyhow::Result<RunLimits> {
+/// The run's limits, from the budget flags (sizes: flag, else the `[run]` section).
+pub fn limits(args: &RunArgs, section: &RunConfig) -> anyhow::Result<RunLimits> {
+    let defaults = RunLimits::default();
+    let size = |flag: &Option<String>, key: &Option<SizeValue>, name: &str, default: usize| {
+        let parsed = match (flag, key) {
+            (Some(text), _) => parse_size(text).map_err(|err| format!("--{name}: {err}")),
+            (None, Some(value)) => value
+                .bytes()
+                .map_err(|err| format!("[run] {}: {err}", name.replace('-', "_"))),
+            (None, None) => Ok(default),
+        };
+        parsed.map_err(input_error)
+    };
+    let max_prompt_bytes = size(
+        &args.max_prompt_size,
+        &section.max_prompt_size,
+        "max-prompt-size",
+        defaults.max_prompt_bytes,
+    )?;
+    let max_answer_bytes = size(
+        &args.max_answer_size,
+        &section.max_answer_size,
+        "max-answer-size",
+        defaults.max_answer_bytes,
+    )?;
     if let Some(cost) = args.max_cost
         && !(cost.is_finite() && cost > 0.0)
     {
@@ -175,7 +213,24 @@ pub fn limits(args: &RunArgs) -> anyhow::Result<RunLimits> {
         timeout: args.max_time.map(Duration::from_secs_f64),
         max_subcalls: args.max_subcalls,
         max_consecutive_errors: args.max_errors,
+        max_prompt_bytes,
+        max_answer_bytes,
     })
+}
+
+/// The built-in context windows with `[run.context_windows]` on top.
+fn context_windows(section: &RunConfig) -> anyhow::Result<ContextWindows> {
+    let mut windows = ContextWindows::builtin();
+    for (model, &tokens) in &section.context_windows {
+        if tokens == 0 {
+            return Err(input_error(format!(
+                "[run.context_windows] {model:?} = 0: a window needs at least one token"
+            ))
+            .into());
+        }
+        windows.insert(model.clone(), tokens);
+    }
+    Ok(windows)
 }
 
 /// Every `--context-file` (in order), then `--context`; at most one of them may be `-`.
@@ -414,6 +469,32 @@ mod tests {
             let cli = err.downcast_ref::<CliError>().expect("an input error");
             assert_eq!(cli.kind, crate::error::Kind::Input, "{bad:?}: {err}");
         }
+    }
+
+    #[test]
+    fn size_caps_and_windows_come_from_flags_else_the_run_section() {
+        let args = run_args(&["q", "--context", "text"]);
+        let defaults =
+            RunSettings::resolve(&args, &Layout::new(Some(USER), None).sources(&[])).unwrap();
+        assert_eq!(defaults.limits.max_prompt_bytes, 10_000_000);
+        assert_eq!(defaults.limits.max_answer_bytes, 50_000_000);
+        assert_eq!(defaults.context_windows.get("openai:gpt-4o"), Some(128_000));
+
+        let layout = Layout::new(
+            Some(USER),
+            Some(
+                "[run]\nmax_prompt_size = '2MiB'\nmax_answer_size = 1000\n\
+                 [run.context_windows]\n'ollama:llama3' = 8192\n",
+            ),
+        );
+        let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
+        assert_eq!(settings.limits.max_prompt_bytes, 2 << 20);
+        assert_eq!(settings.limits.max_answer_bytes, 1000);
+        assert_eq!(settings.context_windows.get("ollama:llama3:8b"), Some(8192));
+        let flagged = run_args(&["q", "--context", "x", "--max-answer-size", "3kb"]);
+        let settings = RunSettings::resolve(&flagged, &layout.sources(&[])).unwrap();
+        assert_eq!(settings.limits.max_answer_bytes, 3000);
+        assert_eq!(settings.limits.max_prompt_bytes, 2 << 20);
     }
 
     #[test]

@@ -12,5 +12,6 @@ mod inspect;
 mod models;
 mod output;
 mod run;
+mod run_limits;
 mod sandbox_worker;
 mod store;
