@@ -175,6 +175,7 @@ mod tests {
     fn call(input: u64, output: u64, cost_usd: Option<f64>) -> ChatResponse {
         ChatResponse {
             text: String::new(),
+            tool_calls: Vec::new(),
             model: "m".to_owned(),
             finish_reason: None,
             usage: Usage {

@@ -162,6 +162,7 @@ impl ScriptedModel {
         };
         ChatResponse {
             text,
+            tool_calls: Vec::new(),
             model: request.model.clone(),
             finish_reason: Some(finish_reason.to_owned()),
             usage: self.usage,

@@ -76,19 +76,15 @@ pub(crate) fn transcript(log: &RunLog, request: &rlm_llm::ChatRequest) -> Vec<rl
     let system = request
         .system
         .as_deref()
-        .map(|text| (rlm_llm::Role::System, text));
-    let messages = request
-        .messages
-        .iter()
-        .map(|message| (message.role, message.content.as_str()));
-    system
-        .into_iter()
-        .chain(messages)
-        .map(|(role, content)| rlm_llm::Message {
-            role,
-            content: log.text(content),
-        })
-        .collect()
+        .map(|text| rlm_llm::Message::system(log.text(text)));
+    let messages = request.messages.iter().map(|message| rlm_llm::Message {
+        role: message.role,
+        content: log.text(&message.content),
+        tool_calls: message.tool_calls.clone(),
+        tool_call_id: message.tool_call_id.clone(),
+        is_error: message.is_error,
+    });
+    system.into_iter().chain(messages).collect()
 }
 
 #[cfg(test)]

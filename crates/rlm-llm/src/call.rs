@@ -132,6 +132,7 @@ impl LlmClient {
         );
         let response = ChatResponse {
             text: parsed.text,
+            tool_calls: parsed.tool_calls,
             model: model_label,
             finish_reason: parsed.finish_reason,
             usage: parsed.usage,

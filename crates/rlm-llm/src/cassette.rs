@@ -189,6 +189,19 @@ mod tests {
         assert_eq!(request_key(&a).len(), 64);
     }
 
+    /// Tool fields are left out of a request without tools, so recordings made before tool
+    /// calling existed keep matching: this key was computed before they were added.
+    #[test]
+    fn keys_of_requests_without_tools_are_unchanged() {
+        let plain = ChatRequest::new("openai:m").system("s").user("hello");
+        assert_eq!(
+            request_key(&plain),
+            "dccf5e543cd0d0a48463963effb23c3fa22b8961eddbbe6a1be8a6c1c9079b08"
+        );
+        let tool = crate::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}));
+        assert_ne!(request_key(&plain.clone().tool(tool)), request_key(&plain));
+    }
+
     #[test]
     fn version_1_usage_is_read_with_cached_tokens_counted_as_input() {
         let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,9 @@
 //! - **Accounting**: [`Usage`] per call (`input_tokens` counts every prompt token, cached or
 //!   not), cost from a [`PriceTable`] (unknown price → `None`, never zero), and a [`Ledger`]
 //!   tree with [`ModelTotals`] per model and a [`Budget`] that refuses calls.
+//! - **Tool calling**: [`ToolDefinition`]s on a [`ChatRequest`], [`ToolCall`]s in a
+//!   [`ChatResponse`], [`Message::tool_result`] answers, on both wire formats whole or streamed;
+//!   [`LlmClient::chat_with_tools`] runs bounded rounds of model → tools → model.
 //! - **Record/replay**: JSON Lines cassettes with secrets redacted ([`cassette`]).
 //! - **Test support** (feature `test-support`): `fake::FakeServer`, a local server speaking
 //!   both wire formats with scripted replies per model and fault injection.
@@ -42,6 +45,8 @@ pub mod fake;
 mod provider;
 pub mod retry;
 pub mod sse;
+mod tool_loop;
+mod tools;
 mod types;
 mod usage;
 mod window;
@@ -54,6 +59,8 @@ pub use provider::{
     ProviderKind,
 };
 pub use retry::RetryPolicy;
+pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};
+pub use tools::{InvalidToolArguments, ToolCall, ToolChoice, ToolDefinition, ToolOutput};
 pub use types::{ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
 pub use usage::{
     Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted, Ledger,

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::{ToolCall, ToolChoice, ToolDefinition, ToolOutput};
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -17,37 +19,72 @@ pub enum Role {
     User,
     /// The model's earlier answers.
     Assistant,
+    /// A tool's answer to one of the model's tool calls ([`Message::tool_result`]).
+    Tool,
 }
 
 /// One message of a conversation.
+///
+/// Tool calling adds two shapes: an assistant turn with [`Message::tool_calls`] (its `content`
+/// is the text the model wrote beside them, often empty) and a [`Role::Tool`] message answering
+/// one call ([`Message::tool_result`]). The tool fields are left out of the serialized form
+/// when unused, so recordings of plain messages keep their keys.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// The tools the model asked to call in this assistant turn, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a [`Role::Tool`] message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a [`Role::Tool`] message: the tool failed and `content` says why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 impl Message {
+    /// A message of `role` with plain text.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            is_error: false,
+        }
+    }
+
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::System,
-            content: content.into(),
-        }
+        Self::new(Role::System, content)
     }
 
     /// A user turn.
     pub fn user(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: content.into(),
-        }
+        Self::new(Role::User, content)
     }
 
     /// An assistant turn.
     pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+
+    /// An assistant turn that asked for tool calls, with the text written beside them.
+    pub fn assistant_tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
         Self {
-            role: Role::Assistant,
-            content: content.into(),
+            tool_calls,
+            ..Self::new(Role::Assistant, content)
+        }
+    }
+
+    /// The answer to the tool call with id `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, output: ToolOutput) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            is_error: output.is_error,
+            ..Self::new(Role::Tool, output.content)
         }
     }
 }
@@ -76,6 +113,12 @@ pub struct ChatRequest {
     /// Ask for a JSON object (`response_format` on OpenAI; a prefilled `{` on Anthropic).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub json: bool,
+    /// Tools the model may call (left out of recordings' keys when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    /// Whether and which tools it may call; `None` leaves it to the provider (auto).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
 }
 
 impl ChatRequest {
@@ -89,6 +132,8 @@ impl ChatRequest {
             max_tokens: None,
             stop: Vec::new(),
             json: false,
+            tools: Vec::new(),
+            tool_choice: None,
         }
     }
 
@@ -138,6 +183,20 @@ impl ChatRequest {
     #[must_use]
     pub fn json(mut self, json: bool) -> Self {
         self.json = json;
+        self
+    }
+
+    /// Offers a tool to the model.
+    #[must_use]
+    pub fn tool(mut self, tool: ToolDefinition) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Sets whether and which tools the model may call.
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
         self
     }
 
@@ -216,6 +275,8 @@ pub enum FinishReason {
     StopSequence,
     /// The output token limit was reached (OpenAI `length`, Anthropic `max_tokens`).
     Length,
+    /// The model stopped to call tools (OpenAI `tool_calls`, Anthropic `tool_use`).
+    ToolCalls,
     /// Anything else, or nothing, was reported.
     Other,
 }
@@ -227,6 +288,7 @@ impl FinishReason {
             Some("stop" | "end_turn") => Self::EndTurn,
             Some("stop_sequence") => Self::StopSequence,
             Some("length" | "max_tokens") => Self::Length,
+            Some("tool_calls" | "tool_use" | "function_call") => Self::ToolCalls,
             _ => Self::Other,
         }
     }
@@ -237,6 +299,9 @@ impl FinishReason {
 pub struct ChatResponse {
     /// The answer text (for JSON mode on Anthropic, including the prefilled `{`).
     pub text: String,
+    /// The tool calls the model asked for, in order (empty when it answered in text only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
     /// The model reference as requested (`provider:name`).
     pub model: String,
     /// Why generation stopped, as the provider said it (`stop`, `end_turn`, `length`, ...);
@@ -261,6 +326,11 @@ impl ChatResponse {
     /// Why generation ended, in provider-neutral form.
     pub fn finish(&self) -> FinishReason {
         FinishReason::from_provider(self.finish_reason.as_deref())
+    }
+
+    /// This answer as an assistant turn of the conversation, tool calls included.
+    pub fn to_message(&self) -> Message {
+        Message::assistant_tool_calls(self.text.clone(), self.tool_calls.clone())
     }
 }
 

@@ -279,7 +279,8 @@ impl Estimate {
                 .messages
                 .iter()
                 .map(|message| text_tokens(&message.content) + ESTIMATE_TOKENS_PER_MESSAGE)
-                .sum::<u64>();
+                .sum::<u64>()
+            + (crate::tools::request_tool_bytes(request) as u64).div_ceil(ESTIMATE_BYTES_PER_TOKEN);
         let output = request
             .max_tokens
             .map_or(DEFAULT_OUTPUT_ESTIMATE, u64::from);
@@ -631,6 +632,7 @@ mod tests {
     fn reply(usage: Usage, cost_usd: Option<f64>) -> ChatResponse {
         ChatResponse {
             text: String::new(),
+            tool_calls: Vec::new(),
             model: "provider:model".to_owned(),
             finish_reason: None,
             usage,

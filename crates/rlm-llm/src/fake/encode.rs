@@ -40,7 +40,7 @@ pub(crate) fn full_body(
 }
 
 /// `usage.input_tokens` counts every prompt token, as OpenAI's `prompt_tokens` do.
-fn openai_usage(usage: &Usage) -> Value {
+pub(crate) fn openai_usage(usage: &Usage) -> Value {
     json!({
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
@@ -50,7 +50,7 @@ fn openai_usage(usage: &Usage) -> Value {
 }
 
 /// Anthropic's `input_tokens` leave out cache reads and writes.
-fn anthropic_usage(usage: &Usage) -> Value {
+pub(crate) fn anthropic_usage(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.uncached_input_tokens(),
         "output_tokens": usage.output_tokens,
@@ -78,7 +78,7 @@ pub(crate) fn error_body(wire: ProviderKind, status: u16, message: &str) -> Valu
     }
 }
 
-fn event(name: Option<&str>, data: &Value) -> String {
+pub(crate) fn event(name: Option<&str>, data: &Value) -> String {
     match name {
         Some(name) => format!("event: {name}\ndata: {data}\n\n"),
         None => format!("data: {data}\n\n"),

@@ -29,6 +29,7 @@
 mod encode;
 mod reply;
 mod server;
+mod tools;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::provider::ProviderKind;
+use crate::tools::ToolCall;
 use crate::types::{Message, Role, Usage};
 
 /// A request as the fake server received it, decoded from either wire format.
@@ -32,6 +33,31 @@ impl SeenRequest {
             .rev()
             .find(|message| message.role == Role::User)
             .map_or("", |message| message.content.as_str())
+    }
+
+    /// The tool results sent back ([`Role::Tool`] messages: call id, content, error flag),
+    /// decoded from OpenAI `role: tool` messages or Anthropic `tool_result` blocks.
+    pub fn tool_results(&self) -> Vec<&Message> {
+        self.messages
+            .iter()
+            .filter(|message| message.role == Role::Tool)
+            .collect()
+    }
+
+    /// The names of the tools offered (`tools[].function.name` or `tools[].name`).
+    pub fn tool_names(&self) -> Vec<String> {
+        let Some(tools) = self.body.get("tools").and_then(serde_json::Value::as_array) else {
+            return Vec::new();
+        };
+        tools
+            .iter()
+            .filter_map(|tool| {
+                tool.pointer("/function/name")
+                    .or_else(|| tool.get("name"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect()
     }
 
     /// A header value by (case-insensitive) name.
@@ -65,6 +91,11 @@ pub enum FakeBehavior {
     /// Stream part of this text, then cut the connection in the middle of an event. Without
     /// streaming, the body is cut in the middle instead.
     CutStream(String),
+    /// Answer with tool calls (and this text beside them), as OpenAI `tool_calls` with finish
+    /// reason `tool_calls` or Anthropic `tool_use` blocks with stop reason `tool_use`; streamed
+    /// as argument pieces per call. A call with an empty id gets `call_fake_N` or
+    /// `toolu_fake_N`. Arguments are sent as scripted, so a test can script invalid ones.
+    ToolCalls { text: String, calls: Vec<ToolCall> },
 }
 
 /// One scripted reply: a behaviour plus optional latency, usage and finish reason.
@@ -75,7 +106,8 @@ pub struct FakeReply {
     pub delay: Option<Duration>,
     /// Token counts to report; `None` derives them from text length (4 bytes per token).
     pub usage: Option<Usage>,
-    /// Finish reason to report; `None` uses `stop` (OpenAI) or `end_turn` (Anthropic).
+    /// Finish reason to report; `None` uses `stop` (OpenAI) or `end_turn` (Anthropic), or for
+    /// tool calls `tool_calls` (OpenAI) or `tool_use` (Anthropic).
     pub finish_reason: Option<String>,
 }
 
@@ -92,6 +124,19 @@ impl FakeReply {
     /// A normal answer.
     pub fn text(text: impl Into<String>) -> Self {
         Self::of(FakeBehavior::Text(text.into()))
+    }
+
+    /// A reply calling these tools, with `text` beside the calls (often empty).
+    pub fn tool_calls(text: impl Into<String>, calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        Self::of(FakeBehavior::ToolCalls {
+            text: text.into(),
+            calls: calls.into_iter().collect(),
+        })
+    }
+
+    /// A reply calling one tool with these arguments; the server gives it an id.
+    pub fn tool_call(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self::tool_calls("", [ToolCall::new("", name, arguments.to_string())])
     }
 
     /// An error status with a wire-format error body.
@@ -183,7 +228,13 @@ pub(crate) fn estimated_usage(request: &SeenRequest, answer: &str) -> Usage {
         + request
             .messages
             .iter()
-            .map(|m| m.content.len())
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.arguments.len())
+                        .sum::<usize>()
+            })
             .sum::<usize>();
     Usage {
         input_tokens: (prompt_bytes as u64).div_ceil(4),

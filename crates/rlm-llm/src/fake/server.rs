@@ -12,11 +12,10 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::Value;
 
-use super::encode;
 use super::reply::{FakeBehavior, FakeReply, SeenRequest, estimated_usage};
 use super::{InFlight, State};
+use super::{encode, tools};
 use crate::provider::ProviderKind;
-use crate::types::{Message, Role};
 
 /// Pieces a streamed answer is split into (each its own event and body chunk).
 const STREAM_PIECES: usize = 4;
@@ -168,6 +167,23 @@ async fn respond(
             events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
             sse_response(events, false, guard)
         }
+        FakeBehavior::ToolCalls { text, calls } => {
+            let calls = tools::with_ids(wire, calls);
+            let finish = if reply_finish_is_default(&finish, wire) {
+                tool_finish(wire).to_owned()
+            } else {
+                finish
+            };
+            let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
+            let usage =
+                usage.unwrap_or_else(|| estimated_usage(seen, &(text.clone() + &arguments)));
+            if !seen.stream {
+                let body = tools::full_body(wire, &seen.model, &text, &calls, &finish, &usage);
+                return json_response(200, &[], &body);
+            }
+            let events = tools::stream_events(wire, &seen.model, &text, &calls, &finish, &usage);
+            sse_response(events, false, guard)
+        }
         FakeBehavior::ErrorEvent(message) if seen.stream => {
             let usage = usage.unwrap_or_default();
             let mut events = encode::stream_head(wire, &seen.model, &usage);
@@ -264,6 +280,13 @@ fn stop_sequences(wire: ProviderKind, body: &Value) -> Vec<String> {
     .collect()
 }
 
+fn tool_finish(wire: ProviderKind) -> &'static str {
+    match wire {
+        ProviderKind::OpenAi => "tool_calls",
+        ProviderKind::Anthropic => "tool_use",
+    }
+}
+
 fn reply_finish_is_default(finish: &str, wire: ProviderKind) -> bool {
     match wire {
         ProviderKind::OpenAi => finish == "stop",
@@ -299,30 +322,7 @@ fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRe
     if wire == ProviderKind::Anthropic && value.get("max_tokens").is_none() {
         return Err("max_tokens: Field required".to_owned());
     }
-    let mut messages = Vec::new();
-    for raw in raw_messages {
-        let role = raw.get("role").and_then(Value::as_str).unwrap_or("");
-        let content = match raw.get("content") {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Array(blocks)) => blocks
-                .iter()
-                .filter_map(|block| block.get("text").and_then(Value::as_str))
-                .collect(),
-            _ => return Err("message without `content`".to_owned()),
-        };
-        match role {
-            "system" if wire == ProviderKind::OpenAi => system = Some(content),
-            "user" => messages.push(Message {
-                role: Role::User,
-                content,
-            }),
-            "assistant" => messages.push(Message {
-                role: Role::Assistant,
-                content,
-            }),
-            other => return Err(format!("unsupported role `{other}`")),
-        }
-    }
+    let messages = tools::decode_messages(wire, raw_messages, &mut system)?;
     Ok(SeenRequest {
         wire,
         model,

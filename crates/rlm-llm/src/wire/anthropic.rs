@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{EventError, Parsed, count};
+use super::{EventError, Parsed, anthropic_tools, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Message, Role, Usage};
 
@@ -28,25 +28,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         .iter()
         .partition(|message| message.role == Role::System);
     let cache_last = turns.len() >= MULTI_TURN_MESSAGES;
-    let last = turns.len().saturating_sub(1);
-    let messages: Vec<Value> = turns
-        .into_iter()
-        .enumerate()
-        .map(|(index, message)| {
-            let role = match message.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                // Hoisted into the system prompt below; filtered out of this list.
-                Role::System => "system",
-            };
-            if cache_last && index == last {
-                json!({"role": role, "content": [{"type": "text", "text": message.content,
-                    "cache_control": {"type": "ephemeral"}}]})
-            } else {
-                json!({"role": role, "content": message.content})
-            }
-        })
-        .collect();
+    let messages = anthropic_tools::messages(&turns, cache_last);
     let mut body = serde_json::Map::new();
     body.insert("model".into(), json!(model));
     body.insert(
@@ -80,6 +62,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     if !request.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(request.stop));
     }
+    anthropic_tools::add_tools(&mut body, request);
     if stream {
         body.insert("stream".into(), json!(true));
     }
@@ -146,6 +129,7 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
         .collect();
     Ok(Parsed {
         text,
+        tool_calls: anthropic_tools::parse_calls(blocks)?,
         finish_reason: value
             .get("stop_reason")
             .and_then(Value::as_str)
@@ -177,6 +161,7 @@ pub(crate) struct StreamState {
     pub parsed: Parsed,
     pub done: bool,
     usage: WireUsage,
+    tool_calls: anthropic_tools::StreamedCalls,
 }
 
 impl StreamState {
@@ -198,6 +183,11 @@ impl StreamState {
                 }
                 Ok(None)
             }
+            "content_block_start" => {
+                self.tool_calls.on_block_start(&value);
+                Ok(None)
+            }
+            "content_block_delta" if self.tool_calls.on_delta(&value) => Ok(None),
             "content_block_delta" => match value.pointer("/delta/text").and_then(Value::as_str) {
                 Some(piece) if !piece.is_empty() => {
                     self.parsed.text.push_str(piece);
@@ -227,6 +217,14 @@ impl StreamState {
                     .to_owned(),
             )),
             _ => Ok(None),
+        }
+    }
+
+    /// What the stream said, tool calls included.
+    pub fn into_parsed(self) -> Parsed {
+        Parsed {
+            tool_calls: self.tool_calls.finish(),
+            ..self.parsed
         }
     }
 }

@@ -1,16 +1,20 @@
 //! The two wire formats: request bodies, response parsing, and streaming decoders.
 
 pub(crate) mod anthropic;
+mod anthropic_tools;
 pub(crate) mod openai;
+mod openai_tools;
 
 use crate::provider::ProviderKind;
 use crate::sse::SseEvent;
+use crate::tools::ToolCall;
 use crate::types::{ChatRequest, Usage};
 
 /// What a finished response says, in provider-neutral form.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Parsed {
     pub text: String,
+    pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
     pub usage: Usage,
 }
@@ -86,8 +90,8 @@ impl StreamDecoder {
 
     pub fn finish(self) -> Parsed {
         match self {
-            Self::OpenAi(state) => state.parsed,
-            Self::Anthropic(state) => state.parsed,
+            Self::OpenAi(state) => state.into_parsed(),
+            Self::Anthropic(state) => state.into_parsed(),
         }
     }
 }

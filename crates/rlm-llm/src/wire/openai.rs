@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::{EventError, Parsed, count};
+use super::{EventError, Parsed, count, openai_tools};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, Role, Usage};
+use crate::types::{ChatRequest, Usage};
 
 pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
@@ -12,12 +12,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         messages.push(json!({"role": "system", "content": system}));
     }
     for message in &request.messages {
-        let role = match message.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        messages.push(json!({"role": role, "content": message.content}));
+        messages.push(openai_tools::message(message));
     }
     let mut body = serde_json::Map::new();
     body.insert("model".into(), json!(model));
@@ -41,6 +36,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     if request.json {
         body.insert("response_format".into(), json!({"type": "json_object"}));
     }
+    openai_tools::add_tools(&mut body, request);
     if stream {
         body.insert("stream".into(), json!(true));
         // Without this the stream carries no token counts.
@@ -76,8 +72,14 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
         Some(Value::Null) | None => String::new(),
         Some(other) => return Err(format!("`message.content` is not a string: {other}")),
     };
+    let tool_calls = choice
+        .get("message")
+        .map(openai_tools::parse_calls)
+        .transpose()?
+        .unwrap_or_default();
     Ok(Parsed {
         text,
+        tool_calls,
         finish_reason: choice
             .get("finish_reason")
             .and_then(Value::as_str)
@@ -92,6 +94,7 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
 pub(crate) struct StreamState {
     pub parsed: Parsed,
     pub done: bool,
+    tool_calls: openai_tools::StreamedCalls,
 }
 
 impl StreamState {
@@ -118,12 +121,23 @@ impl StreamState {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.parsed.finish_reason = Some(reason.to_owned());
         }
+        if let Some(delta) = choice.get("delta") {
+            self.tool_calls.on_delta(delta);
+        }
         match choice.pointer("/delta/content").and_then(Value::as_str) {
             Some(piece) if !piece.is_empty() => {
                 self.parsed.text.push_str(piece);
                 Ok(Some(piece.to_owned()))
             }
             _ => Ok(None),
+        }
+    }
+
+    /// What the stream said, tool calls included.
+    pub fn into_parsed(self) -> Parsed {
+        Parsed {
+            tool_calls: self.tool_calls.finish(),
+            ..self.parsed
         }
     }
 }
