@@ -43,6 +43,8 @@ mod reader;
 mod schema;
 mod writer;
 
+pub mod view;
+
 pub use error::Error;
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{

@@ -13,3 +13,4 @@ mod output;
 mod run;
 mod sandbox_worker;
 mod store;
+mod view;
