@@ -394,13 +394,21 @@ fn prompt_messages(out: &mut String, turn: &TurnView) {
 
 fn code_block(out: &mut String, turn: &TurnView, index: usize, block: &CodeBlock, prefix: &str) {
     let result = &block.result;
+    // The reply usually holds the code already, just above: it is not shown twice.
+    let code = block.code.trim();
+    let in_reply = !code.is_empty() && turn.iteration.response.contains(code);
     let _ = write!(
         out,
-        "<div class=\"block{}\"><div class=\"block-head\">Code block {} · {}</div>{}",
+        "<div class=\"block{}\"><div class=\"block-head\">Code block {} · ran {}{}</div>{}",
         if result.error.is_some() { " failed" } else { "" },
         index + 1,
         seconds(result.seconds),
-        markdown::code_block(&block.code, "python"),
+        if in_reply { " · the code is in the reply above" } else { "" },
+        if in_reply {
+            String::new()
+        } else {
+            markdown::code_block(&block.code, "python")
+        },
     );
     if !result.stdout.is_empty() {
         text_block(out, "output", &result.stdout, false);
