@@ -71,7 +71,10 @@ fn main() {
          </script></body></html>",
     )
     .unwrap();
-    for (name, file) in [("empty page (baseline)", &empty), ("1,000-turn page", &page)] {
+    for (name, file) in [
+        ("empty page (baseline)", &empty),
+        ("1,000-turn page", &page),
+    ] {
         let mut load_ms = Vec::new();
         let mut wall_ms = Vec::new();
         for _ in 0..3 {
@@ -139,7 +142,10 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
         message(Role::System, system),
         message(
             Role::User,
-            format!("Question: how many errors are in the log? {}", "x".repeat(600)),
+            format!(
+                "Question: how many errors are in the log? {}",
+                "x".repeat(600)
+            ),
         ),
     ];
     let mut children = 0;
@@ -147,7 +153,8 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
         let code = format!(
             "hits = grep(r'ERROR {n}')\nprint(len(hits), hits[:3])  # turn {n}\nsummary = 'part {n}'"
         );
-        let response = format!("Turn {n}: I will look at the **next** slice.\n```repl\n{code}\n```");
+        let response =
+            format!("Turn {n}: I will look at the **next** slice.\n```repl\n{code}\n```");
         let mut subcalls = Vec::new();
         if n % 10 == 0 {
             let child_log = (n % 100 == 0).then(|| {
@@ -174,7 +181,8 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
                 child_log,
             });
         }
-        let error = (n % 25 == 0).then(|| "NameError: name 'hitz' is not defined (line 2)".to_owned());
+        let error =
+            (n % 25 == 0).then(|| "NameError: name 'hitz' is not defined (line 2)".to_owned());
         let stdout = format!("3 ['ERROR {n} a', 'ERROR {n} b', 'ERROR {n} c']\n");
         writer
             .write(&Iteration {
@@ -208,7 +216,10 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
         conversation.push(message(Role::Assistant, response));
         conversation.push(message(
             Role::User,
-            format!("Output of block 1:\n```\n{stdout}```\n\nTurn {} of {turns}.", n + 1),
+            format!(
+                "Output of block 1:\n```\n{stdout}```\n\nTurn {} of {turns}.",
+                n + 1
+            ),
         ));
     }
     writer

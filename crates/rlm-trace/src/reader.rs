@@ -171,8 +171,8 @@ pub fn parse_line(text: &str, line: usize) -> Result<Entry, Error> {
         Iteration::TYPE => Record::Iteration(typed(text, &kind, line)?),
         RunOutcome::TYPE => Record::Result(typed(text, &kind, line)?),
         _ => {
-            let fields: Map<String, Value> = serde_json::from_str(text)
-                .map_err(|source| Error::MalformedLine {
+            let fields: Map<String, Value> =
+                serde_json::from_str(text).map_err(|source| Error::MalformedLine {
                     line,
                     source: Some(source),
                 })?;

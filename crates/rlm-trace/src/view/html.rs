@@ -47,7 +47,10 @@ pub fn page(run: &RunView, nonce: &str) -> String {
         turn_section(&mut out, turn, "t");
     }
     out.push_str("</main>");
-    let _ = write!(out, "<script nonce=\"{nonce}\">{SCRIPT}</script></body></html>\n");
+    let _ = write!(
+        out,
+        "<script nonce=\"{nonce}\">{SCRIPT}</script></body></html>\n"
+    );
     out
 }
 
@@ -346,7 +349,7 @@ fn turn_section(out: &mut String, turn: &TurnView, prefix: &str) {
         markdown::render(reply)
     );
     for (index, block) in iteration.code_blocks.iter().enumerate() {
-        code_block(out, turn, index, block, prefix);
+        code_block(out, turn, index, block);
     }
     if !iteration.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
@@ -392,7 +395,7 @@ fn prompt_messages(out: &mut String, turn: &TurnView) {
     out.push_str("</details>");
 }
 
-fn code_block(out: &mut String, turn: &TurnView, index: usize, block: &CodeBlock, prefix: &str) {
+fn code_block(out: &mut String, turn: &TurnView, index: usize, block: &CodeBlock) {
     let result = &block.result;
     // The reply usually holds the code already, just above: it is not shown twice.
     let code = block.code.trim();
@@ -400,10 +403,18 @@ fn code_block(out: &mut String, turn: &TurnView, index: usize, block: &CodeBlock
     let _ = write!(
         out,
         "<div class=\"block{}\"><div class=\"block-head\">Code block {} · ran {}{}</div>{}",
-        if result.error.is_some() { " failed" } else { "" },
+        if result.error.is_some() {
+            " failed"
+        } else {
+            ""
+        },
         index + 1,
         seconds(result.seconds),
-        if in_reply { " · the code is in the reply above" } else { "" },
+        if in_reply {
+            " · the code is in the reply above"
+        } else {
+            ""
+        },
         if in_reply {
             String::new()
         } else {
@@ -425,17 +436,12 @@ fn code_block(out: &mut String, turn: &TurnView, index: usize, block: &CodeBlock
         text_block(out, "FINAL", answer, false);
     }
     for (call_index, call) in result.subcalls.iter().enumerate() {
-        subcall(
-            out,
-            call,
-            turn.children.get(&(index, call_index)),
-            &format!("{prefix}{}-", turn.iteration.iteration),
-        );
+        subcall(out, call, turn.children.get(&(index, call_index)));
     }
     out.push_str("</div>");
 }
 
-fn subcall(out: &mut String, call: &Subcall, child: Option<&ChildRun>, prefix: &str) {
+fn subcall(out: &mut String, call: &Subcall, child: Option<&ChildRun>) {
     let tokens: (u64, u64) = call
         .usage_summary
         .model_usage_summaries
@@ -461,7 +467,7 @@ fn subcall(out: &mut String, call: &Subcall, child: Option<&ChildRun>, prefix: &
         let _ = write!(out, "<pre class=\"error\">{}</pre>", escape(error));
     }
     match child {
-        Some(ChildRun::Loaded(run)) => child_run(out, run, prefix),
+        Some(ChildRun::Loaded(run)) => child_run(out, run),
         Some(ChildRun::Missing(why)) => {
             let _ = write!(
                 out,
@@ -475,8 +481,9 @@ fn subcall(out: &mut String, call: &Subcall, child: Option<&ChildRun>, prefix: &
     out.push_str("</div>");
 }
 
-/// A child run, folded, with its own turns inside.
-fn child_run(out: &mut String, run: &RunView, prefix: &str) {
+/// A child run, folded, with its own turns inside (their ids start with the child's run id,
+/// which is unique in the tree).
+fn child_run(out: &mut String, run: &RunView) {
     let status = run
         .outcome
         .as_ref()
@@ -493,8 +500,9 @@ fn child_run(out: &mut String, run: &RunView, prefix: &str) {
     if let Some(answer) = run.outcome.as_ref().and_then(|o| o.answer.as_ref()) {
         text_block(out, "child answer", answer, false);
     }
+    let prefix = format!("{}-t", run.metadata.run_id);
     for turn in &run.turns {
-        turn_section(out, turn, prefix);
+        turn_section(out, turn, &prefix);
     }
     out.push_str("</div></details>");
 }
@@ -502,7 +510,14 @@ fn child_run(out: &mut String, run: &RunView, prefix: &str) {
 /// A text in a `<pre>`, folded with its size when long.
 fn text_block(out: &mut String, label: &str, text: &str, open: bool) {
     let long = text.chars().count() > FOLD_CHARS || text.lines().count() > FOLD_LINES;
-    let class = label.replace(' ', "-");
+    let class = escape(
+        &label
+            .split('(')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .replace(' ', "-"),
+    );
     if long {
         let _ = write!(
             out,

@@ -109,13 +109,17 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
     let mut line = 0;
     loop {
         text.clear();
-        let read = reader.read_line(&mut text).map_err(|source| match source.kind() {
-            std::io::ErrorKind::InvalidData => not_a_log(line + 1, "it is not UTF-8 text".into()),
-            _ => Error::Read {
-                line: line + 1,
-                source,
-            },
-        })?;
+        let read = reader
+            .read_line(&mut text)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::InvalidData => {
+                    not_a_log(line + 1, "it is not UTF-8 text".into())
+                }
+                _ => Error::Read {
+                    line: line + 1,
+                    source,
+                },
+            })?;
         if read == 0 {
             break;
         }
@@ -198,9 +202,11 @@ fn new_messages(prompt: &[Message], previous: Option<&(Vec<Message>, String)>) -
         .take_while(|(now, before)| now == before)
         .count();
     let mut rest = &prompt[shared..];
+    // The engine logs the reply as received but sends it back closed (a code fence cut by the
+    // stop sequence gets its closing fence), so the sent message starts with the reply.
     if let Some(first) = rest.first()
         && first.role == Role::Assistant
-        && first.content == *previous_reply
+        && first.content.starts_with(previous_reply.as_str())
     {
         rest = &rest[1..];
     }

@@ -257,11 +257,16 @@ mod tests {
     #[test]
     fn no_markup_from_the_input_survives() {
         let nasty = "<script>alert(1)</script> **<img src=x onerror=alert(2)>** `</code><b>` \"'&";
-        let html = render(&format!("{nasty}\n\n```repl\nprint('</script>')  # <b>\n```\n"));
+        let html = render(&format!(
+            "{nasty}\n\n```repl\nprint('</script>')  # <b>\n```\n"
+        ));
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("<b>"), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
         assert!(html.contains("&quot;&#39;&amp;"), "{html}");
         assert!(html.contains("&lt;/script&gt;"), "{html}");
     }
@@ -293,6 +298,9 @@ mod tests {
         // A triple-quoted string spans lines; an unclosed one ends at its line; non-ASCII is kept.
         let html = highlight_python("s = '''a\nb''' + 'open\né = 1");
         assert!(html.contains("<span class=\"s\">&#39;&#39;&#39;a\nb&#39;&#39;&#39;</span>"));
-        assert!(html.contains("<span class=\"s\">&#39;open</span>\né"), "{html}");
+        assert!(
+            html.contains("<span class=\"s\">&#39;open</span>\né"),
+            "{html}"
+        );
     }
 }

@@ -60,10 +60,9 @@ pub fn write_page(run: &RunView, path: &Path) -> Result<(), Error> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let name = path.file_name().map_or_else(
-        || "page".into(),
-        |name| name.to_string_lossy().into_owned(),
-    );
+    let name = path
+        .file_name()
+        .map_or_else(|| "page".into(), |name| name.to_string_lossy().into_owned());
     let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::File::create(&temporary)
         .and_then(|mut file| {

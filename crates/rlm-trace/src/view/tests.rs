@@ -129,7 +129,10 @@ fn run_with_child(dir: &Path) -> PathBuf {
         child_run_id: Some("abc.1".to_owned()),
         child_log: Some(PathBuf::from("moved/away/rlm_x_abc.1.jsonl")),
     };
-    let first_prompt = vec![message(Role::System, "sys"), message(Role::User, "question")];
+    let first_prompt = vec![
+        message(Role::System, "sys"),
+        message(Role::User, "question"),
+    ];
     let reply = format!("Let me look. {XSS}\n```repl\nr = rlm_query('count')\n```");
     root.write(&turn(
         1,
@@ -139,7 +142,7 @@ fn run_with_child(dir: &Path) -> PathBuf {
     ))
     .unwrap();
     let mut second_prompt = first_prompt;
-    second_prompt.push(message(Role::Assistant, &reply));
+    second_prompt.push(message(Role::Assistant, &format!("{reply}\n```")));
     second_prompt.push(message(Role::User, "Output of block 1: feedback-marker"));
     let mut last = turn(2, second_prompt, "FINAL(seven)", vec![]);
     last.final_answer = Some("seven".to_owned());
@@ -170,7 +173,11 @@ fn a_run_with_a_child_renders_everything_escaped() {
     assert_eq!(child.metadata.run_id, "abc.1");
 
     let html = render(&run);
-    assert_eq!(html.matches("<script").count(), 1, "only the page's own script");
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
     assert_eq!(html.matches("</script>").count(), 1);
     assert!(!html.contains("<img"));
     assert!(!html.contains("<b>rows"));
@@ -199,7 +206,11 @@ fn the_page_points_nowhere() {
 /// link but to `#fragments`, no URL, `url()`, `fetch` or `import` in the style or script. Text
 /// from the log is escaped, so its `<` never starts a tag and its URLs are only text.
 pub(crate) fn assert_self_contained(html: &str) {
-    for tag in html.split('<').skip(1).map(|rest| rest.split('>').next().unwrap()) {
+    for tag in html
+        .split('<')
+        .skip(1)
+        .map(|rest| rest.split('>').next().unwrap())
+    {
         let tag = tag.to_lowercase();
         assert!(!tag.contains(" src="), "<{tag}>");
         assert!(!tag.contains("://"), "<{tag}>");
@@ -210,7 +221,15 @@ pub(crate) fn assert_self_contained(html: &str) {
     for (open, close) in [("<style>", "</style>"), ("<script", "</script>")] {
         let start = html.find(open).unwrap();
         let body = html[start..][..html[start..].find(close).unwrap()].to_lowercase();
-        for needle in ["http", "url(", "fetch(", "import", "xmlhttprequest", "@font", "://"] {
+        for needle in [
+            "http",
+            "url(",
+            "fetch(",
+            "import",
+            "xmlhttprequest",
+            "@font",
+            "://",
+        ] {
             assert!(!body.contains(needle), "{open} contains {needle}");
         }
     }
@@ -245,7 +264,10 @@ fn bad_logs_are_refused_with_the_reason() {
     let cases = [
         ("notes.txt", "hello world\n".to_owned()),
         ("empty.jsonl", String::new()),
-        ("other.jsonl", "{\"type\":\"iteration\",\"x\":1}\n".to_owned()),
+        (
+            "other.jsonl",
+            "{\"type\":\"iteration\",\"x\":1}\n".to_owned(),
+        ),
         ("cut.jsonl", whole[..whole.len() - 20].to_owned()),
         (
             "newer.jsonl",
@@ -257,15 +279,24 @@ fn bad_logs_are_refused_with_the_reason() {
         let message = err.to_string();
         match name {
             "notes.txt" | "empty.jsonl" | "other.jsonl" => {
-                assert!(matches!(err, Error::NotATrajectory { .. }), "{name}: {err:?}");
-                assert!(message.contains("is not an rlm trajectory log"), "{message}");
+                assert!(
+                    matches!(err, Error::NotATrajectory { .. }),
+                    "{name}: {err:?}"
+                );
+                assert!(
+                    message.contains("is not an rlm trajectory log"),
+                    "{message}"
+                );
             }
             "cut.jsonl" => {
                 assert!(matches!(err, Error::Truncated { line: 2, .. }), "{err:?}");
                 assert!(message.contains("truncated"), "{message}");
             }
             _ => {
-                assert!(matches!(err, Error::NewerVersion { version: 99, .. }), "{err:?}");
+                assert!(
+                    matches!(err, Error::NewerVersion { version: 99, .. }),
+                    "{err:?}"
+                );
                 assert!(message.contains("version 99"), "{message}");
             }
         }
@@ -296,12 +327,22 @@ fn the_page_is_written_whole_or_not_at_all() {
     let run = RunView::load(&run_with_child(dir.path())).unwrap();
     let out = dir.path().join("page.html");
     write_page(&run, &out).unwrap();
-    assert!(std::fs::read_to_string(&out).unwrap().ends_with("</html>\n"));
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .ends_with("</html>\n")
+    );
     let err = write_page(&run, &dir.path().join("no/such/dir/page.html")).unwrap_err();
     assert!(matches!(err, Error::Io { .. }));
     let leftovers = std::fs::read_dir(dir.path())
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
         .count();
     assert_eq!(leftovers, 0);
 }

@@ -21,6 +21,7 @@ pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
     SearchArgs, ShowArgs, StatusArgs, StoreLocation,
 };
+pub use view::ViewArgs;
 
 #[derive(Debug, Parser)]
 #[command(

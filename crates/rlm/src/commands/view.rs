@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use rlm_trace::view::{self, RunView};
 
 use crate::cli::{GlobalArgs, ViewArgs};
-use crate::error::{CliError, input_error};
+use crate::error::CliError;
 use crate::output;
 use crate::settings::{Sources, ViewSettings, ViewTarget};
 
@@ -93,7 +93,9 @@ fn find_log(settings: &ViewSettings) -> anyhow::Result<PathBuf> {
                 .map(|(_, path, _)| path)
                 .ok_or_else(|| {
                     CliError::input(anyhow::anyhow!("no run logs in {}", dir.display()))
-                        .with_hint("`rlm run` writes one per run; --log DIR names another directory")
+                        .with_hint(
+                            "`rlm run` writes one per run; --log DIR names another directory",
+                        )
                         .into()
                 })
         }
@@ -104,10 +106,10 @@ fn find_log(settings: &ViewSettings) -> anyhow::Result<PathBuf> {
 fn logs_in(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, std::time::SystemTime)>> {
     let entries = std::fs::read_dir(dir)
         .map_err(|err| {
-            CliError::input(anyhow::Error::new(err).context(format!(
-                "cannot read the log directory {}",
-                dir.display()
-            )))
+            CliError::input(
+                anyhow::Error::new(err)
+                    .context(format!("cannot read the log directory {}", dir.display())),
+            )
             .with_hint("runs log to --log DIR or $XDG_STATE_HOME/rlm/runs; pass --log DIR")
         })
         .with_context(|| format!("looking for run logs in {}", dir.display()))?;

@@ -84,11 +84,14 @@ mod tests {
                 .unwrap();
         assert_eq!(settings.target, ViewTarget::File("logs/run.jsonl".into()));
         assert_eq!(settings.log_dir, Some(PathBuf::from("/l")));
-        let settings = ViewSettings::resolve(&view_args(&["--last", "-o", "x.html"]), &sources)
-            .unwrap();
+        let settings =
+            ViewSettings::resolve(&view_args(&["--last", "-o", "x.html"]), &sources).unwrap();
         assert_eq!(settings.target, ViewTarget::Last);
         assert_eq!(settings.output, Some(PathBuf::from("x.html")));
-        assert!(Cli::try_parse_from(["rlm", "view"]).is_err(), "a run is required");
+        assert!(
+            Cli::try_parse_from(["rlm", "view"]).is_err(),
+            "a run is required"
+        );
         assert!(Cli::try_parse_from(["rlm", "view", "abc", "--last"]).is_err());
     }
 }

@@ -21,7 +21,7 @@ async fn logged_run(dir: &Path) -> PathBuf {
         "root",
         [
             FakeReply::text(
-                "Plan: <script>alert('reply')</script> delegate.\n```repl\n# marker-alpha\n\
+                "Plan: <script>alert('reply')</script> delegate (https://example.invalid/doc).\n```repl\n# marker-alpha\n\
                  r = rlm_query('Count the rows </script><script>alert(1)</script>')\n\
                  print('</script><script>alert(2)</script>')\nprint(r)\n",
             ),
@@ -86,29 +86,46 @@ async fn a_real_run_renders_in_a_browser_with_its_child_and_no_network() {
     assert!(!html.contains(KEY));
     assert_eq!(html.matches("<script").count(), 1, "only the page's script");
     assert_no_outside_references(&html);
-    assert!(logs.read_dir().unwrap().count() >= 2, "the child wrote its own log");
+    assert!(
+        logs.read_dir().unwrap().count() >= 2,
+        "the child wrote its own log"
+    );
 
     let Some(browser) = browser() else { return };
     let (dom, requests) = browser.render(&page, "");
     // What a person sees: the answer, the turn count, the child run, hostile text as text.
     let answer = between(&dom, "<section id=\"answer\">", "</section>");
     assert!(answer.contains("<pre>seven</pre>"), "{answer}");
-    assert!(dom.contains("id=\"match-count\">2 turns</span>"), "script ran: {dom}");
-    let child = between(&dom, "<details class=\"child\">", "</details>");
+    assert!(
+        dom.contains("id=\"match-count\">2 turns</span>"),
+        "script ran: {dom}"
+    );
+    let child = between(&dom, "<details class=\"child\">", "</main>");
     assert!(child.contains("— 2 turns, answered"), "{child}");
     assert!(child.contains("child-output-marker"), "{child}");
-    assert_eq!(dom.matches("<script").count(), 1, "injected script elements");
-    assert!(dom.contains("&lt;script&gt;alert(&#39;reply&#39;)&lt;/script&gt;") 
-        || dom.contains("&lt;script&gt;alert('reply')&lt;/script&gt;"));
+    assert_eq!(
+        dom.matches("<script").count(),
+        1,
+        "injected script elements"
+    );
+    assert!(dom.contains("&lt;script&gt;alert('reply')&lt;/script&gt;"));
     assert!(dom.contains("&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;"));
     assert!(dom.contains("data-load-ms=\""), "the load handler ran");
-    assert_eq!(requests, Vec::<String>::new(), "the page made network requests");
+    assert_eq!(
+        requests,
+        Vec::<String>::new(),
+        "the page made network requests"
+    );
 
     // The search box filters turns; `#search=` fills it from the address.
     let (dom, _) = browser.render(&page, "#search=marker-alpha");
-    assert!(dom.contains("1 of 2 turns match"), "{dom}");
+    let counter = between(&dom, "<span id=\"match-count\">", "</span>");
+    assert!(counter.contains("1 of 2 turns match"), "{counter}");
     assert_eq!(dom.matches("<section class=\"turn\" id=\"t").count(), 2);
-    assert!(dom.contains("<section class=\"turn\" id=\"t2\" hidden=\"\">"), "{dom}");
+    assert!(
+        dom.contains("<section class=\"turn\" id=\"t2\" hidden=\"\">"),
+        "{dom}"
+    );
 }
 
 /// The request check itself can fail: a page that loads an image is caught.
@@ -123,7 +140,9 @@ fn the_browser_check_sees_a_page_that_fetches() {
     );
     let (_, requests) = browser.render(&page, "");
     assert!(
-        requests.iter().any(|url| url.contains("127.0.0.1:9/probe.png")),
+        requests
+            .iter()
+            .any(|url| url.contains("127.0.0.1:9/probe.png")),
         "{requests:?}"
     );
 }
@@ -157,7 +176,14 @@ async fn run_ids_logs_and_json_output() {
     assert!(dir.path().join(format!("rlm-{id}.html")).is_file());
     // A child's id finds the child's log.
     let output = rlm_in(dir.path())
-        .args(["view", &format!("{id}.1"), "--log", "logs", "-o", "child.html"])
+        .args([
+            "view",
+            &format!("{id}.1"),
+            "--log",
+            "logs",
+            "-o",
+            "child.html",
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
@@ -176,8 +202,16 @@ async fn bad_logs_exit_2_and_a_run_in_progress_renders() {
     let whole = std::fs::read_to_string(root_log(&logs)).unwrap();
     let lines: Vec<&str> = whole.lines().collect();
     let cases = [
-        ("notes.txt", "just some notes\n".to_owned(), "is not an rlm trajectory log"),
-        ("cut.jsonl", whole[..whole.len() - 30].to_owned(), "is truncated"),
+        (
+            "notes.txt",
+            "just some notes\n".to_owned(),
+            "is not an rlm trajectory log",
+        ),
+        (
+            "cut.jsonl",
+            whole[..whole.len() - 30].to_owned(),
+            "is truncated",
+        ),
         (
             "newer.jsonl",
             whole.replace("\"version\":1,", "\"version\":7,"),
@@ -193,7 +227,10 @@ async fn bad_logs_exit_2_and_a_run_in_progress_renders() {
         assert!(stderr.contains("hint:"), "{name}: {stderr}");
         assert!(!dir.path().join(name).with_extension("html").exists());
     }
-    for args in [&["view", "deadbeef", "--log", "logs"][..], &["view", "--last", "--log", "none"]] {
+    for args in [
+        &["view", "deadbeef", "--log", "logs"][..],
+        &["view", "--last", "--log", "none"],
+    ] {
         let output = rlm_in(dir.path()).args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     }
@@ -215,14 +252,36 @@ async fn bad_logs_exit_2_and_a_run_in_progress_renders() {
     assert!(html.contains("Shown: the 1 turns logged so far"));
 }
 
-/// The page may reference nothing outside itself.
+/// Nothing in the page's own markup, style or script refers outside the page: no `src`, no
+/// link but to `#fragments`, no URL, `url()`, `fetch` or `import` in the style or script. Text
+/// from the log is escaped, so its `<` never starts a tag and a URL in it is only text.
 fn assert_no_outside_references(html: &str) {
-    let lower = html.to_lowercase();
-    for needle in ["http://", "https://", " src=", "url(", "fetch(", "import", "@font"] {
-        assert!(!lower.contains(needle), "the page contains {needle}");
+    for tag in html
+        .split('<')
+        .skip(1)
+        .map(|rest| rest.split('>').next().unwrap())
+    {
+        let tag = tag.to_lowercase();
+        assert!(!tag.contains(" src="), "<{tag}>");
+        assert!(!tag.contains("://"), "<{tag}>");
+        for (at, _) in tag.match_indices("href=\"") {
+            assert_eq!(&tag[at + 6..at + 7], "#", "<{tag}>");
+        }
     }
-    for (at, _) in lower.match_indices("href=\"") {
-        assert_eq!(&lower[at + 6..at + 7], "#", "a link out of the page");
+    for (open, close) in [("<style>", "</style>"), ("<script", "</script>")] {
+        let start = html.find(open).unwrap();
+        let body = html[start..][..html[start..].find(close).unwrap()].to_lowercase();
+        for needle in [
+            "http",
+            "://",
+            "url(",
+            "fetch(",
+            "import",
+            "xmlhttprequest",
+            "@font",
+        ] {
+            assert!(!body.contains(needle), "{open} contains {needle}");
+        }
     }
 }
 
@@ -251,7 +310,9 @@ fn browser() -> Option<Browser> {
             panic!("RLM_REQUIRE_BROWSER=1 but chromium is not installed (apt-get install chromium)")
         }
         None => {
-            eprintln!("notice: chromium not found; skipping the browser check (apt-get install chromium)");
+            eprintln!(
+                "notice: chromium not found; skipping the browser check (apt-get install chromium)"
+            );
             None
         }
     }
@@ -278,13 +339,23 @@ impl Browser {
                 "--disable-component-update",
                 "--disable-sync",
             ])
-            .arg(format!("--user-data-dir={}", scratch.path().join("profile").display()))
+            .arg(format!(
+                "--user-data-dir={}",
+                scratch.path().join("profile").display()
+            ))
             .arg(format!("--log-net-log={}", net_log.display()))
             .arg("--dump-dom")
-            .arg(format!("file://{}{fragment}", page.canonicalize().unwrap().display()))
+            .arg(format!(
+                "file://{}{fragment}",
+                page.canonicalize().unwrap().display()
+            ))
             .output()
             .unwrap();
-        assert!(output.status.success(), "chromium failed: {}", text(&output.stderr));
+        assert!(
+            output.status.success(),
+            "chromium failed: {}",
+            text(&output.stderr)
+        );
         let log: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&net_log).unwrap()).unwrap();
         let start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].clone();
@@ -294,7 +365,9 @@ impl Browser {
             .iter()
             .filter(|event| event["type"] == start_job)
             .filter(|event| {
-                let key = event["params"]["network_isolation_key"].as_str().unwrap_or("");
+                let key = event["params"]["network_isolation_key"]
+                    .as_str()
+                    .unwrap_or("");
                 let initiator = event["params"]["initiator"].as_str().unwrap_or("");
                 key.contains("file://") || initiator.starts_with("file:")
             })
