@@ -47,9 +47,9 @@ pub fn page(run: &RunView, nonce: &str) -> String {
         turn_section(&mut out, turn, "t");
     }
     out.push_str("</main>");
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<script nonce=\"{nonce}\">{SCRIPT}</script></body></html>\n"
+        "<script nonce=\"{nonce}\">{SCRIPT}</script></body></html>"
     );
     out
 }

@@ -37,7 +37,7 @@ pub fn render(text: &str) -> String {
         let trimmed = line.trim_start();
         if let Some(info) = trimmed.strip_prefix("```") {
             flush_paragraph(&mut out, &mut paragraph);
-            let language = info.trim().split_whitespace().next().unwrap_or("");
+            let language = info.split_whitespace().next().unwrap_or("");
             let mut code = String::new();
             for inner in lines.by_ref() {
                 if inner.trim_start().starts_with("```") {

@@ -4,6 +4,8 @@
 //! The browser tests skip with a notice when chromium is missing, unless
 //! `RLM_REQUIRE_BROWSER=1` (set by CI), where a missing browser fails.
 
+#![expect(clippy::panic, reason = "a test fails by panicking")]
+
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
