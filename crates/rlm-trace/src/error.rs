@@ -45,6 +45,32 @@ pub enum Error {
         /// Which field is wrong.
         source: serde_json::Error,
     },
+    /// The file is not a trajectory log (its first record is not `metadata`, or it is not JSON
+    /// Lines at all).
+    NotATrajectory {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number where that showed.
+        line: usize,
+        /// What was found instead.
+        reason: String,
+    },
+    /// A line was written by a newer version of the schema than this reader knows.
+    NewerVersion {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The line's `version`.
+        version: u32,
+    },
+    /// The last line is cut short: it has no newline and is not a whole record.
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// 1-based number of the cut line.
+        line: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -59,6 +85,27 @@ impl fmt::Display for Error {
             Self::InvalidRecord { line, kind, .. } => {
                 write!(f, "line {line} is not a valid `{kind}` record")
             }
+            Self::NotATrajectory { path, line, reason } => write!(
+                f,
+                "{} is not an rlm trajectory log (line {line}: {reason})",
+                path.display()
+            ),
+            Self::NewerVersion {
+                path,
+                line,
+                version,
+            } => write!(
+                f,
+                "{} was written with trajectory format version {version} (line {line}); this \
+                 rlm reads versions up to {}",
+                path.display(),
+                crate::VERSION
+            ),
+            Self::Truncated { path, line } => write!(
+                f,
+                "{} is truncated: line {line} is cut short",
+                path.display()
+            ),
         }
     }
 }
@@ -71,6 +118,9 @@ impl std::error::Error for Error {
             Self::MalformedLine { source, .. } => source
                 .as_ref()
                 .map(|source| source as &(dyn std::error::Error + 'static)),
+            Self::NotATrajectory { .. } | Self::NewerVersion { .. } | Self::Truncated { .. } => {
+                None
+            }
         }
     }
 }

@@ -49,6 +49,8 @@ mod reader;
 mod schema;
 mod writer;
 
+pub mod view;
+
 pub use error::Error;
 pub use large::{LARGE_VALUE_BYTES, LargeValue, LargeValues};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};

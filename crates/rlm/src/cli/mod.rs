@@ -8,6 +8,7 @@ mod llm;
 mod models;
 mod run;
 mod store;
+mod view;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -20,6 +21,7 @@ pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
     SearchArgs, ShowArgs, StatusArgs, StoreLocation,
 };
+pub use view::ViewArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -101,6 +103,9 @@ pub enum Command {
     /// Answer a question over huge contexts: the model writes code in a sandbox, calls
     /// sub-models, and iterates until it answers.
     Run(RunArgs),
+    /// Write a run's trajectory as one self-contained HTML page (turns, code, sub-calls,
+    /// child runs) that opens from disk.
+    View(ViewArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved
     // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }

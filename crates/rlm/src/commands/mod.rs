@@ -18,6 +18,7 @@ mod run;
 mod search;
 mod show;
 mod status;
+mod view;
 
 use std::process::ExitCode;
 
@@ -47,5 +48,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models(args) => models::run(&global, sources, args),
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),
+        Command::View(args) => view::run(&global, sources, args),
     }
 }

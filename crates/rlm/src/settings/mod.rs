@@ -18,6 +18,7 @@ pub mod run;
 pub mod shown;
 pub mod size;
 pub mod store;
+pub mod view;
 
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use files::LoadedConfig;
 pub use llm::{ChatSettings, LlmSettings};
 pub use run::{ContextSource, RunSettings};
 pub use store::{EmbedOnLoad, LoadSettings, SearchSettings, StoreSettings};
+pub use view::{ViewSettings, ViewTarget};
 
 /// Everything below the flags: the environment, the configuration files and the directories
 /// derived from them. The files are read on first use, so a command that needs no

@@ -15,3 +15,4 @@ mod run;
 mod run_limits;
 mod sandbox_worker;
 mod store;
+mod view;

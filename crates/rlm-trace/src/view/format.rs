@@ -1,0 +1,81 @@
+//! Numbers and sizes as the page prints them.
+
+/// `1234567` → `1,234,567`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// A length in chars: `850 chars`, `12.3 K chars`, `4.1 M chars`.
+pub fn chars(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} chars"),
+        1_000..1_000_000 => format!("{:.1} K chars", n as f64 / 1e3),
+        _ => format!("{:.1} M chars", n as f64 / 1e6),
+    }
+}
+
+/// A text's size for a fold's label: chars and lines.
+pub fn size_label(text: &str) -> String {
+    let lines = text.lines().count();
+    let lines = if lines == 1 {
+        "1 line".to_owned()
+    } else {
+        format!("{} lines", count(lines as u64))
+    };
+    format!("{}, {lines}", chars(text.chars().count() as u64))
+}
+
+/// Seconds: `0.42 s`, `12.3 s`, `4 min 05 s`.
+pub fn seconds(s: f64) -> String {
+    if !s.is_finite() || s < 0.0 {
+        return "? s".to_owned();
+    }
+    if s < 10.0 {
+        format!("{s:.2} s")
+    } else if s < 60.0 {
+        format!("{s:.1} s")
+    } else {
+        let whole = s.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
+    }
+}
+
+/// Dollars; a lower bound (`≥`) when some calls had no known price.
+pub fn dollars(cost: f64, unpriced_calls: u64) -> String {
+    let amount = if cost >= 0.01 || cost == 0.0 {
+        format!("${cost:.2}")
+    } else {
+        format!("${cost:.4}")
+    };
+    if unpriced_calls > 0 {
+        format!("≥ {amount}")
+    } else {
+        amount
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(chars(12_345), "12.3 K chars");
+        assert_eq!(size_label("a\nb"), "3 chars, 2 lines");
+        assert_eq!(seconds(0.4251), "0.43 s");
+        assert_eq!(seconds(125.0), "2 min 05 s");
+        assert_eq!(dollars(0.0012, 0), "$0.0012");
+        assert_eq!(dollars(1.5, 2), "≥ $1.50");
+    }
+}

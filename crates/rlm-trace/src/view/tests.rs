@@ -1,0 +1,349 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::schema::*;
+use crate::{Error, TrajectoryWriter};
+use rlm_llm::{Message, ModelTotals, Role, Usage, UsageReport};
+
+const XSS: &str = "<script>alert('x')</script></script><img src=x onerror=alert(1)>";
+
+pub(super) fn metadata(run_id: &str, depth: u32, query: &str) -> RunMetadata {
+    RunMetadata {
+        run_id: run_id.to_owned(),
+        parent_run_id: None,
+        depth,
+        root_model: "openai:root".to_owned(),
+        subcall_model: "openai:sub".to_owned(),
+        max_depth: 2,
+        max_iterations: 30,
+        backend: "rlm".to_owned(),
+        backend_kwargs: BackendArguments {
+            model_name: "openai:root".to_owned(),
+        },
+        environment_type: "monty".to_owned(),
+        environment_kwargs: Default::default(),
+        other_backends: vec![],
+        query: query.to_owned(),
+        contexts: Contexts {
+            count: 0,
+            parts: vec![],
+        },
+        budget: Budget {
+            max_tokens: Some(50_000),
+            max_cost_usd: None,
+            max_calls: None,
+            timeout_seconds: None,
+            max_subcalls: None,
+            max_consecutive_errors: 3,
+        },
+    }
+}
+
+fn message(role: Role, content: &str) -> Message {
+    Message::new(role, content)
+}
+
+fn turn(n: u32, prompt: Vec<Message>, response: &str, blocks: Vec<CodeBlock>) -> Iteration {
+    Iteration {
+        iteration: n,
+        run_id: "r".to_owned(),
+        prompt,
+        response: response.to_owned(),
+        code_blocks: blocks,
+        final_answer: None,
+        seconds: 0.5,
+        usage: ModelTotals {
+            calls: 1,
+            usage: Usage {
+                input_tokens: 1000,
+                output_tokens: 50,
+                ..Usage::default()
+            },
+            ..ModelTotals::default()
+        },
+        notes: vec![],
+    }
+}
+
+fn block(code: &str, stdout: &str, subcalls: Vec<Subcall>) -> CodeBlock {
+    CodeBlock {
+        code: code.to_owned(),
+        result: CodeResult {
+            stdout: stdout.to_owned(),
+            stderr: String::new(),
+            error: None,
+            final_answer: None,
+            seconds: 0.1,
+            subcalls,
+        },
+    }
+}
+
+fn outcome(run_id: &str, status: Status, answer: Option<&str>, turns: u32) -> RunOutcome {
+    RunOutcome {
+        run_id: run_id.to_owned(),
+        status,
+        answer: answer.map(str::to_owned),
+        partial_answer: None,
+        iterations: turns,
+        usage: UsageReport::default(),
+        subcalls: 1,
+        usage_summary: UsageSummary::default(),
+        seconds: 2.0,
+        error: None,
+    }
+}
+
+/// A root run of two turns whose first turn starts a child run (its log named by a path that
+/// does not exist as written, as when the logs were moved), with hostile text everywhere.
+fn run_with_child(dir: &Path) -> PathBuf {
+    let child = TrajectoryWriter::create(dir, "rlm_x_abc.1").unwrap();
+    child.write(&metadata("abc.1", 1, XSS)).unwrap();
+    let mut child_turn = turn(
+        1,
+        vec![message(Role::System, "sys"), message(Role::User, XSS)],
+        "FINAL(seven)",
+        vec![],
+    );
+    child_turn.final_answer = Some("seven".to_owned());
+    child.write(&child_turn).unwrap();
+    child
+        .write(&outcome("abc.1", Status::Answered, Some("seven"), 1))
+        .unwrap();
+
+    let root = TrajectoryWriter::create(dir, "rlm_x_abc").unwrap();
+    root.write(&metadata("abc", 0, "How many <b>rows</b>?"))
+        .unwrap();
+    let call = Subcall {
+        kind: SubcallKind::RlmQuery,
+        model: "openai:sub".to_owned(),
+        prompt: XSS.to_owned(),
+        prompt_chars: 9_000,
+        response: "seven".to_owned(),
+        response_chars: 5,
+        usage_summary: UsageSummary::default(),
+        cost_usd: 0.001,
+        seconds: 1.0,
+        error: None,
+        child_run_id: Some("abc.1".to_owned()),
+        child_log: Some(PathBuf::from("moved/away/rlm_x_abc.1.jsonl")),
+    };
+    let first_prompt = vec![
+        message(Role::System, "sys"),
+        message(Role::User, "question"),
+    ];
+    let reply = format!("Let me look. {XSS}\n```repl\nr = rlm_query('count')\n```");
+    root.write(&turn(
+        1,
+        first_prompt.clone(),
+        &reply,
+        vec![block("r = rlm_query('count')\nprint(r)", XSS, vec![call])],
+    ))
+    .unwrap();
+    let mut second_prompt = first_prompt;
+    second_prompt.push(message(Role::Assistant, &format!("{reply}\n```")));
+    second_prompt.push(message(Role::User, "Output of block 1: feedback-marker"));
+    let mut last = turn(2, second_prompt, "FINAL(seven)", vec![]);
+    last.final_answer = Some("seven".to_owned());
+    last.usage.calls = 2;
+    last.notes = vec!["the reply was cut inside FINAL(...); asked again".to_owned()];
+    root.write(&last).unwrap();
+    root.write(&outcome("abc", Status::Answered, Some("seven"), 2))
+        .unwrap();
+    root.path().to_path_buf()
+}
+
+#[test]
+fn a_run_with_a_child_renders_everything_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = run_with_child(dir.path());
+    let run = RunView::load(&log).unwrap();
+    assert!(run.is_complete());
+    assert_eq!(run.turns.len(), 2);
+    assert_eq!(run.total_turns(), 3, "the child's turn counts");
+    // The second turn shows only its new message: not the system prompt, not the first reply.
+    let second = &run.turns[1];
+    assert_eq!(second.prompt_messages, 4);
+    assert_eq!(second.new_messages.len(), 1);
+    assert!(second.new_messages[0].content.contains("feedback-marker"));
+    let Some(ChildRun::Loaded(child)) = run.turns[0].children.get(&(0, 0)) else {
+        panic!("child not loaded: {:?}", run.turns[0].children);
+    };
+    assert_eq!(child.metadata.run_id, "abc.1");
+
+    let html = render(&run);
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert_eq!(html.matches("</script>").count(), 1);
+    assert!(!html.contains("<img"));
+    assert!(!html.contains("<b>rows"));
+    assert!(html.contains("How many &lt;b&gt;rows&lt;/b&gt;?"));
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(html.contains("<details class=\"child\"><summary>Child run <code>abc.1</code>"));
+    assert!(html.contains("re-asked"));
+    assert!(html.contains("prompt (first 64 of 9.0 K chars)"));
+    assert!(html.contains("<section id=\"answer\"><h2>Answer</h2>"));
+    assert!(!html.contains("id=\"incomplete\""));
+}
+
+#[test]
+fn the_page_points_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunView::load(&run_with_child(dir.path())).unwrap();
+    let html = render(&run);
+    assert_self_contained(&html);
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    // The check can fail.
+    let outside = html.replace("<main", "<img src=\"http://127.0.0.1:9/x.png\"><main");
+    assert!(std::panic::catch_unwind(|| assert_self_contained(&outside)).is_err());
+}
+
+/// Nothing in the page's own markup, style or script refers outside the page: no `src`, no
+/// link but to `#fragments`, no URL, `url()`, `fetch` or `import` in the style or script. Text
+/// from the log is escaped, so its `<` never starts a tag and its URLs are only text.
+pub(crate) fn assert_self_contained(html: &str) {
+    for tag in html
+        .split('<')
+        .skip(1)
+        .map(|rest| rest.split('>').next().unwrap())
+    {
+        let tag = tag.to_lowercase();
+        assert!(!tag.contains(" src="), "<{tag}>");
+        assert!(!tag.contains("://"), "<{tag}>");
+        for (at, _) in tag.match_indices("href=\"") {
+            assert_eq!(&tag[at + 6..at + 7], "#", "<{tag}>");
+        }
+    }
+    for (open, close) in [("<style>", "</style>"), ("<script", "</script>")] {
+        let start = html.find(open).unwrap();
+        let body = html[start..][..html[start..].find(close).unwrap()].to_lowercase();
+        for needle in [
+            "http",
+            "url(",
+            "fetch(",
+            "import",
+            "xmlhttprequest",
+            "@font",
+            "://",
+        ] {
+            assert!(!body.contains(needle), "{open} contains {needle}");
+        }
+    }
+}
+
+#[test]
+fn a_run_in_progress_renders_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TrajectoryWriter::create(dir.path(), "run").unwrap();
+    log.write(&metadata("abc", 0, "q")).unwrap();
+    log.write(&turn(1, vec![], "thinking", vec![])).unwrap();
+    let run = RunView::load(log.path()).unwrap();
+    assert!(!run.is_complete());
+    let html = render(&run);
+    assert!(html.contains("id=\"incomplete\""));
+    assert!(html.contains("the 1 turns logged so far") || html.contains("Shown: the 1 turns"));
+}
+
+#[test]
+fn bad_logs_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let good = TrajectoryWriter::create(dir.path(), "good").unwrap();
+    good.write(&metadata("abc", 0, "q")).unwrap();
+    good.write(&turn(1, vec![], "reply", vec![])).unwrap();
+    let whole = std::fs::read_to_string(good.path()).unwrap();
+
+    let cases = [
+        ("notes.txt", "hello world\n".to_owned()),
+        ("empty.jsonl", String::new()),
+        (
+            "other.jsonl",
+            "{\"type\":\"iteration\",\"x\":1}\n".to_owned(),
+        ),
+        ("cut.jsonl", whole[..whole.len() - 20].to_owned()),
+        (
+            "newer.jsonl",
+            whole.replacen("\"version\":1", "\"version\":99", 1),
+        ),
+    ];
+    for (name, text) in cases {
+        let err = RunView::load(&write(name, &text)).unwrap_err();
+        let message = err.to_string();
+        match name {
+            "notes.txt" | "empty.jsonl" | "other.jsonl" => {
+                assert!(
+                    matches!(err, Error::NotATrajectory { .. }),
+                    "{name}: {err:?}"
+                );
+                assert!(
+                    message.contains("is not an rlm trajectory log"),
+                    "{message}"
+                );
+            }
+            "cut.jsonl" => {
+                assert!(matches!(err, Error::Truncated { line: 2, .. }), "{err:?}");
+                assert!(message.contains("truncated"), "{message}");
+            }
+            _ => {
+                assert!(
+                    matches!(err, Error::NewerVersion { version: 99, .. }),
+                    "{err:?}"
+                );
+                assert!(message.contains("version 99"), "{message}");
+            }
+        }
+    }
+    assert!(matches!(
+        RunView::load(&dir.path().join("missing.jsonl")),
+        Err(Error::Io { .. })
+    ));
+}
+
+#[test]
+fn a_missing_child_log_is_named_in_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = run_with_child(dir.path());
+    std::fs::remove_file(dir.path().join("rlm_x_abc.1.jsonl")).unwrap();
+    let run = RunView::load(&log).unwrap();
+    assert!(matches!(
+        run.turns[0].children.get(&(0, 0)),
+        Some(ChildRun::Missing(_))
+    ));
+    let html = render(&run);
+    assert!(html.contains("class=\"muted child-missing\">Child run abc.1:"));
+}
+
+#[test]
+fn the_page_is_written_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunView::load(&run_with_child(dir.path())).unwrap();
+    let out = dir.path().join("page.html");
+    write_page(&run, &out).unwrap();
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .ends_with("</html>\n")
+    );
+    let err = write_page(&run, &dir.path().join("no/such/dir/page.html")).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }));
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+}

@@ -1,0 +1,97 @@
+//! Settings of `rlm view`: which log to show, where its runs are, where the page goes.
+//!
+//! The log directory is `rlm run`'s: `--log DIR`, else `$XDG_STATE_HOME/rlm/runs`.
+
+use std::path::PathBuf;
+
+use crate::cli::ViewArgs;
+use crate::error::input_error;
+use crate::settings::Sources;
+
+/// Which log `rlm view` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewTarget {
+    /// A log file named on the command line.
+    File(PathBuf),
+    /// A run id, looked up in the log directory.
+    RunId(String),
+    /// The most recent root run in the log directory.
+    Last,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewSettings {
+    pub target: ViewTarget,
+    /// Where run logs are; `None` when neither `--log` nor a state directory is known.
+    pub log_dir: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub open: bool,
+}
+
+impl ViewSettings {
+    pub fn resolve(args: &ViewArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let target = match (&args.run, args.last) {
+            (_, true) => ViewTarget::Last,
+            (Some(run), false) => target(run),
+            (None, false) => {
+                return Err(input_error("name a run id or a log file, or pass --last").into());
+            }
+        };
+        Ok(Self {
+            target,
+            log_dir: args.log.clone().or_else(|| sources.dirs().runs()),
+            output: args.output.clone(),
+            open: args.open,
+        })
+    }
+}
+
+/// A log file when the argument names an existing file or looks like a path; else a run id.
+fn target(run: &str) -> ViewTarget {
+    let path = PathBuf::from(run);
+    if path.is_file() || run.ends_with(".jsonl") || run.contains(std::path::MAIN_SEPARATOR) {
+        ViewTarget::File(path)
+    } else {
+        ViewTarget::RunId(run.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::settings::tests::Layout;
+
+    fn view_args(args: &[&str]) -> ViewArgs {
+        let cli = Cli::try_parse_from(["rlm", "view"].iter().chain(args)).unwrap();
+        match cli.command {
+            Command::View(args) => args,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn targets_and_the_log_directory() {
+        let layout = Layout::new(None, None);
+        let sources = layout.sources(&[("XDG_STATE_HOME", "/state")]);
+        let settings = ViewSettings::resolve(&view_args(&["a1b2c3d4"]), &sources).unwrap();
+        assert_eq!(settings.target, ViewTarget::RunId("a1b2c3d4".into()));
+        assert_eq!(settings.log_dir, Some(PathBuf::from("/state/rlm/runs")));
+        let settings =
+            ViewSettings::resolve(&view_args(&["logs/run.jsonl", "--log", "/l"]), &sources)
+                .unwrap();
+        assert_eq!(settings.target, ViewTarget::File("logs/run.jsonl".into()));
+        assert_eq!(settings.log_dir, Some(PathBuf::from("/l")));
+        let settings =
+            ViewSettings::resolve(&view_args(&["--last", "-o", "x.html"]), &sources).unwrap();
+        assert_eq!(settings.target, ViewTarget::Last);
+        assert_eq!(settings.output, Some(PathBuf::from("x.html")));
+        assert!(
+            Cli::try_parse_from(["rlm", "view"]).is_err(),
+            "a run is required"
+        );
+        assert!(Cli::try_parse_from(["rlm", "view", "abc", "--last"]).is_err());
+    }
+}
