@@ -150,7 +150,9 @@ fn price_estimate(plan: &mut PromptPlan, llm: &crate::settings::LlmSettings, mod
     let (Some(estimate), Some(model)) = (plan.history.estimate.as_mut(), model) else {
         return;
     };
-    if let Some(price) = llm.prices.get(model) {
+    // Prices are keyed by the model name without its `provider:` prefix.
+    let name = model.split_once(':').map_or(model, |(_, name)| name);
+    if let Some(price) = llm.prices.get(name).or_else(|| llm.prices.get(model)) {
         estimate.cost_usd = Some(
             (estimate.input_tokens as f64 * price.input_per_mtok
                 + estimate.max_output_tokens as f64 * price.output_per_mtok)
