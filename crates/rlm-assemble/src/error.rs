@@ -75,6 +75,19 @@ pub enum Error {
         /// The largest required parts, enough of them to fit when dropped, as `name (N tokens)`.
         suggestions: Vec<String>,
     },
+    /// A fixed prompt section (the system brief, the stage instructions) does not fit its
+    /// budget or the total.
+    #[error("the {section} needs {needed} tokens but {what} is {budget}")]
+    SectionTooLarge {
+        /// Which section (`system prompt`, `stage prompt`).
+        section: &'static str,
+        /// Tokens it needs.
+        needed: u64,
+        /// Which budget it exceeds (`its budget`, `the total budget left`).
+        what: &'static str,
+        /// That budget.
+        budget: u64,
+    },
     /// A JSON file in the ctx directory is damaged.
     #[error("cannot parse {}", path.display())]
     Json {
@@ -90,7 +103,10 @@ impl Error {
     /// Whether this error is the user's input being wrong (exit code 2) rather than a task that
     /// could not be done (exit code 1).
     pub fn is_input(&self) -> bool {
-        !matches!(self, Self::Io { .. } | Self::OverBudget { .. })
+        !matches!(
+            self,
+            Self::Io { .. } | Self::OverBudget { .. } | Self::SectionTooLarge { .. }
+        )
     }
 
     pub(crate) fn io(

@@ -242,27 +242,21 @@ pub fn plan(dir: &CtxDir, counted: &Counted, cache: &mut TokenCache, budget: Opt
             .sum::<u64>();
     let mut over_budget = None;
     let mut statuses: Vec<(PartStatus, Option<String>)> = Vec::new();
-    let mut used = required;
+    let mut room = BudgetRoom::new(budget, required);
     for (part, &tokens) in counted.parts.iter().zip(&counted.tokens) {
         let status = if !is_included(part) {
             (PartStatus::Skipped, None)
         } else if is_required(part) {
             (PartStatus::Active, None)
         } else {
-            match budget {
-                Some(limit) if used.saturating_add(tokens) > limit => {
-                    let left = limit.saturating_sub(used);
-                    let reason = format!("needs {tokens} tokens, {left} left in the budget");
-                    (PartStatus::DroppedOverBudget, Some(reason))
-                }
-                _ => {
-                    used += tokens;
-                    (PartStatus::Active, None)
-                }
+            match room.take(tokens) {
+                Ok(()) => (PartStatus::Active, None),
+                Err(short) => (PartStatus::DroppedOverBudget, Some(short.to_string())),
             }
         };
         statuses.push(status);
     }
+    let used = room.used();
     if let Some(limit) = budget
         && required > limit
     {
@@ -357,6 +351,70 @@ fn over_budget_error(counted: &Counted, required: u64, budget: u64) -> OverBudge
         required,
         budget,
         suggestions,
+    }
+}
+
+/// The crate's one budget-fitting rule, shared by `rlm ctx` and `rlm prompt`: what must go in
+/// is counted first; optional items are then offered in order and each is taken only when it
+/// fits in what is left, so one item too large does not stop smaller later ones. Counts saturate
+/// instead of going below zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetRoom {
+    budget: Option<u64>,
+    used: u64,
+}
+
+/// An item that did not fit: what it needed and what was left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortfall {
+    /// Tokens the item needs.
+    pub needed: u64,
+    /// Tokens left in the budget when it was offered.
+    pub left: u64,
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "needs {} tokens, {} left in the budget",
+            self.needed, self.left
+        )
+    }
+}
+
+impl BudgetRoom {
+    /// A budget (`None`: no limit) with `required` tokens already spoken for.
+    pub fn new(budget: Option<u64>, required: u64) -> Self {
+        Self {
+            budget,
+            used: required,
+        }
+    }
+
+    /// Takes `tokens` if they fit in what is left.
+    pub fn take(&mut self, tokens: u64) -> Result<(), Shortfall> {
+        match self.budget {
+            Some(limit) if self.used.saturating_add(tokens) > limit => Err(Shortfall {
+                needed: tokens,
+                left: limit.saturating_sub(self.used),
+            }),
+            _ => {
+                self.used = self.used.saturating_add(tokens);
+                Ok(())
+            }
+        }
+    }
+
+    /// Tokens left (`u64::MAX` without a limit).
+    pub fn left(&self) -> u64 {
+        self.budget
+            .map_or(u64::MAX, |limit| limit.saturating_sub(self.used))
+    }
+
+    /// Tokens taken so far, the required ones included.
+    pub fn used(&self) -> u64 {
+        self.used
     }
 }
 

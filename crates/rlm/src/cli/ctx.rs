@@ -118,7 +118,7 @@ pub enum OnOff {
     Off,
 }
 
-fn parse_tokenizer(name: &str) -> Result<Tokenizer, String> {
+pub(super) fn parse_tokenizer(name: &str) -> Result<Tokenizer, String> {
     name.parse()
         .map_err(|error: rlm_context::tokens::UnknownTokenizer| error.to_string())
 }

@@ -6,6 +6,7 @@ mod ctx;
 mod inspect;
 mod llm;
 mod models;
+mod prompt;
 mod run;
 mod store;
 mod view;
@@ -16,6 +17,7 @@ pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
+pub use prompt::{PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
 pub use run::RunArgs;
 pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
@@ -76,6 +78,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
     Ctx(CtxArgs),
+    /// Build a coding agent's prompt for one turn: sections with token budgets, stage
+    /// instructions, the conversation summarized by a model when long.
+    Prompt(PromptArgs),
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
     Chat(ChatArgs),
     /// Load files, directories or stdin into the store (chunked and indexed).

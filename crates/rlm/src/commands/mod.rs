@@ -14,6 +14,7 @@ mod list;
 mod load;
 mod models;
 mod peek;
+mod prompt;
 mod run;
 mod search;
 mod show;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(args) => config::run(&global, sources, args),
         Command::Completions(args) => completions::run(args),
         Command::Ctx(args) => ctx::run(&global, args),
+        Command::Prompt(args) => prompt::run(&global, sources, args),
         Command::Chat(args) => chat::run(&global, sources, args),
         Command::Load(args) => load::run(&global, sources, args),
         Command::List(args) => list::run(&global, sources, args),

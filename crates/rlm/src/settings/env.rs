@@ -65,12 +65,18 @@ pub const RLM_EMBED_MODEL: &str = "RLM_EMBED_MODEL";
 pub const RLM_ONNXRUNTIME: &str = "RLM_ONNXRUNTIME";
 
 // --- rlm run
-/// Directory of prompt overrides (`system.md`, `first_turn.md`, ...) for `rlm run`.
+/// Directory of prompt overrides (`system.md`, `first_turn.md`, ... for `rlm run`;
+/// `prompt-system.md`, `stage-<stage>.md`, `prompt-summarize.md` for `rlm prompt`).
 pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
 /// Run the sandbox without Landlock/seccomp where the kernel lacks them (`1`/`true`), same as
 /// `--allow-reduced-protection`.
 pub const RLM_ALLOW_REDUCED_PROTECTION: &str = "RLM_ALLOW_REDUCED_PROTECTION";
-/// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`.
+// --- rlm prompt
+/// The summarizing model of `rlm prompt` (overrides `[prompt.rlm] model`).
+pub const RLM_PROMPT_MODEL: &str = "RLM_PROMPT_MODEL";
+
+/// Base directory for state; trajectories go to `$XDG_STATE_HOME/rlm/runs`, `rlm prompt`'s
+/// caches to `$XDG_STATE_HOME/rlm/prompt-cache`.
 pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 
 /// Environment variables, read once. Empty values count as unset everywhere.

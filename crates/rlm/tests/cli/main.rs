@@ -11,6 +11,7 @@ mod embed_on_load;
 mod inspect;
 mod models;
 mod output;
+mod prompt;
 mod run;
 mod run_limits;
 mod sandbox_worker;

@@ -1,0 +1,300 @@
+//! History summaries by a model (feature `summarize`), through `rlm-llm`'s client.
+//!
+//! The older messages go to the model in one call when they fit its window, else in pieces
+//! (at message boundaries) whose summaries are then merged, again in pieces if needed. A summary
+//! longer than its budget is asked for again shorter once, then cut at a line boundary. Any
+//! model failure falls back to the most recent messages that fit, reported in the plan.
+
+use rlm_llm::{ChatRequest, LlmClient};
+
+use super::assemble::{HistoryOutcome, PromptAssembler, remember};
+use super::outcome::{BuiltPrompt, ModelCall};
+use super::{PromptInputs, piece_limit};
+use crate::error::Result;
+
+/// Rounds of merging before giving up: each round at least halves the text unless the window
+/// is too small for the summary budget, which this bounds.
+const MAX_ROUNDS: usize = 8;
+
+/// The summarizing model and the client that reaches it.
+#[derive(Debug, Clone)]
+pub struct Summarizer {
+    client: LlmClient,
+    model: String,
+}
+
+impl Summarizer {
+    /// Summaries by `model` (`provider:name`) through `client`.
+    pub fn new(client: LlmClient, model: impl Into<String>) -> Self {
+        Self {
+            client,
+            model: model.into(),
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn call(
+        &self,
+        system: &str,
+        user: String,
+        max_tokens: u64,
+        purpose: &'static str,
+        calls: &mut Vec<ModelCall>,
+    ) -> std::result::Result<String, rlm_llm::Error> {
+        let request = ChatRequest::new(self.model.clone())
+            .system(system)
+            .user(user)
+            .max_tokens(u32::try_from(max_tokens).unwrap_or(u32::MAX))
+            .temperature(0.0);
+        let response = self.client.chat(&request).await?;
+        calls.push(ModelCall {
+            model: self.model.clone(),
+            purpose,
+            input_tokens: response.usage.input_tokens,
+            output_tokens: response.usage.output_tokens,
+            cost_usd: response.cost_usd,
+        });
+        Ok(response.text)
+    }
+}
+
+/// Why summarizing failed (the calls made before the failure stay in the plan: they cost).
+struct Failed {
+    reason: String,
+}
+
+impl PromptAssembler {
+    /// Builds the prompt, asking `summarizer` for a summary when the history is above the
+    /// trigger and none is cached. Without a summarizer this is
+    /// [`PromptAssembler::build_offline`]. Model failures do not fail the build: the plan says
+    /// what happened and the most recent messages that fit are used.
+    ///
+    /// Cancel safety: dropping the future drops the model call in flight; nothing is written
+    /// to the cache before a summary is complete.
+    pub async fn build(
+        &mut self,
+        inputs: &PromptInputs,
+        summarizer: Option<&Summarizer>,
+    ) -> Result<BuiltPrompt> {
+        let Some(summarizer) = summarizer else {
+            return self.build_offline(inputs);
+        };
+        if self.options.history.model.as_deref() != Some(summarizer.model()) {
+            self.options.history.model = Some(summarizer.model().to_owned());
+        }
+        let mut frame = self.frame(inputs)?;
+        let Some((older, budget)) = frame.older(inputs) else {
+            return Ok(self.finish(inputs, frame, HistoryOutcome::Verbatim, Vec::new()));
+        };
+        let key = self.summary_key(older, budget).unwrap_or_default();
+        let cache_dir = self.options.cache_dir.as_deref();
+        if let Some(cached) = super::summary_cache::read(cache_dir, &key) {
+            let outcome = HistoryOutcome::Summary {
+                summary: cached.summary,
+                key,
+                cache_hit: true,
+                note: None,
+            };
+            return Ok(self.finish(inputs, frame, outcome, Vec::new()));
+        }
+        let tail_start = older.len();
+        let rendered: Vec<String> = frame.rendered[..tail_start].to_vec();
+        let tokens: Vec<u64> = frame.message_tokens[..tail_start].to_vec();
+        let mut calls = Vec::new();
+        let outcome = match self
+            .summarize(summarizer, &rendered, &tokens, budget, &mut calls)
+            .await
+        {
+            Ok((summary, note)) => {
+                if let Some(warning) = remember(&self.options, &key, &summary, tail_start) {
+                    frame.warnings.push(warning);
+                }
+                HistoryOutcome::Summary {
+                    summary,
+                    key,
+                    cache_hit: false,
+                    note,
+                }
+            }
+            Err(failed) => HistoryOutcome::Fallback {
+                reason: failed.reason,
+                key: Some(key),
+                dry_run: false,
+            },
+        };
+        Ok(self.finish(inputs, frame, outcome, calls))
+    }
+
+    /// The summary of `rendered` messages in at most `budget` tokens, and a note when it had to
+    /// be shortened.
+    async fn summarize(
+        &mut self,
+        summarizer: &Summarizer,
+        rendered: &[String],
+        tokens: &[u64],
+        budget: u64,
+        calls: &mut Vec<ModelCall>,
+    ) -> std::result::Result<(String, Option<String>), Failed> {
+        let system = self.options.texts.summarize.clone();
+        let prompt_tokens = self.cache.count(&[&system])[0];
+        let limit = piece_limit(self.options.history.window_tokens, prompt_tokens, budget);
+        let model_failed = |error: rlm_llm::Error| Failed {
+            reason: format!("the summarizing model failed: {error}"),
+        };
+        let mut pieces = pack(rendered, tokens, limit);
+        let mut merging = false;
+        let mut summary = None;
+        for _ in 0..MAX_ROUNDS {
+            if pieces.len() == 1 {
+                let (what, purpose) = if merging {
+                    (
+                        "summaries of consecutive parts of one conversation",
+                        "summary-merge",
+                    )
+                } else {
+                    ("messages of a conversation", "summary")
+                };
+                let user = request_text(what, &pieces[0], budget);
+                let text = summarizer
+                    .call(&system, user, budget, purpose, calls)
+                    .await
+                    .map_err(model_failed)?;
+                summary = Some(text);
+                break;
+            }
+            let mut parts = Vec::with_capacity(pieces.len());
+            let count = pieces.len();
+            for (index, piece) in pieces.iter().enumerate() {
+                let what = if merging {
+                    "summaries of consecutive parts of one conversation"
+                } else {
+                    "messages of a conversation"
+                };
+                let user = format!(
+                    "Part {} of {count}.\n{}",
+                    index + 1,
+                    request_text(what, piece, budget)
+                );
+                let text = summarizer
+                    .call(&system, user, budget, "summary-piece", calls)
+                    .await
+                    .map_err(model_failed)?;
+                parts.push(format!("### Part {}\n{}\n\n", index + 1, text.trim_end()));
+            }
+            let part_texts: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let part_tokens = self.cache.count(&part_texts);
+            pieces = pack(&parts, &part_tokens, limit);
+            merging = true;
+        }
+        let Some(summary) = summary else {
+            return Err(Failed {
+                reason: format!(
+                    "the history did not shrink to one call within {MAX_ROUNDS} rounds \
+                     (window {} tokens)",
+                    self.options.history.window_tokens
+                ),
+            });
+        };
+        self.fit_summary(summarizer, summary, budget, calls)
+            .await
+            .map_err(model_failed)
+    }
+
+    /// Makes `summary` fit `budget`: one request for a shorter version, then a cut at a line
+    /// boundary.
+    async fn fit_summary(
+        &mut self,
+        summarizer: &Summarizer,
+        summary: String,
+        budget: u64,
+        calls: &mut Vec<ModelCall>,
+    ) -> std::result::Result<(String, Option<String>), rlm_llm::Error> {
+        let tokens = self.cache.count(&[&summary])[0];
+        if tokens <= budget {
+            return Ok((summary, None));
+        }
+        let system = self.options.texts.summarize.clone();
+        let user = format!(
+            "This summary is {tokens} tokens long. Rewrite it in at most {budget} tokens, \
+             keeping its headings and the facts that matter most for continuing the work.\n\n\
+             {summary}"
+        );
+        let shorter = summarizer
+            .call(&system, user, budget, "summary-shorter", calls)
+            .await?;
+        let shorter_tokens = self.cache.count(&[&shorter])[0];
+        if shorter_tokens <= budget {
+            let note = format!("summary of {tokens} tokens asked again shorter");
+            return Ok((shorter, Some(note)));
+        }
+        let mut lines: Vec<&str> = shorter.lines().collect();
+        while !lines.is_empty() && self.cache.tokenizer().count(&lines.join("\n")) as u64 > budget {
+            lines.pop();
+        }
+        let note = format!(
+            "summary still {shorter_tokens} tokens after asking again; cut to its first {} lines",
+            lines.len()
+        );
+        Ok((lines.join("\n"), Some(note)))
+    }
+}
+
+fn request_text(what: &str, text: &str, budget: u64) -> String {
+    format!("Below are {what}, oldest first. Summarize them in at most {budget} tokens.\n\n{text}")
+}
+
+/// Groups rendered texts into pieces of at most `limit` tokens, at text boundaries; a text
+/// larger than `limit` is split into equal character runs.
+fn pack(texts: &[String], tokens: &[u64], limit: u64) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut used = 0;
+    for (text, &count) in texts.iter().zip(tokens) {
+        if count > limit {
+            if !current.is_empty() {
+                pieces.push(std::mem::take(&mut current));
+                used = 0;
+            }
+            // A quarter of slack for the uneven spread of tokens over characters.
+            let parts = (count + count / 4).div_ceil(limit).max(2) as usize;
+            pieces.extend(split_chars(text, parts));
+            continue;
+        }
+        if used + count > limit && !current.is_empty() {
+            pieces.push(std::mem::take(&mut current));
+            used = 0;
+        }
+        current.push_str(text);
+        used += count;
+    }
+    if !current.is_empty() || pieces.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+fn split_chars(text: &str, parts: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(parts).max(1);
+    chars.chunks(size).map(|run| run.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_keeps_boundaries_and_splits_giants() {
+        let texts: Vec<String> = ["a", "b", "c", "dddddddd"].map(String::from).to_vec();
+        let pieces = pack(&texts, &[4, 4, 4, 40], 10);
+        assert_eq!(pieces[0], "ab");
+        assert_eq!(pieces[1], "c");
+        // 40 tokens (+25% slack) over a limit of 10: five runs of at most two characters.
+        assert_eq!(pieces[2..].concat(), "dddddddd");
+        assert!(pieces[2..].iter().all(|piece| piece.len() <= 2));
+    }
+}

@@ -1,0 +1,418 @@
+//! Tests of the prompt pipeline (summaries against the fake provider need `--features summarize`).
+
+use rlm_context::tokens::Tokenizer;
+
+use super::*;
+
+fn options() -> PromptOptions {
+    PromptOptions {
+        tokenizer: Tokenizer::O200k,
+        ..PromptOptions::default()
+    }
+}
+
+fn item(kind: ItemKind, name: &str, text: &str) -> ContextItem {
+    ContextItem {
+        kind,
+        name: name.into(),
+        text: text.into(),
+    }
+}
+
+/// `count` alternating messages of about `words` words each, numbered so each is findable.
+fn conversation(count: usize, words: usize) -> Vec<ChatMessage> {
+    (0..count)
+        .map(|index| {
+            let role = if index % 2 == 0 { "user" } else { "assistant" };
+            let body = format!("message-{index:04} ") + &"lorem ipsum dolor ".repeat(words / 3);
+            ChatMessage::new(role, body)
+        })
+        .collect()
+}
+
+fn material() -> Vec<ContextItem> {
+    vec![
+        item(
+            ItemKind::SourceFiles,
+            "src/lib.rs",
+            "pub fn answer() -> u32 { 42 }\n",
+        ),
+        item(
+            ItemKind::BuildLogs,
+            "ci.log",
+            "compiling\nerror[E0308]: mismatched types\n",
+        ),
+        item(ItemKind::PodLogs, "pod.log", "panicked at src/main.rs:3\n"),
+        item(ItemKind::Notes, "NOTES.md", "Use u32 everywhere.\n"),
+    ]
+}
+
+#[test]
+fn error_fixing_includes_logs_and_coding_does_not() {
+    let mut assembler = PromptAssembler::new(options()).unwrap();
+    let mut inputs = PromptInputs {
+        stage: Stage::ErrorFixing,
+        history: conversation(4, 30),
+        items: material(),
+    };
+    let fixing = assembler.build_offline(&inputs).unwrap();
+    let user = &fixing.messages[1].content;
+    assert!(user.contains("error[E0308]") && user.contains("panicked at"));
+    assert!(
+        fixing.messages[0]
+            .content
+            .contains("## Current stage: error-fixing")
+    );
+    // Priority order: notes (100) before build logs (90) before pod logs (85) before sources.
+    let names: Vec<&str> = fixing.plan.items.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["NOTES.md", "ci.log", "pod.log", "src/lib.rs"]);
+
+    inputs.stage = Stage::Coding;
+    let coding = assembler.build_offline(&inputs).unwrap();
+    let user = &coding.messages[1].content;
+    assert!(!user.contains("error[E0308]") && !user.contains("panicked at"));
+    assert!(user.contains("pub fn answer") && user.contains("Use u32 everywhere."));
+    let log = coding
+        .plan
+        .items
+        .iter()
+        .find(|i| i.name == "ci.log")
+        .unwrap();
+    assert_eq!(log.status, ItemStatus::Skipped);
+    assert!(log.reason.as_deref().unwrap().contains("coding stage"));
+}
+
+#[test]
+fn section_totals_equal_counting_the_assembled_prompt() {
+    let mut assembler = PromptAssembler::new(options()).unwrap();
+    let mut items = material();
+    items.push(item(
+        ItemKind::Adrs,
+        "adr/1.md",
+        "# ADR 1\n\nWe chose `u32`.\n\n```rust\nx\n```\n",
+    ));
+    let inputs = PromptInputs {
+        stage: Stage::ErrorFixing,
+        history: conversation(6, 40),
+        items,
+    };
+    let built = assembler.build_offline(&inputs).unwrap();
+    let counted: u64 = built
+        .messages
+        .iter()
+        .map(|m| Tokenizer::O200k.count(&m.content) as u64)
+        .sum();
+    assert_eq!(built.plan.tokens_total, counted);
+    let sections = &built.plan.sections;
+    assert_eq!(
+        sections[0].tokens + sections[1].tokens,
+        Tokenizer::O200k.count(&built.messages[0].content) as u64
+    );
+    let included: u64 = built.plan.items.iter().map(|i| i.used_tokens).sum();
+    assert!(sections[3].tokens >= included && sections[3].tokens <= included + 5);
+}
+
+#[test]
+fn an_item_too_large_is_skipped_and_smaller_later_ones_get_in_logs_keep_their_tail() {
+    let mut options = options();
+    options.budgets.other = 600;
+    // The log last, so the sources are fitted before its tail takes what is left.
+    options.priorities.set(ItemKind::BuildLogs, 10);
+    let mut assembler = PromptAssembler::new(options).unwrap();
+    let big_source = "fn filler() {}\n".repeat(400);
+    let log: String = (0..400)
+        .map(|i| format!("line {i} ok\n"))
+        .collect::<String>()
+        + "FATAL: disk full\n";
+    let inputs = PromptInputs {
+        stage: Stage::ErrorFixing,
+        history: Vec::new(),
+        items: vec![
+            item(ItemKind::SourceFiles, "big.rs", &big_source),
+            item(ItemKind::SourceFiles, "small.rs", "fn small() {}\n"),
+            item(ItemKind::BuildLogs, "ci.log", &log),
+        ],
+    };
+    let built = assembler.build_offline(&inputs).unwrap();
+    let status = |name: &str| {
+        built
+            .plan
+            .items
+            .iter()
+            .find(|i| i.name == name)
+            .unwrap()
+            .status
+    };
+    assert_eq!(status("big.rs"), ItemStatus::Skipped);
+    assert_eq!(status("small.rs"), ItemStatus::Included);
+    assert_eq!(status("ci.log"), ItemStatus::Tail);
+    let user = &built.messages[1].content;
+    assert!(user.contains("FATAL: disk full") && !user.contains("line 0 ok\n"));
+    assert!(built.plan.sections[3].tokens <= 600);
+}
+
+#[test]
+fn fixed_sections_must_fit_and_budgets_must_be_positive() {
+    let mut small = options();
+    small.budgets.system = 20;
+    let error = PromptAssembler::new(small)
+        .unwrap()
+        .build_offline(&PromptInputs {
+            stage: Stage::Coding,
+            history: Vec::new(),
+            items: Vec::new(),
+        })
+        .unwrap_err();
+    assert!(
+        error.to_string().starts_with("the system prompt needs"),
+        "{error}"
+    );
+    assert!(!error.is_input());
+    let mut zero = options();
+    zero.budgets.history = 0;
+    let error = PromptAssembler::new(zero).unwrap_err();
+    assert!(error.is_input() && error.to_string().contains("chat_history_budget"));
+}
+
+#[test]
+fn without_a_model_a_long_history_falls_back_to_recent_messages_and_says_so() {
+    let mut options = options();
+    options.budgets.history = 1_000;
+    let mut assembler = PromptAssembler::new(options).unwrap();
+    let inputs = PromptInputs {
+        stage: Stage::Coding,
+        history: conversation(40, 60),
+        items: Vec::new(),
+    };
+    let built = assembler.build_offline(&inputs).unwrap();
+    let report = &built.plan.history;
+    assert_eq!(report.action, HistoryAction::Fallback);
+    assert!(report.dropped_messages > 0);
+    assert!(built.messages[1].content.contains("message-0039"));
+    assert!(!built.messages[1].content.contains("message-0000"));
+    assert!(built.plan.sections[2].tokens <= 1_000);
+    assert!(built.plan.warnings[0].contains("no summarizing model"));
+    let plan = assembler.plan(&inputs).unwrap();
+    assert_eq!(plan.plan.history.action, HistoryAction::WouldSummarize);
+    assert!(plan.plan.history.estimate.as_ref().unwrap().input_tokens > 1_000);
+}
+
+#[test]
+fn unknown_stage_is_coding_with_a_warning() {
+    assert_eq!(
+        Stage::parse_or_coding("Error_Fixing"),
+        (Stage::ErrorFixing, None)
+    );
+    let (stage, warning) = Stage::parse_or_coding("deploying");
+    assert_eq!(stage, Stage::Coding);
+    assert!(warning.unwrap().contains("unknown stage `deploying`"));
+}
+
+#[cfg(feature = "summarize")]
+mod with_model {
+    use rlm_llm::fake::{FakeReply, FakeServer};
+
+    use super::*;
+
+    const MODEL: &str = "summarizer";
+
+    fn long_history_options(cache: &std::path::Path) -> PromptOptions {
+        let mut options = options();
+        options.budgets.history = 1_000;
+        options.history.model = Some(MODEL.into());
+        options.cache_dir = Some(cache.to_path_buf());
+        options
+    }
+
+    async fn start() -> (FakeServer, Summarizer) {
+        let server = FakeServer::start().await.unwrap();
+        let client = server.client_builder().build().unwrap();
+        (server, Summarizer::new(client, MODEL))
+    }
+
+    fn inputs(history: Vec<ChatMessage>) -> PromptInputs {
+        PromptInputs {
+            stage: Stage::Coding,
+            history,
+            items: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn below_the_trigger_no_call_is_made() {
+        let (server, summarizer) = start().await;
+        let cache = tempfile::tempdir().unwrap();
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        // 5 messages of ~40 tokens: far below 80% of 1,000.
+        let built = assembler
+            .build(&inputs(conversation(5, 30)), Some(&summarizer))
+            .await
+            .unwrap();
+        assert_eq!(server.request_count(), 0);
+        assert_eq!(built.plan.history.action, HistoryAction::Verbatim);
+        assert_eq!(built.plan.history.verbatim_messages, 5);
+    }
+
+    #[tokio::test]
+    async fn above_the_trigger_older_messages_are_summarized_and_the_tail_kept() {
+        let (server, summarizer) = start().await;
+        server.script(MODEL, [FakeReply::text("## Requirements\n- keep u32")]);
+        let cache = tempfile::tempdir().unwrap();
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let history = conversation(40, 60);
+        let built = assembler
+            .build(&inputs(history), Some(&summarizer))
+            .await
+            .unwrap();
+        let report = &built.plan.history;
+        assert_eq!(report.action, HistoryAction::Summarized);
+        assert!(report.verbatim_messages > 0 && report.summarized_messages > 0);
+        assert_eq!(report.summarized_messages + report.verbatim_messages, 40);
+        let first_kept = report.summarized_messages;
+        let requests = server.requests_for(MODEL);
+        assert_eq!(requests.len(), 1);
+        let sent = requests[0].last_user_message();
+        for index in 0..40 {
+            let marker = format!("message-{index:04}");
+            assert_eq!(
+                sent.contains(&marker),
+                index < first_kept,
+                "{marker} in the summary call"
+            );
+            assert_eq!(
+                built.messages[1].content.contains(&marker),
+                index >= first_kept,
+                "{marker} verbatim"
+            );
+        }
+        assert!(built.messages[1].content.contains("- keep u32"));
+        assert!(
+            requests[0]
+                .system
+                .as_deref()
+                .unwrap()
+                .contains("Remaining work")
+        );
+        assert_eq!(built.plan.model_calls.len(), 1);
+        assert!(built.plan.sections[2].tokens <= 1_000);
+    }
+
+    #[tokio::test]
+    async fn a_cached_summary_costs_no_second_call_and_gives_identical_bytes() {
+        let (server, summarizer) = start().await;
+        server.script(MODEL, [FakeReply::text("the summary")]);
+        let cache = tempfile::tempdir().unwrap();
+        let history = conversation(40, 60);
+        let mut first = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let one = first
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        let mut second = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let two = second
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        assert_eq!(server.request_count(), 1);
+        assert!(two.plan.history.cache_hit && !one.plan.history.cache_hit);
+        assert_eq!(one.plan.history.cache_key, two.plan.history.cache_key);
+        assert!(two.plan.model_calls.is_empty());
+        assert_eq!(
+            serde_json::to_string(&one.messages).unwrap(),
+            serde_json::to_string(&two.messages).unwrap()
+        );
+        // An offline build (no client at all) finds the same summary.
+        let three = second.build_offline(&inputs(history)).unwrap();
+        assert_eq!(three.plan.digest, one.plan.digest);
+    }
+
+    #[tokio::test]
+    async fn a_failing_model_falls_back_to_recent_messages() {
+        let (server, summarizer) = start().await;
+        server.script(MODEL, [FakeReply::status(400, "model not found")]);
+        let cache = tempfile::tempdir().unwrap();
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let built = assembler
+            .build(&inputs(conversation(40, 60)), Some(&summarizer))
+            .await
+            .unwrap();
+        let report = &built.plan.history;
+        assert_eq!(report.action, HistoryAction::Fallback);
+        assert!(
+            report
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("summarizing model failed")
+        );
+        assert!(built.messages[1].content.contains("message-0039"));
+        assert!(built.plan.sections[2].tokens <= 1_000);
+        let cached = std::fs::read_dir(cache.path().join("summaries")).map_or(0, Iterator::count);
+        assert_eq!(cached, 0, "nothing cached after a failure");
+    }
+
+    #[tokio::test]
+    async fn a_long_summary_is_asked_again_then_cut() {
+        let (server, summarizer) = start().await;
+        let long = "- a fact worth keeping\n".repeat(300);
+        server.script(
+            MODEL,
+            [FakeReply::text(long.clone()), FakeReply::text(long)],
+        );
+        let cache = tempfile::tempdir().unwrap();
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let built = assembler
+            .build(&inputs(conversation(40, 60)), Some(&summarizer))
+            .await
+            .unwrap();
+        assert_eq!(server.request_count(), 2);
+        assert!(
+            server.requests()[1]
+                .last_user_message()
+                .contains("Rewrite it in at most")
+        );
+        let report = &built.plan.history;
+        assert_eq!(report.action, HistoryAction::Summarized);
+        assert!(report.note.as_deref().unwrap().contains("cut to its first"));
+        assert!(
+            built.plan.sections[2].tokens <= 1_000,
+            "{:?}",
+            built.plan.sections
+        );
+    }
+
+    #[tokio::test]
+    async fn a_history_beyond_the_window_is_summarized_in_pieces_then_merged() {
+        let (server, summarizer) = start().await;
+        server.respond_with(|seen| {
+            let text = seen.last_user_message();
+            let first = text
+                .find("message-")
+                .map_or("merged", |at| &text[at..at + 12]);
+            FakeReply::text(format!("- summary from {first}"))
+        });
+        let cache = tempfile::tempdir().unwrap();
+        let mut options = long_history_options(cache.path());
+        options.history.window_tokens = 4_000;
+        let mut assembler = PromptAssembler::new(options).unwrap();
+        // ~2,000 messages of ~100 tokens: about 200k tokens, fifty times the window.
+        let history = conversation(2_000, 75);
+        let built = assembler
+            .build(&inputs(history), Some(&summarizer))
+            .await
+            .unwrap();
+        let calls = &built.plan.model_calls;
+        assert!(calls.len() > 50, "{} calls", calls.len());
+        assert!(calls.iter().any(|call| call.purpose == "summary-piece"));
+        assert_eq!(calls.last().unwrap().purpose, "summary-merge");
+        for request in server.requests_for(MODEL) {
+            let tokens = Tokenizer::O200k.count(request.last_user_message()) as u64;
+            assert!(
+                tokens < 4_000,
+                "a call of {tokens} tokens exceeds the window"
+            );
+        }
+        assert_eq!(built.plan.history.action, HistoryAction::Summarized);
+        assert!(built.plan.sections[2].tokens <= 1_000);
+    }
+}

@@ -1,0 +1,291 @@
+//! `rlm prompt build|plan`: read the history and the material, build one turn's prompt with
+//! `rlm_assemble::prompt`, print it and its plan.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use rlm_assemble::prompt::{
+    BuiltPrompt, ChatMessage, HistoryAction, ItemKind, ItemStatus, PromptAssembler, PromptInputs,
+    PromptPlan, Stage, Summarizer, load_items, parse_history,
+};
+
+use crate::cli::{GlobalArgs, PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
+use crate::error::{CliError, input_error};
+use crate::settings::{PromptSettings, Sources};
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::Result<ExitCode> {
+    let (dry_run, args) = match args.action {
+        PromptAction::Build(args) => (false, args),
+        PromptAction::Plan(args) => (true, args),
+    };
+    let settings = PromptSettings::resolve(&args, sources)?;
+    let (stage, stage_warning) = Stage::parse_or_coding(&args.stage);
+    let inputs = read_inputs(&args, stage)?;
+    let model = settings.options.history.model.clone();
+    let mut assembler = PromptAssembler::new(settings.options).map_err(to_cli_error)?;
+    let mut built = if dry_run {
+        assembler.plan(&inputs).map_err(to_cli_error)?
+    } else if let Some(model) = model {
+        let client = settings.llm.build_client()?;
+        let summarizer = Summarizer::new(client, model);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let outcome = runtime.block_on(async {
+            tokio::select! {
+                built = assembler.build(&inputs, Some(&summarizer)) => Some(built),
+                _ = tokio::signal::ctrl_c() => None,
+            }
+        });
+        let Some(built) = outcome else {
+            return Err(CliError::interrupted().into());
+        };
+        built.map_err(to_cli_error)?
+    } else {
+        assembler.build_offline(&inputs).map_err(to_cli_error)?
+    };
+    if let Err(error) = assembler.save_cache() {
+        built
+            .plan
+            .warnings
+            .push(format!("warning: could not save token counts: {error}"));
+    }
+    if let Some(warning) = stage_warning {
+        built.plan.warnings.insert(0, warning);
+    }
+    price_estimate(
+        &mut built.plan,
+        &settings.llm,
+        assembler.options().history.model.as_deref(),
+    );
+    if !global.quiet {
+        for warning in &built.plan.warnings {
+            eprintln!("{}", crate::output::neutralize(warning));
+        }
+    }
+    if let Some(path) = &args.plan_output {
+        let text = serde_json::to_string_pretty(&built.plan)? + "\n";
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write the plan to {}", path.display()))?;
+    }
+    if dry_run {
+        if global.json {
+            crate::output::print_record("plan", &built.plan)?;
+        } else {
+            print_stdout(&plan_text(&built.plan))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let prompt = render(&built, args.format)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &prompt)
+            .with_context(|| format!("cannot write the prompt to {}", path.display()))?,
+        None if global.json => crate::output::print_record(
+            "prompt",
+            &serde_json::json!({ "messages": built.messages }),
+        )?,
+        None => print_stdout(&prompt)?,
+    }
+    if global.json {
+        crate::output::print_record("plan", &built.plan)?;
+    } else if !global.quiet {
+        eprint!("{}", crate::output::neutralize(&plan_text(&built.plan)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = crate::output::raw_stdout();
+    out.write_all(crate::output::for_stdout(text).as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Reads the history file and every material flag, in the order of the flags.
+fn read_inputs(args: &PromptBuildArgs, stage: Stage) -> anyhow::Result<PromptInputs> {
+    let history = match &args.history {
+        None => Vec::new(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                input_error(format!(
+                    "cannot read the history {}: {error}",
+                    path.display()
+                ))
+            })?;
+            parse_history(&text, &path.display().to_string()).map_err(|error| {
+                CliError::input(error).with_hint(
+                    "a history is JSON Lines of {\"role\": ..., \"content\": ...} objects, \
+                     or a JSON array (or object with `messages`) of them",
+                )
+            })?
+        }
+    };
+    let base = std::env::current_dir().context("cannot read the current directory")?;
+    let mut items = Vec::new();
+    for (kind, specs) in [
+        (ItemKind::Notes, &args.notes),
+        (ItemKind::Adrs, &args.adr),
+        (ItemKind::SourceFiles, &args.source),
+        (ItemKind::BuildLogs, &args.build_log),
+        (ItemKind::PodLogs, &args.pod_log),
+        (ItemKind::TestResults, &args.test_results),
+        (ItemKind::Libraries, &args.library),
+    ] {
+        for spec in specs {
+            items.extend(load_items(kind, spec, &base).map_err(to_cli_error)?);
+        }
+    }
+    Ok(PromptInputs {
+        stage,
+        history,
+        items,
+    })
+}
+
+/// Prices the estimate of a summary not made, when the model's price is known.
+fn price_estimate(plan: &mut PromptPlan, llm: &crate::settings::LlmSettings, model: Option<&str>) {
+    let (Some(estimate), Some(model)) = (plan.history.estimate.as_mut(), model) else {
+        return;
+    };
+    // Prices are keyed by the model name without its `provider:` prefix.
+    let name = model.split_once(':').map_or(model, |(_, name)| name);
+    if let Some(price) = llm.prices.get(name).or_else(|| llm.prices.get(model)) {
+        estimate.cost_usd = Some(
+            (estimate.input_tokens as f64 * price.input_per_mtok
+                + estimate.max_output_tokens as f64 * price.output_per_mtok)
+                / 1e6,
+        );
+    }
+}
+
+/// The prompt in the chosen format.
+fn render(built: &BuiltPrompt, format: PromptFormat) -> anyhow::Result<String> {
+    let content = |role: &str| {
+        built
+            .messages
+            .iter()
+            .find(|message: &&ChatMessage| message.role == role)
+            .map_or("", |message| message.content.as_str())
+    };
+    Ok(match format {
+        PromptFormat::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({ "messages": built.messages }))? + "\n"
+        }
+        PromptFormat::Text => format!("{}{}", content("system"), content("user")),
+        PromptFormat::Mdctx => format!(
+            "<!-- mdctx prompt v{} stage={} digest={} -->\n# System\n\n{}# User\n\n{}",
+            built.plan.version,
+            built.plan.stage.name(),
+            built.plan.digest,
+            content("system"),
+            content("user")
+        ),
+    })
+}
+
+/// The plan for a person.
+fn plan_text(plan: &PromptPlan) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "prompt for stage {}: {} of {} tokens ({})",
+        plan.stage.name(),
+        plan.tokens_total,
+        plan.budget_total,
+        plan.tokenizer
+    );
+    for section in &plan.sections {
+        let _ = write!(
+            text,
+            "  {:<8} {:>7} / {:<7}",
+            section.name, section.tokens, section.budget
+        );
+        if section.name == "history" {
+            let _ = write!(text, "  {}", history_line(plan));
+        }
+        text.push('\n');
+    }
+    for item in &plan.items {
+        let status = match item.status {
+            ItemStatus::Included => "in",
+            ItemStatus::Tail => "tail",
+            ItemStatus::Skipped => "skipped",
+        };
+        let _ = write!(
+            text,
+            "  {status:<7} {:<12} {:>4} {:>7}  {}",
+            item.kind.key(),
+            item.priority,
+            item.used_tokens
+                .max(item.tokens * u64::from(item.status == ItemStatus::Skipped)),
+            item.name
+        );
+        if let Some(reason) = &item.reason {
+            let _ = write!(text, " ({reason})");
+        }
+        text.push('\n');
+    }
+    if !plan.model_calls.is_empty() {
+        let cost = plan
+            .cost_usd
+            .map_or_else(|| "cost unknown".to_owned(), crate::output::usd);
+        let _ = writeln!(text, "  model calls: {} ({cost})", plan.model_calls.len());
+    }
+    let _ = writeln!(text, "  digest {}", plan.digest);
+    text
+}
+
+fn history_line(plan: &PromptPlan) -> String {
+    let report = &plan.history;
+    let mut line = match report.action {
+        HistoryAction::Empty => "no history".to_owned(),
+        HistoryAction::Verbatim => format!("{} messages verbatim", report.messages),
+        HistoryAction::Summarized => format!(
+            "{} messages summarized{}, {} verbatim",
+            report.summarized_messages,
+            if report.cache_hit { " (cached)" } else { "" },
+            report.verbatim_messages
+        ),
+        HistoryAction::Fallback => format!(
+            "not summarized: {} most recent of {} messages",
+            report.verbatim_messages, report.messages
+        ),
+        HistoryAction::WouldSummarize => format!(
+            "would summarize {} of {} messages",
+            report.dropped_messages, report.messages
+        ),
+    };
+    if let Some(estimate) = &report.estimate {
+        let cost = estimate
+            .cost_usd
+            .map_or_else(|| "price unknown".to_owned(), crate::output::usd);
+        let _ = write!(
+            line,
+            " [{} calls, ~{} input tokens, at most {} output tokens, {cost}]",
+            estimate.calls, estimate.input_tokens, estimate.max_output_tokens
+        );
+    }
+    line
+}
+
+fn to_cli_error(error: rlm_assemble::Error) -> CliError {
+    let hint = match &error {
+        rlm_assemble::Error::SectionTooLarge { .. } => {
+            Some("raise --budget-total or the section's budget, or shorten the prompt override")
+        }
+        rlm_assemble::Error::Missing { .. } => Some("paths are relative to the current directory"),
+        _ => None,
+    };
+    let error = if error.is_input() {
+        CliError::input(error)
+    } else {
+        CliError::failed(error)
+    };
+    match hint {
+        Some(hint) => error.with_hint(hint),
+        None => error,
+    }
+}

@@ -1,0 +1,287 @@
+//! `rlm prompt` settings, highest precedence first: flags, environment, the `[prompt]`
+//! section (project file over user file), defaults.
+//!
+//! ```toml
+//! [prompt]
+//! system_prompt_budget = 1000
+//! agent_prompt_budget = 1500
+//! chat_history_budget = 10000
+//! other_context_budget = 15000
+//! total_budget = 27500          # optional cap; default: the sum
+//! tokenizer = "o200k"
+//!
+//! [prompt.rlm]
+//! model = "anthropic:claude-haiku-4-5"   # the summarizing model
+//! threshold_percentage = 80              # summarize above this share of the history budget
+//! recent_share_percentage = 50           # share kept verbatim for recent messages
+//! window_tokens = 100000                 # the summarizing model's window
+//!
+//! [prompt.context_priority]     # higher goes in first
+//! notes = 100
+//! build_logs = 90
+//! pod_logs = 85
+//! source_files = 80
+//! test_results = 75
+//! adrs = 50
+//! libraries = 40
+//! ```
+
+use std::collections::BTreeMap;
+
+use rlm_assemble::prompt::{ItemKind, PromptOptions, PromptTexts};
+use rlm_context::tokens::Tokenizer;
+use serde::Deserialize;
+
+use super::env;
+use super::{LlmSettings, Sources};
+use crate::cli::PromptBuildArgs;
+use crate::error::{CliError, input_error};
+
+/// The `[prompt]` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptConfig {
+    pub system_prompt_budget: Option<i64>,
+    pub agent_prompt_budget: Option<i64>,
+    pub chat_history_budget: Option<i64>,
+    pub other_context_budget: Option<i64>,
+    pub total_budget: Option<i64>,
+    pub tokenizer: Option<String>,
+    #[serde(default)]
+    pub rlm: PromptModelConfig,
+    #[serde(default)]
+    pub context_priority: BTreeMap<String, i64>,
+}
+
+/// The `[prompt.rlm]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptModelConfig {
+    pub model: Option<String>,
+    pub threshold_percentage: Option<i64>,
+    pub recent_share_percentage: Option<i64>,
+    pub window_tokens: Option<i64>,
+}
+
+/// Everything `rlm prompt` runs with.
+#[derive(Debug)]
+pub struct PromptSettings {
+    /// Options for the assembler (budgets, priorities, texts, cache directory).
+    pub options: PromptOptions,
+    /// How to reach the summarizing model (record/replay, providers, prices).
+    pub llm: LlmSettings,
+}
+
+impl PromptSettings {
+    pub fn resolve(args: &PromptBuildArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let config: PromptConfig = sources.section("prompt")?;
+        let llm = LlmSettings::resolve(&args.llm, sources)?;
+        let mut options = Self::merge(args, config, sources.env())?;
+        options.texts = texts(sources)?;
+        options.cache_dir = sources
+            .dirs()
+            .state
+            .as_ref()
+            .map(|dir| dir.join("prompt-cache"));
+        Ok(Self { options, llm })
+    }
+
+    /// Flags > environment > `config` > defaults, for everything but the texts and the cache.
+    fn merge(
+        args: &PromptBuildArgs,
+        config: PromptConfig,
+        environment: &env::Environment,
+    ) -> anyhow::Result<PromptOptions> {
+        let mut options = PromptOptions::default();
+        let budgets = &mut options.budgets;
+        for (flag, key, value, slot) in [
+            (
+                "--system-budget",
+                "system_prompt_budget",
+                args.system_budget.or(config.system_prompt_budget),
+                &mut budgets.system,
+            ),
+            (
+                "--agent-budget",
+                "agent_prompt_budget",
+                args.agent_budget.or(config.agent_prompt_budget),
+                &mut budgets.agent,
+            ),
+            (
+                "--history-budget",
+                "chat_history_budget",
+                args.history_budget.or(config.chat_history_budget),
+                &mut budgets.history,
+            ),
+            (
+                "--context-budget",
+                "other_context_budget",
+                args.context_budget.or(config.other_context_budget),
+                &mut budgets.other,
+            ),
+        ] {
+            if let Some(value) = value {
+                *slot = positive(value, flag, key)?;
+            }
+        }
+        if let Some(total) = args.budget_total.or(config.total_budget) {
+            budgets.total = Some(positive(total, "--budget-total", "total_budget")?);
+        }
+        let history = &mut options.history;
+        if let Some(value) = args.threshold.or(config.rlm.threshold_percentage) {
+            history.threshold_percentage = percent(value, "--threshold", "threshold_percentage")?;
+        }
+        if let Some(value) = args.recent_share.or(config.rlm.recent_share_percentage) {
+            history.recent_share_percentage =
+                percent(value, "--recent-share", "recent_share_percentage")?;
+        }
+        if let Some(value) = config.rlm.window_tokens {
+            history.window_tokens = positive(value, "", "[prompt.rlm] window_tokens")?;
+        }
+        history.model = args
+            .llm
+            .model
+            .clone()
+            .or_else(|| environment.var(env::RLM_PROMPT_MODEL))
+            .or(config.rlm.model);
+        for (key, value) in config.context_priority {
+            let kind = ItemKind::from_key(&key).ok_or_else(|| {
+                let known: Vec<&str> = ItemKind::ALL.iter().map(|kind| kind.key()).collect();
+                input_error(format!(
+                    "unknown key `{key}` in [prompt.context_priority] (known: {})",
+                    known.join(", ")
+                ))
+            })?;
+            let priority = u32::try_from(value).map_err(|_| {
+                input_error(format!(
+                    "[prompt.context_priority] {key} must be 0 or more, not {value}"
+                ))
+            })?;
+            options.priorities.set(kind, priority);
+        }
+        options.tokenizer = match (args.tokenizer, config.tokenizer) {
+            (Some(tokenizer), _) => tokenizer,
+            (None, Some(name)) => name
+                .parse::<Tokenizer>()
+                .map_err(|error| input_error(format!("[prompt] tokenizer: {error}")))?,
+            (None, None) => Tokenizer::default(),
+        };
+        Ok(options)
+    }
+}
+
+fn positive(value: i64, flag: &str, key: &str) -> anyhow::Result<u64> {
+    u64::try_from(value)
+        .ok()
+        .filter(|value| *value > 0)
+        .ok_or_else(|| {
+            let name = if flag.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{flag} ([prompt] {key})")
+            };
+            input_error(format!(
+                "{name} must be a positive number of tokens, not {value}"
+            ))
+            .into()
+        })
+}
+
+fn percent(value: i64, flag: &str, key: &str) -> anyhow::Result<u32> {
+    u32::try_from(value)
+        .ok()
+        .filter(|value| (1..=100).contains(value))
+        .ok_or_else(|| {
+            input_error(format!(
+                "{flag} ([prompt.rlm] {key}) must be between 1 and 100, not {value}"
+            ))
+            .into()
+        })
+}
+
+/// The built-in prompts with the overrides found in the prompt directory (`RLM_PROMPT_DIR`,
+/// else the user's `prompts/`).
+fn texts(sources: &Sources) -> anyhow::Result<PromptTexts> {
+    let dir = sources
+        .env()
+        .path(env::RLM_PROMPT_DIR)
+        .or_else(|| sources.dirs().prompts());
+    let Some(dir) = dir else {
+        return Ok(PromptTexts::default());
+    };
+    let (texts, used) = PromptTexts::with_overrides_from(&dir).map_err(CliError::input)?;
+    if !used.is_empty() {
+        tracing::info!(
+            "prompt overrides from {}: {}",
+            dir.display(),
+            used.join(", ")
+        );
+    }
+    Ok(texts)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command, PromptAction};
+    use crate::settings::tests::Layout;
+
+    fn args(line: &[&str]) -> PromptBuildArgs {
+        let mut full = vec!["rlm", "prompt", "build"];
+        full.extend(line);
+        match Cli::parse_from(full).command {
+            Command::Prompt(prompt) => match prompt.action {
+                PromptAction::Build(args) | PromptAction::Plan(args) => args,
+            },
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn flags_beat_env_beat_files_beat_defaults() {
+        let user = "[prompt]\nchat_history_budget = 7000\nother_context_budget = 9000\n\
+                    [prompt.rlm]\nmodel = 'user:m'\nthreshold_percentage = 70\n";
+        let project =
+            "[prompt]\nchat_history_budget = 8000\n[prompt.context_priority]\nadrs = 95\n";
+        let layout = Layout::new(Some(user), Some(project));
+        let settings = PromptSettings::resolve(&args(&[]), &layout.sources(&[])).unwrap();
+        let options = &settings.options;
+        assert_eq!(options.budgets.history, 8000);
+        assert_eq!(options.budgets.other, 9000);
+        assert_eq!(options.budgets.system, 1000);
+        assert_eq!(options.history.threshold_percentage, 70);
+        assert_eq!(options.history.model.as_deref(), Some("user:m"));
+        assert_eq!(options.priorities.get(ItemKind::Adrs), 95);
+
+        let sources = layout.sources(&[("RLM_PROMPT_MODEL", "env:m")]);
+        let settings = PromptSettings::resolve(
+            &args(&["--history-budget", "500", "--threshold", "90"]),
+            &sources,
+        )
+        .unwrap();
+        assert_eq!(settings.options.budgets.history, 500);
+        assert_eq!(settings.options.history.threshold_percentage, 90);
+        assert_eq!(settings.options.history.model.as_deref(), Some("env:m"));
+        let settings = PromptSettings::resolve(&args(&["-m", "flag:m"]), &sources).unwrap();
+        assert_eq!(settings.options.history.model.as_deref(), Some("flag:m"));
+    }
+
+    #[test]
+    fn zero_negative_and_unknown_values_are_input_errors() {
+        let layout = Layout::new(None, None);
+        for line in [
+            &["--budget-total", "0"][..],
+            &["--context-budget", "-5"][..],
+            &["--threshold", "150"][..],
+        ] {
+            let error = PromptSettings::resolve(&args(line), &layout.sources(&[])).unwrap_err();
+            let cli = error.downcast_ref::<CliError>().unwrap();
+            assert_eq!(cli.kind, crate::error::Kind::Input, "{line:?}");
+        }
+        let bad = Layout::new(None, Some("[prompt.context_priority]\nwiki = 3\n"));
+        let error = PromptSettings::resolve(&args(&[]), &bad.sources(&[])).unwrap_err();
+        assert!(error.to_string().contains("unknown key `wiki`"), "{error}");
+    }
+}
