@@ -7,6 +7,7 @@ mod support;
 mod basics;
 mod chat;
 mod ctx;
+mod doctor;
 mod inspect;
 mod models;
 mod output;
