@@ -332,7 +332,9 @@ pub(crate) fn open_database(dir: &Path, flags: OpenFlags) -> Result<Connection> 
     };
     let flags = flags | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut connection = Connection::open_with_flags(&path, flags).map_err(not_a_store)?;
-    configure(&connection, flags).map_err(not_a_store)?;
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    // Checked before `configure`, which switches the file to WAL: a foreign database is left
+    // exactly as it was.
     let version: i64 = connection
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(not_a_store)?;
@@ -342,6 +344,7 @@ pub(crate) fn open_database(dir: &Path, flags: OpenFlags) -> Result<Connection> 
             "store.sqlite holds no rlm schema (an empty or foreign database)",
         ));
     }
+    configure(&connection, flags).map_err(not_a_store)?;
     if flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY) {
         return Ok(connection);
     }
@@ -353,7 +356,6 @@ pub(crate) fn open_database(dir: &Path, flags: OpenFlags) -> Result<Connection> 
 }
 
 fn configure(connection: &Connection, flags: OpenFlags) -> rusqlite::Result<()> {
-    connection.busy_timeout(BUSY_TIMEOUT)?;
     if !flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY) {
         connection.pragma_update(None, "journal_mode", "WAL")?;
     }
