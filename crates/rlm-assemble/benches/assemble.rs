@@ -52,6 +52,7 @@ fn main() {
         slot: Slot::Evidence,
         link: false,
         base: tree.clone(),
+        follow: false,
     };
     let before = cpu_time();
     let started = Instant::now();

@@ -26,6 +26,9 @@ pub struct AddOptions {
     pub link: bool,
     /// Directory that relative selectors are resolved against (usually the current directory).
     pub base: PathBuf,
+    /// Let globs descend through symbolic links to directories (off by default, so a link to
+    /// `/etc` in the tree does not pull `/etc` in).
+    pub follow: bool,
 }
 
 /// One file ready to be written.
@@ -135,7 +138,7 @@ impl Ctx {
 impl Adding<'_> {
     fn selector(&mut self, raw: &str, selector: &Selector) -> Result<()> {
         let own_dir = absolute(self.ctx.root());
-        for path in selector.expand(&self.options.base)? {
+        for path in selector.expand(&self.options.base, self.options.follow)? {
             let full = absolute(&self.options.base.join(&path));
             // A broad glob (`**/*`) must not swallow the ctx directory itself.
             if selector.is_glob() && full.starts_with(&own_dir) {
@@ -377,6 +380,7 @@ mod tests {
             slot: Slot::Evidence,
             link: false,
             base: work.path().into(),
+            follow: false,
         };
         (work, ctx, add)
     }
@@ -437,6 +441,42 @@ mod tests {
             [
                 ("added", "200_src_flow_sh_l5_7.evidence"),
                 ("added", "200_src_flow_sh_l1_3.evidence")
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn globs_follow_directory_links_only_when_asked() {
+        let (work, ctx, options) = project();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.conf"), "password = hunter2\n").unwrap();
+        std::fs::write(work.path().join("src/app.conf"), "port = 8080\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), work.path().join("src/etc")).unwrap();
+
+        let report = ctx.add(&["**/*.conf".to_owned()], &options).unwrap();
+        assert_eq!(added(&report), [("added", "200_src_app_conf.evidence")]);
+
+        // Named literally, the linked directory is what the user asked for.
+        let report = ctx.add(&["src/etc/*.conf".to_owned()], &options).unwrap();
+        assert_eq!(
+            added(&report),
+            [("added", "200_src_etc_secret_conf.evidence")]
+        );
+
+        let (work, ctx, options) = project();
+        std::fs::write(work.path().join("src/app.conf"), "port = 8080\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), work.path().join("src/etc")).unwrap();
+        let follow = AddOptions {
+            follow: true,
+            ..options
+        };
+        let report = ctx.add(&["**/*.conf".to_owned()], &follow).unwrap();
+        assert_eq!(
+            added(&report),
+            [
+                ("added", "200_src_app_conf.evidence"),
+                ("added", "200_src_etc_secret_conf.evidence")
             ]
         );
     }

@@ -17,7 +17,7 @@
 //! let options = InitOptions { tokenizer: Tokenizer::Approx, ..InitOptions::default() };
 //! let (ctx, _) = Ctx::init(&work.path().join("ctx"), options)?;
 //! ctx.ask("What does deploy do?")?;
-//! let add = AddOptions { rank: None, slot: Slot::Evidence, link: false, base: work.path().into() };
+//! let add = AddOptions { rank: None, slot: Slot::Evidence, link: false, base: work.path().into(), follow: false };
 //! ctx.add(&["flow.sh::1,3#deploy".to_owned()], &add)?;
 //! let built = ctx.assemble()?;
 //! assert_eq!(built.plan.totals.included, 3);

@@ -144,8 +144,11 @@ impl Selector {
 
     /// The files this selector names, relative to `base`: one file, or the sorted matches of a
     /// glob (hidden files only when the pattern names them). Missing files and empty globs are
-    /// errors.
-    pub fn expand(&self, base: &Path) -> Result<Vec<PathBuf>> {
+    /// errors. Unless `follow` is set, a glob does not descend through symbolic links to
+    /// directories (as `rlm load` does not): `**/*.conf` in a tree holding a link to `/etc`
+    /// must not pull in `/etc`. Directories the pattern names literally (`link/*.conf`) are
+    /// followed, since the user asked for them.
+    pub fn expand(&self, base: &Path, follow: bool) -> Result<Vec<PathBuf>> {
         let literal = base.join(&self.path);
         if !self.is_glob() || literal.exists() {
             if !literal.exists() {
@@ -181,10 +184,14 @@ impl Selector {
         let mut files = Vec::new();
         for entry in matches {
             let path = entry.map_err(|error| bad(error.to_string()))?;
-            if path.is_file() {
-                let relative = path.strip_prefix(base).unwrap_or(&path).to_path_buf();
-                files.push(relative);
+            if !path.is_file() {
+                continue;
             }
+            if !follow && through_directory_link(&pattern, &path) {
+                continue;
+            }
+            let relative = path.strip_prefix(base).unwrap_or(&path).to_path_buf();
+            files.push(relative);
         }
         files.sort();
         if files.is_empty() {
@@ -192,6 +199,26 @@ impl Selector {
         }
         Ok(files)
     }
+}
+
+/// Whether `matched` (a match of `pattern`) is reached through a symbolic link to a directory
+/// below the pattern's literal prefix, i.e. a directory only a wildcard led to.
+fn through_directory_link(pattern: &Path, matched: &Path) -> bool {
+    let literal: PathBuf = pattern
+        .components()
+        .take_while(|part| !part.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+        .collect();
+    let Ok(below) = matched.strip_prefix(&literal) else {
+        return false;
+    };
+    let mut directory = literal;
+    let mut parts: Vec<_> = below.components().collect();
+    // The last part is the file itself; a link to a file is not a directory link.
+    parts.pop();
+    parts.into_iter().any(|part| {
+        directory.push(part);
+        std::fs::symlink_metadata(&directory).is_ok_and(|meta| meta.file_type().is_symlink())
+    })
 }
 
 fn is_tag(tag: &str) -> bool {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::read::BufferInfo;
-use crate::store::Store;
+use crate::store::{IndexHealth, Store};
 
 /// Sizes, counts and index state of a store.
 #[derive(Debug, Clone, Serialize)]
@@ -30,6 +30,8 @@ pub struct StoreStatus {
     /// Buffers whose index update is still queued (non-zero only during or after an
     /// interrupted write; the next writer applies them).
     pub pending_index_work: u64,
+    /// Whether the index holds exactly the stored chunks.
+    pub index_health: IndexHealth,
     /// Chunks with an embedding vector.
     pub embedded_chunks: u64,
     /// Model id of the stored vectors, if any.
@@ -88,6 +90,7 @@ impl Store {
             index_bytes: directory_size(&self.dir.join("bm25")),
             indexed_chunks: self.index.document_count()?,
             pending_index_work: self.pending_index_work()?,
+            index_health: self.index_health()?,
             embedded_chunks: embeddings.embedded_chunks,
             embedding_model: embeddings.model,
         })

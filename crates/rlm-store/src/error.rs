@@ -95,6 +95,32 @@ pub enum Error {
         /// Model id asked for.
         requested: String,
     },
+    /// The store directory holds a damaged store (an empty or foreign database, a missing
+    /// marker, a missing database beside an index). Nothing was changed.
+    #[error("the store at {dir} is damaged: {reason}")]
+    Damaged {
+        /// The store directory.
+        dir: PathBuf,
+        /// What is wrong, in a sentence.
+        reason: String,
+    },
+    /// The BM25 index exists but cannot be read.
+    #[error("cannot read the search index at {path}")]
+    IndexDamaged {
+        /// The index directory.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
+    /// The BM25 index does not hold the stored chunks (deleted, replaced or damaged).
+    #[error("the search index holds {indexed} documents but the store has {chunks} chunks")]
+    IndexOutOfStep {
+        /// Documents in the index.
+        indexed: u64,
+        /// Chunks in SQLite.
+        chunks: u64,
+    },
     /// The caller asked to stop (Ctrl-C); nothing was written.
     #[error("interrupted; nothing was written")]
     Interrupted,

@@ -4,7 +4,8 @@
 //! fast field (to map hits back) and the buffer id as an indexed term (to delete a buffer's
 //! documents and to filter searches to a set of buffers before ranking).
 
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 use rlm_context::words;
 use tantivy::collector::TopDocs;
@@ -119,6 +120,16 @@ impl Bm25Index {
         Ok(self.reader()?.searcher().num_docs())
     }
 
+    /// Segment ids (the prefix of their files' names) of the last commit.
+    pub(crate) fn live_segments(&self) -> Result<HashSet<String>> {
+        Ok(self
+            .index
+            .searchable_segment_ids()?
+            .iter()
+            .map(tantivy::index::SegmentId::uuid_string)
+            .collect())
+    }
+
     /// BM25's inverse document frequency of each term (always positive).
     pub(crate) fn inverse_document_frequencies(&self, terms: &[String]) -> Result<Vec<f64>> {
         let searcher = self.reader()?.searcher();
@@ -196,6 +207,45 @@ impl Bm25Index {
     }
 }
 
+/// What a read-only look at an index directory found.
+#[derive(Debug)]
+pub(crate) struct IndexInspection {
+    /// Documents in the last commit.
+    pub(crate) documents: u64,
+    /// Files of the last commit whose checksum does not match their content.
+    pub(crate) corrupted: Vec<PathBuf>,
+    /// Segment ids of the last commit.
+    pub(crate) live_segments: HashSet<String>,
+}
+
+/// Opens the index at `path` without creating or changing anything, counts its documents and
+/// verifies every file's checksum (reads the whole index). `Ok(None)` when there is no index.
+pub(crate) fn inspect(path: &Path) -> Result<Option<IndexInspection>> {
+    if !path.join("meta.json").is_file() {
+        return Ok(None);
+    }
+    let directory = MmapDirectory::open(path).map_err(|source| Error::IndexDirectory {
+        path: path.to_owned(),
+        source,
+    })?;
+    let index = Index::open(directory)?;
+    let reader: IndexReader = index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()?;
+    let mut corrupted: Vec<PathBuf> = index.validate_checksum()?.into_iter().collect();
+    corrupted.sort();
+    Ok(Some(IndexInspection {
+        documents: reader.searcher().num_docs(),
+        corrupted,
+        live_segments: index
+            .searchable_segment_ids()?
+            .iter()
+            .map(tantivy::index::SegmentId::uuid_string)
+            .collect(),
+    }))
+}
+
 /// An open index writer; dropping it without [`Bm25Writer::commit`] discards its changes.
 pub(crate) struct Bm25Writer<'a> {
     index: &'a Bm25Index,
@@ -214,6 +264,14 @@ impl Bm25Writer<'_> {
         document.add_u64(self.index.buffer_id, buffer_id as u64);
         document.add_text(self.index.text, text);
         self.writer.add_document(document)?;
+        Ok(())
+    }
+
+    /// Writes the segments to disk but never commits them, as a writer killed between the two
+    /// does (their files are then leftovers).
+    #[cfg(test)]
+    pub(crate) fn flush_without_commit(mut self) -> Result<()> {
+        let _never_committed = self.writer.prepare_commit()?;
         Ok(())
     }
 

@@ -28,13 +28,16 @@
 //! ```
 
 mod admin;
+mod doctor;
 mod embed;
 mod error;
 mod grep;
 mod index;
+mod leftovers;
 mod load;
 mod memory;
 mod read;
+mod reindex;
 mod schema;
 mod search;
 mod select;
@@ -43,6 +46,7 @@ mod store;
 pub mod tokenizer;
 
 pub use admin::StoreStatus;
+pub use doctor::{Check, diagnose};
 pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};
 pub use grep::{GrepLine, GrepOptions, GrepSummary};
@@ -52,7 +56,8 @@ pub use load::{
 };
 pub use memory::release_freed_memory_promptly;
 pub use read::{BufferInfo, ChunkInfo};
+pub use reindex::ReindexReport;
 pub use search::{
     DEFAULT_RRF_K, SearchHit, SearchMode, SearchOutcome, SearchRequest, reciprocal_rank_fusion,
 };
-pub use store::{IndexProgress, Store};
+pub use store::{IndexHealth, IndexProgress, Store};

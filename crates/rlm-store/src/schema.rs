@@ -53,9 +53,35 @@ const MIGRATIONS: &[&str] = &[
         chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
         vector BLOB NOT NULL
     );",
+    // 3: the store marker. A database without it (an empty file, another program's database)
+    // is not taken for a new store.
+    "CREATE TABLE store_marker (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        format TEXT NOT NULL
+    );
+    INSERT INTO store_marker (id, format) VALUES (1, 'rlm-store');",
 ];
 
-/// Applies pending migrations in one transaction.
+/// The value of `store_marker.format` in every rlm store.
+pub(crate) const MARKER: &str = "rlm-store";
+
+/// The schema version that added the marker; older stores get it when next opened.
+pub(crate) const MARKER_VERSION: i64 = 3;
+
+/// Schema version this build writes.
+pub(crate) const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Whether the database carries the store marker (false when the table or row is missing).
+pub(crate) fn has_marker(connection: &Connection) -> bool {
+    connection
+        .query_row("SELECT format FROM store_marker WHERE id = 1", [], |row| {
+            row.get::<_, String>(0)
+        })
+        .is_ok_and(|format| format == MARKER)
+}
+
+/// Applies pending migrations in one transaction. The caller has checked that the database is
+/// a store (version above 0) or is creating one.
 pub(crate) fn migrate(connection: &mut Connection) -> Result<()> {
     // Check without a write transaction first, so readers never wait for a running load.
     let current: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
@@ -96,6 +122,9 @@ mod tests {
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
         assert_eq!(version, MIGRATIONS.len() as i64);
+        assert!(has_marker(&connection));
+        connection.execute("DELETE FROM store_marker", []).unwrap();
+        assert!(!has_marker(&connection));
         connection.pragma_update(None, "user_version", 99).unwrap();
         assert!(matches!(
             migrate(&mut connection),

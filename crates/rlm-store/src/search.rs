@@ -108,6 +108,8 @@ impl Store {
         request: &SearchRequest,
         embedder: Option<&dyn Embedder>,
     ) -> Result<SearchOutcome> {
+        // An index that lost documents would answer "no match" for text the store holds.
+        self.ensure_index_in_step()?;
         let ids = self.candidate_buffers(&request.buffers, request.path_glob.as_deref())?;
         let mut notice = None;
         let mut mode = request.mode;

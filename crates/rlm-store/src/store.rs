@@ -19,13 +19,22 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use serde::Serialize;
 
-use crate::error::{Result, io};
-use crate::index::Bm25Index;
+use crate::error::{Error, Result, io};
+use crate::index::{Bm25Index, Bm25Writer};
+use crate::leftovers;
 use crate::schema;
+
+/// The database file in a store directory.
+pub(crate) const DATABASE: &str = "store.sqlite";
+
+/// The BM25 index directory in a store directory.
+pub(crate) const INDEX: &str = "bm25";
 
 /// How long a command waits for SQLite locks held by another process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -39,6 +48,9 @@ pub struct Store {
     pub(crate) dir: PathBuf,
     pub(crate) connection: Connection,
     pub(crate) index: Bm25Index,
+    /// Set once [`Store::ensure_index_in_step`] has passed: this process's own writes keep the
+    /// index in step, so repeated searches count the chunks once.
+    pub(crate) index_checked: AtomicBool,
 }
 
 /// Events reported while the BM25 index catches up with SQLite.
@@ -50,31 +62,62 @@ pub struct IndexProgress {
     pub total: u64,
 }
 
+/// Whether the BM25 index holds the stored chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum IndexHealth {
+    /// Every chunk is indexed, nothing else is.
+    UpToDate,
+    /// A writer queued index work that is not applied yet (during a load, or after a killed
+    /// one until the next process opens the store).
+    Pending {
+        /// Buffers with queued work.
+        buffers: u64,
+    },
+    /// The index and the chunks disagree: the index was deleted, replaced or damaged.
+    /// `rlm reindex` ([`Store::reindex`]) rebuilds it.
+    OutOfStep {
+        /// Documents in the index.
+        indexed: u64,
+        /// Chunks in SQLite.
+        chunks: u64,
+    },
+}
+
 impl Store {
-    /// Opens (creating if needed) the store in `dir`, applies schema migrations, and replays
-    /// unfinished index work left by an interrupted writer when no other writer is running.
+    /// Opens (creating if needed) the store in `dir`, applies schema migrations, and, when no
+    /// other writer is running, replays unfinished index work and removes temporary files left
+    /// by a killed writer.
+    ///
+    /// A directory holding a damaged store is not taken for a new one: an empty (0-byte) or
+    /// foreign `store.sqlite`, a database without the store marker, or a missing database
+    /// beside an index is [`Error::Damaged`], and nothing is written. An index that cannot be
+    /// read is [`Error::IndexDamaged`] ([`Store::reindex`] rebuilds it).
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
         std::fs::create_dir_all(&dir).map_err(io("cannot create store directory", &dir))?;
-        let mut connection = Connection::open(dir.join("store.sqlite"))?;
-        connection.busy_timeout(BUSY_TIMEOUT)?;
-        connection.pragma_update(None, "journal_mode", "WAL")?;
-        // Reads go through a memory map: a chunk's text is a range of its buffer's blob, and
-        // reaching an offset walks the blob's overflow-page chain, which costs a system call
-        // per page without the map. SQLite caps the size at its compiled maximum (2 GiB).
-        connection.pragma_update(None, "mmap_size", MMAP_BYTES)?;
-        connection.pragma_update(None, "synchronous", "NORMAL")?;
-        connection.pragma_update(None, "foreign_keys", "ON")?;
-        schema::migrate(&mut connection)?;
-        let index = Bm25Index::open(&dir.join("bm25"))?;
+        if !dir.join(DATABASE).exists() {
+            create_database(&dir)?;
+        }
+        let connection = open_database(&dir, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let index_path = dir.join(INDEX);
+        let index = Bm25Index::open(&index_path).map_err(|source| Error::IndexDamaged {
+            path: index_path,
+            source: Box::new(source),
+        })?;
         let mut store = Self {
             dir,
             connection,
             index,
+            index_checked: AtomicBool::new(false),
         };
-        if store.pending_index_work()? > 0
-            && let Some(_lock) = store.try_write_lock()?
+        let has_leftovers = !leftovers::find(&store.dir, Some(&store.index)).is_empty();
+        if (store.pending_index_work()? > 0 || has_leftovers)
+            && let Some(_lock) = try_lock(&store.dir)?
         {
+            // Under the lock no writer is running, so every temporary file is stale. Listed
+            // again: a writer may have committed the segments seen above before letting go.
+            leftovers::remove(&leftovers::find(&store.dir, Some(&store.index)));
             store.sync_index(&mut |_| {})?;
         }
         Ok(store)
@@ -87,19 +130,41 @@ impl Store {
 
     /// Blocks until this process is the only writer of the store.
     pub(crate) fn write_lock(&self) -> Result<File> {
-        let path = self.dir.join("lock");
-        let file = File::create(&path).map_err(io("cannot create", &path))?;
-        file.lock().map_err(io("cannot lock", &path))?;
-        Ok(file)
+        lock(&self.dir)
     }
 
-    fn try_write_lock(&self) -> Result<Option<File>> {
-        let path = self.dir.join("lock");
-        let file = File::create(&path).map_err(io("cannot create", &path))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(source)) => Err(io("cannot lock", &path)(source)),
+    /// Whether the BM25 index holds exactly the stored chunks. Cheap: two counts.
+    pub fn index_health(&self) -> Result<IndexHealth> {
+        let pending = self.pending_index_work()?;
+        if pending > 0 {
+            return Ok(IndexHealth::Pending { buffers: pending });
+        }
+        let chunks: u64 = self
+            .connection
+            .query_row("SELECT COUNT(*) FROM chunks", [], |row| row.get(0))?;
+        let indexed = self.index.document_count()?;
+        Ok(if indexed == chunks {
+            IndexHealth::UpToDate
+        } else {
+            IndexHealth::OutOfStep { indexed, chunks }
+        })
+    }
+
+    /// [`Error::IndexOutOfStep`] unless the index holds the stored chunks (or is catching up
+    /// with work another writer queued).
+    pub(crate) fn ensure_index_in_step(&self) -> Result<()> {
+        if self.index_checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match self.index_health()? {
+            IndexHealth::OutOfStep { indexed, chunks } => {
+                Err(Error::IndexOutOfStep { indexed, chunks })
+            }
+            IndexHealth::UpToDate => {
+                self.index_checked.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            IndexHealth::Pending { .. } => Ok(()),
         }
     }
 
@@ -136,29 +201,13 @@ impl Store {
         for (buffer_id, add) in &queue {
             writer.delete_buffer(*buffer_id);
             if *add {
-                let text = crate::read::buffer_text(&self.connection, *buffer_id)?;
-                let mut statement = self.connection.prepare_cached(
-                    "SELECT id, start, end FROM chunks WHERE buffer_id = ?1 ORDER BY seq",
-                )?;
-                let rows = statement.query_map([buffer_id], |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, usize>(1)?,
-                        row.get::<_, usize>(2)?,
-                    ))
+                let before = done;
+                done += add_buffer(&self.connection, &writer, *buffer_id, &mut |chunks| {
+                    progress(IndexProgress {
+                        chunks: before + chunks,
+                        total,
+                    });
                 })?;
-                for row in rows {
-                    let (chunk_id, start, end) = row?;
-                    let body = text.get(start..end).unwrap_or_default();
-                    writer.add_chunk(chunk_id, *buffer_id, body)?;
-                    done += 1;
-                    if done % 1024 == 0 {
-                        progress(IndexProgress {
-                            chunks: done,
-                            total,
-                        });
-                    }
-                }
             }
         }
         writer.commit()?;
@@ -179,5 +228,193 @@ impl Store {
         self.connection
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
+    }
+}
+
+/// Adds every chunk of a buffer to `writer`; returns how many. `progress` gets the running
+/// count every 1024 chunks.
+pub(crate) fn add_buffer(
+    connection: &Connection,
+    writer: &Bm25Writer<'_>,
+    buffer_id: i64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
+    let text = crate::read::buffer_text(connection, buffer_id)?;
+    let mut statement = connection
+        .prepare_cached("SELECT id, start, end FROM chunks WHERE buffer_id = ?1 ORDER BY seq")?;
+    let rows = statement.query_map([buffer_id], |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, usize>(1)?,
+            row.get::<_, usize>(2)?,
+        ))
+    })?;
+    let mut done = 0;
+    for row in rows {
+        let (chunk_id, start, end) = row?;
+        let body = text.get(start..end).unwrap_or_default();
+        writer.add_chunk(chunk_id, buffer_id, body)?;
+        done += 1;
+        if done % 1024 == 0 {
+            progress(done);
+        }
+    }
+    Ok(done)
+}
+
+/// Blocks until this process holds the store's write lock (`DIR/lock`).
+pub(crate) fn lock(dir: &Path) -> Result<File> {
+    let path = dir.join("lock");
+    let file = File::create(&path).map_err(io("cannot create", &path))?;
+    file.lock().map_err(io("cannot lock", &path))?;
+    Ok(file)
+}
+
+/// The store's write lock, or `None` when another writer holds it.
+pub(crate) fn try_lock(dir: &Path) -> Result<Option<File>> {
+    let path = dir.join("lock");
+    let file = File::create(&path).map_err(io("cannot create", &path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(source)) => Err(io("cannot lock", &path)(source)),
+    }
+}
+
+/// Creates `store.sqlite` with the current schema and marker: built under a temporary name and
+/// renamed into place under the write lock, so an interrupted creation never leaves an empty or
+/// half-made database where a store is expected.
+fn create_database(dir: &Path) -> Result<()> {
+    let _lock = lock(dir)?;
+    let database = dir.join(DATABASE);
+    if database.exists() {
+        return Ok(());
+    }
+    if dir.join(INDEX).join("meta.json").exists() {
+        return Err(damaged(
+            dir,
+            "store.sqlite is missing but bm25/ holds a search index: the buffers are gone",
+        ));
+    }
+    let temporary = dir.join(format!(
+        "{}{}.sqlite",
+        leftovers::NEW_DATABASE_PREFIX,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&temporary);
+    let mut connection = Connection::open(&temporary)?;
+    connection.pragma_update(None, "foreign_keys", "ON")?;
+    schema::migrate(&mut connection)?;
+    connection.close().map_err(|(_, error)| error)?;
+    std::fs::rename(&temporary, &database).map_err(io("cannot create", &database))?;
+    Ok(())
+}
+
+/// Opens an existing `store.sqlite`, configured, migrated (unless read-only) and checked to be
+/// a store: [`Error::Damaged`] for an empty file, a file SQLite cannot read, or a database
+/// without the store marker.
+pub(crate) fn open_database(dir: &Path, flags: OpenFlags) -> Result<Connection> {
+    let path = dir.join(DATABASE);
+    let size = std::fs::metadata(&path)
+        .map_err(io("cannot open", &path))?
+        .len();
+    if size == 0 {
+        return Err(damaged(
+            dir,
+            "store.sqlite is empty (0 bytes); the buffers it held are gone",
+        ));
+    }
+    let not_a_store = |error: rusqlite::Error| match error.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            damaged(dir, "store.sqlite is not a readable SQLite database")
+        }
+        _ => Error::Database(error),
+    };
+    let flags = flags | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut connection = Connection::open_with_flags(&path, flags).map_err(not_a_store)?;
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    // Checked before `configure`, which switches the file to WAL: a foreign database is left
+    // exactly as it was.
+    let version: i64 = connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(not_a_store)?;
+    if version == 0 {
+        return Err(damaged(
+            dir,
+            "store.sqlite holds no rlm schema (an empty or foreign database)",
+        ));
+    }
+    configure(&connection, flags).map_err(not_a_store)?;
+    if flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY) {
+        return Ok(connection);
+    }
+    schema::migrate(&mut connection)?;
+    if !schema::has_marker(&connection) {
+        return Err(damaged(dir, "store.sqlite lacks the rlm store marker"));
+    }
+    Ok(connection)
+}
+
+fn configure(connection: &Connection, flags: OpenFlags) -> rusqlite::Result<()> {
+    if !flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY) {
+        connection.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    // Reads go through a memory map: a chunk's text is a range of its buffer's blob, and
+    // reaching an offset walks the blob's overflow-page chain, which costs a system call
+    // per page without the map. SQLite caps the size at its compiled maximum (2 GiB).
+    connection.pragma_update(None, "mmap_size", MMAP_BYTES)?;
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+fn damaged(dir: &Path, reason: &str) -> Error {
+    Error::Damaged {
+        dir: dir.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn segment_files_of_a_write_that_never_committed_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let source = crate::Source::Text {
+            name: "kept.md".into(),
+            text: "the kept needle\n".into(),
+        };
+        store
+            .load(
+                vec![source],
+                &rlm_context::chunk::ChunkOptions::default(),
+                &mut |_| std::ops::ControlFlow::Continue(()),
+            )
+            .unwrap();
+        let writer = store.index.writer().unwrap();
+        for id in 0..500 {
+            writer
+                .add_chunk(10_000 + id, 9_999, "text of a load that was killed")
+                .unwrap();
+        }
+        writer.flush_without_commit().unwrap();
+        let orphans = leftovers::find(dir.path(), Some(&store.index));
+        assert!(!orphans.is_empty());
+        assert!(
+            orphans
+                .iter()
+                .all(|orphan| orphan.path.starts_with(dir.path().join(INDEX)))
+        );
+        drop(store);
+
+        let store = Store::open(dir.path()).unwrap();
+        assert!(leftovers::find(dir.path(), Some(&store.index)).is_empty());
+        assert!(orphans.iter().all(|orphan| !orphan.path.exists()));
+        let outcome = store.search(&crate::SearchRequest::new("needle")).unwrap();
+        assert_eq!(outcome.hits[0].buffer, "kept.md");
     }
 }

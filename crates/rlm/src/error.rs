@@ -226,6 +226,12 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         }
         E::Interrupted => CliError::interrupted().into(),
         E::Embed(inner) => embed_error(inner),
+        E::Damaged { .. } => CliError::failed(err)
+            .with_hint("`rlm doctor` shows what is wrong; nothing was changed or overwritten")
+            .into(),
+        E::IndexDamaged { .. } | E::IndexOutOfStep { .. } => CliError::failed(err)
+            .with_hint("rebuild the index from the stored text with `rlm reindex` (`rlm doctor` checks the whole store)")
+            .into(),
         E::ModelMismatch { .. } => CliError::input(err)
             .with_hint("re-embed everything with `rlm embed --reset`, or pass the stored model with --model")
             .into(),

@@ -145,6 +145,9 @@ impl Store {
         // Work left by an interrupted writer goes first, so that afterwards every queued row
         // belongs to this load.
         self.sync_index(&mut |_| {})?;
+        // Adding to an index that lost documents would report success for a store whose
+        // search misses most of it.
+        self.ensure_index_in_step()?;
         // The index is fed while the transaction runs (tokenizing on tantivy's threads overlaps
         // reading, hashing, chunking and SQLite writes on this one) but committed only after
         // SQLite: an error or a `Break` drops the writer, which discards everything it was fed.

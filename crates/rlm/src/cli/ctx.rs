@@ -44,6 +44,10 @@ pub enum CtxAction {
         /// Add whole files as `.link` symlinks: always current, always active.
         #[arg(long)]
         link: bool,
+        /// Let globs descend into symbolic links to directories (by default they do not, as
+        /// `rlm load` does not; a directory named literally in the pattern is always followed).
+        #[arg(long)]
+        follow: bool,
     },
     /// Parts with state, bytes, tokens and staleness.
     Status,

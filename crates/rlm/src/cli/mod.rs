@@ -20,8 +20,8 @@ pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 pub use prompt::{PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
 pub use run::RunArgs;
 pub use store::{
-    ChunkArgs, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
-    SearchArgs, ShowArgs, StatusArgs, StoreLocation,
+    ChunkArgs, ChunkingArgs, DeleteArgs, DoctorArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
+    PeekArgs, ReindexArgs, SearchArgs, ShowArgs, StatusArgs, StoreLocation,
 };
 pub use view::ViewArgs;
 
@@ -101,6 +101,12 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Store sizes, counts and index state.
     Status(StatusArgs),
+    /// Check the store for damage (database, marker, index, vectors, temporary files); exit 1
+    /// when something is wrong.
+    Doctor(DoctorArgs),
+    /// Rebuild the BM25 index from the stored text (and missing vectors, when the model is
+    /// available).
+    Reindex(ReindexArgs),
     /// Import, list and remove embedding models (offline; from directories or wheels).
     Models(ModelsArgs),
     /// Compute embeddings for stored chunks that have none.

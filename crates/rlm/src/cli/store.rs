@@ -1,4 +1,5 @@
-//! Arguments of the store commands: load, list, show, peek, grep, chunk, search, delete, status.
+//! Arguments of the store commands: load, list, show, peek, grep, chunk, search, delete, status,
+//! doctor, reindex.
 
 use std::path::PathBuf;
 
@@ -198,6 +199,22 @@ pub struct DeleteArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub location: StoreLocation,
+}
+
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Embedding model for chunks without a vector (default: the model that made the stored
+    /// vectors, when it is imported).
+    #[arg(long, value_name = "NAME", value_hint = clap::ValueHint::Other)]
+    pub model: Option<String>,
     #[command(flatten)]
     pub location: StoreLocation,
 }

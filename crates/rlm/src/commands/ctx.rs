@@ -32,6 +32,7 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
             rank,
             role,
             link,
+            follow,
         } => open(&dir).and_then(|ctx| {
             let rank = rank.as_deref().map(str::parse).transpose()?;
             let base = std::env::current_dir().map_err(|e| {
@@ -42,6 +43,7 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
                 slot: role,
                 link,
                 base,
+                follow,
             };
             ctx.add(&selectors, &options).map(output)
         }),

@@ -7,6 +7,7 @@ mod completions;
 mod config;
 mod ctx;
 mod delete;
+mod doctor;
 mod embed;
 mod grep;
 mod inspect;
@@ -15,6 +16,7 @@ mod load;
 mod models;
 mod peek;
 mod prompt;
+mod reindex;
 mod run;
 mod search;
 mod show;
@@ -47,6 +49,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search::run(&global, sources, args),
         Command::Delete(args) => delete::run(&global, sources, args),
         Command::Status(args) => status::run(&global, sources, args),
+        Command::Doctor(args) => doctor::run(&global, sources, args),
+        Command::Reindex(args) => reindex::run(&global, sources, args),
         Command::Models(args) => models::run(&global, sources, args),
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),

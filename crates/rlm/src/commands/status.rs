@@ -3,6 +3,8 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use rlm_store::IndexHealth;
+
 use crate::cli::{GlobalArgs, StatusArgs};
 use crate::error::store_error;
 use crate::output::{self, human_bytes};
@@ -13,7 +15,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::
     let status = store.status().map_err(store_error)?;
     if global.json {
         output::print_record("status", &status)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit_code(&status.index_health));
     }
     let mut out = output::stdout();
     writeln!(out, "store:          {}", status.dir)?;
@@ -31,13 +33,14 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::
         human_bytes(status.index_bytes),
         status.indexed_chunks
     )?;
-    let state = if status.pending_index_work == 0 {
-        "up to date".to_owned()
-    } else {
-        format!(
-            "{} buffer update(s) pending (applied by the next load)",
-            status.pending_index_work
-        )
+    let state = match status.index_health {
+        IndexHealth::UpToDate => "up to date".to_owned(),
+        IndexHealth::Pending { buffers } => {
+            format!("{buffers} buffer update(s) pending (applied by the next load)")
+        }
+        IndexHealth::OutOfStep { indexed, chunks } => {
+            format!("OUT OF STEP: {indexed} documents for {chunks} chunks; run `rlm reindex`")
+        }
     };
     writeln!(out, "index state:    {state}")?;
     match &status.embedding_model {
@@ -49,5 +52,18 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::
         None => writeln!(out, "embeddings:     none (BM25 only)")?,
     }
     writeln!(out, "schema version: {}", status.schema_version)?;
-    Ok(ExitCode::SUCCESS)
+    if matches!(status.index_health, IndexHealth::OutOfStep { .. }) && !global.quiet {
+        eprintln!(
+            "warning: the search index does not match the stored chunks; `rlm reindex` rebuilds it"
+        );
+    }
+    Ok(exit_code(&status.index_health))
+}
+
+/// 1 when the index is out of step with the chunks (searches would miss text), so scripts notice.
+fn exit_code(health: &IndexHealth) -> ExitCode {
+    match health {
+        IndexHealth::OutOfStep { .. } => ExitCode::from(crate::error::EXIT_FAILED),
+        IndexHealth::UpToDate | IndexHealth::Pending { .. } => ExitCode::SUCCESS,
+    }
 }

@@ -37,21 +37,28 @@ impl StoreSettings {
     /// Opens the store, creating it if needed.
     pub fn open(&self) -> anyhow::Result<Store> {
         Store::open(&self.dir).map_err(|err| {
-            anyhow::Error::new(err)
+            crate::error::store_error(err)
                 .context(format!("cannot open the store at {}", self.dir.display()))
         })
     }
 
     /// Opens a store that must already exist (read-only commands should not create one).
     pub fn open_existing(&self) -> anyhow::Result<Store> {
-        if !self.dir.join("store.sqlite").is_file() {
+        self.require_existing()?;
+        self.open()
+    }
+
+    /// An input error unless the directory holds a store (or what is left of one: a search
+    /// index without its database is reported as damage when opened).
+    pub fn require_existing(&self) -> anyhow::Result<()> {
+        if !self.dir.join("store.sqlite").is_file() && !self.dir.join("bm25/meta.json").is_file() {
             return Err(
                 CliError::input(anyhow::anyhow!("no store at {}", self.dir.display()))
                     .with_hint("load something first with `rlm load PATH`, or pass --store DIR")
                     .into(),
             );
         }
-        self.open()
+        Ok(())
     }
 }
 

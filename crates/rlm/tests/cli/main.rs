@@ -7,6 +7,7 @@ mod support;
 mod basics;
 mod chat;
 mod ctx;
+mod doctor;
 mod embed_on_load;
 mod inspect;
 mod models;

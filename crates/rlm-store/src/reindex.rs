@@ -1,0 +1,82 @@
+//! Rebuilding the BM25 index from the text stored in SQLite.
+
+use std::path::Path;
+
+use rusqlite::OpenFlags;
+use serde::Serialize;
+
+use crate::error::{Result, io};
+use crate::index::Bm25Index;
+use crate::leftovers::{self, OLD_INDEX_PREFIX, REINDEX_PREFIX};
+use crate::store::{INDEX, IndexProgress, Store, add_buffer, lock, open_database};
+
+/// What [`Store::reindex`] did.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ReindexReport {
+    /// Buffers indexed.
+    pub buffers: u64,
+    /// Chunks indexed (every chunk in the store).
+    pub chunks: u64,
+}
+
+impl Store {
+    /// Rebuilds the BM25 index of the store in `dir` from its stored chunks, replacing whatever
+    /// `bm25/` holds (nothing, an index out of step, or one that cannot be read). Works without
+    /// opening the old index. Takes the write lock, like a load.
+    ///
+    /// The new index is built in a temporary directory and swapped in with two renames, so an
+    /// interruption leaves the old index in place (or, between the renames, no index, which the
+    /// next open reports and another reindex repairs); the temporary directories are removed by
+    /// the next writer.
+    pub fn reindex(
+        dir: impl AsRef<Path>,
+        progress: &mut dyn FnMut(IndexProgress),
+    ) -> Result<ReindexReport> {
+        let dir = dir.as_ref();
+        let connection = open_database(dir, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let _lock = lock(dir)?;
+        // Under the lock every temporary file is stale; segment files in `bm25/` go with it.
+        leftovers::remove(&leftovers::find(dir, None));
+        let pid = std::process::id();
+        let building = dir.join(format!("{REINDEX_PREFIX}{pid}"));
+        let index = Bm25Index::open(&building)?;
+        let buffers: Vec<i64> = {
+            let mut statement = connection.prepare("SELECT id FROM buffers ORDER BY id")?;
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let total: u64 =
+            connection.query_row("SELECT COUNT(*) FROM chunks", [], |row| row.get(0))?;
+        let writer = index.writer()?;
+        let mut chunks = 0;
+        for buffer_id in &buffers {
+            let before = chunks;
+            chunks += add_buffer(&connection, &writer, *buffer_id, &mut |done| {
+                progress(IndexProgress {
+                    chunks: before + done,
+                    total,
+                });
+            })?;
+        }
+        writer.commit()?;
+        drop(index);
+        progress(IndexProgress { chunks, total });
+
+        let live = dir.join(INDEX);
+        let old = dir.join(format!("{OLD_INDEX_PREFIX}{pid}"));
+        if live.exists() {
+            std::fs::rename(&live, &old).map_err(io("cannot move aside", &live))?;
+        }
+        std::fs::rename(&building, &live).map_err(io("cannot move into place", &building))?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(io("cannot remove", &old))?;
+        }
+        // The new index holds every stored chunk, so queued work is done.
+        connection.execute("DELETE FROM index_queue", [])?;
+        Ok(ReindexReport {
+            buffers: buffers.len() as u64,
+            chunks,
+        })
+    }
+}

@@ -1,0 +1,51 @@
+//! `rlm doctor`: every check of the store, each with its fix; exit 1 when something is wrong.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use crate::cli::{DoctorArgs, GlobalArgs};
+use crate::error::EXIT_FAILED;
+use crate::output;
+use crate::settings::{Sources, StoreSettings};
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let settings = StoreSettings::resolve(&args.location, sources);
+    // Read-only: a damaged store is looked at, never opened for writing or created.
+    let checks = rlm_store::diagnose(&settings.dir);
+    let problems = checks.iter().filter(|check| !check.ok).count();
+    if global.json {
+        for check in &checks {
+            output::print_record("check", check)?;
+        }
+        output::print_record(
+            "summary",
+            &serde_json::json!({ "store": settings.dir, "problems": problems }),
+        )?;
+    } else {
+        let mut out = output::stdout();
+        writeln!(out, "store: {}", settings.dir.display())?;
+        for check in &checks {
+            let state = if check.ok { "ok" } else { "problem" };
+            // Details quote file names from the store directory: no control characters.
+            writeln!(
+                out,
+                "{state:<8} {:<16} {}",
+                check.name,
+                output::neutralize(&check.detail)
+            )?;
+            if let Some(fix) = &check.fix {
+                writeln!(out, "{:<8} {:<16} fix: {fix}", "", "")?;
+            }
+        }
+    }
+    if problems == 0 {
+        if !global.quiet {
+            eprintln!("no problems found");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !global.quiet {
+        eprintln!("{}", output::count(problems as u64, "problem"));
+    }
+    Ok(ExitCode::from(EXIT_FAILED))
+}
