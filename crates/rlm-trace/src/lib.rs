@@ -7,7 +7,10 @@
 //! and in `docs/trajectory.md`. A child run started by `rlm_query` writes its own file next to
 //! its parent's, and the parent's [`Subcall`] names it.
 //!
-//! Writers are the RLM loop (`rlm-engine`) and, next, the query pipeline; readers are the viewer
+//! `rlm query` (`rlm-query`) writes its own record types ([`QueryMetadata`], [`QueryStage`],
+//! [`QueryCall`], [`QueryOutcome`]) with the same writer.
+//!
+//! Writers are the RLM loop (`rlm-engine`) and the query pipeline; readers are the viewer
 //! and session inspection. The reader keeps line types it does not know as
 //! [`Record::Unknown`], so an older reader can still show a newer log.
 //!
@@ -39,11 +42,13 @@
 //! ```
 
 mod error;
+mod query;
 mod reader;
 mod schema;
 mod writer;
 
 pub use error::Error;
+pub use query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{
     BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration, Message,
