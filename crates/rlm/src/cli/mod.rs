@@ -6,6 +6,7 @@ mod ctx;
 mod inspect;
 mod llm;
 mod models;
+mod query;
 mod run;
 mod store;
 
@@ -15,6 +16,7 @@ pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
+pub use query::QueryArgs;
 pub use run::RunArgs;
 pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs, PeekArgs,
@@ -101,6 +103,9 @@ pub enum Command {
     /// Answer a question over huge contexts: the model writes code in a sandbox, calls
     /// sub-models, and iterates until it answers.
     Run(RunArgs),
+    /// Answer an analytic question over the whole store: plan, search, extract findings from
+    /// chunks in parallel, and write a report that cites chunk ids.
+    Query(QueryArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved
     // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }
@@ -158,6 +163,8 @@ mod tests {
             names::<rlm_store::SearchMode>(),
             ["bm25", "semantic", "hybrid"]
         );
+        assert_eq!(names::<rlm_query::ScanMode>(), ["search", "all"]);
+        assert_eq!(names::<rlm_query::Threshold>(), ["low", "medium", "high"]);
         assert_eq!(
             names::<rlm_assemble::Slot>(),
             ["system", "user", "evidence"]

@@ -14,6 +14,7 @@ mod list;
 mod load;
 mod models;
 mod peek;
+mod query;
 mod run;
 mod search;
 mod show;
@@ -47,5 +48,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models(args) => models::run(&global, sources, args),
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),
+        Command::Query(args) => query::run(&global, sources, args),
     }
 }

@@ -14,6 +14,7 @@ pub mod embedding;
 pub mod env;
 pub mod files;
 pub mod llm;
+pub mod query;
 pub mod run;
 pub mod store;
 
@@ -26,6 +27,7 @@ pub use embedding::EmbeddingSettings;
 pub use env::Environment;
 pub use files::LoadedConfig;
 pub use llm::{ChatSettings, LlmSettings};
+pub use query::QuerySettings;
 pub use run::{ContextSource, RunSettings};
 pub use store::{LoadSettings, SearchSettings, StoreSettings};
 

@@ -10,6 +10,7 @@ mod ctx;
 mod inspect;
 mod models;
 mod output;
+mod query;
 mod run;
 mod sandbox_worker;
 mod store;
