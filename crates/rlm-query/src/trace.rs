@@ -33,11 +33,6 @@ impl QueryLog {
         })
     }
 
-    /// The query id.
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
     /// The file, when logging.
     pub fn path(&self) -> Option<&Path> {
         self.writer.as_ref().map(TrajectoryWriter::path)
