@@ -11,7 +11,10 @@
 //! [`rlm_llm::ModelTotals`], [`rlm_llm::UsageReport`]): a log holds the values the model layer
 //! produced, unconverted.
 //!
-//! Writers are the RLM loop (`rlm-engine`) and, next, the query pipeline; readers are the viewer
+//! `rlm query` (`rlm-query`) writes its own record types ([`QueryMetadata`], [`QueryStage`],
+//! [`QueryCall`], [`QueryOutcome`]) with the same writer.
+//!
+//! Writers are the RLM loop (`rlm-engine`) and the query pipeline; readers are the viewer
 //! and session inspection. The reader keeps line types it does not know as
 //! [`Record::Unknown`], so an older reader can still show a newer log.
 //!
@@ -45,6 +48,7 @@
 
 mod error;
 mod large;
+mod query;
 mod reader;
 mod schema;
 mod writer;
@@ -53,6 +57,7 @@ pub mod view;
 
 pub use error::Error;
 pub use large::{LARGE_VALUE_BYTES, LargeValue, LargeValues};
+pub use query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{
     BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration,

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage};
 use crate::schema::{Iteration, RecordType, RunMetadata, RunOutcome};
 
 /// One line of a log.
@@ -33,6 +34,14 @@ pub enum Record {
     Iteration(Box<Iteration>),
     /// `result`: how the run ended.
     Result(Box<RunOutcome>),
+    /// `query_metadata`: the first line of an `rlm query` log.
+    QueryMetadata(Box<QueryMetadata>),
+    /// `query_stage`: a planning or search step of a query.
+    QueryStage(Box<QueryStage>),
+    /// `query_call`: one model call of a query.
+    QueryCall(Box<QueryCall>),
+    /// `query_result`: how a query ended.
+    QueryResult(Box<QueryOutcome>),
     /// A line type this version does not know (written by a newer one), kept as it was read so
     /// a reader can skip or show it.
     Unknown {
@@ -50,6 +59,10 @@ impl Record {
             Self::Metadata(_) => RunMetadata::TYPE,
             Self::Iteration(_) => Iteration::TYPE,
             Self::Result(_) => RunOutcome::TYPE,
+            Self::QueryMetadata(_) => QueryMetadata::TYPE,
+            Self::QueryStage(_) => QueryStage::TYPE,
+            Self::QueryCall(_) => QueryCall::TYPE,
+            Self::QueryResult(_) => QueryOutcome::TYPE,
             Self::Unknown { kind, .. } => kind,
         }
     }
@@ -170,6 +183,10 @@ pub fn parse_line(text: &str, line: usize) -> Result<Entry, Error> {
         RunMetadata::TYPE => Record::Metadata(typed(text, &kind, line)?),
         Iteration::TYPE => Record::Iteration(typed(text, &kind, line)?),
         RunOutcome::TYPE => Record::Result(typed(text, &kind, line)?),
+        QueryMetadata::TYPE => Record::QueryMetadata(typed(text, &kind, line)?),
+        QueryStage::TYPE => Record::QueryStage(typed(text, &kind, line)?),
+        QueryCall::TYPE => Record::QueryCall(typed(text, &kind, line)?),
+        QueryOutcome::TYPE => Record::QueryResult(typed(text, &kind, line)?),
         _ => {
             let fields: Map<String, Value> =
                 serde_json::from_str(text).map_err(|source| Error::MalformedLine {

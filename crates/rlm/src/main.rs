@@ -9,6 +9,7 @@ mod error;
 mod logging;
 mod output;
 mod progress;
+mod query_progress;
 mod sandbox;
 mod settings;
 

@@ -178,6 +178,14 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
             }
             Record::Result(result) => outcome = Some(*result),
             Record::Unknown { kind, .. } => *unknown_records.entry(kind).or_insert(0) += 1,
+            // A query log starts with `query_metadata`, so it is refused above; these arms only
+            // keep the match whole.
+            record @ (Record::QueryMetadata(_)
+            | Record::QueryStage(_)
+            | Record::QueryCall(_)
+            | Record::QueryResult(_)) => {
+                *unknown_records.entry(record.kind().to_owned()).or_insert(0) += 1;
+            }
         }
     }
     let Some(metadata) = metadata else {

@@ -7,6 +7,7 @@ mod inspect;
 mod llm;
 mod models;
 mod prompt;
+mod query;
 mod run;
 mod store;
 mod view;
@@ -18,6 +19,7 @@ pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 pub use prompt::{PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
+pub use query::QueryArgs;
 pub use run::RunArgs;
 pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, DoctorArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
@@ -117,6 +119,9 @@ pub enum Command {
     /// Write a run's trajectory as one self-contained HTML page (turns, code, sub-calls,
     /// child runs) that opens from disk.
     View(ViewArgs),
+    /// Answer an analytic question over the whole store: plan, search, extract findings from
+    /// chunks in parallel, and write a report that cites chunk ids.
+    Query(QueryArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved
     // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }
@@ -174,6 +179,8 @@ mod tests {
             names::<rlm_store::SearchMode>(),
             ["bm25", "semantic", "hybrid"]
         );
+        assert_eq!(names::<rlm_query::ScanMode>(), ["search", "all"]);
+        assert_eq!(names::<rlm_query::Threshold>(), ["low", "medium", "high"]);
         assert_eq!(
             names::<rlm_assemble::Slot>(),
             ["system", "user", "evidence"]

@@ -16,6 +16,7 @@ mod load;
 mod models;
 mod peek;
 mod prompt;
+mod query;
 mod reindex;
 mod run;
 mod search;
@@ -55,5 +56,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),
         Command::View(args) => view::run(&global, sources, args),
+        Command::Query(args) => query::run(&global, sources, args),
     }
 }

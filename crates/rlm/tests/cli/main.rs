@@ -13,6 +13,7 @@ mod inspect;
 mod models;
 mod output;
 mod prompt;
+mod query;
 mod run;
 mod run_limits;
 mod sandbox_worker;

@@ -1,0 +1,145 @@
+//! Fan-out figures against the fake provider (no timed assertions): 1,000 chunks in batches of
+//! 10 at concurrency 50, every call answered after 50 ms. The ideal wall time is the two rounds
+//! of 50 extractor calls plus the report call (the plan is skipped): 150 ms. Also prints the
+//! prompt tokens sent per token of chunk text (the wrapper's overhead) at batch sizes 1, 10
+//! and 50.
+//!
+//! `cargo bench -p rlm-query --bench fanout`
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use rlm_context::chunk::ChunkOptions;
+use rlm_llm::fake::{FAKE_OPENAI, FakeReply, FakeServer, SeenRequest};
+use rlm_llm::{LlmClient, RetryPolicy};
+use rlm_query::{Query, QueryOptions, ScanMode};
+use rlm_store::{Source, Store};
+
+const CHUNKS: usize = 1_000;
+const LATENCY: Duration = Duration::from_millis(50);
+const RUNS: usize = 5;
+
+fn answer(seen: &SeenRequest) -> FakeReply {
+    if seen.model != "sub" {
+        return FakeReply::text("report");
+    }
+    let message = seen.last_user_message();
+    let entries: Vec<String> = message
+        .match_indices("<chunk id=\"")
+        .filter_map(|(at, tag)| {
+            let rest = &message[at + tag.len()..];
+            rest[..rest.find('"')?].parse::<i64>().ok()
+        })
+        .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "low", "findings": ["line {id}"], "summary": null, "follow_up": []}}"#))
+        .collect();
+    FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")))
+}
+
+fn store(dir: &std::path::Path) -> Store {
+    let mut store = Store::open(dir).expect("store");
+    let sources = (0..CHUNKS)
+        .map(|n| Source::Text {
+            name: format!("file{n:04}.log"),
+            text: format!(
+                "2026-01-01 INFO request {n} served in {} ms by worker {}\n",
+                n % 97,
+                n % 7
+            ),
+        })
+        .collect();
+    store
+        .load(sources, &ChunkOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .expect("load");
+    store
+}
+
+fn client(server: &FakeServer, concurrency: usize) -> LlmClient {
+    LlmClient::builder()
+        .provider(
+            server
+                .openai_provider(FAKE_OPENAI)
+                .max_concurrency(concurrency),
+        )
+        .default_provider(FAKE_OPENAI)
+        .retry(RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        })
+        .build()
+        .expect("client")
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("temp dir");
+        drop(store(dir.path()));
+        let server = FakeServer::start().await.expect("fake server");
+        server.respond_with(answer);
+        server.set_latency(LATENCY);
+
+        let mut walls = Vec::new();
+        for _ in 0..RUNS {
+            let mut options = QueryOptions::new("root", "sub");
+            options.skip_plan = true;
+            options.scan = ScanMode::All;
+            options.batch_size = Some(10);
+            options.max_concurrency = 50;
+            let started = Instant::now();
+            let result = Query::new(client(&server, 50), Store::open(dir.path()).expect("store"), options)
+                .run("which workers served requests?")
+                .await
+                .expect("query");
+            walls.push(started.elapsed().as_secs_f64());
+            assert_eq!(result.chunks_analyzed, CHUNKS);
+        }
+        let ideal = 3.0 * LATENCY.as_secs_f64();
+        let wall = median(walls);
+        println!(
+            "fan-out: {CHUNKS} chunks, batch 10, concurrency 50, {} ms per call: median wall {:.0} ms over {RUNS} runs, ideal {:.0} ms, ratio {:.2}x (peak in flight {})",
+            LATENCY.as_millis(),
+            wall * 1000.0,
+            ideal * 1000.0,
+            wall / ideal,
+            server.peak_in_flight()
+        );
+
+        server.set_latency(Duration::ZERO);
+        for batch in [1, 10, 50] {
+            let mut options = QueryOptions::new("root", "sub");
+            options.skip_plan = true;
+            options.scan = ScanMode::All;
+            options.batch_size = Some(batch);
+            options.max_concurrency = 50;
+            let before = server.request_count();
+            Query::new(client(&server, 50), Store::open(dir.path()).expect("store"), options)
+                .run("which workers served requests?")
+                .await
+                .expect("query");
+            let requests = server.requests();
+            let sent: Vec<&SeenRequest> = requests[before..].iter().filter(|seen| seen.model == "sub").collect();
+            let prompt_bytes: usize = sent
+                .iter()
+                .map(|seen| seen.system.as_deref().map_or(0, str::len) + seen.last_user_message().len())
+                .sum();
+            let text_bytes: usize = (0..CHUNKS)
+                .map(|n| format!("2026-01-01 INFO request {n} served in {} ms by worker {}\n", n % 97, n % 7).len())
+                .sum();
+            println!(
+                "wrapper overhead at batch {batch:>2}: {:.1} prompt bytes per byte of chunk text ({} calls)",
+                prompt_bytes as f64 / text_bytes as f64,
+                sent.len()
+            );
+        }
+    });
+}

@@ -1,0 +1,65 @@
+//! Progress of a query, for a front end to show as it happens.
+
+use crate::plan::{Plan, PlanSource};
+use crate::select::Selection;
+
+/// What happened. Events arrive in stage order; `BatchDone` once per batch.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum QueryEvent<'a> {
+    /// The plan that will run.
+    Planned {
+        /// The plan, with the caller's options applied.
+        plan: &'a Plan,
+        /// Where it came from.
+        source: &'a PlanSource,
+        /// Fields the caller's options replaced.
+        fixed: &'a [&'static str],
+    },
+    /// The chunks chosen.
+    Selected {
+        /// Chunks, mode and notes.
+        selection: &'a Selection,
+        /// Extractor batches they make.
+        batches: usize,
+    },
+    /// What the extraction is estimated to cost at most, before any of it is spent.
+    Estimate {
+        /// Extractor calls (without re-asks and splits).
+        calls: usize,
+        /// Chunks.
+        chunks: usize,
+        /// Input plus output tokens.
+        tokens: u64,
+        /// Dollars, when the sub-call model's price is known.
+        cost_usd: Option<f64>,
+    },
+    /// A batch finished (with its re-asks and halves).
+    BatchDone {
+        /// Batches finished so far.
+        done: usize,
+        /// All batches.
+        total: usize,
+        /// Findings so far.
+        findings: usize,
+        /// Chunks without an extraction so far.
+        failed_chunks: usize,
+        /// Tokens the extractors have used so far.
+        tokens: u64,
+        /// Dollars they have cost so far (priced calls).
+        cost_usd: f64,
+    },
+    /// The report is being written.
+    Synthesizing {
+        /// Chunks with findings.
+        chunks: usize,
+        /// Findings.
+        findings: usize,
+    },
+}
+
+/// Receives events; called from the query's task, so it should return quickly.
+pub trait QueryEvents: Send + Sync {
+    /// One event.
+    fn event(&self, event: &QueryEvent<'_>);
+}

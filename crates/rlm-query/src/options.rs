@@ -1,0 +1,223 @@
+//! What a query may do: models, search choices, batches, concurrency, budgets.
+
+use std::time::Duration;
+
+use rlm_llm::Budget;
+use rlm_store::SearchMode;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Chunks analysed when neither the plan nor the caller says.
+pub const DEFAULT_TOP_K: usize = 40;
+/// Chunks per extractor call when neither the plan nor the caller says.
+pub const DEFAULT_BATCH_SIZE: usize = 10;
+/// Extractor calls in flight at once (the provider's own limiter applies as well).
+pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
+/// Output tokens an extractor call may use (also what its budget reservation assumes).
+pub const DEFAULT_EXTRACT_MAX_TOKENS: u32 = 4_096;
+/// Characters of findings one synthesis call takes before the findings are reduced in groups.
+pub const DEFAULT_SYNTHESIS_INPUT_CHARS: usize = 120_000;
+/// Largest `top_k` a plan may choose (a caller may ask for more).
+pub const MAX_PLAN_TOP_K: usize = 500;
+/// Largest batch a plan may choose.
+pub const MAX_PLAN_BATCH_SIZE: usize = 50;
+
+/// Which chunks go to the extractors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ScanMode {
+    /// The chunks the searches find.
+    #[default]
+    Search,
+    /// Every chunk of the selected buffers, for questions no search can gate.
+    All,
+}
+
+/// How relevant an extractor judged a chunk, lowest first (so `Ord` sorts by relevance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Relevance {
+    /// Nothing to do with the question.
+    None,
+    /// Tangential.
+    Low,
+    /// Partly relevant.
+    Medium,
+    /// Answers the question directly.
+    High,
+}
+
+impl Relevance {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "none" => Some(Self::None),
+            "low" => Some(Self::Low),
+            "medium" => Some(Self::Medium),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+}
+
+/// The least relevance a chunk needs for its findings to reach the synthesis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Threshold {
+    /// Everything but `none`.
+    #[default]
+    Low,
+    /// `medium` and `high`.
+    Medium,
+    /// `high` only.
+    High,
+}
+
+impl Threshold {
+    /// Whether a chunk of this relevance passes.
+    pub fn admits(self, relevance: Relevance) -> bool {
+        let least = match self {
+            Self::Low => Relevance::Low,
+            Self::Medium => Relevance::Medium,
+            Self::High => Relevance::High,
+        };
+        relevance >= least
+    }
+}
+
+/// Everything a query may do. Fields left `None` are chosen by the plan (or the defaults);
+/// fields the caller sets always win over the plan.
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    /// The model that plans and writes the report.
+    pub model: String,
+    /// The model the extractors use.
+    pub subcall_model: String,
+    /// Search mode; `None` lets the plan choose.
+    pub mode: Option<SearchMode>,
+    /// Search, or send every chunk of the selection.
+    pub scan: ScanMode,
+    /// Chunks analysed at most (search mode); `None` lets the plan choose.
+    pub top_k: Option<usize>,
+    /// Chunks per extractor call; `None` lets the plan choose.
+    pub batch_size: Option<usize>,
+    /// Only these buffers (names or ids); empty lets the plan choose.
+    pub buffers: Vec<String>,
+    /// Only buffers whose name or path matches this glob.
+    pub path_glob: Option<String>,
+    /// Extractor calls in flight at once.
+    pub max_concurrency: usize,
+    /// Tokens, dollars and calls the whole query may spend.
+    pub budget: Budget,
+    /// Wall time for planning, searching and extracting; batches not done by then are
+    /// reported as failed and the synthesis runs on what finished.
+    pub timeout: Option<Duration>,
+    /// Search with the question itself instead of asking the model for a plan.
+    pub skip_plan: bool,
+    /// Least relevance whose findings reach the synthesis.
+    pub threshold: Threshold,
+    /// Output tokens per extractor call.
+    pub extract_max_tokens: u32,
+    /// Characters of findings one synthesis call takes before reducing in groups.
+    pub synthesis_input_chars: usize,
+}
+
+impl QueryOptions {
+    /// Defaults for everything but the two models.
+    pub fn new(model: impl Into<String>, subcall_model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            subcall_model: subcall_model.into(),
+            mode: None,
+            scan: ScanMode::Search,
+            top_k: None,
+            batch_size: None,
+            buffers: Vec::new(),
+            path_glob: None,
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            budget: Budget::default(),
+            timeout: None,
+            skip_plan: false,
+            threshold: Threshold::Low,
+            extract_max_tokens: DEFAULT_EXTRACT_MAX_TOKENS,
+            synthesis_input_chars: DEFAULT_SYNTHESIS_INPUT_CHARS,
+        }
+    }
+
+    /// Refuses values no query can run with.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |message: &str| Err(Error::InvalidOption(message.to_owned()));
+        if self.batch_size == Some(0) {
+            return invalid("the batch size must be at least 1");
+        }
+        if self.top_k == Some(0) {
+            return invalid("top-k must be at least 1");
+        }
+        if self.max_concurrency == 0 {
+            return invalid("the concurrency must be at least 1");
+        }
+        if let Some(cost) = self.budget.max_cost_usd
+            && !(cost.is_finite() && cost > 0.0)
+        {
+            return Err(Error::InvalidOption(format!(
+                "the cost limit {cost} is not a positive amount"
+            )));
+        }
+        if self.budget.max_tokens == Some(0) {
+            return invalid("the token limit must be at least 1");
+        }
+        if self.extract_max_tokens == 0 || self.synthesis_input_chars == 0 {
+            return invalid("the extractor and synthesis sizes must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threshold_admits_by_relevance_order() {
+        assert!(!Threshold::Low.admits(Relevance::None));
+        assert!(Threshold::Low.admits(Relevance::Low));
+        assert!(!Threshold::Medium.admits(Relevance::Low));
+        assert!(Threshold::Medium.admits(Relevance::High));
+        assert!(!Threshold::High.admits(Relevance::Medium));
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let ok = QueryOptions::new("m", "s");
+        assert!(ok.validate().is_ok());
+        let mut bad = ok.clone();
+        bad.batch_size = Some(0);
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("batch size")
+        );
+        let mut bad = ok.clone();
+        bad.max_concurrency = 0;
+        assert!(bad.validate().is_err());
+        let mut bad = ok;
+        bad.budget.max_cost_usd = Some(-1.0);
+        assert!(bad.validate().unwrap_err().to_string().contains("-1"));
+    }
+}

@@ -1,0 +1,688 @@
+//! The pipeline: plan → select → extract (concurrent batches) → collect → synthesize.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use futures::StreamExt as _;
+use rlm_embed::Embedder;
+use rlm_llm::{ChatRequest, ErrorKind, Ledger, LlmClient, UsageReport};
+use rlm_store::{SearchMode, Store};
+use serde::Serialize;
+
+use crate::collect::{ChunkFindings, collect, finding_count};
+use crate::error::{Error, Result};
+use crate::events::{QueryEvent, QueryEvents};
+use crate::extract::{
+    BatchFailure, BatchOutcome, ChunkExtraction, ChunkFailure, Extractor, estimate,
+};
+use crate::options::{QueryOptions, ScanMode};
+use crate::plan::{Plan, PlanSource, describe_store, parse_plan};
+use crate::prompts::QueryPrompts;
+use crate::select::{Corpus, SelectedChunk, Selection, check_selection};
+use crate::synthesize::{Coverage, Synthesizer, plain_report};
+use crate::trace::{QueryLog, error_chain};
+
+/// Output tokens the planner may use.
+const PLAN_MAX_TOKENS: u32 = 1_024;
+
+/// How a query ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum QueryStatus {
+    /// The report was written from the findings.
+    Answered,
+    /// No chunk was found, or none of those analysed was relevant.
+    NoEvidence,
+    /// Every batch failed; nothing was analysed.
+    ExtractionFailed,
+    /// The findings are there but the report call failed; the report lists the findings.
+    SynthesisFailed,
+}
+
+impl QueryStatus {
+    /// The name written to logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::NoEvidence => "no_evidence",
+            Self::ExtractionFailed => "extraction_failed",
+            Self::SynthesisFailed => "synthesis_failed",
+        }
+    }
+}
+
+/// Usage of each stage; every call is counted, failed and repeated ones included.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageUsage {
+    /// The planner call.
+    pub plan: UsageReport,
+    /// Every extractor call.
+    pub extract: UsageReport,
+    /// Group reductions and the report.
+    pub synthesize: UsageReport,
+    /// All of them.
+    pub total: UsageReport,
+}
+
+/// Wall time of each stage, in seconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Timings {
+    pub plan: f64,
+    pub search: f64,
+    pub extract: f64,
+    pub synthesize: f64,
+    pub total: f64,
+}
+
+/// Everything a query produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryResult {
+    /// Query id, also in the log's file name.
+    pub run_id: String,
+    /// How it ended.
+    pub status: QueryStatus,
+    /// The Markdown report.
+    pub report: String,
+    /// The plan that ran (after the caller's options).
+    pub plan: Plan,
+    /// Where the plan came from.
+    pub plan_source: PlanSource,
+    /// Plan fields the caller's options replaced.
+    pub fixed_by_caller: Vec<&'static str>,
+    /// `search` or `all`.
+    pub scan: ScanMode,
+    /// The search mode that found the chunks (`None` for a scan).
+    pub search_mode: Option<SearchMode>,
+    /// Search notices and fallbacks.
+    pub search_notes: Vec<String>,
+    /// Chunks chosen for analysis.
+    pub chunks_selected: usize,
+    /// Chunks an extractor reported on.
+    pub chunks_analyzed: usize,
+    /// Extractor batches (before any split).
+    pub batches: usize,
+    /// Batches whose reply was rejected or whose call failed.
+    pub batches_failed: Vec<BatchFailure>,
+    /// Chunks left without a report.
+    pub chunk_failures: Vec<ChunkFailure>,
+    /// The findings the report was written from.
+    pub findings: Vec<ChunkFindings>,
+    /// Group reductions before the report (0 when the findings fit one call).
+    pub reduce_calls: usize,
+    /// The synthesis error, for `synthesis_failed`.
+    pub synthesis_error: Option<String>,
+    /// Usage per stage.
+    pub usage: StageUsage,
+    /// Time per stage.
+    pub timings: Timings,
+    /// The trajectory log, when written.
+    pub log: Option<PathBuf>,
+}
+
+/// A query over a store, ready to run.
+pub struct Query {
+    client: LlmClient,
+    store: Store,
+    embedder: Option<Box<dyn Embedder>>,
+    options: QueryOptions,
+    prompts: QueryPrompts,
+    events: Option<Arc<dyn QueryEvents>>,
+    log_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("options", &self.options)
+            .field("log_dir", &self.log_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Query {
+    /// A query with the built-in prompts, no events and no log.
+    pub fn new(client: LlmClient, store: Store, options: QueryOptions) -> Self {
+        Self {
+            client,
+            store,
+            embedder: None,
+            options,
+            prompts: QueryPrompts::default(),
+            events: None,
+            log_dir: None,
+        }
+    }
+
+    /// The model the store's vectors were made with (semantic and hybrid search need it).
+    pub fn embedder(mut self, embedder: Option<Box<dyn Embedder>>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// Prompts to use instead of the built-in ones.
+    pub fn prompts(mut self, prompts: QueryPrompts) -> Self {
+        self.prompts = prompts;
+        self
+    }
+
+    /// Where progress goes.
+    pub fn events(mut self, events: Arc<dyn QueryEvents>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Writes the trajectory to `dir/query_<time>_<id>.jsonl`.
+    pub fn log_dir(mut self, dir: PathBuf) -> Self {
+        self.log_dir = Some(dir);
+        self
+    }
+
+    /// Runs the query. Errors are reserved for what stops it before there is anything to
+    /// report (bad options, an empty store, a missing key); failed batches are in the result.
+    ///
+    /// Cancel safety: dropping the future cancels the calls in flight; the log keeps every
+    /// record written so far.
+    pub async fn run(self, question: &str) -> Result<QueryResult> {
+        let started = Instant::now();
+        let Self {
+            client,
+            store,
+            embedder,
+            options,
+            prompts,
+            events,
+            log_dir,
+        } = self;
+        let emit = |event: &QueryEvent<'_>| {
+            if let Some(events) = &events {
+                events.event(event);
+            }
+        };
+        let question = question.trim().to_owned();
+        if question.is_empty() {
+            return Err(Error::EmptyQuestion);
+        }
+        options.validate()?;
+        let store_dir = store.dir().to_owned();
+        let corpus = Arc::new(Corpus::new(store, embedder));
+
+        let (all_buffers, semantic) = blocking(&corpus, |corpus| {
+            Ok((corpus.buffers(&[], None)?, corpus.semantic_available()?))
+        })
+        .await?;
+        check_selection(&all_buffers, &[], None)?;
+        let names = options.buffers.clone();
+        let glob = options.path_glob.clone();
+        let selected_buffers = blocking(&corpus, move |corpus| {
+            corpus.buffers(&names, glob.as_deref())
+        })
+        .await?;
+        check_selection(
+            &selected_buffers,
+            &options.buffers,
+            options.path_glob.as_deref(),
+        )?;
+
+        let run_id = rlm_trace::new_run_id();
+        let log = Arc::new(QueryLog::create(log_dir.as_deref(), &run_id)?);
+        log.write(&rlm_trace::QueryMetadata {
+            run_id: run_id.clone(),
+            question: question.clone(),
+            model: options.model.clone(),
+            subcall_model: options.subcall_model.clone(),
+            store: store_dir,
+            options: options_record(&options),
+        });
+
+        let root = Ledger::child(client.ledger(), options.budget);
+        let stage_client = |ledger: &Arc<Ledger>| {
+            let client = client.with_ledger(Arc::clone(ledger));
+            match options.timeout {
+                Some(timeout) => client.with_deadline(started + timeout),
+                None => client,
+            }
+        };
+        let plan_ledger = Ledger::child(&root, rlm_llm::Budget::default());
+        let extract_ledger = Ledger::child(&root, rlm_llm::Budget::default());
+        let synthesize_ledger = Ledger::child(&root, rlm_llm::Budget::default());
+        let deadline = options
+            .timeout
+            .map(|timeout| tokio::time::Instant::from_std(started + timeout));
+        let mut timings = Timings::default();
+
+        // 1. Plan.
+        let stage_started = Instant::now();
+        let fallback = Plan::default_for(&question, semantic);
+        let (mut plan, plan_source) = if options.skip_plan {
+            (fallback, PlanSource::Skipped)
+        } else {
+            let request = plan_request(
+                &prompts.plan,
+                &options,
+                &question,
+                &describe_store(&all_buffers, semantic),
+            );
+            let client = stage_client(&plan_ledger);
+            let call = client.chat(&request);
+            let result = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, call)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(rlm_llm::Error::DeadlineExceeded {
+                            model: options.model.clone(),
+                        })
+                    }),
+                None => call.await,
+            };
+            log.call(
+                "plan",
+                None,
+                1,
+                &[],
+                &request,
+                &result,
+                stage_started.elapsed(),
+            );
+            match result {
+                Ok(response) => match parse_plan(&response.text, &all_buffers, &fallback) {
+                    Ok((plan, notes)) => (plan, PlanSource::Model { notes }),
+                    Err(reason) => (fallback, PlanSource::Fallback { reason }),
+                },
+                Err(err) if err.kind() == ErrorKind::Input => {
+                    return Err(Error::Model {
+                        stage: "plan",
+                        source: err,
+                    });
+                }
+                Err(err) => (
+                    fallback,
+                    PlanSource::Fallback {
+                        reason: format!("the plan call failed: {}", error_chain(&err)),
+                    },
+                ),
+            }
+        };
+        let fixed = plan.apply_options(&options);
+        timings.plan = stage_started.elapsed().as_secs_f64();
+        emit(&QueryEvent::Planned {
+            plan: &plan,
+            source: &plan_source,
+            fixed: &fixed,
+        });
+        log.write(&rlm_trace::QueryStage {
+            run_id: run_id.clone(),
+            stage: "plan".to_owned(),
+            seconds: timings.plan,
+            detail: serde_json::json!({ "plan": plan, "source": plan_source, "fixed_by_caller": fixed }),
+        });
+
+        // 2. Select.
+        let stage_started = Instant::now();
+        let selection: Selection = {
+            let plan = plan.clone();
+            let glob = options.path_glob.clone();
+            let question = question.clone();
+            let scan = options.scan;
+            blocking(&corpus, move |corpus| match scan {
+                ScanMode::All => {
+                    let buffers = corpus.buffers(&plan.buffers, glob.as_deref())?;
+                    corpus.scan(&buffers)
+                }
+                _ => corpus.search(&plan, glob.as_deref(), &question),
+            })
+            .await?
+        };
+        timings.search = stage_started.elapsed().as_secs_f64();
+        let batch_size = plan.batch_size.max(1);
+        let batches: Vec<(String, Vec<SelectedChunk>)> = selection
+            .chunks
+            .chunks(batch_size)
+            .enumerate()
+            .map(|(index, chunks)| (index.to_string(), chunks.to_vec()))
+            .collect();
+        emit(&QueryEvent::Selected {
+            selection: &selection,
+            batches: batches.len(),
+        });
+        log.write(&rlm_trace::QueryStage {
+            run_id: run_id.clone(),
+            stage: "search".to_owned(),
+            seconds: timings.search,
+            detail: serde_json::json!({
+                "scan": options.scan,
+                "mode": selection.mode,
+                "notes": selection.notes,
+                "chunk_ids": selection.chunks.iter().map(|chunk| chunk.id).collect::<Vec<_>>(),
+            }),
+        });
+
+        let mut result = QueryResult {
+            run_id: run_id.clone(),
+            status: QueryStatus::NoEvidence,
+            report: String::new(),
+            plan,
+            plan_source,
+            fixed_by_caller: fixed,
+            scan: options.scan,
+            search_mode: selection.mode,
+            search_notes: selection.notes.clone(),
+            chunks_selected: selection.chunks.len(),
+            chunks_analyzed: 0,
+            batches: batches.len(),
+            batches_failed: Vec::new(),
+            chunk_failures: Vec::new(),
+            findings: Vec::new(),
+            reduce_calls: 0,
+            synthesis_error: None,
+            usage: StageUsage::default(),
+            timings,
+            log: log.path().map(PathBuf::from),
+        };
+        if selection.chunks.is_empty() {
+            result.report = "No chunk of the selection matched the searches, so nothing was analysed. Try other words, `--mode bm25`, or `--scan all` to read every chunk.\n".to_owned();
+            return Ok(finish(
+                result,
+                &log,
+                &[&plan_ledger, &extract_ledger, &synthesize_ledger],
+                &root,
+                started,
+            ));
+        }
+
+        // 3. Estimate, and refuse a scan the money budget cannot cover.
+        let price = client.price(&options.subcall_model);
+        let (calls, tokens, cost) = estimate(
+            &selection.chunks,
+            batch_size,
+            &prompts,
+            &question,
+            options.extract_max_tokens,
+            price.as_ref(),
+        );
+        emit(&QueryEvent::Estimate {
+            calls,
+            chunks: selection.chunks.len(),
+            tokens,
+            cost_usd: cost,
+        });
+        if options.scan == ScanMode::All
+            && let Some(limit) = options.budget.max_cost_usd
+        {
+            match cost {
+                None => return Err(Error::UnknownPrice(options.subcall_model.clone())),
+                Some(estimate) if estimate > limit => {
+                    return Err(Error::OverBudget {
+                        chunks: selection.chunks.len(),
+                        calls,
+                        estimate,
+                        limit,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+
+        // 4. Extract.
+        let stage_started = Instant::now();
+        let input_error: Arc<Mutex<Option<rlm_llm::Error>>> = Arc::default();
+        let extractor = Extractor {
+            client: stage_client(&extract_ledger),
+            corpus: Arc::clone(&corpus),
+            system: prompts.extract.clone(),
+            question: question.clone(),
+            model: options.subcall_model.clone(),
+            max_tokens: options.extract_max_tokens,
+            log: Arc::clone(&log),
+            input_error: Arc::clone(&input_error),
+        };
+        let total = batches.len();
+        let mut outcomes = std::pin::pin!(
+            futures::stream::iter(batches)
+                .map(|(label, chunks)| {
+                    let extractor = extractor.clone();
+                    async move {
+                        let run = extractor.run(label.clone(), chunks.clone());
+                        match deadline {
+                            Some(deadline) => tokio::time::timeout_at(deadline, run)
+                                .await
+                                .unwrap_or_else(|_| {
+                                    BatchOutcome::failed(
+                                        &label,
+                                        &chunks,
+                                        "the time limit was reached",
+                                    )
+                                }),
+                            None => run.await,
+                        }
+                    }
+                })
+                .buffer_unordered(options.max_concurrency)
+        );
+        let mut extractions: Vec<(SelectedChunk, ChunkExtraction)> = Vec::new();
+        let mut done = 0;
+        while let Some(outcome) = outcomes.next().await {
+            done += 1;
+            extractions.extend(outcome.extractions);
+            result.batches_failed.extend(outcome.failures);
+            result.chunk_failures.extend(outcome.chunk_failures);
+            let spent = extract_ledger.total();
+            emit(&QueryEvent::BatchDone {
+                done,
+                total,
+                findings: extractions.iter().map(|(_, e)| e.findings.len()).sum(),
+                failed_chunks: result.chunk_failures.len(),
+                tokens: spent.usage.total(),
+                cost_usd: spent.cost_usd,
+            });
+        }
+        result.timings.extract = stage_started.elapsed().as_secs_f64();
+        result.chunks_analyzed = extractions.len();
+        if extractions.is_empty() {
+            let first = input_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(err) = first {
+                return Err(Error::Model {
+                    stage: "extract",
+                    source: err,
+                });
+            }
+            let reason = result
+                .chunk_failures
+                .first()
+                .map_or("unknown", |failure| failure.reason.as_str());
+            result.status = QueryStatus::ExtractionFailed;
+            result.report = format!(
+                "No chunk could be analysed: all {} batches failed (first reason: {reason}).\n",
+                result.batches
+            );
+            return Ok(finish(
+                result,
+                &log,
+                &[&plan_ledger, &extract_ledger, &synthesize_ledger],
+                &root,
+                started,
+            ));
+        }
+
+        // 5. Collect.
+        let findings = collect(&extractions, options.threshold);
+        let coverage = Coverage {
+            selected: result.chunks_selected,
+            analyzed: result.chunks_analyzed,
+            missing: result
+                .chunks_selected
+                .saturating_sub(result.chunks_analyzed),
+            relevant: findings.len(),
+        };
+        if findings.is_empty() {
+            result.report = format!(
+                "None of the {} analysed chunks holds anything relevant to the question at the chosen threshold.\n",
+                result.chunks_analyzed
+            );
+            if let Some(note) = coverage.missing_note() {
+                result.report.push_str(&format!("\n{note}\n"));
+            }
+            return Ok(finish(
+                result,
+                &log,
+                &[&plan_ledger, &extract_ledger, &synthesize_ledger],
+                &root,
+                started,
+            ));
+        }
+
+        // 6. Synthesize.
+        let stage_started = Instant::now();
+        emit(&QueryEvent::Synthesizing {
+            chunks: findings.len(),
+            findings: finding_count(&findings),
+        });
+        let synthesizer = Synthesizer {
+            client: client.with_ledger(Arc::clone(&synthesize_ledger)),
+            system: prompts.synthesize.clone(),
+            model: options.model.clone(),
+            question: question.clone(),
+            input_chars: options.synthesis_input_chars,
+            log: Arc::clone(&log),
+        };
+        match synthesizer.run(&findings, &coverage).await {
+            Ok(synthesis) => {
+                result.status = QueryStatus::Answered;
+                result.report = synthesis.report;
+                result.reduce_calls = synthesis.reduce_calls;
+            }
+            Err(err) if err.kind() == ErrorKind::Input => {
+                return Err(Error::Model {
+                    stage: "synthesize",
+                    source: err,
+                });
+            }
+            Err(err) => {
+                let message = error_chain(&err);
+                result.status = QueryStatus::SynthesisFailed;
+                result.report = plain_report(&findings, &message, &coverage);
+                result.synthesis_error = Some(message);
+            }
+        }
+        result.timings.synthesize = stage_started.elapsed().as_secs_f64();
+        result.findings = findings;
+        Ok(finish(
+            result,
+            &log,
+            &[&plan_ledger, &extract_ledger, &synthesize_ledger],
+            &root,
+            started,
+        ))
+    }
+}
+
+/// Fills in usage and time and writes the closing record.
+fn finish(
+    mut result: QueryResult,
+    log: &QueryLog,
+    stages: &[&Arc<Ledger>; 3],
+    root: &Arc<Ledger>,
+    started: Instant,
+) -> QueryResult {
+    result.usage = StageUsage {
+        plan: stages[0].report(),
+        extract: stages[1].report(),
+        synthesize: stages[2].report(),
+        total: root.report(),
+    };
+    result.timings.total = started.elapsed().as_secs_f64();
+    let usage = [
+        ("plan", &result.usage.plan),
+        ("extract", &result.usage.extract),
+        ("synthesize", &result.usage.synthesize),
+        ("total", &result.usage.total),
+    ]
+    .into_iter()
+    .map(|(stage, report)| (stage.to_owned(), report.clone()))
+    .collect();
+    log.write(&rlm_trace::QueryOutcome {
+        run_id: result.run_id.clone(),
+        status: result.status.name().to_owned(),
+        report: result.report.clone(),
+        chunks_selected: result.chunks_selected,
+        chunks_analyzed: result.chunks_analyzed,
+        batches_failed: values(&result.batches_failed),
+        chunk_failures: values(&result.chunk_failures),
+        usage,
+        seconds: result.timings.total,
+    });
+    result
+}
+
+/// Serializable items as JSON values, for the log's untyped lists.
+fn values<T: Serialize>(items: &[T]) -> Vec<serde_json::Value> {
+    items
+        .iter()
+        .filter_map(|item| serde_json::to_value(item).ok())
+        .collect()
+}
+
+/// Runs store work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    corpus: &Arc<Corpus>,
+    work: impl FnOnce(&Corpus) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let corpus = Arc::clone(corpus);
+    tokio::task::spawn_blocking(move || work(&corpus))
+        .await
+        .map_err(|err| Error::Task(err.to_string()))?
+}
+
+/// The planner's request: the question, the store, and what the caller already fixed.
+fn plan_request(system: &str, options: &QueryOptions, question: &str, store: &str) -> ChatRequest {
+    let mut fixed = Vec::new();
+    if let Some(mode) = options.mode {
+        fixed.push(format!("mode {}", crate::select::mode_name(mode)));
+    }
+    if let Some(top_k) = options.top_k {
+        fixed.push(format!("top_k {top_k}"));
+    }
+    if let Some(batch_size) = options.batch_size {
+        fixed.push(format!("batch_size {batch_size}"));
+    }
+    if !options.buffers.is_empty() {
+        fixed.push(format!("buffers {}", options.buffers.join(", ")));
+    }
+    let mut user = format!(
+        "<question>\n{}\n</question>\n\nThe store:\n{store}",
+        crate::fence::neutralize(question)
+    );
+    if !fixed.is_empty() {
+        user.push_str(&format!(
+            "\nThe user already fixed: {} (these override your choice).\n",
+            fixed.join("; ")
+        ));
+    }
+    ChatRequest::new(options.model.clone())
+        .system(system)
+        .user(user)
+        .json(true)
+        .temperature(0.0)
+        .max_tokens(PLAN_MAX_TOKENS)
+}
+
+/// The options as logged.
+fn options_record(options: &QueryOptions) -> serde_json::Value {
+    serde_json::json!({
+        "mode": options.mode,
+        "scan": options.scan,
+        "top_k": options.top_k,
+        "batch_size": options.batch_size,
+        "buffers": options.buffers,
+        "path_glob": options.path_glob,
+        "max_concurrency": options.max_concurrency,
+        "budget": options.budget,
+        "timeout_seconds": options.timeout.map(|timeout| timeout.as_secs_f64()),
+        "skip_plan": options.skip_plan,
+        "threshold": options.threshold,
+    })
+}

@@ -1,0 +1,284 @@
+//! The report: the primary model writes Markdown from the collected findings. Findings that do
+//! not fit one call are reduced in groups first (each group to notes, then the notes to the
+//! report, recursively), never cut.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rlm_llm::{ChatRequest, LlmClient};
+use serde::Serialize;
+
+use crate::collect::ChunkFindings;
+use crate::fence;
+use crate::trace::QueryLog;
+
+/// Reduction levels before everything left goes to one call regardless of size.
+const MAX_REDUCE_LEVELS: usize = 4;
+
+/// What was and was not analysed, told to the synthesizer and appended to the report when
+/// something is missing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// Chunks chosen for analysis.
+    pub selected: usize,
+    /// Chunks an extractor reported on.
+    pub analyzed: usize,
+    /// Chunks left without a report (failures, time out, budget).
+    pub missing: usize,
+    /// Chunks whose findings passed the threshold.
+    pub relevant: usize,
+}
+
+impl Coverage {
+    fn describe(&self) -> String {
+        let mut text = format!(
+            "{} chunks were selected; {} were analysed; {} passed the relevance threshold.",
+            self.selected, self.analyzed, self.relevant
+        );
+        if self.missing > 0 {
+            text.push_str(&format!(
+                " {} chunks could not be analysed (failed calls, invalid replies, budget or time limits): say in the gaps section that the report does not cover them.",
+                self.missing
+            ));
+        }
+        text
+    }
+
+    /// The sentence appended to the report when chunks are missing.
+    pub fn missing_note(&self) -> Option<String> {
+        (self.missing > 0).then(|| {
+            format!(
+                "_Coverage: {} of {} selected chunks were analysed; {} could not be and are not reflected above._",
+                self.analyzed, self.selected, self.missing
+            )
+        })
+    }
+}
+
+/// Writes reports with the primary model.
+#[derive(Debug, Clone)]
+pub(crate) struct Synthesizer {
+    pub client: LlmClient,
+    pub system: String,
+    pub model: String,
+    pub question: String,
+    pub input_chars: usize,
+    pub log: Arc<QueryLog>,
+}
+
+/// A finished synthesis.
+#[derive(Debug, Clone)]
+pub(crate) struct Synthesis {
+    /// The Markdown report.
+    pub report: String,
+    /// Group calls made before the final one (0 when everything fit).
+    pub reduce_calls: usize,
+}
+
+impl Synthesizer {
+    /// The report for `findings`.
+    pub async fn run(
+        &self,
+        findings: &[ChunkFindings],
+        coverage: &Coverage,
+    ) -> Result<Synthesis, rlm_llm::Error> {
+        let mut pieces: Vec<String> = findings.iter().map(render).collect();
+        let mut notes = false;
+        let mut reduce_calls = 0;
+        for _ in 0..MAX_REDUCE_LEVELS {
+            let total: usize = pieces.iter().map(String::len).sum();
+            if total <= self.input_chars || pieces.len() <= 1 {
+                break;
+            }
+            let groups = pack(&pieces, self.input_chars);
+            let count = groups.len();
+            let calls = groups.iter().enumerate().map(|(index, group)| {
+                let request = self.request(&self.reduce_message(group, index + 1, count, notes));
+                async move { self.call("reduce", &request).await }
+            });
+            let replies = futures::future::join_all(calls).await;
+            reduce_calls += count;
+            pieces = replies.into_iter().collect::<Result<Vec<_>, _>>()?;
+            notes = true;
+        }
+        let request = self.request(&self.final_message(&pieces, notes, coverage));
+        let mut report = self.call("synthesize", &request).await?;
+        if let Some(note) = coverage.missing_note() {
+            report = format!("{}\n\n{note}\n", report.trim_end());
+        }
+        Ok(Synthesis {
+            report,
+            reduce_calls,
+        })
+    }
+
+    fn request(&self, user: &str) -> ChatRequest {
+        ChatRequest::new(self.model.clone())
+            .system(self.system.clone())
+            .user(user)
+            .temperature(0.0)
+    }
+
+    fn question_block(&self) -> String {
+        format!(
+            "<question>\n{}\n</question>\n",
+            fence::neutralize(self.question.trim())
+        )
+    }
+
+    fn final_message(&self, pieces: &[String], notes: bool, coverage: &Coverage) -> String {
+        let mut text = self.question_block();
+        text.push_str(&format!("\nCoverage: {}\n\n", coverage.describe()));
+        text.push_str(&evidence(pieces, notes));
+        text.push_str("\nWrite the report.\n");
+        text
+    }
+
+    fn reduce_message(&self, group: &[&String], part: usize, parts: usize, notes: bool) -> String {
+        let mut text = self.question_block();
+        text.push_str(&format!(
+            "\nThis is part {part} of {parts} of the evidence, too much for one pass. Do not write the report yet: write condensed notes on this part for a later pass that will. Keep every fact that bears on the question, and every chunk reference as [chunk N].\n\n"
+        ));
+        let owned: Vec<String> = group.iter().map(|piece| (*piece).clone()).collect();
+        text.push_str(&evidence(&owned, notes));
+        text
+    }
+
+    async fn call(&self, stage: &str, request: &ChatRequest) -> Result<String, rlm_llm::Error> {
+        let started = Instant::now();
+        let result = self.client.chat(request).await;
+        self.log
+            .call(stage, None, 1, &[], request, &result, started.elapsed());
+        result.map(|response| response.text)
+    }
+}
+
+/// Findings (first pass) or notes of earlier passes, in their fenced blocks.
+fn evidence(pieces: &[String], notes: bool) -> String {
+    if notes {
+        pieces
+            .iter()
+            .enumerate()
+            .map(|(index, piece)| {
+                format!(
+                    "<notes part=\"{}\">\n{}\n</notes>\n",
+                    index + 1,
+                    fence::neutralize(piece.trim())
+                )
+            })
+            .collect()
+    } else {
+        let body: Vec<String> = pieces
+            .iter()
+            .map(|piece| fence::neutralize(piece))
+            .collect();
+        format!("<findings>\n{}</findings>\n", body.join("\n"))
+    }
+}
+
+/// Consecutive pieces in groups of at most `limit` characters; a piece longer than the limit
+/// is a group of its own.
+fn pack(pieces: &[String], limit: usize) -> Vec<Vec<&String>> {
+    let mut groups: Vec<Vec<&String>> = Vec::new();
+    let mut size = 0;
+    for piece in pieces {
+        match groups.last_mut() {
+            Some(group) if size + piece.len() <= limit => {
+                group.push(piece);
+                size += piece.len();
+            }
+            _ => {
+                groups.push(vec![piece]);
+                size = piece.len();
+            }
+        }
+    }
+    groups
+}
+
+/// One chunk's findings as text.
+pub fn render(chunk: &ChunkFindings) -> String {
+    let mut text = format!(
+        "[chunk {}] {} · relevance {}",
+        chunk.chunk_id,
+        chunk.source,
+        chunk.relevance.name()
+    );
+    if !chunk.also_in.is_empty() {
+        let others: Vec<String> = chunk
+            .also_in
+            .iter()
+            .map(|id| format!("chunk {id}"))
+            .collect();
+        text.push_str(&format!(
+            " (a finding here is also in {})",
+            others.join(", ")
+        ));
+    }
+    text.push('\n');
+    for finding in &chunk.findings {
+        text.push_str(&format!("- {finding}\n"));
+    }
+    if let Some(summary) = &chunk.summary {
+        text.push_str(&format!("summary: {summary}\n"));
+    }
+    if !chunk.follow_up.is_empty() {
+        text.push_str(&format!("follow-up: {}\n", chunk.follow_up.join("; ")));
+    }
+    text
+}
+
+/// The findings as a plain report, used when the synthesis call fails.
+pub fn plain_report(findings: &[ChunkFindings], error: &str, coverage: &Coverage) -> String {
+    let mut report = format!(
+        "# Findings\n\nThe report could not be written ({error}); these are the extractors' findings, most relevant first.\n\n"
+    );
+    for chunk in findings {
+        report.push_str(&render(chunk));
+        report.push('\n');
+    }
+    if let Some(note) = coverage.missing_note() {
+        report.push_str(&note);
+        report.push('\n');
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_keeps_order_and_never_splits_a_piece() {
+        let pieces: Vec<String> = ["aaaa", "bb", "cccccccc", "d"].map(str::to_owned).to_vec();
+        let groups = pack(&pieces, 6);
+        let sizes: Vec<Vec<&str>> = groups
+            .iter()
+            .map(|group| group.iter().map(|piece| piece.as_str()).collect())
+            .collect();
+        assert_eq!(sizes, [vec!["aaaa", "bb"], vec!["cccccccc"], vec!["d"]]);
+    }
+
+    #[test]
+    fn coverage_note_only_when_something_is_missing() {
+        let mut coverage = Coverage {
+            selected: 10,
+            analyzed: 10,
+            missing: 0,
+            relevant: 4,
+        };
+        assert_eq!(coverage.missing_note(), None);
+        coverage.analyzed = 7;
+        coverage.missing = 3;
+        let note = coverage.missing_note().unwrap();
+        assert!(
+            note.contains("7 of 10") && note.contains("3 could not"),
+            "{note}"
+        );
+        assert!(
+            coverage
+                .describe()
+                .contains("3 chunks could not be analysed")
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! Records of an `rlm query` log: `query_metadata`, one `query_stage` per planning and search
+//! step, one `query_call` per model call, and a closing `query_result`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use rlm_llm::{ModelTotals, UsageReport};
+
+use crate::schema::RecordType;
+
+/// The first line of a query log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryMetadata {
+    /// Query id (8 hex digits), also in the file name.
+    pub run_id: String,
+    /// The question.
+    pub question: String,
+    /// The model that plans and writes the report.
+    pub model: String,
+    /// The extractors' model.
+    pub subcall_model: String,
+    /// The store directory.
+    pub store: PathBuf,
+    /// The options as the caller set them (`null` where the plan decides).
+    #[serde(default)]
+    pub options: Value,
+}
+
+impl RecordType for QueryMetadata {
+    const TYPE: &'static str = "query_metadata";
+}
+
+/// A step that is not a model call: `plan` (the plan used and where it came from) or
+/// `search` (mode, chunks selected, fallbacks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryStage {
+    /// The query.
+    pub run_id: String,
+    /// `plan` or `search`.
+    pub stage: String,
+    /// Wall time of the step, its model call included.
+    pub seconds: f64,
+    /// What the step decided; its shape depends on `stage` (see `docs/trajectory.md`).
+    #[serde(default)]
+    pub detail: Value,
+}
+
+impl RecordType for QueryStage {
+    const TYPE: &'static str = "query_stage";
+}
+
+/// One model call of a query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryCall {
+    /// The query.
+    pub run_id: String,
+    /// `plan`, `extract`, `reduce` or `synthesize`.
+    pub stage: String,
+    /// For `extract`: the batch (`3`, or `3.1` for the first half of a split batch).
+    #[serde(default)]
+    pub batch: Option<String>,
+    /// 1, or 2 for the request asked again after an invalid reply.
+    pub attempt: u32,
+    /// For `extract`: the chunks of the batch.
+    #[serde(default)]
+    pub chunk_ids: Vec<i64>,
+    /// The model as configured.
+    pub model: String,
+    /// The last user message, cut to a preview of 4,000 chars.
+    pub prompt: String,
+    /// Its full length in chars.
+    pub prompt_chars: u64,
+    /// The reply, cut to a preview of 4,000 chars (empty when the call failed).
+    pub response: String,
+    /// Its full length in chars.
+    pub response_chars: u64,
+    /// Tokens, time and cost of the call (one failure when it failed).
+    pub usage: ModelTotals,
+    /// Wall time in seconds, retries included.
+    pub seconds: f64,
+    /// The error, when the call failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl RecordType for QueryCall {
+    const TYPE: &'static str = "query_call";
+}
+
+/// The last line of a query log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryOutcome {
+    /// The query.
+    pub run_id: String,
+    /// `answered`, `no_evidence`, `extraction_failed` or `synthesis_failed`.
+    pub status: String,
+    /// The Markdown report.
+    pub report: String,
+    /// Chunks chosen for analysis.
+    pub chunks_selected: usize,
+    /// Chunks an extractor reported on.
+    pub chunks_analyzed: usize,
+    /// Batches whose replies were rejected or whose calls failed (as in `--json`).
+    #[serde(default)]
+    pub batches_failed: Vec<Value>,
+    /// Chunks left without a report, with the reason.
+    #[serde(default)]
+    pub chunk_failures: Vec<Value>,
+    /// Usage per stage (`plan`, `extract`, `synthesize`) and `total`.
+    pub usage: BTreeMap<String, UsageReport>,
+    /// Wall time of the whole query.
+    pub seconds: f64,
+}
+
+impl RecordType for QueryOutcome {
+    const TYPE: &'static str = "query_result";
+}

@@ -1,0 +1,148 @@
+//! `rlm query`: plan → search → concurrent extractors → synthesis, over the store.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rlm_query::{Query, QueryResult, QueryStatus};
+use rlm_store::SearchMode;
+
+use super::embed::stored_model_embedder;
+use crate::cli::{GlobalArgs, QueryArgs};
+use crate::error::{self, CliError, llm_error, store_error};
+use crate::output::{count, usd};
+use crate::query_progress::QueryProgress;
+use crate::settings::{QuerySettings, Sources};
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::Result<ExitCode> {
+    let settings = QuerySettings::resolve(&args, sources)?;
+    let store = settings.store.open_existing()?;
+    // Loading a model takes a second or two: only when vectors exist and may be searched.
+    let vectors = store.embedding_status().map_err(store_error)?;
+    let embedder = if settings.options.mode != Some(SearchMode::Bm25) && vectors.embedded_chunks > 0
+    {
+        stored_model_embedder(None, vectors.model.as_deref(), sources)?
+    } else {
+        None
+    };
+    let client = settings.llm.build_client()?;
+    let mut query = Query::new(client, store, settings.options)
+        .embedder(embedder)
+        .prompts(settings.prompts);
+    if let Some(dir) = settings.log_dir {
+        query = query.log_dir(dir);
+    }
+    if !global.quiet {
+        query = query.events(Arc::new(QueryProgress::new()));
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let question = settings.question;
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            result = query.run(&question) => Some(result),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let Some(result) = outcome else {
+        return Err(CliError::interrupted().into());
+    };
+    let result = result.map_err(query_error)?;
+    report(global, &result)
+}
+
+/// Prints the report (or the JSON result) and picks the exit code.
+fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode> {
+    if global.json {
+        let mut value = serde_json::to_value(result)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("type".into(), "result".into());
+        }
+        crate::output::print_json(&value)?;
+    } else {
+        let mut out = crate::output::raw_stdout();
+        writeln!(
+            out,
+            "{}",
+            crate::output::for_stdout(result.report.trim_end())
+        )?;
+        out.flush()?;
+    }
+    if !global.quiet {
+        let total = &result.usage.total.total;
+        let cost = if total.cost_is_partial() {
+            format!("≥ {} (some prices unknown)", usd(total.cost_usd))
+        } else {
+            usd(total.cost_usd)
+        };
+        let failed = if result.chunk_failures.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " · {} not analysed",
+                count(result.chunk_failures.len() as u64, "chunk")
+            )
+        };
+        eprintln!(
+            "{} · {} analysed of {}{failed} · {} · {} tokens · {cost} · {:.1}s",
+            result.status.name(),
+            count(result.chunks_analyzed as u64, "chunk"),
+            result.chunks_selected,
+            count(total.calls, "model call"),
+            rlm_engine::group_digits(total.usage.total() as usize),
+            result.timings.total
+        );
+        if let Some(path) = &result.log {
+            eprintln!(
+                "trajectory: {}",
+                crate::output::neutralize(&path.display().to_string())
+            );
+        }
+    }
+    let hint = match result.status {
+        QueryStatus::Answered => return Ok(ExitCode::SUCCESS),
+        QueryStatus::NoEvidence => "try other words, --mode bm25, a wider --path, or --scan all",
+        QueryStatus::ExtractionFailed => {
+            "every extractor batch failed; see the reasons above (or in --json) and the trajectory"
+        }
+        _ => "the report call failed; the findings were printed instead",
+    };
+    if global.json {
+        return Ok(ExitCode::from(error::EXIT_FAILED));
+    }
+    Err(
+        CliError::failed(anyhow::anyhow!("no report: {}", result.status.name()))
+            .with_hint(hint)
+            .into(),
+    )
+}
+
+/// Maps a pipeline error to an exit code and a hint.
+fn query_error(err: rlm_query::Error) -> anyhow::Error {
+    use rlm_query::Error as E;
+    let hint = match &err {
+        E::EmptyQuestion => "rlm query \"what do these files say about X?\"",
+        E::InvalidOption(_) => "see rlm query --help",
+        E::EmptyStore => "load something first with `rlm load PATH`, or pass --store DIR",
+        E::EmptySelection(_) => "`rlm list` shows the stored buffers; widen --buffer or --path",
+        E::OverBudget { .. } => {
+            "raise --max-cost, narrow the selection with --buffer or --path, or use --scan search"
+        }
+        E::UnknownPrice(_) => {
+            "add the model's price under [llm.prices.\"MODEL\"] in rlm.toml, or drop --max-cost"
+        }
+        _ => "",
+    };
+    match err {
+        E::Store(inner) => store_error(inner),
+        E::Model { stage, source } => llm_error(source).context(format!("the {stage} call failed")),
+        E::Trace(_) | E::Task(_) => CliError::failed(err).into(),
+        other => CliError::input(other).with_hint(hint).into(),
+    }
+}

@@ -1,0 +1,230 @@
+//! Settings of `rlm query`: the store, the models, the pipeline's choices and limits, prompt
+//! overrides and the trajectory log.
+//!
+//! ```toml
+//! [query]
+//! batch_size = 10        # chunks per extractor call (otherwise the plan decides)
+//! top_k = 40             # chunks analysed at most (otherwise the plan decides)
+//! max_concurrency = 16   # extractor calls in flight (also --max-concurrency, RLM_MAX_CONCURRENCY)
+//! threshold = "low"      # least relevance reaching the report: low, medium, high
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rlm_query::{QueryOptions, QueryPrompts, Threshold};
+use serde::Deserialize;
+
+use super::env;
+use super::{LlmSettings, Sources, StoreSettings};
+use crate::cli::QueryArgs;
+use crate::error::{CliError, input_error};
+
+/// The `[query]` configuration section. A value set here is the user's choice, so it wins
+/// over the plan like a flag does.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryConfig {
+    pub batch_size: Option<usize>,
+    pub top_k: Option<usize>,
+    pub max_concurrency: Option<usize>,
+    pub threshold: Option<Threshold>,
+}
+
+/// Everything `rlm query` runs with.
+#[derive(Debug)]
+pub struct QuerySettings {
+    pub question: String,
+    pub llm: LlmSettings,
+    pub store: StoreSettings,
+    pub options: QueryOptions,
+    pub prompts: QueryPrompts,
+    /// Where the trajectory is written; `None` writes none.
+    pub log_dir: Option<PathBuf>,
+}
+
+impl QuerySettings {
+    pub fn resolve(args: &QueryArgs, sources: &Sources) -> anyhow::Result<Self> {
+        if args.question.trim().is_empty() {
+            return Err(CliError::input(anyhow::anyhow!("the question is empty"))
+                .with_hint("rlm query \"what do these files say about X?\"")
+                .into());
+        }
+        let llm = LlmSettings::resolve(&args.llm, sources)?;
+        let model = llm.require_model()?.to_owned();
+        let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
+        let section: QueryConfig = sources.section("query")?;
+
+        let batch_size = args.batch_size.or(section.batch_size);
+        if batch_size == Some(0) {
+            return Err(
+                CliError::input(anyhow::anyhow!("--batch-size must be at least 1"))
+                    .with_hint("use --batch-size N with N from 1 (one chunk per call) to about 50")
+                    .into(),
+            );
+        }
+        let top_k = args.top_k.or(section.top_k);
+        if top_k == Some(0) {
+            return Err(input_error("--top-k must be at least 1").into());
+        }
+        let max_concurrency = match args.llm.max_concurrency {
+            Some(n) => Some(n as usize),
+            None => env_concurrency(sources)?,
+        }
+        .or(section.max_concurrency)
+        .unwrap_or(rlm_query::DEFAULT_MAX_CONCURRENCY);
+        if max_concurrency == 0 {
+            return Err(input_error("max_concurrency in [query] must be at least 1").into());
+        }
+        if let Some(cost) = args.max_cost
+            && !(cost.is_finite() && cost > 0.0)
+        {
+            return Err(CliError::input(anyhow::anyhow!(
+                "--max-cost {cost} is not a positive amount"
+            ))
+            .with_hint("give a budget in US dollars, e.g. --max-cost 0.50")
+            .into());
+        }
+        let max_tokens = match args.max_tokens {
+            Some(tokens) if tokens < 1 => {
+                return Err(
+                    input_error(format!("--max-tokens {tokens} must be at least 1")).into(),
+                );
+            }
+            Some(tokens) => Some(tokens as u64),
+            None => None,
+        };
+
+        let mut options = QueryOptions::new(model, subcall_model);
+        options.mode = args.mode;
+        options.scan = args.scan.unwrap_or_default();
+        options.top_k = top_k;
+        options.batch_size = batch_size;
+        options.buffers.clone_from(&args.buffers);
+        options.path_glob.clone_from(&args.path);
+        options.max_concurrency = max_concurrency;
+        options.budget = rlm_llm::Budget {
+            max_tokens,
+            max_cost_usd: args.max_cost,
+            ..rlm_llm::Budget::default()
+        };
+        options.timeout = args.timeout.map(Duration::from_secs_f64);
+        options.skip_plan = args.skip_plan;
+        options.threshold = args.threshold.or(section.threshold).unwrap_or_default();
+
+        let log_dir = if args.no_log {
+            None
+        } else {
+            args.log.clone().or_else(|| sources.dirs().runs())
+        };
+        Ok(Self {
+            question: args.question.clone(),
+            llm,
+            store: StoreSettings::resolve(&args.location, sources),
+            options,
+            prompts: prompts(sources)?,
+            log_dir,
+        })
+    }
+}
+
+fn env_concurrency(sources: &Sources) -> anyhow::Result<Option<usize>> {
+    Ok(sources
+        .env()
+        .number::<u32>(env::RLM_MAX_CONCURRENCY)?
+        .map(|n| n as usize))
+}
+
+/// The built-in prompts with the overrides found in the prompt directory.
+fn prompts(sources: &Sources) -> anyhow::Result<QueryPrompts> {
+    let dir = sources
+        .env()
+        .path(env::RLM_PROMPT_DIR)
+        .or_else(|| sources.dirs().prompts());
+    let Some(dir) = dir else {
+        return Ok(QueryPrompts::default());
+    };
+    let (prompts, used) = QueryPrompts::with_overrides_from(&dir).map_err(CliError::input)?;
+    if !used.is_empty() {
+        tracing::info!(
+            "prompt overrides from {}: {}",
+            dir.display(),
+            used.join(", ")
+        );
+    }
+    Ok(prompts)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::settings::tests::Layout;
+
+    fn query_args(args: &[&str]) -> QueryArgs {
+        let cli = Cli::try_parse_from(["rlm", "query"].iter().chain(args)).unwrap();
+        match cli.command {
+            Command::Query(args) => args,
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_beat_the_query_section_beats_defaults() {
+        let layout = Layout::new(
+            None,
+            Some(
+                "[llm]\nmodel = 'p:m'\n[query]\nbatch_size = 7\ntop_k = 30\nthreshold = 'medium'\n",
+            ),
+        );
+        let settings = QuerySettings::resolve(&query_args(&["q"]), &layout.sources(&[])).unwrap();
+        assert_eq!(settings.options.batch_size, Some(7));
+        assert_eq!(settings.options.top_k, Some(30));
+        assert_eq!(settings.options.threshold, Threshold::Medium);
+        assert_eq!(settings.options.subcall_model, "p:m");
+        assert_eq!(
+            settings.options.max_concurrency,
+            rlm_query::DEFAULT_MAX_CONCURRENCY
+        );
+
+        let args = query_args(&[
+            "q",
+            "--batch-size",
+            "2",
+            "--threshold",
+            "high",
+            "--max-concurrency",
+            "50",
+        ]);
+        let settings =
+            QuerySettings::resolve(&args, &layout.sources(&[("RLM_MAX_CONCURRENCY", "9")]))
+                .unwrap();
+        assert_eq!(settings.options.batch_size, Some(2));
+        assert_eq!(settings.options.threshold, Threshold::High);
+        assert_eq!(settings.options.max_concurrency, 50);
+        let settings = QuerySettings::resolve(
+            &query_args(&["q"]),
+            &layout.sources(&[("RLM_MAX_CONCURRENCY", "9")]),
+        )
+        .unwrap();
+        assert_eq!(settings.options.max_concurrency, 9);
+    }
+
+    #[test]
+    fn bad_values_are_input_errors() {
+        let layout = Layout::new(None, Some("[llm]\nmodel = 'p:m'\n"));
+        for args in [
+            vec![" "],
+            vec!["q", "--batch-size", "0"],
+            vec!["q", "--top-k", "0"],
+            vec!["q", "--max-cost", "-1"],
+            vec!["q", "--max-tokens", "0"],
+        ] {
+            let err = QuerySettings::resolve(&query_args(&args), &layout.sources(&[])).unwrap_err();
+            let cli = err.downcast_ref::<CliError>().expect("a CliError");
+            assert_eq!(cli.kind, crate::error::Kind::Input, "{args:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! `rlm query` through the real binary, the fake provider standing in for OpenAI.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+
+use crate::support::{KEY, output as run, rlm_in, rlm_with_fake, text, write};
+
+/// A directory with a loaded store of three small files.
+fn loaded_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "auth.rs",
+        "fn refresh_token() -> Result<Token, AuthError> { Err(AuthError::Expired) }\n",
+    );
+    write(
+        dir.path(),
+        "server.log",
+        "ERROR token refresh failed: AuthError::Expired for user 42\n",
+    );
+    write(dir.path(), "recipe.md", "# Pasta\nBoil for nine minutes.\n");
+    rlm_in(dir.path())
+        .args(["load", "auth.rs", "server.log", "recipe.md"])
+        .assert()
+        .success();
+    dir
+}
+
+/// Extractors answer every chunk as highly relevant; the report cites the chunks it saw.
+fn answer(seen: &SeenRequest) -> FakeReply {
+    let message = seen.last_user_message();
+    if seen.model == "sub" {
+        let entries: Vec<String> = message
+            .match_indices("<chunk id=\"")
+            .filter_map(|(at, tag)| {
+                let rest = &message[at + tag.len()..];
+                rest[..rest.find('"')?].parse::<i64>().ok()
+            })
+            .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "high", "findings": ["AuthError::Expired seen in chunk {id}"], "summary": null, "follow_up": []}}"#))
+            .collect();
+        return FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")));
+    }
+    FakeReply::text(format!(
+        "## Summary\nToken refresh fails with AuthError::Expired. ({} findings seen)",
+        message.matches("AuthError::Expired seen").count()
+    ))
+}
+
+fn query(dir: &Path, server: &FakeServer) -> Command {
+    let mut command = rlm_with_fake(dir, server);
+    command.args([
+        "query",
+        "--model",
+        "openai:root",
+        "--subcall-model",
+        "openai:sub",
+        "--skip-plan",
+        "--log",
+        "logs",
+    ]);
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_goes_to_stdout_progress_to_stderr_and_every_call_to_the_log() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.arg("How does token refresh fail?");
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with("## Summary\nToken refresh fails"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(2 findings seen)"), "{stdout}");
+    assert!(
+        stderr.contains("plan: default plan (planning skipped)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("selected 2 chunks (bm25 search) → 1 batches"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("batches 1/1 · 2 findings"), "{stderr}");
+    assert!(
+        stderr.contains("answered · 2 chunks analysed of 2"),
+        "{stderr}"
+    );
+    let logs: Vec<_> = std::fs::read_dir(dir.path().join("logs"))
+        .unwrap()
+        .collect();
+    assert_eq!(logs.len(), 1);
+    let log = std::fs::read_to_string(logs[0].as_ref().unwrap().path()).unwrap();
+    assert!(!log.contains(KEY), "the API key leaked into the trajectory");
+    assert_eq!(log.matches("\"type\":\"query_call\"").count(), 2, "{log}");
+    assert!(
+        log.lines()
+            .last()
+            .unwrap()
+            .contains("\"type\":\"query_result\"")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_has_the_plan_usage_per_stage_failures_and_timings() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.args([
+        "--json",
+        "--batch-size",
+        "1",
+        "--buffer",
+        "auth.rs",
+        "token refresh",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["type"], "result");
+    assert_eq!(value["status"], "answered");
+    assert_eq!(value["plan"]["batch_size"], 1);
+    assert_eq!(value["plan"]["buffers"], serde_json::json!(["auth.rs"]));
+    assert_eq!(value["plan_source"]["source"], "skipped");
+    assert_eq!(value["chunks_analyzed"], 1);
+    assert_eq!(value["batches_failed"], serde_json::json!([]));
+    assert_eq!(value["chunk_failures"], serde_json::json!([]));
+    assert_eq!(value["usage"]["extract"]["total"]["calls"], 1);
+    assert_eq!(value["usage"]["synthesize"]["total"]["calls"], 1);
+    assert_eq!(value["usage"]["total"]["total"]["calls"], 2);
+    assert!(value["timings"]["total"].as_f64().unwrap() > 0.0);
+    assert!(
+        value["report"]
+            .as_str()
+            .unwrap()
+            .contains("(1 findings seen)")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_query_replays_without_a_key_or_a_server() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.args([
+        "--record",
+        "query.cassette.jsonl",
+        "--batch-size",
+        "1",
+        "token refresh",
+    ]);
+    let recorded = run(command).await;
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    drop(server);
+
+    let mut command = rlm_in(dir.path());
+    command.args([
+        "query",
+        "--model",
+        "openai:root",
+        "--subcall-model",
+        "openai:sub",
+        "--skip-plan",
+        "--no-log",
+        "--replay",
+        "query.cassette.jsonl",
+        "--batch-size",
+        "1",
+        "token refresh",
+    ]);
+    let replayed = run(command).await;
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        text(&replayed.stderr)
+    );
+    assert_eq!(text(&replayed.stdout), text(&recorded.stdout));
+    let cassette = std::fs::read_to_string(dir.path().join("query.cassette.jsonl")).unwrap();
+    assert!(!cassette.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_are_overridable_from_the_prompts_directory() {
+    let dir = loaded_store();
+    let prompts = dir.path().join("xdg/rlm/prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    write(&prompts, "query_extract.md", "CUSTOM EXTRACTOR RULES");
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.arg("token refresh");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let sub = server.requests_for("sub");
+    assert_eq!(sub[0].system.as_deref(), Some("CUSTOM EXTRACTOR RULES"));
+    let root = server.requests_for("root");
+    assert!(
+        root[0]
+            .system
+            .as_deref()
+            .unwrap()
+            .contains("## Gaps and limitations")
+    );
+}
+
+#[test]
+fn bad_input_exits_2_with_a_hint() {
+    let empty = tempfile::tempdir().unwrap();
+    let base = ["query", "--model", "openai:root", "--skip-plan", "--no-log"];
+    let cases: [(&Path, &[&str], &str); 7] = [
+        (empty.path(), &["question"], "hint: load something first"),
+        (empty.path(), &[" "], "the question is empty"),
+        (
+            empty.path(),
+            &["--batch-size", "0", "q"],
+            "hint: use --batch-size N",
+        ),
+        (
+            empty.path(),
+            &["--max-concurrency", "0", "q"],
+            "0 is not in 1..=4096",
+        ),
+        (
+            empty.path(),
+            &["--max-cost", "-1", "q"],
+            "hint: give a budget in US dollars",
+        ),
+        (
+            empty.path(),
+            &["--max-tokens=-5", "q"],
+            "--max-tokens -5 must be at least 1",
+        ),
+        (
+            empty.path(),
+            &["--timeout", "0", "q"],
+            "not a number of seconds greater than 0",
+        ),
+    ];
+    for (dir, args, expected) in cases {
+        let output = rlm_in(dir).args(base).args(args).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    let loaded = loaded_store();
+    let output = rlm_in(loaded.path())
+        .args(base)
+        .args(["--buffer", "nope.rs", "q"])
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no buffer named \"nope.rs\"") && stderr.contains("rlm list"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_stops_the_query_with_exit_2() {
+    let dir = loaded_store();
+    let mut command = rlm_in(dir.path());
+    command.args([
+        "query",
+        "--model",
+        "openai:root",
+        "--no-log",
+        "token refresh",
+    ]);
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+}
