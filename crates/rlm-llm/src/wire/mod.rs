@@ -3,6 +3,7 @@
 pub(crate) mod anthropic;
 pub(crate) mod openai;
 
+use crate::capabilities::MaxTokensField;
 use crate::provider::ProviderKind;
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Usage};
@@ -21,9 +22,10 @@ pub(crate) fn request_body(
     request: &ChatRequest,
     model: &str,
     stream: bool,
+    max_tokens_field: MaxTokensField,
 ) -> serde_json::Value {
     match kind {
-        ProviderKind::OpenAi => openai::request_body(request, model, stream),
+        ProviderKind::OpenAi => openai::request_body(request, model, stream, max_tokens_field),
         ProviderKind::Anthropic => anthropic::request_body(request, model, stream),
     }
 }
