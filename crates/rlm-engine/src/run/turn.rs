@@ -150,9 +150,17 @@ impl Turns<'_> {
         let tag = turn.parsed.answer.as_ref();
         let mut answer = answer::resolve_tag(self.session, tag, &mut turn.notes).await;
         if answer.is_none() && turn.parsed.answer.is_none() {
-            // No tag at all: the model answered in prose, which is what was asked for.
+            // No tag at all: prose is what was asked for and counts as the answer; code is
+            // not an answer (it was never run), so the run ends without one.
             let text = turn.reply.text.trim();
-            answer = (!text.is_empty()).then(|| text.to_owned());
+            let has_code = !turn.parsed.code_blocks.is_empty() || text.starts_with("```");
+            if has_code {
+                turn.notes.push(
+                    "the reply to the last request was code, not an answer; it was not run"
+                        .to_owned(),
+                );
+            }
+            answer = (!text.is_empty() && !has_code).then(|| text.to_owned());
         }
         self.log_turn(state, &turn, started, Vec::new(), answer.clone())?;
         state.status = Some(if answer.is_some() {
