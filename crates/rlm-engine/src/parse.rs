@@ -7,6 +7,8 @@
 //! - Answer tags count only outside fences and at the start of a line (after indentation):
 //!   `FINAL(...)` with balanced parentheses, possibly spanning lines, or `FINAL_VAR(name)`.
 //! - Everything after the first answer tag is ignored: the model has decided.
+//! - A tag whose argument is a placeholder from instructions (`FINAL(...)`, `FINAL(your
+//!   answer)`, `FINAL_VAR(variable_name)`) is an echo of a prompt, not an answer.
 //! - A block left open at the end of the reply (the stop sequence cut its closing fence) still
 //!   runs.
 
@@ -60,19 +62,32 @@ pub fn parse_reply(reply: &str) -> ParsedReply {
         if let Some(rest) = trimmed.strip_prefix("FINAL_VAR(") {
             if let Some(close) = rest.find(')') {
                 let name = rest[..close].trim().trim_matches(['"', '\'', '`']).trim();
-                parsed.answer = Some(AnswerTag::Variable(name.to_owned()));
-                break;
+                if !is_placeholder(name) {
+                    parsed.answer = Some(AnswerTag::Variable(name.to_owned()));
+                    break;
+                }
             }
         } else if trimmed.starts_with("FINAL(") {
             let open = position + indent + "FINAL".len();
             let (answer, closed) = balanced_argument(&text, open);
-            parsed.answer = Some(AnswerTag::Text(answer));
-            parsed.answer_unclosed = !closed;
-            break;
+            if !is_placeholder(&answer) {
+                parsed.answer = Some(AnswerTag::Text(answer));
+                parsed.answer_unclosed = !closed;
+                break;
+            }
         }
         position = next;
     }
     parsed
+}
+
+/// Arguments that only ever appear in instructions (ours, older versions of ours, the usual
+/// wording of RLM prompts): a model repeating them has not answered.
+fn is_placeholder(argument: &str) -> bool {
+    matches!(
+        argument.trim(),
+        "..." | "…" | "your answer" | "the answer, written out" | "answer text" | "variable_name"
+    )
 }
 
 /// The text between the `(` at `open` and its matching `)`, or to the end when it never closes;

@@ -200,3 +200,21 @@ fn an_unclosed_final_is_flagged() {
     assert!(!parse_reply("FINAL(Use (this))").answer_unclosed);
     assert!(!parse_reply("```repl\nx = 1\n```").answer_unclosed);
 }
+
+/// A small model that repeats the instructions (older prompt wordings put these at the start
+/// of a line) has not answered; a real tag after the echo still counts.
+#[test]
+fn echoed_placeholder_tags_are_not_answers() {
+    let echo = "Continue with more code, or answer with FINAL(...) or\nFINAL_VAR(...) if done.\n\
+                FINAL(the answer, written out)\nFINAL_VAR(variable_name)\nFINAL(your answer)\n";
+    assert_eq!(parse_reply(echo).answer, None);
+    let then_real = format!("{echo}FINAL(42)");
+    assert_eq!(
+        parse_reply(&then_real).answer,
+        Some(AnswerTag::Text("42".to_owned()))
+    );
+    assert_eq!(
+        parse_reply("FINAL_VAR(result)").answer,
+        Some(AnswerTag::Variable("result".to_owned()))
+    );
+}

@@ -190,6 +190,29 @@ mod tests {
         );
     }
 
+    /// A model that repeats our instructions must not answer by doing so: no line of any
+    /// default prompt is an answer tag, so an echo parses as prose.
+    #[test]
+    fn echoing_the_prompts_is_never_an_answer() {
+        let prompts = Prompts::default();
+        for template in [
+            &prompts.system,
+            &prompts.first_turn,
+            &prompts.next_turn,
+            &prompts.final_request,
+            &prompts.child_task,
+        ] {
+            let echoed = crate::parse::parse_reply(template);
+            assert_eq!(echoed.answer, None, "{template}");
+            let quoted = template
+                .lines()
+                .map(|line| format!("> {line}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert_eq!(crate::parse::parse_reply(&quoted).answer, None);
+        }
+    }
+
     #[test]
     fn overrides_come_from_files_and_empty_files_are_rejected() {
         let dir = tempfile::tempdir().unwrap();

@@ -236,6 +236,41 @@ async fn iteration_limit_asks_once_for_a_final_answer() {
     assert_eq!(result.outcome.answer, None);
 }
 
+/// A small model that keeps writing code when asked for its final answer: the code is not an
+/// answer (it would be printed raw as one), and the run ends at the iteration limit with the
+/// `answer` variable as the partial answer.
+#[tokio::test]
+async fn code_in_reply_to_the_last_request_is_not_an_answer() {
+    for last in [
+        "```repl\nprint(len(context))\n```",
+        "```python\nanswer = 1\n",
+        "```\nx = 2\n```",
+    ] {
+        let model = Arc::new(ScriptedModel::default().replies(
+            "root",
+            &[
+                "```repl\nanswer = {\"content\": \"so far 3\", \"ready\": False}\n```",
+                last,
+            ],
+        ));
+        let result = run(
+            &model,
+            RunLimits {
+                max_iterations: 1,
+                ..RunLimits::default()
+            },
+        )
+        .await;
+        assert_eq!(result.outcome.status, Status::IterationLimit, "{last}");
+        assert_eq!(result.outcome.answer, None, "{last}");
+        assert_eq!(
+            result.outcome.partial_answer.as_deref(),
+            Some("so far 3"),
+            "{last}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn token_budget_stops_with_the_partial_answer() {
     let model = Arc::new(ScriptedModel::default().replies(

@@ -6,6 +6,7 @@ use futures::StreamExt as _;
 use reqwest::header::HeaderMap;
 use tracing::{debug, warn};
 
+use crate::capabilities::{self, ModelCapabilities, Rejected, StopCutter};
 use crate::cassette::{self, CassetteEntry, REDACTED};
 use crate::client::{LlmClient, ProviderSlot};
 use crate::error::{Error, Result};
@@ -21,6 +22,8 @@ struct AttemptError {
     error: Error,
     retryable: bool,
     headers: Option<HeaderMap>,
+    /// A parameter the provider refused that the request can do without (HTTP 400 only).
+    rejected: Option<Rejected>,
 }
 
 impl AttemptError {
@@ -29,7 +32,37 @@ impl AttemptError {
             error,
             retryable: false,
             headers: None,
+            rejected: None,
         }
+    }
+}
+
+/// What goes on the wire for one request given what the model accepts, and the stop sequences
+/// the client applies itself.
+struct Plan {
+    body: Vec<u8>,
+    client_stops: Vec<String>,
+}
+
+impl Plan {
+    fn new(
+        kind: ProviderKind,
+        request: &ChatRequest,
+        model: &str,
+        stream: bool,
+        capabilities: ModelCapabilities,
+    ) -> Result<Self> {
+        let mut sent = request.clone();
+        let mut client_stops = Vec::new();
+        if !capabilities.stop {
+            client_stops = std::mem::take(&mut sent.stop);
+        }
+        if !capabilities.temperature {
+            sent.temperature = None;
+        }
+        let body = wire::request_body(kind, &sent, model, stream, capabilities.max_tokens_field);
+        let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
+        Ok(Self { body, client_stops })
     }
 }
 
@@ -69,8 +102,9 @@ impl LlmClient {
         let slot = self.slot(&model_ref, &request.model)?;
         let (url, headers) = endpoint(slot)?;
         let stream = on_text.is_some();
-        let body = wire::request_body(slot.config.kind, request, &model_ref.model, stream);
-        let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
+        let kind = slot.config.kind;
+        let mut capabilities = self.capabilities_of(&model_ref);
+        let mut plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
 
         let mut retries = 0u32;
         let outcome = loop {
@@ -81,7 +115,7 @@ impl LlmClient {
                     &model_ref,
                     &url,
                     &headers,
-                    &body,
+                    &plan,
                     &mut on_text,
                     &mut emitted,
                 )
@@ -89,6 +123,20 @@ impl LlmClient {
             match attempt {
                 Ok(parsed) => break Ok(parsed),
                 Err(failed) => {
+                    if let Some(rejected) = failed.rejected
+                        && let Some(corrected) = capabilities.without(rejected)
+                    {
+                        // Once per parameter: `without` refuses a change already made.
+                        debug!(
+                            model = %model_label,
+                            ?rejected,
+                            "the provider refused a parameter; sending the request without it"
+                        );
+                        self.learn(&model_ref, corrected);
+                        capabilities = corrected;
+                        plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
+                        continue;
+                    }
                     let can_retry =
                         failed.retryable && !emitted && retries < self.shared.retry.max_retries;
                     if !can_retry {
@@ -171,7 +219,7 @@ impl LlmClient {
         model_ref: &ModelRef,
         url: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        plan: &Plan,
         on_text: &mut TextSink<'_>,
         emitted: &mut bool,
     ) -> Result<Parsed, AttemptError> {
@@ -213,6 +261,7 @@ impl LlmClient {
                     },
                     retryable: true,
                     headers: None,
+                    rejected: None,
                 }
             }
         };
@@ -221,7 +270,7 @@ impl LlmClient {
             .http
             .post(url)
             .headers(headers.clone())
-            .body(body.to_vec())
+            .body(plan.body.clone())
             .send();
         let response = match tokio::time::timeout_at(attempt_deadline, send).await {
             Err(_) => return Err(timed_out(url)),
@@ -247,6 +296,9 @@ impl LlmClient {
                 },
                 retryable: should_retry(status, &response_headers),
                 headers: Some(response_headers),
+                rejected: (status == 400)
+                    .then(|| capabilities::rejected_parameter(&body))
+                    .flatten(),
             });
         }
         let decode_error = |detail: String| {
@@ -258,13 +310,18 @@ impl LlmClient {
         };
         let Some(sink) = on_text.as_mut() else {
             let bytes = match tokio::time::timeout_at(attempt_deadline, response.bytes()).await {
-                Err(_) => return Err(timed_out(url)),
+                // The server had started its answer: asking again would start it over.
+                Err(_) => return Err(producing_timed_out(timed_out(url))),
                 Ok(Err(err)) => return Err(transport_error(url, err)),
                 Ok(Ok(bytes)) => bytes,
             };
             drop(permit);
-            return wire::parse_response(slot.config.kind, &bytes).map_err(decode_error);
+            let mut parsed =
+                wire::parse_response(slot.config.kind, &bytes).map_err(decode_error)?;
+            apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
+            return Ok(parsed);
         };
+        let mut cutter = StopCutter::new(plan.client_stops.clone());
         let mut decoder = StreamDecoder::new(slot.config.kind);
         let mut parser = SseParser::default();
         let mut chunks = response.bytes_stream();
@@ -275,19 +332,23 @@ impl LlmClient {
             },
             retryable: true,
             headers: None,
+            rejected: None,
         };
-        while !decoder.is_done() {
+        let mut producing = false;
+        while !decoder.is_done() && !cutter.stopped() {
             // While streaming, the timeout bounds the silence between two chunks.
             let silence_limit = match overall_deadline {
                 Some(deadline) => instant_after(timeout).min(deadline),
                 None => instant_after(timeout),
             };
             let chunk = match tokio::time::timeout_at(silence_limit, chunks.next()).await {
+                Err(_) if producing => return Err(producing_timed_out(timed_out(url))),
                 Err(_) => return Err(timed_out(url)),
                 Ok(None) => return Err(interrupted()),
                 Ok(Some(Err(_))) => return Err(interrupted()),
                 Ok(Some(Ok(chunk))) => chunk,
             };
+            producing = true;
             for event in parser.push(&chunk) {
                 let decoded = decoder.on_event(&event).map_err(|err| match err {
                     EventError::Malformed(detail) => decode_error(detail),
@@ -301,17 +362,59 @@ impl LlmClient {
                         },
                         retryable: true,
                         headers: None,
+                        rejected: None,
                     },
                 })?;
                 if let Some(piece) = decoded {
-                    *emitted = true;
-                    sink(&piece);
+                    let passed = cutter.push(&piece);
+                    if !passed.is_empty() {
+                        *emitted = true;
+                        sink(&passed);
+                    }
+                    if cutter.stopped() {
+                        // As a provider would: nothing after the stop sequence. Leaving the loop
+                        // drops the body stream, which closes the connection.
+                        break;
+                    }
                 }
             }
         }
+        drop(chunks);
         drop(permit);
-        Ok(decoder.finish())
+        let rest = cutter.finish();
+        if !rest.is_empty() {
+            *emitted = true;
+            sink(&rest);
+        }
+        let mut parsed = decoder.finish();
+        apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
+        Ok(parsed)
     }
+}
+
+/// Cuts a reply at a stop sequence the server was not given, reporting the finish reason the
+/// provider would have (OpenAI `stop`, Anthropic `stop_sequence`). A reply cut mid-stream has
+/// no usage report when the provider sends it last (OpenAI); it counts as zero tokens.
+fn apply_client_stops(kind: ProviderKind, parsed: &mut Parsed, stops: &[String]) {
+    if capabilities::cut_at_stop(&mut parsed.text, stops) {
+        parsed.finish_reason = Some(
+            match kind {
+                ProviderKind::OpenAi => "stop",
+                ProviderKind::Anthropic => "stop_sequence",
+            }
+            .to_owned(),
+        );
+    }
+}
+
+/// A timeout that fired while the server was sending its answer is not retried: a model that
+/// does not stop would run until the timeout again, each attempt costing a whole timeout.
+fn producing_timed_out(mut failed: AttemptError) -> AttemptError {
+    if failed.retryable {
+        debug!("timed out while the server was answering; not retried");
+        failed.retryable = false;
+    }
+    failed
 }
 
 /// Now plus `duration`, saturating far in the future instead of overflowing.
@@ -383,6 +486,7 @@ fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
             source: err.without_url(),
         },
         headers: None,
+        rejected: None,
     }
 }
 

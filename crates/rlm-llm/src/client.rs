@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
+use crate::capabilities::{CapabilityTable, ModelCapabilities};
 use crate::cassette::{Recorder, Replayer};
 use crate::error::{Error, Result};
 use crate::provider::{BUILTIN_PROVIDERS, ModelRef, ProviderConfig};
@@ -39,6 +40,9 @@ pub(crate) struct Shared {
     pub prices: PriceTable,
     pub recorder: Option<Recorder>,
     pub replayer: Option<Replayer>,
+    pub capabilities: CapabilityTable,
+    /// Corrections learned from refusals, by `provider:model`, for the rest of the process.
+    pub learned: std::sync::Mutex<BTreeMap<String, ModelCapabilities>>,
 }
 
 /// A handle to every configured provider. Cheap to clone; clones share the HTTP connection pool,
@@ -65,6 +69,7 @@ pub struct LlmClientBuilder {
     ledger: Arc<Ledger>,
     record: Option<std::path::PathBuf>,
     replay: Option<std::path::PathBuf>,
+    capabilities: CapabilityTable,
 }
 
 impl Default for LlmClientBuilder {
@@ -79,6 +84,7 @@ impl Default for LlmClientBuilder {
             ledger: Ledger::new(),
             record: None,
             replay: None,
+            capabilities: CapabilityTable::builtin(),
         }
     }
 }
@@ -136,6 +142,14 @@ impl LlmClientBuilder {
     #[must_use]
     pub fn prices(mut self, prices: PriceTable) -> Self {
         self.prices = prices;
+        self
+    }
+
+    /// Replaces the table of which parameters each model accepts (the default is
+    /// [`CapabilityTable::builtin`]).
+    #[must_use]
+    pub fn capabilities(mut self, capabilities: CapabilityTable) -> Self {
+        self.capabilities = capabilities;
         self
     }
 
@@ -198,6 +212,8 @@ impl LlmClientBuilder {
                 prices: self.prices,
                 recorder,
                 replayer,
+                capabilities: self.capabilities,
+                learned: std::sync::Mutex::default(),
             }),
             ledger: self.ledger,
             deadline: None,
@@ -302,6 +318,32 @@ impl LlmClient {
     pub fn price(&self, model: &str) -> Option<Price> {
         let resolved = self.resolve(model).ok()?;
         self.shared.prices.get(&resolved.model).copied()
+    }
+
+    /// What a model string's model accepts: the table's entry, corrected by any refusal seen
+    /// earlier in this process.
+    pub fn capabilities(&self, model: &str) -> Result<ModelCapabilities> {
+        let resolved = self.resolve(model)?;
+        Ok(self.capabilities_of(&resolved))
+    }
+
+    pub(crate) fn capabilities_of(&self, model: &ModelRef) -> ModelCapabilities {
+        let learned = self
+            .shared
+            .learned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&model.to_string())
+            .copied();
+        learned.unwrap_or_else(|| self.shared.capabilities.lookup(&model.model))
+    }
+
+    pub(crate) fn learn(&self, model: &ModelRef, capabilities: ModelCapabilities) {
+        self.shared
+            .learned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(model.to_string(), capabilities);
     }
 
     /// The configured concurrency limit of a provider.

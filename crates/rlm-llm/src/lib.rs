@@ -8,6 +8,9 @@
 //!   honouring `retry-after`, `retry-after-ms` and `x-ratelimit-reset-*`; no retry on other 4xx.
 //!   Per-attempt timeout, optional overall deadline, and one semaphore per provider shared by
 //!   every clone of the client.
+//! - **Model quirks** ([`capabilities`]): parameters a model family refuses (`stop`,
+//!   `temperature` and `max_tokens` on OpenAI reasoning models) are left out, stop sequences
+//!   applied by the client instead; a 400 refusing such a parameter is retried once without it.
 //! - **Accounting**: [`Usage`] per call (`input_tokens` counts every prompt token, cached or
 //!   not), cost from a [`PriceTable`] (unknown price → `None`, never zero), and a [`Ledger`]
 //!   tree with [`ModelTotals`] per model and a [`Budget`] that refuses calls.
@@ -37,6 +40,7 @@
 //! ```
 
 mod call;
+pub mod capabilities;
 pub mod cassette;
 mod client;
 mod error;
@@ -52,6 +56,7 @@ mod usage;
 mod window;
 mod wire;
 
+pub use capabilities::{CapabilityTable, MaxTokensField, ModelCapabilities};
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use provider::{

@@ -288,6 +288,8 @@ pub enum Status {
     ErrorLimit,
     /// The root model could not be reached (after the client's retries).
     ModelError,
+    /// The run was stopped from outside (Ctrl-C, or the caller dropped it) before it ended.
+    Interrupted,
     /// A status written by a newer version (read only).
     #[serde(other)]
     Other,
@@ -313,6 +315,7 @@ impl fmt::Display for Status {
             Self::SubcallBudget => "sub-call budget exhausted",
             Self::ErrorLimit => "too many consecutive code errors",
             Self::ModelError => "the root model failed",
+            Self::Interrupted => "interrupted",
             Self::Other => "ended (a status this version does not know)",
         };
         f.write_str(text)

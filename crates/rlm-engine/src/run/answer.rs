@@ -1,11 +1,27 @@
 //! Resolving a turn's answer: `FINAL(...)`/`FINAL_VAR(...)` inside the code, then an answer tag
-//! outside the code, then a ready `answer` variable.
+//! outside the code, then a ready `answer` variable. Every form is listed in `docs/answers.md`.
 
 use serde_json::Value;
 
 use super::blocks::BlockRun;
+use crate::error::Error;
 use crate::parse::AnswerTag;
-use crate::repl::ReplSession;
+use crate::repl::{ReplError, ReplSession};
+
+/// What the REPL holds before the first turn, as in the reference RLM: model code fills it in
+/// place (`answer["content"] = ...; answer["ready"] = True`).
+const INITIAL_ANSWER: &str = r#"answer = {"content": "", "ready": False}"#;
+
+/// Binds [`INITIAL_ANSWER`] in a new session.
+pub(super) async fn bind_initial(session: &mut dyn ReplSession) -> Result<(), Error> {
+    let outcome = session.execute(INITIAL_ANSWER).await.map_err(Error::Repl)?;
+    match outcome.error {
+        None => Ok(()),
+        Some(error) => Err(Error::Repl(ReplError::new(format!(
+            "could not bind the `answer` variable: {error}"
+        )))),
+    }
+}
 
 /// The turn's answer, if it gave one. A `FINAL_VAR` the session cannot satisfy adds a note for
 /// the model; an `answer` variable that is not ready becomes the run's best partial answer.
@@ -102,14 +118,17 @@ async fn read_answer_variable(
         }
     };
     let ready = value.get("ready").and_then(Value::as_bool) == Some(true);
-    let content = within(Some(answer_content(&value)), max_bytes, notes);
     if ready {
-        return content;
+        return within(Some(answer_content(&value)), max_bytes, notes);
     }
-    *partial = content;
+    if let Some(content) = partial_content(&value) {
+        *partial = within(Some(content), max_bytes, notes);
+    }
     None
 }
 
+/// The text of an `answer` variable: its `content` when it is the dictionary form, else the
+/// value itself, as Python's `str()` would write it.
 pub(super) fn answer_content(value: &Value) -> String {
     match value.get("content") {
         Some(content) => value_text(content),
@@ -117,10 +136,67 @@ pub(super) fn answer_content(value: &Value) -> String {
     }
 }
 
+/// The best partial answer an `answer` variable holds; the untouched initial value (empty
+/// content) is none.
+pub(super) fn partial_content(value: &Value) -> Option<String> {
+    Some(answer_content(value)).filter(|content| !content.is_empty())
+}
+
+/// A value as `str()` writes it: a string as itself, anything else as its Python literal
+/// (`[1, 'a']`, `{'k': True}`, `None`), so numbers and lists become answer text.
 fn value_text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
-        other => other.to_string(),
+        other => python_repr(other),
+    }
+}
+
+fn python_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_owned(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::Number(number) => number.to_string(),
+        Value::String(text) => {
+            // Python's choice of quotes: double when the text has a single quote and no double.
+            let quote = if text.contains('\'') && !text.contains('"') {
+                '"'
+            } else {
+                '\''
+            };
+            let mut shown = String::with_capacity(text.len() + 2);
+            shown.push(quote);
+            for c in text.chars() {
+                match c {
+                    '\\' => shown.push_str("\\\\"),
+                    '\n' => shown.push_str("\\n"),
+                    c if c == quote => {
+                        shown.push('\\');
+                        shown.push(c);
+                    }
+                    c => shown.push(c),
+                }
+            }
+            shown.push(quote);
+            shown
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(python_repr).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(entries) => {
+            let entries: Vec<String> = entries
+                .iter()
+                .map(|(key, item)| {
+                    format!(
+                        "{}: {}",
+                        python_repr(&Value::String(key.clone())),
+                        python_repr(item)
+                    )
+                })
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
     }
 }
 
@@ -128,4 +204,39 @@ fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
         && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn content_reads_as_str_would_write_it() {
+        let cases = [
+            (json!({"content": "text", "ready": true}), "text"),
+            (json!({"content": 42, "ready": true}), "42"),
+            (json!({"content": 2.5}), "2.5"),
+            (json!({"content": [1, "a'b", null]}), "[1, \"a'b\", None]"),
+            (json!({"content": {"k": false}}), "{'k': False}"),
+            (json!("plain string"), "plain string"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(answer_content(&value), expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_untouched_initial_answer_is_no_partial_answer() {
+        assert_eq!(
+            partial_content(&json!({"content": "", "ready": false})),
+            None
+        );
+        assert_eq!(
+            partial_content(&json!({"content": "half", "ready": false})).as_deref(),
+            Some("half")
+        );
+        assert_eq!(partial_content(&json!("draft")).as_deref(), Some("draft"));
+    }
 }

@@ -101,9 +101,17 @@ pub(crate) async fn run_loop(
         host,
     };
     let mut session = scope.shared.repl.open(spec).await.map_err(Error::Repl)?;
+    answer::bind_initial(session.as_mut()).await?;
 
     let mut conversation = prompts::opening(&scope, &description, query);
     let mut state = LoopState::default();
+    let mut interrupted = InterruptedGuard {
+        scope: &scope,
+        log: &log,
+        started,
+        iterations: 0,
+        armed: true,
+    };
     let mut turns = turn::Turns {
         scope: &scope,
         session: session.as_mut(),
@@ -117,14 +125,24 @@ pub(crate) async fn run_loop(
             break;
         }
         state.iterations += 1;
-        if turns.take(&mut state).await?.is_break() {
+        interrupted.iterations = state.iterations;
+        let flow = turns
+            .take(&mut state)
+            .await
+            .inspect_err(|_| interrupted.armed = false)?;
+        if flow.is_break() {
             break;
         }
     }
     if state.status.is_none() {
-        turns.last_request(&mut state).await?;
+        interrupted.iterations = state.iterations + 1;
+        turns
+            .last_request(&mut state)
+            .await
+            .inspect_err(|_| interrupted.armed = false)?;
     }
     let result = finish(&scope, session.as_mut(), state, &log, started).await;
+    interrupted.armed = false;
     log.write(&record::outcome(&log, &result.outcome))?;
     emit(
         &scope,
@@ -136,6 +154,41 @@ pub(crate) async fn run_loop(
         },
     );
     Ok(result)
+}
+
+/// Writes an `interrupted` result line when the run's future is dropped before it wrote its
+/// own (Ctrl-C in the binary drops it), so a stopped run's log still ends with a result.
+struct InterruptedGuard<'a> {
+    scope: &'a RunScope,
+    log: &'a RunLog,
+    started: Instant,
+    /// Turns started so far.
+    iterations: u32,
+    /// Cleared once the run writes its own result line.
+    armed: bool,
+}
+
+impl Drop for InterruptedGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let usage = self.scope.account.spend().report();
+        let outcome = RunOutcome {
+            run_id: self.scope.run_id.clone(),
+            status: Status::Interrupted,
+            answer: None,
+            partial_answer: None,
+            iterations: self.iterations,
+            usage_summary: UsageSummary::of(&usage),
+            usage,
+            subcalls: self.scope.account.subcalls(),
+            seconds: self.started.elapsed().as_secs_f64(),
+            error: None,
+        };
+        // Nothing can report a failed write from a destructor; the log just ends earlier.
+        let _ = self.log.write(&outcome);
+    }
 }
 
 /// The run's result once the loop has stopped: the answer, or the best partial answer.
@@ -150,7 +203,7 @@ async fn finish(
         && state.partial.is_none()
         && let Ok(Some(value)) = session.variable("answer").await
     {
-        state.partial = Some(answer::answer_content(&value));
+        state.partial = answer::partial_content(&value);
     }
     let status = state.status.unwrap_or(Status::IterationLimit);
     let usage = scope.account.spend().report();

@@ -159,9 +159,17 @@ impl Turns<'_> {
         let max_bytes = self.scope.account.limits().max_answer_bytes;
         let mut answer = answer::resolve_tag(self.session, tag, &mut turn.notes, max_bytes).await;
         if answer.is_none() && turn.parsed.answer.is_none() {
-            // No tag at all: the model answered in prose, which is what was asked for.
+            // No tag at all: prose is what was asked for and counts as the answer; code is
+            // not an answer (it was never run), so the run ends without one.
             let text = turn.reply.text.trim();
-            let prose = (!text.is_empty()).then(|| text.to_owned());
+            let has_code = !turn.parsed.code_blocks.is_empty() || text.starts_with("```");
+            if has_code {
+                turn.notes.push(
+                    "the reply to the last request was code, not an answer; it was not run"
+                        .to_owned(),
+                );
+            }
+            let prose = (!text.is_empty() && !has_code).then(|| text.to_owned());
             answer = answer::within(prose, max_bytes, &mut turn.notes);
         }
         self.log_turn(state, &turn, started, Vec::new(), answer.as_deref())?;

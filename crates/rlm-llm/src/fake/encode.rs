@@ -78,6 +78,51 @@ pub(crate) fn error_body(wire: ProviderKind, status: u16, message: &str) -> Valu
     }
 }
 
+/// OpenAI's refusal of a parameter its reasoning models do not take, as the real API words it,
+/// or `None` when the body sends none of them (the Anthropic endpoint refuses nothing).
+pub(crate) fn reasoning_refusal(wire: ProviderKind, body: &Value) -> Option<Value> {
+    if wire != ProviderKind::OpenAi {
+        return None;
+    }
+    let refusal = |param: &str, code: &str, message: String| {
+        json!({"error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": param,
+            "code": code,
+        }})
+    };
+    if body.get("stop").is_some_and(|stop| !stop.is_null()) {
+        return Some(refusal(
+            "stop",
+            "unsupported_parameter",
+            "Unsupported parameter: 'stop' is not supported with this model.".to_owned(),
+        ));
+    }
+    if let Some(temperature) = body.get("temperature").and_then(Value::as_f64)
+        && (temperature - 1.0).abs() > f64::EPSILON
+    {
+        return Some(refusal(
+            "temperature",
+            "unsupported_value",
+            format!(
+                "Unsupported value: 'temperature' does not support {temperature} with this model. \
+                 Only the default (1) value is supported."
+            ),
+        ));
+    }
+    if body.get("max_tokens").is_some() {
+        return Some(refusal(
+            "max_tokens",
+            "unsupported_parameter",
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use \
+             'max_completion_tokens' instead."
+                .to_owned(),
+        ));
+    }
+    None
+}
+
 pub(crate) fn event(name: Option<&str>, data: &Value) -> String {
     match name {
         Some(name) => format!("event: {name}\ndata: {data}\n\n"),

@@ -57,6 +57,8 @@ pub(crate) struct State {
     requests: Mutex<Vec<SeenRequest>>,
     in_flight: AtomicUsize,
     peak_in_flight: AtomicUsize,
+    /// Models that refuse what OpenAI's reasoning models refuse.
+    reasoning_models: Mutex<Vec<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -67,6 +69,14 @@ impl State {
     /// Records the request and picks its reply.
     pub(crate) fn take_reply(&self, seen: &SeenRequest) -> FakeReply {
         lock(&self.requests).push(seen.clone());
+        if lock(&self.reasoning_models).contains(&seen.model)
+            && let Some(refusal) = encode::reasoning_refusal(seen.wire, &seen.body)
+        {
+            return FakeReply::of(FakeBehavior::Body {
+                status: 400,
+                body: refusal,
+            });
+        }
         if let Some(reply) = lock(&self.scripts)
             .get_mut(&seen.model)
             .and_then(VecDeque::pop_front)
@@ -196,6 +206,14 @@ impl FakeServer {
         responder: impl Fn(&SeenRequest) -> FakeReply + Send + Sync + 'static,
     ) {
         *lock(&self.state.responder) = Some(Arc::new(responder));
+    }
+
+    /// Makes `model` refuse, as OpenAI's reasoning models (`gpt-5*`, `o1`/`o3`/`o4`) do, a
+    /// `stop`, a `temperature` other than 1 and `max_tokens`, with OpenAI's HTTP 400 body
+    /// (`unsupported_parameter` / `unsupported_value`) on the OpenAI endpoint. A refused request
+    /// is still listed in [`Self::requests`] and takes no scripted reply.
+    pub fn reasoning_model(&self, model: &str) {
+        lock(&self.state.reasoning_models).push(model.to_owned());
     }
 
     /// Latency added to every reply that sets no delay of its own.

@@ -96,6 +96,14 @@ pub enum FakeBehavior {
     /// as argument pieces per call. A call with an empty id gets `call_fake_N` or
     /// `toolu_fake_N`. Arguments are sent as scripted, so a test can script invalid ones.
     ToolCalls { text: String, calls: Vec<ToolCall> },
+    /// Start answering (the first part of this text when streaming, half the body otherwise),
+    /// then send nothing more and keep the connection open: a server still generating.
+    Stall(String),
+    /// Answer with this status and exactly this JSON body.
+    Body {
+        status: u16,
+        body: serde_json::Value,
+    },
 }
 
 /// One scripted reply: a behaviour plus optional latency, usage and finish reason.
@@ -112,7 +120,7 @@ pub struct FakeReply {
 }
 
 impl FakeReply {
-    fn of(behavior: FakeBehavior) -> Self {
+    pub(crate) fn of(behavior: FakeBehavior) -> Self {
         Self {
             behavior,
             delay: None,
@@ -184,6 +192,11 @@ impl FakeReply {
     /// An error event inside a 200 stream (a 529 when the request does not stream).
     pub fn error_event(message: impl Into<String>) -> Self {
         Self::of(FakeBehavior::ErrorEvent(message.into()))
+    }
+
+    /// Starts answering with `partial`, then goes silent with the connection open.
+    pub fn stall(partial: impl Into<String>) -> Self {
+        Self::of(FakeBehavior::Stall(partial.into()))
     }
 
     /// Streams `partial` and then cuts the connection mid-event.

@@ -120,6 +120,7 @@ async fn respond(
             &headers,
             &encode::error_body(wire, status, &message),
         ),
+        FakeBehavior::Body { status, body } => json_response(status, &[], &body),
         FakeBehavior::Hang => {
             // Held until the client gives up and the connection is dropped (or the test ends).
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -193,6 +194,20 @@ async fn respond(
         FakeBehavior::ErrorEvent(message) => {
             json_response(529, &[], &encode::error_body(wire, 529, &message))
         }
+        FakeBehavior::Stall(partial) => {
+            let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
+            if !seen.stream {
+                let full =
+                    encode::full_body(wire, &seen.model, &partial, &finish, &usage).to_string();
+                let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
+                return body_response(vec![half], End::Stall, guard);
+            }
+            let mut events = encode::stream_head(wire, &seen.model, &usage);
+            for piece in encode::pieces(&partial, STREAM_PIECES) {
+                events.push(encode::stream_delta(wire, &seen.model, piece));
+            }
+            body_response(events, End::Stall, guard)
+        }
         FakeBehavior::CutStream(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
             if !seen.stream {
@@ -217,6 +232,20 @@ async fn respond(
 /// chunks so clients must buffer partial events. `cut` ends with a transport error instead of a
 /// clean end of body.
 fn sse_response(events: Vec<String>, cut: bool, guard: InFlight) -> Response {
+    body_response(events, if cut { End::Cut } else { End::Clean }, guard)
+}
+
+/// How a streamed body ends.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    Clean,
+    /// A transport error.
+    Cut,
+    /// Nothing more is sent and the connection stays open (until the client gives up).
+    Stall,
+}
+
+fn body_response(events: Vec<String>, end: End, guard: InFlight) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let _guard = guard;
@@ -238,7 +267,10 @@ fn sse_response(events: Vec<String>, cut: bool, guard: InFlight) -> Response {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
-        if cut {
+        if end == End::Stall {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        if end == End::Cut {
             let _ = sender
                 .send(Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionReset,

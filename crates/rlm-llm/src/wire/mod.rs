@@ -5,6 +5,7 @@ mod anthropic_tools;
 pub(crate) mod openai;
 mod openai_tools;
 
+use crate::capabilities::MaxTokensField;
 use crate::provider::ProviderKind;
 use crate::sse::SseEvent;
 use crate::tools::ToolCall;
@@ -25,9 +26,10 @@ pub(crate) fn request_body(
     request: &ChatRequest,
     model: &str,
     stream: bool,
+    max_tokens_field: MaxTokensField,
 ) -> serde_json::Value {
     match kind {
-        ProviderKind::OpenAi => openai::request_body(request, model, stream),
+        ProviderKind::OpenAi => openai::request_body(request, model, stream, max_tokens_field),
         ProviderKind::Anthropic => anthropic::request_body(request, model, stream),
     }
 }

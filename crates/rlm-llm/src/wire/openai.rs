@@ -3,10 +3,16 @@
 use serde_json::{Value, json};
 
 use super::{EventError, Parsed, count, openai_tools};
+use crate::capabilities::MaxTokensField;
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Usage};
 
-pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
+pub(crate) fn request_body(
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    max_tokens_field: MaxTokensField,
+) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -22,11 +28,10 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     }
     if let Some(max_tokens) = request.max_tokens {
         // Reasoning models reject the older `max_tokens`; other OpenAI-compatible servers
-        // (Ollama, vLLM, llama.cpp) only know `max_tokens`.
-        let field = if uses_max_completion_tokens(model) {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
+        // (Ollama, vLLM, llama.cpp) only know `max_tokens` (see `capabilities.rs`).
+        let field = match max_tokens_field {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
         };
         body.insert(field.into(), json!(max_tokens));
     }
@@ -43,12 +48,6 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
-}
-
-fn uses_max_completion_tokens(model: &str) -> bool {
-    ["o1", "o3", "o4", "gpt-5"]
-        .iter()
-        .any(|prefix| model.starts_with(prefix))
 }
 
 /// OpenAI's `prompt_tokens` already count the cached ones (`prompt_tokens_details`), which
@@ -156,7 +155,7 @@ mod tests {
             .max_tokens(9)
             .stop("END")
             .json(true);
-        let body = request_body(&request, "gpt-4o", true);
+        let body = request_body(&request, "gpt-4o", true, MaxTokensField::MaxTokens);
         assert_eq!(body["model"], "gpt-4o");
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][1]["content"], "hi");
@@ -167,25 +166,30 @@ mod tests {
     }
 
     #[test]
-    fn reasoning_models_get_max_completion_tokens() {
+    fn the_output_cap_takes_the_field_name_it_is_given() {
         let request = ChatRequest::new("x").user("q").max_tokens(7);
+        let completion = MaxTokensField::MaxCompletionTokens;
         assert_eq!(
-            request_body(&request, "o3-mini", false)["max_completion_tokens"],
+            request_body(&request, "o3-mini", false, completion)["max_completion_tokens"],
             7
         );
         assert!(
-            request_body(&request, "o3-mini", false)
+            request_body(&request, "o3-mini", false, completion)
                 .get("max_tokens")
                 .is_none()
         );
-        assert_eq!(request_body(&request, "qwen2.5:7b", false)["max_tokens"], 7);
+        let plain = MaxTokensField::MaxTokens;
+        assert_eq!(
+            request_body(&request, "qwen2.5:7b", false, plain)["max_tokens"],
+            7
+        );
     }
 
     #[test]
     fn system_messages_stay_in_place() {
         let mut request = ChatRequest::new("x").system("first").user("q");
         request.messages.push(Message::system("later"));
-        let body = request_body(&request, "m", false);
+        let body = request_body(&request, "m", false, MaxTokensField::MaxTokens);
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][2]["role"], "system");
         assert_eq!(body["messages"][2]["content"], "later");

@@ -203,7 +203,12 @@ mod tests {
             "call_1",
             ToolOutput::error("no store"),
         ));
-        let body = super::super::openai::request_body(&request, "gpt-4o", false);
+        let body = super::super::openai::request_body(
+            &request,
+            "gpt-4o",
+            false,
+            crate::capabilities::MaxTokensField::MaxTokens,
+        );
         assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["tools"][0]["function"]["name"], "search");
         assert_eq!(body["tools"][0]["function"]["parameters"], schema);
@@ -225,7 +230,12 @@ mod tests {
             (ToolChoice::Required, "required"),
         ] {
             let request = request.clone().tool_choice(choice);
-            let body = super::super::openai::request_body(&request, "gpt-4o", false);
+            let body = super::super::openai::request_body(
+                &request,
+                "gpt-4o",
+                false,
+                crate::capabilities::MaxTokensField::MaxTokens,
+            );
             assert_eq!(body["tool_choice"], wire);
         }
     }

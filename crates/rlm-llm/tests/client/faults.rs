@@ -120,6 +120,38 @@ async fn a_hang_times_out_per_attempt() {
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
+/// A server that went silent in the middle of its answer (a model that never stops, on a
+/// server that sends nothing more until it is done): the timeout is reported, not retried —
+/// another attempt would cost another whole timeout. Streamed, that holds even before any text
+/// (the stream had started), whole, once the body had started.
+#[tokio::test]
+async fn a_timeout_while_the_server_is_answering_is_not_retried() {
+    for (stream, partial) in [(false, "runaway"), (true, ""), (true, "runaway")] {
+        let server = server().await;
+        server.script("m", [FakeReply::stall(partial), FakeReply::text("again")]);
+        let client = server
+            .client_builder()
+            .retry(fast_retries(2))
+            .request_timeout(Duration::from_millis(300))
+            .build()
+            .unwrap();
+        let err = if stream {
+            client
+                .chat_streaming(&ask("m"), &mut |_| {})
+                .await
+                .unwrap_err()
+        } else {
+            client.chat(&ask("m")).await.unwrap_err()
+        };
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+        assert_eq!(
+            server.request_count(),
+            1,
+            "stream {stream}, {partial:?} was retried"
+        );
+    }
+}
+
 #[tokio::test]
 async fn malformed_json_is_a_decode_error() {
     let server = server().await;

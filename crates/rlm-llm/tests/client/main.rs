@@ -6,6 +6,7 @@ mod accounting;
 mod cassette;
 mod faults;
 mod limiter;
+mod quirks;
 mod tools;
 mod wire;
 

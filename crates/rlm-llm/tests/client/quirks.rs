@@ -1,0 +1,107 @@
+//! Models that refuse parameters: the capability table, one retry without a refused
+//! parameter, and stop sequences applied by the client.
+
+use rlm_llm::fake::FakeReply;
+use rlm_llm::{CapabilityTable, ChatRequest, ErrorKind, FinishReason, ModelCapabilities};
+
+use crate::{client, fast_retries, server};
+
+/// The RLM loop's kind of request: a temperature and a stop sequence at a code fence's end.
+fn loop_request(model: &str) -> ChatRequest {
+    ChatRequest::new(model)
+        .user("go")
+        .temperature(0.2)
+        .max_tokens(50)
+        .stop("```\n")
+}
+
+#[tokio::test]
+async fn a_refused_parameter_is_dropped_once_and_remembered_for_the_model() {
+    let server = server().await;
+    server.reasoning_model("custom-reasoner");
+    server.respond_with(|_| FakeReply::text("```repl\nx = 1\n```\nand more after the fence"));
+    // Not in the table: the refusals teach the client, one parameter per retry.
+    let client = server
+        .client_builder()
+        .retry(fast_retries(0))
+        .capabilities(CapabilityTable::empty())
+        .build()
+        .unwrap();
+
+    let answer = client.chat(&loop_request("custom-reasoner")).await.unwrap();
+    // Applied by the client as the provider would have: cut before the stop sequence.
+    assert_eq!(answer.text, "```repl\nx = 1\n");
+    assert_eq!(answer.finish(), FinishReason::EndTurn);
+    assert_eq!(answer.retries, 0, "adapting is not a retry of a failure");
+    let seen = server.requests();
+    assert_eq!(
+        seen.len(),
+        4,
+        "stop, temperature, max_tokens refused, then answered"
+    );
+    assert!(seen[0].body.get("stop").is_some());
+    assert!(seen[1].body.get("stop").is_none());
+    assert!(seen[1].body.get("temperature").is_some());
+    assert!(seen[2].body.get("temperature").is_none());
+    assert_eq!(seen[3].body["max_completion_tokens"], 50);
+    assert!(seen[3].body.get("max_tokens").is_none());
+
+    // Remembered for the rest of the process: the next call is sent right the first time.
+    client.chat(&loop_request("custom-reasoner")).await.unwrap();
+    assert_eq!(server.request_count(), 5);
+    let learned = client.capabilities("custom-reasoner").unwrap();
+    assert_eq!(learned, ModelCapabilities::REASONING);
+    // Another model is not affected.
+    assert_eq!(
+        client.capabilities("other").unwrap(),
+        ModelCapabilities::default()
+    );
+}
+
+#[tokio::test]
+async fn table_families_are_sent_right_the_first_time_whole_and_streamed() {
+    let server = server().await;
+    server.reasoning_model("gpt-5-mini");
+    server.respond_with(|_| FakeReply::text("```repl\nprint(2)\n```\nFINAL(after the fence)"));
+    let client = client(&server, 0);
+    let answer = client.chat(&loop_request("gpt-5-mini")).await.unwrap();
+    assert_eq!(answer.text, "```repl\nprint(2)\n");
+    assert_eq!(server.request_count(), 1);
+
+    let mut pieces = String::new();
+    let streamed = client
+        .chat_streaming(&loop_request("gpt-5-mini"), &mut |piece| {
+            pieces.push_str(piece);
+        })
+        .await
+        .unwrap();
+    assert_eq!(server.request_count(), 2);
+    assert_eq!(streamed.text, "```repl\nprint(2)\n");
+    assert_eq!(
+        pieces, streamed.text,
+        "nothing past the stop reaches the caller"
+    );
+    assert_eq!(streamed.finish_reason.as_deref(), Some("stop"));
+}
+
+#[tokio::test]
+async fn other_400s_are_reported_at_once_with_keys_masked() {
+    let server = server().await;
+    server.script(
+        "m",
+        [FakeReply::status(
+            400,
+            "Invalid value for 'temperature': must be at most 2. Key sk-proj-abcdefgh1234 used.",
+        )],
+    );
+    let client = client(&server, 3);
+    let err = client
+        .chat(&ChatRequest::new("m").user("q").temperature(5.0))
+        .await
+        .unwrap_err();
+    assert_eq!(server.request_count(), 1, "not retried");
+    assert_eq!(err.kind(), ErrorKind::Input);
+    let shown = err.to_string();
+    assert!(shown.contains("must be at most 2"), "{shown}");
+    assert!(!shown.contains("abcdefgh1234"), "{shown}");
+}
