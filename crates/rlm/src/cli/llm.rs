@@ -34,6 +34,11 @@ pub struct LlmArgs {
     /// [env: RLM_MAX_RETRIES].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub max_retries: Option<u32>,
+    /// Most tokens one answer may have, so a model that never stops cannot run until the
+    /// request times out (default 8192; 32768 for reasoning models, whose thinking counts)
+    /// [env: RLM_MAX_OUTPUT_TOKENS].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// Parses a positive number of seconds, at most a day. Zero is refused: it would end every
@@ -59,8 +64,8 @@ pub struct ChatArgs {
     /// Sampling temperature.
     #[arg(long, value_name = "T")]
     pub temperature: Option<f32>,
-    /// Maximum tokens in the answer.
-    #[arg(long, value_name = "N")]
+    /// Maximum tokens in the answer (same as --max-output-tokens, which it overrides).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
     /// Stop sequence (repeatable).
     #[arg(long, value_name = "TEXT")]

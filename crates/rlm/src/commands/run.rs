@@ -19,6 +19,8 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
 
     let client = settings.llm.build_client()?;
+    let root_cap = settings.llm.output_cap(&settings.model);
+    let subcall_cap = settings.llm.output_cap(&settings.subcall_model);
     let repl = crate::sandbox::repl(
         settings.allow_reduced_protection,
         settings.block_timeout,
@@ -35,7 +37,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         .max_depth(settings.max_depth)
         .limits(settings.limits)
         .context_windows(settings.context_windows)
-        .prompts(settings.prompts);
+        .prompts(settings.prompts)
+        .root_max_output_tokens(root_cap)
+        .subcall_max_output_tokens(subcall_cap);
     if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);
     }
@@ -115,6 +119,18 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
                 crate::output::neutralize(&path.display().to_string())
             );
         }
+    }
+    if result.outcome.status == Status::ForcedAnswer {
+        // Printed above, but not an answer the model reached within its turns: a partial
+        // result, said so on stderr and by the exit code.
+        if global.json {
+            return Ok(ExitCode::from(error::EXIT_FAILED));
+        }
+        return Err(CliError::failed(anyhow::anyhow!(
+            "the answer above is partial: the model gave it only when its turns ran out"
+        ))
+        .with_hint("raise --max-iterations for an answer the model reaches on its own")
+        .into());
     }
     if result.outcome.status.is_answered() {
         return Ok(ExitCode::SUCCESS);

@@ -38,6 +38,8 @@ pub const RLM_MAX_CONCURRENCY: &str = "RLM_MAX_CONCURRENCY";
 pub const RLM_TIMEOUT: &str = "RLM_TIMEOUT";
 /// Retries per model request, same as `--max-retries`.
 pub const RLM_MAX_RETRIES: &str = "RLM_MAX_RETRIES";
+/// Output-token cap of one answer (`--max-output-tokens`).
+pub const RLM_MAX_OUTPUT_TOKENS: &str = "RLM_MAX_OUTPUT_TOKENS";
 
 // --- Provider keys and endpoints (read through `rlm_llm::BUILTIN_PROVIDERS`, listed here so
 // every variable rlm reads is in one place)

@@ -10,6 +10,7 @@
 //! max_concurrency = 16        # per provider
 //! timeout_secs = 300          # per request
 //! max_retries = 4
+//! max_output_tokens = 8192    # per answer; default 8192, 32768 for reasoning models
 //! default_provider = "ollama" # for model names without `provider:`
 //!
 //! [llm.providers.local]       # add or override a provider
@@ -21,6 +22,11 @@
 //! [llm.prices."my-model"]     # USD per million tokens; extends the built-in table
 //! input_per_mtok = 1.0
 //! output_per_mtok = 2.0
+//!
+//! [llm.capabilities."my-reasoner"]  # models whose name starts with this; extends the
+//! stop = false                      # built-in table (`rlm_llm::capabilities`); omitted
+//! temperature = false               # fields mean "accepted"
+//! max_tokens_field = "max_completion_tokens"
 //! ```
 
 use std::collections::BTreeMap;
@@ -29,7 +35,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use rlm_llm::{
-    ApiKey, ChatRequest, LlmClient, Price, PriceTable, ProviderConfig, ProviderKind, RetryPolicy,
+    ApiKey, CapabilityTable, ChatRequest, LlmClient, MaxTokensField, ModelCapabilities, Price,
+    PriceTable, ProviderConfig, ProviderKind, RetryPolicy,
 };
 use serde::Deserialize;
 
@@ -47,6 +54,7 @@ pub struct LlmConfig {
     pub max_concurrency: Option<u32>,
     pub timeout_secs: Option<f64>,
     pub max_retries: Option<u32>,
+    pub max_output_tokens: Option<u32>,
     pub default_provider: Option<String>,
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
@@ -54,6 +62,8 @@ pub struct LlmConfig {
     pub providers: BTreeMap<String, ProviderFileConfig>,
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub capabilities: BTreeMap<String, ModelCapabilities>,
 }
 
 /// One `[llm.providers.NAME]` table. Missing fields keep the built-in provider's values.
@@ -82,7 +92,17 @@ pub struct LlmSettings {
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
     pub prices: PriceTable,
+    /// Which parameters each model family accepts: built-in rules plus `[llm.capabilities]`.
+    pub capabilities: CapabilityTable,
+    /// The output-token cap set by flag, environment or file; see [`LlmSettings::output_cap`].
+    pub max_output_tokens: Option<u32>,
 }
+
+/// Output-token cap of one answer when none is configured: a reply of the RLM loop is a code
+/// block or an answer, far below it, while a model that never stops is cut in bounded time.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8_192;
+/// The same for reasoning models, whose hidden thinking counts against the cap.
+pub const DEFAULT_REASONING_MAX_OUTPUT_TOKENS: u32 = 32_768;
 
 /// Provider variables read through `rlm_llm::BUILTIN_PROVIDERS`.
 const PROVIDER_VARIABLES: [&str; 6] = [
@@ -160,6 +180,14 @@ impl LlmSettings {
             None => env.number::<u32>(env::RLM_MAX_RETRIES)?,
         }
         .or(config.max_retries);
+        let max_output_tokens = match args.max_output_tokens {
+            Some(n) => Some(n),
+            None => env.number::<u32>(env::RLM_MAX_OUTPUT_TOKENS)?,
+        }
+        .or(config.max_output_tokens);
+        if max_output_tokens == Some(0) {
+            return Err(input_error("max_output_tokens must be at least 1").into());
+        }
         let retry = RetryPolicy {
             max_retries: max_retries.unwrap_or(RetryPolicy::default().max_retries),
             ..RetryPolicy::default()
@@ -223,6 +251,10 @@ impl LlmSettings {
         for (model, price) in config.prices {
             prices.insert(model, price);
         }
+        let mut capabilities = CapabilityTable::builtin();
+        for (prefix, accepted) in config.capabilities {
+            capabilities.insert(prefix, accepted);
+        }
         Ok(Self {
             model,
             subcall_model,
@@ -233,7 +265,22 @@ impl LlmSettings {
             request_timeout,
             retry,
             prices,
+            capabilities,
+            max_output_tokens,
         })
+    }
+
+    /// The output-token cap for `model` (`provider:name`): the configured one, else the
+    /// default, larger for reasoning models (those sent `max_completion_tokens`).
+    pub fn output_cap(&self, model: &str) -> u32 {
+        if let Some(cap) = self.max_output_tokens {
+            return cap;
+        }
+        let name = model.split_once(':').map_or(model, |(_, name)| name);
+        match self.capabilities.lookup(name).max_tokens_field {
+            MaxTokensField::MaxCompletionTokens => DEFAULT_REASONING_MAX_OUTPUT_TOKENS,
+            MaxTokensField::MaxTokens => DEFAULT_MAX_OUTPUT_TOKENS,
+        }
     }
 
     /// The main model, or an input error saying how to set one.
@@ -253,7 +300,8 @@ impl LlmSettings {
         let mut builder = LlmClient::builder()
             .retry(self.retry)
             .request_timeout(self.request_timeout)
-            .prices(self.prices.clone());
+            .prices(self.prices.clone())
+            .capabilities(self.capabilities.clone());
         for provider in &self.providers {
             builder = builder.provider(provider.clone());
         }
@@ -290,12 +338,13 @@ impl ChatSettings {
     pub fn resolve(args: &ChatArgs, sources: &Sources) -> anyhow::Result<Self> {
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
+        let max_tokens = Some(args.max_tokens.unwrap_or_else(|| llm.output_cap(&model)));
         Ok(Self {
             llm,
             model,
             system: args.system.clone(),
             temperature: args.temperature,
-            max_tokens: args.max_tokens,
+            max_tokens,
             stop: args.stop.clone(),
             json_mode: args.json_mode,
         })
@@ -456,6 +505,65 @@ mod tests {
         };
         let merged = LlmSettings::merge(&flag, config(file), &lookup).unwrap();
         assert!(merged.providers.iter().all(|p| p.max_concurrency == 2));
+    }
+
+    #[test]
+    fn output_caps_are_set_by_default_and_follow_the_layers() {
+        let none =
+            LlmSettings::merge(&LlmArgs::default(), LlmConfig::default(), &env_of(&[])).unwrap();
+        assert_eq!(none.output_cap("openai:gpt-4o"), DEFAULT_MAX_OUTPUT_TOKENS);
+        assert_eq!(
+            none.output_cap("ollama:qwen2.5:7b"),
+            DEFAULT_MAX_OUTPUT_TOKENS
+        );
+        assert_eq!(
+            none.output_cap("openai:gpt-5-mini"),
+            DEFAULT_REASONING_MAX_OUTPUT_TOKENS
+        );
+        let file = "[llm]\nmax_output_tokens = 300\n";
+        let from_file =
+            LlmSettings::merge(&LlmArgs::default(), config(file), &env_of(&[])).unwrap();
+        assert_eq!(from_file.output_cap("openai:gpt-5"), 300);
+        let env = env_of(&[("RLM_MAX_OUTPUT_TOKENS", "200")]);
+        let from_env = LlmSettings::merge(&LlmArgs::default(), config(file), &env).unwrap();
+        assert_eq!(from_env.output_cap("m"), 200);
+        let flag = LlmArgs {
+            max_output_tokens: Some(100),
+            ..LlmArgs::default()
+        };
+        let from_flag = LlmSettings::merge(&flag, config(file), &env).unwrap();
+        assert_eq!(from_flag.output_cap("m"), 100);
+        let zero = LlmSettings::merge(
+            &LlmArgs::default(),
+            config("[llm]\nmax_output_tokens = 0\n"),
+            &env_of(&[]),
+        );
+        assert!(zero.is_err());
+    }
+
+    #[test]
+    fn configured_capabilities_extend_the_builtin_table() {
+        let file = "[llm.capabilities.'my-reasoner']\nstop = false\nmax_tokens_field = 'max_completion_tokens'\n";
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(file), &env_of(&[])).unwrap();
+        let custom = merged.capabilities.lookup("my-reasoner-7b");
+        assert!(!custom.stop);
+        assert!(custom.temperature, "an omitted field means accepted");
+        assert_eq!(
+            custom.max_tokens_field,
+            rlm_llm::MaxTokensField::MaxCompletionTokens
+        );
+        assert_eq!(
+            merged.capabilities.lookup("gpt-5"),
+            ModelCapabilities::REASONING
+        );
+        let typo = "[llm.capabilities.'m']\nstops = false\n";
+        let parsed: Result<LlmConfig, _> = toml::from_str::<toml::Table>(typo)
+            .unwrap()
+            .get("llm")
+            .cloned()
+            .unwrap()
+            .try_into();
+        assert!(parsed.is_err(), "unknown capability fields are refused");
     }
 
     #[test]

@@ -169,3 +169,51 @@ async fn ctrl_c_stops_the_call_and_exits_130() {
     let limit = Duration::from_secs(5);
     wait_until(limit, "request still open", || server.in_flight() == 0).await;
 }
+
+/// `rlm chat` caps the answer by default (a model that never stops ends there instead of at
+/// the request timeout); `--max-output-tokens`, its variable and `--max-tokens` set the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_caps_the_answer_length_by_default() {
+    let cases: [(&[&str], Option<(&str, &str)>, u64); 4] = [
+        (&[], None, 8192),
+        (&["--max-output-tokens", "64"], None, 64),
+        (&[], Some(("RLM_MAX_OUTPUT_TOKENS", "32")), 32),
+        (
+            &["--max-output-tokens", "64", "--max-tokens", "16"],
+            None,
+            16,
+        ),
+    ];
+    for (flags, variable, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let server = FakeServer::start().await.unwrap();
+        server.script("m", [FakeReply::text("ok")]);
+        let mut command = rlm_with_fake(dir.path(), &server);
+        command
+            .args(["--json", "chat", "hi", "--model", "openai:m"])
+            .args(flags);
+        if let Some((name, value)) = variable {
+            command.env(name, value);
+        }
+        let out = output(command).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(
+            server.requests()[0].body["max_tokens"],
+            expected,
+            "{flags:?}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command.args([
+        "chat",
+        "hi",
+        "--model",
+        "openai:m",
+        "--max-output-tokens",
+        "0",
+    ]);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod answers;
 mod basics;
 mod chat;
 mod ctx;

@@ -383,7 +383,7 @@ const NEEDLE_SCRIPT: [&str; 4] = [
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctrl_c_exits_130_and_keeps_the_turns_already_logged() {
+async fn ctrl_c_exits_130_and_ends_the_log_with_an_interrupted_result() {
     let (dir, server) = scripted(
         "root",
         [
@@ -409,11 +409,16 @@ async fn ctrl_c_exits_130_and_keeps_the_turns_already_logged() {
     let logs = logs_in(&dir.path().join("logs"));
     assert_eq!(logs.len(), 1);
     let log = std::fs::read_to_string(&logs[0]).unwrap();
-    let kinds: Vec<String> = log
+    let lines: Vec<serde_json::Value> = log
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(kinds, ["\"metadata\"", "\"iteration\""]);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["metadata", "iteration", "result"]);
+    let result = &lines[2];
+    assert_eq!(result["status"], "interrupted", "{result}");
+    assert_eq!(result["iterations"], 2, "turn 2 was under way");
+    assert_eq!(result["answer"], serde_json::Value::Null);
 }
 
 /// Model code names another model: refused with the flag to use, unless the user allowed it.

@@ -1,0 +1,197 @@
+//! Every way a run can end with an answer (docs/answers.md), through the real binary and
+//! sandbox, and the loop on models that refuse stop sequences.
+
+use std::path::Path;
+
+use rlm_llm::fake::{FakeReply, FakeServer};
+
+use crate::support::{KEY, output as run, rlm_with_fake, text};
+
+/// Runs `rlm run` against `server` with root model `model`; returns (exit code, stdout, stderr).
+async fn rlm_run(
+    dir: &Path,
+    server: &FakeServer,
+    model: &str,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let mut command = rlm_with_fake(dir, server);
+    command.args([
+        "run",
+        "--no-log",
+        "--model",
+        &format!("openai:{model}"),
+        "--context",
+        "abc",
+    ]);
+    command.args(extra);
+    command.arg("What is it?");
+    let output = run(command).await;
+    (
+        output.status.code().unwrap_or(-1),
+        text(&output.stdout),
+        text(&output.stderr),
+    )
+}
+
+/// The reply of each form, and the answer it must give.
+const FORMS: [(&str, &str); 6] = [
+    // The reference RLM's form: `answer` is bound before the first turn and filled in place;
+    // any str()-able content is the answer text.
+    (
+        "```repl\nanswer[\"content\"] = [6, 7]\nanswer[\"ready\"] = True\n```",
+        "[6, 7]",
+    ),
+    (
+        "```repl\nanswer[\"content\"] = 6 * 7\nanswer[\"ready\"] = True\n```",
+        "42",
+    ),
+    (
+        "```repl\nanswer = {\"content\": \"whole dict\", \"ready\": True}\n```",
+        "whole dict",
+    ),
+    ("FINAL(said in prose)", "said in prose"),
+    (
+        "```repl\nfound = 'from a variable'\n```\nFINAL_VAR(found)",
+        "from a variable",
+    ),
+    ("```repl\nFINAL('called in code')\n```", "called in code"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_form_ends_the_run_with_its_text() {
+    for (reply, expected) in FORMS {
+        let dir = tempfile::tempdir().unwrap();
+        let server = FakeServer::start().await.unwrap();
+        server.script("root", [FakeReply::text(reply)]);
+        let (code, stdout, stderr) = rlm_run(dir.path(), &server, "root", &[]).await;
+        assert_eq!(code, 0, "{reply}: {stderr}");
+        assert_eq!(stdout, format!("{expected}\n"), "{reply}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_not_marked_ready_is_only_a_partial_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::text("```repl\nanswer[\"content\"] = 'a draft'\n```"),
+            FakeReply::text(""),
+        ],
+    );
+    let (code, stdout, stderr) = rlm_run(
+        dir.path(),
+        &server,
+        "root",
+        &["--max-iterations", "1", "--json"],
+    )
+    .await;
+    assert_eq!(code, 1, "{stderr}");
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["answer"], serde_json::Value::Null);
+    assert_eq!(result["partial_answer"], "a draft");
+}
+
+/// A model that refuses `stop` (as OpenAI's reasoning models do), not in the built-in table:
+/// the first request is refused, the loop goes on without server-side stop sequences, the
+/// client cuts each reply after its code block, and the run answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_answers_on_a_model_that_refuses_stop_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.reasoning_model("house-reasoner");
+    server.script(
+        "house-reasoner",
+        [
+            // Without the stop applied, the invented output and the FINAL after the block
+            // would end the run with a wrong answer.
+            FakeReply::text("```repl\nx = 6 * 7\nprint(x)\n```\nOutput: 41\nFINAL(41)"),
+            FakeReply::text("FINAL_VAR(x)"),
+        ],
+    );
+    let (code, stdout, stderr) = rlm_run(dir.path(), &server, "house-reasoner", &["-v"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "42\n");
+    let seen = server.requests_for("house-reasoner");
+    assert!(seen[0].body.get("stop").is_some(), "{}", seen[0].body);
+    assert!(seen.iter().skip(1).all(|r| r.body.get("stop").is_none()));
+    assert!(!stderr.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_answer_is_printed_but_exits_1_as_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::text("```repl\nprint(len(context))\n```"),
+            FakeReply::text("FINAL(a late guess)"),
+            FakeReply::text("```repl\nprint(len(context))\n```"),
+            FakeReply::text("FINAL(a late guess)"),
+        ],
+    );
+    let (code, stdout, stderr) =
+        rlm_run(dir.path(), &server, "root", &["--max-iterations", "1"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stdout, "a late guess\n");
+    assert!(stderr.contains("partial"), "{stderr}");
+    let (code, stdout, _) = rlm_run(
+        dir.path(),
+        &server,
+        "root",
+        &["--max-iterations", "1", "--json"],
+    )
+    .await;
+    assert_eq!(code, 1);
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["status"], "forced_answer");
+    assert_eq!(result["answer"], "a late guess");
+}
+
+/// Asked for its final answer, a small model writes more code: that code is not printed as
+/// the answer (it used to be, with exit 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_at_the_iteration_limit_is_not_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::text("```repl\nprint(len(context))\n```"),
+            FakeReply::text("```repl\nprint(context[:10])\n```"),
+        ],
+    );
+    let (code, stdout, stderr) =
+        rlm_run(dir.path(), &server, "root", &["--max-iterations", "1"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("iteration limit"), "{stderr}");
+}
+
+/// Every root turn and sub-call carries an output cap by default, so a model that never stops
+/// ends at the cap instead of at the request timeout; `--max-output-tokens` sets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn root_turns_and_subcalls_carry_an_output_cap() {
+    for (extra, expected) in [(&[][..], 8192), (&["--max-output-tokens", "300"][..], 300)] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = FakeServer::start().await.unwrap();
+        server.script(
+            "root",
+            [
+                FakeReply::text("```repl\nx = llm_query('hi')\n```"),
+                FakeReply::text("FINAL_VAR(x)"),
+            ],
+        );
+        server.script("sub", [FakeReply::text("hello")]);
+        let mut args = vec!["--subcall-model", "openai:sub"];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = rlm_run(dir.path(), &server, "root", &args).await;
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(stdout, "hello\n");
+        for seen in server.requests() {
+            assert_eq!(seen.body["max_tokens"], expected, "{}", seen.body);
+        }
+    }
+}
