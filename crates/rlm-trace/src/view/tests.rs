@@ -272,7 +272,11 @@ fn bad_logs_are_refused_with_the_reason() {
         ("cut.jsonl", whole[..whole.len() - 20].to_owned()),
         (
             "newer.jsonl",
-            whole.replacen("\"version\":1", "\"version\":99", 1),
+            whole.replacen(
+                &format!("\"version\":{}", crate::VERSION),
+                "\"version\":99",
+                1,
+            ),
         ),
     ];
     for (name, text) in cases {

@@ -39,7 +39,7 @@ pub struct QueryArgs {
     pub max_tokens: Option<i64>,
     /// Seconds for planning, searching and extracting; batches not done by then are reported
     /// as failed and the report is written from the rest.
-    #[arg(long, value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
+    #[arg(long = "timeout", id = "query_timeout", value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
     pub timeout: Option<f64>,
     /// Search with the question itself instead of asking the model for a plan.
     #[arg(long)]

@@ -51,7 +51,8 @@ const FORMS: [(&str, &str); 6] = [
     ),
     ("FINAL(said in prose)", "said in prose"),
     (
-        "```repl\nfound = 'from a variable'\n```\nFINAL_VAR(found)",
+        // A tag after the code block would be cut by the stop sequence; in code it is a call.
+        "```repl\nfound = 'from a variable'\nFINAL_VAR('found')\n```",
         "from a variable",
     ),
     ("```repl\nFINAL('called in code')\n```", "called in code"),

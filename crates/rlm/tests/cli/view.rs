@@ -214,7 +214,10 @@ async fn bad_logs_exit_2_and_a_run_in_progress_renders() {
         ),
         (
             "newer.jsonl",
-            whole.replace("\"version\":1,", "\"version\":7,"),
+            whole.replace(
+                &format!("\"version\":{},", rlm_trace::VERSION),
+                "\"version\":7,",
+            ),
             "format version 7",
         ),
     ];
