@@ -5,6 +5,7 @@
 //! and 50.
 //!
 //! `cargo bench -p rlm-query --bench fanout`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};

@@ -174,7 +174,9 @@ async fn ctrl_c_stops_the_call_and_exits_130() {
 /// the request timeout); `--max-output-tokens`, its variable and `--max-tokens` set the cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_caps_the_answer_length_by_default() {
-    let cases: [(&[&str], Option<(&str, &str)>, u64); 4] = [
+    // (flags, an environment variable, the max_tokens the provider must see)
+    type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>, u64);
+    let cases: [Case; 4] = [
         (&[], None, 8192),
         (&["--max-output-tokens", "64"], None, 64),
         (&[], Some(("RLM_MAX_OUTPUT_TOKENS", "32")), 32),
