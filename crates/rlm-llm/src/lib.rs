@@ -58,7 +58,7 @@ mod wire;
 
 pub use capabilities::{CapabilityTable, MaxTokensField, ModelCapabilities};
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, error_chain};
 pub use provider::{
     ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
     ProviderKind,

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+pub use rlm_llm::error_chain;
 use rlm_llm::{ChatRequest, ChatResponse, ModelTotals, Role};
 use rlm_trace::{QueryCall, RecordType, TrajectoryWriter};
 
@@ -102,18 +103,6 @@ impl QueryLog {
             error,
         });
     }
-}
-
-/// The error and its causes on one line.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn preview(text: &str) -> String {

@@ -58,6 +58,20 @@ impl CliError {
         }
     }
 
+    /// `inner` as an input error (exit 2) when `input`, else a failure (exit 1), with `hint`
+    /// when there is one.
+    pub fn classified(inner: impl Into<anyhow::Error>, input: bool, hint: Option<&str>) -> Self {
+        let error = if input {
+            Self::input(inner)
+        } else {
+            Self::failed(inner)
+        };
+        match hint {
+            Some(hint) => error.with_hint(hint),
+            None => error,
+        }
+    }
+
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self

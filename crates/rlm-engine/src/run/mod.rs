@@ -27,6 +27,7 @@ use crate::host::RunScope;
 use crate::limits::Exhausted;
 use crate::repl::{ReplSession, SessionSpec, SubcallHost};
 use crate::trace::RunLog;
+pub(crate) use rlm_llm::error_chain;
 
 /// The outcome of a run: the trajectory's closing record, plus what only the caller gets.
 #[derive(Debug, Serialize)]
@@ -41,19 +42,6 @@ pub struct RunResult {
     /// kind ([`rlm_llm::Error::kind`]) and causes (`outcome.error` is its text).
     #[serde(skip)]
     pub error: Option<rlm_llm::Error>,
-}
-
-/// An error and its causes on one line (`error: cause: cause`). Model errors never carry
-/// credentials.
-pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Awaits `future`, giving up at `deadline`.

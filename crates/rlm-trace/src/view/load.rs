@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::VERSION;
 use crate::error::Error;
 use crate::reader::{Record, parse_line};
-use rlm_llm::{Message, Role};
+use rlm_llm::{Message, Role, error_chain};
 
 use crate::schema::{Iteration, RunMetadata, RunOutcome, SubcallKind};
 
@@ -267,15 +267,4 @@ fn child_path(parent: &Path, logged: &Path) -> Option<PathBuf> {
     }
     let beside = parent.parent()?.join(logged.file_name()?);
     beside.is_file().then_some(beside)
-}
-
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

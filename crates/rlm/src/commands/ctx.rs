@@ -126,16 +126,8 @@ fn to_cli_error(error: rlm_assemble::Error) -> CliError {
         rlm_assemble::Error::UnknownPart(_) => Some("`rlm ctx status` lists the parts"),
         _ => None,
     };
-    let is_input = error.is_input();
-    let error = if is_input {
-        CliError::input(error)
-    } else {
-        CliError::failed(error)
-    };
-    match hint {
-        Some(hint) => error.with_hint(hint),
-        None => error,
-    }
+    let input = error.is_input();
+    CliError::classified(error, input, hint)
 }
 
 /// A report that prints as text or as one JSON line, and warnings for stderr.

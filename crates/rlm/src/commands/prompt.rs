@@ -279,13 +279,6 @@ fn to_cli_error(error: rlm_assemble::Error) -> CliError {
         rlm_assemble::Error::Missing { .. } => Some("paths are relative to the current directory"),
         _ => None,
     };
-    let error = if error.is_input() {
-        CliError::input(error)
-    } else {
-        CliError::failed(error)
-    };
-    match hint {
-        Some(hint) => error.with_hint(hint),
-        None => error,
-    }
+    let input = error.is_input();
+    CliError::classified(error, input, hint)
 }

@@ -108,6 +108,35 @@ impl Sources {
     pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
         self.config()?.section(name)
     }
+
+    /// A command's compiled-in prompts with the overrides `load` finds in the prompts
+    /// directory (`RLM_PROMPT_DIR`, else the user's `prompts/`); which files were used is
+    /// logged. `load` returns the prompts and the names of the files it used.
+    pub fn prompts_with_overrides<P, E>(
+        &self,
+        load: impl FnOnce(&Path) -> Result<(P, Vec<String>), E>,
+    ) -> anyhow::Result<P>
+    where
+        P: Default,
+        E: Into<anyhow::Error>,
+    {
+        let dir = self
+            .env()
+            .path(env::RLM_PROMPT_DIR)
+            .or_else(|| self.dirs().prompts());
+        let Some(dir) = dir else {
+            return Ok(P::default());
+        };
+        let (prompts, used) = load(&dir).map_err(crate::error::CliError::input)?;
+        if !used.is_empty() {
+            tracing::info!(
+                "prompt overrides from {}: {}",
+                dir.display(),
+                used.join(", ")
+            );
+        }
+        Ok(prompts)
+    }
 }
 
 /// The per-user directories, from the XDG base directory variables with the usual `HOME`

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use super::env;
 use super::{LlmSettings, Sources};
 use crate::cli::PromptBuildArgs;
-use crate::error::{CliError, input_error};
+use crate::error::input_error;
 
 /// The `[prompt]` section.
 #[derive(Debug, Default, Deserialize)]
@@ -77,7 +77,7 @@ impl PromptSettings {
         let config: PromptConfig = sources.section("prompt")?;
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let mut options = Self::merge(args, config, sources.env())?;
-        options.texts = texts(sources)?;
+        options.texts = sources.prompts_with_overrides(PromptTexts::with_overrides_from)?;
         options.cache_dir = sources
             .dirs()
             .state
@@ -199,27 +199,6 @@ fn percent(value: i64, flag: &str, key: &str) -> anyhow::Result<u32> {
         })
 }
 
-/// The built-in prompts with the overrides found in the prompt directory (`RLM_PROMPT_DIR`,
-/// else the user's `prompts/`).
-fn texts(sources: &Sources) -> anyhow::Result<PromptTexts> {
-    let dir = sources
-        .env()
-        .path(env::RLM_PROMPT_DIR)
-        .or_else(|| sources.dirs().prompts());
-    let Some(dir) = dir else {
-        return Ok(PromptTexts::default());
-    };
-    let (texts, used) = PromptTexts::with_overrides_from(&dir).map_err(CliError::input)?;
-    if !used.is_empty() {
-        tracing::info!(
-            "prompt overrides from {}: {}",
-            dir.display(),
-            used.join(", ")
-        );
-    }
-    Ok(texts)
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser as _;
@@ -277,7 +256,7 @@ mod tests {
             &["--threshold", "150"][..],
         ] {
             let error = PromptSettings::resolve(&args(line), &layout.sources(&[])).unwrap_err();
-            let cli = error.downcast_ref::<CliError>().unwrap();
+            let cli = error.downcast_ref::<crate::error::CliError>().unwrap();
             assert_eq!(cli.kind, crate::error::Kind::Input, "{line:?}");
         }
         let bad = Layout::new(None, Some("[prompt.context_priority]\nwiki = 3\n"));

@@ -122,7 +122,7 @@ impl QuerySettings {
             llm,
             store: StoreSettings::resolve(&args.location, sources),
             options,
-            prompts: prompts(sources)?,
+            prompts: sources.prompts_with_overrides(QueryPrompts::with_overrides_from)?,
             log_dir,
         })
     }
@@ -133,26 +133,6 @@ fn env_concurrency(sources: &Sources) -> anyhow::Result<Option<usize>> {
         .env()
         .number::<u32>(env::RLM_MAX_CONCURRENCY)?
         .map(|n| n as usize))
-}
-
-/// The built-in prompts with the overrides found in the prompt directory.
-fn prompts(sources: &Sources) -> anyhow::Result<QueryPrompts> {
-    let dir = sources
-        .env()
-        .path(env::RLM_PROMPT_DIR)
-        .or_else(|| sources.dirs().prompts());
-    let Some(dir) = dir else {
-        return Ok(QueryPrompts::default());
-    };
-    let (prompts, used) = QueryPrompts::with_overrides_from(&dir).map_err(CliError::input)?;
-    if !used.is_empty() {
-        tracing::info!(
-            "prompt overrides from {}: {}",
-            dir.display(),
-            used.join(", ")
-        );
-    }
-    Ok(prompts)
 }
 
 #[cfg(test)]

@@ -109,7 +109,7 @@ impl RunSettings {
             (None, None) => DEFAULT_BLOCK_TIMEOUT,
         };
         let contexts = context_sources(args)?;
-        let prompts = prompts(sources)?;
+        let prompts = sources.prompts_with_overrides(Prompts::with_overrides_from)?;
         let log_dir = if args.no_log {
             None
         } else {
@@ -266,26 +266,6 @@ fn context_sources(args: &RunArgs) -> anyhow::Result<Vec<ContextSource>> {
             .into());
     }
     Ok(contexts)
-}
-
-/// The built-in prompts with the overrides found in the prompt directory.
-fn prompts(sources: &Sources) -> anyhow::Result<Prompts> {
-    let dir = sources
-        .env()
-        .path(env::RLM_PROMPT_DIR)
-        .or_else(|| sources.dirs().prompts());
-    let Some(dir) = dir else {
-        return Ok(Prompts::default());
-    };
-    let (prompts, used) = Prompts::with_overrides_from(&dir).map_err(CliError::input)?;
-    if !used.is_empty() {
-        tracing::info!(
-            "prompt overrides from {}: {}",
-            dir.display(),
-            used.join(", ")
-        );
-    }
-    Ok(prompts)
 }
 
 #[cfg(test)]
