@@ -68,11 +68,14 @@ fn main() {
     let mut first = PromptAssembler::new(options.clone()).unwrap();
     let built = build(&mut first, &inputs);
     show(
-        "first build (counts all, 1 summary call):",
+        "first build (counts all, summary calls):",
         (started.elapsed(), cpu_time().saturating_sub(before)),
     );
     assert_eq!(built.plan.history.action, HistoryAction::Summarized);
-    assert_eq!(built.plan.model_calls.len(), 1);
+    assert!(!built.plan.model_calls.is_empty());
+    // The older part of the history is larger than the summarizing model's window, so it is
+    // summarized in pieces and then merged: several calls, all cached for the next builds.
+    println!("  ({} summary calls)", built.plan.model_calls.len());
     println!(
         "  ({} tokens in the prompt, {} items in, {} summarized messages)",
         built.plan.tokens_total,
