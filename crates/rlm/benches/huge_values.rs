@@ -124,6 +124,10 @@ fn run(server: &FakeServer, dir: &Path, flags: &[&str]) -> Peaks {
         .spawn()
         .unwrap();
     let pid = child.id();
+    // Drain stdout as it comes: a large answer would otherwise fill the pipe and block the
+    // child, which this loop waits on.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     let mut host = 0;
     let mut worker = 0;
     while child.try_wait().unwrap().is_none() {
@@ -134,10 +138,11 @@ fn run(server: &FakeServer, dir: &Path, flags: &[&str]) -> Peaks {
         std::thread::sleep(POLL);
     }
     let seconds = started.elapsed().as_secs_f64();
-    let output = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
+    let answer_bytes = reader.join().unwrap().unwrap();
     Peaks {
-        code: output.status.code(),
-        answer_bytes: output.stdout.len(),
+        code: status.code(),
+        answer_bytes: usize::try_from(answer_bytes).unwrap_or(usize::MAX),
         seconds,
         host,
         worker,
