@@ -21,7 +21,7 @@ pub struct TokenCache {
     path: PathBuf,
     stored: HashMap<[u8; 32], u64>,
     used: HashMap<[u8; 32], u64>,
-    /// Texts counted (cache misses) since loading.
+    /// Texts counted (cache misses and uncached probes) since loading.
     pub misses: usize,
 }
 
@@ -87,6 +87,32 @@ impl TokenCache {
         counts
     }
 
+    /// Counts `text` without caching its count (a probe whose text will not recur); counted in
+    /// [`TokenCache::misses`] like any other count.
+    pub fn count_uncached(&mut self, text: &str) -> u64 {
+        self.misses += 1;
+        self.tokenizer.count(text) as u64
+    }
+
+    /// A value derived from token counts (not a count of one text), remembered under `key`
+    /// like a count: `compute` runs only when the key is not cached. The key must cover every
+    /// input of the computation (see [`derived_key`]).
+    pub fn remembered(&mut self, key: [u8; 32], compute: impl FnOnce(&mut Self) -> u64) -> u64 {
+        if let Some(&value) = self.used.get(&key).or_else(|| self.stored.get(&key)) {
+            self.used.insert(key, value);
+            return value;
+        }
+        let value = compute(self);
+        self.used.insert(key, value);
+        value
+    }
+
+    /// Forgets a remembered value (it turned out stale).
+    pub fn forget(&mut self, key: &[u8; 32]) {
+        self.used.remove(key);
+        self.stored.remove(key);
+    }
+
     /// Writes the entries used since loading, if they differ from what was stored.
     pub fn save(&self) -> Result<()> {
         if self.used == self.stored || self.used.is_empty() {
@@ -103,6 +129,17 @@ impl TokenCache {
         lines.sort_unstable();
         write_atomic(&self.path, lines.concat().as_bytes())
     }
+}
+
+/// The cache key of a derived value: the sha256 of its kind (name and version of the
+/// computation) and its inputs, each length-prefixed so no two input lists share a key.
+pub fn derived_key(kind: &str, inputs: &[&[u8]]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for part in std::iter::once(kind.as_bytes()).chain(inputs.iter().copied()) {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize().into()
 }
 
 /// The cache key of a text: its sha256.

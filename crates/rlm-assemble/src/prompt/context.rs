@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Stage;
-use crate::cache::TokenCache;
+use crate::cache::{TokenCache, derived_key};
 use crate::plan::BudgetRoom;
 
 /// What a piece of material is; decides its priority and whether a stage uses it.
@@ -245,7 +245,9 @@ pub(crate) fn fit(
 }
 
 /// The largest tail of `item`'s lines whose rendering fits in `left` tokens: (text, tokens,
-/// lines kept, lines in all). Binary search on the number of lines kept.
+/// lines kept, lines in all). Binary search on the number of lines kept, each probe a full
+/// count; the answer is remembered in the token cache, so a rebuild with the same item and room
+/// renders and counts once.
 fn tail_that_fits(
     item: &ContextItem,
     left: u64,
@@ -262,17 +264,36 @@ fn tail_that_fits(
             &note,
         )
     };
-    let tokenizer = cache.tokenizer();
-    let (mut low, mut high) = (0, total);
-    while low < high {
-        let middle = (low + high).div_ceil(2);
-        if tokenizer.count(&render_tail(middle)) as u64 <= left {
-            low = middle;
-        } else {
-            high = middle - 1;
+    let search = |cache: &mut TokenCache| {
+        let (mut low, mut high) = (0, total);
+        while low < high {
+            let middle = (low + high).div_ceil(2);
+            if cache.count_uncached(&render_tail(middle)) <= left {
+                low = middle;
+            } else {
+                high = middle - 1;
+            }
         }
+        low as u64
+    };
+    let key = derived_key(
+        "prompt tail that fits, v1",
+        &[
+            item.kind.key().as_bytes(),
+            item.name.as_bytes(),
+            item.text.as_bytes(),
+            &left.to_le_bytes(),
+        ],
+    );
+    let mut low = usize::try_from(cache.remembered(key, search)).unwrap_or(total);
+    let mut text = render_tail(low.min(total));
+    let mut tokens = cache.count(&[&text])[0];
+    if low > total || tokens > left {
+        // A remembered answer that no longer holds (a damaged cache): search again.
+        cache.forget(&key);
+        low = usize::try_from(cache.remembered(key, search)).unwrap_or(0);
+        text = render_tail(low);
+        tokens = cache.count(&[&text])[0];
     }
-    let text = render_tail(low);
-    let tokens = cache.count(&[&text])[0];
     (text, tokens, low, total)
 }

@@ -152,6 +152,40 @@ fn an_item_too_large_is_skipped_and_smaller_later_ones_get_in_logs_keep_their_ta
 }
 
 #[test]
+fn a_rebuild_from_the_cache_directory_counts_nothing_even_for_a_log_tail() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut options = options();
+    options.budgets.other = 300;
+    options.cache_dir = Some(cache.path().to_path_buf());
+    let log: String = (0..2_000)
+        .map(|i| format!("[{i}] compiling crate {i}\n"))
+        .collect::<String>()
+        + "error[E0308]: mismatched types\n";
+    let inputs = PromptInputs {
+        stage: Stage::ErrorFixing,
+        history: conversation(4, 30),
+        items: vec![item(ItemKind::BuildLogs, "ci.log", &log)],
+    };
+    let mut first = PromptAssembler::new(options.clone()).unwrap();
+    let built = first.build_offline(&inputs).unwrap();
+    first.save_cache().unwrap();
+    assert_eq!(built.plan.items[0].status, ItemStatus::Tail);
+    assert!(first.cache.misses > 1, "the tail is searched by counting");
+
+    let mut again = PromptAssembler::new(options).unwrap();
+    let rebuilt = again.build_offline(&inputs).unwrap();
+    assert_eq!(
+        again.cache.misses, 0,
+        "every count and the tail come from the cache"
+    );
+    assert_eq!(rebuilt.messages, built.messages);
+    assert_eq!(
+        rebuilt.plan.items[0].used_tokens,
+        built.plan.items[0].used_tokens
+    );
+}
+
+#[test]
 fn fixed_sections_must_fit_and_budgets_must_be_positive() {
     let mut small = options();
     small.budgets.system = 20;
