@@ -161,15 +161,16 @@ fn throughput(label: &str, embedder: &dyn Embedder, texts: &[String], runs: usiz
     );
 }
 
-fn timed_load(label: &str, dir: &Path) -> Box<dyn Embedder> {
+/// Loads a model: the embedder, wall and CPU milliseconds.
+fn timed_load(label: &str, dir: &Path) -> (Box<dyn Embedder>, f64, f64) {
     let (start, start_cpu) = (Instant::now(), process_cpu());
     let embedder = rlm_embed::load(dir).unwrap();
-    println!(
-        "{label} load: wall {:.0} ms, CPU {:.0} ms",
+    let (wall, cpu) = (
         start.elapsed().as_secs_f64() * 1e3,
-        (process_cpu() - start_cpu).as_secs_f64() * 1e3
+        (process_cpu() - start_cpu).as_secs_f64() * 1e3,
     );
-    embedder
+    println!("{label} load: wall {wall:.0} ms, CPU {cpu:.0} ms");
+    (embedder, wall, cpu)
 }
 
 fn embedding_tiers() {
@@ -183,10 +184,35 @@ fn embedding_tiers() {
     if let Some(static_wheel) = wheel(&wheels, "tokenlearn_static_model") {
         let manifest =
             rlm_embed::import(&static_wheel, models.path(), &ImportOptions::default()).unwrap();
-        let embedder = timed_load("static", &models.path().join(&manifest.name));
+        let dir = models.path().join(&manifest.name);
+        // Medians of 5 loads each: with the compact tokenizer cache the import wrote, and
+        // without it (the cache file removed before each load; the load writes it again).
+        let mut cached = Vec::new();
+        let mut full = Vec::new();
+        for _ in 0..5 {
+            cached.push(timed_load("static, compact tokenizer cache:", &dir));
+            std::fs::remove_file(dir.join("tokenizer.compact")).unwrap();
+            full.push(timed_load("static, full tokenizer.json:", &dir));
+        }
+        let median_of = |mut v: Vec<(f64, f64)>| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            v[v.len() / 2]
+        };
+        let (wall, cpu) = median_of(cached.iter().map(|l| (l.1, l.2)).collect());
+        println!("static load with the compact cache: median wall {wall:.0} ms, CPU {cpu:.0} ms");
+        let (wall, cpu) = median_of(full.iter().map(|l| (l.1, l.2)).collect());
+        println!("static load from tokenizer.json:    median wall {wall:.0} ms, CPU {cpu:.0} ms");
+        let embedder = cached.swap_remove(0).0;
         throughput(
             "static (64-d, Model2Vec)",
             embedder.as_ref(),
+            &chunks(2000),
+            5,
+        );
+        let without_cache = full.swap_remove(0).0;
+        throughput(
+            "static, from tokenizer.json",
+            without_cache.as_ref(),
             &chunks(2000),
             5,
         );
@@ -205,7 +231,7 @@ fn embedding_tiers() {
         .with_runtime(Some(runtime));
     match rlm_embed::import(&model, models.path(), &options) {
         Ok(manifest) => {
-            let embedder = timed_load("onnx", &models.path().join(&manifest.name));
+            let (embedder, _, _) = timed_load("onnx", &models.path().join(&manifest.name));
             throughput(
                 "onnx (384-d, MiniLM int8)",
                 embedder.as_ref(),

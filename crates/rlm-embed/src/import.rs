@@ -262,7 +262,12 @@ fn import_static(bundle: &mut Bundle, dir: &str, staging: &Path, draft: Draft) -
     };
     let files = describe(staging, &copied)?;
     let id = manifest::model_id(&draft.name, ModelKind::Static, max_tokens, &files);
-    let embedder = StaticEmbedder::from_dir(staging, id.clone(), max_tokens)?;
+    let tokenizer_sha256 = files
+        .iter()
+        .find(|file| file.path == static_model::TOKENIZER_FILE)
+        .map(|file| file.sha256.clone());
+    let embedder =
+        StaticEmbedder::from_dir(staging, id.clone(), max_tokens, tokenizer_sha256.as_deref())?;
     probe(&embedder, staging)?;
     finish(
         staging,

@@ -27,8 +27,9 @@
 //!
 //! 1. Pick the model: [`ModelsDir::resolve`] with the configured name (or `None`) gives its
 //!    directory. `Ok(None)` means no model is imported: fall back to BM25 and say so once.
-//! 2. [`load`] it once per process (it validates the files; the static tier's 276k-token
-//!    tokenizer takes 1-3 s to load, so only load it when semantic search is asked for).
+//! 2. [`load`] it once per process (it validates the files; the static tier reads its
+//!    tokenizer from a compact cache written at import, ~30 ms, or from `tokenizer.json`,
+//!    1-3 s, when the cache is missing: that load writes it).
 //! 3. Embed chunk texts in batches of [`DEFAULT_BATCH`] with [`Embedder::embed`]. Store each
 //!    vector as a BLOB with [`vector_to_bytes`], and [`Embedder::model_id`] plus
 //!    [`Embedder::dimension`] once per store. Before adding vectors to a store that already has
@@ -56,6 +57,7 @@
 //! # Ok::<(), rlm_embed::Error>(())
 //! ```
 
+mod compact_unigram;
 mod error;
 mod import;
 mod manifest;
