@@ -5,10 +5,14 @@
 //! to `max_tokens` (they want `max_completion_tokens`). A [`CapabilityTable`] says, per model
 //! family, what to leave out; unknown models are assumed to accept everything.
 //!
-//! | model name starts with | `stop` | non-default `temperature` | output cap sent as |
-//! |---|---|---|---|
-//! | `gpt-5`, `o1`, `o3`, `o4` | no | no | `max_completion_tokens` |
-//! | anything else | yes | yes | `max_tokens` |
+//! | model name starts with | `stop` | non-default `temperature` | output cap sent as | tools |
+//! |---|---|---|---|---|
+//! | `gpt-5`, `o1`, `o3`, `o4` | no | no | `max_completion_tokens` | yes |
+//! | `o1-mini`, `o1-preview` | no | no | `max_completion_tokens` | no |
+//! | anything else | yes | yes | `max_tokens` | yes |
+//!
+//! `tools` is not a request parameter the client leaves out: it tells callers that offer tools
+//! (`rlm query`'s synthesizer) to ask without them.
 //!
 //! A vendor prefix before the last `/` is ignored (`openai/gpt-5` on OpenRouter matches `gpt-5`).
 //! A stop sequence the model cannot take is applied by the client instead: the reply is cut at
@@ -40,6 +44,8 @@ pub struct ModelCapabilities {
     pub temperature: bool,
     /// How the output cap is named on the OpenAI wire (Anthropic always says `max_tokens`).
     pub max_tokens_field: MaxTokensField,
+    /// Native tool calling (`tools` in the request); callers ask without tools otherwise.
+    pub tools: bool,
 }
 
 impl Default for ModelCapabilities {
@@ -48,6 +54,7 @@ impl Default for ModelCapabilities {
             stop: true,
             temperature: true,
             max_tokens_field: MaxTokensField::MaxTokens,
+            tools: true,
         }
     }
 }
@@ -58,6 +65,13 @@ impl ModelCapabilities {
         stop: false,
         temperature: false,
         max_tokens_field: MaxTokensField::MaxCompletionTokens,
+        tools: true,
+    };
+
+    /// What OpenAI's early reasoning previews accept: no tools either.
+    pub const REASONING_WITHOUT_TOOLS: Self = Self {
+        tools: false,
+        ..Self::REASONING
     };
 
     /// These capabilities corrected after the provider refused `rejected`, or `None` when the
@@ -102,6 +116,12 @@ impl CapabilityTable {
         let rules = ["gpt-5", "o1", "o3", "o4"]
             .into_iter()
             .map(|prefix| (prefix.to_owned(), ModelCapabilities::REASONING))
+            .chain(["o1-mini", "o1-preview"].into_iter().map(|prefix| {
+                (
+                    prefix.to_owned(),
+                    ModelCapabilities::REASONING_WITHOUT_TOOLS,
+                )
+            }))
             .collect();
         Self { rules }
     }
@@ -274,6 +294,11 @@ mod tests {
         for model in ["gpt-4o", "claude-sonnet-4-5", "qwen2.5:7b", "mystery"] {
             assert_eq!(table.lookup(model), ModelCapabilities::default(), "{model}");
         }
+        for model in ["o1-mini", "o1-preview-2024-09-12", "openai/o1-mini"] {
+            let caps = table.lookup(model);
+            assert!(!caps.tools && !caps.stop, "{model}: {caps:?}");
+        }
+        assert!(table.lookup("o1").tools && table.lookup("gpt-4o").tools);
     }
 
     #[test]

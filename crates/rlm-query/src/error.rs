@@ -19,20 +19,30 @@ pub enum Error {
     EmptySelection(String),
     /// The estimated cost of a whole-corpus scan exceeds the money budget.
     #[error(
-        "scanning {chunks} chunks takes {calls} calls estimated at up to ${estimate:.4}, over the budget of ${limit:.4}"
+        "scanning {chunks} chunks takes {calls} calls; with the report they are estimated at up to ${estimate:.4}, over the budget of ${limit:.4}"
     )]
     OverBudget {
         /// Chunks in the selection.
         chunks: usize,
         /// Extractor calls it takes.
         calls: usize,
-        /// Estimated dollars (an upper bound).
+        /// Estimated dollars of the scan and the report (an upper bound).
         estimate: f64,
         /// The budget.
         limit: f64,
     },
-    /// A money budget is set but the sub-call model has no known price, so no estimate can
-    /// be checked against it.
+    /// The budget cannot cover even the least a report needs.
+    #[error("the budget ({limit}) cannot cover {what}: they may use up to {needed}")]
+    BudgetTooSmall {
+        /// What had to fit (e.g. the plan, one extractor batch and the report).
+        what: &'static str,
+        /// Their estimate, in the budget's units.
+        needed: String,
+        /// The budget.
+        limit: String,
+    },
+    /// A money budget is set but a model (planner, extractor or report writer) has no known
+    /// price, so no estimate can be checked against it.
     #[error("a money budget is set but model {0} has no known price")]
     UnknownPrice(String),
     /// The store failed.

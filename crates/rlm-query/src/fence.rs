@@ -1,12 +1,13 @@
 //! Untrusted text in prompts: chunk text goes between tags the text itself cannot forge.
 //!
 //! Every `<` that starts something looking like one of our tags (`<chunk`, `</chunk`,
-//! `<findings`, `<notes`, `<question`, any case, with or without `/`) is written as `&lt;`, so
+//! `<findings`, `<notes`, `<question`, `<matches`, any case, with or without `/`) is written as
+//! `&lt;`, so
 //! the only real tags in a prompt are the ones this module writes. The replacement is
 //! deterministic, so recorded requests replay.
 
 /// Tag names the pipeline writes around untrusted or quoted text.
-const TAG_NAMES: [&str; 4] = ["chunk", "findings", "notes", "question"];
+const TAG_NAMES: [&str; 5] = ["chunk", "findings", "notes", "question", "matches"];
 
 /// `text` with every `<` that could open or close one of our tags written as `&lt;`.
 pub fn neutralize(text: &str) -> String {
@@ -48,6 +49,18 @@ pub fn chunk_block(id: i64, source: &str, text: &str) -> String {
         attribute(source),
         neutralize(text)
     )
+}
+
+/// Lines of one buffer found by a grep, as the synthesizer's `grep` tool returns them: each
+/// line is `L<number> [chunk <id>]: <text>`, the text neutralized.
+pub fn matches_block(buffer: &str, lines: &[(u64, Option<i64>, &str)]) -> String {
+    let mut block = format!("<matches buffer=\"{}\">\n", attribute(buffer));
+    for (line, chunk, text) in lines {
+        let chunk = chunk.map_or_else(String::new, |id| format!(" [chunk {id}]"));
+        block.push_str(&format!("L{line}{chunk}: {}\n", neutralize(text)));
+    }
+    block.push_str("</matches>");
+    block
 }
 
 #[cfg(test)]

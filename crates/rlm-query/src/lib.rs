@@ -16,11 +16,16 @@
 //! 4. **Collect** — the threshold, identical findings merged, most relevant first, then corpus
 //!    order.
 //! 5. **Synthesize** — the primary model writes a Markdown report; findings too large for one
-//!    call are reduced in groups first, never cut.
+//!    call are reduced in groups first, never cut. The final call may pull more evidence with
+//!    tools ([`tools`]: `get_chunks`, `search`, `grep`) for `max_tool_rounds` rounds, when the
+//!    model has native tool calling.
 //!
 //! Every call goes through one `rlm_llm::LlmClient` (its provider limiter, retries and prices)
 //! under a ledger per stage below a ledger with the query's budget, so reservations keep
-//! concurrent batches within `--max-cost`/`--max-tokens`. Each call is logged with `rlm-trace`.
+//! concurrent batches within `--max-cost`/`--max-tokens`. Under a budget the pipeline also keeps
+//! a reserve for the report: batches are sent only while they fit beside it, the chunks left
+//! are reported as skipped (`budget`), and a budget that cannot cover the plan, one batch and
+//! the report is refused before anything is spent. Each call is logged with `rlm-trace`.
 //!
 //! ```no_run
 //! use rlm_query::{Query, QueryOptions};
@@ -39,6 +44,7 @@
 //! # }
 //! ```
 
+mod budget;
 pub mod collect;
 mod error;
 mod events;
@@ -50,8 +56,11 @@ pub mod plan;
 mod prompts;
 pub mod select;
 pub mod synthesize;
+pub mod tools;
 mod trace;
 
+#[cfg(test)]
+mod synthesis_tests;
 #[cfg(test)]
 mod tests;
 
@@ -61,8 +70,12 @@ pub use events::{QueryEvent, QueryEvents};
 pub use extract::{BatchFailure, ChunkExtraction, ChunkFailure};
 pub use options::{
     DEFAULT_BATCH_SIZE, DEFAULT_EXTRACT_MAX_TOKENS, DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_SYNTHESIS_INPUT_CHARS, DEFAULT_TOP_K, QueryOptions, Relevance, ScanMode, Threshold,
+    DEFAULT_MAX_TOOL_ROUNDS, DEFAULT_SYNTHESIS_INPUT_CHARS, DEFAULT_SYNTHESIS_MAX_TOKENS,
+    DEFAULT_TOP_K, MAX_TOOL_ROUNDS, QueryOptions, Relevance, ScanMode, Threshold,
 };
-pub use pipeline::{Query, QueryResult, QueryStatus, StageUsage, Timings};
+pub use pipeline::{
+    Query, QueryResult, QueryStatus, ReserveReport, StageUsage, Timings, ToolUsage,
+};
 pub use plan::{Plan, PlanSource};
 pub use prompts::{PROMPT_FILES, PromptError, QueryPrompts};
+pub use tools::ToolCallSummary;

@@ -18,6 +18,12 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
 pub const DEFAULT_EXTRACT_MAX_TOKENS: u32 = 4_096;
 /// Characters of findings one synthesis call takes before the findings are reduced in groups.
 pub const DEFAULT_SYNTHESIS_INPUT_CHARS: usize = 120_000;
+/// Output tokens a synthesis call may use (also what the budget reserves for the report).
+pub const DEFAULT_SYNTHESIS_MAX_TOKENS: u32 = 4_096;
+/// Rounds of tool calls the synthesizer may make before it must answer.
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 3;
+/// Most tool rounds a caller may allow.
+pub const MAX_TOOL_ROUNDS: u32 = 20;
 /// Largest `top_k` a plan may choose (a caller may ask for more).
 pub const MAX_PLAN_TOP_K: usize = 500;
 /// Largest batch a plan may choose.
@@ -135,6 +141,11 @@ pub struct QueryOptions {
     pub extract_max_tokens: u32,
     /// Characters of findings one synthesis call takes before reducing in groups.
     pub synthesis_input_chars: usize,
+    /// Output tokens per synthesis call.
+    pub synthesis_max_tokens: u32,
+    /// Rounds of tool calls (`get_chunks`, `search`, `grep`) the report's writer may make;
+    /// 0 writes it without tools. Models without tool calling always write without.
+    pub max_tool_rounds: u32,
 }
 
 impl QueryOptions {
@@ -156,6 +167,8 @@ impl QueryOptions {
             threshold: Threshold::Low,
             extract_max_tokens: DEFAULT_EXTRACT_MAX_TOKENS,
             synthesis_input_chars: DEFAULT_SYNTHESIS_INPUT_CHARS,
+            synthesis_max_tokens: DEFAULT_SYNTHESIS_MAX_TOKENS,
+            max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
         }
     }
 
@@ -181,8 +194,17 @@ impl QueryOptions {
         if self.budget.max_tokens == Some(0) {
             return invalid("the token limit must be at least 1");
         }
-        if self.extract_max_tokens == 0 || self.synthesis_input_chars == 0 {
+        if self.extract_max_tokens == 0
+            || self.synthesis_input_chars == 0
+            || self.synthesis_max_tokens == 0
+        {
             return invalid("the extractor and synthesis sizes must be at least 1");
+        }
+        if self.max_tool_rounds > MAX_TOOL_ROUNDS {
+            return Err(Error::InvalidOption(format!(
+                "{} tool rounds is more than the {MAX_TOOL_ROUNDS} allowed",
+                self.max_tool_rounds
+            )));
         }
         Ok(())
     }
@@ -216,6 +238,14 @@ mod tests {
         let mut bad = ok.clone();
         bad.max_concurrency = 0;
         assert!(bad.validate().is_err());
+        let mut bad = ok.clone();
+        bad.max_tool_rounds = MAX_TOOL_ROUNDS + 1;
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("tool rounds")
+        );
         let mut bad = ok;
         bad.budget.max_cost_usd = Some(-1.0);
         assert!(bad.validate().unwrap_err().to_string().contains("-1"));

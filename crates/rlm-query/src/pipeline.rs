@@ -5,11 +5,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
 use rlm_embed::Embedder;
 use rlm_llm::{ChatRequest, ErrorKind, Ledger, LlmClient, UsageReport};
 use rlm_store::{SearchMode, Store};
 use serde::Serialize;
 
+use crate::budget::{
+    Amount, batch_amount, describe_limit, findings_bound, fits, synthesis_reserve,
+};
 use crate::collect::{ChunkFindings, collect, finding_count};
 use crate::error::{Error, Result};
 use crate::events::{QueryEvent, QueryEvents};
@@ -21,6 +25,7 @@ use crate::plan::{Plan, PlanSource, describe_store, parse_plan};
 use crate::prompts::QueryPrompts;
 use crate::select::{Corpus, SelectedChunk, Selection, check_selection};
 use crate::synthesize::{Coverage, Synthesizer, plain_report};
+use crate::tools::{SynthesisTools, ToolCallSummary};
 use crate::trace::{QueryLog, error_chain};
 
 /// Output tokens the planner may use.
@@ -60,10 +65,25 @@ pub struct StageUsage {
     pub plan: UsageReport,
     /// Every extractor call.
     pub extract: UsageReport,
-    /// Group reductions and the report.
+    /// Group reductions and the report, every model call of its tool rounds included.
     pub synthesize: UsageReport,
     /// All of them.
     pub total: UsageReport,
+    /// The report's tool calls.
+    pub tools: ToolUsage,
+}
+
+/// What the report's writer did with its tools.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ToolUsage {
+    /// Rounds of tool calls run.
+    pub rounds: u32,
+    /// Tool calls answered.
+    pub calls: usize,
+    /// Of those, the ones answered with an error.
+    pub errors: usize,
+    /// Bytes of tool results sent to the model.
+    pub output_bytes: usize,
 }
 
 /// Wall time of each stage, in seconds.
@@ -107,10 +127,17 @@ pub struct QueryResult {
     pub batches_failed: Vec<BatchFailure>,
     /// Chunks left without a report.
     pub chunk_failures: Vec<ChunkFailure>,
+    /// Chunks never sent to an extractor because the budget had to keep room for the report
+    /// (reason `budget`).
+    pub chunks_skipped: Vec<ChunkFailure>,
+    /// What the budget kept for the report before extraction (`None` without a budget).
+    pub synthesis_reserve: Option<ReserveReport>,
     /// The findings the report was written from.
     pub findings: Vec<ChunkFindings>,
     /// Group reductions before the report (0 when the findings fit one call).
     pub reduce_calls: usize,
+    /// The report writer's tool calls, in order.
+    pub tool_calls: Vec<ToolCallSummary>,
     /// The synthesis error, for `synthesis_failed`.
     pub synthesis_error: Option<String>,
     /// Usage per stage.
@@ -119,6 +146,17 @@ pub struct QueryResult {
     pub timings: Timings,
     /// The trajectory log, when written.
     pub log: Option<PathBuf>,
+}
+
+/// The reserve kept for the report, as estimated when the last batch was sent.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ReserveReport {
+    /// Tokens at most.
+    pub tokens: u64,
+    /// Dollars at most, when the price is known.
+    pub cost_usd: Option<f64>,
+    /// Model calls (the report and its tool rounds).
+    pub calls: u64,
 }
 
 /// A query over a store, ready to run.
@@ -225,6 +263,93 @@ impl Query {
             options.path_glob.as_deref(),
         )?;
 
+        // What the budget must cover, known before anything is spent.
+        let synthesis_price = client.price(&options.model);
+        let extract_price = client.price(&options.subcall_model);
+        if options.budget.max_cost_usd.is_some() {
+            for (model, price) in [
+                (&options.model, &synthesis_price),
+                (&options.subcall_model, &extract_price),
+            ] {
+                if price.is_none() {
+                    return Err(Error::UnknownPrice(model.clone()));
+                }
+            }
+        }
+        let tool_rounds = if client
+            .capabilities(&options.model)
+            .is_ok_and(|capabilities| capabilities.tools)
+        {
+            options.max_tool_rounds
+        } else {
+            0
+        };
+        let limited = options.budget.max_cost_usd.is_some()
+            || options.budget.max_tokens.is_some()
+            || options.budget.max_calls.is_some();
+        let extract_fixed_bytes = prompts.extract.len() + question.len();
+        let reserve_for = |evidence_bytes: u64| {
+            synthesis_reserve(
+                prompts.synthesize.len(),
+                question.len(),
+                evidence_bytes,
+                options.synthesis_input_chars,
+                options.synthesis_max_tokens,
+                tool_rounds,
+                synthesis_price.as_ref(),
+            )
+        };
+        let planner_request = (!options.skip_plan).then(|| {
+            plan_request(
+                &prompts.plan,
+                &options,
+                &question,
+                &describe_store(&all_buffers, semantic),
+            )
+        });
+        if limited {
+            let chunks: u64 = selected_buffers.iter().map(|buffer| buffer.chunks).sum();
+            let bytes: u64 = selected_buffers.iter().map(|buffer| buffer.bytes).sum();
+            let per_batch = (options
+                .batch_size
+                .unwrap_or(crate::options::DEFAULT_BATCH_SIZE) as u64)
+                .min(chunks)
+                .max(1);
+            let batch = batch_amount(
+                bytes / chunks.max(1) * per_batch,
+                per_batch as usize,
+                extract_fixed_bytes,
+                options.extract_max_tokens,
+                extract_price.as_ref(),
+            );
+            let plan = planner_request.as_ref().map_or(
+                Amount {
+                    cost_usd: Some(0.0),
+                    ..Amount::default()
+                },
+                |request| {
+                    let estimate = rlm_llm::Estimate::of(request, synthesis_price.as_ref());
+                    Amount {
+                        tokens: estimate.tokens,
+                        cost_usd: estimate.cost_usd,
+                        calls: 1,
+                    }
+                },
+            );
+            let needed = plan.plus(batch).plus(reserve_for(findings_bound(
+                per_batch as usize,
+                0,
+                options.extract_max_tokens,
+            )));
+            if !fits(&options.budget, &rlm_llm::ModelTotals::default(), needed) {
+                return Err(Error::BudgetTooSmall {
+                    what: "the plan, one extractor batch and the report",
+                    needed: needed.describe(&options.budget),
+                    limit: describe_limit(&options.budget),
+                });
+            }
+        }
+
         let run_id = rlm_trace::new_run_id();
         let log = Arc::new(QueryLog::create(log_dir.as_deref(), &run_id)?);
         log.write(&rlm_trace::QueryMetadata {
@@ -255,15 +380,7 @@ impl Query {
         // 1. Plan.
         let stage_started = Instant::now();
         let fallback = Plan::default_for(&question, semantic);
-        let (mut plan, plan_source) = if options.skip_plan {
-            (fallback, PlanSource::Skipped)
-        } else {
-            let request = plan_request(
-                &prompts.plan,
-                &options,
-                &question,
-                &describe_store(&all_buffers, semantic),
-            );
+        let (mut plan, plan_source) = if let Some(request) = planner_request {
             let client = stage_client(&plan_ledger);
             let call = client.chat(&request);
             let result = match deadline {
@@ -303,6 +420,8 @@ impl Query {
                     },
                 ),
             }
+        } else {
+            (fallback, PlanSource::Skipped)
         };
         let fixed = plan.apply_options(&options);
         timings.plan = stage_started.elapsed().as_secs_f64();
@@ -373,8 +492,11 @@ impl Query {
             batches: batches.len(),
             batches_failed: Vec::new(),
             chunk_failures: Vec::new(),
+            chunks_skipped: Vec::new(),
+            synthesis_reserve: None,
             findings: Vec::new(),
             reduce_calls: 0,
+            tool_calls: Vec::new(),
             synthesis_error: None,
             usage: StageUsage::default(),
             timings,
@@ -407,12 +529,27 @@ impl Query {
             tokens,
             cost_usd: cost,
         });
+        let source_bytes = |chunks: &[SelectedChunk]| -> u64 {
+            chunks.iter().map(|chunk| chunk.source().len() as u64).sum()
+        };
         if options.scan == ScanMode::All
             && let Some(limit) = options.budget.max_cost_usd
         {
-            match cost {
+            let evidence: u64 = batches
+                .iter()
+                .map(|(_, chunks)| {
+                    findings_bound(
+                        chunks.len(),
+                        source_bytes(chunks),
+                        options.extract_max_tokens,
+                    )
+                })
+                .sum();
+            let reserve = reserve_for(evidence).cost_usd;
+            match cost.zip(reserve) {
                 None => return Err(Error::UnknownPrice(options.subcall_model.clone())),
-                Some(estimate) if estimate > limit => {
+                Some((extraction, reserve)) if extraction + reserve > limit => {
+                    let estimate = extraction + reserve;
                     return Err(Error::OverBudget {
                         chunks: selection.chunks.len(),
                         calls,
@@ -438,31 +575,91 @@ impl Query {
             input_error: Arc::clone(&input_error),
         };
         let total = batches.len();
-        let mut outcomes = std::pin::pin!(
-            futures::stream::iter(batches)
-                .map(|(label, chunks)| {
-                    let extractor = extractor.clone();
-                    async move {
-                        let run = extractor.run(label.clone(), chunks.clone());
-                        match deadline {
-                            Some(deadline) => tokio::time::timeout_at(deadline, run)
-                                .await
-                                .unwrap_or_else(|_| {
-                                    BatchOutcome::failed(
-                                        &label,
-                                        &chunks,
-                                        "the time limit was reached",
-                                    )
-                                }),
-                            None => run.await,
-                        }
-                    }
-                })
-                .buffer_unordered(options.max_concurrency)
-        );
+        let run_batch = |label: String, chunks: Vec<SelectedChunk>, amount: Amount, bound: u64| {
+            let extractor = extractor.clone();
+            async move {
+                let run = extractor.run(label.clone(), chunks.clone());
+                let outcome =
+                    match deadline {
+                        Some(deadline) => tokio::time::timeout_at(deadline, run)
+                            .await
+                            .unwrap_or_else(|_| {
+                                BatchOutcome::failed(&label, &chunks, "the time limit was reached")
+                            }),
+                        None => run.await,
+                    };
+                (outcome, amount, bound)
+            }
+        };
+        // Batches go out while they fit the budget beside those in flight and the reserve for
+        // the report; one that does not fit waits for a batch in flight to settle (its real
+        // spend is usually far below its estimate) and the rest are skipped when none is left.
+        let mut pending = batches.into_iter().peekable();
+        let mut in_flight = FuturesUnordered::new();
+        let mut committed = Amount {
+            cost_usd: Some(0.0),
+            ..Amount::default()
+        };
+        let mut evidence_in_flight = 0u64;
+        let mut evidence_known = 0u64;
+        let mut dispatched = 0;
+        let mut reserve = None;
         let mut extractions: Vec<(SelectedChunk, ChunkExtraction)> = Vec::new();
         let mut done = 0;
-        while let Some(outcome) = outcomes.next().await {
+        loop {
+            while in_flight.len() < options.max_concurrency {
+                let Some((_, chunks)) = pending.peek() else {
+                    break;
+                };
+                let bytes: u64 = chunks.iter().map(|chunk| chunk.bytes).sum();
+                let amount = batch_amount(
+                    bytes + source_bytes(chunks),
+                    chunks.len(),
+                    extract_fixed_bytes,
+                    options.extract_max_tokens,
+                    extract_price.as_ref(),
+                );
+                let bound = findings_bound(
+                    chunks.len(),
+                    source_bytes(chunks),
+                    options.extract_max_tokens,
+                );
+                if limited {
+                    let held = reserve_for(evidence_known + evidence_in_flight + bound);
+                    if !fits(
+                        &options.budget,
+                        &root.total(),
+                        committed.plus(amount).plus(held),
+                    ) {
+                        if dispatched == 0 && in_flight.is_empty() {
+                            return Err(Error::BudgetTooSmall {
+                                what: "one extractor batch and the report after the plan",
+                                needed: amount.plus(held).describe(&options.budget),
+                                limit: describe_limit(&options.budget),
+                            });
+                        }
+                        break;
+                    }
+                    reserve = Some(held);
+                }
+                let Some((label, chunks)) = pending.next() else {
+                    break;
+                };
+                committed = committed.plus(amount);
+                evidence_in_flight += bound;
+                dispatched += 1;
+                in_flight.push(run_batch(label, chunks, amount, bound));
+            }
+            let Some((outcome, amount, bound)) = in_flight.next().await else {
+                break;
+            };
+            committed = committed.minus(amount);
+            evidence_in_flight -= bound;
+            evidence_known += outcome
+                .extractions
+                .iter()
+                .map(|(chunk, extraction)| findings_bytes(chunk, extraction))
+                .sum::<u64>();
             done += 1;
             extractions.extend(outcome.extractions);
             result.batches_failed.extend(outcome.failures);
@@ -477,6 +674,18 @@ impl Query {
                 cost_usd: spent.cost_usd,
             });
         }
+        result.chunks_skipped = pending
+            .flat_map(|(_, chunks)| chunks)
+            .map(|chunk| ChunkFailure {
+                chunk_id: chunk.id,
+                reason: "budget".to_owned(),
+            })
+            .collect();
+        result.synthesis_reserve = reserve.map(|held| ReserveReport {
+            tokens: held.tokens,
+            cost_usd: held.cost_usd,
+            calls: held.calls,
+        });
         result.timings.extract = stage_started.elapsed().as_secs_f64();
         result.chunks_analyzed = extractions.len();
         if extractions.is_empty() {
@@ -516,6 +725,7 @@ impl Query {
             missing: result
                 .chunks_selected
                 .saturating_sub(result.chunks_analyzed),
+            skipped_for_budget: result.chunks_skipped.len(),
             relevant: findings.len(),
         };
         if findings.is_empty() {
@@ -547,13 +757,33 @@ impl Query {
             model: options.model.clone(),
             question: question.clone(),
             input_chars: options.synthesis_input_chars,
+            max_tokens: options.synthesis_max_tokens,
             log: Arc::clone(&log),
+            tools: (tool_rounds > 0).then(|| {
+                let names = selected_buffers
+                    .iter()
+                    .map(|buffer| buffer.name.clone())
+                    .collect();
+                (
+                    Arc::new(SynthesisTools::new(
+                        Arc::clone(&corpus),
+                        names,
+                        Arc::clone(&log),
+                    )),
+                    tool_rounds,
+                )
+            }),
         };
-        match synthesizer.run(&findings, &coverage).await {
+        let outcome = synthesizer.run(&findings, &coverage).await;
+        if let Some((tools, _)) = &synthesizer.tools {
+            result.tool_calls = tools.calls();
+        }
+        match outcome {
             Ok(synthesis) => {
                 result.status = QueryStatus::Answered;
                 result.report = synthesis.report;
                 result.reduce_calls = synthesis.reduce_calls;
+                result.usage.tools.rounds = synthesis.tool_rounds;
             }
             Err(err) if err.kind() == ErrorKind::Input => {
                 return Err(Error::Model {
@@ -593,6 +823,16 @@ fn finish(
         extract: stages[1].report(),
         synthesize: stages[2].report(),
         total: root.report(),
+        tools: ToolUsage {
+            rounds: result.usage.tools.rounds,
+            calls: result.tool_calls.len(),
+            errors: result
+                .tool_calls
+                .iter()
+                .filter(|call| call.is_error)
+                .count(),
+            output_bytes: result.tool_calls.iter().map(|call| call.output_bytes).sum(),
+        },
     };
     result.timings.total = started.elapsed().as_secs_f64();
     let usage = [
@@ -612,10 +852,24 @@ fn finish(
         chunks_analyzed: result.chunks_analyzed,
         batches_failed: values(&result.batches_failed),
         chunk_failures: values(&result.chunk_failures),
+        chunks_skipped: values(&result.chunks_skipped),
         usage,
         seconds: result.timings.total,
     });
     result
+}
+
+/// Bytes an extraction adds to the findings the report is written from (an upper bound of
+/// its rendering).
+fn findings_bytes(chunk: &SelectedChunk, extraction: &ChunkExtraction) -> u64 {
+    let texts = extraction
+        .findings
+        .iter()
+        .chain(&extraction.follow_up)
+        .chain(&extraction.summary)
+        .map(|text| text.len() as u64 + 16)
+        .sum::<u64>();
+    findings_bound(0, chunk.source().len() as u64, 0) + texts + 160
 }
 
 /// Serializable items as JSON values, for the log's untyped lists.
@@ -684,5 +938,6 @@ fn options_record(options: &QueryOptions) -> serde_json::Value {
         "timeout_seconds": options.timeout.map(|timeout| timeout.as_secs_f64()),
         "skip_plan": options.skip_plan,
         "threshold": options.threshold,
+        "max_tool_rounds": options.max_tool_rounds,
     })
 }

@@ -79,6 +79,11 @@ impl Corpus {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `work` on the store and the embedder (blocking: call it on the blocking pool).
+    pub(crate) fn with_store<T>(&self, work: impl FnOnce(&Store, Option<&dyn Embedder>) -> T) -> T {
+        work(&self.store(), self.embedder.as_deref())
+    }
+
     /// Total chunks in the store.
     pub fn chunk_count(&self) -> Result<u64> {
         Ok(self.store().status()?.chunks)

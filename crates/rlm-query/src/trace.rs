@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use rlm_llm::error_chain;
-use rlm_llm::{ChatRequest, ChatResponse, ModelTotals, Role};
-use rlm_trace::{QueryCall, RecordType, TrajectoryWriter};
+use rlm_llm::{ChatRequest, ChatResponse, ModelTotals, Role, ToolCall, ToolOutput, ToolRun};
+use rlm_trace::{QueryCall, QueryTool, RecordType, TrajectoryWriter};
 
 /// Characters of prompts and replies kept in a `query_call` record.
 const LOG_PREVIEW_CHARS: usize = 4_000;
@@ -101,6 +101,95 @@ impl QueryLog {
             usage,
             seconds: elapsed.as_secs_f64(),
             error,
+            tool_rounds: 0,
+        });
+    }
+
+    /// Appends one `query_call` record for a report written with tool rounds: the usage of
+    /// every model call of the rounds, the last answer, and the number of rounds.
+    pub fn tool_run(
+        &self,
+        stage: &str,
+        request: &ChatRequest,
+        result: &Result<ToolRun, rlm_llm::Error>,
+        elapsed: Duration,
+    ) {
+        if self.writer.is_none() {
+            return;
+        }
+        let prompt = request
+            .messages
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::User)
+            .map_or("", |message| message.content.as_str());
+        let (response, usage, rounds, error) = match result {
+            Ok(run) => {
+                let usage = ModelTotals {
+                    calls: u64::from(run.model_calls),
+                    usage: run.usage,
+                    cost_usd: run.cost_usd.unwrap_or(0.0),
+                    unpriced_calls: if run.cost_usd.is_some() {
+                        0
+                    } else {
+                        u64::from(run.model_calls)
+                    },
+                    ..ModelTotals::default()
+                };
+                (run.response.text.as_str(), usage, run.rounds, None)
+            }
+            Err(err) => (
+                "",
+                ModelTotals {
+                    failures: 1,
+                    ..ModelTotals::default()
+                },
+                0,
+                Some(error_chain(err)),
+            ),
+        };
+        self.write(&QueryCall {
+            run_id: self.run_id.clone(),
+            stage: stage.to_owned(),
+            batch: None,
+            attempt: 1,
+            chunk_ids: Vec::new(),
+            model: request.model.clone(),
+            prompt: preview(prompt),
+            prompt_chars: prompt.chars().count() as u64,
+            response: preview(response),
+            response_chars: response.chars().count() as u64,
+            usage,
+            seconds: elapsed.as_secs_f64(),
+            error,
+            tool_rounds: rounds,
+        });
+    }
+
+    /// Appends a `query_tool` record for one tool call of the synthesizer.
+    pub fn tool(
+        &self,
+        index: usize,
+        call: &ToolCall,
+        output: &ToolOutput,
+        chunk_ids: &[i64],
+        elapsed: Duration,
+    ) {
+        if self.writer.is_none() {
+            return;
+        }
+        self.write(&QueryTool {
+            run_id: self.run_id.clone(),
+            stage: "synthesize".to_owned(),
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: preview(&call.arguments),
+            output: preview(&output.content),
+            output_chars: output.content.chars().count() as u64,
+            is_error: output.is_error,
+            chunk_ids: chunk_ids.to_vec(),
+            seconds: elapsed.as_secs_f64(),
         });
     }
 }

@@ -12,7 +12,7 @@
 //! produced, unconverted.
 //!
 //! `rlm query` (`rlm-query`) writes its own record types ([`QueryMetadata`], [`QueryStage`],
-//! [`QueryCall`], [`QueryOutcome`]) with the same writer.
+//! [`QueryCall`], [`QueryTool`], [`QueryOutcome`]) with the same writer.
 //!
 //! Writers are the RLM loop (`rlm-engine`) and the query pipeline; readers are the viewer
 //! and session inspection. The reader keeps line types it does not know as
@@ -57,7 +57,7 @@ pub mod view;
 
 pub use error::Error;
 pub use large::{LARGE_VALUE_BYTES, LargeValue, LargeValues};
-pub use query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage};
+pub use query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage, QueryTool};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{
     BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration,

@@ -1,5 +1,6 @@
 //! Records of an `rlm query` log: `query_metadata`, one `query_stage` per planning and search
-//! step, one `query_call` per model call, and a closing `query_result`.
+//! step, one `query_call` per model call (the report's tool rounds as one), one `query_tool`
+//! per tool call of the synthesizer, and a closing `query_result`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -84,10 +85,53 @@ pub struct QueryCall {
     /// The error, when the call failed.
     #[serde(default)]
     pub error: Option<String>,
+    /// For a `synthesize` call with tools: rounds of tool calls it ran (its `usage` then sums
+    /// every model call of those rounds, and `response` is the last answer).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_rounds: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl RecordType for QueryCall {
     const TYPE: &'static str = "query_call";
+}
+
+/// One tool call the synthesizer made (`get_chunks`, `search`, `grep`), written as it is
+/// answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryTool {
+    /// The query.
+    pub run_id: String,
+    /// `synthesize`.
+    pub stage: String,
+    /// 1 for the first tool call of the report, and so on in the order they were answered.
+    pub index: u32,
+    /// The provider's call id.
+    pub call_id: String,
+    /// The tool's name as the model wrote it.
+    pub tool: String,
+    /// The arguments as the model wrote them, cut to a preview of 4,000 chars.
+    pub arguments: String,
+    /// What was sent back, cut to a preview of 4,000 chars.
+    pub output: String,
+    /// Its full length in chars.
+    pub output_chars: u64,
+    /// The call failed (bad arguments, unknown tool, store error, limit reached); `output`
+    /// is the message the model got.
+    #[serde(default)]
+    pub is_error: bool,
+    /// Chunk ids whose text the result carried.
+    #[serde(default)]
+    pub chunk_ids: Vec<i64>,
+    /// Wall time of the tool, in seconds.
+    pub seconds: f64,
+}
+
+impl RecordType for QueryTool {
+    const TYPE: &'static str = "query_tool";
 }
 
 /// The last line of a query log.
@@ -109,6 +153,10 @@ pub struct QueryOutcome {
     /// Chunks left without a report, with the reason.
     #[serde(default)]
     pub chunk_failures: Vec<Value>,
+    /// Chunks not sent to an extractor because the budget had to keep room for the report
+    /// (`{"chunk_id", "reason": "budget"}`).
+    #[serde(default)]
+    pub chunks_skipped: Vec<Value>,
     /// Usage per stage (`plan`, `extract`, `synthesize`) and `total`.
     pub usage: BTreeMap<String, UsageReport>,
     /// Wall time of the whole query.

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage};
+use crate::query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage, QueryTool};
 use crate::schema::{Iteration, RecordType, RunMetadata, RunOutcome};
 
 /// One line of a log.
@@ -40,6 +40,8 @@ pub enum Record {
     QueryStage(Box<QueryStage>),
     /// `query_call`: one model call of a query.
     QueryCall(Box<QueryCall>),
+    /// `query_tool`: one tool call of a query's synthesizer.
+    QueryTool(Box<QueryTool>),
     /// `query_result`: how a query ended.
     QueryResult(Box<QueryOutcome>),
     /// A line type this version does not know (written by a newer one), kept as it was read so
@@ -62,6 +64,7 @@ impl Record {
             Self::QueryMetadata(_) => QueryMetadata::TYPE,
             Self::QueryStage(_) => QueryStage::TYPE,
             Self::QueryCall(_) => QueryCall::TYPE,
+            Self::QueryTool(_) => QueryTool::TYPE,
             Self::QueryResult(_) => QueryOutcome::TYPE,
             Self::Unknown { kind, .. } => kind,
         }
@@ -186,6 +189,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<Entry, Error> {
         QueryMetadata::TYPE => Record::QueryMetadata(typed(text, &kind, line)?),
         QueryStage::TYPE => Record::QueryStage(typed(text, &kind, line)?),
         QueryCall::TYPE => Record::QueryCall(typed(text, &kind, line)?),
+        QueryTool::TYPE => Record::QueryTool(typed(text, &kind, line)?),
         QueryOutcome::TYPE => Record::QueryResult(typed(text, &kind, line)?),
         _ => {
             let fields: Map<String, Value> =

@@ -183,6 +183,7 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
             record @ (Record::QueryMetadata(_)
             | Record::QueryStage(_)
             | Record::QueryCall(_)
+            | Record::QueryTool(_)
             | Record::QueryResult(_)) => {
                 *unknown_records.entry(record.kind().to_owned()).or_insert(0) += 1;
             }

@@ -31,7 +31,8 @@ pub struct QueryArgs {
     /// Chunks per extractor call (default: the plan's choice).
     #[arg(long, value_name = "N")]
     pub batch_size: Option<usize>,
-    /// Stop spending at this many US dollars; `--scan all` refuses to start above it.
+    /// Spend at most this many US dollars, the report included: batches stop while there is
+    /// still room for the report; `--scan all` refuses to start above its estimate.
     #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub max_cost: Option<f64>,
     /// Stop spending at this many tokens (all calls together).
@@ -41,6 +42,10 @@ pub struct QueryArgs {
     /// as failed and the report is written from the rest.
     #[arg(long = "timeout", id = "query_timeout", value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
     pub timeout: Option<f64>,
+    /// Rounds of tool calls (get_chunks, search, grep) the report's writer may make; 0 writes
+    /// the report without tools (default 3; models without tool calling never use them).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_tool_rounds: Option<i64>,
     /// Search with the question itself instead of asking the model for a plan.
     #[arg(long)]
     pub skip_plan: bool,

@@ -81,7 +81,7 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
         } else {
             usd(total.cost_usd)
         };
-        let failed = if result.chunk_failures.is_empty() {
+        let mut failed = if result.chunk_failures.is_empty() {
             String::new()
         } else {
             format!(
@@ -89,6 +89,18 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
                 count(result.chunk_failures.len() as u64, "chunk")
             )
         };
+        if !result.chunks_skipped.is_empty() {
+            failed.push_str(&format!(
+                " · {} skipped to keep the budget for the report",
+                count(result.chunks_skipped.len() as u64, "chunk")
+            ));
+        }
+        if result.usage.tools.calls > 0 {
+            failed.push_str(&format!(
+                " · {} by the report",
+                count(result.usage.tools.calls as u64, "tool call")
+            ));
+        }
         eprintln!(
             "{} · {} analysed of {}{failed} · {} · {} tokens · {cost} · {:.1}s",
             result.status.name(),
@@ -136,6 +148,9 @@ fn query_error(err: rlm_query::Error) -> anyhow::Error {
         }
         E::UnknownPrice(_) => {
             "add the model's price under [llm.prices.\"MODEL\"] in rlm.toml, or drop --max-cost"
+        }
+        E::BudgetTooSmall { .. } => {
+            "raise --max-cost or --max-tokens, or make the work smaller: --batch-size, --max-tool-rounds 0"
         }
         _ => "",
     };

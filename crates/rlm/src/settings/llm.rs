@@ -27,6 +27,7 @@
 //! stop = false                      # built-in table (`rlm_llm::capabilities`); omitted
 //! temperature = false               # fields mean "accepted"
 //! max_tokens_field = "max_completion_tokens"
+//! tools = false                     # no native tool calling (rlm query's report asks plainly)
 //! ```
 
 use std::collections::BTreeMap;

@@ -7,6 +7,7 @@
 //! top_k = 40             # chunks analysed at most (otherwise the plan decides)
 //! max_concurrency = 16   # extractor calls in flight (also --max-concurrency, RLM_MAX_CONCURRENCY)
 //! threshold = "low"      # least relevance reaching the report: low, medium, high
+//! max_tool_rounds = 3    # tool rounds of the report's writer; 0 = no tools (also --max-tool-rounds)
 //! ```
 
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub struct QueryConfig {
     pub top_k: Option<usize>,
     pub max_concurrency: Option<usize>,
     pub threshold: Option<Threshold>,
+    pub max_tool_rounds: Option<i64>,
 }
 
 /// Everything `rlm query` runs with.
@@ -95,6 +97,20 @@ impl QuerySettings {
             None => None,
         };
 
+        let max_tool_rounds = match args.max_tool_rounds.or(section.max_tool_rounds) {
+            None => rlm_query::DEFAULT_MAX_TOOL_ROUNDS,
+            Some(rounds) => u32::try_from(rounds)
+                .ok()
+                .filter(|rounds| *rounds <= rlm_query::MAX_TOOL_ROUNDS)
+                .ok_or_else(|| {
+                    CliError::input(anyhow::anyhow!(
+                        "--max-tool-rounds {rounds} is not between 0 and {}",
+                        rlm_query::MAX_TOOL_ROUNDS
+                    ))
+                    .with_hint("use --max-tool-rounds 0 to write the report without tools")
+                })?,
+        };
+
         let mut options = QueryOptions::new(model, subcall_model);
         options.mode = args.mode;
         options.scan = args.scan.unwrap_or_default();
@@ -111,6 +127,7 @@ impl QuerySettings {
         options.timeout = args.timeout.map(Duration::from_secs_f64);
         options.skip_plan = args.skip_plan;
         options.threshold = args.threshold.or(section.threshold).unwrap_or_default();
+        options.max_tool_rounds = max_tool_rounds;
 
         let log_dir = if args.no_log {
             None
@@ -168,6 +185,22 @@ mod tests {
             settings.options.max_concurrency,
             rlm_query::DEFAULT_MAX_CONCURRENCY
         );
+        assert_eq!(
+            settings.options.max_tool_rounds,
+            rlm_query::DEFAULT_MAX_TOOL_ROUNDS
+        );
+        let rounds = Layout::new(
+            None,
+            Some("[llm]\nmodel = 'p:m'\n[query]\nmax_tool_rounds = 5\n"),
+        );
+        let settings = QuerySettings::resolve(&query_args(&["q"]), &rounds.sources(&[])).unwrap();
+        assert_eq!(settings.options.max_tool_rounds, 5);
+        let settings = QuerySettings::resolve(
+            &query_args(&["q", "--max-tool-rounds", "0"]),
+            &rounds.sources(&[]),
+        )
+        .unwrap();
+        assert_eq!(settings.options.max_tool_rounds, 0, "the flag wins");
 
         let args = query_args(&[
             "q",
@@ -201,6 +234,8 @@ mod tests {
             vec!["q", "--top-k", "0"],
             vec!["q", "--max-cost", "-1"],
             vec!["q", "--max-tokens", "0"],
+            vec!["q", "--max-tool-rounds", "-1"],
+            vec!["q", "--max-tool-rounds", "21"],
         ] {
             let err = QuerySettings::resolve(&query_args(&args), &layout.sources(&[])).unwrap_err();
             let cli = err.downcast_ref::<CliError>().expect("a CliError");

@@ -221,7 +221,7 @@ async fn prompts_are_overridable_from_the_prompts_directory() {
 fn bad_input_exits_2_with_a_hint() {
     let empty = tempfile::tempdir().unwrap();
     let base = ["query", "--model", "openai:root", "--skip-plan", "--no-log"];
-    let cases: [(&Path, &[&str], &str); 7] = [
+    let cases: [(&Path, &[&str], &str); 8] = [
         (empty.path(), &["question"], "hint: load something first"),
         (empty.path(), &[" "], "the question is empty"),
         (
@@ -248,6 +248,11 @@ fn bad_input_exits_2_with_a_hint() {
             empty.path(),
             &["--timeout", "0", "q"],
             "not a number of seconds greater than 0",
+        ),
+        (
+            empty.path(),
+            &["--max-tool-rounds", "-1", "q"],
+            "--max-tool-rounds -1 is not between 0 and 20",
         ),
     ];
     for (dir, args, expected) in cases {
@@ -286,4 +291,61 @@ async fn a_missing_key_stops_the_query_with_exit_2() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_writer_calls_a_tool_and_json_counts_it() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::tool_call("grep", serde_json::json!({ "pattern": "Pasta" })),
+            FakeReply::text("## Summary\nThe recipe is unrelated [chunk 3]."),
+        ],
+    );
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.args(["--json", "token refresh"]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["usage"]["tools"]["calls"], 1);
+    assert_eq!(value["usage"]["tools"]["rounds"], 1);
+    assert_eq!(value["usage"]["synthesize"]["total"]["calls"], 2);
+    assert_eq!(value["tool_calls"][0]["tool"], "grep");
+    let root = server.requests_for("root");
+    let result = &root[1].tool_results()[0].content;
+    assert!(
+        result.contains("<matches buffer=\"recipe.md\">\nL1 [chunk 3]: # Pasta"),
+        "{result}"
+    );
+    assert!(
+        text(&output.stderr).contains("1 tool call by the report"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_cannot_cover_the_report_is_refused_before_any_call() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.args(["--max-tokens", "300", "token refresh"]);
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "the budget (300 tokens) cannot cover the plan, one extractor batch and the report"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: raise --max-cost or --max-tokens"),
+        "{stderr}"
+    );
+    assert_eq!(server.request_count(), 0);
 }
