@@ -355,6 +355,7 @@ impl Query {
                 "mode": selection.mode,
                 "notes": selection.notes,
                 "chunk_ids": selection.chunks.iter().map(|chunk| chunk.id).collect::<Vec<_>>(),
+                "hits": selection.chunks,
             }),
         });
 
@@ -612,6 +613,7 @@ fn finish(
         chunks_analyzed: result.chunks_analyzed,
         batches_failed: values(&result.batches_failed),
         chunk_failures: values(&result.chunk_failures),
+        findings: values(&result.findings),
         usage,
         seconds: result.timings.total,
     });

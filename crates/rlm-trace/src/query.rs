@@ -109,6 +109,9 @@ pub struct QueryOutcome {
     /// Chunks left without a report, with the reason.
     #[serde(default)]
     pub chunk_failures: Vec<Value>,
+    /// The findings the report was written from, most relevant first (as in `--json`).
+    #[serde(default)]
+    pub findings: Vec<Value>,
     /// Usage per stage (`plan`, `extract`, `synthesize`) and `total`.
     pub usage: BTreeMap<String, UsageReport>,
     /// Wall time of the whole query.
