@@ -583,6 +583,7 @@ pub(super) fn plural(n: usize, word: &str) -> String {
     match (n, word) {
         (1, _) => format!("1 {word}"),
         (_, "retry") => format!("{n} retries"),
+        (_, "batch") => format!("{n} batches"),
         _ => format!("{n} {word}s"),
     }
 }

@@ -321,7 +321,7 @@ fn batches(out: &mut String, query: &QueryView) {
             badge(
                 &mut status,
                 "bad",
-                &format!("{lost} chunks without a report"),
+                &format!("{} without a report", plural(lost, "chunk")),
             );
         }
         if status.is_empty() {

@@ -231,11 +231,15 @@ fn a_query_log_renders_its_stages_findings_and_report() {
     assert!(search.contains("<tr id=\"chunk-12\"><td>2</td><td>12</td><td>server.log:3-9</td>"));
 
     let batches = between(&html, "<section id=\"batches\">", "</section>");
+    assert!(
+        batches.contains("<span class=\"meta\">2 batches</span>"),
+        "{batches}"
+    );
     let second = between(batches, "<tr><td>1</td>", "</tr>");
     assert!(second.contains("re-asked 1×"), "{second}");
     assert!(second.contains("split (2 calls)"), "{second}");
     assert!(second.contains("1 failed call"), "{second}");
-    assert!(second.contains("1 chunks without a report"), "{second}");
+    assert!(second.contains("1 chunk without a report"), "{second}");
     let first = between(batches, "<tr><td>0</td>", "</tr>");
     assert!(first.contains("badge ok"), "{first}");
     assert!(batches.contains("batch 1.2 (chunks <a class=\"chunk\" href=\"#chunk-14\">chunk 14</a>): model call failed: HTTP 500"));

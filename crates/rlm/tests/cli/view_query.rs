@@ -121,7 +121,7 @@ async fn a_query_log_shows_its_plan_batches_findings_and_report() {
     let batches = between(&html, "<section id=\"batches\">", "</section>");
     assert!(batches.contains("2 batches"), "{batches}");
     assert!(batches.contains("re-asked 1×"), "{batches}");
-    assert!(batches.contains("1 chunks without a report"), "{batches}");
+    assert!(batches.contains("1 chunk without a report"), "{batches}");
     assert!(batches.contains("Chunks without a report"), "{batches}");
     let findings = between(&html, "<section id=\"findings\">", "</section>");
     assert!(findings.contains("high relevance"), "{findings}");
