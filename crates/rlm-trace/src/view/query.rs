@@ -139,7 +139,7 @@ impl QueryView {
                 None => batches.push((top.to_owned(), vec![call])),
             }
         }
-        batches.sort_by(|(a, _), (b, _)| batch_order(a).cmp(&batch_order(b)));
+        batches.sort_by_key(|(name, _)| batch_order(name));
         batches
     }
 }
