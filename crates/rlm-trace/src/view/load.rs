@@ -236,6 +236,11 @@ impl LogLines {
         Ok(Some(LogLine::Entry(entry)))
     }
 
+    /// The text of the last line read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     pub fn not_a_log(&self, line: usize, reason: String) -> Error {
         Error::NotATrajectory {
             path: self.path.clone(),

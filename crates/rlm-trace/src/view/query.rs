@@ -91,7 +91,14 @@ impl QueryView {
                 Record::QueryStage(stage) => view.stages.push(*stage),
                 Record::QueryCall(call) => view.calls.push(*call),
                 Record::QueryResult(outcome) => view.outcome = Some(*outcome),
-                Record::Unknown { kind, mut fields } => {
+                // Any other type (a newer `query_*` record, typed or not) is shown by name
+                // with the fields of its line.
+                record => {
+                    let kind = record.kind().to_owned();
+                    let mut fields = match record {
+                        Record::Unknown { fields, .. } => fields,
+                        _ => serde_json::from_str(lines.text()).unwrap_or_default(),
+                    };
                     for common in ["type", "timestamp", "version"] {
                         fields.remove(common);
                     }
@@ -101,11 +108,6 @@ impl QueryView {
                         fields,
                     });
                 }
-                record => view.other_records.push(OtherRecord {
-                    line: entry.line,
-                    kind: record.kind().to_owned(),
-                    fields: Map::new(),
-                }),
             }
         }
         match metadata {

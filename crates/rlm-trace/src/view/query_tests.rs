@@ -345,3 +345,32 @@ fn bad_query_logs_are_refused() {
     let err = LogView::load(&doubled).unwrap_err();
     assert!(err.to_string().contains("second `query_metadata`"), "{err}");
 }
+
+#[test]
+fn records_the_query_page_has_no_view_for_show_with_their_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = query_log(dir.path(), false);
+    // A typed record of the other kind of log, after the query's records.
+    let other = TrajectoryWriter::create(dir.path(), "other").unwrap();
+    other
+        .write(&super::tests::metadata("r1", 0, "the run question"))
+        .unwrap();
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&std::fs::read_to_string(other.path()).unwrap());
+    std::fs::write(&path, text).unwrap();
+    let html = render(&LogView::load(&path).unwrap());
+    let records = between(&html, "<section id=\"other-records\">", "</section>");
+    assert!(
+        records.contains("<code>query_tool_call</code> · line 10"),
+        "{records}"
+    );
+    assert!(
+        records.contains("<code>metadata</code> · line 12"),
+        "{records}"
+    );
+    assert!(
+        records.contains("<dt>query</dt><dd>the run question</dd>"),
+        "{records}"
+    );
+    assert!(!records.contains("<dt>type</dt>"), "{records}");
+}
