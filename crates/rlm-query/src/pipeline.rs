@@ -474,6 +474,7 @@ impl Query {
                 "mode": selection.mode,
                 "notes": selection.notes,
                 "chunk_ids": selection.chunks.iter().map(|chunk| chunk.id).collect::<Vec<_>>(),
+                "hits": selection.chunks,
             }),
         });
 
@@ -853,6 +854,7 @@ fn finish(
         batches_failed: values(&result.batches_failed),
         chunk_failures: values(&result.chunk_failures),
         chunks_skipped: values(&result.chunks_skipped),
+        findings: values(&result.findings),
         usage,
         seconds: result.timings.total,
     });

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use rlm_llm::{Message, ModelTotals, Role, Usage, UsageReport};
-use rlm_trace::view::{RunView, write_page};
+use rlm_trace::view::{LogView, RunView, write_page};
 use rlm_trace::*;
 
 const TURNS: u32 = 1_000;
@@ -39,9 +39,10 @@ fn main() {
         let run = RunView::load(&log).unwrap();
         load.push(started.elapsed().as_secs_f64() * 1e3);
         let started = Instant::now();
-        write_page(&run, &page).unwrap();
-        render.push(started.elapsed().as_secs_f64() * 1e3);
         assert_eq!(run.turns.len(), TURNS as usize);
+        let log = LogView::from(run);
+        write_page(&log, &page).unwrap();
+        render.push(started.elapsed().as_secs_f64() * 1e3);
     }
     let page_bytes = std::fs::metadata(&page).unwrap().len();
     // To look at the page: RLM_BENCH_PAGE=/tmp/page.html keeps a copy.

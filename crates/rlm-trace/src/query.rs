@@ -157,6 +157,9 @@ pub struct QueryOutcome {
     /// (`{"chunk_id", "reason": "budget"}`).
     #[serde(default)]
     pub chunks_skipped: Vec<Value>,
+    /// The findings the report was written from, most relevant first (as in `--json`).
+    #[serde(default)]
+    pub findings: Vec<Value>,
     /// Usage per stage (`plan`, `extract`, `synthesize`) and `total`.
     pub usage: BTreeMap<String, UsageReport>,
     /// Wall time of the whole query.

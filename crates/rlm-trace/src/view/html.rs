@@ -24,7 +24,26 @@ const FOLD_LINES: usize = 30;
 /// Renders the whole page for a run (its child runs included).
 pub fn page(run: &RunView, nonce: &str) -> String {
     let mut out = String::with_capacity(64 * 1024);
-    let id = &run.metadata.run_id;
+    let title = format!(
+        "rlm run {} — {}",
+        run.metadata.run_id,
+        preview(&run.metadata.query, 80)
+    );
+    page_start(&mut out, &title, nonce);
+    header(&mut out, run);
+    controls(&mut out, "turns");
+    timeline(&mut out, run);
+    out.push_str("<main id=\"turns\">");
+    for turn in &run.turns {
+        turn_section(&mut out, turn, "t");
+    }
+    out.push_str("</main>");
+    page_end(&mut out, nonce);
+    out
+}
+
+/// The document's head: the policy that lets nothing load, the title and the style.
+pub(super) fn page_start(out: &mut String, title: &str, nonce: &str) {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -32,28 +51,29 @@ pub fn page(run: &RunView, nonce: &str) -> String {
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          style-src 'unsafe-inline'; script-src 'nonce-{nonce}'; img-src data:; \
          form-action 'none'; base-uri 'none'\">\
-         <title>rlm run {} — {}</title><style>{STYLE}</style></head><body>",
-        escape(id),
-        escape(&preview(&run.metadata.query, 80)),
+         <title>{}</title><style>{STYLE}</style></head><body>",
+        escape(title),
     );
-    header(&mut out, run);
-    out.push_str(
+}
+
+/// The search box and expand/collapse buttons; the script filters the `.turn` sections of
+/// `#turns`, which it calls `items` (`turns`, `calls`).
+pub(super) fn controls(out: &mut String, items: &str) {
+    let _ = write!(
+        out,
         "<nav id=\"controls\"><input id=\"search\" type=\"search\" \
-         placeholder=\"Filter turns (text anywhere in a turn)\" aria-label=\"Filter turns\">\
+         placeholder=\"Filter {items} (text anywhere in one)\" aria-label=\"Filter {items}\">\
          <span id=\"match-count\"></span><button type=\"button\" id=\"expand-all\">Expand all\
          </button><button type=\"button\" id=\"collapse-all\">Collapse all</button></nav>",
     );
-    timeline(&mut out, run);
-    out.push_str("<main id=\"turns\">");
-    for turn in &run.turns {
-        turn_section(&mut out, turn, "t");
-    }
-    out.push_str("</main>");
+}
+
+/// The page's one script and the end of the document.
+pub(super) fn page_end(out: &mut String, nonce: &str) {
     let _ = writeln!(
         out,
         "<script nonce=\"{nonce}\">{SCRIPT}</script></body></html>"
     );
-    out
 }
 
 /// The run's summary: status, models, totals, limits, question, answer, contexts.
@@ -94,8 +114,9 @@ fn header(out: &mut String, run: &RunView) {
                 "<p id=\"status\" class=\"status running\">no result yet</p>\
                  <p id=\"incomplete\" class=\"banner\">This log has no result line: the run is \
                  still going, or it was stopped before it finished. Shown: the {} turns logged \
-                 so far.</p>",
-                run.turns.len()
+                 so far.{}</p>",
+                run.turns.len(),
+                cut_note(run.cut_line),
             );
         }
     }
@@ -511,7 +532,7 @@ fn child_run(out: &mut String, run: &RunView) {
 }
 
 /// A text in a `<pre>`, folded with its size when long.
-fn text_block(out: &mut String, label: &str, text: &str, open: bool) {
+pub(super) fn text_block(out: &mut String, label: &str, text: &str, open: bool) {
     let long = text.chars().count() > FOLD_CHARS || text.lines().count() > FOLD_LINES;
     let class = escape(
         &label
@@ -541,7 +562,7 @@ fn text_block(out: &mut String, label: &str, text: &str, open: bool) {
 }
 
 /// A logged preview with the full length it was cut from.
-fn preview_block(out: &mut String, label: &str, preview: &str, full_chars: u64) {
+pub(super) fn preview_block(out: &mut String, label: &str, preview: &str, full_chars: u64) {
     let shown = preview.chars().count() as u64;
     let label = if full_chars > shown {
         format!("{label} (first {} of {})", count(shown), chars(full_chars))
@@ -551,15 +572,23 @@ fn preview_block(out: &mut String, label: &str, preview: &str, full_chars: u64) 
     text_block(out, &label, preview, false);
 }
 
-fn plural(n: usize, word: &str) -> String {
+/// What the page says about a cut last line it left out.
+pub(super) fn cut_note(cut_line: Option<usize>) -> String {
+    cut_line.map_or_else(String::new, |line| {
+        format!(" Line {line}, the last, is cut short (still being written) and is not shown.")
+    })
+}
+
+pub(super) fn plural(n: usize, word: &str) -> String {
     match (n, word) {
         (1, _) => format!("1 {word}"),
         (_, "retry") => format!("{n} retries"),
+        (_, "batch") => format!("{n} batches"),
         _ => format!("{n} {word}s"),
     }
 }
 
-fn preview(text: &str, max: usize) -> String {
+pub(super) fn preview(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
     if line.chars().count() > max || text.lines().nth(1).is_some() {
         let cut: String = line.chars().take(max).collect();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::VERSION;
 use crate::error::Error;
-use crate::reader::{Record, parse_line};
+use crate::reader::{Entry, Record, parse_line};
 use rlm_llm::{Message, Role, error_chain};
 
 use crate::schema::{Iteration, RunMetadata, RunOutcome, SubcallKind};
@@ -33,6 +33,8 @@ pub struct RunView {
     pub outcome: Option<RunOutcome>,
     /// Line types this version does not know, with how many lines of each.
     pub unknown_records: BTreeMap<String, usize>,
+    /// The number of a cut last line that was left out (a run still writing its log).
+    pub cut_line: Option<usize>,
 }
 
 /// One turn as the page shows it.
@@ -61,9 +63,11 @@ pub enum ChildRun {
 impl RunView {
     /// Reads the log at `path` and the logs of its child runs.
     ///
-    /// A log without a `result` line (a run still going, or killed) reads fine. The errors: the
-    /// file cannot be read, is not an rlm trajectory, was written by a newer version, or has a
-    /// line that is cut short or not a record.
+    /// A log without a `result` line (a run still going, or killed) reads fine, and so does
+    /// one whose last line is cut short before the `result` (a run writing it): that line is
+    /// left out and named in `cut_line`. The errors: the file cannot be read, is not an rlm
+    /// run log, was written by a newer version, has a line that is not a record, or is cut
+    /// after its `result` line.
     pub fn load(path: &Path) -> Result<Self, Error> {
         let mut seen = HashSet::new();
         load(path, 0, &mut seen)
@@ -90,71 +94,28 @@ impl RunView {
 }
 
 fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunView, Error> {
-    let io_error = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
     seen.insert(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
-    let mut reader = BufReader::new(File::open(path).map_err(io_error)?);
-    let not_a_log = |line: usize, reason: String| Error::NotATrajectory {
-        path: path.to_path_buf(),
-        line,
-        reason,
-    };
-
+    let mut lines = LogLines::open(path)?;
     let mut metadata: Option<RunMetadata> = None;
     let mut turns = Vec::new();
     let mut outcome = None;
     let mut unknown_records = BTreeMap::new();
     let mut previous: Option<(Vec<Message>, String)> = None;
-    let mut text = String::new();
-    let mut line = 0;
-    loop {
-        text.clear();
-        let read = reader
-            .read_line(&mut text)
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::InvalidData => {
-                    not_a_log(line + 1, "it is not UTF-8 text".into())
-                }
-                _ => Error::Read {
-                    line: line + 1,
-                    source,
-                },
-            })?;
-        if read == 0 {
-            break;
-        }
-        line += 1;
-        if text.trim().is_empty() {
-            continue;
-        }
-        let complete_line = text.ends_with('\n');
-        let entry = match parse_line(&text, line) {
-            Ok(entry) => entry,
-            // The writer ends every line with a newline in one write: a last line without one
-            // that does not parse was cut short (a partial copy, a full disk).
-            Err(_) if !complete_line && metadata.is_some() => {
-                return Err(Error::Truncated {
-                    path: path.to_path_buf(),
-                    line,
-                });
+    let mut cut_line = None;
+    while let Some(line) = lines.next_line()? {
+        let entry = match line {
+            LogLine::Entry(entry) => entry,
+            LogLine::Cut(line) if outcome.is_none() => {
+                cut_line = Some(line);
+                break;
             }
-            Err(err) if metadata.is_none() => return Err(not_a_log(line, err.to_string())),
-            Err(err) => return Err(err),
+            LogLine::Cut(line) => return Err(lines.truncated(line)),
         };
-        if entry.version > VERSION {
-            return Err(Error::NewerVersion {
-                path: path.to_path_buf(),
-                line,
-                version: entry.version,
-            });
-        }
         match entry.record {
             Record::Metadata(first) if metadata.is_none() => metadata = Some(*first),
             _ if metadata.is_none() => {
-                return Err(not_a_log(
-                    line,
+                return Err(lines.not_a_log(
+                    entry.line,
                     format!(
                         "its first record is `{}`, not `metadata`",
                         entry.record.kind()
@@ -162,7 +123,7 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
                 ));
             }
             Record::Metadata(_) => {
-                return Err(not_a_log(line, "it has a second `metadata` record".into()));
+                return Err(lines.not_a_log(entry.line, "it has a second `metadata` record".into()));
             }
             Record::Iteration(mut iteration) => {
                 let prompt = std::mem::take(&mut iteration.prompt);
@@ -177,20 +138,13 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
                 });
             }
             Record::Result(result) => outcome = Some(*result),
-            Record::Unknown { kind, .. } => *unknown_records.entry(kind).or_insert(0) += 1,
-            // A query log starts with `query_metadata`, so it is refused above; these arms only
-            // keep the match whole.
-            record @ (Record::QueryMetadata(_)
-            | Record::QueryStage(_)
-            | Record::QueryCall(_)
-            | Record::QueryTool(_)
-            | Record::QueryResult(_)) => {
-                *unknown_records.entry(record.kind().to_owned()).or_insert(0) += 1;
-            }
+            // A run log holds no query records (a query log starts with `query_metadata` and
+            // is read by `QueryView`); any other type is counted and named on the page.
+            record => *unknown_records.entry(record.kind().to_owned()).or_insert(0) += 1,
         }
     }
     let Some(metadata) = metadata else {
-        return Err(not_a_log(line, "it is empty".into()));
+        return Err(lines.not_a_log(lines.line, "it is empty".into()));
     };
     Ok(RunView {
         path: path.to_path_buf(),
@@ -198,7 +152,109 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
         turns,
         outcome,
         unknown_records,
+        cut_line,
     })
+}
+
+/// A line of a log as the viewer reads it.
+pub(super) enum LogLine {
+    /// A record.
+    Entry(Entry),
+    /// The last line, without its newline and not a whole record: the writer is still writing
+    /// it, or the file was cut (its number).
+    Cut(usize),
+}
+
+/// Reads a log one line at a time for the viewer: blank lines skipped, a file that does not
+/// start with a record is not a log, a line from a newer schema is refused, and a cut last
+/// line is told apart from a malformed one.
+pub(super) struct LogLines {
+    path: PathBuf,
+    reader: BufReader<File>,
+    text: String,
+    /// The number of the last line read.
+    pub line: usize,
+    records: usize,
+}
+
+impl LogLines {
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let file = File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader: BufReader::new(file),
+            text: String::new(),
+            line: 0,
+            records: 0,
+        })
+    }
+
+    /// The next line, `None` at the end of the file.
+    pub fn next_line(&mut self) -> Result<Option<LogLine>, Error> {
+        loop {
+            self.text.clear();
+            let read =
+                self.reader
+                    .read_line(&mut self.text)
+                    .map_err(|source| match source.kind() {
+                        std::io::ErrorKind::InvalidData => {
+                            self.not_a_log(self.line + 1, "it is not UTF-8 text".into())
+                        }
+                        _ => Error::Read {
+                            line: self.line + 1,
+                            source,
+                        },
+                    })?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if !self.text.trim().is_empty() {
+                break;
+            }
+        }
+        let line = self.line;
+        let entry = match parse_line(&self.text, line) {
+            Ok(entry) => entry,
+            Err(err) if self.records == 0 => return Err(self.not_a_log(line, err.to_string())),
+            // The writer ends every line with a newline in one write: a last line without one
+            // that does not parse is being written, or was cut (a partial copy, a full disk).
+            Err(_) if !self.text.ends_with('\n') => return Ok(Some(LogLine::Cut(line))),
+            Err(err) => return Err(err),
+        };
+        if entry.version > VERSION {
+            return Err(Error::NewerVersion {
+                path: self.path.clone(),
+                line,
+                version: entry.version,
+            });
+        }
+        self.records += 1;
+        Ok(Some(LogLine::Entry(entry)))
+    }
+
+    /// The text of the last line read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn not_a_log(&self, line: usize, reason: String) -> Error {
+        Error::NotATrajectory {
+            path: self.path.clone(),
+            line,
+            reason,
+        }
+    }
+
+    pub fn truncated(&self, line: usize) -> Error {
+        Error::Truncated {
+            path: self.path.clone(),
+            line,
+        }
+    }
 }
 
 /// The messages of `prompt` past the part it shares with the previous turn's prompt, without

@@ -1,7 +1,9 @@
 (function () {
   'use strict';
-  // Filters the run's turns by text; `#search=WORDS` in the address pre-fills the box.
+  // Filters the page's items (a run's turns, a query's model calls) by text; `#search=WORDS`
+  // in the address pre-fills the box.
   var turns = Array.prototype.slice.call(document.querySelectorAll('#turns > .turn'));
+  var item = document.getElementById('turns').getAttribute('data-item') || 'turn';
   var rows = document.querySelectorAll('#timeline .rows .row');
   var input = document.getElementById('search');
   var counter = document.getElementById('match-count');
@@ -19,8 +21,8 @@
       if (match) { shown += 1; }
     });
     counter.textContent = query
-      ? shown + ' of ' + turns.length + ' turns match'
-      : turns.length + (turns.length === 1 ? ' turn' : ' turns');
+      ? shown + ' of ' + turns.length + ' ' + item + 's match'
+      : turns.length + ' ' + item + (turns.length === 1 ? '' : 's');
   }
   var timer = null;
   input.addEventListener('input', function () {

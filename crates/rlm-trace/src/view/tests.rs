@@ -173,7 +173,7 @@ fn a_run_with_a_child_renders_everything_escaped() {
     };
     assert_eq!(child.metadata.run_id, "abc.1");
 
-    let html = render(&run);
+    let html = render(&run.clone().into());
     assert_eq!(
         html.matches("<script").count(),
         1,
@@ -195,7 +195,7 @@ fn a_run_with_a_child_renders_everything_escaped() {
 fn the_page_points_nowhere() {
     let dir = tempfile::tempdir().unwrap();
     let run = RunView::load(&run_with_child(dir.path())).unwrap();
-    let html = render(&run);
+    let html = render(&run.clone().into());
     assert_self_contained(&html);
     assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
     // The check can fail.
@@ -244,9 +244,26 @@ fn a_run_in_progress_renders_and_says_so() {
     log.write(&turn(1, vec![], "thinking", vec![])).unwrap();
     let run = RunView::load(log.path()).unwrap();
     assert!(!run.is_complete());
-    let html = render(&run);
+    let html = render(&run.clone().into());
     assert!(html.contains("id=\"incomplete\""));
     assert!(html.contains("the 1 turns logged so far") || html.contains("Shown: the 1 turns"));
+    assert!(!html.contains("cut short"));
+
+    // The writer halfway through the second turn's line: the first turn shows, the cut line
+    // is named.
+    let whole = std::fs::read_to_string(log.path()).unwrap();
+    let second = serde_json::to_string(&turn(2, vec![], "second reply", vec![])).unwrap();
+    std::fs::write(
+        log.path(),
+        format!("{whole}{}", &second[..second.len() / 2]),
+    )
+    .unwrap();
+    let run = RunView::load(log.path()).unwrap();
+    assert_eq!(run.turns.len(), 1);
+    assert_eq!(run.cut_line, Some(3));
+    let html = render(&run.clone().into());
+    assert!(html.contains("Line 3, the last, is cut short"), "{html}");
+    assert!(!html.contains("second reply"));
 }
 
 #[test]
@@ -261,6 +278,9 @@ fn bad_logs_are_refused_with_the_reason() {
     good.write(&metadata("abc", 0, "q")).unwrap();
     good.write(&turn(1, vec![], "reply", vec![])).unwrap();
     let whole = std::fs::read_to_string(good.path()).unwrap();
+    good.write(&outcome("abc", Status::Answered, Some("a"), 1))
+        .unwrap();
+    let finished = std::fs::read_to_string(good.path()).unwrap();
 
     let cases = [
         ("notes.txt", "hello world\n".to_owned()),
@@ -269,7 +289,8 @@ fn bad_logs_are_refused_with_the_reason() {
             "other.jsonl",
             "{\"type\":\"iteration\",\"x\":1}\n".to_owned(),
         ),
-        ("cut.jsonl", whole[..whole.len() - 20].to_owned()),
+        // Cut after the run ended: not a log being written.
+        ("cut.jsonl", format!("{finished}{{\"type\":\"iter")),
         (
             "newer.jsonl",
             whole.replacen(
@@ -294,7 +315,7 @@ fn bad_logs_are_refused_with_the_reason() {
                 );
             }
             "cut.jsonl" => {
-                assert!(matches!(err, Error::Truncated { line: 2, .. }), "{err:?}");
+                assert!(matches!(err, Error::Truncated { line: 4, .. }), "{err:?}");
                 assert!(message.contains("truncated"), "{message}");
             }
             _ => {
@@ -322,7 +343,7 @@ fn a_missing_child_log_is_named_in_the_page() {
         run.turns[0].children.get(&(0, 0)),
         Some(ChildRun::Missing(_))
     ));
-    let html = render(&run);
+    let html = render(&run.clone().into());
     assert!(html.contains("class=\"muted child-missing\">Child run abc.1:"));
 }
 
@@ -331,13 +352,17 @@ fn the_page_is_written_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
     let run = RunView::load(&run_with_child(dir.path())).unwrap();
     let out = dir.path().join("page.html");
-    write_page(&run, &out).unwrap();
+    write_page(&run.clone().into(), &out).unwrap();
     assert!(
         std::fs::read_to_string(&out)
             .unwrap()
             .ends_with("</html>\n")
     );
-    let err = write_page(&run, &dir.path().join("no/such/dir/page.html")).unwrap_err();
+    let err = write_page(
+        &run.clone().into(),
+        &dir.path().join("no/such/dir/page.html"),
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::Io { .. }));
     let leftovers = std::fs::read_dir(dir.path())
         .unwrap()

@@ -6,16 +6,18 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// A run id (as `rlm run` printed it; a child run's id works too) or a log file (.jsonl).
+    /// A run or query id (as `rlm run`/`rlm query` printed it; a child run's id works too) or a
+    /// log file (.jsonl).
     #[arg(value_name = "RUN_ID|LOG", required_unless_present = "last")]
     pub run: Option<String>,
-    /// The most recent run in the log directory.
+    /// The most recent run or query in the log directory.
     #[arg(long, conflicts_with = "run")]
     pub last: bool,
     /// Where to write the page (default: beside a LOG file, or ./rlm-RUN_ID.html).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Open the page in the default browser (xdg-open) once written.
+    /// Open the page in the browser once written: `$BROWSER`, else xdg-open (rlm does not wait
+    /// for it).
     #[arg(long)]
     pub open: bool,
     /// Directory of run logs to look in for RUN_ID and --last (default: `$XDG_STATE_HOME/rlm/runs`).

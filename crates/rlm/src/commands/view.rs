@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rlm_trace::view::{self, RunView};
+use rlm_trace::view::{self, LogView};
 
 use crate::cli::{GlobalArgs, ViewArgs};
 use crate::error::CliError;
@@ -15,46 +15,73 @@ use crate::settings::{Sources, ViewSettings, ViewTarget};
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Result<ExitCode> {
     let settings = ViewSettings::resolve(&args, sources)?;
     let log = find_log(&settings)?;
-    let run = RunView::load(&log).map_err(trace_error)?;
-    let output = match (&settings.output, &settings.target) {
-        (Some(path), _) => path.clone(),
-        (None, ViewTarget::File(path)) => path.with_extension("html"),
-        (None, _) => PathBuf::from(format!("rlm-{}.html", run.metadata.run_id)),
+    let view = LogView::load(&log).map_err(trace_error)?;
+    let output = match (&settings.output, &settings.target, &view) {
+        (Some(path), _, _) => path.clone(),
+        (None, ViewTarget::File(path), _) => path.with_extension("html"),
+        (None, _, LogView::Run(run)) => PathBuf::from(format!("rlm-{}.html", run.metadata.run_id)),
+        (None, _, LogView::Query(query)) => {
+            PathBuf::from(format!("rlm-query-{}.html", query.metadata.run_id))
+        }
     };
-    view::write_page(&run, &output).map_err(|err| {
+    view::write_page(&view, &output).map_err(|err| {
         CliError::input(err)
             .with_hint("check that the directory of --output exists and is writable")
     })?;
-    if !run.is_complete() {
+    if !view.is_complete() {
+        let (what, shown) = match &view {
+            LogView::Run(run) => ("run", plural(run.turns.len(), "turn")),
+            LogView::Query(query) => ("query", plural(query.calls.len(), "model call")),
+        };
+        let cut = view.cut_line().map_or_else(String::new, |line| {
+            format!("; its last line ({line}) is cut short and left out")
+        });
         note(
             global.quiet,
             &format!(
-                "{} has no result line (the run is still going, or was stopped); the page \
-                 shows the {} turns logged so far",
+                "{} has no result line (the {what} is still going, or was stopped){cut}; the \
+                 page shows the {shown} logged so far",
                 log.display(),
-                run.turns.len()
             ),
         );
     }
     if global.json {
-        output::print_json(&serde_json::json!({
+        let mut json = serde_json::json!({
             "type": "view",
             "path": output,
             "log": log,
-            "run_id": run.metadata.run_id,
-            "turns": run.turns.len(),
-            "turns_with_children": run.total_turns(),
-            "complete": run.is_complete(),
-        }))?;
+            "run_id": view.run_id(),
+            "complete": view.is_complete(),
+        });
+        match &view {
+            LogView::Run(run) => {
+                json["kind"] = "run".into();
+                json["turns"] = run.turns.len().into();
+                json["turns_with_children"] = run.total_turns().into();
+            }
+            LogView::Query(query) => {
+                json["kind"] = "query".into();
+                json["calls"] = query.calls.len().into();
+            }
+        }
+        output::print_json(&json)?;
     } else {
         let mut out = output::stdout();
         writeln!(out, "{}", output::for_stdout(&output.display().to_string()))?;
         out.flush()?;
     }
     if settings.open {
-        open(&output, global.quiet);
+        open(&output, settings.browser.as_deref())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// The log file the target names.
@@ -85,7 +112,7 @@ fn find_log(settings: &ViewSettings) -> anyhow::Result<PathBuf> {
         }
         ViewTarget::Last => {
             let dir = directory()?;
-            // Root runs only: a child's file is `<parent stem>.<n>.jsonl`.
+            // Root runs and queries only: a child's file is `<parent stem>.<n>.jsonl`.
             logs_in(&dir)?
                 .into_iter()
                 .filter(|(name, _, _)| !name.trim_end_matches(".jsonl").contains('.'))
@@ -94,7 +121,8 @@ fn find_log(settings: &ViewSettings) -> anyhow::Result<PathBuf> {
                 .ok_or_else(|| {
                     CliError::input(anyhow::anyhow!("no run logs in {}", dir.display()))
                         .with_hint(
-                            "`rlm run` writes one per run; --log DIR names another directory",
+                            "`rlm run` and `rlm query` write one each time; --log DIR names \
+                             another directory",
                         )
                         .into()
                 })
@@ -102,7 +130,7 @@ fn find_log(settings: &ViewSettings) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// `(file name, path, modified)` of each `rlm_*.jsonl` file in `dir`.
+/// `(file name, path, modified)` of each `rlm_*.jsonl` (run) and `query_*.jsonl` file in `dir`.
 fn logs_in(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, std::time::SystemTime)>> {
     let entries = std::fs::read_dir(dir)
         .map_err(|err| {
@@ -116,7 +144,7 @@ fn logs_in(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, std::time::System
     let mut logs = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("rlm_") && name.ends_with(".jsonl") {
+        if (name.starts_with("rlm_") || name.starts_with("query_")) && name.ends_with(".jsonl") {
             let modified = entry
                 .metadata()
                 .and_then(|m| m.modified())
@@ -133,32 +161,73 @@ fn trace_error(err: rlm_trace::Error) -> anyhow::Error {
     let hint = match &err {
         E::Io { .. } => "check the path; `rlm view --last` shows the newest run",
         E::NotATrajectory { .. } | E::MalformedLine { .. } | E::InvalidRecord { .. } => {
-            "rlm view reads the .jsonl trajectory logs that `rlm run` writes"
+            "rlm view reads the .jsonl trajectory logs that `rlm run` and `rlm query` write"
         }
         E::NewerVersion { .. } => "this log comes from a newer rlm; view it with that version",
         E::Truncated { .. } => {
-            "the file was cut short (a partial copy, a full disk); a run still going writes \
-             whole lines, so its log shows"
+            "the file was cut after its result line (a partial copy, a full disk); the log of \
+             a run still going shows, its cut last line left out"
         }
-        _ => "rlm view reads the .jsonl trajectory logs that `rlm run` writes",
+        _ => "rlm view reads the .jsonl trajectory logs that `rlm run` and `rlm query` write",
     };
     CliError::input(err).with_hint(hint).into()
 }
 
-/// Opens the page with the desktop's handler; a failure is a warning, the page is written.
-fn open(path: &Path, quiet: bool) {
-    let spawned = std::process::Command::new("xdg-open")
-        .arg(path)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    if let Err(err) = spawned {
-        note(
-            quiet,
-            &format!("could not open the page with xdg-open: {err}"),
-        );
+/// Opens the page in the user's browser without waiting for it: each command of `$BROWSER`
+/// (`:`-separated; `%s` stands for the page, else the page is the last argument) until one
+/// starts, or `xdg-open` when `$BROWSER` is unset. The page is written either way; none
+/// starting is an error that says how to fix it.
+fn open(page: &Path, browser: Option<&str>) -> anyhow::Result<()> {
+    let page = std::path::absolute(page).unwrap_or_else(|_| page.to_path_buf());
+    let page_text = page.display().to_string();
+    let commands: Vec<&str> = match browser {
+        Some(list) => list
+            .split(':')
+            .filter(|command| !command.trim().is_empty())
+            .collect(),
+        None => vec!["xdg-open"],
+    };
+    let mut failures = Vec::new();
+    for command in commands {
+        let mut words = command.split_whitespace();
+        let Some(program) = words.next() else {
+            continue;
+        };
+        let mut arguments: Vec<String> = words.map(|word| word.replace("%s", &page_text)).collect();
+        if !command.contains("%s") {
+            arguments.push(page_text.clone());
+        }
+        // Streams closed: the browser must not hold rlm's stdout open (a pipe reader would
+        // wait for it), and it is not waited for.
+        let spawned = std::process::Command::new(program)
+            .args(&arguments)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(_browser) => return Ok(()),
+            Err(err) => failures.push(format!("`{program}`: {err}")),
+        }
     }
+    let tried = if failures.is_empty() {
+        "BROWSER names no command".to_owned()
+    } else {
+        failures.join("; ")
+    };
+    let hint = match browser {
+        Some(_) => "fix BROWSER (e.g. BROWSER=firefox), or open the page yourself",
+        None => {
+            "set BROWSER to your browser's command (e.g. BROWSER=firefox) or install \
+                 xdg-utils; or open the page yourself"
+        }
+    };
+    Err(CliError::input(anyhow::anyhow!(
+        "the page was written to {}, but no browser could be started ({tried})",
+        page.display()
+    ))
+    .with_hint(hint)
+    .into())
 }
 
 /// A note on stderr (the page is the data; this says something about it).

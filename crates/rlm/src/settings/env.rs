@@ -73,6 +73,10 @@ pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
 /// Run the sandbox without Landlock/seccomp where the kernel lacks them (`1`/`true`), same as
 /// `--allow-reduced-protection`.
 pub const RLM_ALLOW_REDUCED_PROTECTION: &str = "RLM_ALLOW_REDUCED_PROTECTION";
+// --- rlm view
+/// The browser `rlm view --open` starts: commands separated by `:`, tried in order, each given
+/// the page's path (or with `%s` replaced by it); `xdg-open` when unset.
+pub const BROWSER: &str = "BROWSER";
 // --- rlm prompt
 /// The summarizing model of `rlm prompt` (overrides `[prompt.rlm] model`).
 pub const RLM_PROMPT_MODEL: &str = "RLM_PROMPT_MODEL";

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::cli::ViewArgs;
 use crate::error::input_error;
-use crate::settings::Sources;
+use crate::settings::{Sources, env};
 
 /// Which log `rlm view` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct ViewSettings {
     pub log_dir: Option<PathBuf>,
     pub output: Option<PathBuf>,
     pub open: bool,
+    /// `$BROWSER`, for `--open` (unset or blank: `xdg-open`).
+    pub browser: Option<String>,
 }
 
 impl ViewSettings {
@@ -42,6 +44,10 @@ impl ViewSettings {
             log_dir: args.log.clone().or_else(|| sources.dirs().runs()),
             output: args.output.clone(),
             open: args.open,
+            browser: sources
+                .env()
+                .var(env::BROWSER)
+                .filter(|browser| !browser.trim().is_empty()),
         })
     }
 }
@@ -88,6 +94,14 @@ mod tests {
             ViewSettings::resolve(&view_args(&["--last", "-o", "x.html"]), &sources).unwrap();
         assert_eq!(settings.target, ViewTarget::Last);
         assert_eq!(settings.output, Some(PathBuf::from("x.html")));
+        assert_eq!(settings.browser, None);
+        let sources = layout.sources(&[("BROWSER", "firefox --new-tab:chromium")]);
+        let settings = ViewSettings::resolve(&view_args(&["--last", "--open"]), &sources).unwrap();
+        assert!(settings.open);
+        assert_eq!(
+            settings.browser.as_deref(),
+            Some("firefox --new-tab:chromium")
+        );
         assert!(
             Cli::try_parse_from(["rlm", "view"]).is_err(),
             "a run is required"

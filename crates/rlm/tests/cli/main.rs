@@ -20,3 +20,4 @@ mod run_limits;
 mod sandbox_worker;
 mod store;
 mod view;
+mod view_query;

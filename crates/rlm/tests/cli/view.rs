@@ -207,9 +207,10 @@ async fn bad_logs_exit_2_and_a_run_in_progress_renders() {
             "just some notes\n".to_owned(),
             "is not an rlm trajectory log",
         ),
+        // Cut after the run's result line: damaged, not a run still writing.
         (
             "cut.jsonl",
-            whole[..whole.len() - 30].to_owned(),
+            format!("{whole}{{\"type\":\"iter"),
             "is truncated",
         ),
         (
@@ -253,6 +254,25 @@ async fn bad_logs_exit_2_and_a_run_in_progress_renders() {
     let html = std::fs::read_to_string(dir.path().join("going.html")).unwrap();
     assert!(html.contains("id=\"incomplete\""));
     assert!(html.contains("Shown: the 1 turns logged so far"));
+
+    // The same with the writer halfway through the second turn's line.
+    write(
+        dir.path(),
+        "writing.jsonl",
+        &format!("{}\n{}\n{}", lines[0], lines[1], half(lines[2])),
+    );
+    let output = rlm_in(dir.path())
+        .args(["view", "writing.jsonl"])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("its last line (3) is cut short and left out"),
+        "{stderr}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("writing.html")).unwrap();
+    assert!(html.contains("Shown: the 1 turns logged so far. Line 3, the last, is cut short"));
 }
 
 /// Nothing in the page's own markup, style or script refers outside the page: no `src`, no
@@ -288,7 +308,13 @@ fn assert_no_outside_references(html: &str) {
     }
 }
 
-fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+/// The first half of a line (whole chars).
+pub(crate) fn half(line: &str) -> &str {
+    let (cut, _) = line.char_indices().nth(line.chars().count() / 2).unwrap();
+    &line[..cut]
+}
+
+pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     let from = text
         .find(start)
         .unwrap_or_else(|| panic!("{start} not in the page"));
@@ -296,13 +322,13 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     &rest[..rest.find(end).map_or(rest.len(), |n| n + end.len())]
 }
 
-struct Browser {
+pub(crate) struct Browser {
     path: PathBuf,
 }
 
 /// Debian's chromium, or `None` with a notice; with `RLM_REQUIRE_BROWSER=1`, a missing browser
 /// fails the test instead.
-fn browser() -> Option<Browser> {
+pub(crate) fn browser() -> Option<Browser> {
     let path = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(PathBuf::from)
@@ -326,7 +352,7 @@ impl Browser {
     /// network request the page made (from chromium's net log; the browser's own background
     /// requests are told apart by their isolation key, which is the page's `file://` origin
     /// for the page's requests).
-    fn render(&self, page: &Path, fragment: &str) -> (String, Vec<String>) {
+    pub(crate) fn render(&self, page: &Path, fragment: &str) -> (String, Vec<String>) {
         let scratch = tempfile::tempdir().unwrap();
         let net_log = scratch.path().join("net.json");
         let output = Process::new("timeout")
