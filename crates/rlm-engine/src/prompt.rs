@@ -182,10 +182,23 @@ mod tests {
             "no `yield`",
             "{{subcall_window_chars}}",
             "contextMeta",
+            "{{functions}}",
         ] {
             assert!(
                 prompts.system.contains(needle),
                 "system prompt lacks {needle}"
+            );
+        }
+        for function in [
+            "buffers()",
+            "search(query, k=10, mode=\"bm25\")",
+            "get_chunks(ids)",
+            "grep(pattern, buffer=None)",
+            "read(buffer, start_line, end_line)",
+        ] {
+            assert!(
+                prompts.functions.contains(function),
+                "functions.md lacks {function}"
             );
         }
         assert!(prompts.first_turn.contains("Turn 1/{{max_iterations}}"));

@@ -1,7 +1,7 @@
 //! The host's further functions: bound by name, answered with plain Python data, failing as
 //! the Python exception the host names, shadowing a native helper of the same name.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use common::sandbox;
 use rlm_sandbox::{
-    ContextInput, FunctionError, FunctionParameter, FunctionSpec, Host, Isolation, RaisedKind,
-    Session,
+    Backend, ContextInput, FunctionError, FunctionParameter, FunctionSpec, Host, Isolation,
+    RaisedKind, Sandbox, Session,
 };
 use serde_json::{Map, Value, json};
 
@@ -58,9 +58,9 @@ impl Host for TableHost {
     }
 }
 
-async fn session(isolation: Isolation) -> Session {
+async fn session(sandbox: &Sandbox) -> Session {
     Session::start(
-        &sandbox(isolation),
+        sandbox,
         vec![ContextInput::from("x")],
         None,
         Arc::new(TableHost),
@@ -69,10 +69,25 @@ async fn session(isolation: Isolation) -> Session {
     .unwrap()
 }
 
+/// Monty in a worker process and in-process, and CPython when this machine has `python3`.
+fn sandboxes() -> Vec<Sandbox> {
+    let mut sandboxes = vec![sandbox(Isolation::Process), sandbox(Isolation::InProcess)];
+    match Sandbox::builder()
+        .backend(Backend::Python)
+        .limits(common::small_limits())
+        .build()
+    {
+        Ok(python) => sandboxes.push(python),
+        Err(rlm_sandbox::Error::Spawn { .. }) => eprintln!("python3 not found; Monty only"),
+        Err(error) => panic!("python backend unavailable: {error}"),
+    }
+    sandboxes
+}
+
 #[tokio::test]
 async fn functions_answer_with_python_data_and_raise_the_named_exception() {
-    for isolation in [Isolation::Process, Isolation::InProcess] {
-        let mut session = session(isolation).await;
+    for sandbox in sandboxes() {
+        let mut session = session(&sandbox).await;
         let code = "\
 rows = lookup('rows')
 print(rows[0]['tags'][1], rows[1]['id'] * 2, lookup(key=None, default=7))

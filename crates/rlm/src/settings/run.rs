@@ -354,6 +354,36 @@ mod tests {
     }
 
     #[test]
+    fn store_is_the_flag_value_then_rlm_store_then_dot_rlm_and_excludes_contexts() {
+        let layout = Layout::new(Some(USER), None);
+        let store_dir = |args: &[&str], env: &[(&str, &str)]| {
+            let settings = RunSettings::resolve(&run_args(args), &layout.sources(env)).unwrap();
+            assert!(settings.contexts.is_empty());
+            settings.store.map(|store| store.dir)
+        };
+        assert_eq!(
+            store_dir(&["--store", "q"], &[]),
+            Some(PathBuf::from(".rlm"))
+        );
+        assert_eq!(
+            store_dir(&["--store", "q"], &[("RLM_STORE", "/env/store")]),
+            Some(PathBuf::from("/env/store"))
+        );
+        assert_eq!(
+            store_dir(&["--store=/flag", "q"], &[("RLM_STORE", "/env/store")]),
+            Some(PathBuf::from("/flag"))
+        );
+        let both = run_args(&["--store", "--context", "text", "q"]);
+        let err = RunSettings::resolve(&both, &layout.sources(&[])).unwrap_err();
+        assert!(
+            err.to_string().contains("--store cannot be combined"),
+            "{err}"
+        );
+        let plain = RunSettings::resolve(&run_args(&["--context", "t", "q"]), &layout.sources(&[]));
+        assert!(plain.unwrap().store.is_none());
+    }
+
+    #[test]
     fn log_directory_is_flag_then_xdg_state_then_home_or_none() {
         let layout = Layout::new(Some(USER), None);
         let args = run_args(&["q", "--context", "text"]);
