@@ -11,10 +11,11 @@ use futures::future::{BoxFuture, join_all};
 use tokio::sync::Semaphore;
 
 use rlm_llm::{ChatRequest, Estimate, UsageReport};
-use rlm_trace::{Subcall, UsageSummary};
+use rlm_trace::{HostCall, Subcall, UsageSummary};
 
 use crate::context::ContextPart;
 use crate::events::{Event, Progress, SubcallKind};
+use crate::functions::{FunctionError, FunctionSpec, HostFunctions, RaisedKind, call_logged};
 use crate::limits::RunAccount;
 use crate::prompt::{fence, render, truncate};
 use crate::repl::SubcallHost;
@@ -60,6 +61,7 @@ pub(crate) struct RunScope {
     children: AtomicU32,
     child_permits: Semaphore,
     records: Mutex<Vec<Subcall>>,
+    host_calls: Mutex<Vec<HostCall>>,
 }
 
 impl RunScope {
@@ -90,6 +92,7 @@ impl RunScope {
             children: AtomicU32::new(0),
             child_permits: Semaphore::new(permits),
             records: Mutex::new(Vec::new()),
+            host_calls: Mutex::new(Vec::new()),
         }
     }
 
@@ -106,6 +109,25 @@ impl RunScope {
     /// Takes the sub-call records made since the last call.
     pub fn take_records(&self) -> Vec<Subcall> {
         std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Takes the host-function records made since the last call.
+    pub fn take_host_calls(&self) -> Vec<HostCall> {
+        std::mem::take(
+            &mut *self
+                .host_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// The host functions of this run: the root run's only.
+    pub fn host_functions(&self) -> Option<&Arc<dyn HostFunctions>> {
+        if self.depth == 0 {
+            self.shared.functions.as_ref()
+        } else {
+            None
+        }
     }
 
     fn emit(&self, event: &Event<'_>) {
@@ -367,6 +389,35 @@ impl SubcallHost for Arc<RunScope> {
         model: Option<String>,
     ) -> BoxFuture<'static, Vec<Result<String, String>>> {
         fan_out(self, prompts, model, RunScope::child_run)
+    }
+
+    fn functions(&self) -> Vec<FunctionSpec> {
+        self.host_functions()
+            .map_or_else(Vec::new, |functions| functions.functions())
+    }
+
+    fn call_function(
+        &self,
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> BoxFuture<'static, Result<serde_json::Value, FunctionError>> {
+        let scope = Arc::clone(self);
+        async move {
+            let Some(functions) = scope.host_functions().cloned() else {
+                return Err(FunctionError::new(
+                    RaisedKind::NameError,
+                    format!("name '{name}' is not defined"),
+                ));
+            };
+            let (result, record) = call_logged(functions, name, arguments).await;
+            scope
+                .host_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(record);
+            result
+        }
+        .boxed()
     }
 }
 

@@ -46,6 +46,7 @@
 mod context;
 mod error;
 mod events;
+mod functions;
 mod host;
 mod limits;
 mod model;
@@ -65,6 +66,7 @@ pub use context::{
 };
 pub use error::Error;
 pub use events::{Event, EventSink, Progress, SubcallKind};
+pub use functions::{FunctionError, FunctionParameter, FunctionSpec, HostFunctions, RaisedKind};
 pub use limits::RunLimits;
 pub use model::ModelClient;
 pub use prompt::Prompts;

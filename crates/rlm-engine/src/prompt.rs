@@ -20,15 +20,19 @@ pub struct Prompts {
     pub final_request: String,
     /// Query of a child run started by `rlm_query`.
     pub child_task: String,
+    /// The system prompt's `{{functions}}` when the run has host functions (`rlm run
+    /// --store`: the store's `buffers`, `search`, `get_chunks`, `grep`, `read`); empty else.
+    pub functions: String,
 }
 
 /// The file names a prompt directory may hold, with the field each overrides.
-pub const PROMPT_FILES: [&str; 5] = [
+pub const PROMPT_FILES: [&str; 6] = [
     "system.md",
     "first_turn.md",
     "next_turn.md",
     "final_request.md",
     "child_task.md",
+    "functions.md",
 ];
 
 impl Default for Prompts {
@@ -39,6 +43,7 @@ impl Default for Prompts {
             next_turn: include_str!("../prompts/next_turn.md").to_owned(),
             final_request: include_str!("../prompts/final_request.md").to_owned(),
             child_task: include_str!("../prompts/child_task.md").to_owned(),
+            functions: include_str!("../prompts/functions.md").to_owned(),
         }
     }
 }
@@ -71,6 +76,7 @@ impl Prompts {
                 "first_turn.md" => &mut prompts.first_turn,
                 "next_turn.md" => &mut prompts.next_turn,
                 "final_request.md" => &mut prompts.final_request,
+                "functions.md" => &mut prompts.functions,
                 _ => &mut prompts.child_task,
             };
             *slot = text;
@@ -176,10 +182,23 @@ mod tests {
             "no `yield`",
             "{{subcall_window_chars}}",
             "contextMeta",
+            "{{functions}}",
         ] {
             assert!(
                 prompts.system.contains(needle),
                 "system prompt lacks {needle}"
+            );
+        }
+        for function in [
+            "buffers()",
+            "search(query, k=10, mode=\"bm25\")",
+            "get_chunks(ids)",
+            "grep(pattern, buffer=None)",
+            "read(buffer, start_line, end_line)",
+        ] {
+            assert!(
+                prompts.functions.contains(function),
+                "functions.md lacks {function}"
             );
         }
         assert!(prompts.first_turn.contains("Turn 1/{{max_iterations}}"));
@@ -201,6 +220,7 @@ mod tests {
             &prompts.next_turn,
             &prompts.final_request,
             &prompts.child_task,
+            &prompts.functions,
         ] {
             let echoed = crate::parse::parse_reply(template);
             assert_eq!(echoed.answer, None, "{template}");

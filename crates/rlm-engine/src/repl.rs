@@ -11,6 +11,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 
 use crate::context::ContextPart;
+use crate::functions::{FunctionError, FunctionSpec, RaisedKind};
 
 /// What one execution of a code block produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -125,4 +126,22 @@ pub trait SubcallHost: Send + Sync + fmt::Debug {
         prompts: Vec<String>,
         model: Option<String>,
     ) -> BoxFuture<'static, Vec<Result<String, String>>>;
+
+    /// Further functions the session binds ([`crate::HostFunctions`]); none by default.
+    fn functions(&self) -> Vec<FunctionSpec> {
+        Vec::new()
+    }
+
+    /// Answers a call of one of [`SubcallHost::functions`].
+    fn call_function(
+        &self,
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> BoxFuture<'static, Result<serde_json::Value, FunctionError>> {
+        let _ = arguments;
+        Box::pin(std::future::ready(Err(FunctionError::new(
+            RaisedKind::NameError,
+            format!("name '{name}' is not defined"),
+        ))))
+    }
 }

@@ -10,6 +10,7 @@ use rlm_trace::{new_run_id, root_stem};
 use crate::context::ContextPart;
 use crate::error::Error;
 use crate::events::EventSink;
+use crate::functions::HostFunctions;
 use crate::host::RunScope;
 use crate::limits::{RunAccount, RunLimits};
 use crate::model::ModelClient;
@@ -76,6 +77,8 @@ pub(crate) struct Shared {
     pub repl: Arc<dyn ReplFactory>,
     pub settings: Settings,
     pub events: Option<Arc<dyn EventSink>>,
+    /// Functions bound in the root run's session besides the sub-calls.
+    pub functions: Option<Arc<dyn HostFunctions>>,
 }
 
 /// A configured recursive language model. Cheap to share; each
@@ -137,6 +140,7 @@ pub struct RlmBuilder {
     client: Option<Arc<dyn ModelClient>>,
     repl: Option<Arc<dyn ReplFactory>>,
     events: Option<Arc<dyn EventSink>>,
+    functions: Option<Arc<dyn HostFunctions>>,
     root_model: Option<String>,
     subcall_model: Option<String>,
     allowed_models: Option<Vec<String>>,
@@ -175,6 +179,9 @@ impl RlmBuilder {
         repl: Arc<dyn ReplFactory>);
     setter!(/// Where progress events go.
         events: Arc<dyn EventSink>);
+    setter!(/// Functions the root run's code can call besides the sub-calls (e.g. a store's
+        /// search); the first message then describes the data with their `describe()`.
+        functions: Arc<dyn HostFunctions>);
     setter!(/// Models code may pick with `model=` besides the root and sub-call models
         /// (default: none).
         allowed_models: Vec<String>);
@@ -304,6 +311,7 @@ impl RlmBuilder {
                 repl,
                 settings,
                 events: self.events,
+                functions: self.functions,
             }),
         })
     }

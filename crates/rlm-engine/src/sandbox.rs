@@ -95,6 +95,18 @@ impl Host for HostBridge {
     ) -> Vec<Result<String, String>> {
         self.0.rlm_query_batched(prompts, model).await
     }
+
+    fn functions(&self) -> Vec<rlm_sandbox::FunctionSpec> {
+        self.0.functions()
+    }
+
+    async fn call_function(
+        &self,
+        name: String,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, rlm_sandbox::FunctionError> {
+        self.0.call_function(name, arguments).await
+    }
 }
 
 /// One Monty session.

@@ -65,6 +65,7 @@ impl RunLog {
                 final_answer: self.optional(result.final_answer.as_deref()),
                 seconds: result.seconds,
                 subcalls: result.subcalls.clone(),
+                host_calls: result.host_calls.clone(),
             },
         }
     }

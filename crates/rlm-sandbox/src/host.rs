@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use futures::future::join_all;
+use serde::{Deserialize, Serialize};
 
 /// Functions model code can call that are answered by the host (the RLM engine).
 ///
@@ -45,6 +46,125 @@ pub trait Host: Send + Sync {
                 .map(|prompt| self.rlm_query(prompt, model.clone())),
         )
         .await
+    }
+
+    /// Further functions this host answers (e.g. a store's `search`), bound in every session
+    /// it serves. A name here shadows a native helper of the same name.
+    fn functions(&self) -> Vec<FunctionSpec> {
+        Vec::new()
+    }
+
+    /// Answers a call of one of [`Host::functions`]; `arguments` holds every parameter by
+    /// name (defaults filled in). The value becomes plain Python data (lists, dicts, str,
+    /// int, float, bool, None); an error is raised in model code as the exception it names.
+    async fn call_function(
+        &self,
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, FunctionError> {
+        let _ = arguments;
+        Err(FunctionError::new(
+            RaisedKind::NameError,
+            format!("name '{name}' is not defined"),
+        ))
+    }
+}
+
+/// A function a [`Host`] offers model code: its name and parameters in positional order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FunctionSpec {
+    /// The Python name.
+    pub name: String,
+    /// The parameters, in positional order.
+    pub parameters: Vec<FunctionParameter>,
+}
+
+impl FunctionSpec {
+    /// A function with these parameters.
+    #[must_use]
+    pub fn new(name: impl Into<String>, parameters: Vec<FunctionParameter>) -> Self {
+        Self {
+            name: name.into(),
+            parameters,
+        }
+    }
+}
+
+/// One parameter of a [`FunctionSpec`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FunctionParameter {
+    /// The Python name (also the key in the arguments the host receives).
+    pub name: String,
+    /// Whether the caller must give it.
+    pub required: bool,
+    /// The value when the caller leaves it out (`Null` is Python's `None`).
+    pub default: serde_json::Value,
+}
+
+impl FunctionParameter {
+    /// A parameter the caller must give.
+    #[must_use]
+    pub fn required(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            required: true,
+            default: serde_json::Value::Null,
+        }
+    }
+
+    /// A parameter with a default value (`serde_json::Value::Null` is Python's `None`).
+    #[must_use]
+    pub fn optional(name: impl Into<String>, default: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            required: false,
+            default,
+        }
+    }
+}
+
+/// The Python exception a failed host function raises in model code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum RaisedKind {
+    /// A wrong argument value (a bad pattern, an unknown mode, a reversed range).
+    ValueError,
+    /// A wrong argument type.
+    TypeError,
+    /// Something named that does not exist (a buffer, a chunk id).
+    LookupError,
+    /// The host could not answer (a damaged store, a lost connection).
+    RuntimeError,
+    /// The function does not exist.
+    NameError,
+}
+
+/// Why a host function gave no value: the exception model code sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FunctionError {
+    /// The exception type.
+    pub kind: RaisedKind,
+    /// Its message.
+    pub message: String,
+}
+
+impl FunctionError {
+    /// An error raised as `kind` with `message`.
+    #[must_use]
+    pub fn new(kind: RaisedKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FunctionError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{:?}: {}", self.kind, self.message)
     }
 }
 

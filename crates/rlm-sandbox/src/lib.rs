@@ -71,7 +71,9 @@ mod worker;
 
 pub use crate::context::ContextInput;
 pub use crate::error::{Error, Result};
-pub use crate::host::{Host, SubCallKind};
+pub use crate::host::{
+    FunctionError, FunctionParameter, FunctionSpec, Host, RaisedKind, SubCallKind,
+};
 pub use crate::limits::{DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_PROMPT_BYTES, Limits, format_size};
 pub use crate::protocol::Variable;
 pub use crate::result::{ExceptionInfo, ExecutionResult, FinalAnswer, SubCall};

@@ -46,6 +46,7 @@ pub(crate) fn worker_protection(
         ));
     };
     let start = ToWorker::Start {
+        functions: Vec::new(),
         contexts: Vec::new(),
         meta: None,
         limits: limits.clone(),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::SubCallKind;
+use crate::host::{FunctionError, FunctionSpec, SubCallKind};
 use crate::limits::Limits;
 use crate::result::{ExceptionInfo, FinalAnswer};
 
@@ -42,12 +42,19 @@ pub(crate) enum ToWorker {
         /// The worker may run when Landlock or seccomp is unavailable (it says so in `Ready`).
         #[serde(default)]
         allow_reduced_protection: bool,
+        /// The host's further functions, bound as globals.
+        #[serde(default)]
+        functions: Vec<FunctionSpec>,
     },
     /// Run a code cell.
     Execute { code: String },
     /// Answer to the worker's pending `HostCall`: one entry per prompt, in order.
     HostReply {
         results: Vec<Result<String, String>>,
+    },
+    /// Answer to the worker's pending `FunctionCall`.
+    FunctionReply {
+        result: Result<serde_json::Value, FunctionError>,
     },
     /// `str()` (or `repr()`) of a global variable.
     Variable { name: String, repr: bool },
@@ -96,6 +103,12 @@ pub(crate) enum FromWorker {
         kind: SubCallKind,
         prompts: Vec<String>,
         model: Option<String>,
+    },
+    /// Model code called one of the host's further functions; the worker waits for
+    /// `FunctionReply`.
+    FunctionCall {
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
     },
     /// The execution finished.
     Done { report: WorkerReport },

@@ -109,6 +109,9 @@ class _Session:
                      "FINAL", "SHOW_VARS", "find_all", "grep", "line_range", "line_count",
                      "chunk_text", "slice_text"):
             self.globals[name] = getattr(self, "_" + name)
+        # The host's further functions shadow native helpers of the same name.
+        for spec in start.get("functions") or []:
+            self.globals[spec["name"]] = self._function(spec)
         self.reserved = set(self.globals)
         signal.signal(signal.SIGALRM, self._on_timer)
 
@@ -133,6 +136,42 @@ class _Session:
         results = (reply or {}).get("results") or []
         answers = [item.get("Ok") if "Ok" in item else "Error: " + str(item.get("Err")) for item in results]
         return answers + ["Error: the host returned no answer"] * (len(prompts) - len(answers))
+
+    def _function(self, spec):
+        name, parameters = spec["name"], spec["parameters"]
+
+        def call(*args, **kwargs):
+            if len(args) > len(parameters):
+                raise TypeError("%s() takes at most %d positional arguments (%d given)"
+                                % (name, len(parameters), len(args)))
+            bound = {parameter["name"]: value for parameter, value in zip(parameters, args)}
+            for key, value in kwargs.items():
+                if all(parameter["name"] != key for parameter in parameters):
+                    raise TypeError("%s() got an unexpected keyword argument '%s'" % (name, key))
+                if key in bound:
+                    raise TypeError("%s() got multiple values for argument '%s'" % (name, key))
+                bound[key] = value
+            for parameter in parameters:
+                if parameter["name"] not in bound:
+                    if parameter["required"]:
+                        raise TypeError("%s() missing required argument '%s'" % (name, parameter["name"]))
+                    bound[parameter["name"]] = parameter["default"]
+            self.host_items += 1
+            if self.host_items > self.limits["max_host_calls"]:
+                raise RuntimeError("host call limit reached (%d per execution)" % self.limits["max_host_calls"])
+            left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+            _send({"type": "function_call", "name": name, "arguments": bound})
+            reply = _receive() or {}
+            if left > 0:
+                signal.setitimer(signal.ITIMER_REAL, left)
+            result = reply.get("result") or {"Err": {"kind": "RuntimeError", "message": "the host is gone"}}
+            if "Ok" in result:
+                return result["Ok"]
+            error = result.get("Err") or {}
+            raise getattr(builtins, error.get("kind", "RuntimeError"), RuntimeError)(error.get("message", ""))
+
+        call.__name__ = name
+        return call
 
     def _single(self, kind, prompt, model):
         if not isinstance(prompt, str):

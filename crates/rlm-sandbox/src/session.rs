@@ -24,6 +24,8 @@ pub struct Session {
     contexts: PreparedContexts,
     meta: Option<serde_json::Value>,
     host: Arc<dyn Host>,
+    /// The host's further functions, bound again in every replacement worker.
+    functions: Vec<crate::host::FunctionSpec>,
     link: Link,
     /// Set while a request is in flight; still set on the next call means that call's future was
     /// dropped midway, so the worker's state is unknown and it gets replaced.
@@ -58,12 +60,14 @@ impl Session {
         let contexts = tokio::task::spawn_blocking(move || PreparedContexts::prepare(contexts))
             .await
             .map_err(|error| Error::Io(std::io::Error::other(error)))??;
-        let link = start_link(sandbox, &contexts, meta.clone()).await?;
+        let functions = host.functions();
+        let link = start_link(sandbox, &contexts, meta.clone(), &functions).await?;
         Ok(Self {
             sandbox: sandbox.clone(),
             contexts,
             meta,
             host,
+            functions,
             link,
             in_flight: false,
         })
@@ -277,6 +281,12 @@ impl Session {
                         return Err(self.lost_link(&error).await);
                     }
                 }
+                Some(FromWorker::FunctionCall { name, arguments }) => {
+                    let result = self.host.call_function(name, arguments).await;
+                    if let Err(error) = self.link.send(ToWorker::FunctionReply { result }).await {
+                        return Err(self.lost_link(&error).await);
+                    }
+                }
                 Some(other) => return Err(Lost::Protocol(format!("unexpected {other:?}"))),
                 None => return Err(Lost::Died(self.link.death().await)),
             }
@@ -311,7 +321,13 @@ impl Session {
             }
         };
         self.link.kill().await;
-        self.link = start_link(&self.sandbox, &self.contexts, self.meta.clone()).await?;
+        self.link = start_link(
+            &self.sandbox,
+            &self.contexts,
+            self.meta.clone(),
+            &self.functions,
+        )
+        .await?;
         self.in_flight = false;
         Ok(format!(
             "The sandbox worker {what} and was replaced: all variables were reset and the \
@@ -346,6 +362,7 @@ async fn start_link(
     sandbox: &Sandbox,
     contexts: &PreparedContexts,
     meta: Option<serde_json::Value>,
+    functions: &[crate::host::FunctionSpec],
 ) -> Result<Link> {
     let mut link = match (sandbox.isolation, &sandbox.worker_command) {
         (Isolation::Process, Some(command)) => Link::spawn_process(command)?,
@@ -362,6 +379,7 @@ async fn start_link(
         limits: sandbox.limits.clone(),
         os_limits: true,
         allow_reduced_protection: sandbox.allow_reduced_protection,
+        functions: functions.to_vec(),
     })
     .await?;
     match tokio::time::timeout(START_TIMEOUT, link.receive()).await {

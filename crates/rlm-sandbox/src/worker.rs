@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
-use crate::host::SubCallKind;
+use crate::host::{FunctionError, FunctionSpec, RaisedKind, SubCallKind};
 use crate::limits::Limits;
 use crate::monty_glue::{ContextData, HostBridge, MontyInterpreter};
 use crate::protocol::{ContextFile, ContextFormat, FromWorker, ToWorker};
@@ -37,6 +37,7 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
         limits,
         os_limits,
         allow_reduced_protection,
+        functions,
     }) = channel.receive()
     else {
         let _ = channel.send(FromWorker::StartFailed {
@@ -47,7 +48,7 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
     let confine = (os_limits && process_mode).then_some(ConfineSettings {
         allow_reduced_protection,
     });
-    let (mut interpreter, confinement) = match start(&contexts, meta, &limits, confine) {
+    let (mut interpreter, confinement) = match start(&contexts, meta, &limits, confine, functions) {
         Ok(started) => started,
         Err(message) => {
             let _ = channel.send(FromWorker::StartFailed { message });
@@ -81,7 +82,9 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
             ToWorker::Variables => FromWorker::Variables {
                 variables: interpreter.variables(),
             },
-            ToWorker::Start { .. } | ToWorker::HostReply { .. } => FromWorker::StartFailed {
+            ToWorker::Start { .. }
+            | ToWorker::HostReply { .. }
+            | ToWorker::FunctionReply { .. } => FromWorker::StartFailed {
                 message: "unexpected message".to_owned(),
             },
         };
@@ -116,6 +119,7 @@ fn start(
     meta: Option<serde_json::Value>,
     limits: &Limits,
     confine: Option<ConfineSettings>,
+    functions: Vec<FunctionSpec>,
 ) -> Result<(MontyInterpreter, Option<ConfinementReport>), String> {
     let mut loaded = Vec::with_capacity(contexts.len());
     let mut text_bytes = 0_u64;
@@ -157,7 +161,7 @@ fn start(
         let reduced = confinement.check(settings.allow_reduced_protection)?;
         report = Some((confinement.applied(), reduced));
     }
-    let interpreter = MontyInterpreter::new(loaded, meta, limits.clone())?;
+    let interpreter = MontyInterpreter::new(loaded, meta, limits.clone(), functions)?;
     Ok((interpreter, report))
 }
 
@@ -185,6 +189,24 @@ impl HostBridge for ChannelBridge<'_> {
         match self.channel.receive() {
             Some(ToWorker::HostReply { results }) => results,
             _ => lost(),
+        }
+    }
+
+    fn function(
+        &mut self,
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, FunctionError> {
+        let lost = || FunctionError::new(RaisedKind::RuntimeError, "the host is gone");
+        if !self
+            .channel
+            .send(FromWorker::FunctionCall { name, arguments })
+        {
+            return Err(lost());
+        }
+        match self.channel.receive() {
+            Some(ToWorker::FunctionReply { result }) => result,
+            _ => Err(lost()),
         }
     }
 }

@@ -201,6 +201,7 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
                         final_answer: None,
                         seconds: 0.01,
                         subcalls,
+                        host_calls: Vec::new(),
                     },
                 }],
                 final_answer: (n == turns).then(|| "42".to_owned()),

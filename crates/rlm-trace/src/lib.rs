@@ -60,7 +60,7 @@ pub use large::{LARGE_VALUE_BYTES, LargeValue, LargeValues};
 pub use query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage, QueryTool};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
 pub use schema::{
-    BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, Iteration,
+    BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, HostCall, Iteration,
     ModelSummary, RecordType, RunMetadata, RunOutcome, Status, Subcall, SubcallKind, UsageSummary,
 };
 pub use writer::{TrajectoryWriter, new_run_id, root_stem, timestamp_now};

@@ -173,6 +173,30 @@ pub struct CodeResult {
     /// name: it holds `llm_query` calls too).
     #[serde(rename = "rlm_calls")]
     pub subcalls: Vec<Subcall>,
+    /// Calls of the host's further functions (a store's `search`, `grep`, …), in call order;
+    /// absent when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_calls: Vec<HostCall>,
+}
+
+/// One call model code made to a host function that is not a model call (`rlm run --store`:
+/// `buffers`, `search`, `get_chunks`, `grep`, `read`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostCall {
+    /// The function's Python name.
+    pub name: String,
+    /// The arguments by parameter name (defaults filled in), as JSON text cut to a 1,000-char
+    /// preview.
+    pub arguments: String,
+    /// Size of the JSON result in bytes (0 when the call failed).
+    pub result_bytes: u64,
+    /// Items in the result when it is a list, else 1 (0 when the call failed).
+    pub result_items: u64,
+    /// Seconds from call to answer (`execution_time`, as in the other records).
+    #[serde(rename = "execution_time")]
+    pub seconds: f64,
+    /// The exception raised in model code, as `Kind: message`, when the call failed.
+    pub error: Option<String>,
 }
 
 /// One sub-call made by model code: an `llm_query` item or an `rlm_query` child run.

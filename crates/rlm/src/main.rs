@@ -12,6 +12,7 @@ mod progress;
 mod query_progress;
 mod sandbox;
 mod settings;
+mod store_functions;
 
 use std::process::ExitCode;
 

@@ -1,7 +1,7 @@
 //! Running a reply's code blocks in the session, in order, until one answers or the run's time
 //! is up.
 
-use rlm_trace::{CodeBlock, CodeResult, Subcall};
+use rlm_trace::{CodeBlock, CodeResult};
 
 use super::{emit, until};
 use crate::events::Event;
@@ -67,8 +67,7 @@ pub(super) async fn run(
         let mut outcome = outcome;
         // The answer moves to the run; the block's record keeps whether it answered.
         let answered = outcome.final_answer.take();
-        run.blocks
-            .push(block_record(code, outcome, scope.take_records()));
+        run.blocks.push(block_record(code, outcome, scope));
         if answered.is_some() {
             run.answered_block = Some(run.blocks.len() - 1);
         }
@@ -80,7 +79,7 @@ pub(super) async fn run(
     run
 }
 
-fn block_record(code: &str, outcome: ExecOutcome, subcalls: Vec<Subcall>) -> CodeBlock {
+fn block_record(code: &str, outcome: ExecOutcome, scope: &RunScope) -> CodeBlock {
     CodeBlock {
         code: code.to_owned(),
         result: CodeResult {
@@ -89,7 +88,8 @@ fn block_record(code: &str, outcome: ExecOutcome, subcalls: Vec<Subcall>) -> Cod
             error: outcome.error,
             final_answer: outcome.final_answer,
             seconds: outcome.seconds,
-            subcalls,
+            subcalls: scope.take_records(),
+            host_calls: scope.take_host_calls(),
         },
     }
 }

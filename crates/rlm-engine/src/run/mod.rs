@@ -64,7 +64,15 @@ pub(crate) async fn run_loop(
 ) -> Result<RunResult, Error> {
     let started = Instant::now();
     let max_iterations = scope.account.limits().max_iterations;
-    let description = context::describe(&contexts);
+    // A run with host functions (a store) is described by them; contexts given as well
+    // follow their description.
+    let description = match (scope.host_functions(), contexts.is_empty()) {
+        (Some(functions), true) => functions.describe(),
+        (Some(functions), false) => {
+            format!("{}\n{}", functions.describe(), context::describe(&contexts))
+        }
+        (None, _) => context::describe(&contexts),
+    };
     let log = RunLog::create(scope.log.as_ref())?;
     log.write(&record::metadata(
         &log,

@@ -17,6 +17,10 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
     let output_limit = settings.output_limit.to_string();
     let window = settings.subcall_window_chars.to_string();
     let chunk = settings.chunk_chars.to_string();
+    let functions = match scope.host_functions() {
+        Some(_) => settings.prompts.functions.as_str(),
+        None => "",
+    };
     let system = render(
         &settings.prompts.system,
         &[
@@ -28,6 +32,7 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
                 recursion_note(scope.depth, settings.max_depth),
             ),
             ("helpers", settings.helpers_doc.as_str()),
+            ("functions", functions),
         ],
     );
     let query = embed_query(query);

@@ -14,6 +14,7 @@ use monty_types::{
 };
 
 mod arguments;
+mod functions;
 mod helper_calls;
 mod output;
 mod percent_format;
@@ -21,7 +22,7 @@ mod percent_format;
 use self::arguments::Arguments;
 use self::output::CappedOutput;
 use crate::helpers::IndexedText;
-use crate::host::SubCallKind;
+use crate::host::{FunctionError, FunctionSpec, SubCallKind};
 use crate::limits::Limits;
 use crate::protocol::{Variable, WorkerReport};
 use crate::result::{ExceptionInfo, FinalAnswer, append_line};
@@ -34,6 +35,13 @@ pub(crate) trait HostBridge {
         prompts: Vec<String>,
         model: Option<String>,
     ) -> Vec<Result<String, String>>;
+
+    /// Calls one of the host's further functions with its bound arguments.
+    fn function(
+        &mut self,
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, FunctionError>;
 }
 
 /// A loaded context, before it becomes a Python value.
@@ -80,6 +88,8 @@ pub(crate) struct MontyInterpreter {
     texts: Vec<Option<IndexedText>>,
     /// Identifiers seen in executed code: candidates when listing variables.
     names_seen: BTreeSet<String>,
+    /// The host's further functions (they shadow native helpers of the same name).
+    functions: Vec<FunctionSpec>,
 }
 
 /// What a running cell asked for besides output.
@@ -103,6 +113,7 @@ impl MontyInterpreter {
         contexts: Vec<ContextData>,
         meta: Option<serde_json::Value>,
         limits: Limits,
+        functions: Vec<FunctionSpec>,
     ) -> Result<Self, String> {
         let resource_limits = ResourceLimits::default()
             .max_recursion_depth(limits.recursion_depth)
@@ -161,6 +172,7 @@ impl MontyInterpreter {
             limits,
             texts,
             names_seen,
+            functions,
         })
     }
 
@@ -364,6 +376,12 @@ impl MontyInterpreter {
             args,
             kwargs,
         };
+        if let Some(spec) = self.functions.iter().find(|spec| spec.name == name) {
+            return match self.function(spec, &call, bridge, state) {
+                Ok(value) => ExtFunctionResult::Return(value),
+                Err(error) => ExtFunctionResult::Error(error),
+            };
+        }
         if let Err(error) = call.check_signature() {
             return ExtFunctionResult::Error(error);
         }
@@ -405,6 +423,32 @@ impl MontyInterpreter {
             Ok(value) => ExtFunctionResult::Return(value),
             Err(error) => ExtFunctionResult::Error(error),
         }
+    }
+
+    /// One call of the host's further functions; counts against the per-execution host-call
+    /// limit like a sub-call.
+    fn function(
+        &self,
+        spec: &FunctionSpec,
+        call: &Arguments<'_>,
+        bridge: &mut dyn HostBridge,
+        state: &mut CellState,
+    ) -> Result<MontyObject, MontyException> {
+        let arguments = functions::bind(spec, call)?;
+        state.host_items += 1;
+        if state.host_items > self.limits.max_host_calls {
+            return Err(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "host call limit reached ({} per execution)",
+                    self.limits.max_host_calls
+                )),
+            ));
+        }
+        bridge
+            .function(spec.name.clone(), arguments)
+            .map(json_to_object)
+            .map_err(functions::raised)
     }
 
     fn host_call(

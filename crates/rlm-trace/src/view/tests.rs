@@ -77,6 +77,7 @@ fn block(code: &str, stdout: &str, subcalls: Vec<Subcall>) -> CodeBlock {
             final_answer: None,
             seconds: 0.1,
             subcalls,
+            host_calls: Vec::new(),
         },
     }
 }

@@ -17,6 +17,16 @@ pub struct RunArgs {
     /// Inline context text; `-` reads stdin.
     #[arg(long, value_name = "TEXT")]
     pub context: Option<String>,
+    /// Work over a store (`rlm load`) instead of context files: the code gets `buffers()`,
+    /// `search()`, `get_chunks()`, `grep()` and `read()`. `--store` alone uses the store the
+    /// other store commands use (`RLM_STORE`, else `.rlm`); `--store=DIR` names one.
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 0..=1,
+        require_equals = true
+    )]
+    pub store: Option<Option<PathBuf>>,
     /// Root-model turns before it is asked for a final answer.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_iterations: u32,

@@ -8,14 +8,21 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rlm_engine::{Rlm, RunResult, Status};
 
+use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, RunArgs};
-use crate::error::{self, CliError, llm_error};
+use crate::error::{self, CliError, llm_error, store_error};
 use crate::output::{count, usd};
 use crate::progress::StderrProgress;
-use crate::settings::{RunSettings, Sources};
+use crate::settings::{RunSettings, Sources, StoreSettings};
+use crate::store_functions::StoreFunctions;
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = RunSettings::resolve(&args, sources)?;
+    // Before any model is asked: a missing or damaged store is the user's to fix.
+    let functions = match &settings.store {
+        Some(store) => Some(store_functions(store, sources)?),
+        None => None,
+    };
     let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
 
     let client = settings.llm.build_client()?;
@@ -43,6 +50,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);
     }
+    if let Some(functions) = functions {
+        builder = builder.functions(functions);
+    }
     if !global.quiet {
         builder = builder.events(Arc::new(StderrProgress::new(global.verbose > 0)));
     }
@@ -68,6 +78,27 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     };
     let result = result.context("the run could not continue")?;
     report(global, result)
+}
+
+/// The store's host functions for `--store`: the store must exist; its vectors' model is
+/// opened when the store has vectors (semantic search), else only BM25 is offered.
+fn store_functions(
+    store: &StoreSettings,
+    sources: &Sources,
+) -> anyhow::Result<Arc<dyn rlm_engine::HostFunctions>> {
+    let opened = store.open_existing()?;
+    let vectors = opened.embedding_status().map_err(store_error)?;
+    let embedder = if vectors.embedded_chunks > 0 {
+        stored_model_embedder(None, vectors.model.as_deref(), sources)
+            .ok()
+            .flatten()
+    } else {
+        None
+    };
+    let functions = StoreFunctions::new(opened, embedder).map_err(|err| {
+        store_error(err).context(format!("cannot read the store at {}", store.dir.display()))
+    })?;
+    Ok(Arc::new(functions))
 }
 
 /// Prints the answer (or the JSON result) and picks the exit code.

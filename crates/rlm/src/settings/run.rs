@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::env;
 use super::size::{SizeValue, parse_size};
-use super::{LlmSettings, Sources};
-use crate::cli::RunArgs;
+use super::{LlmSettings, Sources, StoreSettings};
+use crate::cli::{RunArgs, StoreLocation};
 use crate::error::{CliError, input_error};
 
 /// Everything `rlm run` needs besides reading the contexts.
@@ -31,8 +31,10 @@ pub struct RunSettings {
     pub allowed_models: Vec<String>,
     pub max_depth: u32,
     pub limits: RunLimits,
-    /// In order: `context_0`, `context_1`, …
+    /// In order: `context_0`, `context_1`, … (none with `--store`).
     pub contexts: Vec<ContextSource>,
+    /// `--store`: the store is the run's data, through host functions.
+    pub store: Option<StoreSettings>,
     pub prompts: Prompts,
     /// Where the trajectory is written; `None` writes none.
     pub log_dir: Option<PathBuf>,
@@ -108,7 +110,27 @@ impl RunSettings {
             (None, Some(seconds)) => block_seconds(seconds, "block_timeout in [run]")?,
             (None, None) => DEFAULT_BLOCK_TIMEOUT,
         };
-        let contexts = context_sources(args)?;
+        let store = match &args.store {
+            None => None,
+            Some(dir) => {
+                let location = StoreLocation { store: dir.clone() };
+                Some(StoreSettings::resolve(&location, sources))
+            }
+        };
+        let contexts = match store {
+            None => context_sources(args)?,
+            Some(_) if args.context_files.is_empty() && args.context.is_none() => Vec::new(),
+            Some(_) => {
+                return Err(CliError::input(anyhow::anyhow!(
+                    "--store cannot be combined with --context-file or --context"
+                ))
+                .with_hint(
+                    "load the files into the store (`rlm load FILE`) and run with --store alone, \
+                     or leave out --store",
+                )
+                .into());
+            }
+        };
         let prompts = sources.prompts_with_overrides(Prompts::with_overrides_from)?;
         let log_dir = if args.no_log {
             None
@@ -134,6 +156,7 @@ impl RunSettings {
             max_depth: args.max_depth,
             limits,
             contexts,
+            store,
             prompts,
             log_dir,
             allow_reduced_protection,
@@ -328,6 +351,36 @@ mod tests {
             settings.subcall_model, "project:m",
             "sub-calls default to the root model"
         );
+    }
+
+    #[test]
+    fn store_is_the_flag_value_then_rlm_store_then_dot_rlm_and_excludes_contexts() {
+        let layout = Layout::new(Some(USER), None);
+        let store_dir = |args: &[&str], env: &[(&str, &str)]| {
+            let settings = RunSettings::resolve(&run_args(args), &layout.sources(env)).unwrap();
+            assert!(settings.contexts.is_empty());
+            settings.store.map(|store| store.dir)
+        };
+        assert_eq!(
+            store_dir(&["--store", "q"], &[]),
+            Some(PathBuf::from(".rlm"))
+        );
+        assert_eq!(
+            store_dir(&["--store", "q"], &[("RLM_STORE", "/env/store")]),
+            Some(PathBuf::from("/env/store"))
+        );
+        assert_eq!(
+            store_dir(&["--store=/flag", "q"], &[("RLM_STORE", "/env/store")]),
+            Some(PathBuf::from("/flag"))
+        );
+        let both = run_args(&["--store", "--context", "text", "q"]);
+        let err = RunSettings::resolve(&both, &layout.sources(&[])).unwrap_err();
+        assert!(
+            err.to_string().contains("--store cannot be combined"),
+            "{err}"
+        );
+        let plain = RunSettings::resolve(&run_args(&["--context", "t", "q"]), &layout.sources(&[]));
+        assert!(plain.unwrap().store.is_none());
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod prompt;
 mod query;
 mod run;
 mod run_limits;
+mod run_store;
 mod sandbox_worker;
 mod store;
 mod view;

@@ -66,6 +66,13 @@ pub fn rlm_store_process(dir: &Path) -> std::process::Command {
     command
 }
 
+/// `rlm_store_process(dir)` with the providers pointed at `server` (`rlm run --store`).
+pub fn rlm_with_fake_store(dir: &Path, server: &FakeServer) -> Command {
+    let mut command = rlm_store_process(dir);
+    with_fake(&mut command, server);
+    Command::from_std(command)
+}
+
 /// `rlm_store_process(dir)` as an assertable command.
 pub fn rlm_with_store(dir: &Path) -> Command {
     Command::from_std(rlm_store_process(dir))
