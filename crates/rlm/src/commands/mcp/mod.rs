@@ -192,7 +192,7 @@ impl ServerHandler for Server {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
         let result = self
-            .with_store(move |store| resources::read(store, &uri))
+            .with_store(None, move |store| resources::read(store, &uri))
             .await?;
         Ok(result.into())
     }
