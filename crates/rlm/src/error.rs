@@ -176,6 +176,10 @@ impl Shown {
     }
 
     /// The lines `report` prints, without colour (for `rlm mcp`'s tool errors).
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
     pub fn plain(&self) -> String {
         let mut text = format!("error: {}", self.message);
         for cause in &self.causes {

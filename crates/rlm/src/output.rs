@@ -154,11 +154,19 @@ pub mod capture {
     static STDOUT_IS_PROTOCOL: AtomicBool = AtomicBool::new(false);
 
     /// From now on, nothing a command prints reaches the process's stdout.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
     pub fn reserve_stdout() {
         STDOUT_IS_PROTOCOL.store(true, Ordering::Relaxed);
     }
 
     /// Runs `f` on this thread with its stdout collected, and returns both.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
     pub fn run<R>(f: impl FnOnce() -> R) -> (R, Vec<u8>) {
         CAPTURED.with_borrow_mut(|captured| *captured = Some(Vec::new()));
         let result = f();
