@@ -141,17 +141,65 @@ pub fn engine_error(err: rlm_engine::Error) -> anyhow::Error {
     }
 }
 
+/// What the CLI shows of an error: its kind, the message, the distinct causes and the hint,
+/// each with control characters neutralised (they quote file names, replies and documents).
+pub struct Shown {
+    pub kind: Kind,
+    pub message: String,
+    pub causes: Vec<String>,
+    pub hint: Option<String>,
+}
+
+impl Shown {
+    pub fn of(err: &anyhow::Error) -> Self {
+        let cli_error = err
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<CliError>());
+        let neutralize = |text: &str| crate::output::neutralize(text).into_owned();
+        let mut last = err.to_string();
+        let mut causes = Vec::new();
+        for cause in err.chain().skip(1) {
+            let text = cause.to_string();
+            // anyhow + CliError can repeat a message once; do not show it twice.
+            if text == last {
+                continue;
+            }
+            causes.push(neutralize(&text));
+            last = text;
+        }
+        Self {
+            kind: cli_error.map_or(Kind::Failed, |e| e.kind),
+            message: neutralize(&err.to_string()),
+            causes,
+            hint: cli_error.and_then(|e| e.hint.as_deref()).map(neutralize),
+        }
+    }
+
+    /// The lines `report` prints, without colour (for `rlm mcp`'s tool errors).
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
+    pub fn plain(&self) -> String {
+        let mut text = format!("error: {}", self.message);
+        for cause in &self.causes {
+            text.push_str(&format!("\n  Caused by: {cause}"));
+        }
+        if let Some(hint) = &self.hint {
+            text.push_str(&format!("\nhint: {hint}"));
+        }
+        text
+    }
+}
+
 /// Prints the error chain to stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> ExitCode {
     // `| head` closed stdout: the reader has what it wanted, so end quietly.
     if crate::output::stdout_closed() || is_broken_pipe(err) {
         return ExitCode::SUCCESS;
     }
-    let cli_error = err
-        .chain()
-        .find_map(|cause| cause.downcast_ref::<CliError>());
-    let kind = cli_error.map_or(Kind::Failed, |e| e.kind);
-    if kind == Kind::Interrupted {
+    let shown = Shown::of(err);
+    if shown.kind == Kind::Interrupted {
         return ExitCode::from(EXIT_INTERRUPTED);
     }
     let mut stderr = anstream::stderr().lock();
@@ -159,30 +207,17 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         .bold()
         .fg_color(Some(anstyle::AnsiColor::Red.into()));
     let bold = anstyle::Style::new().bold();
-    // Messages quote file names, model replies and document text: no control characters.
-    let neutralize = crate::output::neutralize;
-    let _ = writeln!(
-        stderr,
-        "{red}error{red:#}: {}",
-        neutralize(&err.to_string())
-    );
-    let mut last = err.to_string();
-    for cause in err.chain().skip(1) {
-        let text = cause.to_string();
-        // anyhow + CliError can repeat a message once; do not print it twice.
-        if text == last {
-            continue;
-        }
-        let _ = writeln!(stderr, "  {bold}Caused by{bold:#}: {}", neutralize(&text));
-        last = text;
+    let _ = writeln!(stderr, "{red}error{red:#}: {}", shown.message);
+    for cause in &shown.causes {
+        let _ = writeln!(stderr, "  {bold}Caused by{bold:#}: {cause}");
     }
-    if let Some(hint) = cli_error.and_then(|e| e.hint.as_deref()) {
+    if let Some(hint) = &shown.hint {
         let cyan = anstyle::Style::new()
             .bold()
             .fg_color(Some(anstyle::AnsiColor::Cyan.into()));
-        let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {}", neutralize(hint));
+        let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {hint}");
     }
-    ExitCode::from(match kind {
+    ExitCode::from(match shown.kind {
         Kind::Input => EXIT_USAGE,
         Kind::Failed => EXIT_FAILED,
         Kind::Interrupted => EXIT_INTERRUPTED,

@@ -112,20 +112,103 @@ impl<W: Write> Write for PipeAware<W> {
 
 /// Stdout for styled listings (our colours, stripped when stdout is not a colour terminal).
 /// Interpolate text we did not write through [`for_stdout`]. Write with `writeln!` and `?`.
-pub fn stdout() -> PipeAware<anstream::AutoStream<io::StdoutLock<'static>>> {
-    PipeAware(anstream::AutoStream::auto(io::stdout().lock()))
+pub fn stdout() -> PipeAware<Box<dyn Write>> {
+    PipeAware(match capture::target() {
+        Some(target) => target,
+        None => Box::new(anstream::AutoStream::auto(io::stdout().lock())),
+    })
 }
 
 /// Stdout for data written as is (answers, buffer text, JSON): nothing stripped, so a
 /// redirect gets the exact bytes. Neutralise with [`for_stdout`] first where a terminal may
 /// read it.
-pub fn raw_stdout() -> PipeAware<io::StdoutLock<'static>> {
-    PipeAware(io::stdout().lock())
+pub fn raw_stdout() -> PipeAware<Box<dyn Write>> {
+    PipeAware(match capture::target() {
+        Some(target) => target,
+        None => Box::new(io::stdout().lock()),
+    })
 }
 
 /// Unlocked raw stdout, for callbacks that must be `Send` (streamed answers).
-pub fn raw_stdout_unlocked() -> PipeAware<io::Stdout> {
-    PipeAware(io::stdout())
+pub fn raw_stdout_unlocked() -> PipeAware<Box<dyn Write + Send>> {
+    PipeAware(match capture::target() {
+        Some(target) => target,
+        None => Box::new(io::stdout()),
+    })
+}
+
+/// Where a command's stdout goes when it is not the process's stdout: `rlm mcp` runs a
+/// command on a thread of its own and collects what it prints ([`capture::run`]), because the
+/// process's stdout carries the protocol.
+pub mod capture {
+    use std::cell::RefCell;
+    use std::io::{self, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    thread_local! {
+        static CAPTURED: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+    }
+
+    /// Set once the process's stdout belongs to a protocol: output from a thread that is not
+    /// capturing then goes to stderr rather than corrupting the stream.
+    static STDOUT_IS_PROTOCOL: AtomicBool = AtomicBool::new(false);
+
+    /// From now on, nothing a command prints reaches the process's stdout.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
+    pub fn reserve_stdout() {
+        STDOUT_IS_PROTOCOL.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs `f` on this thread with its stdout collected, and returns both.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
+    pub fn run<R>(f: impl FnOnce() -> R) -> (R, Vec<u8>) {
+        CAPTURED.with_borrow_mut(|captured| *captured = Some(Vec::new()));
+        let result = f();
+        let bytes = CAPTURED.with_borrow_mut(Option::take).unwrap_or_default();
+        (result, bytes)
+    }
+
+    /// The writer for this thread when stdout is not the process's own.
+    pub(super) fn target() -> Option<Box<dyn Write + Send>> {
+        if CAPTURED.with_borrow(Option::is_some) {
+            Some(Box::new(Captured))
+        } else if STDOUT_IS_PROTOCOL.load(Ordering::Relaxed) {
+            Some(Box::new(io::stderr()))
+        } else {
+            None
+        }
+    }
+
+    /// Appends to the calling thread's buffer (a `Send` callback run elsewhere finds none and
+    /// writes to stderr).
+    struct Captured;
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let kept = CAPTURED.with_borrow_mut(|captured| match captured {
+                Some(bytes) => {
+                    bytes.extend_from_slice(buf);
+                    true
+                }
+                None => false,
+            });
+            if kept {
+                Ok(buf.len())
+            } else {
+                io::stderr().write(buf)
+            }
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
 }
 
 /// Prints one JSON value as a line on stdout (JSON escapes control characters itself).

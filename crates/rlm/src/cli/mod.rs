@@ -5,6 +5,8 @@ use std::path::PathBuf;
 mod ctx;
 mod inspect;
 mod llm;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod models;
 mod prompt;
 mod query;
@@ -17,6 +19,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
 pub use inspect::InspectArgs;
 pub use llm::{ChatArgs, LlmArgs};
+#[cfg(feature = "mcp")]
+pub use mcp::McpArgs;
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 pub use prompt::{PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
 pub use query::QueryArgs;
@@ -122,6 +126,10 @@ pub enum Command {
     /// Answer an analytic question over the whole store: plan, search, extract findings from
     /// chunks in parallel, and write a report that cites chunk ids.
     Query(QueryArgs),
+    /// Serve the tools (inspect, load, search, grep, peek, run, ctx, query) and the stored
+    /// buffers to a coding agent over the Model Context Protocol on stdio.
+    #[cfg(feature = "mcp")]
+    Mcp(McpArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved
     // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }

@@ -13,6 +13,8 @@ mod grep;
 mod inspect;
 mod list;
 mod load;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod models;
 mod peek;
 mod prompt;
@@ -57,5 +59,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&global, sources, args),
         Command::View(args) => view::run(&global, sources, args),
         Command::Query(args) => query::run(&global, sources, args),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => mcp::run(&global, sources, args),
     }
 }

@@ -32,7 +32,7 @@ pub fn rlm_process(dir: &Path) -> std::process::Command {
 }
 
 /// Points the `openai` and `anthropic` providers at `server`, with the OpenAI key [`KEY`].
-fn with_fake(command: &mut std::process::Command, server: &FakeServer) {
+pub fn with_fake(command: &mut std::process::Command, server: &FakeServer) {
     command
         .env("OPENAI_BASE_URL", server.openai_base_url())
         .env("OPENAI_API_KEY", KEY)

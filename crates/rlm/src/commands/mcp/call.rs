@@ -1,0 +1,128 @@
+//! Running one tool call: the `rlm` command it stands for, on a thread of its own with its
+//! stdout collected, turned into an MCP tool result.
+//!
+//! A thread per call keeps calls apart: a command builds its own async runtime (which cannot
+//! start on a runtime's thread), its stdout goes to its own buffer, and a panic ends that
+//! thread only, so the session goes on.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use rmcp::model::{CallToolResult, ContentBlock};
+
+use crate::cli::Cli;
+use crate::error::Shown;
+use crate::output::capture;
+
+/// What a finished command left: its result and what it printed.
+type Finished = (anyhow::Result<ExitCode>, Vec<u8>);
+
+/// Runs `rlm GLOBAL… ARGUMENTS…` in this process and returns its result for the client.
+pub async fn command(global: Vec<OsString>, arguments: Vec<OsString>) -> CallToolResult {
+    let mut argv = vec![OsString::from("rlm")];
+    argv.extend(global);
+    argv.extend(arguments);
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(err) => return refusal(err.render().to_string().trim_end()),
+    };
+    isolated(move || crate::commands::dispatch(cli)).await
+}
+
+/// Runs `command` on a thread of its own with its stdout collected; a panic becomes a tool
+/// error and ends only that thread.
+async fn isolated(
+    command: impl FnOnce() -> anyhow::Result<ExitCode> + Send + 'static,
+) -> CallToolResult {
+    let (sender, receiver) = tokio::sync::oneshot::channel::<Finished>();
+    let started = std::thread::Builder::new()
+        .name("rlm-mcp-call".to_owned())
+        .spawn(move || {
+            let finished = capture::run(command);
+            // The client may have gone; then nobody waits for the result.
+            let _ = sender.send(finished);
+        });
+    if let Err(err) = started {
+        return refusal(&format!("error: cannot start a thread for the call: {err}"));
+    }
+    match receiver.await {
+        Ok((result, printed)) => finished(result, &printed),
+        // The sender is dropped without a result only when the command panicked.
+        Err(_) => refusal(
+            "error: the call failed inside rlm (a bug: it panicked; the message is on the \
+             server's stderr). The session goes on.",
+        ),
+    }
+}
+
+/// A tool error with `message` as its text.
+pub fn refusal(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// The records a command printed (`--json` lines) as structured content, its text as text,
+/// and an error when it failed.
+fn finished(result: anyhow::Result<ExitCode>, printed: &[u8]) -> CallToolResult {
+    let code = match result {
+        Ok(code) => code,
+        Err(err) => return refusal(&Shown::of(&err).plain()),
+    };
+    let text = String::from_utf8_lossy(printed);
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| serde_json::Value::from(line)))
+        .collect();
+    let mut result = if code == ExitCode::SUCCESS {
+        CallToolResult::success(vec![ContentBlock::text(text.into_owned())])
+    } else {
+        // The command ran and said why it failed in its records (e.g. a run without an
+        // answer within its budget).
+        CallToolResult::error(vec![ContentBlock::text(text.into_owned())])
+    };
+    result.structured_content = Some(serde_json::json!({ "records": records }));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(result: &CallToolResult) -> String {
+        let value = serde_json::to_value(&result.content).unwrap();
+        value[0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_panicking_call_is_a_tool_error_and_the_next_call_works() {
+        let panicked = isolated(|| panic!("a bug")).await;
+        assert_eq!(panicked.is_error, Some(true));
+        assert!(text(&panicked).contains("panicked"), "{}", text(&panicked));
+
+        let next = isolated(|| {
+            crate::output::print_record("hit", &serde_json::json!({ "rank": 1 }))?;
+            Ok(ExitCode::SUCCESS)
+        })
+        .await;
+        assert_eq!(next.is_error, Some(false));
+        let records = &next.structured_content.unwrap()["records"];
+        assert_eq!(records[0]["type"], "hit");
+        assert_eq!(records[0]["rank"], 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_command_gives_the_cli_message_and_hint() {
+        let failed = isolated(|| {
+            Err(crate::error::input_error("no buffer named `x`")
+                .with_hint("list them with `rlm list`")
+                .into())
+        })
+        .await;
+        assert_eq!(failed.is_error, Some(true));
+        assert_eq!(
+            text(&failed),
+            "error: no buffer named `x`\nhint: list them with `rlm list`"
+        );
+    }
+}

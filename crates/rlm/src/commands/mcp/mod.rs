@@ -1,0 +1,199 @@
+//! `rlm mcp`: the Model Context Protocol server over stdio (rmcp).
+//!
+//! A thin adapter: each tool is an `rlm` command (`tools.rs` turns its arguments into that
+//! command line, `call.rs` runs the command in this process and returns its `--json` records),
+//! and the resources are the store's buffers and chunks read through the same `rlm-store`
+//! calls `list`, `show` and `peek` use (`resources.rs`). Nothing here decides anything the CLI
+//! does not: settings, errors and messages are the commands' own.
+
+mod call;
+mod resources;
+mod root;
+mod tools;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+
+use crate::cli::{GlobalArgs, McpArgs, StoreLocation};
+use crate::error::Shown;
+use crate::settings::{Sources, StoreSettings};
+use root::Root;
+
+pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Result<ExitCode> {
+    let root = Root::new(&args.root)?;
+    // Relative paths in the commands (the store, ./rlm.toml, log directories) start at the
+    // root, as they would for `rlm` started there.
+    std::env::set_current_dir(root.dir())
+        .with_context(|| format!("cannot enter {}", root.dir().display()))?;
+    // From here on the process's stdout carries the protocol; commands print into buffers.
+    crate::output::capture::reserve_stdout();
+    let server = Server {
+        root,
+        config: global.config.clone(),
+        store: args.location.store,
+        page_size: args.page_size as usize,
+        tools: tools::all(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP client did not complete the handshake")?;
+        service
+            .waiting()
+            .await
+            .context("the MCP session ended abnormally")?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+struct Server {
+    root: Root,
+    config: Option<PathBuf>,
+    store: Option<PathBuf>,
+    page_size: usize,
+    tools: Vec<tools::ToolSpec>,
+}
+
+impl Server {
+    /// The global flags every command runs with: JSON records, no progress or colour, and the
+    /// server's own `--config`.
+    fn global_arguments(&self) -> Vec<OsString> {
+        let mut global: Vec<OsString> = ["--json", "--quiet", "--color", "never"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        if let Some(config) = &self.config {
+            global.push("--config".into());
+            global.push(config.into());
+        }
+        global
+    }
+
+    /// Runs `f` over the server's store on a blocking thread, or gives `without` when there is
+    /// no store yet (or the CLI's error when that is `None`); errors are the CLI's messages.
+    async fn with_store<T: Send + 'static>(
+        &self,
+        without: Option<T>,
+        f: impl FnOnce(&rlm_store::Store) -> anyhow::Result<T> + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let location = StoreLocation {
+            store: self.store.clone(),
+        };
+        let config = self.config.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let sources = Sources::from_process(config);
+            let settings = StoreSettings::resolve(&location, &sources);
+            if let (Err(_), Some(without)) = (settings.require_existing(), without) {
+                return Ok(without);
+            }
+            f(&settings.open_existing()?)
+        })
+        .await;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => Err(ErrorData::invalid_params(Shown::of(&err).plain(), None)),
+            Err(_) => Err(ErrorData::internal_error(
+                "the request failed inside rlm (a bug: it panicked)",
+                None,
+            )),
+        }
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "rlm: load files into a store and search, grep and peek them (infrastructure \
+                 tools: you reason, rlm does the heavy lifting); or let rlm answer with its own \
+                 models (run, query). Buffers and chunks are resources as rlm://buffer/ID and \
+                 rlm://chunk/ID.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self
+            .tools
+            .iter()
+            .map(|spec| Tool::new(spec.name, spec.description, Arc::new((spec.schema)())))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(spec) = self.tools.iter().find(|spec| spec.name == request.name) else {
+            let names: Vec<&str> = self.tools.iter().map(|spec| spec.name).collect();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}; rlm offers {}",
+                    request.name,
+                    names.join(", ")
+                ),
+                None,
+            ));
+        };
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let result = match (spec.command_line)(arguments, &self.root) {
+            Ok(command_line) => call::command(self.global_arguments(), command_line).await,
+            Err(message) => call::refusal(&message),
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page_size = self.page_size;
+        // Before anything is loaded there are no resources (rather than an error).
+        let none = ListResourcesResult::with_all_items(Vec::new());
+        self.with_store(Some(none), move |store| {
+            resources::list(store, cursor.as_deref(), page_size)
+        })
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let result = self
+            .with_store(None, move |store| resources::read(store, &uri))
+            .await?;
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,421 @@
+//! The tools `rlm mcp` offers: each one's arguments (deserialized and described as a JSON
+//! schema) and the `rlm` command line they stand for. The command itself runs unchanged
+//! (`call.rs`), so a tool answers exactly as the CLI would, with its `--json` records.
+
+use std::ffi::OsString;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::root::Root;
+
+/// One tool: its name, what it is for, its argument schema, and its command line.
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub schema: fn() -> serde_json::Map<String, serde_json::Value>,
+    /// The `rlm` arguments (after the global ones) for a call, or why the call is refused.
+    pub command_line: fn(serde_json::Value, &Root) -> Result<Vec<OsString>, String>,
+}
+
+/// A tool's arguments: how they turn into an `rlm` command line.
+trait Arguments: for<'de> Deserialize<'de> + JsonSchema {
+    fn command_line(self, root: &Root) -> Result<Command, String>;
+}
+
+fn spec<A: Arguments>(name: &'static str, description: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        description,
+        schema: || {
+            let schema = schemars::SchemaGenerator::default().into_root_schema_for::<A>();
+            match serde_json::to_value(schema) {
+                Ok(serde_json::Value::Object(object)) => object,
+                // A derived schema is always an object; an empty one accepts anything.
+                _ => serde_json::Map::new(),
+            }
+        },
+        command_line: |arguments, root| {
+            let arguments: A = serde_json::from_value(arguments)
+                .map_err(|err| format!("error: invalid arguments: {err}"))?;
+            Ok(arguments.command_line(root)?.0)
+        },
+    }
+}
+
+/// Every tool, in the order `tools/list` shows them.
+pub fn all() -> Vec<ToolSpec> {
+    vec![
+        spec::<InspectArguments>(
+            "inspect",
+            "Describe files or a text without storing them: format, size, lines, records, \
+             fields and a sample (rlm inspect).",
+        ),
+        spec::<LoadArguments>(
+            "load",
+            "Load files or directories into the store: chunked and indexed for search, grep and \
+             peek (rlm load). Waits while another process writes the store.",
+        ),
+        spec::<ListArguments>(
+            "list_buffers",
+            "The stored buffers with sizes and chunk counts (rlm list).",
+        ),
+        spec::<SearchArguments>(
+            "search",
+            "Ranked chunks for a query: BM25, semantic or hybrid, filtered by buffer or path \
+             glob (rlm search).",
+        ),
+        spec::<GrepArguments>(
+            "grep",
+            "Regex search over stored buffers, ripgrep-style (rlm grep).",
+        ),
+        spec::<PeekArguments>(
+            "peek",
+            "Part of a stored buffer: a line range, a byte range or one chunk (rlm peek).",
+        ),
+        spec::<RunArguments>(
+            "run",
+            "Answer a question over files with a recursive language model: the model writes \
+             code in a sandbox, calls sub-models and iterates until it answers, within the \
+             budgets given (rlm run). Uses rlm's own providers and keys.",
+        ),
+        spec::<CtxArguments>(
+            "ctx_assemble",
+            "Build the prompt of a ctx directory within its token budget: writes \
+             build/prompt.mdctx and build/ctxplan.json and returns the plan (rlm ctx assemble).",
+        ),
+        spec::<QueryArguments>(
+            "query",
+            "Answer an analytic question over the whole store: plan, search, extract findings \
+             from chunks in parallel and write a report citing chunk ids (rlm query).",
+        ),
+    ]
+}
+
+/// An `rlm` command line under construction.
+struct Command(Vec<OsString>);
+
+impl Command {
+    fn new(words: &[&str]) -> Self {
+        Self(words.iter().map(OsString::from).collect())
+    }
+
+    fn arg(mut self, value: impl Into<OsString>) -> Self {
+        self.0.push(value.into());
+        self
+    }
+
+    fn flag(self, name: &str, on: bool) -> Self {
+        if on { self.arg(name) } else { self }
+    }
+
+    fn option(self, name: &str, value: Option<impl ToString>) -> Self {
+        match value {
+            Some(value) => self.arg(name).arg(value.to_string()),
+            None => self,
+        }
+    }
+
+    fn each(mut self, name: &str, values: &[String]) -> Self {
+        for value in values {
+            self = self.arg(name).arg(value);
+        }
+        self
+    }
+
+    /// A value that must not be read as a flag (a query or pattern starting with `-`).
+    fn positional(self, value: &str) -> Self {
+        self.arg("--").arg(value)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InspectArguments {
+    /// Files to describe, relative to the server's root.
+    #[serde(default)]
+    paths: Vec<String>,
+    /// Inline text to describe instead of files.
+    text: Option<String>,
+    /// Name to use for the inline text (its extension guides format detection).
+    name: Option<String>,
+    /// Characters of sample to include (default 200).
+    sample_chars: Option<u32>,
+}
+
+impl Arguments for InspectArguments {
+    fn command_line(self, root: &Root) -> Result<Command, String> {
+        let mut command = Command::new(&["inspect"])
+            .option("--text", self.text)
+            .option("--name", self.name)
+            .option("--sample-chars", self.sample_chars);
+        for path in &self.paths {
+            command = command.arg(root.inside(path)?);
+        }
+        Ok(command)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoadArguments {
+    /// Files or directories to load, relative to the server's root.
+    paths: Vec<String>,
+    /// Buffer name (only with exactly one file).
+    name: Option<String>,
+    /// Only files matching these globs.
+    #[serde(default)]
+    include: Vec<String>,
+    /// Skip files matching these globs.
+    #[serde(default)]
+    exclude: Vec<String>,
+    /// Chunk size (characters by default).
+    chunk_size: Option<usize>,
+}
+
+impl Arguments for LoadArguments {
+    fn command_line(self, root: &Root) -> Result<Command, String> {
+        let mut command = Command::new(&["load"])
+            .option("--name", self.name)
+            .each("--include", &self.include)
+            .each("--exclude", &self.exclude)
+            .option("--chunk-size", self.chunk_size)
+            .arg("--");
+        if self.paths.is_empty() {
+            return Err("error: `paths` needs at least one file or directory".to_owned());
+        }
+        for path in &self.paths {
+            command = command.arg(root.inside(path)?);
+        }
+        Ok(command)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArguments {}
+
+impl Arguments for ListArguments {
+    fn command_line(self, _root: &Root) -> Result<Command, String> {
+        Ok(Command::new(&["list"]))
+    }
+}
+
+/// How `search` ranks chunks.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum SearchMode {
+    Bm25,
+    Semantic,
+    Hybrid,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArguments {
+    /// The query.
+    query: String,
+    /// Ranking: bm25 (default), semantic or hybrid (semantic needs embedded chunks).
+    mode: Option<SearchMode>,
+    /// How many chunks to return (default 10, at most 10,000).
+    k: Option<u32>,
+    /// Only these buffers (names or ids).
+    #[serde(default)]
+    buffers: Vec<String>,
+    /// Only buffers whose path matches this glob.
+    path: Option<String>,
+}
+
+impl Arguments for SearchArguments {
+    fn command_line(self, _root: &Root) -> Result<Command, String> {
+        let mode = self.mode.map(|mode| match mode {
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        });
+        Ok(Command::new(&["search"])
+            .option("--mode", mode)
+            .option("--top", self.k)
+            .each("--buffer", &self.buffers)
+            .option("--path", self.path)
+            .positional(&self.query))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArguments {
+    /// A regular expression (Rust syntax), or a literal with `fixed_strings`.
+    pattern: String,
+    /// Only these buffers (names or ids).
+    #[serde(default)]
+    buffers: Vec<String>,
+    /// Only buffers whose path matches this glob.
+    path: Option<String>,
+    /// Lines of context around each match.
+    context: Option<usize>,
+    #[serde(default)]
+    ignore_case: bool,
+    #[serde(default)]
+    fixed_strings: bool,
+    #[serde(default)]
+    word_regexp: bool,
+    /// Only the buffers that match.
+    #[serde(default)]
+    files_with_matches: bool,
+    /// Only the count of matching lines per buffer.
+    #[serde(default)]
+    count: bool,
+    /// At most this many matching lines per buffer.
+    max_count: Option<u64>,
+}
+
+impl Arguments for GrepArguments {
+    fn command_line(self, _root: &Root) -> Result<Command, String> {
+        Ok(Command::new(&["grep"])
+            .each("--buffer", &self.buffers)
+            .option("--path", self.path)
+            .option("--context", self.context)
+            .flag("--ignore-case", self.ignore_case)
+            .flag("--fixed-strings", self.fixed_strings)
+            .flag("--word-regexp", self.word_regexp)
+            .flag("--files-with-matches", self.files_with_matches)
+            .flag("--count", self.count)
+            .option("--max-count", self.max_count)
+            .positional(&self.pattern))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PeekArguments {
+    /// The buffer (name or id); not with `chunk`.
+    buffer: Option<String>,
+    /// Lines `A:B` (1-based, inclusive; `A:` or `:B` leave an end open).
+    lines: Option<String>,
+    /// Bytes `A:B` (0-based, end exclusive).
+    bytes: Option<String>,
+    /// One chunk by id (from `search` or `grep`).
+    chunk: Option<i64>,
+}
+
+impl Arguments for PeekArguments {
+    fn command_line(self, _root: &Root) -> Result<Command, String> {
+        let command = Command::new(&["peek"])
+            .option("--lines", self.lines)
+            .option("--bytes", self.bytes)
+            .option("--chunk", self.chunk);
+        Ok(match self.buffer {
+            Some(buffer) => command.positional(&buffer),
+            None => command,
+        })
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArguments {
+    /// The question.
+    query: String,
+    /// Files to answer over, relative to the server's root.
+    #[serde(default)]
+    context_files: Vec<String>,
+    /// Inline context text.
+    context: Option<String>,
+    /// Root model as `provider:model` (default from rlm's configuration).
+    model: Option<String>,
+    /// Model for sub-calls (default: the root model).
+    subcall_model: Option<String>,
+    /// Most turns of the root model (default 30).
+    max_iterations: Option<u32>,
+    /// Most levels of recursive runs (default 1).
+    max_depth: Option<u32>,
+    /// Spending limit in US dollars over the whole run.
+    max_cost: Option<f64>,
+    /// Token limit over the whole run.
+    max_tokens: Option<u64>,
+    /// Wall-clock limit in seconds.
+    timeout_seconds: Option<f64>,
+    /// Most sub-model calls.
+    max_subcalls: Option<u64>,
+}
+
+impl Arguments for RunArguments {
+    fn command_line(self, root: &Root) -> Result<Command, String> {
+        let mut command = Command::new(&["run"])
+            .option("--context", self.context)
+            .option("--model", self.model)
+            .option("--subcall-model", self.subcall_model)
+            .option("--max-iterations", self.max_iterations)
+            .option("--max-depth", self.max_depth)
+            .option("--max-cost", self.max_cost)
+            .option("--max-tokens", self.max_tokens)
+            .option("--timeout", self.timeout_seconds)
+            .option("--max-subcalls", self.max_subcalls);
+        for path in &self.context_files {
+            command = command.arg("--context-file").arg(root.inside(path)?);
+        }
+        Ok(command.positional(&self.query))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CtxArguments {
+    /// The ctx directory, relative to the server's root (default `ctx`).
+    dir: Option<String>,
+    /// Token budget (default: the one in ctx.json).
+    budget: Option<u64>,
+    /// Tokenizer: o200k or cl100k (default: the one in ctx.json).
+    tokenizer: Option<String>,
+}
+
+impl Arguments for CtxArguments {
+    fn command_line(self, root: &Root) -> Result<Command, String> {
+        let dir = root.inside(self.dir.as_deref().unwrap_or("ctx"))?;
+        Ok(Command::new(&["ctx", "--dir"])
+            .arg(dir)
+            .arg("assemble")
+            .option("--budget", self.budget)
+            .option("--tokenizer", self.tokenizer))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct QueryArguments {
+    /// The question.
+    question: String,
+    /// Only these buffers (names or ids).
+    #[serde(default)]
+    buffers: Vec<String>,
+    /// Only buffers whose path matches this glob.
+    path: Option<String>,
+    /// Model as `provider:model` (default from rlm's configuration).
+    model: Option<String>,
+    /// `search` (ranked chunks, default) or `all` (every chunk of the selected buffers).
+    scan: Option<String>,
+    /// Chunks to read per search.
+    top_k: Option<usize>,
+    /// Spending limit in US dollars.
+    max_cost: Option<f64>,
+    /// Token limit.
+    max_tokens: Option<i64>,
+    /// Wall-clock limit in seconds.
+    timeout_seconds: Option<f64>,
+}
+
+impl Arguments for QueryArguments {
+    fn command_line(self, _root: &Root) -> Result<Command, String> {
+        Ok(Command::new(&["query"])
+            .each("--buffer", &self.buffers)
+            .option("--path", self.path)
+            .option("--model", self.model)
+            .option("--scan", self.scan)
+            .option("--top-k", self.top_k)
+            .option("--max-cost", self.max_cost)
+            .option("--max-tokens", self.max_tokens)
+            .option("--timeout", self.timeout_seconds)
+            .positional(&self.question))
+    }
+}

@@ -1,0 +1,183 @@
+//! `rlm mcp` driven by a client nobody here wrote: the official MCP Python SDK (`mcp` on
+//! PyPI) over stdio. `scripts/test` installs it into a virtual environment and sets
+//! `RLM_TEST_MCP_PYTHON` to its interpreter; without it the test skips with a notice, with it
+//! set but broken the test fails.
+
+use std::path::{Path, PathBuf};
+
+use rlm_llm::fake::FakeReply;
+
+use crate::support::{KEY, rlm_store_process, rlm_with_store, scripted, text, with_fake};
+
+const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp/client.py");
+
+fn python() -> Option<PathBuf> {
+    let Some(python) = std::env::var_os("RLM_TEST_MCP_PYTHON") else {
+        eprintln!(
+            "skipped: set RLM_TEST_MCP_PYTHON to a Python with the `mcp` package (scripts/test does)"
+        );
+        return None;
+    };
+    Some(PathBuf::from(python))
+}
+
+/// The text of a story long enough for several small chunks.
+fn story(dir: &Path) {
+    let paragraphs = [
+        "The lighthouse keeper climbed the stairs every evening at dusk.",
+        "Ships passed the rocks safely because the lamp never failed.",
+        "One winter the keeper found a letter wedged in the lens housing.",
+        "It named a harbour far to the south and a date long past.",
+    ];
+    std::fs::write(dir.join("story.txt"), paragraphs.join("\n\n") + "\n").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_calls_tools_and_pages_resources() {
+    let Some(python) = python() else { return };
+    let (dir, server) = scripted(
+        "root",
+        [
+            FakeReply::text("```repl\nanswer = context.split()[-1]\nprint(answer)\n"),
+            FakeReply::text("FINAL_VAR(answer)"),
+        ],
+    )
+    .await;
+    story(dir.path());
+    rlm_with_store(dir.path())
+        .args(["load", "story.txt", "--chunk-size", "70"])
+        .assert()
+        .success();
+
+    // The client's process carries the hermetic environment the server inherits.
+    let template = {
+        let mut command = rlm_store_process(dir.path());
+        with_fake(&mut command, &server);
+        command
+    };
+    let mut client = std::process::Command::new(&python);
+    client
+        .arg(CLIENT)
+        .arg(assert_cmd::cargo::cargo_bin("rlm"))
+        .arg(dir.path());
+    client.current_dir(dir.path());
+    for (name, value) in template.get_envs() {
+        match value {
+            Some(value) => client.env(name, value),
+            None => client.env_remove(name),
+        };
+    }
+    let output = tokio::task::spawn_blocking(move || client.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the client failed (is RLM_TEST_MCP_PYTHON's `mcp` installed?):\n{stderr}"
+    );
+    assert!(!stderr.contains(KEY) && !text(&output.stdout).contains(KEY));
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    assert_eq!(seen["server"], "rlm");
+    let tools = seen["tools"].as_object().unwrap();
+    for name in [
+        "inspect",
+        "load",
+        "list_buffers",
+        "search",
+        "grep",
+        "peek",
+        "run",
+        "ctx_assemble",
+        "query",
+    ] {
+        assert_eq!(tools[name]["type"], "object", "{name}: {}", tools[name]);
+    }
+    assert!(tools["search"]["properties"]["k"].is_object());
+
+    // search over the loaded store: the chunk with both words ranks first.
+    let search = &seen["search"];
+    assert_eq!(search["is_error"], false, "{search}");
+    let hits = search["structured"]["records"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 2, "{search}");
+    assert_eq!(hits[0]["type"], "hit");
+    assert!(
+        hits[0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("lighthouse keeper"),
+        "{search}"
+    );
+
+    // run against the fake provider: the model's code found the answer.
+    let run = &seen["run"];
+    assert_eq!(run["is_error"], false, "{run}");
+    let result = &run["structured"]["records"][0];
+    assert_eq!(result["type"], "result", "{run}");
+    assert_eq!(result["answer"], "7", "{run}");
+
+    // Bad input: tool errors with the CLI's messages, and the session goes on.
+    let wrong_type = &seen["wrong_type"];
+    assert_eq!(wrong_type["is_error"], true);
+    assert!(
+        wrong_type["text"]
+            .as_str()
+            .unwrap()
+            .contains("invalid type"),
+        "{wrong_type}"
+    );
+    let missing = &seen["missing"];
+    assert_eq!(missing["is_error"], true);
+    assert!(
+        missing["text"].as_str().unwrap().contains("required"),
+        "{missing}"
+    );
+    let outside = &seen["outside"];
+    assert_eq!(outside["is_error"], true);
+    assert!(
+        outside["text"]
+            .as_str()
+            .unwrap()
+            .contains("outside the server's root"),
+        "{outside}"
+    );
+    let store_error = &seen["store_error"];
+    assert_eq!(store_error["is_error"], true);
+    assert!(
+        store_error["text"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-buffer"),
+        "{store_error}"
+    );
+    assert!(
+        seen["unknown_tool"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool"),
+        "{seen}"
+    );
+    let after = &seen["list_after_errors"];
+    assert_eq!(
+        after["structured"]["records"][0]["name"], "story.txt",
+        "{after}"
+    );
+
+    // Resources: the buffer then each of its chunks, three a page, each once.
+    let pages: Vec<Vec<String>> = serde_json::from_value(seen["resource_pages"].clone()).unwrap();
+    let chunks = after["structured"]["records"][0]["chunks"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(chunks >= 3, "{after}");
+    assert_eq!(pages.len(), (1 + chunks).div_ceil(3), "{pages:?}");
+    assert!(pages.iter().all(|page| page.len() <= 3 && !page.is_empty()));
+    let uris: Vec<&String> = pages.iter().flatten().collect();
+    assert_eq!(uris.len(), 1 + chunks);
+    assert!(uris[0].starts_with("rlm://buffer/"), "{uris:?}");
+    let unique: std::collections::HashSet<_> = uris.iter().collect();
+    assert_eq!(unique.len(), uris.len(), "{uris:?}");
+    assert!(
+        seen["chunk_text"].as_str().unwrap().contains("lighthouse"),
+        "{seen}"
+    );
+}
