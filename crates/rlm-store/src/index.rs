@@ -192,7 +192,23 @@ impl Bm25Index {
             }
         };
         let searcher = self.reader()?.searcher();
-        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(limit).order_by_score())?;
+        // Equal scores are ordered by chunk id, so the same store answers the same way whatever
+        // its segment layout (tantivy breaks ties by segment, whose order varies between two
+        // loads of the same files). Fetch past `limit` until the hits beyond it score lower, so
+        // a tie across the cut is settled by chunk id too.
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut fetch = limit.saturating_add(16);
+        let top = loop {
+            let top =
+                searcher.search(query.as_ref(), &TopDocs::with_limit(fetch).order_by_score())?;
+            let settled = top.len() < fetch || top[fetch - 1].0 < top[limit - 1].0;
+            if settled {
+                break top;
+            }
+            fetch = fetch.saturating_mul(2);
+        };
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let column = searcher
@@ -203,6 +219,8 @@ impl Bm25Index {
                 hits.push((id as i64, score));
             }
         }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(limit);
         Ok(hits)
     }
 }

@@ -700,3 +700,42 @@ fn a_snippet_shows_the_line_that_matched_with_the_terms_marked() {
         .collect();
     assert_eq!(marked, ["getUserProfileCache"]);
 }
+
+/// Chunks that score the same come back in chunk-id order, also when the limit cuts through
+/// them and they sit in different index segments (one per load here; tantivy would order
+/// them by segment, which differs between two loads of the same files).
+#[test]
+fn equal_scores_are_ordered_by_chunk_id_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    for index in 0..8 {
+        store
+            .load(
+                vec![text(&format!("part{index}.log"), "token refresh failed\n")],
+                &ChunkOptions::default(),
+                &mut keep_going,
+            )
+            .unwrap();
+    }
+    let mut request = SearchRequest::new("refresh");
+    let all: Vec<i64> = store
+        .search(&request)
+        .unwrap()
+        .hits
+        .iter()
+        .map(|hit| hit.chunk_id)
+        .collect();
+    let mut sorted = all.clone();
+    sorted.sort_unstable();
+    assert_eq!(all.len(), 8);
+    assert_eq!(all, sorted, "equal scores in chunk-id order");
+    request.limit = 3;
+    let first: Vec<i64> = store
+        .search(&request)
+        .unwrap()
+        .hits
+        .iter()
+        .map(|hit| hit.chunk_id)
+        .collect();
+    assert_eq!(first, sorted[..3], "the cut keeps the lowest ids");
+}
