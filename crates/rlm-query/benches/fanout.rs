@@ -90,6 +90,7 @@ fn main() {
         server.set_latency(LATENCY);
 
         let mut walls = Vec::new();
+        let mut stages: Vec<[f64; 3]> = Vec::new();
         for _ in 0..RUNS {
             let mut options = QueryOptions::new("root", "sub");
             options.skip_plan = true;
@@ -103,6 +104,8 @@ fn main() {
                 .expect("query");
             walls.push(started.elapsed().as_secs_f64());
             assert_eq!(result.chunks_analyzed, CHUNKS);
+            let t = &result.timings;
+            stages.push([t.search, t.extract, t.synthesize]);
         }
         let ideal = 3.0 * LATENCY.as_secs_f64();
         let wall = median(walls);
@@ -113,6 +116,14 @@ fn main() {
             ideal * 1000.0,
             wall / ideal,
             server.peak_in_flight()
+        );
+
+        let stage = |index: usize| median(stages.iter().map(|s| s[index] * 1000.0).collect());
+        println!(
+            "  stages (medians): search {:.0} ms, extract {:.0} ms (ideal 100), report {:.0} ms (ideal 50)",
+            stage(0),
+            stage(1),
+            stage(2)
         );
 
         server.set_latency(Duration::ZERO);
