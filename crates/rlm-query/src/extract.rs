@@ -110,12 +110,7 @@ impl Extractor {
     pub async fn run(&self, batch: String, chunks: Vec<SelectedChunk>) -> BatchOutcome {
         let corpus = Arc::clone(&self.corpus);
         let ids: Vec<i64> = chunks.iter().map(|chunk| chunk.id).collect();
-        let texts = tokio::task::spawn_blocking(move || {
-            ids.iter()
-                .map(|&id| corpus.text(id))
-                .collect::<crate::Result<Vec<_>>>()
-        })
-        .await;
+        let texts = tokio::task::spawn_blocking(move || corpus.texts(&ids)).await;
         let texts = match texts {
             Ok(Ok(texts)) => texts,
             Ok(Err(err)) => {

@@ -104,6 +104,11 @@ impl Corpus {
         Ok(self.store().chunk_text(id)?)
     }
 
+    /// Several chunks' texts, in order, read in one pass over the store.
+    pub fn texts(&self, ids: &[i64]) -> Result<Vec<String>> {
+        Ok(self.store().chunk_texts(ids)?)
+    }
+
     /// Every chunk of `buffers`, in corpus order.
     pub fn scan(&self, buffers: &[BufferInfo]) -> Result<Selection> {
         let store = self.store();

@@ -209,6 +209,66 @@ impl Store {
     pub fn chunk_text(&self, id: i64) -> Result<String> {
         chunk_text_in(&self.connection, id)
     }
+
+    /// The texts of several chunks, in the order of `ids`, as [`Store::chunk_text`] gives them:
+    /// one prepared statement and one blob handle per buffer for the whole list, instead of a
+    /// statement and a blob opened per chunk.
+    pub fn chunk_texts(&self, ids: &[i64]) -> Result<Vec<String>> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT buffer_id, start, end, header_start, header_end FROM chunks WHERE id = ?1",
+        )?;
+        let mut blobs: std::collections::HashMap<i64, rusqlite::blob::Blob<'_>> =
+            std::collections::HashMap::new();
+        let mut texts = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let (buffer_id, start, end, header_start, header_end): (
+                i64,
+                usize,
+                usize,
+                Option<usize>,
+                Option<usize>,
+            ) = statement
+                .query_row([id], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                })
+                .optional()?
+                .ok_or(Error::UnknownChunk(id))?;
+            let blob = match blobs.entry(buffer_id) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    entry.insert(self.connection.blob_open(
+                        rusqlite::MAIN_DB,
+                        "buffer_text",
+                        "text",
+                        buffer_id,
+                        true,
+                    )?)
+                }
+            };
+            let mut bytes = Vec::new();
+            if let (Some(from), Some(to)) = (header_start, header_end) {
+                bytes.extend(read_range(blob, from, to)?);
+            }
+            bytes.extend(read_range(blob, start, end)?);
+            texts.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        Ok(texts)
+    }
+}
+
+/// Bytes `start..end` of an open blob (clamped to its length, as [`read_blob`] does).
+fn read_range(blob: &rusqlite::blob::Blob<'_>, start: usize, end: usize) -> Result<Vec<u8>> {
+    let end = end.min(blob.len());
+    let start = start.min(end);
+    let mut bytes = vec![0; end - start];
+    blob.read_at_exact(&mut bytes, start)?;
+    Ok(bytes)
 }
 
 /// A chunk's text (header first) read with `connection` (which may be a transaction).

@@ -359,6 +359,51 @@ fn csv_chunks_carry_the_header() {
     }
 }
 
+/// Reading many chunks at once gives what reading them one by one gives, in the order asked,
+/// across buffers and with CSV headers; an unknown id is an error.
+#[test]
+fn chunk_texts_match_chunk_text_in_the_order_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let csv: String = std::iter::once("id,name\n".to_owned())
+        .chain((0..10).map(|i| format!("{i},name {i}\n")))
+        .collect();
+    let prose: String = (0..40)
+        .map(|i| format!("line {i} of the notes\n"))
+        .collect();
+    store
+        .load(
+            vec![text("t.csv", &csv), text("notes.txt", &prose)],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let mut ids: Vec<i64> = ["t.csv", "notes.txt"]
+        .iter()
+        .flat_map(|name| {
+            let buffer = store.buffer(name).unwrap();
+            store
+                .chunks_of(&buffer)
+                .unwrap()
+                .into_iter()
+                .map(|chunk| chunk.id)
+        })
+        .collect();
+    assert!(ids.len() > 4);
+    ids.reverse();
+    ids.swap(0, 2);
+    let one_by_one: Vec<String> = ids
+        .iter()
+        .map(|&id| store.chunk_text(id).unwrap())
+        .collect();
+    assert_eq!(store.chunk_texts(&ids).unwrap(), one_by_one);
+    assert!(one_by_one.iter().any(|text| text.starts_with("id,name\n")));
+    assert!(matches!(
+        store.chunk_texts(&[ids[0], 999_999]),
+        Err(Error::UnknownChunk(999_999))
+    ));
+}
+
 #[test]
 fn grep_prints_matches_with_context_like_ripgrep() {
     let dir = tempfile::tempdir().unwrap();
