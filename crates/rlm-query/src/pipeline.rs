@@ -86,6 +86,10 @@ pub struct ToolUsage {
     pub output_bytes: usize,
 }
 
+/// At most this many selected chunks are listed in the log's search record (the count is
+/// always there).
+const LOGGED_SELECTION: usize = 10_000;
+
 /// Wall time of each stage, in seconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Timings {
@@ -465,18 +469,24 @@ impl Query {
             selection: &selection,
             batches: batches.len(),
         });
-        log.write(&rlm_trace::QueryStage {
-            run_id: run_id.clone(),
-            stage: "search".to_owned(),
-            seconds: timings.search,
-            detail: serde_json::json!({
-                "scan": options.scan,
-                "mode": selection.mode,
-                "notes": selection.notes,
-                "chunk_ids": selection.chunks.iter().map(|chunk| chunk.id).collect::<Vec<_>>(),
-                "hits": selection.chunks,
-            }),
-        });
+        if log.path().is_some() {
+            // A scan can select millions of chunks: the log lists the first ones and the count
+            // (built only when there is a log to write).
+            let listed = &selection.chunks[..selection.chunks.len().min(LOGGED_SELECTION)];
+            log.write(&rlm_trace::QueryStage {
+                run_id: run_id.clone(),
+                stage: "search".to_owned(),
+                seconds: timings.search,
+                detail: serde_json::json!({
+                    "scan": options.scan,
+                    "mode": selection.mode,
+                    "notes": selection.notes,
+                    "selected": selection.chunks.len(),
+                    "chunk_ids": listed.iter().map(|chunk| chunk.id).collect::<Vec<_>>(),
+                    "hits": listed,
+                }),
+            });
+        }
 
         let mut result = QueryResult {
             run_id: run_id.clone(),

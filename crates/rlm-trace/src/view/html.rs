@@ -580,11 +580,12 @@ pub(super) fn cut_note(cut_line: Option<usize>) -> String {
 }
 
 pub(super) fn plural(n: usize, word: &str) -> String {
+    let shown = count(n as u64);
     match (n, word) {
         (1, _) => format!("1 {word}"),
-        (_, "retry") => format!("{n} retries"),
-        (_, "batch") => format!("{n} batches"),
-        _ => format!("{n} {word}s"),
+        (_, "retry") => format!("{shown} retries"),
+        (_, "batch") => format!("{shown} batches"),
+        _ => format!("{shown} {word}s"),
     }
 }
 

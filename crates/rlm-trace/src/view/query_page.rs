@@ -217,7 +217,11 @@ fn search(out: &mut String, query: &QueryView) {
     let ids = detail["chunk_ids"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
-    let selected = hits.len().max(ids.len());
+    let listed = hits.len().max(ids.len());
+    let selected = detail["selected"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(listed);
     let how = match (detail["scan"].as_str(), detail["mode"].as_str()) {
         (Some("all"), _) => "every chunk of the selected buffers (scan)".to_owned(),
         (_, Some(mode)) => format!("{mode} search"),
@@ -232,6 +236,13 @@ fn search(out: &mut String, query: &QueryView) {
     );
     for note in strings(&detail["notes"]) {
         let _ = write!(out, "<p class=\"banner\">{}</p>", escape(&note));
+    }
+    if listed < selected {
+        let _ = write!(
+            out,
+            "<p>The log lists the first {} of them.</p>",
+            count(listed as u64)
+        );
     }
     if !hits.is_empty() {
         out.push_str(

@@ -376,3 +376,23 @@ fn records_the_query_page_has_no_view_for_show_with_their_fields() {
     );
     assert!(!records.contains("<dt>type</dt>"), "{records}");
 }
+
+#[test]
+fn a_scan_logged_in_part_shows_its_full_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = query_log(dir.path(), true);
+    let text = std::fs::read_to_string(&path).unwrap().replacen(
+        "\"scan\":\"search\"",
+        "\"scan\":\"all\",\"selected\":250000",
+        1,
+    );
+    assert!(
+        text.contains("\"selected\":250000"),
+        "the search record changed"
+    );
+    std::fs::write(&path, text).unwrap();
+    let html = render(&LogView::load(&path).unwrap());
+    let search = between(&html, "<section id=\"search\">", "</section>");
+    assert!(search.contains("250,000 chunks"), "{search}");
+    assert!(search.contains("the first 3 of them"), "{search}");
+}
