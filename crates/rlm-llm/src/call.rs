@@ -14,7 +14,7 @@ use crate::provider::{ModelRef, ProviderKind};
 use crate::retry::is_retryable_status;
 use crate::sse::SseParser;
 use crate::types::{ChatRequest, ChatResponse};
-use crate::wire::{self, EventError, Parsed, StreamDecoder};
+use crate::wire::{self, EventError, Parsed, StreamDecoder, Wire};
 
 /// A failed attempt: the error, whether another attempt may help, and the response headers
 /// (for `retry-after`).
@@ -42,6 +42,7 @@ impl AttemptError {
 struct Plan {
     body: Vec<u8>,
     client_stops: Vec<String>,
+    wire: Wire,
 }
 
 impl Plan {
@@ -52,17 +53,22 @@ impl Plan {
         stream: bool,
         capabilities: ModelCapabilities,
     ) -> Result<Self> {
+        let wire = Wire::of(kind, capabilities);
         let mut sent = request.clone();
         let mut client_stops = Vec::new();
-        if !capabilities.stop {
+        if !capabilities.stop || !wire.has_stop() {
             client_stops = std::mem::take(&mut sent.stop);
         }
         if !capabilities.temperature {
             sent.temperature = None;
         }
-        let body = wire::request_body(kind, &sent, model, stream, capabilities.max_tokens_field);
+        let body = wire::request_body(wire, &sent, model, stream, capabilities.max_tokens_field);
         let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
-        Ok(Self { body, client_stops })
+        Ok(Self {
+            body,
+            client_stops,
+            wire,
+        })
     }
 }
 
@@ -100,11 +106,12 @@ impl LlmClient {
         }
 
         let slot = self.slot(&model_ref, &request.model)?;
-        let (url, headers) = endpoint(slot)?;
         let stream = on_text.is_some();
         let kind = slot.config.kind;
         let mut capabilities = self.capabilities_of(&model_ref);
         let mut plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
+        // A refused parameter never changes the endpoint, so the URL holds for every attempt.
+        let (url, headers) = endpoint(slot, plan.wire)?;
 
         let mut retries = 0u32;
         let outcome = loop {
@@ -316,13 +323,12 @@ impl LlmClient {
                 Ok(Ok(bytes)) => bytes,
             };
             drop(permit);
-            let mut parsed =
-                wire::parse_response(slot.config.kind, &bytes).map_err(decode_error)?;
+            let mut parsed = wire::parse_response(plan.wire, &bytes).map_err(decode_error)?;
             apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
             return Ok(parsed);
         };
         let mut cutter = StopCutter::new(plan.client_stops.clone());
-        let mut decoder = StreamDecoder::new(slot.config.kind);
+        let mut decoder = StreamDecoder::new(plan.wire);
         let mut parser = SseParser::default();
         let mut chunks = response.bytes_stream();
         let interrupted = || AttemptError {
@@ -491,7 +497,7 @@ fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
 }
 
 /// The URL and headers (including the key) for a provider.
-fn endpoint(slot: &ProviderSlot) -> Result<(String, HeaderMap)> {
+fn endpoint(slot: &ProviderSlot, wire: Wire) -> Result<(String, HeaderMap)> {
     let config = &slot.config;
     let key = config.require_key()?;
     let mut headers = HeaderMap::new();
@@ -514,7 +520,7 @@ fn endpoint(slot: &ProviderSlot) -> Result<(String, HeaderMap)> {
                 value.set_sensitive(true);
                 headers.insert(reqwest::header::AUTHORIZATION, value);
             }
-            format!("{}/chat/completions", config.base_url)
+            format!("{}{}", config.base_url, wire.path())
         }
         ProviderKind::Anthropic => {
             if let Some(key) = key {
@@ -526,7 +532,7 @@ fn endpoint(slot: &ProviderSlot) -> Result<(String, HeaderMap)> {
                 "anthropic-version",
                 reqwest::header::HeaderValue::from_static(wire::anthropic::API_VERSION),
             );
-            format!("{}/v1/messages", config.base_url)
+            format!("{}{}", config.base_url, wire.path())
         }
     };
     Ok((url, headers))

@@ -9,7 +9,12 @@
 //! |---|---|---|---|---|
 //! | `gpt-5`, `o1`, `o3`, `o4` | no | no | `max_completion_tokens` | yes |
 //! | `o1-mini`, `o1-preview` | no | no | `max_completion_tokens` | no |
+//! | `o1-pro`, `o3-pro`, `gpt-5-pro`, `gpt-5.2-pro`, `gpt-5-codex`, `gpt-5.1-codex`, `codex-mini`, `o3-deep-research`, `o4-mini-deep-research` | no | no | `max_output_tokens` (Responses API) | yes |
 //! | anything else | yes | yes | `max_tokens` | yes |
+//!
+//! The last column but one is also the endpoint: the `-pro`, `-codex` and deep-research
+//! models are served only by OpenAI's Responses API (`/responses`, [`OpenAiApi::Responses`]);
+//! the others by chat completions. A configured rule can move any model to either endpoint.
 //!
 //! `tools` is not a request parameter the client leaves out: it tells callers that offer tools
 //! (`rlm query`'s synthesizer) to ask without them.
@@ -34,6 +39,18 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
+/// Which OpenAI endpoint serves a model. Anthropic providers ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenAiApi {
+    /// `POST {base}/chat/completions`: OpenAI's chat models and every compatible server.
+    #[default]
+    ChatCompletions,
+    /// `POST {base}/responses`: models OpenAI serves only there (`o1-pro`, `o3-pro`,
+    /// `gpt-5-pro`, the `-codex` models).
+    Responses,
+}
+
 /// What one model accepts. The default accepts everything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -46,6 +63,8 @@ pub struct ModelCapabilities {
     pub max_tokens_field: MaxTokensField,
     /// Native tool calling (`tools` in the request); callers ask without tools otherwise.
     pub tools: bool,
+    /// The endpoint an OpenAI provider sends the model's requests to.
+    pub api: OpenAiApi,
 }
 
 impl Default for ModelCapabilities {
@@ -55,6 +74,7 @@ impl Default for ModelCapabilities {
             temperature: true,
             max_tokens_field: MaxTokensField::MaxTokens,
             tools: true,
+            api: OpenAiApi::ChatCompletions,
         }
     }
 }
@@ -66,6 +86,13 @@ impl ModelCapabilities {
         temperature: false,
         max_tokens_field: MaxTokensField::MaxCompletionTokens,
         tools: true,
+        api: OpenAiApi::ChatCompletions,
+    };
+
+    /// What OpenAI's Responses-only reasoning models accept (no `stop` exists there).
+    pub const RESPONSES: Self = Self {
+        api: OpenAiApi::Responses,
+        ..Self::REASONING
     };
 
     /// What OpenAI's early reasoning previews accept: no tools either.
@@ -98,6 +125,19 @@ pub enum Rejected {
     MaxCompletionTokens,
 }
 
+/// OpenAI model families served only by the Responses API.
+const RESPONSES_ONLY: &[&str] = &[
+    "o1-pro",
+    "o3-pro",
+    "o3-deep-research",
+    "o4-mini-deep-research",
+    "gpt-5-pro",
+    "gpt-5-codex",
+    "gpt-5.1-codex",
+    "gpt-5.2-pro",
+    "codex-mini",
+];
+
 /// Model families and what they accept: built-in rules plus rules from configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CapabilityTable {
@@ -122,6 +162,11 @@ impl CapabilityTable {
                     ModelCapabilities::REASONING_WITHOUT_TOOLS,
                 )
             }))
+            .chain(
+                RESPONSES_ONLY
+                    .iter()
+                    .map(|prefix| ((*prefix).to_owned(), ModelCapabilities::RESPONSES)),
+            )
             .collect();
         Self { rules }
     }
@@ -299,6 +344,33 @@ mod tests {
             assert!(!caps.tools && !caps.stop, "{model}: {caps:?}");
         }
         assert!(table.lookup("o1").tools && table.lookup("gpt-4o").tools);
+    }
+
+    #[test]
+    fn pro_codex_and_deep_research_models_go_to_the_responses_api() {
+        let table = CapabilityTable::builtin();
+        for model in [
+            "o1-pro",
+            "o3-pro-2025-06-10",
+            "gpt-5-pro",
+            "gpt-5.2-pro",
+            "gpt-5-codex",
+            "gpt-5.1-codex-max",
+            "codex-mini-latest",
+            "o3-deep-research",
+            "openai/o3-pro",
+        ] {
+            let caps = table.lookup(model);
+            assert_eq!(caps.api, OpenAiApi::Responses, "{model}");
+            assert!(!caps.stop && !caps.temperature, "{model}");
+        }
+        for model in ["o3", "o3-mini", "gpt-5", "gpt-5.1", "gpt-4o", "mystery"] {
+            assert_eq!(
+                table.lookup(model).api,
+                OpenAiApi::ChatCompletions,
+                "{model}"
+            );
+        }
     }
 
     #[test]

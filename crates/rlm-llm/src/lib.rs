@@ -56,7 +56,7 @@ mod usage;
 mod window;
 mod wire;
 
-pub use capabilities::{CapabilityTable, MaxTokensField, ModelCapabilities};
+pub use capabilities::{CapabilityTable, MaxTokensField, ModelCapabilities, OpenAiApi};
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
 pub use error::{Error, ErrorKind, Result, error_chain};
 pub use provider::{

@@ -1,8 +1,9 @@
 //! A fake model provider for tests (feature `test-support`).
 //!
-//! [`FakeServer`] listens on `127.0.0.1:0` and speaks both wire formats exactly:
-//! `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages` (Anthropic), whole or streamed
-//! as real SSE split over several body chunks. Each request gets, in order of precedence:
+//! [`FakeServer`] listens on `127.0.0.1:0` and speaks the wire formats exactly:
+//! `POST /v1/chat/completions` (OpenAI), `POST /v1/responses` (OpenAI's Responses API) and
+//! `POST /v1/messages` (Anthropic), whole or streamed as real SSE split over several body
+//! chunks. Each request gets, in order of precedence:
 //! 1. the next reply scripted for its model ([`FakeServer::script`]), so a root model `root` and
 //!    a sub-model `sub` have independent queues;
 //! 2. otherwise the responder closure ([`FakeServer::respond_with`]), which sees the decoded
@@ -28,6 +29,7 @@
 
 mod encode;
 mod reply;
+mod responses;
 mod server;
 mod tools;
 

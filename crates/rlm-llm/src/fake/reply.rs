@@ -9,8 +9,10 @@ use crate::types::{Message, Role, Usage};
 /// A request as the fake server received it, decoded from either wire format.
 #[derive(Debug, Clone)]
 pub struct SeenRequest {
-    /// Which endpoint it came to.
+    /// Which wire format it spoke (the Responses API counts as OpenAI).
     pub wire: ProviderKind,
+    /// The path it was sent to (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`).
+    pub endpoint: String,
     /// The `model` field of the body (the name without provider prefix).
     pub model: String,
     /// System prompt (OpenAI `system` message or Anthropic `system`, text joined).

@@ -28,6 +28,7 @@ pub(crate) async fn spawn(
     let router = Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
+        .route(super::responses::PATH, post(super::responses::handle))
         .with_state(state);
     let task = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, router).await {
@@ -53,7 +54,7 @@ async fn anthropic(
     handle(state, ProviderKind::Anthropic, headers, body).await
 }
 
-fn json_response(status: u16, headers: &[(String, String)], body: &Value) -> Response {
+pub(crate) fn json_response(status: u16, headers: &[(String, String)], body: &Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -237,7 +238,7 @@ fn sse_response(events: Vec<String>, cut: bool, guard: InFlight) -> Response {
 
 /// How a streamed body ends.
 #[derive(Clone, Copy, PartialEq)]
-enum End {
+pub(crate) enum End {
     Clean,
     /// A transport error.
     Cut,
@@ -245,7 +246,7 @@ enum End {
     Stall,
 }
 
-fn body_response(events: Vec<String>, end: End, guard: InFlight) -> Response {
+pub(crate) fn body_response(events: Vec<String>, end: End, guard: InFlight) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let _guard = guard;
@@ -357,6 +358,11 @@ fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRe
     let messages = tools::decode_messages(wire, raw_messages, &mut system)?;
     Ok(SeenRequest {
         wire,
+        endpoint: match wire {
+            ProviderKind::OpenAi => "/v1/chat/completions",
+            ProviderKind::Anthropic => "/v1/messages",
+        }
+        .to_owned(),
         model,
         system,
         messages,

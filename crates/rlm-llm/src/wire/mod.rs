@@ -4,8 +4,9 @@ pub(crate) mod anthropic;
 mod anthropic_tools;
 pub(crate) mod openai;
 mod openai_tools;
+pub(crate) mod responses;
 
-use crate::capabilities::MaxTokensField;
+use crate::capabilities::{MaxTokensField, ModelCapabilities, OpenAiApi};
 use crate::provider::ProviderKind;
 use crate::sse::SseEvent;
 use crate::tools::ToolCall;
@@ -20,25 +21,63 @@ pub(crate) struct Parsed {
     pub usage: Usage,
 }
 
-/// The request body for `kind`. `model` is the name without the provider prefix.
+/// The shape of one call's request and answer: the provider's kind, and for OpenAI the
+/// endpoint that serves the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI chat completions (and every compatible server).
+    Chat,
+    /// OpenAI's Responses API.
+    Responses,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Wire {
+    pub fn of(kind: ProviderKind, capabilities: ModelCapabilities) -> Self {
+        match (kind, capabilities.api) {
+            (ProviderKind::Anthropic, _) => Self::Anthropic,
+            (ProviderKind::OpenAi, OpenAiApi::ChatCompletions) => Self::Chat,
+            (ProviderKind::OpenAi, OpenAiApi::Responses) => Self::Responses,
+        }
+    }
+
+    /// The endpoint after the provider's base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Chat => "/chat/completions",
+            Self::Responses => "/responses",
+            Self::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// Whether requests can carry stop sequences at all (the Responses API has none).
+    pub fn has_stop(self) -> bool {
+        self != Self::Responses
+    }
+}
+
+/// The request body for `wire`. `model` is the name without the provider prefix.
 pub(crate) fn request_body(
-    kind: ProviderKind,
+    wire: Wire,
     request: &ChatRequest,
     model: &str,
     stream: bool,
     max_tokens_field: MaxTokensField,
 ) -> serde_json::Value {
-    match kind {
-        ProviderKind::OpenAi => openai::request_body(request, model, stream, max_tokens_field),
-        ProviderKind::Anthropic => anthropic::request_body(request, model, stream),
+    match wire {
+        Wire::Chat => openai::request_body(request, model, stream, max_tokens_field),
+        Wire::Responses => responses::request_body(request, model, stream),
+        Wire::Anthropic => anthropic::request_body(request, model, stream),
     }
 }
 
 /// Parses a complete (non-streamed) response body.
-pub(crate) fn parse_response(kind: ProviderKind, body: &[u8]) -> Result<Parsed, String> {
-    match kind {
-        ProviderKind::OpenAi => openai::parse_response(body),
-        ProviderKind::Anthropic => anthropic::parse_response(body),
+pub(crate) fn parse_response(wire: Wire, body: &[u8]) -> Result<Parsed, String> {
+    match wire {
+        Wire::Chat => openai::parse_response(body),
+        Wire::Responses => responses::parse_response(body),
+        Wire::Anthropic => anthropic::parse_response(body),
     }
 }
 
@@ -63,14 +102,16 @@ pub(crate) enum EventError {
 #[derive(Debug)]
 pub(crate) enum StreamDecoder {
     OpenAi(openai::StreamState),
+    Responses(responses::StreamState),
     Anthropic(anthropic::StreamState),
 }
 
 impl StreamDecoder {
-    pub fn new(kind: ProviderKind) -> Self {
-        match kind {
-            ProviderKind::OpenAi => Self::OpenAi(openai::StreamState::default()),
-            ProviderKind::Anthropic => Self::Anthropic(anthropic::StreamState::default()),
+    pub fn new(wire: Wire) -> Self {
+        match wire {
+            Wire::Chat => Self::OpenAi(openai::StreamState::default()),
+            Wire::Responses => Self::Responses(responses::StreamState::default()),
+            Wire::Anthropic => Self::Anthropic(anthropic::StreamState::default()),
         }
     }
 
@@ -78,6 +119,7 @@ impl StreamDecoder {
     pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         match self {
             Self::OpenAi(state) => state.on_event(event),
+            Self::Responses(state) => state.on_event(event),
             Self::Anthropic(state) => state.on_event(event),
         }
     }
@@ -86,6 +128,7 @@ impl StreamDecoder {
     pub fn is_done(&self) -> bool {
         match self {
             Self::OpenAi(state) => state.done,
+            Self::Responses(state) => state.done,
             Self::Anthropic(state) => state.done,
         }
     }
@@ -93,6 +136,7 @@ impl StreamDecoder {
     pub fn finish(self) -> Parsed {
         match self {
             Self::OpenAi(state) => state.into_parsed(),
+            Self::Responses(state) => state.into_parsed(),
             Self::Anthropic(state) => state.into_parsed(),
         }
     }
@@ -137,8 +181,8 @@ mod tests {
     use super::*;
 
     /// The usage a stream of `data:` payloads ends with.
-    fn streamed(kind: ProviderKind, events: &[&str]) -> Usage {
-        let mut decoder = StreamDecoder::new(kind);
+    fn streamed(wire: Wire, events: &[&str]) -> Usage {
+        let mut decoder = StreamDecoder::new(wire);
         for data in events {
             let event = SseEvent {
                 event: String::new(),
@@ -173,10 +217,10 @@ mod tests {
             "cache_read_input_tokens":60,"cache_creation_input_tokens":30}"#;
 
         let body = format!(r#"{{"choices":[{{"message":{{"content":"ok"}}}}],{openai_usage}}}"#);
-        let whole = parse_response(ProviderKind::OpenAi, body.as_bytes()).unwrap();
+        let whole = parse_response(Wire::Chat, body.as_bytes()).unwrap();
         assert_eq!(whole.usage, openai);
         let stream = streamed(
-            ProviderKind::OpenAi,
+            Wire::Chat,
             &[
                 r#"{"choices":[{"delta":{"content":"ok"}}]}"#,
                 &format!(r#"{{"choices":[],{openai_usage}}}"#),
@@ -186,10 +230,10 @@ mod tests {
         assert_eq!(stream, openai);
 
         let body = format!(r#"{{"content":[{{"type":"text","text":"ok"}}],{anthropic_usage}}}"#);
-        let whole = parse_response(ProviderKind::Anthropic, body.as_bytes()).unwrap();
+        let whole = parse_response(Wire::Anthropic, body.as_bytes()).unwrap();
         assert_eq!(whole.usage, anthropic);
         let stream = streamed(
-            ProviderKind::Anthropic,
+            Wire::Anthropic,
             &[
                 &format!(r#"{{"type":"message_start","message":{{{anthropic_usage}}}}}"#),
                 r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"ok"}}"#,

@@ -7,6 +7,7 @@ mod cassette;
 mod faults;
 mod limiter;
 mod quirks;
+mod responses;
 mod tools;
 mod wire;
 

@@ -28,6 +28,7 @@
 //! temperature = false               # fields mean "accepted"
 //! max_tokens_field = "max_completion_tokens"
 //! tools = false                     # no native tool calling (rlm query's report asks plainly)
+//! api = "responses"                 # OpenAI's /responses endpoint ("chat_completions" default)
 //! ```
 
 use std::collections::BTreeMap;
@@ -556,6 +557,13 @@ mod tests {
         assert_eq!(
             merged.capabilities.lookup("gpt-5"),
             ModelCapabilities::REASONING
+        );
+        assert_eq!(custom.api, rlm_llm::OpenAiApi::ChatCompletions);
+        let moved = "[llm.capabilities.'in-house']\napi = 'responses'\n";
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(moved), &env_of(&[])).unwrap();
+        assert_eq!(
+            merged.capabilities.lookup("in-house-2").api,
+            rlm_llm::OpenAiApi::Responses
         );
         let typo = "[llm.capabilities.'m']\nstops = false\n";
         let parsed: Result<LlmConfig, _> = toml::from_str::<toml::Table>(typo)

@@ -120,6 +120,36 @@ async fn the_loop_answers_on_a_model_that_refuses_stop_sequences() {
     assert!(!stderr.contains(KEY));
 }
 
+/// `o3-pro` is served only by OpenAI's Responses API: every turn of the loop goes to
+/// `/v1/responses` (which knows no `stop`), the client cuts each reply after its code block,
+/// and the run answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_answers_on_a_responses_only_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "o3-pro",
+        [
+            FakeReply::text("```repl\nx = 6 * 7\nprint(x)\n```\nOutput: 41\nFINAL(41)"),
+            FakeReply::text("FINAL_VAR(x)"),
+        ],
+    );
+    let (code, stdout, stderr) = rlm_run(dir.path(), &server, "o3-pro", &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "42\n");
+    let seen = server.requests_for("o3-pro");
+    assert_eq!(seen.len(), 2);
+    for request in &seen {
+        assert_eq!(request.endpoint, "/v1/responses");
+        assert!(request.body.get("stop").is_none());
+        assert!(
+            request.body["instructions"].is_string(),
+            "the system prompt"
+        );
+    }
+    assert!(!stderr.contains(KEY));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_answer_is_printed_but_exits_1_as_partial() {
     let dir = tempfile::tempdir().unwrap();
