@@ -419,3 +419,78 @@ async fn a_budget_too_small_for_one_batch_and_the_report_is_refused_before_any_c
     assert!(err.to_string().contains("500 tokens"), "{err}");
     assert_eq!(server.request_count(), 0);
 }
+
+/// `count` one-chunk logs that all match the question.
+fn many_logs(count: usize) -> Vec<(String, String)> {
+    (1..=count)
+        .map(|n| {
+            (
+                format!("app{n:02}.log"),
+                format!("2026-01-01 ERROR token refresh failed for user {n}\n"),
+            )
+        })
+        .collect()
+}
+
+/// A scan of 30 chunks, one per batch, whose findings outgrow one synthesis call (300 chars)
+/// after a few batches, under a token budget of `max_tokens`. The report writer answers group
+/// calls with short notes.
+async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult, FakeServer) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(|seen| match seen.model.as_str() {
+        "root"
+            if seen
+                .last_user_message()
+                .contains("Do not write the report yet") =>
+        {
+            FakeReply::text("notes: refresh fails [chunk 1]")
+        }
+        "root" => FakeReply::text("## Summary\nRefresh fails for many users."),
+        _ => valid_reply(seen),
+    });
+    let files = many_logs(30);
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .collect();
+    let mut options = options();
+    options.scan = crate::ScanMode::All;
+    options.batch_size = Some(1);
+    options.max_concurrency = 1;
+    options.extract_max_tokens = 100;
+    options.synthesis_max_tokens = 60;
+    options.synthesis_input_chars = 300;
+    options.max_tool_rounds = 0;
+    options.budget = Budget {
+        max_tokens: Some(max_tokens),
+        ..Budget::default()
+    };
+    let result = Query::new(
+        server.client_builder().build().unwrap(),
+        store_with(dir.path(), &files),
+        options,
+    )
+    .run("token refresh failed")
+    .await
+    .unwrap();
+    (result, server)
+}
+
+#[tokio::test]
+#[ignore = "probe"]
+async fn probe_budgets() {
+    for budget in (6_000..=40_000).step_by(2_000) {
+        let (result, _server) = scan_with_small_synthesis_input(budget).await;
+        eprintln!(
+            "budget {budget}: {:?} analysed {} skipped {} reduce {} spent {} reserve {:?} err {:?}",
+            result.status,
+            result.chunks_analyzed,
+            result.chunks_skipped.len(),
+            result.reduce_calls,
+            result.usage.total.total.usage.total(),
+            result.synthesis_reserve,
+            result.synthesis_error
+        );
+    }
+}
