@@ -616,7 +616,11 @@ async fn child_runs_inherit_the_host_functions_and_are_told_so() {
     assert!(first.contains("delegated request"), "{first}");
     // The root's own prompt keeps the root's wording.
     let (_, root_first) = &calls[0];
-    assert!(root_first[0].content.contains("The data is not in `context`."));
+    assert!(
+        root_first[0]
+            .content
+            .contains("The data is not in `context`.")
+    );
 
     // The child's call is in the child's log.
     let parent = read_log(&result);

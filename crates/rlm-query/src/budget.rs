@@ -153,8 +153,8 @@ pub(crate) fn synthesis_reserve(
         // Every piece of the level goes to exactly one group: the groups' messages hold the
         // level's evidence once, each with its own frame.
         let bytes = level.groups * frame_bytes + in_message(level.evidence_bytes, level.pieces);
-        let input = bytes.div_ceil(ESTIMATE_BYTES_PER_TOKEN)
-            + level.groups * (2 * MESSAGE_TOKENS + 1);
+        let input =
+            bytes.div_ceil(ESTIMATE_BYTES_PER_TOKEN) + level.groups * (2 * MESSAGE_TOKENS + 1);
         amount = amount.plus(Amount::of(
             input,
             level.groups * max_tokens,
@@ -369,7 +369,10 @@ mod tests {
                 let groups = crate::synthesize::pack(&pieces, limit).len() as u64;
                 let estimate = Reduction::estimate(total, limit, 1);
                 let bound = estimate.levels.first().map_or(1, |level| level.groups);
-                assert!(groups <= bound, "{groups} > {bound}: {total} bytes, limit {limit}");
+                assert!(
+                    groups <= bound,
+                    "{groups} > {bound}: {total} bytes, limit {limit}"
+                );
             }
         }
     }

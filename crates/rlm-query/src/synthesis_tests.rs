@@ -432,7 +432,7 @@ fn many_logs(count: usize) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A scan of 30 chunks, one per batch, whose findings outgrow one synthesis call (300 chars)
+/// A scan of 30 chunks, one per batch, whose findings outgrow one synthesis call (600 chars)
 /// after a few batches, under a token budget of `max_tokens`. The report writer answers group
 /// calls with short notes.
 async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult, FakeServer) {
@@ -459,8 +459,8 @@ async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult
     options.batch_size = Some(1);
     options.max_concurrency = 1;
     options.extract_max_tokens = 100;
-    options.synthesis_max_tokens = 60;
-    options.synthesis_input_chars = 300;
+    options.synthesis_max_tokens = 40;
+    options.synthesis_input_chars = 600;
     options.max_tool_rounds = 0;
     options.budget = Budget {
         max_tokens: Some(max_tokens),
@@ -480,7 +480,7 @@ async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult
 #[tokio::test]
 #[ignore = "probe"]
 async fn probe_budgets() {
-    for budget in (6_000..=40_000).step_by(2_000) {
+    for budget in (10_000..=40_000).step_by(2_000) {
         let (result, _server) = scan_with_small_synthesis_input(budget).await;
         eprintln!(
             "budget {budget}: {:?} analysed {} skipped {} reduce {} spent {} reserve {:?} err {:?}",

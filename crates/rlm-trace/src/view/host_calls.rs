@@ -26,7 +26,7 @@ pub(super) fn render(out: &mut String, calls: &[HostCall]) {
     for call in calls {
         match names.iter_mut().find(|(name, _)| *name == call.name) {
             Some((_, n)) => *n += 1,
-            None => names.push((&call.name, 1)),
+            None => names.push((call.name.as_str(), 1)),
         }
     }
     let names: Vec<String> = names
@@ -91,11 +91,7 @@ fn host_call(out: &mut String, call: &HostCall) {
     if let Some(result) = &call.result {
         let shown = result.chars().count();
         let label = if call.result_bytes > shown as u64 {
-            format!(
-                "result (first {} chars of {} bytes)",
-                count(shown as u64),
-                count(call.result_bytes)
-            )
+            format!("result (a preview of {} bytes)", count(call.result_bytes))
         } else {
             "result".to_owned()
         };
@@ -115,4 +111,3 @@ fn host_call(out: &mut String, call: &HostCall) {
     }
     out.push_str("</div>");
 }
-

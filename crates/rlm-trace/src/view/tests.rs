@@ -473,7 +473,10 @@ fn host_calls_render_per_block_escaped_with_sizes_errors_and_folds() {
     assert!(first.contains("<code>grep(…)</code>"), "{first}");
     assert!(first.contains(&"x".repeat(200)));
     // The failed call says so, with its escaped error.
-    assert!(first.contains("<div class=\"host-call failed\">"), "{first}");
+    assert!(
+        first.contains("<div class=\"host-call failed\">"),
+        "{first}"
+    );
     assert!(
         first.contains(
             "<pre class=\"error\">LookupError: no buffer named &quot;missing.txt&quot; \

@@ -5,9 +5,7 @@ use std::path::Path;
 
 use rlm_llm::fake::{FakeReply, FakeServer};
 
-use crate::support::{
-    output, rlm_in, rlm_with_fake_store, rlm_with_store, scripted, text, write,
-};
+use crate::support::{output, rlm_in, rlm_with_fake_store, rlm_with_store, scripted, text, write};
 
 /// Loads two small files into `dir/store` (the store `RLM_STORE` names for every command).
 fn load_store(dir: &Path) {
@@ -257,20 +255,30 @@ async fn the_viewer_shows_the_store_calls_of_each_code_block() {
         ),
         "{html}"
     );
-    assert!(html.contains("<code>buffers({})</code>"), "{html}");
-    let search = html
-        .split("<code>search(")
-        .nth(1)
-        .expect("the search call is shown");
-    let head = &search[..search.find("</div>").unwrap()];
-    assert!(head.contains("&quot;query&quot;:&quot;backup falcon&quot;"), "{head}");
-    assert!(head.contains(" items, "), "{head}");
+    let head = |name: &str| {
+        let call = html
+            .split(&format!("<code>{name}("))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {name} call in the page"));
+        call[..call.find("</div>").unwrap()].to_owned()
+    };
+    let buffers = head("buffers");
+    assert!(buffers.starts_with("{})</code>"), "{buffers}");
+    assert!(buffers.contains(" · 2 items, "), "{buffers}");
+    let search = head("search");
+    assert!(
+        search.contains("&quot;query&quot;:&quot;backup falcon&quot;"),
+        "{search}"
+    );
     assert!(
         html.contains("<pre class=\"error\">LookupError: no buffer named &quot;missing.txt&quot;"),
         "{html}"
     );
     // The result previews are there to read (and for the filter box to find).
-    assert!(html.contains("The backup server is called falcon."), "{html}");
+    assert!(
+        html.contains("The backup server is called falcon."),
+        "{html}"
+    );
     assert!(html.contains("1 failed host call</span>"), "{html}");
 }
 
@@ -310,7 +318,10 @@ async fn child_runs_search_the_same_store() {
     let child = &server.requests_for("sub")[0].body["messages"];
     let system = child[0]["content"].as_str().unwrap();
     assert!(system.contains("This is a child run"), "{system}");
-    assert!(system.contains("search(query, k=10, mode=\"bm25\")"), "{system}");
+    assert!(
+        system.contains("search(query, k=10, mode=\"bm25\")"),
+        "{system}"
+    );
     let user = child[1]["content"].as_str().unwrap();
     assert!(user.contains("a store of 2 buffers"), "{user}");
     assert!(user.contains("delegated request"), "{user}");
