@@ -477,20 +477,28 @@ async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult
     (result, server)
 }
 
+/// Before the reserve counted group reductions it covered one call: extraction ran until
+/// the budget held only that, and the report's group calls were refused (`synthesis_failed`).
+/// Now the batches stop earlier and the report, reduced in groups, is written.
 #[tokio::test]
-#[ignore = "probe"]
-async fn probe_budgets() {
-    for budget in (10_000..=40_000).step_by(2_000) {
-        let (result, _server) = scan_with_small_synthesis_input(budget).await;
-        eprintln!(
-            "budget {budget}: {:?} analysed {} skipped {} reduce {} spent {} reserve {:?} err {:?}",
-            result.status,
-            result.chunks_analyzed,
-            result.chunks_skipped.len(),
-            result.reduce_calls,
-            result.usage.total.total.usage.total(),
-            result.synthesis_reserve,
-            result.synthesis_error
-        );
-    }
+async fn the_reserve_pays_for_the_group_reductions_of_many_findings() {
+    const BUDGET: u64 = 20_000;
+    let (result, server) = scan_with_small_synthesis_input(BUDGET).await;
+    assert_eq!(result.status, QueryStatus::Answered, "{}", result.report);
+    assert_eq!(result.synthesis_error, None);
+    assert!(result.reduce_calls >= 2, "{}", result.reduce_calls);
+    assert!(!result.chunks_skipped.is_empty());
+    assert!(
+        result
+            .chunks_skipped
+            .iter()
+            .all(|skip| skip.reason == "budget")
+    );
+    assert!(
+        result
+            .synthesis_reserve
+            .is_some_and(|reserve| reserve.calls > 1)
+    );
+    assert!(result.usage.total.total.usage.total() <= BUDGET);
+    assert_eq!(server.requests_for("sub").len(), result.chunks_analyzed);
 }
