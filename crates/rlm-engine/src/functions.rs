@@ -12,16 +12,19 @@ use rlm_trace::HostCall;
 
 use crate::prompt::truncate;
 
-/// How much of a call's arguments the trajectory keeps.
+/// How much of a call's arguments and of its result the trajectory keeps.
 const ARGUMENTS_PREVIEW_CHARS: usize = 1_000;
+const RESULT_PREVIEW_CHARS: usize = 1_000;
 
-/// Functions bound in the root run's session (child runs of `rlm_query` work on their delegated
-/// prompt and do not get them).
+/// Functions bound in the root run's session and in those of its `rlm_query` child runs, which
+/// inherit them (their calls are logged in each run's own trajectory).
 ///
 /// When a run has host functions, the first message describes the data with
-/// [`HostFunctions::describe`] in place of the contexts' description, and the system prompt's
+/// [`HostFunctions::describe`] in place of the contexts' description (a child run: followed by
+/// the description of its delegated request, its `context`), and the system prompt's
 /// `{{functions}}` placeholder is filled with the `functions` prompt template
-/// ([`crate::Prompts::functions`]). Results should be bounded by the implementation (caps on
+/// ([`crate::Prompts::functions`]), whose `{{context_role}}` says what `context` holds in this
+/// run. Results should be bounded by the implementation (caps on
 /// counts and sizes, with a note in the result when something was left out).
 pub trait HostFunctions: Send + Sync + fmt::Debug {
     /// The functions, with their parameters in positional order.
@@ -59,19 +62,29 @@ pub(crate) async fn call_logged(
                 format!("{name}() failed inside the host: {join_error}"),
             ))
         });
-    let (result_bytes, result_items, error) = match &result {
-        Ok(value) => (
-            value.to_string().len() as u64,
-            value.as_array().map_or(1, |items| items.len() as u64),
+    let (result_bytes, result_items, result_preview, error) = match &result {
+        Ok(value) => {
+            let text = value.to_string();
+            (
+                text.len() as u64,
+                value.as_array().map_or(1, |items| items.len() as u64),
+                Some(truncate(&text, RESULT_PREVIEW_CHARS)),
+                None,
+            )
+        }
+        Err(error) => (
+            0,
+            0,
             None,
+            Some(format!("{:?}: {}", error.kind, error.message)),
         ),
-        Err(error) => (0, 0, Some(format!("{:?}: {}", error.kind, error.message))),
     };
     let record = HostCall {
         name,
         arguments: arguments_text,
         result_bytes,
         result_items,
+        result: result_preview,
         seconds: started.elapsed().as_secs_f64(),
         error,
     };

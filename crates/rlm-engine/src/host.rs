@@ -121,13 +121,10 @@ impl RunScope {
         )
     }
 
-    /// The host functions of this run: the root run's only.
+    /// The host functions of this run: the root run's, which its `rlm_query` child runs
+    /// inherit (a child over a store can search it too).
     pub fn host_functions(&self) -> Option<&Arc<dyn HostFunctions>> {
-        if self.depth == 0 {
-            self.shared.functions.as_ref()
-        } else {
-            None
-        }
+        self.shared.functions.as_ref()
     }
 
     fn emit(&self, event: &Event<'_>) {

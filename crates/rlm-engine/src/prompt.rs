@@ -201,6 +201,7 @@ mod tests {
                 "functions.md lacks {function}"
             );
         }
+        assert!(prompts.functions.contains("{{context_role}}"));
         assert!(prompts.first_turn.contains("Turn 1/{{max_iterations}}"));
         assert!(
             prompts

@@ -77,7 +77,7 @@ pub(crate) struct Shared {
     pub repl: Arc<dyn ReplFactory>,
     pub settings: Settings,
     pub events: Option<Arc<dyn EventSink>>,
-    /// Functions bound in the root run's session besides the sub-calls.
+    /// Functions bound in every run's session besides the sub-calls (child runs inherit them).
     pub functions: Option<Arc<dyn HostFunctions>>,
 }
 
@@ -179,8 +179,9 @@ impl RlmBuilder {
         repl: Arc<dyn ReplFactory>);
     setter!(/// Where progress events go.
         events: Arc<dyn EventSink>);
-    setter!(/// Functions the root run's code can call besides the sub-calls (e.g. a store's
-        /// search); the first message then describes the data with their `describe()`.
+    setter!(/// Functions the run's code can call besides the sub-calls (e.g. a store's
+        /// search), in `rlm_query` child runs too; the first message then describes the data
+        /// with their `describe()`.
         functions: Arc<dyn HostFunctions>);
     setter!(/// Models code may pick with `model=` besides the root and sub-call models
         /// (default: none).

@@ -2,7 +2,8 @@
 //!
 //! [`FakeRepl`] understands a tiny line language, just enough to drive the loop:
 //! `name = <json>`, `name = llm_query("p")` (optionally `, model="m"`), `name = llm_query_batched(["a", "b"])`,
-//! `name = rlm_query("p")`, `print(name)` / `print("text")`, `raise Kind("message")`,
+//! `name = rlm_query("p")`, `name = f({"arg": <json>})` for a host function `f` of the
+//! session ([`crate::HostFunctions`]), `print(name)` / `print("text")`, `raise Kind("message")`,
 //! `FINAL_VAR("name")`. Values are JSON (`True`/`False`/`None` are accepted).
 
 use std::collections::{BTreeMap, VecDeque};
@@ -279,6 +280,19 @@ impl FakeSession {
             return Ok(items(
                 self.host.rlm_query_batched(string_list(arg)?, None).await,
             ));
+        }
+        for function in self.host.functions() {
+            if let Some(arg) = call_argument(rhs, &function.name) {
+                let arguments = match literal(arg)? {
+                    Value::Object(arguments) => arguments,
+                    other => return Err(format!("TypeError: expected a dict, got {other}")),
+                };
+                return self
+                    .host
+                    .call_function(function.name, arguments)
+                    .await
+                    .map_err(|error| format!("{:?}: {}", error.kind, error.message));
+            }
         }
         literal(rhs)
     }

@@ -526,3 +526,112 @@ fn models_the_run_cannot_call_are_refused_before_it_starts() {
         assert_eq!(source.kind(), rlm_llm::ErrorKind::Input, "{source}");
     }
 }
+
+/// A one-function table: `lookup(key)` answers from a fixed map, `describe()` names it.
+#[derive(Debug)]
+struct Lookup;
+
+impl crate::HostFunctions for Lookup {
+    fn functions(&self) -> Vec<crate::FunctionSpec> {
+        vec![crate::FunctionSpec::new(
+            "lookup",
+            vec![crate::FunctionParameter::required("key")],
+        )]
+    }
+
+    fn call(
+        &self,
+        name: &str,
+        arguments: &serde_json::Map<String, Value>,
+    ) -> Result<Value, crate::FunctionError> {
+        match (name, arguments.get("key").and_then(Value::as_str)) {
+            ("lookup", Some("backup")) => Ok(Value::from("falcon")),
+            _ => Err(crate::FunctionError::new(
+                crate::RaisedKind::LookupError,
+                "no such key",
+            )),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "The data is a lookup table (store-description-marker).".to_owned()
+    }
+}
+
+#[tokio::test]
+async fn child_runs_inherit_the_host_functions_and_are_told_so() {
+    // The root delegates; the child (sub model as its root) calls the host function and
+    // answers with its result.
+    let model = Arc::new(
+        ScriptedModel::default()
+            .replies(
+                "root",
+                &[
+                    "```repl\nr = rlm_query(\"find the backup host\")\n```",
+                    "FINAL_VAR(r)",
+                ],
+            )
+            .responder(|model, messages| {
+                (model == "sub").then(|| {
+                    if messages.len() == 2 {
+                        "```repl\nh = lookup({\"key\": \"backup\"})\n```".to_owned()
+                    } else {
+                        "FINAL_VAR(h)".to_owned()
+                    }
+                })
+            }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let result = Rlm::builder()
+        .client(Arc::clone(&model) as _)
+        .repl(Arc::new(FakeRepl))
+        .functions(Arc::new(Lookup))
+        .model("root")
+        .subcall_model("sub")
+        .max_depth(2)
+        .log_dir(dir.path().to_path_buf())
+        .build()
+        .unwrap()
+        .completion("Where are backups kept?", vec![])
+        .await
+        .unwrap();
+    assert_eq!(result.outcome.status, Status::Answered);
+    assert_eq!(result.outcome.answer.as_deref(), Some("falcon"));
+
+    // The child's prompts: the functions' text says what `context` holds in a child, and the
+    // first message describes the data and the delegated request.
+    let calls = model.calls();
+    let (_, child_first) = calls
+        .iter()
+        .find(|(model, _)| model == "sub")
+        .expect("the child run called the model");
+    let system = &child_first[0].content;
+    assert!(
+        system.contains("This is a child run: `context` holds only the request"),
+        "{system}"
+    );
+    assert!(system.contains("get_chunks(ids)"), "{system}");
+    let first = &child_first[1].content;
+    assert!(first.contains("store-description-marker"), "{first}");
+    assert!(first.contains("delegated request"), "{first}");
+    // The root's own prompt keeps the root's wording.
+    let (_, root_first) = &calls[0];
+    assert!(
+        root_first[0]
+            .content
+            .contains("The data is not in `context`.")
+    );
+
+    // The child's call is in the child's log.
+    let parent = read_log(&result);
+    let call = &parent[1]["code_blocks"][0]["result"]["rlm_calls"][0];
+    let child: Vec<Value> = std::fs::read_to_string(call["child_log"].as_str().unwrap())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let host_calls = &child[1]["code_blocks"][0]["result"]["host_calls"];
+    assert_eq!(host_calls[0]["name"], "lookup");
+    assert_eq!(host_calls[0]["result"], "\"falcon\"");
+    assert!(parent[1]["code_blocks"][0]["result"]["host_calls"].is_null());
+}

@@ -159,7 +159,8 @@ pub struct ReserveReport {
     pub tokens: u64,
     /// Dollars at most, when the price is known.
     pub cost_usd: Option<f64>,
-    /// Model calls (the report and its tool rounds).
+    /// Model calls (the group reductions when the findings need them, the report and its
+    /// tool rounds).
     pub calls: u64,
 }
 

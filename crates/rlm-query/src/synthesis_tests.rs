@@ -419,3 +419,86 @@ async fn a_budget_too_small_for_one_batch_and_the_report_is_refused_before_any_c
     assert!(err.to_string().contains("500 tokens"), "{err}");
     assert_eq!(server.request_count(), 0);
 }
+
+/// `count` one-chunk logs that all match the question.
+fn many_logs(count: usize) -> Vec<(String, String)> {
+    (1..=count)
+        .map(|n| {
+            (
+                format!("app{n:02}.log"),
+                format!("2026-01-01 ERROR token refresh failed for user {n}\n"),
+            )
+        })
+        .collect()
+}
+
+/// A scan of 30 chunks, one per batch, whose findings outgrow one synthesis call (600 chars)
+/// after a few batches, under a token budget of `max_tokens`. The report writer answers group
+/// calls with short notes.
+async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult, FakeServer) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(|seen| match seen.model.as_str() {
+        "root"
+            if seen
+                .last_user_message()
+                .contains("Do not write the report yet") =>
+        {
+            FakeReply::text("notes: refresh fails [chunk 1]")
+        }
+        "root" => FakeReply::text("## Summary\nRefresh fails for many users."),
+        _ => valid_reply(seen),
+    });
+    let files = many_logs(30);
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .collect();
+    let mut options = options();
+    options.scan = crate::ScanMode::All;
+    options.batch_size = Some(1);
+    options.max_concurrency = 1;
+    options.extract_max_tokens = 100;
+    options.synthesis_max_tokens = 40;
+    options.synthesis_input_chars = 600;
+    options.max_tool_rounds = 0;
+    options.budget = Budget {
+        max_tokens: Some(max_tokens),
+        ..Budget::default()
+    };
+    let result = Query::new(
+        server.client_builder().build().unwrap(),
+        store_with(dir.path(), &files),
+        options,
+    )
+    .run("token refresh failed")
+    .await
+    .unwrap();
+    (result, server)
+}
+
+/// Before the reserve counted group reductions it covered one call: extraction ran until
+/// the budget held only that, and the report's group calls were refused (`synthesis_failed`).
+/// Now the batches stop earlier and the report, reduced in groups, is written.
+#[tokio::test]
+async fn the_reserve_pays_for_the_group_reductions_of_many_findings() {
+    const BUDGET: u64 = 20_000;
+    let (result, server) = scan_with_small_synthesis_input(BUDGET).await;
+    assert_eq!(result.status, QueryStatus::Answered, "{}", result.report);
+    assert_eq!(result.synthesis_error, None);
+    assert!(result.reduce_calls >= 2, "{}", result.reduce_calls);
+    assert!(!result.chunks_skipped.is_empty());
+    assert!(
+        result
+            .chunks_skipped
+            .iter()
+            .all(|skip| skip.reason == "budget")
+    );
+    assert!(
+        result
+            .synthesis_reserve
+            .is_some_and(|reserve| reserve.calls > 1)
+    );
+    assert!(result.usage.total.total.usage.total() <= BUDGET);
+    assert_eq!(server.requests_for("sub").len(), result.chunks_analyzed);
+}

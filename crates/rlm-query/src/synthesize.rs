@@ -15,7 +15,7 @@ use crate::tools::SynthesisTools;
 use crate::trace::QueryLog;
 
 /// Reduction levels before everything left goes to one call regardless of size.
-const MAX_REDUCE_LEVELS: usize = 4;
+pub(crate) const MAX_REDUCE_LEVELS: usize = 4;
 
 /// What was and was not analysed, told to the synthesizer and appended to the report when
 /// something is missing.
@@ -239,7 +239,7 @@ fn evidence(pieces: &[String], notes: bool) -> String {
 
 /// Consecutive pieces in groups of at most `limit` characters; a piece longer than the limit
 /// is a group of its own.
-fn pack(pieces: &[String], limit: usize) -> Vec<Vec<&String>> {
+pub(crate) fn pack(pieces: &[String], limit: usize) -> Vec<Vec<&String>> {
     let mut groups: Vec<Vec<&String>> = Vec::new();
     let mut size = 0;
     for piece in pieces {

@@ -192,6 +192,10 @@ pub struct HostCall {
     pub result_bytes: u64,
     /// Items in the result when it is a list, else 1 (0 when the call failed).
     pub result_items: u64,
+    /// The JSON result cut to a 1,000-char preview; absent when the call failed (and in logs
+    /// written before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
     /// Seconds from call to answer (`execution_time`, as in the other records).
     #[serde(rename = "execution_time")]
     pub seconds: f64,

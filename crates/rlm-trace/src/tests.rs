@@ -91,6 +91,7 @@ fn iteration() -> Iteration {
                     arguments: r#"{"query":"disk","k":3}"#.to_owned(),
                     result_bytes: 120,
                     result_items: 2,
+                    result: Some(r#"[{"chunk_id":1},{"chunk_id":2}]"#.to_owned()),
                     seconds: 0.01,
                     error: None,
                 }],

@@ -18,8 +18,11 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
     let window = settings.subcall_window_chars.to_string();
     let chunk = settings.chunk_chars.to_string();
     let functions = match scope.host_functions() {
-        Some(_) => settings.prompts.functions.as_str(),
-        None => "",
+        Some(_) => render(
+            &settings.prompts.functions,
+            &[("context_role", context_role(scope.depth))],
+        ),
+        None => String::new(),
     };
     let system = render(
         &settings.prompts.system,
@@ -32,7 +35,7 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
                 recursion_note(scope.depth, settings.max_depth),
             ),
             ("helpers", settings.helpers_doc.as_str()),
-            ("functions", functions),
+            ("functions", functions.as_str()),
         ],
     );
     let query = embed_query(query);
@@ -132,6 +135,17 @@ fn feedback(
     }
     out.push_str(next);
     out
+}
+
+/// What `context` holds in a run over host functions (a store): nothing in the root run; in a
+/// child run of `rlm_query`, the delegated request, while the store is the parent's.
+fn context_role(depth: u32) -> &'static str {
+    if depth == 0 {
+        "The data is not in `context`."
+    } else {
+        "This is a child run: `context` holds only the request that another run delegated to \
+         you, and the store below is that run's own store, shared with you."
+    }
 }
 
 fn recursion_note(depth: u32, max_depth: u32) -> &'static str {

@@ -318,6 +318,20 @@ fn badges(turn: &TurnView) -> String {
     if calls > 0 {
         badge("", &plural(calls, "sub-call"));
     }
+    let host_calls = || {
+        iteration
+            .code_blocks
+            .iter()
+            .flat_map(|block| &block.result.host_calls)
+    };
+    let host_count = host_calls().count();
+    if host_count > 0 {
+        badge("", &plural(host_count, "host call"));
+    }
+    let failed_host_calls = host_calls().filter(|call| call.error.is_some()).count();
+    if failed_host_calls > 0 {
+        badge("bad", &plural(failed_host_calls, "failed host call"));
+    }
     if !turn.children.is_empty() {
         badge("child", &plural(turn.children.len(), "child run"));
     }
@@ -459,6 +473,7 @@ fn code_block(out: &mut String, turn: &TurnView, index: usize, block: &CodeBlock
     if let Some(answer) = &result.final_answer {
         text_block(out, "FINAL", answer, false);
     }
+    super::host_calls::render(out, &result.host_calls);
     for (call_index, call) in result.subcalls.iter().enumerate() {
         subcall(out, call, turn.children.get(&(index, call_index)));
     }

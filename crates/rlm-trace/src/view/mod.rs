@@ -4,8 +4,8 @@
 //! The page has its style and script inline and loads nothing, so it opens from disk and can be
 //! attached to a bug report. It shows the question, models, status and answer, a timeline of the
 //! turns, and per turn the new prompt messages, the reply (Markdown, code highlighted), each
-//! code block with its output, error and sub-calls, and child runs folded inside the sub-call
-//! that started them. A query's page ([`QueryView`]) shows its plan, search hits, extractor
+//! code block with its output, error, host calls (a store's `search`, `grep`, …) and
+//! sub-calls, and child runs folded inside the sub-call that started them. A query's page ([`QueryView`]) shows its plan, search hits, extractor
 //! batches, findings, report and usage per stage. Every text from the log is escaped.
 //!
 //! ```
@@ -30,6 +30,7 @@
 //! ```
 
 mod format;
+mod host_calls;
 mod html;
 mod load;
 mod markdown;

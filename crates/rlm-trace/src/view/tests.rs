@@ -377,3 +377,122 @@ fn the_page_is_written_whole_or_not_at_all() {
         .count();
     assert_eq!(leftovers, 0);
 }
+
+fn host_call(name: &str, arguments: &str, result: Option<&str>, error: Option<&str>) -> HostCall {
+    HostCall {
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+        result_bytes: result.map_or(0, |text| text.len() as u64),
+        result_items: u64::from(result.is_some()),
+        result: result.map(str::to_owned),
+        seconds: 0.02,
+        error: error.map(str::to_owned),
+    }
+}
+
+/// The text of the first element that starts with `start`, up to its `end`.
+fn section<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    let at = html.find(start).unwrap_or_else(|| panic!("no {start}"));
+    let rest = &html[at..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+#[test]
+fn host_calls_render_per_block_escaped_with_sizes_errors_and_folds() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TrajectoryWriter::create(dir.path(), "store").unwrap();
+    log.write(&metadata("st", 0, "Where are backups kept?"))
+        .unwrap();
+    let long_result = format!("[{}]", vec![r#"{"chunk_id": 7}"#; 60].join(","));
+    let long_arguments = format!(r#"{{"pattern": "{}", "buffer": null}}"#, "x".repeat(200));
+    let mut explore = block("hits = search('backup')", "found", vec![]);
+    explore.result.host_calls = vec![
+        host_call(
+            "search",
+            &format!(r#"{{"query": "{XSS}", "k": 3, "mode": "bm25"}}"#),
+            Some(r#"[{"chunk_id": 12, "snippet": "falcon-marker"}]"#),
+            None,
+        ),
+        HostCall {
+            result_items: 60,
+            ..host_call("get_chunks", r#"{"ids": [12]}"#, Some(&long_result), None)
+        },
+        host_call("grep", &long_arguments, Some(r#"{"matches": []}"#), None),
+        host_call(
+            "read",
+            r#"{"buffer": "missing.txt", "start_line": 1, "end_line": 1}"#,
+            None,
+            Some("LookupError: no buffer named \"missing.txt\" <in the store>"),
+        ),
+    ];
+    let mut many = block("for q in qs: search(q)", "", vec![]);
+    many.result.host_calls = (0..7)
+        .map(|n| {
+            host_call(
+                "search",
+                &format!(r#"{{"query": "q{n}"}}"#),
+                Some("[]"),
+                None,
+            )
+        })
+        .collect();
+    log.write(&turn(1, vec![], "look", vec![explore, many]))
+        .unwrap();
+    let run = RunView::load(log.path()).unwrap();
+    let html = render(&run.into());
+
+    // The hostile argument is text, never markup.
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(!html.contains("<img"));
+    let first = section(
+        &html,
+        "<details class=\"host-calls\" open>",
+        "<details class=\"host-calls\">",
+    );
+    assert!(
+        first.contains("<summary>4 host calls: search, get_chunks, grep, read, 1 failed</summary>"),
+        "{first}"
+    );
+    assert!(
+        first.contains("<code>search({&quot;query&quot;: &quot;&lt;script&gt;"),
+        "{first}"
+    );
+    assert!(first.contains("falcon-marker"));
+    // Sizes: items for lists, bytes always.
+    assert!(
+        first.contains(&format!("0.02 s · 60 items, {} bytes", long_result.len())),
+        "{first}"
+    );
+    assert!(first.contains("0.02 s · 15 bytes"), "{first}");
+    // A long result is folded under its label; short ones are open.
+    assert!(
+        first.contains("<details class=\"text result\"><summary>result</summary>"),
+        "{first}"
+    );
+    // Long arguments go below the head line.
+    assert!(first.contains("<code>grep(…)</code>"), "{first}");
+    assert!(first.contains(&"x".repeat(200)));
+    // The failed call says so, with its escaped error.
+    assert!(
+        first.contains("<div class=\"host-call failed\">"),
+        "{first}"
+    );
+    assert!(
+        first.contains(
+            "<pre class=\"error\">LookupError: no buffer named &quot;missing.txt&quot; \
+             &lt;in the store&gt;</pre>"
+        ),
+        "{first}"
+    );
+    // Many calls are folded, named with their counts.
+    assert!(
+        html.contains("<details class=\"host-calls\"><summary>7 host calls: search ×7</summary>"),
+        "{html}"
+    );
+    // The turn's badges count them, for the timeline and the filter box's text.
+    assert!(html.contains("<span class=\"badge \">11 host calls</span>"));
+    assert!(html.contains("<span class=\"badge bad\">1 failed host call</span>"));
+    // Inside the turn section the filter box searches (its text content).
+    let turn = section(&html, "<section class=\"turn\"", "</section>");
+    assert!(turn.contains("falcon-marker") && turn.contains("q6"));
+}

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rlm_llm::fake::{FakeReply, FakeServer};
 
-use crate::support::{output, rlm_with_fake_store, rlm_with_store, scripted, text, write};
+use crate::support::{output, rlm_in, rlm_with_fake_store, rlm_with_store, scripted, text, write};
 
 /// Loads two small files into `dir/store` (the store `RLM_STORE` names for every command).
 fn load_store(dir: &Path) {
@@ -213,4 +213,125 @@ FINAL(str(len(lines)) + " | " + lines[1999] + " | " + lines[-1] + " | " + str(le
          200000 chars; continue with read(\"big.txt\", 2001, 2500)] | 500 True | search(): k \
          must be between 1 and 100, not 101\n"
     );
+}
+
+/// The run's logs (root and child runs), each parsed, by the `depth` of its first record.
+fn logs_at_depth(dir: &Path, depth: u64) -> Vec<(std::path::PathBuf, Vec<serde_json::Value>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir.join("logs")).unwrap() {
+        let path = entry.unwrap().path();
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        if lines[0]["depth"] == depth {
+            found.push((path, lines));
+        }
+    }
+    found
+}
+
+/// `rlm view` shows each code block's store calls: name, arguments, result size, the error of
+/// the one that failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_shows_the_store_calls_of_each_code_block() {
+    let (dir, server) = scripted("root", [FakeReply::text(EXPLORE)]).await;
+    load_store(dir.path());
+    let output = run_over_store(dir.path(), &server, &["Where are backups kept?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let (log, _) = logs_at_depth(dir.path(), 0).remove(0);
+    let output = rlm_in(dir.path())
+        .arg("view")
+        .arg(&log)
+        .args(["-o", "page.html"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let html = std::fs::read_to_string(dir.path().join("page.html")).unwrap();
+    assert!(
+        html.contains(
+            "<summary>6 host calls: buffers, search, get_chunks, grep, read ×2, 1 failed</summary>"
+        ),
+        "{html}"
+    );
+    let head = |name: &str| {
+        let call = html
+            .split(&format!("<code>{name}("))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {name} call in the page"));
+        call[..call.find("</div>").unwrap()].to_owned()
+    };
+    let buffers = head("buffers");
+    assert!(buffers.starts_with("{})</code>"), "{buffers}");
+    assert!(buffers.contains(" · 2 items, "), "{buffers}");
+    let search = head("search");
+    assert!(
+        search.contains("&quot;query&quot;:&quot;backup falcon&quot;"),
+        "{search}"
+    );
+    assert!(
+        html.contains("<pre class=\"error\">LookupError: no buffer named &quot;missing.txt&quot;"),
+        "{html}"
+    );
+    // The result previews are there to read (and for the filter box to find).
+    assert!(
+        html.contains("The backup server is called falcon."),
+        "{html}"
+    );
+    assert!(html.contains("1 failed host call</span>"), "{html}");
+}
+
+/// `rlm_query` child runs of a run over a store get the store's functions, and their prompt
+/// says what `context` holds for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_runs_search_the_same_store() {
+    let (dir, server) = scripted(
+        "root",
+        [FakeReply::text(
+            "```repl\nr = rlm_query('Which file names the backup server?')\nFINAL_VAR(\"r\")\n",
+        )],
+    )
+    .await;
+    server.script(
+        "sub",
+        [FakeReply::text(
+            "```repl\nhits = search('backup falcon', k=1)\nFINAL(hits[0]['buffer'] + ' of ' + str(len(buffers())))\n",
+        )],
+    );
+    load_store(dir.path());
+    let output = run_over_store(
+        dir.path(),
+        &server,
+        &[
+            "--max-depth",
+            "2",
+            "--subcall-model",
+            "openai:sub",
+            "Where are backups kept?",
+        ],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "notes.md of 2\n");
+
+    let child = &server.requests_for("sub")[0].body["messages"];
+    let system = child[0]["content"].as_str().unwrap();
+    assert!(system.contains("This is a child run"), "{system}");
+    assert!(
+        system.contains("search(query, k=10, mode=\"bm25\")"),
+        "{system}"
+    );
+    let user = child[1]["content"].as_str().unwrap();
+    assert!(user.contains("a store of 2 buffers"), "{user}");
+    assert!(user.contains("delegated request"), "{user}");
+
+    let (_, child_log) = logs_at_depth(dir.path(), 1).remove(0);
+    let names: Vec<&str> = child_log[1]["code_blocks"][0]["result"]["host_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["search", "buffers"]);
 }
