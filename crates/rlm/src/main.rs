@@ -7,6 +7,7 @@ mod commands;
 mod contexts;
 mod error;
 mod logging;
+mod observers;
 mod output;
 mod progress;
 mod query_progress;

@@ -34,7 +34,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
     if let Some(dir) = settings.log_dir {
         query = query.log_dir(dir);
     }
-    if !global.quiet {
+    if let Some(observer) = crate::observers::query_events() {
+        query = query.events(observer);
+    } else if !global.quiet {
         query = query.events(Arc::new(QueryProgress::new()));
     }
 

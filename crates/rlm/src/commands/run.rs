@@ -53,7 +53,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     if let Some(functions) = functions {
         builder = builder.functions(functions);
     }
-    if !global.quiet {
+    if let Some(observer) = crate::observers::run_events() {
+        builder = builder.events(observer);
+    } else if !global.quiet {
         builder = builder.events(Arc::new(StderrProgress::new(global.verbose > 0)));
     }
     let rlm = builder.build().map_err(error::engine_error)?;

@@ -32,6 +32,12 @@ fn story(dir: &Path) {
     std::fs::write(dir.join("story.txt"), paragraphs.join("\n\n") + "\n").unwrap();
 }
 
+const SEARCH_AND_ANSWER: &str = r#"```repl
+hits = search("lighthouse keeper", k=1)
+answer = hits[0]["buffer"] + ":" + str(hits[0]["start_line"])
+FINAL_VAR("answer")
+```"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     let Some(python) = python() else { return };
@@ -43,9 +49,15 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
         ],
     )
     .await;
+    // `run` over the store: the root model's code searches it and answers from the hit.
+    server.script("store", [FakeReply::text(SEARCH_AND_ANSWER)]);
     story(dir.path());
     rlm_with_store(dir.path())
         .args(["load", "story.txt", "--chunk-size", "70"])
+        .assert()
+        .success();
+    rlm_with_store(dir.path())
+        .args(["ctx", "init", "--tokenizer", "approx"])
         .assert()
         .success();
 
@@ -95,6 +107,29 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     }
     assert!(tools["search"]["properties"]["k"].is_object());
 
+    // Every tool declares the shape of its structured result: its command's records. The SDK
+    // validated each successful call against it (it raises otherwise); these calls succeeded.
+    let output_schemas = seen["output_schemas"].as_object().unwrap();
+    for (name, schema) in output_schemas {
+        assert_eq!(schema["type"], "object", "{name}: {schema}");
+        assert_eq!(schema["required"], serde_json::json!(["records"]), "{name}");
+        assert_eq!(schema["properties"]["records"]["type"], "array", "{name}");
+    }
+    assert_eq!(output_schemas.len(), tools.len());
+    for (name, result) in seen["valid"].as_object().unwrap() {
+        assert_eq!(result["is_error"], false, "{name}: {result}");
+        let records = result["structured"]["records"].as_array().unwrap();
+        assert!(!records.is_empty(), "{name}: {result}");
+    }
+    let load = &seen["valid"]["load"]["structured"]["records"][0];
+    assert_eq!(
+        load["unchanged"],
+        serde_json::json!(["story.txt"]),
+        "{load}"
+    );
+    let grep = &seen["valid"]["grep"]["structured"]["records"];
+    assert_eq!(grep[0]["type"], "match", "{grep}");
+
     // search over the loaded store: the chunk with both words ranks first.
     let search = &seen["search"];
     assert_eq!(search["is_error"], false, "{search}");
@@ -115,6 +150,33 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     let result = &run["structured"]["records"][0];
     assert_eq!(result["type"], "result", "{run}");
     assert_eq!(result["answer"], "7", "{run}");
+    // The client asked for progress: one notification per turn, growing, out of 30.
+    let progress = seen["run_progress"].as_array().unwrap();
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|update| update["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(values, [1.0, 2.0], "{progress:?}");
+    assert_eq!(progress[0]["total"], 30.0);
+    let first = progress[0]["message"].as_str().unwrap();
+    assert!(first.starts_with("turn 1: 0 sub-calls, "), "{first}");
+    let last = progress[1]["message"].as_str().unwrap();
+    assert!(last.ends_with(" · answered"), "{last}");
+
+    // run over the store: the model's code found the chunk with search().
+    let run_store = &seen["run_store"];
+    assert_eq!(run_store["is_error"], false, "{run_store}");
+    let result = &run_store["structured"]["records"][0];
+    assert_eq!(result["answer"], "story.txt:1", "{run_store}");
+    let outside = &seen["run_store_outside"];
+    assert_eq!(outside["is_error"], true);
+    assert!(
+        outside["text"]
+            .as_str()
+            .unwrap()
+            .contains("outside the server's root"),
+        "{outside}"
+    );
 
     // Bad input: tool errors with the CLI's messages, and the session goes on.
     let wrong_type = &seen["wrong_type"];

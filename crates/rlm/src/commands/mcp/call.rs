@@ -11,15 +11,22 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use rmcp::model::{CallToolResult, ContentBlock};
 
+use super::progress::Reporter;
 use crate::cli::Cli;
 use crate::error::Shown;
+use crate::observers::observe;
 use crate::output::capture;
 
 /// What a finished command left: its result and what it printed.
 type Finished = (anyhow::Result<ExitCode>, Vec<u8>);
 
-/// Runs `rlm GLOBAL… ARGUMENTS…` in this process and returns its result for the client.
-pub async fn command(global: Vec<OsString>, arguments: Vec<OsString>) -> CallToolResult {
+/// Runs `rlm GLOBAL… ARGUMENTS…` in this process and returns its result for the client;
+/// with a `reporter`, the command's progress goes to the client as it runs.
+pub async fn command(
+    global: Vec<OsString>,
+    arguments: Vec<OsString>,
+    reporter: Option<Reporter>,
+) -> CallToolResult {
     let mut argv = vec![OsString::from("rlm")];
     argv.extend(global);
     argv.extend(arguments);
@@ -27,7 +34,24 @@ pub async fn command(global: Vec<OsString>, arguments: Vec<OsString>) -> CallToo
         Ok(cli) => cli,
         Err(err) => return refusal(err.render().to_string().trim_end()),
     };
-    isolated(move || crate::commands::dispatch(cli)).await
+    let Some(reporter) = reporter else {
+        return isolated(move || crate::commands::dispatch(cli)).await;
+    };
+    let (observers, mut updates) = super::progress::observers();
+    let call = isolated(move || observe(observers, || crate::commands::dispatch(cli)));
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            Some(update) = updates.recv() => reporter.send(update).await,
+            result = &mut call => {
+                // Every update before the result: the client forgets the token with it.
+                while let Ok(update) = updates.try_recv() {
+                    reporter.send(update).await;
+                }
+                return result;
+            }
+        }
+    }
 }
 
 /// Runs `command` on a thread of its own with its stdout collected; a panic becomes a tool

@@ -7,6 +7,8 @@
 //! does not: settings, errors and messages are the commands' own.
 
 mod call;
+mod outputs;
+mod progress;
 mod resources;
 mod root;
 mod tools;
@@ -141,7 +143,10 @@ impl ServerHandler for Server {
         let tools = self
             .tools
             .iter()
-            .map(|spec| Tool::new(spec.name, spec.description, Arc::new((spec.schema)())))
+            .map(|spec| {
+                Tool::new(spec.name, spec.description, Arc::new((spec.schema)()))
+                    .with_raw_output_schema(Arc::new((spec.output_schema)()))
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -149,7 +154,7 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = self.tools.iter().find(|spec| spec.name == request.name) else {
             let names: Vec<&str> = self.tools.iter().map(|spec| spec.name).collect();
@@ -164,7 +169,10 @@ impl ServerHandler for Server {
         };
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let result = match (spec.command_line)(arguments, &self.root) {
-            Ok(command_line) => call::command(self.global_arguments(), command_line).await,
+            Ok(command_line) => {
+                let reporter = progress::Reporter::for_request(&context);
+                call::command(self.global_arguments(), command_line, reporter).await
+            }
             Err(message) => call::refusal(&message),
         };
         Ok(result.into())

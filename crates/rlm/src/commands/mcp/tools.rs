@@ -7,19 +7,25 @@ use std::ffi::OsString;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::outputs::{self, Records};
 use super::root::Root;
 
-/// One tool: its name, what it is for, its argument schema, and its command line.
+/// One tool: its name, what it is for, its argument and result schemas, and its command line.
 pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub schema: fn() -> serde_json::Map<String, serde_json::Value>,
+    /// The schema of its `structuredContent`: `{"records": [...]}` of its command's records.
+    pub output_schema: fn() -> serde_json::Map<String, serde_json::Value>,
     /// The `rlm` arguments (after the global ones) for a call, or why the call is refused.
     pub command_line: fn(serde_json::Value, &Root) -> Result<Vec<OsString>, String>,
 }
 
 /// A tool's arguments: how they turn into an `rlm` command line.
 trait Arguments: for<'de> Deserialize<'de> + JsonSchema {
+    /// The records its command prints with `--json` (see `outputs.rs`).
+    type Record: JsonSchema;
+
     fn command_line(self, root: &Root) -> Result<Command, String>;
 }
 
@@ -27,19 +33,23 @@ fn spec<A: Arguments>(name: &'static str, description: &'static str) -> ToolSpec
     ToolSpec {
         name,
         description,
-        schema: || {
-            let schema = schemars::SchemaGenerator::default().into_root_schema_for::<A>();
-            match serde_json::to_value(schema) {
-                Ok(serde_json::Value::Object(object)) => object,
-                // A derived schema is always an object; an empty one accepts anything.
-                _ => serde_json::Map::new(),
-            }
-        },
+        schema: schema_of::<A>,
+        output_schema: schema_of::<Records<A::Record>>,
         command_line: |arguments, root| {
             let arguments: A = serde_json::from_value(arguments)
                 .map_err(|err| format!("error: invalid arguments: {err}"))?;
             Ok(arguments.command_line(root)?.0)
         },
+    }
+}
+
+/// The JSON schema schemars derives for `T`.
+fn schema_of<T: JsonSchema>() -> serde_json::Map<String, serde_json::Value> {
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    match serde_json::to_value(schema) {
+        Ok(serde_json::Value::Object(object)) => object,
+        // A derived schema is always an object; an empty one accepts anything.
+        _ => serde_json::Map::new(),
     }
 }
 
@@ -75,9 +85,10 @@ pub fn all() -> Vec<ToolSpec> {
         ),
         spec::<RunArguments>(
             "run",
-            "Answer a question over files with a recursive language model: the model writes \
-             code in a sandbox, calls sub-models and iterates until it answers, within the \
-             budgets given (rlm run). Uses rlm's own providers and keys.",
+            "Answer a question over files or the store with a recursive language model: the \
+             model writes code in a sandbox, calls sub-models and iterates until it answers, \
+             within the budgets given (rlm run). Uses rlm's own providers and keys. Sends a \
+             progress notification per turn when the call carries a progress token.",
         ),
         spec::<CtxArguments>(
             "ctx_assemble",
@@ -87,7 +98,8 @@ pub fn all() -> Vec<ToolSpec> {
         spec::<QueryArguments>(
             "query",
             "Answer an analytic question over the whole store: plan, search, extract findings \
-             from chunks in parallel and write a report citing chunk ids (rlm query).",
+             from chunks in parallel and write a report citing chunk ids (rlm query). Sends a \
+             progress notification per batch when the call carries a progress token.",
         ),
     ]
 }
@@ -144,6 +156,8 @@ struct InspectArguments {
 }
 
 impl Arguments for InspectArguments {
+    type Record = outputs::InspectRecord;
+
     fn command_line(self, root: &Root) -> Result<Command, String> {
         let mut command = Command::new(&["inspect"])
             .option("--text", self.text)
@@ -174,6 +188,8 @@ struct LoadArguments {
 }
 
 impl Arguments for LoadArguments {
+    type Record = outputs::LoadRecord;
+
     fn command_line(self, root: &Root) -> Result<Command, String> {
         let mut command = Command::new(&["load"])
             .option("--name", self.name)
@@ -196,6 +212,8 @@ impl Arguments for LoadArguments {
 struct ListArguments {}
 
 impl Arguments for ListArguments {
+    type Record = outputs::BufferRecord;
+
     fn command_line(self, _root: &Root) -> Result<Command, String> {
         Ok(Command::new(&["list"]))
     }
@@ -227,6 +245,8 @@ struct SearchArguments {
 }
 
 impl Arguments for SearchArguments {
+    type Record = outputs::SearchRecord;
+
     fn command_line(self, _root: &Root) -> Result<Command, String> {
         let mode = self.mode.map(|mode| match mode {
             SearchMode::Bm25 => "bm25",
@@ -271,6 +291,8 @@ struct GrepArguments {
 }
 
 impl Arguments for GrepArguments {
+    type Record = outputs::GrepRecord;
+
     fn command_line(self, _root: &Root) -> Result<Command, String> {
         Ok(Command::new(&["grep"])
             .each("--buffer", &self.buffers)
@@ -300,6 +322,8 @@ struct PeekArguments {
 }
 
 impl Arguments for PeekArguments {
+    type Record = outputs::PeekRecord;
+
     fn command_line(self, _root: &Root) -> Result<Command, String> {
         let command = Command::new(&["peek"])
             .option("--lines", self.lines)
@@ -322,6 +346,10 @@ struct RunArguments {
     context_files: Vec<String>,
     /// Inline context text.
     context: Option<String>,
+    /// Answer over a store instead of files: `true` for the store the other tools use, or a
+    /// store directory relative to the server's root. The model's code then gets
+    /// `buffers()`, `search()`, `get_chunks()`, `grep()` and `read()` (rlm run --store).
+    store: Option<StoreChoice>,
     /// Root model as `provider:model` (default from rlm's configuration).
     model: Option<String>,
     /// Model for sub-calls (default: the root model).
@@ -340,8 +368,29 @@ struct RunArguments {
     max_subcalls: Option<u64>,
 }
 
+/// `run`'s `store`: the server's store, or one named by its directory.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum StoreChoice {
+    /// `true`: the store the other tools use; `false`: none.
+    Default(bool),
+    /// A store directory, relative to the server's root.
+    Directory(String),
+}
+
 impl Arguments for RunArguments {
+    type Record = outputs::RunRecord;
+
     fn command_line(self, root: &Root) -> Result<Command, String> {
+        let store = match self.store {
+            None | Some(StoreChoice::Default(false)) => None,
+            Some(StoreChoice::Default(true)) => Some(OsString::from("--store")),
+            Some(StoreChoice::Directory(dir)) => {
+                let mut flag = OsString::from("--store=");
+                flag.push(root.inside(&dir)?);
+                Some(flag)
+            }
+        };
         let mut command = Command::new(&["run"])
             .option("--context", self.context)
             .option("--model", self.model)
@@ -352,6 +401,9 @@ impl Arguments for RunArguments {
             .option("--max-tokens", self.max_tokens)
             .option("--timeout", self.timeout_seconds)
             .option("--max-subcalls", self.max_subcalls);
+        if let Some(store) = store {
+            command = command.arg(store);
+        }
         for path in &self.context_files {
             command = command.arg("--context-file").arg(root.inside(path)?);
         }
@@ -371,6 +423,8 @@ struct CtxArguments {
 }
 
 impl Arguments for CtxArguments {
+    type Record = outputs::CtxRecord;
+
     fn command_line(self, root: &Root) -> Result<Command, String> {
         let dir = root.inside(self.dir.as_deref().unwrap_or("ctx"))?;
         Ok(Command::new(&["ctx", "--dir"])
@@ -406,6 +460,8 @@ struct QueryArguments {
 }
 
 impl Arguments for QueryArguments {
+    type Record = outputs::QueryRecord;
+
     fn command_line(self, _root: &Root) -> Result<Command, String> {
         Ok(Command::new(&["query"])
             .each("--buffer", &self.buffers)
@@ -417,5 +473,51 @@ impl Arguments for QueryArguments {
             .option("--max-tokens", self.max_tokens)
             .option("--timeout", self.timeout_seconds)
             .positional(&self.question))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command_line(tool: &str, arguments: serde_json::Value, root: &Root) -> Vec<String> {
+        let spec = all().into_iter().find(|spec| spec.name == tool).unwrap();
+        let words = (spec.command_line)(arguments, root).unwrap();
+        words
+            .into_iter()
+            .map(|word| word.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn run_over_the_store_names_the_default_store_or_a_directory_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        let run = |store: serde_json::Value| {
+            command_line(
+                "run",
+                serde_json::json!({ "query": "q", "store": store }),
+                &root,
+            )
+        };
+        assert_eq!(run(true.into()), ["run", "--store", "--", "q"]);
+        assert_eq!(run(false.into()), ["run", "--", "q"]);
+        let named = format!("--store={}", root.dir().join("stores/a").display());
+        assert_eq!(run("stores/a".into()), ["run", named.as_str(), "--", "q"]);
+
+        let spec = all().into_iter().find(|spec| spec.name == "run").unwrap();
+        let outside = serde_json::json!({ "query": "q", "store": "../elsewhere" });
+        let refusal = (spec.command_line)(outside, &root).unwrap_err();
+        assert!(refusal.contains("outside the server's root"), "{refusal}");
+    }
+
+    #[test]
+    fn every_tool_declares_its_records_as_the_output_schema() {
+        for spec in all() {
+            let schema = (spec.output_schema)();
+            assert_eq!(schema["type"], "object", "{}", spec.name);
+            assert_eq!(schema["required"], serde_json::json!(["records"]));
+            assert_eq!(schema["properties"]["records"]["type"], "array");
+        }
     }
 }

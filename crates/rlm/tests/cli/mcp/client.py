@@ -39,15 +39,45 @@ async def main(binary, root):
             seen["protocol"] = init.protocolVersion
             tools = await session.list_tools()
             seen["tools"] = {tool.name: tool.inputSchema for tool in tools.tools}
+            seen["output_schemas"] = {tool.name: tool.outputSchema for tool in tools.tools}
+
+            # Every successful call below is checked by the SDK itself: it validates
+            # structuredContent against the tool's outputSchema and raises when they differ.
+            seen["valid"] = {
+                name: tool_result(await session.call_tool(name, arguments))
+                for name, arguments in [
+                    ("inspect", {"paths": ["story.txt"]}),
+                    ("load", {"paths": ["story.txt"], "name": "story.txt", "chunk_size": 70}),
+                    ("grep", {"pattern": "keeper", "context": 1}),
+                    ("peek", {"buffer": "story.txt", "lines": "1:2"}),
+                    ("ctx_assemble", {}),
+                ]
+            }
 
             seen["search"] = tool_result(
                 await session.call_tool("search", {"query": "lighthouse keeper", "k": 2})
             )
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append({"progress": value, "total": total, "message": message})
+
             seen["run"] = tool_result(
                 await session.call_tool(
                     "run",
                     {"query": "What is the code?", "context": "the code is 7", "model": "openai:root"},
+                    progress_callback=on_progress,
                 )
+            )
+            seen["run_progress"] = progress
+            seen["run_store"] = tool_result(
+                await session.call_tool(
+                    "run",
+                    {"query": "Where is the keeper?", "store": True, "model": "openai:store"},
+                )
+            )
+            seen["run_store_outside"] = tool_result(
+                await session.call_tool("run", {"query": "x", "store": "../elsewhere"})
             )
             seen["wrong_type"] = tool_result(await session.call_tool("search", {"query": 5}))
             seen["missing"] = tool_result(await session.call_tool("peek", {"lines": "1:2"}))
