@@ -51,6 +51,7 @@ impl Plan {
         model: &str,
         stream: bool,
         capabilities: ModelCapabilities,
+        prompt_cache: bool,
     ) -> Result<Self> {
         let mut sent = request.clone();
         let mut client_stops = Vec::new();
@@ -60,7 +61,14 @@ impl Plan {
         if !capabilities.temperature {
             sent.temperature = None;
         }
-        let body = wire::request_body(kind, &sent, model, stream, capabilities.max_tokens_field);
+        let body = wire::request_body(
+            kind,
+            &sent,
+            model,
+            stream,
+            capabilities.max_tokens_field,
+            prompt_cache,
+        );
         let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
         Ok(Self { body, client_stops })
     }
@@ -104,7 +112,15 @@ impl LlmClient {
         let stream = on_text.is_some();
         let kind = slot.config.kind;
         let mut capabilities = self.capabilities_of(&model_ref);
-        let mut plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
+        let prompt_cache = self.shared.prompt_cache;
+        let mut plan = Plan::new(
+            kind,
+            request,
+            &model_ref.model,
+            stream,
+            capabilities,
+            prompt_cache,
+        )?;
 
         let mut retries = 0u32;
         let outcome = loop {
@@ -134,7 +150,14 @@ impl LlmClient {
                         );
                         self.learn(&model_ref, corrected);
                         capabilities = corrected;
-                        plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
+                        plan = Plan::new(
+                            kind,
+                            request,
+                            &model_ref.model,
+                            stream,
+                            capabilities,
+                            prompt_cache,
+                        )?;
                         continue;
                     }
                     let can_retry =

@@ -1,6 +1,7 @@
 //! The two wire formats: request bodies, response parsing, and streaming decoders.
 
 pub(crate) mod anthropic;
+mod anthropic_cache;
 mod anthropic_tools;
 pub(crate) mod openai;
 mod openai_tools;
@@ -21,16 +22,20 @@ pub(crate) struct Parsed {
 }
 
 /// The request body for `kind`. `model` is the name without the provider prefix.
+/// `prompt_cache` places Anthropic's cache breakpoints; OpenAI-compatible servers cache
+/// prefixes on their own, and the body never carries anything per call before the messages
+/// that would break a prefix.
 pub(crate) fn request_body(
     kind: ProviderKind,
     request: &ChatRequest,
     model: &str,
     stream: bool,
     max_tokens_field: MaxTokensField,
+    prompt_cache: bool,
 ) -> serde_json::Value {
     match kind {
         ProviderKind::OpenAi => openai::request_body(request, model, stream, max_tokens_field),
-        ProviderKind::Anthropic => anthropic::request_body(request, model, stream),
+        ProviderKind::Anthropic => anthropic::request_body(request, model, stream, prompt_cache),
     }
 }
 
