@@ -37,9 +37,7 @@ impl CacheHit {
     /// `usage` with these cache counts, as parts of its input tokens.
     pub(crate) fn apply(self, mut usage: Usage) -> Usage {
         usage.cache_read_tokens = self.read.min(usage.input_tokens);
-        usage.cache_write_tokens = self
-            .write
-            .min(usage.input_tokens - usage.cache_read_tokens);
+        usage.cache_write_tokens = self.write.min(usage.input_tokens - usage.cache_read_tokens);
         usage
     }
 }
@@ -145,7 +143,12 @@ fn anthropic_blocks(body: &Value) -> Vec<Block> {
             breakpoint,
         });
     };
-    for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         add("tool", tool, 0);
     }
     let sections = std::iter::once(("system", body.get("system"))).chain(
@@ -160,7 +163,9 @@ fn anthropic_blocks(body: &Value) -> Vec<Block> {
     );
     for (role, content) in sections {
         match content {
-            Some(Value::String(text)) => add(role, &json!({"type": "text", "text": text}), text.len()),
+            Some(Value::String(text)) => {
+                add(role, &json!({"type": "text", "text": text}), text.len())
+            }
             Some(Value::Array(items)) => {
                 for item in items {
                     add(role, item, block_bytes(item));
@@ -184,7 +189,9 @@ fn block_bytes(block: &Value) -> usize {
         _ => 0,
     };
     match block.get("type").and_then(Value::as_str) {
-        Some("tool_use") => block.get("input").map_or(0, |input| input.to_string().len()),
+        Some("tool_use") => block
+            .get("input")
+            .map_or(0, |input| input.to_string().len()),
         Some("tool_result") => text(block.get("content")),
         _ => text(block.get("text")),
     }
@@ -228,7 +235,8 @@ impl Prompt {
     }
 
     fn mark(&mut self, marker: &[u8]) {
-        self.markers.extend(self.bytes.len()..self.bytes.len() + marker.len());
+        self.markers
+            .extend(self.bytes.len()..self.bytes.len() + marker.len());
         self.bytes.extend_from_slice(marker);
     }
 

@@ -126,7 +126,11 @@ mod tests {
     fn conversation(turns: usize) -> ChatRequest {
         let mut request = ChatRequest::new("claude")
             .system("You write code.")
-            .tool(ToolDefinition::new("get", "Fetch.", json!({"type": "object"})))
+            .tool(ToolDefinition::new(
+                "get",
+                "Fetch.",
+                json!({"type": "object"}),
+            ))
             .user("the question");
         for turn in 0..turns {
             if turn % 3 == 2 {
@@ -152,7 +156,10 @@ mod tests {
         for turns in 0..60 {
             let body = request_body(&conversation(turns), "claude", false, true);
             let breakpoints = count(&body);
-            assert!(breakpoints <= MAX_BREAKPOINTS, "{turns} turns: {breakpoints}");
+            assert!(
+                breakpoints <= MAX_BREAKPOINTS,
+                "{turns} turns: {breakpoints}"
+            );
             let messages = body["messages"].as_array().unwrap().len();
             // The system prompt always; the newest message and the previous call's end once
             // the conversation is multi-turn.
@@ -167,7 +174,10 @@ mod tests {
                 assert!(marked(&body, messages - 1), "{turns} turns: newest message");
             }
             if turns > 1 {
-                assert!(marked(&body, messages - 3), "{turns} turns: previous call's end");
+                assert!(
+                    marked(&body, messages - 3),
+                    "{turns} turns: previous call's end"
+                );
             }
         }
     }

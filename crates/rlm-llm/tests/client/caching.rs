@@ -59,7 +59,11 @@ fn sonnet_prices() -> PriceTable {
 async fn anthropic_calls_read_what_the_call_before_wrote_whole_and_streamed() {
     let server = server().await;
     scripted(&server, "claude-cached", 8);
-    let client = server.client_builder().prices(sonnet_prices()).build().unwrap();
+    let client = server
+        .client_builder()
+        .prices(sonnet_prices())
+        .build()
+        .unwrap();
     let model = format!("{FAKE_ANTHROPIC}:claude-cached");
     let answers = converse(&client, &model, 8).await;
     let usage: Vec<Usage> = answers.iter().map(|answer| answer.usage).collect();
@@ -130,7 +134,10 @@ async fn openai_reports_automatic_prefix_caching_whole_and_streamed() {
     server.script("gpt-cached", [FakeReply::text("a"), FakeReply::text("b")]);
     for _ in 0..2 {
         let short = ChatRequest::new("gpt-cached").user("short");
-        assert_eq!(client.chat(&short).await.unwrap().usage.cache_read_tokens, 0);
+        assert_eq!(
+            client.chat(&short).await.unwrap().usage.cache_read_tokens,
+            0
+        );
     }
     for seen in server.requests() {
         assert!(!seen.body.to_string().contains("cache_control"));
