@@ -52,6 +52,7 @@ impl Plan {
         model: &str,
         stream: bool,
         capabilities: ModelCapabilities,
+        prompt_cache: bool,
     ) -> Result<Self> {
         let wire = Wire::of(kind, capabilities);
         let mut sent = request.clone();
@@ -62,7 +63,14 @@ impl Plan {
         if !capabilities.temperature {
             sent.temperature = None;
         }
-        let body = wire::request_body(wire, &sent, model, stream, capabilities.max_tokens_field);
+        let body = wire::request_body(
+            wire,
+            &sent,
+            model,
+            stream,
+            capabilities.max_tokens_field,
+            prompt_cache,
+        );
         let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
         Ok(Self {
             body,
@@ -109,7 +117,15 @@ impl LlmClient {
         let stream = on_text.is_some();
         let kind = slot.config.kind;
         let mut capabilities = self.capabilities_of(&model_ref);
-        let mut plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
+        let prompt_cache = self.shared.prompt_cache;
+        let mut plan = Plan::new(
+            kind,
+            request,
+            &model_ref.model,
+            stream,
+            capabilities,
+            prompt_cache,
+        )?;
         // A refused parameter never changes the endpoint, so the URL holds for every attempt.
         let (url, headers) = endpoint(slot, plan.wire)?;
 
@@ -141,7 +157,14 @@ impl LlmClient {
                         );
                         self.learn(&model_ref, corrected);
                         capabilities = corrected;
-                        plan = Plan::new(kind, request, &model_ref.model, stream, capabilities)?;
+                        plan = Plan::new(
+                            kind,
+                            request,
+                            &model_ref.model,
+                            stream,
+                            capabilities,
+                            prompt_cache,
+                        )?;
                         continue;
                     }
                     let can_retry =

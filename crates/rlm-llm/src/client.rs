@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub recorder: Option<Recorder>,
     pub replayer: Option<Replayer>,
     pub capabilities: CapabilityTable,
+    /// Whether Anthropic requests carry cache breakpoints ([`LlmClientBuilder::prompt_cache`]).
+    pub prompt_cache: bool,
     /// Corrections learned from refusals, by `provider:model`, for the rest of the process.
     pub learned: std::sync::Mutex<BTreeMap<String, ModelCapabilities>>,
 }
@@ -70,6 +72,7 @@ pub struct LlmClientBuilder {
     record: Option<std::path::PathBuf>,
     replay: Option<std::path::PathBuf>,
     capabilities: CapabilityTable,
+    prompt_cache: bool,
 }
 
 impl Default for LlmClientBuilder {
@@ -85,6 +88,7 @@ impl Default for LlmClientBuilder {
             record: None,
             replay: None,
             capabilities: CapabilityTable::builtin(),
+            prompt_cache: true,
         }
     }
 }
@@ -153,6 +157,17 @@ impl LlmClientBuilder {
         self
     }
 
+    /// Whether to ask providers to cache prompt prefixes (default on). On, Anthropic requests
+    /// mark the system prompt and the growing conversation with `cache_control` breakpoints,
+    /// so each turn of a multi-turn run reads the previous turns from the cache at a tenth of
+    /// the input price instead of paying for them again; off, no request carries
+    /// `cache_control`. OpenAI-compatible servers cache prefixes automatically either way.
+    #[must_use]
+    pub fn prompt_cache(mut self, enabled: bool) -> Self {
+        self.prompt_cache = enabled;
+        self
+    }
+
     /// Uses this ledger (e.g. one with a [`crate::Budget`]).
     #[must_use]
     pub fn ledger(mut self, ledger: Arc<Ledger>) -> Self {
@@ -213,6 +228,7 @@ impl LlmClientBuilder {
                 recorder,
                 replayer,
                 capabilities: self.capabilities,
+                prompt_cache: self.prompt_cache,
                 learned: std::sync::Mutex::default(),
             }),
             ledger: self.ledger,

@@ -279,6 +279,24 @@ pub fn count(number: u64, noun: &str) -> String {
     }
 }
 
+/// What a call or a run read from and wrote to the providers' prompt caches, as
+/// ` · cache 4,200 read, 700 written` (a part that is zero left out), or nothing when both are.
+pub fn cache_note(usage: &rlm_llm::Usage) -> String {
+    let parts: Vec<String> = [
+        (usage.cache_read_tokens, "read"),
+        (usage.cache_write_tokens, "written"),
+    ]
+    .into_iter()
+    .filter(|(tokens, _)| *tokens > 0)
+    .map(|(tokens, verb)| format!("{} {verb}", rlm_engine::group_digits(tokens as usize)))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" · cache {}", parts.join(", "))
+    }
+}
+
 /// US dollars with four decimals. Never `$-0.0000`: a sum of no costs can be negative zero,
 /// and spend is never below zero.
 pub fn usd(amount: f64) -> String {
@@ -289,6 +307,23 @@ pub fn usd(amount: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_notes_name_only_what_happened() {
+        let usage = |read, write| rlm_llm::Usage {
+            input_tokens: 10_000,
+            output_tokens: 5,
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+        };
+        assert_eq!(cache_note(&usage(0, 0)), "");
+        assert_eq!(cache_note(&usage(4_200, 0)), " · cache 4,200 read");
+        assert_eq!(cache_note(&usage(0, 700)), " · cache 700 written");
+        assert_eq!(
+            cache_note(&usage(12_345, 700)),
+            " · cache 12,345 read, 700 written"
+        );
+    }
 
     #[test]
     fn counts_and_dollars_read_right() {

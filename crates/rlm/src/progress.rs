@@ -92,9 +92,10 @@ impl EventSink for StderrProgress {
             } => self.line(
                 *depth,
                 &format!(
-                    "{dim}model: {} in / {} out · total {}{dim:#}",
+                    "{dim}model: {} in / {} out{} · total {}{dim:#}",
                     group_digits(usage.input_tokens as usize),
                     group_digits(usage.output_tokens as usize),
+                    crate::output::cache_note(usage),
                     totals(progress)
                 ),
             ),

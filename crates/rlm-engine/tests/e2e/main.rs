@@ -11,6 +11,7 @@ use rlm_engine::{
 use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
 use rlm_sandbox::{Isolation, Limits, Sandbox};
 
+mod caching;
 mod cases;
 
 /// The fake server plus a builder wired to it and to the sandbox.

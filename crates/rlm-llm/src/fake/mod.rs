@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod cache;
 mod encode;
 mod reply;
 mod responses;
@@ -39,6 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+pub use cache::MIN_CACHED_TOKENS;
 pub use reply::{FakeBehavior, FakeReply, SeenRequest};
 
 use crate::client::LlmClientBuilder;
@@ -61,6 +63,8 @@ pub(crate) struct State {
     peak_in_flight: AtomicUsize,
     /// Models that refuse what OpenAI's reasoning models refuse.
     reasoning_models: Mutex<Vec<String>>,
+    /// Simulated prompt caches of both wire formats.
+    caches: Mutex<cache::PromptCaches>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -96,6 +100,19 @@ impl State {
                 ),
             ),
         }
+    }
+
+    /// What `seen` reads from and writes to the simulated prompt cache, for a reply that
+    /// answers (an error or a fault caches nothing) and whose usage is not scripted.
+    pub(crate) fn cache_hit(&self, seen: &SeenRequest, reply: &FakeReply) -> cache::CacheHit {
+        let answers = matches!(
+            reply.behavior,
+            FakeBehavior::Text(_) | FakeBehavior::ToolCalls { .. }
+        );
+        if !answers || reply.usage.is_some() {
+            return cache::CacheHit::default();
+        }
+        lock(&self.caches).account(seen)
     }
 
     pub(crate) fn latency(&self) -> Duration {

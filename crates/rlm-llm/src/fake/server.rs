@@ -12,6 +12,7 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::Value;
 
+use super::cache::CacheHit;
 use super::reply::{FakeBehavior, FakeReply, SeenRequest, estimated_usage};
 use super::{InFlight, State};
 use super::{encode, tools};
@@ -85,17 +86,19 @@ async fn handle(
         }
     };
     let reply = state.take_reply(&seen);
+    let cached = state.cache_hit(&seen, &reply);
     let delay = reply.delay.unwrap_or_else(|| state.latency());
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
-    respond(wire, &seen, reply, guard).await
+    respond(wire, &seen, reply, cached, guard).await
 }
 
 async fn respond(
     wire: ProviderKind,
     seen: &SeenRequest,
     reply: FakeReply,
+    cached: CacheHit,
     guard: InFlight,
 ) -> Response {
     let FakeReply {
@@ -154,7 +157,7 @@ async fn respond(
                     finish = "stop_sequence".to_owned();
                 }
             }
-            let usage = usage.unwrap_or_else(|| estimated_usage(seen, &text));
+            let usage = usage.unwrap_or_else(|| cached.apply(estimated_usage(seen, &text)));
             if !seen.stream {
                 return json_response(
                     200,
@@ -177,8 +180,9 @@ async fn respond(
                 finish
             };
             let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
-            let usage =
-                usage.unwrap_or_else(|| estimated_usage(seen, &(text.clone() + &arguments)));
+            let usage = usage.unwrap_or_else(|| {
+                cached.apply(estimated_usage(seen, &(text.clone() + &arguments)))
+            });
             if !seen.stream {
                 let body = tools::full_body(wire, &seen.model, &text, &calls, &finish, &usage);
                 return json_response(200, &[], &body);

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{EventError, Parsed, anthropic_tools, count};
+use super::{EventError, Parsed, anthropic_cache, anthropic_tools, count};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Message, Role, Usage};
 
@@ -12,23 +12,23 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; used when the request sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// From this many messages on, the conversation history is marked for caching as well.
-const MULTI_TURN_MESSAGES: usize = 3;
-
 /// Appended to the system prompt in JSON mode: the Messages API has no `response_format`.
 const JSON_INSTRUCTION: &str = "Answer with one JSON object and nothing else.";
 
-pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> Value {
-    // In a multi-turn conversation (the RLM loop) the history up to the newest message is the
-    // next call's prefix too, so the last message is a second cache breakpoint. Single-shot
-    // calls skip it: a cache write costs 1.25x input and would never be read.
+/// The request body; with `prompt_cache`, cache breakpoints go on the system prompt and the
+/// growing conversation ([`anthropic_cache`]).
+pub(crate) fn request_body(
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    prompt_cache: bool,
+) -> Value {
     // The Messages API has no system role: system messages join the system prompt.
     let (system_messages, turns): (Vec<&Message>, Vec<&Message>) = request
         .messages
         .iter()
         .partition(|message| message.role == Role::System);
-    let cache_last = turns.len() >= MULTI_TURN_MESSAGES;
-    let messages = anthropic_tools::messages(&turns, cache_last);
+    let messages = anthropic_tools::messages(&turns);
     let mut body = serde_json::Map::new();
     body.insert("model".into(), json!(model));
     body.insert(
@@ -48,12 +48,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         .collect();
     if !system_parts.is_empty() {
         let system = system_parts.join("\n\n");
-        // The system prompt is the stable prefix across an RLM run's calls, so it is marked
-        // for caching; later calls read it at a tenth of the input price.
-        body.insert(
-            "system".into(),
-            json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]),
-        );
+        body.insert("system".into(), json!([{"type": "text", "text": system}]));
     }
     body.insert("messages".into(), Value::Array(messages));
     if let Some(temperature) = request.temperature {
@@ -63,6 +58,9 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
         body.insert("stop_sequences".into(), json!(request.stop));
     }
     anthropic_tools::add_tools(&mut body, request);
+    if prompt_cache {
+        anthropic_cache::mark(&mut body);
+    }
     if stream {
         body.insert("stream".into(), json!(true));
     }
@@ -240,7 +238,7 @@ mod tests {
             .user("hi")
             .stop("END")
             .temperature(0.0);
-        let body = request_body(&request, "claude-sonnet-4-5", false);
+        let body = request_body(&request, "claude-sonnet-4-5", false, true);
         assert_eq!(body["system"][0]["text"], "stable prefix");
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
@@ -250,10 +248,10 @@ mod tests {
 
     #[test]
     fn multi_turn_history_gets_a_cache_breakpoint_single_shot_does_not() {
-        let single = request_body(&ChatRequest::new("x").user("q"), "m", false);
+        let single = request_body(&ChatRequest::new("x").user("q"), "m", false, true);
         assert_eq!(single["messages"][0]["content"], "q");
         let turns = ChatRequest::new("x").user("q1").assistant("a1").user("q2");
-        let body = request_body(&turns, "m", false);
+        let body = request_body(&turns, "m", false, true);
         assert_eq!(body["messages"][0]["content"], "q1");
         assert_eq!(body["messages"][2]["content"][0]["text"], "q2");
         assert_eq!(
@@ -275,7 +273,7 @@ mod tests {
     fn system_messages_join_the_system_prompt() {
         let mut request = ChatRequest::new("x").system("first").user("q");
         request.messages.insert(0, Message::system("second"));
-        let body = request_body(&request, "m", false);
+        let body = request_body(&request, "m", false, true);
         assert_eq!(body["system"][0]["text"], "first\n\nsecond");
         assert_eq!(body["messages"].as_array().unwrap().len(), 1);
         assert_eq!(body["messages"][0]["role"], "user");

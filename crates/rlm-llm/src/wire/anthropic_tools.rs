@@ -42,8 +42,8 @@ struct Turn {
 }
 
 /// The `messages` array for the non-system turns. A turn that is one text block goes as a
-/// plain string; with `cache_last` the last turn's last block gets a cache breakpoint.
-pub(crate) fn messages(turns: &[&Message], cache_last: bool) -> Vec<Value> {
+/// plain string.
+pub(crate) fn messages(turns: &[&Message]) -> Vec<Value> {
     let mut built: Vec<Turn> = Vec::with_capacity(turns.len());
     for message in turns {
         let joins_tool_results = built.last().is_some_and(|turn| turn.has_tool_results);
@@ -91,24 +91,13 @@ pub(crate) fn messages(turns: &[&Message], cache_last: bool) -> Vec<Value> {
             },
         }
     }
-    let last = built.len().saturating_sub(1);
     built
         .into_iter()
-        .enumerate()
-        .map(|(index, mut turn)| {
-            if cache_last
-                && index == last
-                && let Some(block) = turn.blocks.last_mut()
-            {
-                block["cache_control"] = json!({"type": "ephemeral"});
-                return json!({"role": turn.role, "content": turn.blocks});
+        .map(|turn| match turn.blocks.as_slice() {
+            [only] if only["type"] == "text" => {
+                json!({"role": turn.role, "content": only["text"]})
             }
-            match turn.blocks.as_slice() {
-                [only] if only["type"] == "text" => {
-                    json!({"role": turn.role, "content": only["text"]})
-                }
-                _ => json!({"role": turn.role, "content": turn.blocks}),
-            }
+            _ => json!({"role": turn.role, "content": turn.blocks}),
         })
         .collect()
 }
@@ -243,7 +232,7 @@ mod tests {
             ToolOutput::error("bad JSON"),
         ));
         request.messages.push(Message::user("Answer now."));
-        let body = request_body(&request, "claude", false);
+        let body = request_body(&request, "claude", false, true);
         assert_eq!(body["tools"][0]["name"], "get_chunks");
         assert_eq!(body["tools"][0]["input_schema"], schema);
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
@@ -275,7 +264,7 @@ mod tests {
             ),
         ];
         for (choice, wire) in choices {
-            let body = request_body(&request.clone().tool_choice(choice), "claude", false);
+            let body = request_body(&request.clone().tool_choice(choice), "claude", false, true);
             assert_eq!(body["tool_choice"], wire);
         }
     }

@@ -1,6 +1,7 @@
 //! The two wire formats: request bodies, response parsing, and streaming decoders.
 
 pub(crate) mod anthropic;
+mod anthropic_cache;
 mod anthropic_tools;
 pub(crate) mod openai;
 mod openai_tools;
@@ -58,17 +59,21 @@ impl Wire {
 }
 
 /// The request body for `wire`. `model` is the name without the provider prefix.
+/// `prompt_cache` places Anthropic's cache breakpoints; OpenAI-compatible servers cache
+/// prefixes on their own, and the body never carries anything per call before the messages
+/// that would break a prefix.
 pub(crate) fn request_body(
     wire: Wire,
     request: &ChatRequest,
     model: &str,
     stream: bool,
     max_tokens_field: MaxTokensField,
+    prompt_cache: bool,
 ) -> serde_json::Value {
     match wire {
         Wire::Chat => openai::request_body(request, model, stream, max_tokens_field),
         Wire::Responses => responses::request_body(request, model, stream),
-        Wire::Anthropic => anthropic::request_body(request, model, stream),
+        Wire::Anthropic => anthropic::request_body(request, model, stream, prompt_cache),
     }
 }
 

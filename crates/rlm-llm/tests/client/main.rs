@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod accounting;
+mod caching;
 mod cassette;
 mod faults;
 mod limiter;

@@ -39,6 +39,11 @@ pub struct LlmArgs {
     /// [env: RLM_MAX_OUTPUT_TOKENS].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_output_tokens: Option<u32>,
+    /// Send no prompt-caching breakpoints (Anthropic `cache_control`); by default the system
+    /// prompt and the growing conversation are cached so each turn reads the earlier ones at
+    /// a tenth of the input price [env: RLM_PROMPT_CACHE=0].
+    #[arg(long)]
+    pub no_prompt_cache: bool,
 }
 
 /// Parses a positive number of seconds, at most a day. Zero is refused: it would end every

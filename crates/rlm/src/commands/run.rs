@@ -118,6 +118,8 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
                 "subcalls": result.outcome.subcalls,
             },
             "tokens": result.outcome.usage.total.usage.total(),
+            "cache_read_tokens": result.outcome.usage.total.usage.cache_read_tokens,
+            "cache_write_tokens": result.outcome.usage.total.usage.cache_write_tokens,
             "cost_usd": result.outcome.usage.total.cost_usd,
             "cost_is_partial": result.outcome.usage.total.cost_is_partial(),
             "seconds": result.outcome.seconds,
@@ -139,11 +141,12 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
             usd(total.cost_usd)
         };
         eprintln!(
-            "{} · {} · {} · {} tokens · {cost} · {:.1}s",
+            "{} · {} · {} · {} tokens{} · {cost} · {:.1}s",
             result.outcome.status,
             count(u64::from(result.outcome.iterations), "turn"),
             count(total.calls, "model call"),
             rlm_engine::group_digits(total.usage.total() as usize),
+            crate::output::cache_note(&total.usage),
             result.outcome.seconds
         );
         if let Some(path) = &result.trajectory {

@@ -40,6 +40,9 @@ pub const RLM_TIMEOUT: &str = "RLM_TIMEOUT";
 pub const RLM_MAX_RETRIES: &str = "RLM_MAX_RETRIES";
 /// Output-token cap of one answer (`--max-output-tokens`).
 pub const RLM_MAX_OUTPUT_TOKENS: &str = "RLM_MAX_OUTPUT_TOKENS";
+/// Ask providers to cache prompt prefixes (`1`/`true`, the default, or `0`/`false`); `0` is
+/// the same as `--no-prompt-cache`.
+pub const RLM_PROMPT_CACHE: &str = "RLM_PROMPT_CACHE";
 
 // --- Provider keys and endpoints (read through `rlm_llm::BUILTIN_PROVIDERS`, listed here so
 // every variable rlm reads is in one place)

@@ -12,6 +12,8 @@
 //! max_retries = 4
 //! max_output_tokens = 8192    # per answer; default 8192, 32768 for reasoning models
 //! default_provider = "ollama" # for model names without `provider:`
+//! prompt_cache = true         # Anthropic cache breakpoints on the system prompt and the
+//!                             # growing conversation (default true; `--no-prompt-cache`)
 //!
 //! [llm.providers.local]       # add or override a provider
 //! kind = "openai"             # or "anthropic"
@@ -58,6 +60,7 @@ pub struct LlmConfig {
     pub max_retries: Option<u32>,
     pub max_output_tokens: Option<u32>,
     pub default_provider: Option<String>,
+    pub prompt_cache: Option<bool>,
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
     #[serde(default)]
@@ -98,6 +101,8 @@ pub struct LlmSettings {
     pub capabilities: CapabilityTable,
     /// The output-token cap set by flag, environment or file; see [`LlmSettings::output_cap`].
     pub max_output_tokens: Option<u32>,
+    /// Whether requests ask for prompt caching (Anthropic `cache_control` breakpoints).
+    pub prompt_cache: bool,
 }
 
 /// Output-token cap of one answer when none is configured: a reply of the RLM loop is a code
@@ -190,6 +195,13 @@ impl LlmSettings {
         if max_output_tokens == Some(0) {
             return Err(input_error("max_output_tokens must be at least 1").into());
         }
+        let prompt_cache = if args.no_prompt_cache {
+            false
+        } else {
+            env.switch(env::RLM_PROMPT_CACHE)?
+                .or(config.prompt_cache)
+                .unwrap_or(true)
+        };
         let retry = RetryPolicy {
             max_retries: max_retries.unwrap_or(RetryPolicy::default().max_retries),
             ..RetryPolicy::default()
@@ -269,6 +281,7 @@ impl LlmSettings {
             prices,
             capabilities,
             max_output_tokens,
+            prompt_cache,
         })
     }
 
@@ -303,7 +316,8 @@ impl LlmSettings {
             .retry(self.retry)
             .request_timeout(self.request_timeout)
             .prices(self.prices.clone())
-            .capabilities(self.capabilities.clone());
+            .capabilities(self.capabilities.clone())
+            .prompt_cache(self.prompt_cache);
         for provider in &self.providers {
             builder = builder.provider(provider.clone());
         }
@@ -454,6 +468,32 @@ mod tests {
         let merged = resolve(&both, &env, &flags);
         assert_eq!(merged.model.as_deref(), Some("flag:m"));
         assert_eq!(merged.request_timeout, Duration::from_secs(13));
+    }
+
+    #[test]
+    fn prompt_caching_is_on_unless_a_layer_turns_it_off() {
+        let resolve = |file: Option<&str>, env: &[(&str, &str)], off_flag: bool| {
+            let args = LlmArgs {
+                no_prompt_cache: off_flag,
+                ..LlmArgs::default()
+            };
+            LlmSettings::resolve(&args, &Layout::new(None, file).sources(env))
+                .unwrap()
+                .prompt_cache
+        };
+        let off = Some("[llm]\nprompt_cache = false\n");
+        let on = Some("[llm]\nprompt_cache = true\n");
+        assert!(resolve(None, &[], false));
+        assert!(!resolve(off, &[], false));
+        assert!(resolve(off, &[("RLM_PROMPT_CACHE", "1")], false));
+        assert!(!resolve(on, &[("RLM_PROMPT_CACHE", "off")], false));
+        assert!(!resolve(on, &[("RLM_PROMPT_CACHE", "true")], true));
+        let bad = LlmSettings::resolve(
+            &LlmArgs::default(),
+            &Layout::new(None, None).sources(&[("RLM_PROMPT_CACHE", "sometimes")]),
+        )
+        .unwrap_err();
+        assert!(bad.to_string().contains("RLM_PROMPT_CACHE"), "{bad}");
     }
 
     #[test]

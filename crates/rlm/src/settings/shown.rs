@@ -84,6 +84,7 @@ pub fn settings(sources: &Sources, config: &LoadedConfig) -> Vec<Shown> {
         Plain::new("llm.max_retries", Some(env::RLM_MAX_RETRIES))
             .default(i64::from(RetryPolicy::default().max_retries)),
         Plain::new("llm.default_provider", None),
+        Plain::new("llm.prompt_cache", Some(env::RLM_PROMPT_CACHE)).default(true),
         Plain::new("llm.record", Some(env::RLM_RECORD)),
         Plain::new("llm.replay", Some(env::RLM_REPLAY)),
         Plain::new("run.allow_models", None).default(toml::Value::Array(Vec::new())),
