@@ -7,6 +7,7 @@ mod cassette;
 mod faults;
 mod limiter;
 mod quirks;
+mod timeouts;
 mod tools;
 mod wire;
 
