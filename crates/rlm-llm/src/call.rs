@@ -41,6 +41,8 @@ impl AttemptError {
 /// the client applies itself.
 struct Plan {
     body: Vec<u8>,
+    /// Whether the body asks for a streamed answer.
+    stream: bool,
     client_stops: Vec<String>,
     wire: Wire,
 }
@@ -74,6 +76,7 @@ impl Plan {
         let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
         Ok(Self {
             body,
+            stream,
             client_stops,
             wire,
         })
@@ -114,7 +117,9 @@ impl LlmClient {
         }
 
         let slot = self.slot(&model_ref, &request.model)?;
-        let stream = on_text.is_some();
+        // Streamed even without a caller's sink, so the idle timeout, not one total timeout,
+        // bounds an answer in progress.
+        let stream = on_text.is_some() || self.shared.stream;
         let kind = slot.config.kind;
         let mut capabilities = self.capabilities_of(&model_ref);
         let prompt_cache = self.shared.prompt_cache;
@@ -275,13 +280,17 @@ impl LlmClient {
                 .ok_or_else(deadline_error)?,
             None => Duration::MAX,
         };
-        let limit = timeout.min(remaining);
-        // Headers and a whole (non-streamed) body share one attempt deadline; a stream instead
-        // gets `limit` of silence between chunks, since long answers legitimately take minutes.
-        let attempt_deadline = instant_after(limit);
+        // Counted from here, after the limiter: time queued behind other calls to the same
+        // provider is not the server's. Headers, a whole (non-streamed) body and, when
+        // streaming, the first piece of the answer share this deadline; once the answer has
+        // started, each gap between two chunks gets the idle timeout instead, since a long
+        // answer legitimately takes minutes.
+        let attempt_deadline = instant_after(timeout.min(remaining));
         let overall_deadline = self.deadline.map(tokio::time::Instant::from_std);
+        let past_overall =
+            || overall_deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
         let timed_out = |url: &str| {
-            if overall_deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
+            if past_overall() {
                 deadline_error()
             } else {
                 AttemptError {
@@ -293,6 +302,16 @@ impl LlmClient {
                     headers: None,
                     rejected: None,
                 }
+            }
+        };
+        let stalled = |url: &str| {
+            if past_overall() {
+                deadline_error()
+            } else {
+                AttemptError::fatal(Error::Stalled {
+                    url: redact_url(url),
+                    idle: self.shared.idle_timeout,
+                })
             }
         };
         let send = self
@@ -338,7 +357,7 @@ impl LlmClient {
                 detail,
             })
         };
-        let Some(sink) = on_text.as_mut() else {
+        if !plan.stream {
             let bytes = match tokio::time::timeout_at(attempt_deadline, response.bytes()).await {
                 // The server had started its answer: asking again would start it over.
                 Err(_) => return Err(producing_timed_out(timed_out(url))),
@@ -349,7 +368,7 @@ impl LlmClient {
             let mut parsed = wire::parse_response(plan.wire, &bytes).map_err(decode_error)?;
             apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
             return Ok(parsed);
-        };
+        }
         let mut cutter = StopCutter::new(plan.client_stops.clone());
         let mut decoder = StreamDecoder::new(plan.wire);
         let mut parser = SseParser::default();
@@ -363,14 +382,22 @@ impl LlmClient {
             headers: None,
             rejected: None,
         };
+        let idle = self.shared.idle_timeout;
+        // Nobody sees the pieces: a stream cut at a client-side stop sequence is read to its
+        // end, as a whole body would have been, for the usage the provider reports last.
+        let drain = on_text.is_none();
+        // Bytes of the body arrived: a timeout from now on is not retried.
         let mut producing = false;
-        while !decoder.is_done() && !cutter.stopped() {
-            // While streaming, the timeout bounds the silence between two chunks.
-            let silence_limit = match overall_deadline {
-                Some(deadline) => instant_after(timeout).min(deadline),
-                None => instant_after(timeout),
+        while !decoder.is_done() && !(cutter.stopped() && !drain) {
+            let started = decoder.started();
+            let limit = if started {
+                let gap_end = instant_after(idle);
+                overall_deadline.map_or(gap_end, |deadline| gap_end.min(deadline))
+            } else {
+                attempt_deadline
             };
-            let chunk = match tokio::time::timeout_at(silence_limit, chunks.next()).await {
+            let chunk = match tokio::time::timeout_at(limit, chunks.next()).await {
+                Err(_) if started => return Err(stalled(url)),
                 Err(_) if producing => return Err(producing_timed_out(timed_out(url))),
                 Err(_) => return Err(timed_out(url)),
                 Ok(None) => return Err(interrupted()),
@@ -396,11 +423,13 @@ impl LlmClient {
                 })?;
                 if let Some(piece) = decoded {
                     let passed = cutter.push(&piece);
-                    if !passed.is_empty() {
+                    if !passed.is_empty()
+                        && let Some(sink) = on_text.as_mut()
+                    {
                         *emitted = true;
                         sink(&passed);
                     }
-                    if cutter.stopped() {
+                    if cutter.stopped() && !drain {
                         // As a provider would: nothing after the stop sequence. Leaving the loop
                         // drops the body stream, which closes the connection.
                         break;
@@ -411,7 +440,9 @@ impl LlmClient {
         drop(chunks);
         drop(permit);
         let rest = cutter.finish();
-        if !rest.is_empty() {
+        if !rest.is_empty()
+            && let Some(sink) = on_text.as_mut()
+        {
             *emitted = true;
             sink(&rest);
         }

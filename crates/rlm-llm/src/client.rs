@@ -16,9 +16,15 @@ use crate::retry::RetryPolicy;
 use crate::types::{ChatRequest, ChatResponse};
 use crate::usage::{Ledger, Price, PriceTable};
 
-/// Default limit for one attempt (connect, send, and the whole answer or, when streaming, the
-/// gap between two pieces of it).
+/// Default limit for one attempt until its answer starts: connect, send, the server's queue and
+/// prompt processing, up to the first piece of the answer (for an answer that is not streamed,
+/// the whole answer). Time spent waiting for the provider's limiter does not count.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default limit on the silence between two pieces of a streamed answer once it has started
+/// (never more than the request timeout). A model writing steadily is never cut by it, however
+/// long it writes; a server that stopped sending is given up on after this long.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +43,9 @@ pub(crate) struct Shared {
     pub default_provider: Option<String>,
     pub retry: RetryPolicy,
     pub request_timeout: Duration,
+    pub idle_timeout: Duration,
+    /// Whether [`LlmClient::chat`] asks for a streamed answer.
+    pub stream: bool,
     pub prices: PriceTable,
     pub recorder: Option<Recorder>,
     pub replayer: Option<Replayer>,
@@ -66,6 +75,8 @@ pub struct LlmClientBuilder {
     default_provider: Option<String>,
     retry: RetryPolicy,
     request_timeout: Duration,
+    idle_timeout: Duration,
+    stream: bool,
     connect_timeout: Duration,
     prices: PriceTable,
     ledger: Arc<Ledger>,
@@ -82,6 +93,8 @@ impl Default for LlmClientBuilder {
             default_provider: None,
             retry: RetryPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            stream: true,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             prices: PriceTable::builtin(),
             ledger: Ledger::new(),
@@ -128,10 +141,31 @@ impl LlmClientBuilder {
         self
     }
 
-    /// Sets the per-attempt timeout.
+    /// Sets the per-attempt timeout: how long an attempt may take until its answer starts (see
+    /// [`DEFAULT_REQUEST_TIMEOUT`]).
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the longest silence accepted between two pieces of a streamed answer (see
+    /// [`DEFAULT_IDLE_TIMEOUT`]); a longer request timeout does not lengthen it, a shorter one
+    /// shortens it.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Whether [`LlmClient::chat`] streams answers from the provider (default `true`). A
+    /// streamed answer is assembled into the same [`ChatResponse`] (usage included: OpenAI
+    /// requests ask for it with `stream_options`), and it is bounded by the idle timeout
+    /// instead of one total timeout. Turn it off for a server whose streaming is broken.
+    /// [`LlmClient::chat_streaming`] always streams.
+    #[must_use]
+    pub fn streaming(mut self, stream: bool) -> Self {
+        self.stream = stream;
         self
     }
 
@@ -224,6 +258,8 @@ impl LlmClientBuilder {
                 default_provider: self.default_provider,
                 retry: self.retry,
                 request_timeout: self.request_timeout,
+                idle_timeout: self.idle_timeout.min(self.request_timeout),
+                stream: self.stream,
                 prices: self.prices,
                 recorder,
                 replayer,
@@ -243,7 +279,10 @@ impl LlmClient {
         LlmClientBuilder::default()
     }
 
-    /// Sends one request and waits for the whole answer.
+    /// Sends one request and waits for the whole answer (streamed from the provider unless
+    /// [`LlmClientBuilder::streaming`] turned that off; retried as a whole whatever had
+    /// arrived, since nothing was shown yet — except after a timeout once the answer had
+    /// started, which another attempt would only repeat).
     ///
     /// Cancel safety: dropping the future aborts the HTTP request and frees its limiter slot;
     /// nothing is recorded for it.

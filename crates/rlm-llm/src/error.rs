@@ -32,9 +32,14 @@ pub enum Error {
         #[source]
         source: reqwest::Error,
     },
-    /// One attempt took longer than the per-request timeout (after retries).
+    /// One attempt's answer did not start within the per-request timeout (after retries), or
+    /// an answer that is not streamed did not finish within it.
     #[error("request to {url} timed out after {timeout:?}")]
     Timeout { url: String, timeout: Duration },
+    /// A streamed answer had started and then nothing more arrived for the idle timeout (not
+    /// retried: the server was generating, and another attempt would start over).
+    #[error("the answer from {url} stalled: nothing arrived for {idle:?}")]
+    Stalled { url: String, idle: Duration },
     /// The overall deadline passed before an answer arrived.
     #[error("deadline passed before model `{model}` answered")]
     DeadlineExceeded { model: String },
@@ -127,6 +132,7 @@ impl Error {
             }
             Self::Transport { .. }
             | Self::Timeout { .. }
+            | Self::Stalled { .. }
             | Self::StreamError { .. }
             | Self::StreamInterrupted { .. } => ErrorKind::Transient,
             Self::Status { .. }

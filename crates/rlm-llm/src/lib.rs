@@ -6,8 +6,12 @@
 //!   [`ProviderConfig`].
 //! - **Reliability**: jittered exponential backoff on connection errors, 408/409/429/5xx/529,
 //!   honouring `retry-after`, `retry-after-ms` and `x-ratelimit-reset-*`; no retry on other 4xx.
-//!   Per-attempt timeout, optional overall deadline, and one semaphore per provider shared by
-//!   every clone of the client.
+//!   Answers are streamed by default (also by [`LlmClient::chat`], which assembles the same
+//!   response), so a stalled server is detected after an idle gap ([`DEFAULT_IDLE_TIMEOUT`])
+//!   while a slow but steady answer runs to its end; the request timeout bounds the wait for the
+//!   answer to start, never the time a request queues for its provider's limiter. Optional
+//!   overall deadline, and one semaphore per provider shared by every clone of the client (one
+//!   request at a time for a server on this machine unless configured).
 //! - **Model quirks** ([`capabilities`]): parameters a model family refuses (`stop`,
 //!   `temperature` and `max_tokens` on OpenAI reasoning models) are left out, stop sequences
 //!   applied by the client instead; a 400 refusing such a parameter is retried once without it.
@@ -57,11 +61,15 @@ mod window;
 mod wire;
 
 pub use capabilities::{CapabilityTable, MaxTokensField, ModelCapabilities, OpenAiApi};
-pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmClientBuilder};
+pub use client::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient,
+    LlmClientBuilder,
+};
 pub use error::{Error, ErrorKind, Result, error_chain};
 pub use provider::{
-    ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
-    ProviderKind,
+    ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_LOCAL_MAX_CONCURRENCY,
+    DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig, ProviderKind, default_max_concurrency,
+    is_loopback_url,
 };
 pub use retry::RetryPolicy;
 pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};

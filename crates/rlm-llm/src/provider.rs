@@ -9,6 +9,39 @@ use crate::error::{Error, Result};
 /// Default number of requests in flight per provider.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
 
+/// Default number of requests in flight to a server on this machine (a loopback base URL:
+/// Ollama, llama.cpp, LM Studio, vLLM as installed locally). Such a server usually has one
+/// slot; requests beyond it wait in the server's queue, where their time counts against the
+/// request timeout, instead of in the client's, where it does not.
+pub const DEFAULT_LOCAL_MAX_CONCURRENCY: usize = 1;
+
+/// Whether `base_url` points at this machine: `localhost` (or a `*.localhost` name),
+/// `127.0.0.0/8` or `[::1]`.
+pub fn is_loopback_url(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(address) = bare.parse::<std::net::IpAddr>() {
+        return address.is_loopback();
+    }
+    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// The concurrency a provider at `base_url` gets unless configured:
+/// [`DEFAULT_LOCAL_MAX_CONCURRENCY`] on this machine, else [`DEFAULT_MAX_CONCURRENCY`].
+pub fn default_max_concurrency(base_url: &str) -> usize {
+    if is_loopback_url(base_url) {
+        DEFAULT_LOCAL_MAX_CONCURRENCY
+    } else {
+        DEFAULT_MAX_CONCURRENCY
+    }
+}
+
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,15 +108,17 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
-    /// A provider with no key requirement and the default concurrency.
+    /// A provider with no key requirement and the default concurrency for its URL
+    /// ([`default_max_concurrency`]).
     pub fn new(name: impl Into<String>, kind: ProviderKind, base_url: impl Into<String>) -> Self {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
         Self {
             name: name.into(),
             kind,
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            max_concurrency: default_max_concurrency(&base_url),
+            base_url,
             api_key: None,
             api_key_env: None,
-            max_concurrency: DEFAULT_MAX_CONCURRENCY,
         }
     }
 
@@ -304,6 +339,47 @@ mod tests {
             ModelRef::parse("nope:model", KNOWN, None),
             Err(Error::UnknownProvider { .. })
         ));
+    }
+
+    #[test]
+    fn servers_on_this_machine_default_to_one_request_at_a_time() {
+        for url in [
+            "http://localhost:11434/v1",
+            "http://LOCALHOST:8080/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://127.3.2.1/v1",
+            "http://[::1]:8000/v1",
+            "http://model.localhost/v1",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+            let config = ProviderConfig::new("p", ProviderKind::OpenAi, url);
+            assert_eq!(
+                config.max_concurrency, DEFAULT_LOCAL_MAX_CONCURRENCY,
+                "{url}"
+            );
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://10.0.0.5:11434/v1",
+            "http://localhost.example.com/v1",
+            "not a url",
+        ] {
+            assert!(!is_loopback_url(url), "{url}");
+        }
+        let lookup =
+            |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:8080/v1".to_owned());
+        let openai = BUILTIN_PROVIDERS[0].configure(&lookup);
+        assert_eq!(openai.max_concurrency, DEFAULT_LOCAL_MAX_CONCURRENCY);
+        let remote = BUILTIN_PROVIDERS[0].configure(&|_| None);
+        assert_eq!(remote.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        let ollama = BUILTIN_PROVIDERS
+            .iter()
+            .find(|b| b.name == "ollama")
+            .unwrap();
+        assert_eq!(
+            ollama.configure(&|_| None).max_concurrency,
+            DEFAULT_LOCAL_MAX_CONCURRENCY
+        );
     }
 
     #[test]

@@ -179,14 +179,19 @@ impl FakeServer {
         format!("http://{}", self.address)
     }
 
-    /// A provider named `name` speaking the OpenAI format to this server.
+    /// A provider named `name` speaking the OpenAI format to this server. It stands in for a
+    /// hosted API, so it gets a hosted API's default concurrency
+    /// ([`crate::DEFAULT_MAX_CONCURRENCY`]), not the one-at-a-time default of a loopback URL.
     pub fn openai_provider(&self, name: &str) -> ProviderConfig {
         ProviderConfig::new(name, ProviderKind::OpenAi, self.openai_base_url())
+            .max_concurrency(crate::DEFAULT_MAX_CONCURRENCY)
     }
 
-    /// A provider named `name` speaking the Anthropic format to this server.
+    /// A provider named `name` speaking the Anthropic format to this server (concurrency as
+    /// [`Self::openai_provider`]).
     pub fn anthropic_provider(&self, name: &str) -> ProviderConfig {
         ProviderConfig::new(name, ProviderKind::Anthropic, self.anthropic_base_url())
+            .max_concurrency(crate::DEFAULT_MAX_CONCURRENCY)
     }
 
     /// A client builder with providers [`FAKE_OPENAI`] (the default, so bare model names like

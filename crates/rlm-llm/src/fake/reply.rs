@@ -101,6 +101,14 @@ pub enum FakeBehavior {
     /// Start answering (the first part of this text when streaming, half the body otherwise),
     /// then send nothing more and keep the connection open: a server still generating.
     Stall(String),
+    /// A model writing steadily: when streaming, this text in `pieces` events with `gap`
+    /// between two of them; without streaming, the whole answer after `pieces × gap`, as a
+    /// server that answers when it is done.
+    SlowStream {
+        text: String,
+        pieces: usize,
+        gap: Duration,
+    },
     /// Answer with this status and exactly this JSON body.
     Body {
         status: u16,
@@ -199,6 +207,16 @@ impl FakeReply {
     /// Starts answering with `partial`, then goes silent with the connection open.
     pub fn stall(partial: impl Into<String>) -> Self {
         Self::of(FakeBehavior::Stall(partial.into()))
+    }
+
+    /// Writes `text` in `pieces` pieces with `gap` between them (see
+    /// [`FakeBehavior::SlowStream`]).
+    pub fn slow_stream(text: impl Into<String>, pieces: usize, gap: Duration) -> Self {
+        Self::of(FakeBehavior::SlowStream {
+            text: text.into(),
+            pieces: pieces.max(1),
+            gap,
+        })
     }
 
     /// Streams `partial` and then cuts the connection mid-event.

@@ -199,6 +199,24 @@ async fn respond(
         FakeBehavior::ErrorEvent(message) => {
             json_response(529, &[], &encode::error_body(wire, 529, &message))
         }
+        FakeBehavior::SlowStream { text, pieces, gap } => {
+            let usage = usage.unwrap_or_else(|| estimated_usage(seen, &text));
+            if !seen.stream {
+                tokio::time::sleep(gap.saturating_mul(u32::try_from(pieces).unwrap_or(u32::MAX)))
+                    .await;
+                let body = encode::full_body(wire, &seen.model, &text, &finish, &usage);
+                return json_response(200, &[], &body);
+            }
+            let mut events = encode::stream_head(wire, &seen.model, &usage);
+            let head = events.len();
+            let text_pieces = encode::pieces(&text, pieces);
+            let gaps = (head..head + text_pieces.len()).collect();
+            for piece in text_pieces {
+                events.push(encode::stream_delta(wire, &seen.model, piece));
+            }
+            events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
+            paced_response(events, End::Clean, gap, gaps, guard)
+        }
         FakeBehavior::Stall(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
             if !seen.stream {
@@ -251,10 +269,25 @@ pub(crate) enum End {
 }
 
 pub(crate) fn body_response(events: Vec<String>, end: End, guard: InFlight) -> Response {
+    paced_response(events, end, Duration::ZERO, Vec::new(), guard)
+}
+
+/// [`body_response`] waiting `gap` before each event whose index is in `gaps`.
+fn paced_response(
+    events: Vec<String>,
+    end: End,
+    gap: Duration,
+    gaps: Vec<usize>,
+    guard: InFlight,
+) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let _guard = guard;
+        let mut first = true;
         for (index, event) in events.into_iter().enumerate() {
+            if gaps.contains(&index) {
+                tokio::time::sleep(gap).await;
+            }
             let mut parts = vec![event];
             if index == 0 && parts[0].len() > 8 {
                 let first = parts.remove(0);
@@ -265,11 +298,15 @@ pub(crate) fn body_response(events: Vec<String>, end: End, guard: InFlight) -> R
                 parts = vec![first[..middle].to_owned(), first[middle..].to_owned()];
             }
             for part in parts {
+                // A pause between chunks makes them separate writes on the socket. None after
+                // the last: the request stops counting as in flight as soon as it is all sent.
+                if !first {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                first = false;
                 if sender.send(Ok(Bytes::from(part))).await.is_err() {
                     return;
                 }
-                // A yield between chunks makes them separate writes on the socket.
-                tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
         if end == End::Stall {

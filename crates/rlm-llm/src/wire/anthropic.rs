@@ -158,6 +158,9 @@ pub(crate) fn strip_json_fence(text: &mut String) {
 pub(crate) struct StreamState {
     pub parsed: Parsed,
     pub done: bool,
+    /// Whether a content block delta (text, tool input or thinking) arrived; `ping` and
+    /// `message_start` events do not count.
+    pub started: bool,
     usage: WireUsage,
     tool_calls: anthropic_tools::StreamedCalls,
 }
@@ -185,13 +188,21 @@ impl StreamState {
                 self.tool_calls.on_block_start(&value);
                 Ok(None)
             }
-            "content_block_delta" if self.tool_calls.on_delta(&value) => Ok(None),
+            "content_block_delta" if self.tool_calls.on_delta(&value) => {
+                self.started = true;
+                Ok(None)
+            }
             "content_block_delta" => match value.pointer("/delta/text").and_then(Value::as_str) {
                 Some(piece) if !piece.is_empty() => {
+                    self.started = true;
                     self.parsed.text.push_str(piece);
                     Ok(Some(piece.to_owned()))
                 }
-                _ => Ok(None),
+                _ => {
+                    // A thinking or signature delta: the model is writing.
+                    self.started = true;
+                    Ok(None)
+                }
             },
             "message_delta" => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {

@@ -129,6 +129,15 @@ impl StreamDecoder {
         }
     }
 
+    /// Whether the model has begun writing its answer (text, a tool call or reasoning), as
+    /// opposed to the stream's opening events.
+    pub fn started(&self) -> bool {
+        match self {
+            Self::OpenAi(state) => state.started,
+            Self::Anthropic(state) => state.started,
+        }
+    }
+
     /// Whether the final event arrived.
     pub fn is_done(&self) -> bool {
         match self {

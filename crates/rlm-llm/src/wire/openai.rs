@@ -93,6 +93,9 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
 pub(crate) struct StreamState {
     pub parsed: Parsed,
     pub done: bool,
+    /// Whether the model has begun its answer: text, a tool call or reasoning arrived (a
+    /// role-only first chunk or a usage chunk does not count).
+    pub started: bool,
     tool_calls: openai_tools::StreamedCalls,
 }
 
@@ -122,6 +125,20 @@ impl StreamState {
         }
         if let Some(delta) = choice.get("delta") {
             self.tool_calls.on_delta(delta);
+            // `reasoning_content` (llama.cpp, DeepSeek, vLLM) and `reasoning` (OpenRouter,
+            // Ollama) carry a thinking model's tokens before its answer.
+            let writes = |field: &str| match delta.get(field) {
+                None | Some(Value::Null) => false,
+                Some(Value::String(text)) => !text.is_empty(),
+                Some(Value::Array(items)) => !items.is_empty(),
+                Some(_) => true,
+            };
+            if ["content", "tool_calls", "reasoning_content", "reasoning"]
+                .into_iter()
+                .any(writes)
+            {
+                self.started = true;
+            }
         }
         match choice.pointer("/delta/content").and_then(Value::as_str) {
             Some(piece) if !piece.is_empty() => {
@@ -183,6 +200,32 @@ mod tests {
             request_body(&request, "qwen2.5:7b", false, plain)["max_tokens"],
             7
         );
+    }
+
+    #[test]
+    fn a_stream_starts_with_the_first_token_not_the_role_chunk() {
+        let mut state = StreamState::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.to_owned(),
+        };
+        for quiet in [
+            r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3}}"#,
+        ] {
+            state.on_event(&event(quiet)).unwrap();
+            assert!(!state.started, "{quiet}");
+        }
+        for data in [
+            r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"Let me think"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}"#,
+        ] {
+            let mut state = StreamState::default();
+            state.on_event(&event(data)).unwrap();
+            assert!(state.started, "{data}");
+        }
     }
 
     #[test]

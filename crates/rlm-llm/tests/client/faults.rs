@@ -122,20 +122,30 @@ async fn a_hang_times_out_per_attempt() {
 
 /// A server that went silent in the middle of its answer (a model that never stops, on a
 /// server that sends nothing more until it is done): the timeout is reported, not retried —
-/// another attempt would cost another whole timeout. Streamed, that holds even before any text
-/// (the stream had started), whole, once the body had started.
+/// another attempt would cost another whole timeout. A whole body times out once it had
+/// started; a stream that had opened but carried no token yet times out on the request
+/// timeout; one that had carried tokens stalls on the idle timeout — whether or not the
+/// caller sees the pieces.
 #[tokio::test]
 async fn a_timeout_while_the_server_is_answering_is_not_retried() {
-    for (stream, partial) in [(false, "runaway"), (true, ""), (true, "runaway")] {
+    for (streaming, sink, partial, stalls) in [
+        (false, false, "runaway", false),
+        (true, false, "", false),
+        (true, false, "runaway", true),
+        (true, true, "", false),
+        (true, true, "runaway", true),
+    ] {
+        let case = format!("streaming {streaming}, sink {sink}, {partial:?}");
         let server = server().await;
         server.script("m", [FakeReply::stall(partial), FakeReply::text("again")]);
         let client = server
             .client_builder()
             .retry(fast_retries(2))
             .request_timeout(Duration::from_millis(300))
+            .streaming(streaming)
             .build()
             .unwrap();
-        let err = if stream {
+        let err = if sink {
             client
                 .chat_streaming(&ask("m"), &mut |_| {})
                 .await
@@ -143,12 +153,12 @@ async fn a_timeout_while_the_server_is_answering_is_not_retried() {
         } else {
             client.chat(&ask("m")).await.unwrap_err()
         };
-        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
-        assert_eq!(
-            server.request_count(),
-            1,
-            "stream {stream}, {partial:?} was retried"
-        );
+        if stalls {
+            assert!(matches!(err, Error::Stalled { .. }), "{case}: {err:?}");
+        } else {
+            assert!(matches!(err, Error::Timeout { .. }), "{case}: {err:?}");
+        }
+        assert_eq!(server.request_count(), 1, "{case} was retried");
     }
 }
 
@@ -159,7 +169,12 @@ async fn malformed_json_is_a_decode_error() {
         "m",
         [FakeReply::malformed_json(), FakeReply::malformed_json()],
     );
-    let client = client(&server, 3);
+    let client = server
+        .client_builder()
+        .retry(fast_retries(3))
+        .streaming(false)
+        .build()
+        .unwrap();
     let err = client.chat(&ask("m")).await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
     let err = client
@@ -170,13 +185,27 @@ async fn malformed_json_is_a_decode_error() {
     assert_eq!(server.request_count(), 2);
 }
 
+/// A body or stream cut before the answer was shown to anyone is asked again, whether `chat`
+/// streamed it or not.
 #[tokio::test]
-async fn a_cut_body_without_streaming_is_retried_then_reported() {
-    let server = server().await;
-    server.script("m", [FakeReply::cut_stream("x"), FakeReply::text("ok")]);
-    let answer = client(&server, 2).chat(&ask("m")).await.unwrap();
-    assert_eq!(answer.text, "ok");
-    assert_eq!(answer.retries, 1);
+async fn a_cut_answer_nobody_saw_is_retried() {
+    for streaming in [false, true] {
+        let server = server().await;
+        server.script(
+            "m",
+            [FakeReply::cut_stream("part of it"), FakeReply::text("ok")],
+        );
+        let client = server
+            .client_builder()
+            .retry(fast_retries(2))
+            .streaming(streaming)
+            .build()
+            .unwrap();
+        let answer = client.chat(&ask("m")).await.unwrap();
+        assert_eq!(answer.text, "ok", "streaming {streaming}");
+        assert_eq!(answer.retries, 1);
+        assert_eq!(server.requests()[0].stream, streaming);
+    }
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod faults;
 mod limiter;
 mod quirks;
 mod responses;
+mod timeouts;
 mod tools;
 mod wire;
 

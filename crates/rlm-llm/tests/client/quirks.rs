@@ -66,7 +66,13 @@ async fn table_families_are_sent_right_the_first_time_whole_and_streamed() {
     let client = client(&server, 0);
     let answer = client.chat(&loop_request("gpt-5-mini")).await.unwrap();
     assert_eq!(answer.text, "```repl\nprint(2)\n");
+    assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
     assert_eq!(server.request_count(), 1);
+    // `chat` streams, but nobody sees the pieces: the stream is read past the stop to the
+    // usage OpenAI sends last, so the call is accounted for as a whole body would be.
+    assert!(server.requests()[0].stream);
+    assert!(answer.usage.input_tokens > 0, "{:?}", answer.usage);
+    assert!(answer.usage.output_tokens > 0, "{:?}", answer.usage);
 
     let mut pieces = String::new();
     let streamed = client

@@ -10,7 +10,18 @@ use rlm_llm::{
 };
 use serde_json::json;
 
-use crate::{client, server};
+use crate::{fast_retries, server};
+
+/// A client whose `chat` asks for whole bodies, so each test covers both shapes: `chat` whole,
+/// `chat_streaming` streamed.
+fn client(server: &FakeServer, max_retries: u32) -> LlmClient {
+    server
+        .client_builder()
+        .retry(fast_retries(max_retries))
+        .streaming(false)
+        .build()
+        .unwrap()
+}
 
 /// Both fake providers: (provider name, wire).
 const WIRES: [(&str, ProviderKind); 2] = [

@@ -5,54 +5,64 @@ use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, ProviderKind, Usage};
 
 use crate::{client, server};
 
+/// `chat` streams by default and assembles the answer a whole body would give (text, finish
+/// reason, usage with cache reads), asking OpenAI for the usage chunk; `streaming(false)` sends
+/// the same request for a whole body.
 #[tokio::test]
 async fn openai_request_and_response_round_trip() {
-    let server = server().await;
-    server.script(
-        "gpt-test",
-        [FakeReply::text("four").with_usage(Usage {
-            input_tokens: 40,
-            output_tokens: 2,
-            cache_read_tokens: 30,
-            cache_write_tokens: 0,
-        })],
-    );
-    let client = LlmClient::builder()
-        .provider(
-            server
-                .openai_provider("openai")
-                .api_key(Some(ApiKey::new("sk-test-key"))),
-        )
-        .build()
-        .unwrap();
-    let request = ChatRequest::new("openai:gpt-test")
-        .system("be brief")
-        .user("2+2?")
-        .temperature(0.0)
-        .max_tokens(5)
-        .stop("\n\n")
-        .json(true);
-    assert!(
-        !format!("{client:?}").contains("sk-test-key"),
-        "Debug leaked the key"
-    );
-    let answer = client.chat(&request).await.unwrap();
-    assert_eq!(answer.text, "four");
-    assert_eq!(answer.model, "openai:gpt-test");
-    assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
-    assert_eq!(answer.usage.input_tokens, 40);
-    assert_eq!(answer.usage.cache_read_tokens, 30);
-    assert_eq!(answer.retries, 0);
+    for stream in [true, false] {
+        let server = server().await;
+        server.script(
+            "gpt-test",
+            [FakeReply::text("four").with_usage(Usage {
+                input_tokens: 40,
+                output_tokens: 2,
+                cache_read_tokens: 30,
+                cache_write_tokens: 0,
+            })],
+        );
+        let client = LlmClient::builder()
+            .provider(
+                server
+                    .openai_provider("openai")
+                    .api_key(Some(ApiKey::new("sk-test-key"))),
+            )
+            .streaming(stream)
+            .build()
+            .unwrap();
+        let request = ChatRequest::new("openai:gpt-test")
+            .system("be brief")
+            .user("2+2?")
+            .temperature(0.0)
+            .max_tokens(5)
+            .stop("\n\n")
+            .json(true);
+        assert!(
+            !format!("{client:?}").contains("sk-test-key"),
+            "Debug leaked the key"
+        );
+        let answer = client.chat(&request).await.unwrap();
+        assert_eq!(answer.text, "four");
+        assert_eq!(answer.model, "openai:gpt-test");
+        assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(answer.usage.input_tokens, 40, "stream {stream}");
+        assert_eq!(answer.usage.cache_read_tokens, 30);
+        assert_eq!(answer.retries, 0);
 
-    let seen = &server.requests()[0];
-    assert_eq!(seen.wire, ProviderKind::OpenAi);
-    assert_eq!(seen.system.as_deref(), Some("be brief"));
-    assert_eq!(seen.last_user_message(), "2+2?");
-    assert_eq!(seen.header("authorization"), Some("Bearer sk-test-key"));
-    assert_eq!(seen.body["response_format"]["type"], "json_object");
-    assert_eq!(seen.body["stop"][0], "\n\n");
-    assert_eq!(seen.body["max_tokens"], 5);
-    assert!(!seen.stream);
+        let seen = &server.requests()[0];
+        assert_eq!(seen.wire, ProviderKind::OpenAi);
+        assert_eq!(seen.system.as_deref(), Some("be brief"));
+        assert_eq!(seen.last_user_message(), "2+2?");
+        assert_eq!(seen.header("authorization"), Some("Bearer sk-test-key"));
+        assert_eq!(seen.body["response_format"]["type"], "json_object");
+        assert_eq!(seen.body["stop"][0], "\n\n");
+        assert_eq!(seen.body["max_tokens"], 5);
+        assert_eq!(seen.stream, stream);
+        assert_eq!(
+            seen.body["stream_options"]["include_usage"].as_bool(),
+            stream.then_some(true)
+        );
+    }
 }
 
 #[tokio::test]

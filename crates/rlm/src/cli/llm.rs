@@ -24,12 +24,19 @@ pub struct LlmArgs {
     /// [env: RLM_REPLAY].
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
-    /// Requests in flight at once per provider [env: RLM_MAX_CONCURRENCY].
+    /// Requests in flight at once per provider (default 16, 1 for a server on this machine)
+    /// [env: RLM_MAX_CONCURRENCY].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_concurrency: Option<u32>,
-    /// Seconds one model request may take before it is retried [env: RLM_TIMEOUT].
+    /// Seconds a model request may take until its answer starts (time queued for the
+    /// provider's concurrency limit not counted); a timed-out request is retried unless the
+    /// answer had begun [env: RLM_TIMEOUT].
     #[arg(long = "request-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
+    /// Seconds of silence after which a streamed answer that had begun is given up on
+    /// (default 60; never more than --request-timeout) [env: RLM_IDLE_TIMEOUT].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub idle_timeout: Option<f64>,
     /// Retries per request on rate limits, server errors and dropped connections
     /// [env: RLM_MAX_RETRIES].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]

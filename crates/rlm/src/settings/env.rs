@@ -34,8 +34,12 @@ pub const RLM_RECORD: &str = "RLM_RECORD";
 pub const RLM_REPLAY: &str = "RLM_REPLAY";
 /// Requests in flight per provider, same as `--max-concurrency`.
 pub const RLM_MAX_CONCURRENCY: &str = "RLM_MAX_CONCURRENCY";
-/// Seconds one model request may take, same as `--timeout`.
+/// Seconds one model request may take until its answer starts, same as `--request-timeout`.
 pub const RLM_TIMEOUT: &str = "RLM_TIMEOUT";
+/// Longest silence inside a streamed answer, same as `--idle-timeout`.
+pub const RLM_IDLE_TIMEOUT: &str = "RLM_IDLE_TIMEOUT";
+/// Whether model answers are streamed (`0` asks for whole bodies).
+pub const RLM_STREAM: &str = "RLM_STREAM";
 /// Retries per model request, same as `--max-retries`.
 pub const RLM_MAX_RETRIES: &str = "RLM_MAX_RETRIES";
 /// Output-token cap of one answer (`--max-output-tokens`).

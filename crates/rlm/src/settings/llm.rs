@@ -7,8 +7,10 @@
 //! [llm]
 //! model = "anthropic:claude-sonnet-4-5"
 //! subcall_model = "anthropic:claude-haiku-4-5"
-//! max_concurrency = 16        # per provider
-//! timeout_secs = 300          # per request
+//! max_concurrency = 16        # per provider; default 16, 1 for a server on this machine
+//! timeout_secs = 300          # per request, until its answer starts
+//! idle_timeout_secs = 60      # longest silence inside a streamed answer
+//! stream = true               # stream answers (false: whole bodies, for broken servers)
 //! max_retries = 4
 //! max_output_tokens = 8192    # per answer; default 8192, 32768 for reasoning models
 //! default_provider = "ollama" # for model names without `provider:`
@@ -19,7 +21,7 @@
 //! kind = "openai"             # or "anthropic"
 //! base_url = "http://localhost:8000/v1"
 //! api_key_env = "LOCAL_KEY"   # or api_key = "..." (redacted in `rlm config show`)
-//! max_concurrency = 4
+//! max_concurrency = 4         # default 1 here: the base URL is on this machine
 //!
 //! [llm.prices."my-model"]     # USD per million tokens; extends the built-in table
 //! input_per_mtok = 1.0
@@ -57,6 +59,8 @@ pub struct LlmConfig {
     pub subcall_model: Option<String>,
     pub max_concurrency: Option<u32>,
     pub timeout_secs: Option<f64>,
+    pub idle_timeout_secs: Option<f64>,
+    pub stream: Option<bool>,
     pub max_retries: Option<u32>,
     pub max_output_tokens: Option<u32>,
     pub default_provider: Option<String>,
@@ -94,7 +98,12 @@ pub struct LlmSettings {
     pub replay: Option<PathBuf>,
     pub providers: Vec<ProviderConfig>,
     pub default_provider: Option<String>,
+    /// How long a request may take until its answer starts.
     pub request_timeout: Duration,
+    /// Longest silence inside a streamed answer once it has started.
+    pub idle_timeout: Duration,
+    /// Whether answers are streamed from the provider (also those a command shows whole).
+    pub stream: bool,
     pub retry: RetryPolicy,
     pub prices: PriceTable,
     /// Which parameters each model family accepts: built-in rules plus `[llm.capabilities]`.
@@ -173,15 +182,21 @@ impl LlmSettings {
         .or(config.timeout_secs);
         let request_timeout = match timeout_secs {
             None => rlm_llm::DEFAULT_REQUEST_TIMEOUT,
-            Some(seconds) => Duration::try_from_secs_f64(seconds)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    input_error(format!(
-                        "timeout {seconds} is not a positive number of seconds"
-                    ))
-                })?,
+            Some(seconds) => positive_duration(seconds, "timeout")?,
         };
+        let idle_secs = match args.idle_timeout {
+            Some(t) => Some(t),
+            None => env.number::<f64>(env::RLM_IDLE_TIMEOUT)?,
+        }
+        .or(config.idle_timeout_secs);
+        let idle_timeout = match idle_secs {
+            None => rlm_llm::DEFAULT_IDLE_TIMEOUT,
+            Some(seconds) => positive_duration(seconds, "idle timeout")?,
+        };
+        let stream = env
+            .switch(env::RLM_STREAM)?
+            .or(config.stream)
+            .unwrap_or(true);
         let max_retries = match args.max_retries {
             Some(n) => Some(n),
             None => env.number::<u32>(env::RLM_MAX_RETRIES)?,
@@ -234,6 +249,8 @@ impl LlmSettings {
             }
             if let Some(url) = file.base_url {
                 merged.base_url = url.trim_end_matches('/').to_owned();
+                // The default follows the URL the provider ends up with.
+                merged.max_concurrency = rlm_llm::default_max_concurrency(&merged.base_url);
             }
             if let Some(variable) = file.api_key_env {
                 merged.api_key = env.var(&variable).map(ApiKey::new);
@@ -277,6 +294,8 @@ impl LlmSettings {
             providers,
             default_provider: config.default_provider,
             request_timeout,
+            idle_timeout,
+            stream,
             retry,
             prices,
             capabilities,
@@ -315,6 +334,8 @@ impl LlmSettings {
         let mut builder = LlmClient::builder()
             .retry(self.retry)
             .request_timeout(self.request_timeout)
+            .idle_timeout(self.idle_timeout)
+            .streaming(self.stream)
             .prices(self.prices.clone())
             .capabilities(self.capabilities.clone())
             .prompt_cache(self.prompt_cache);
@@ -335,6 +356,19 @@ impl LlmSettings {
             .map_err(llm_error)
             .context("cannot set up the model client")
     }
+}
+
+/// `seconds` as a duration, or an input error naming `what` when it is not positive.
+fn positive_duration(seconds: f64, what: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            input_error(format!(
+                "{what} {seconds} is not a positive number of seconds"
+            ))
+            .into()
+        })
 }
 
 /// Everything `rlm chat` sends besides the prompt.
@@ -547,6 +581,81 @@ mod tests {
         };
         let merged = LlmSettings::merge(&flag, config(file), &lookup).unwrap();
         assert!(merged.providers.iter().all(|p| p.max_concurrency == 2));
+    }
+
+    /// A provider on this machine — built in (`ollama`), pointed there by a URL variable
+    /// (`openai`) or by a file (`local`) — sends one request at a time unless a setting says
+    /// otherwise; a hosted one sixteen; a file moving a built-in away from this machine moves
+    /// its default too.
+    #[test]
+    fn servers_on_this_machine_default_to_one_request_at_a_time() {
+        let concurrency = |merged: &LlmSettings, name: &str| {
+            merged
+                .providers
+                .iter()
+                .find(|p| p.name == name)
+                .unwrap()
+                .max_concurrency
+        };
+        let file = "[llm.providers.local]\nkind = 'openai'\nbase_url = 'http://127.0.0.1:8080/v1'\n\
+                    [llm.providers.vllm]\nbase_url = 'https://gpu.example/v1'\n";
+        let env = env_of(&[("OPENAI_BASE_URL", "http://localhost:8080/v1")]);
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(file), &env).unwrap();
+        let local = rlm_llm::DEFAULT_LOCAL_MAX_CONCURRENCY;
+        let hosted = rlm_llm::DEFAULT_MAX_CONCURRENCY;
+        assert_eq!(concurrency(&merged, "ollama"), local);
+        assert_eq!(concurrency(&merged, "openai"), local);
+        assert_eq!(concurrency(&merged, "local"), local);
+        assert_eq!(concurrency(&merged, "anthropic"), hosted);
+        assert_eq!(concurrency(&merged, "vllm"), hosted);
+
+        let pinned = format!("{file}[llm.providers.ollama]\nmax_concurrency = 4\n");
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(&pinned), &env).unwrap();
+        assert_eq!(concurrency(&merged, "ollama"), 4);
+        let everywhere = format!("[llm]\nmax_concurrency = 3\n{file}");
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(&everywhere), &env).unwrap();
+        assert_eq!(concurrency(&merged, "local"), 3);
+        let env = env_of(&[("RLM_MAX_CONCURRENCY", "2")]);
+        let merged = LlmSettings::merge(&LlmArgs::default(), config(file), &env).unwrap();
+        assert_eq!(concurrency(&merged, "ollama"), 2);
+    }
+
+    #[test]
+    fn idle_timeout_and_streaming_follow_the_layers() {
+        let none =
+            LlmSettings::merge(&LlmArgs::default(), LlmConfig::default(), &env_of(&[])).unwrap();
+        assert_eq!(none.idle_timeout, rlm_llm::DEFAULT_IDLE_TIMEOUT);
+        assert!(none.stream);
+        let file = "[llm]\nidle_timeout_secs = 5\nstream = false\n";
+        let from_file =
+            LlmSettings::merge(&LlmArgs::default(), config(file), &env_of(&[])).unwrap();
+        assert_eq!(from_file.idle_timeout, Duration::from_secs(5));
+        assert!(!from_file.stream);
+        let env = env_of(&[("RLM_IDLE_TIMEOUT", "7"), ("RLM_STREAM", "1")]);
+        let from_env = LlmSettings::merge(&LlmArgs::default(), config(file), &env).unwrap();
+        assert_eq!(from_env.idle_timeout, Duration::from_secs(7));
+        assert!(from_env.stream);
+        let flag = LlmArgs {
+            idle_timeout: Some(0.5),
+            ..LlmArgs::default()
+        };
+        let from_flag = LlmSettings::merge(&flag, config(file), &env).unwrap();
+        assert_eq!(from_flag.idle_timeout, Duration::from_millis(500));
+        for bad in [
+            "[llm]\nidle_timeout_secs = 0\n",
+            "[llm]\nidle_timeout_secs = -1\n",
+        ] {
+            let err =
+                LlmSettings::merge(&LlmArgs::default(), config(bad), &env_of(&[])).unwrap_err();
+            assert!(err.to_string().contains("idle timeout"), "{err}");
+        }
+        let err = LlmSettings::merge(
+            &LlmArgs::default(),
+            LlmConfig::default(),
+            &env_of(&[("RLM_STREAM", "sometimes")]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("RLM_STREAM"), "{err}");
     }
 
     #[test]

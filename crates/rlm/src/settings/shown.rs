@@ -77,10 +77,12 @@ pub fn settings(sources: &Sources, config: &LoadedConfig) -> Vec<Shown> {
         Plain::new("llm.model", Some(env::RLM_MODEL)),
         Plain::new("llm.subcall_model", Some(env::RLM_SUBCALL_MODEL)).note("the same as llm.model"),
         Plain::new("llm.max_concurrency", Some(env::RLM_MAX_CONCURRENCY))
-            .default(rlm_llm::DEFAULT_MAX_CONCURRENCY as i64)
-            .note("per provider"),
+            .note("per provider: see llm.providers.*.max_concurrency"),
         Plain::new("llm.timeout_secs", Some(env::RLM_TIMEOUT))
             .default(seconds(rlm_llm::DEFAULT_REQUEST_TIMEOUT)),
+        Plain::new("llm.idle_timeout_secs", Some(env::RLM_IDLE_TIMEOUT))
+            .default(seconds(rlm_llm::DEFAULT_IDLE_TIMEOUT)),
+        Plain::new("llm.stream", Some(env::RLM_STREAM)).default(true),
         Plain::new("llm.max_retries", Some(env::RLM_MAX_RETRIES))
             .default(i64::from(RetryPolicy::default().max_retries)),
         Plain::new("llm.default_provider", None),
@@ -268,12 +270,53 @@ fn provider(sources: &Sources, config: &LoadedConfig, name: &str) -> Vec<Shown> 
             None => (None, Origin::Default),
         },
     };
+    let concurrency = max_concurrency(sources, config, &base_url.0, file("max_concurrency"));
     vec![
         shown("kind", kind),
         shown("base_url", base_url),
         shown("api_key_env", key_variable),
         shown("api_key", api_key),
+        shown("max_concurrency", concurrency),
     ]
+}
+
+/// A provider's concurrency as `LlmSettings::resolve` sets it: the environment variable over
+/// the provider's own file key over `llm.max_concurrency` over the default for its base URL
+/// (one request at a time on this machine).
+fn max_concurrency(
+    sources: &Sources,
+    config: &LoadedConfig,
+    base_url: &Option<toml::Value>,
+    own: Option<(toml::Value, Origin)>,
+) -> (Option<toml::Value>, Origin) {
+    if let Some(value) = sources.env().var(env::RLM_MAX_CONCURRENCY) {
+        let origin = Origin::Env {
+            variable: env::RLM_MAX_CONCURRENCY.to_owned(),
+        };
+        return (Some(toml::Value::String(value)), origin);
+    }
+    let shared = || {
+        config.lookup("llm.max_concurrency").map(|(value, path)| {
+            let origin = Origin::File {
+                path: path.to_path_buf(),
+            };
+            (value.clone(), origin)
+        })
+    };
+    if let Some((value, origin)) = own.or_else(shared) {
+        return (Some(value), origin);
+    }
+    let url = base_url
+        .as_ref()
+        .and_then(toml::Value::as_str)
+        .unwrap_or("");
+    let default = rlm_llm::default_max_concurrency(url);
+    (
+        Some(toml::Value::Integer(
+            i64::try_from(default).unwrap_or(i64::MAX),
+        )),
+        Origin::Default,
+    )
 }
 
 #[cfg(test)]
@@ -331,6 +374,47 @@ mod tests {
             (&subcall.value, subcall.note),
             (&None, Some("the same as llm.model"))
         );
+    }
+
+    /// Each provider's concurrency is shown as resolved: one request at a time for a base URL
+    /// on this machine, sixteen for a hosted API, a provider's own key over `llm.max_concurrency`,
+    /// the environment over both.
+    #[test]
+    fn each_provider_shows_its_concurrency_and_where_it_came_from() {
+        let layout = Layout::new(
+            None,
+            Some(
+                "[llm.providers.local]\nkind = 'openai'\nbase_url = 'http://127.0.0.1:8080/v1'\n\
+                 [llm.providers.ollama]\nmax_concurrency = 4\n",
+            ),
+        );
+        let sources = layout.sources(&[]);
+        let shown = settings(&sources, sources.config().unwrap());
+        let value = |key: &str| find(&shown, key).value.clone();
+        assert_eq!(value("llm.providers.local.max_concurrency"), Some(1.into()));
+        assert_eq!(
+            value("llm.providers.lmstudio.max_concurrency"),
+            Some(1.into())
+        );
+        assert_eq!(
+            value("llm.providers.openai.max_concurrency"),
+            Some(16.into())
+        );
+        let ollama = find(&shown, "llm.providers.ollama.max_concurrency");
+        assert_eq!(ollama.value, Some(4.into()));
+        assert!(matches!(ollama.origin, Origin::File { .. }), "{ollama:?}");
+        assert_eq!(
+            find(&shown, "llm.providers.openai.max_concurrency").origin,
+            Origin::Default
+        );
+        assert_eq!(value("llm.idle_timeout_secs"), Some(60.0.into()));
+        assert_eq!(value("llm.stream"), Some(true.into()));
+
+        let sources = layout.sources(&[("RLM_MAX_CONCURRENCY", "2")]);
+        let shown = settings(&sources, sources.config().unwrap());
+        let ollama = find(&shown, "llm.providers.ollama.max_concurrency");
+        assert_eq!(ollama.value, Some("2".into()));
+        assert!(matches!(ollama.origin, Origin::Env { .. }), "{ollama:?}");
     }
 
     #[test]

@@ -91,6 +91,39 @@ async fn chat_json_prints_answer_and_usage_and_records_then_replays() {
     assert!(stderr.contains("hint:"), "{stderr}");
 }
 
+/// `rlm --json chat` shows the answer whole but streams it from the provider, so a server that
+/// stops sending mid-answer is given up on after `--idle-timeout`, not the request timeout (an
+/// hour here), and not asked again; `RLM_STREAM=0` asks for a whole body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_json_streams_so_a_stall_ends_on_the_idle_timeout() {
+    let (dir, server) = scripted(
+        "gpt-4o",
+        [FakeReply::stall("It began"), FakeReply::text("again")],
+    )
+    .await;
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command
+        .args(["--json", "chat", "hi", "--model", "openai:gpt-4o"])
+        .args(["--request-timeout", "3600", "--idle-timeout", "0.5"])
+        .timeout(Duration::from_secs(60));
+    let out = output(command).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stalled"), "{stderr}");
+    assert_eq!(server.request_count(), 1, "a stall was retried");
+    assert!(server.requests()[0].stream);
+
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command
+        .env("RLM_STREAM", "0")
+        .args(["--json", "chat", "hi", "--model", "openai:gpt-4o"]);
+    let out = output(command).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["text"], "again");
+    assert!(!server.requests()[1].stream);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_errors_name_the_cause() {
     let dir = tempfile::tempdir().unwrap();

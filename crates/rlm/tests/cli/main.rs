@@ -11,6 +11,7 @@ mod ctx;
 mod doctor;
 mod embed_on_load;
 mod inspect;
+mod llama;
 mod mcp;
 mod models;
 mod output;

