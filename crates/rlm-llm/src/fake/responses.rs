@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::encode::{self, event, pieces};
 use super::reply::{FakeBehavior, SeenRequest, estimated_usage};
-use super::server::{End, body_response, json_response};
+use super::server::{End, body_response, json_response, paced_response};
 use super::{InFlight, State, tools};
 use crate::ToolOutput;
 use crate::provider::ProviderKind;
@@ -86,6 +86,27 @@ pub(crate) async fn handle(
                 .usage
                 .unwrap_or_else(|| estimated_usage(&seen, &(text.clone() + &arguments)));
             answer(&seen, &text, &calls, status, &usage, guard)
+        }
+        FakeBehavior::SlowStream { text, pieces, gap } => {
+            let usage = reply
+                .usage
+                .unwrap_or_else(|| estimated_usage(&seen, &text));
+            let whole = response_object(&seen.model, &text, &[], status, &usage);
+            if !seen.stream {
+                tokio::time::sleep(gap.saturating_mul(u32::try_from(pieces).unwrap_or(u32::MAX)))
+                    .await;
+                return json_response(200, &[], &whole);
+            }
+            let mut events = head(&seen.model);
+            let first = events.len();
+            let text_pieces = super::encode::pieces(&text, pieces);
+            let gaps = (first..first + text_pieces.len()).collect();
+            events.extend(text_pieces.into_iter().map(delta));
+            events.push(event(
+                Some("response.completed"),
+                &json!({"type": "response.completed", "response": whole}),
+            ));
+            paced_response(events, End::Clean, gap, gaps, guard)
         }
         FakeBehavior::ErrorEvent(message) if seen.stream => {
             let failed = json!({"type": "response.failed", "response": {
@@ -164,16 +185,15 @@ fn head(model: &str) -> Vec<String> {
 }
 
 fn deltas(text: &str) -> Vec<String> {
-    pieces(text, 4)
-        .into_iter()
-        .map(|piece| {
-            event(
-                Some("response.output_text.delta"),
-                &json!({"type": "response.output_text.delta", "item_id": "msg_fake",
-                    "output_index": 0, "content_index": 0, "delta": piece}),
-            )
-        })
-        .collect()
+    pieces(text, 4).into_iter().map(delta).collect()
+}
+
+fn delta(piece: &str) -> String {
+    event(
+        Some("response.output_text.delta"),
+        &json!({"type": "response.output_text.delta", "item_id": "msg_fake",
+            "output_index": 0, "content_index": 0, "delta": piece}),
+    )
 }
 
 fn response_object(

@@ -273,7 +273,7 @@ pub(crate) fn body_response(events: Vec<String>, end: End, guard: InFlight) -> R
 }
 
 /// [`body_response`] waiting `gap` before each event whose index is in `gaps`.
-fn paced_response(
+pub(crate) fn paced_response(
     events: Vec<String>,
     end: End,
     gap: Duration,

@@ -134,6 +134,7 @@ impl StreamDecoder {
     pub fn started(&self) -> bool {
         match self {
             Self::OpenAi(state) => state.started,
+            Self::Responses(state) => state.started,
             Self::Anthropic(state) => state.started,
         }
     }

@@ -189,6 +189,9 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<Parsed, String> {
 pub(crate) struct StreamState {
     pub parsed: Parsed,
     pub done: bool,
+    /// Whether the model has begun its answer (text, a tool call or reasoning), as opposed
+    /// to the `response.created` / `in_progress` events that open every stream.
+    pub started: bool,
 }
 
 impl StreamState {
@@ -203,6 +206,9 @@ impl StreamState {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or(event.event.as_str());
+        if !matches!(kind, "response.created" | "response.in_progress") {
+            self.started = true;
+        }
         match kind {
             "response.output_text.delta" => {
                 let piece = value.get("delta").and_then(Value::as_str).unwrap_or("");
@@ -361,7 +367,7 @@ mod tests {
                 shown.push_str(&piece);
             }
         }
-        assert!(state.done);
+        assert!(state.done && state.started);
         assert_eq!(shown, "Hello");
         let parsed = state.into_parsed();
         assert_eq!(parsed.text, "Hello");
