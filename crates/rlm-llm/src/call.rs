@@ -388,7 +388,7 @@ impl LlmClient {
         let drain = on_text.is_none();
         // Bytes of the body arrived: a timeout from now on is not retried.
         let mut producing = false;
-        while !decoder.is_done() && !(cutter.stopped() && !drain) {
+        while !decoder.is_done() && (!cutter.stopped() || drain) {
             let started = decoder.started();
             let limit = if started {
                 let gap_end = instant_after(idle);

@@ -88,9 +88,7 @@ pub(crate) async fn handle(
             answer(&seen, &text, &calls, status, &usage, guard)
         }
         FakeBehavior::SlowStream { text, pieces, gap } => {
-            let usage = reply
-                .usage
-                .unwrap_or_else(|| estimated_usage(&seen, &text));
+            let usage = reply.usage.unwrap_or_else(|| estimated_usage(&seen, &text));
             let whole = response_object(&seen.model, &text, &[], status, &usage);
             if !seen.stream {
                 tokio::time::sleep(gap.saturating_mul(u32::try_from(pieces).unwrap_or(u32::MAX)))

@@ -148,7 +148,7 @@ fn number_before(line: &str, word: &str) -> u64 {
         .windows(2)
         .find(|pair| pair[1] == word)
         .and_then(|pair| pair[0].parse().ok())
-        .unwrap_or_else(|| panic!("no number before {word:?} in {line:?}"))
+        .expect("a number before the word in the line")
 }
 
 #[test]
