@@ -12,6 +12,7 @@ mod doctor;
 mod embed_on_load;
 mod inspect;
 mod mcp;
+mod mcp_http;
 mod models;
 mod output;
 mod prompt;
