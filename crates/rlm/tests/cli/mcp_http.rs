@@ -97,7 +97,10 @@ impl Listening {
             .status()
             .unwrap();
         assert!(status.success());
-        let status = wait_for_exit(&mut self.child, "the server did not stop after {signal}");
+        let status = wait_for_exit(
+            &mut self.child,
+            &format!("the server did not stop after {signal}"),
+        );
         let stderr = self.stderr.take().unwrap().join().unwrap();
         (status.code(), stderr)
     }
