@@ -1,5 +1,6 @@
 //! `rlm mcp` arguments.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -15,6 +16,78 @@ pub struct McpArgs {
     /// Entries per page of `resources/list` (buffers and chunks as rlm:// URIs).
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub page_size: u32,
+    /// Serve over MCP streamable HTTP at http://ADDR/mcp instead of stdio. ADDR is a loopback
+    /// address with a port (127.0.0.1:8765, [::1]:8765, localhost:8765); port 0 picks a free
+    /// one. The URL is printed on stderr.
+    #[arg(long, value_name = "ADDR", value_parser = loopback_address)]
+    pub http: Option<SocketAddr>,
     #[command(flatten)]
     pub location: StoreLocation,
+}
+
+/// `--http`'s value: an address on this machine only. The tools read the files below the root
+/// and spend the server's API keys, and the transport has no authentication, so the server is
+/// never reachable from another machine.
+fn loopback_address(value: &str) -> Result<SocketAddr, String> {
+    let address = match value.strip_prefix("localhost:") {
+        Some(port) => port
+            .parse::<u16>()
+            .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+            .map_err(|err| format!("invalid port {port:?}: {err}"))?,
+        None => value.parse::<SocketAddr>().map_err(|_| {
+            format!(
+                "expected a loopback address and port, such as 127.0.0.1:8765, [::1]:8765 or \
+                 localhost:8765"
+            )
+        })?,
+    };
+    if !address.ip().is_loopback() {
+        return Err(format!(
+            "{} is not a loopback address: rlm mcp serves HTTP on this machine only (127.0.0.1, \
+             [::1] or localhost), because its tools read your files and use your API keys \
+             without authentication",
+            address.ip()
+        ));
+    }
+    Ok(address)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_addresses_are_accepted_and_others_refused() {
+        assert_eq!(
+            loopback_address("127.0.0.1:0").unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            loopback_address("[::1]:8765").unwrap(),
+            "[::1]:8765".parse().unwrap()
+        );
+        assert_eq!(
+            loopback_address("localhost:8765").unwrap(),
+            "127.0.0.1:8765".parse().unwrap()
+        );
+        assert!(loopback_address("127.1.2.3:80").is_ok());
+        for outside in [
+            "0.0.0.0:8765",
+            "192.168.1.10:8765",
+            "[::]:8765",
+            "8.8.8.8:53",
+        ] {
+            let refusal = loopback_address(outside).unwrap_err();
+            assert!(refusal.contains("not a loopback address"), "{refusal}");
+        }
+        for malformed in [
+            "127.0.0.1",
+            "localhost",
+            "localhost:http",
+            "example.com:80",
+            "",
+        ] {
+            assert!(loopback_address(malformed).is_err(), "{malformed}");
+        }
+    }
 }

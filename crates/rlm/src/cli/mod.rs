@@ -127,7 +127,8 @@ pub enum Command {
     /// chunks in parallel, and write a report that cites chunk ids.
     Query(QueryArgs),
     /// Serve the tools (inspect, load, search, grep, peek, run, ctx, query) and the stored
-    /// buffers to a coding agent over the Model Context Protocol on stdio.
+    /// buffers to a coding agent over the Model Context Protocol, on stdio or (`--http`) over
+    /// streamable HTTP on loopback.
     #[cfg(feature = "mcp")]
     Mcp(McpArgs),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved

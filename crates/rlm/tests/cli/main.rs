@@ -13,6 +13,7 @@ mod embed_on_load;
 mod inspect;
 mod llama;
 mod mcp;
+mod mcp_http;
 mod models;
 mod output;
 mod prompt;

@@ -1,4 +1,5 @@
-//! `rlm mcp`: the Model Context Protocol server over stdio (rmcp).
+//! `rlm mcp`: the Model Context Protocol server over stdio, or over streamable HTTP on
+//! loopback with `--http` (`http.rs`), on rmcp.
 //!
 //! A thin adapter: each tool is an `rlm` command (`tools.rs` turns its arguments into that
 //! command line, `call.rs` runs the command in this process and returns its `--json` records),
@@ -7,6 +8,7 @@
 //! does not: settings, errors and messages are the commands' own.
 
 mod call;
+mod http;
 mod outputs;
 mod progress;
 mod resources;
@@ -38,30 +40,43 @@ pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Re
     // root, as they would for `rlm` started there.
     std::env::set_current_dir(root.dir())
         .with_context(|| format!("cannot enter {}", root.dir().display()))?;
-    // From here on the process's stdout carries the protocol; commands print into buffers.
+    // From here on the process's stdout carries the protocol (over HTTP it stays unused);
+    // commands print into buffers.
     crate::output::capture::reserve_stdout();
-    let server = Server {
-        root,
-        config: global.config.clone(),
-        store: args.location.store,
-        page_size: args.page_size as usize,
+    let config = global.config.clone();
+    let store = args.location.store;
+    let page_size = args.page_size as usize;
+    // One server per session: the stdio process has one, each HTTP session its own.
+    let new_server = move || Server {
+        root: root.clone(),
+        config: config.clone(),
+        store: store.clone(),
+        page_size,
         tools: tools::all(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let service = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .context("the MCP client did not complete the handshake")?;
-        service
-            .waiting()
-            .await
-            .context("the MCP session ended abnormally")?;
-        anyhow::Ok(())
-    })?;
+    let outcome = match args.http {
+        None => runtime.block_on(serve_stdio(new_server())),
+        Some(address) => runtime.block_on(http::serve(address, new_server)),
+    };
+    // A store read still running on a blocking thread must not hold up the exit.
+    runtime.shutdown_background();
+    outcome
+}
+
+/// One session over the process's stdin and stdout, until the client closes it.
+async fn serve_stdio(server: Server) -> anyhow::Result<ExitCode> {
+    let service = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("the MCP client did not complete the handshake")?;
+    service
+        .waiting()
+        .await
+        .context("the MCP session ended abnormally")?;
     Ok(ExitCode::SUCCESS)
 }
 

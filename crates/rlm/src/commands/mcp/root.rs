@@ -2,6 +2,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+#[derive(Clone)]
 pub struct Root {
     dir: PathBuf,
 }
