@@ -35,10 +35,9 @@ fn loopback_address(value: &str) -> Result<SocketAddr, String> {
             .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
             .map_err(|err| format!("invalid port {port:?}: {err}"))?,
         None => value.parse::<SocketAddr>().map_err(|_| {
-            format!(
-                "expected a loopback address and port, such as 127.0.0.1:8765, [::1]:8765 or \
-                 localhost:8765"
-            )
+            "expected a loopback address and port, such as 127.0.0.1:8765, [::1]:8765 or \
+             localhost:8765"
+                .to_owned()
         })?,
     };
     if !address.ip().is_loopback() {

@@ -2,6 +2,7 @@
 //! Python SDK's streamable HTTP client (see `mcp.rs` for how `RLM_TEST_MCP_PYTHON` is set) and
 //! by hand-written HTTP requests for what a client library would not send: a foreign
 //! `Origin` or `Host`, a deleted session.
+#![expect(clippy::panic, reason = "a test fails by panicking")]
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
