@@ -123,14 +123,17 @@ impl LlmClient {
         let kind = slot.config.kind;
         let mut capabilities = self.capabilities_of(&model_ref);
         let prompt_cache = self.shared.prompt_cache;
-        let mut plan = Plan::new(
-            kind,
-            request,
-            &model_ref.model,
-            stream,
-            capabilities,
-            prompt_cache,
-        )?;
+        let plan_for = |capabilities| {
+            Plan::new(
+                kind,
+                request,
+                &model_ref.model,
+                stream,
+                capabilities,
+                prompt_cache,
+            )
+        };
+        let mut plan = plan_for(capabilities)?;
         // A refused parameter never changes the endpoint, so the URL holds for every attempt.
         let (url, headers) = endpoint(slot, plan.wire)?;
 
@@ -162,14 +165,7 @@ impl LlmClient {
                         );
                         self.learn(&model_ref, corrected);
                         capabilities = corrected;
-                        plan = Plan::new(
-                            kind,
-                            request,
-                            &model_ref.model,
-                            stream,
-                            capabilities,
-                            prompt_cache,
-                        )?;
+                        plan = plan_for(capabilities)?;
                         continue;
                     }
                     let can_retry =

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::encode::{self, event, pieces};
 use super::reply::{FakeBehavior, SeenRequest, estimated_usage};
-use super::server::{End, body_response, json_response, paced_response};
+use super::server::{End, body_response, header_pairs, json_response, paced_response};
 use super::{InFlight, State, tools};
 use crate::ToolOutput;
 use crate::provider::ProviderKind;
@@ -278,15 +278,7 @@ fn decode(headers: &HeaderMap, body: &[u8]) -> Result<SeenRequest, Value> {
             .get("stream")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        headers: headers
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_owned(),
-                    value.to_str().unwrap_or_default().to_owned(),
-                )
-            })
-            .collect(),
+        headers: header_pairs(headers),
         body: value,
     })
 }

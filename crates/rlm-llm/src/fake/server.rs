@@ -411,15 +411,20 @@ fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRe
             .get("stream")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        headers: headers
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_owned(),
-                    value.to_str().unwrap_or_default().to_owned(),
-                )
-            })
-            .collect(),
+        headers: header_pairs(headers),
         body: value,
     })
+}
+
+/// Request headers as (lower-cased name, value) pairs for [`SeenRequest::headers`].
+pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                value.to_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
 }
