@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use rlm_llm::fake::FakeReply;
 use rlm_llm::{
-    CapabilityTable, ChatRequest, FinishReason, ModelCapabilities, OpenAiApi, ToolCall,
+    CapabilityTable, ChatRequest, FinishReason, LlmClient, ModelCapabilities, OpenAiApi, ToolCall,
     ToolDefinition, ToolOutput, Usage,
 };
 use serde_json::json;
@@ -75,24 +75,30 @@ async fn responses_only_models_go_to_responses_whole_and_streamed() {
     assert_eq!(server.requests()[2].endpoint, "/v1/chat/completions");
 }
 
-#[tokio::test]
-async fn a_configured_rule_moves_any_model_to_responses() {
-    let server = server().await;
-    server.script("in-house", [FakeReply::text("{\"ok\": true}")]);
+/// A client whose capability table has one configured rule: models starting with `prefix`
+/// go to the Responses API and accept everything else.
+fn client_sending_to_responses(server: &rlm_llm::fake::FakeServer, prefix: &str) -> LlmClient {
     let mut table = CapabilityTable::builtin();
     table.insert(
-        "in-house",
+        prefix,
         ModelCapabilities {
             api: OpenAiApi::Responses,
             ..ModelCapabilities::default()
         },
     );
-    let client = server
+    server
         .client_builder()
         .retry(fast_retries(0))
         .capabilities(table)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_configured_rule_moves_any_model_to_responses() {
+    let server = server().await;
+    server.script("in-house", [FakeReply::text("{\"ok\": true}")]);
+    let client = client_sending_to_responses(&server, "in-house");
     let request = ChatRequest::new("in-house")
         .user("answer in JSON")
         .temperature(0.3)
@@ -195,20 +201,7 @@ async fn stop_sequences_never_go_to_responses_even_when_a_rule_allows_them() {
     // client send one there: it cuts the reply itself.
     let server = server().await;
     server.script("claims-stop", [FakeReply::text("x\n```\ny")]);
-    let mut table = CapabilityTable::empty();
-    table.insert(
-        "claims-stop",
-        ModelCapabilities {
-            api: OpenAiApi::Responses,
-            ..ModelCapabilities::default()
-        },
-    );
-    let client = server
-        .client_builder()
-        .retry(fast_retries(0))
-        .capabilities(table)
-        .build()
-        .unwrap();
+    let client = client_sending_to_responses(&server, "claims-stop");
     let answer = client.chat(&loop_request("claims-stop")).await.unwrap();
     assert_eq!(answer.text, "x\n");
     let seen = server.requests_for("claims-stop").pop().unwrap();
