@@ -64,6 +64,8 @@ fn client(server: &FakeServer, concurrency: usize) -> LlmClient {
                 .max_concurrency(concurrency),
         )
         .default_provider(FAKE_OPENAI)
+        // Streamed answers are the default; `FANOUT_STREAM=0` measures whole answers.
+        .streaming(std::env::var("FANOUT_STREAM").map_or(true, |value| value != "0"))
         .retry(RetryPolicy {
             max_retries: 0,
             ..RetryPolicy::default()

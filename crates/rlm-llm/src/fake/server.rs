@@ -26,6 +26,15 @@ pub(crate) async fn spawn(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
+    // Each event of a streamed answer is its own small write; with Nagle's algorithm on, a
+    // write waits for the ACK of the previous one, which the client delays (~40 ms on Linux),
+    // so every streamed answer would arrive tens of milliseconds late. Real providers flush
+    // their events at once.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        if let Err(err) = stream.set_nodelay(true) {
+            tracing::debug!(error = %err, "fake server: cannot set TCP_NODELAY");
+        }
+    });
     let router = Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
