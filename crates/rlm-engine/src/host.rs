@@ -309,7 +309,14 @@ impl RunScope {
             &[("chars", chars.as_str()), ("preview", preview.as_str())],
         );
         let contexts = vec![ContextPart::new(prompt.as_str()).with_name("delegated request")];
-        let outcome = run_loop(Arc::clone(&scope), &query, contexts, Some(&self.run_id)).await;
+        let outcome = run_loop(
+            Arc::clone(&scope),
+            &query,
+            contexts,
+            Some(&self.run_id),
+            None,
+        )
+        .await;
         let (result, usage, log_path): (Result<String, String>, UsageReport, Option<PathBuf>) =
             match outcome {
                 Err(err) => (

@@ -49,10 +49,12 @@ mod events;
 mod functions;
 mod host;
 mod limits;
+mod literal;
 mod model;
 pub mod parse;
 pub mod prompt;
 mod repl;
+mod resume;
 mod rlm;
 mod run;
 mod sandbox;
@@ -71,12 +73,14 @@ pub use limits::RunLimits;
 pub use model::ModelClient;
 pub use prompt::Prompts;
 pub use repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+pub use resume::Resume;
 pub use rlm::{
     CODE_BLOCK_STOP, DEFAULT_CHUNK_CHARS, DEFAULT_MAX_CONCURRENT_CHILDREN, DEFAULT_OUTPUT_LIMIT,
     DEFAULT_SUBCALL_WINDOW_CHARS, Rlm, RlmBuilder, Settings,
 };
 /// How a run ended (also the trajectory's `status`).
 pub use rlm_trace::{RunOutcome, Status};
+pub use rlm_trace::{VariableInfo, VariablesSnapshot};
 pub use run::RunResult;
 pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
 

@@ -23,16 +23,20 @@ pub struct Prompts {
     /// The system prompt's `{{functions}}` when the run has host functions (`rlm run
     /// --store`: the store's `buffers`, `search`, `get_chunks`, `grep`, `read`); empty else.
     pub functions: String,
+    /// Put before the first user message of a run that continues a session: which variables
+    /// were restored, which were not, and the `history_*` variables.
+    pub session: String,
 }
 
 /// The file names a prompt directory may hold, with the field each overrides.
-pub const PROMPT_FILES: [&str; 6] = [
+pub const PROMPT_FILES: [&str; 7] = [
     "system.md",
     "first_turn.md",
     "next_turn.md",
     "final_request.md",
     "child_task.md",
     "functions.md",
+    "session.md",
 ];
 
 impl Default for Prompts {
@@ -44,6 +48,7 @@ impl Default for Prompts {
             final_request: include_str!("../prompts/final_request.md").to_owned(),
             child_task: include_str!("../prompts/child_task.md").to_owned(),
             functions: include_str!("../prompts/functions.md").to_owned(),
+            session: include_str!("../prompts/session.md").to_owned(),
         }
     }
 }
@@ -77,6 +82,7 @@ impl Prompts {
                 "next_turn.md" => &mut prompts.next_turn,
                 "final_request.md" => &mut prompts.final_request,
                 "functions.md" => &mut prompts.functions,
+                "session.md" => &mut prompts.session,
                 _ => &mut prompts.child_task,
             };
             *slot = text;
@@ -222,6 +228,7 @@ mod tests {
             &prompts.final_request,
             &prompts.child_task,
             &prompts.functions,
+            &prompts.session,
         ] {
             let echoed = crate::parse::parse_reply(template);
             assert_eq!(echoed.answer, None, "{template}");

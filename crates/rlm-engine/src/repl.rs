@@ -75,6 +75,21 @@ pub trait ReplSession: Send + fmt::Debug {
         &'a mut self,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<serde_json::Value>, ReplError>>;
+
+    /// The session's variables as `(name, Python type name)`, for the end-of-run snapshot.
+    /// A session that cannot tell lists none.
+    fn variables(&mut self) -> BoxFuture<'_, Result<Vec<(String, String)>, ReplError>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// `repr()` of a variable; `Ok(None)` when it does not exist (or the session cannot tell).
+    fn variable_repr<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ReplError>> {
+        let _ = name;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// What a new session starts with.

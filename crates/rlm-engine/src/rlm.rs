@@ -16,6 +16,7 @@ use crate::limits::{RunAccount, RunLimits};
 use crate::model::ModelClient;
 use crate::prompt::Prompts;
 use crate::repl::ReplFactory;
+use crate::resume::Resume;
 use crate::run::{RunResult, run_loop};
 
 /// Printed output per code block that reaches the model, in chars.
@@ -113,6 +114,31 @@ impl Rlm {
         query: &str,
         contexts: Vec<ContextPart>,
     ) -> Result<RunResult, Error> {
+        self.run(query, contexts, None).await
+    }
+
+    /// Answers `query` over `contexts`, continuing earlier runs: `resume`'s plain-data
+    /// variables are restored into the REPL and its conversations bound as `history_0 …
+    /// history_n` before the first turn, and the first user message says so (the
+    /// [`Prompts::session`] template). Take `resume` from the earlier runs'
+    /// [`RunResult::variables`] and [`RunResult::conversation`].
+    ///
+    /// Errors and cancel safety as [`Rlm::completion`].
+    pub async fn completion_resuming(
+        &self,
+        query: &str,
+        contexts: Vec<ContextPart>,
+        resume: &Resume,
+    ) -> Result<RunResult, Error> {
+        self.run(query, contexts, Some(resume)).await
+    }
+
+    async fn run(
+        &self,
+        query: &str,
+        contexts: Vec<ContextPart>,
+        resume: Option<&Resume>,
+    ) -> Result<RunResult, Error> {
         let settings = &self.shared.settings;
         let account = RunAccount::root(settings.limits.clone());
         let run_id = new_run_id();
@@ -130,7 +156,7 @@ impl Rlm {
             log,
             Arc::new(AtomicUsize::new(0)),
         ));
-        run_loop(scope, query, contexts, None).await
+        run_loop(scope, query, contexts, None, resume).await
     }
 }
 

@@ -162,6 +162,37 @@ impl ReplSession for SandboxSession {
         }
         .boxed()
     }
+
+    fn variables(&mut self) -> BoxFuture<'_, Result<Vec<(String, String)>, ReplError>> {
+        async move {
+            let variables = self.session.variables().await.map_err(variable_error)?;
+            Ok(variables
+                .into_iter()
+                .map(|variable| (variable.name, variable.type_name))
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn variable_repr<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ReplError>> {
+        async move {
+            self.session
+                .variable_repr(name)
+                .await
+                .map_err(variable_error)
+        }
+        .boxed()
+    }
+}
+
+fn variable_error(err: rlm_sandbox::Error) -> ReplError {
+    match err {
+        rlm_sandbox::Error::TooLarge(message) => ReplError::too_large(message),
+        other => ReplError::new(error_chain(&other)),
+    }
 }
 
 /// The engine's view of one execution: output with the truncation note, diagnostics, the

@@ -84,9 +84,24 @@ async fn answers_after_code_and_logs_every_turn() {
     // The stop sequence cut the closing fence; the history copy has it back.
     assert!(second[2].content.ends_with("```"));
 
+    // The conversation a session keeps: no system prompt, the answering reply last.
+    let roles: Vec<Role> = result.conversation.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+    assert_eq!(
+        result.conversation[3].content,
+        "FINAL(XYZ) (found on line 2)"
+    );
+    assert!(result.variables.is_some());
+
     let lines = read_log(&result);
     let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["metadata", "iteration", "iteration", "result"]);
+    assert_eq!(
+        kinds,
+        ["metadata", "iteration", "iteration", "variables", "result"]
+    );
     assert_eq!(lines[0]["root_model"], "root");
     assert_eq!(lines[1]["code_blocks"][0]["code"], "print(context)\n");
     assert_eq!(

@@ -64,6 +64,20 @@ pub enum Error {
         /// The line's `version`.
         version: u32,
     },
+    /// A session name that is not one plain directory name.
+    InvalidSessionName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A session file is not what this version writes.
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be read.
+        source: serde_json::Error,
+    },
     /// The last line is cut short: it has no newline and is not a whole record.
     Truncated {
         /// The file.
@@ -101,6 +115,12 @@ impl fmt::Display for Error {
                 path.display(),
                 crate::VERSION
             ),
+            Self::InvalidSessionName { name, reason } => {
+                write!(f, "`{name}` is not a session name: {reason}")
+            }
+            Self::Corrupt { path, .. } => {
+                write!(f, "{} is not a session file rlm can read", path.display())
+            }
             Self::Truncated { path, line } => write!(
                 f,
                 "{} is truncated: line {line} is cut short",
@@ -114,13 +134,16 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Io { source, .. } | Self::Read { source, .. } => Some(source),
-            Self::Serialize { source, .. } | Self::InvalidRecord { source, .. } => Some(source),
+            Self::Serialize { source, .. }
+            | Self::InvalidRecord { source, .. }
+            | Self::Corrupt { source, .. } => Some(source),
             Self::MalformedLine { source, .. } => source
                 .as_ref()
                 .map(|source| source as &(dyn std::error::Error + 'static)),
-            Self::NotATrajectory { .. } | Self::NewerVersion { .. } | Self::Truncated { .. } => {
-                None
-            }
+            Self::NotATrajectory { .. }
+            | Self::NewerVersion { .. }
+            | Self::Truncated { .. }
+            | Self::InvalidSessionName { .. } => None,
         }
     }
 }

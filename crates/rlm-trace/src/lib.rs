@@ -14,6 +14,11 @@
 //! `rlm query` (`rlm-query`) writes its own record types ([`QueryMetadata`], [`QueryStage`],
 //! [`QueryCall`], [`QueryTool`], [`QueryOutcome`]) with the same writer.
 //!
+//! A root run also writes a [`VariablesSnapshot`] (`variables`) before its result: the REPL's
+//! variables, and which of them a later run of the same session can restore. Sessions
+//! ([`SessionStore`]) and run listings ([`list_runs`], [`RunSummary`]) live here too: they are
+//! what persists of runs.
+//!
 //! Writers are the RLM loop (`rlm-engine`) and the query pipeline; readers are the viewer
 //! and session inspection. The reader keeps line types it does not know as
 //! [`Record::Unknown`], so an older reader can still show a newer log.
@@ -50,7 +55,10 @@ mod error;
 mod large;
 mod query;
 mod reader;
+mod runs;
 mod schema;
+mod session;
+mod variables;
 mod writer;
 
 pub mod view;
@@ -59,10 +67,16 @@ pub use error::Error;
 pub use large::{LARGE_VALUE_BYTES, LargeValue, LargeValues};
 pub use query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage, QueryTool};
 pub use reader::{Entry, Record, Trajectory, TrajectoryReader, parse_line};
+pub use runs::{RunSummary, TurnSummary, list_runs};
 pub use schema::{
     BackendArguments, Budget, CodeBlock, CodeResult, ContextInfo, Contexts, HostCall, Iteration,
     ModelSummary, RecordType, RunMetadata, RunOutcome, Status, Subcall, SubcallKind, UsageSummary,
 };
+pub use session::{
+    ContextState, Question, SESSION_VERSION, SessionContext, SessionFile, SessionStore,
+    check_name as check_session_name, write_json as write_json_atomically,
+};
+pub use variables::{PREVIEW_CHARS, VariableInfo, VariablesSnapshot, preview};
 pub use writer::{TrajectoryWriter, new_run_id, root_stem, timestamp_now};
 
 /// The schema version this crate writes (the `version` field of every line).

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::error::Error;
 use crate::query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage, QueryTool};
 use crate::schema::{Iteration, RecordType, RunMetadata, RunOutcome};
+use crate::variables::VariablesSnapshot;
 
 /// One line of a log.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +35,8 @@ pub enum Record {
     Iteration(Box<Iteration>),
     /// `result`: how the run ended.
     Result(Box<RunOutcome>),
+    /// `variables`: the REPL's variables when a root run ended (just before `result`).
+    Variables(Box<VariablesSnapshot>),
     /// `query_metadata`: the first line of an `rlm query` log.
     QueryMetadata(Box<QueryMetadata>),
     /// `query_stage`: a planning or search step of a query.
@@ -61,6 +64,7 @@ impl Record {
             Self::Metadata(_) => RunMetadata::TYPE,
             Self::Iteration(_) => Iteration::TYPE,
             Self::Result(_) => RunOutcome::TYPE,
+            Self::Variables(_) => VariablesSnapshot::TYPE,
             Self::QueryMetadata(_) => QueryMetadata::TYPE,
             Self::QueryStage(_) => QueryStage::TYPE,
             Self::QueryCall(_) => QueryCall::TYPE,
@@ -152,6 +156,15 @@ impl Trajectory {
         })
     }
 
+    /// The `variables` record; `None` for a log written before runs recorded one, a child
+    /// run's, or a run that did not end by itself.
+    pub fn variables(&self) -> Option<&VariablesSnapshot> {
+        self.entries.iter().find_map(|entry| match &entry.record {
+            Record::Variables(variables) => Some(variables.as_ref()),
+            _ => None,
+        })
+    }
+
     /// The `result` record; `None` for a run that is still going or was killed.
     pub fn outcome(&self) -> Option<&RunOutcome> {
         self.entries.iter().find_map(|entry| match &entry.record {
@@ -186,6 +199,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<Entry, Error> {
         RunMetadata::TYPE => Record::Metadata(typed(text, &kind, line)?),
         Iteration::TYPE => Record::Iteration(typed(text, &kind, line)?),
         RunOutcome::TYPE => Record::Result(typed(text, &kind, line)?),
+        VariablesSnapshot::TYPE => Record::Variables(typed(text, &kind, line)?),
         QueryMetadata::TYPE => Record::QueryMetadata(typed(text, &kind, line)?),
         QueryStage::TYPE => Record::QueryStage(typed(text, &kind, line)?),
         QueryCall::TYPE => Record::QueryCall(typed(text, &kind, line)?),

@@ -12,6 +12,7 @@ mod output;
 mod progress;
 mod query_progress;
 mod sandbox;
+mod session;
 mod settings;
 mod store_functions;
 

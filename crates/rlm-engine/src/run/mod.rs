@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rlm_trace::{RunOutcome, Status, UsageSummary};
+use rlm_llm::Message;
+use rlm_trace::{RunOutcome, Status, UsageSummary, VariablesSnapshot};
 use serde::Serialize;
 
 use crate::context::{self, ContextPart};
@@ -26,6 +27,7 @@ use crate::events::Event;
 use crate::host::RunScope;
 use crate::limits::Exhausted;
 use crate::repl::{ReplSession, SessionSpec, SubcallHost};
+use crate::resume::{self, Resume};
 use crate::trace::RunLog;
 pub(crate) use rlm_llm::error_chain;
 
@@ -42,6 +44,15 @@ pub struct RunResult {
     /// kind ([`rlm_llm::Error::kind`]) and causes (`outcome.error` is its text).
     #[serde(skip)]
     pub error: Option<rlm_llm::Error>,
+    /// The REPL's variables when the run ended (also the trajectory's `variables` line): a
+    /// later run restores the plain-data ones ([`crate::Resume`]). `None` for a child run and
+    /// a run whose REPL could not be read.
+    #[serde(skip)]
+    pub variables: Option<VariablesSnapshot>,
+    /// The run's conversation without the system prompt: the user messages and the model's
+    /// replies, the last reply included (a later run's `history_N`).
+    #[serde(skip)]
+    pub conversation: Vec<Message>,
 }
 
 /// Awaits `future`, giving up at `deadline`.
@@ -61,6 +72,7 @@ pub(crate) async fn run_loop(
     query: &str,
     contexts: Vec<ContextPart>,
     parent_run_id: Option<&str>,
+    resume: Option<&Resume>,
 ) -> Result<RunResult, Error> {
     let started = Instant::now();
     let max_iterations = scope.account.limits().max_iterations;
@@ -98,8 +110,17 @@ pub(crate) async fn run_loop(
     };
     let mut session = scope.shared.repl.open(spec).await.map_err(Error::Repl)?;
     answer::bind_initial(session.as_mut()).await?;
+    let session_note = match resume.filter(|resume| !resume.is_empty()) {
+        Some(resume) => {
+            Some(resume::restore(session.as_mut(), resume, &scope.shared.settings.prompts).await?)
+        }
+        None => None,
+    };
 
     let mut conversation = prompts::opening(&scope, &description, query);
+    if let (Some(note), Some(first)) = (session_note, conversation.messages.first_mut()) {
+        first.content = format!("{}\n\n{}", note.trim_end(), first.content);
+    }
     let mut state = LoopState::default();
     let mut interrupted = InterruptedGuard {
         scope: &scope,
@@ -137,8 +158,12 @@ pub(crate) async fn run_loop(
             .await
             .inspect_err(|_| interrupted.armed = false)?;
     }
-    let result = finish(&scope, session.as_mut(), state, &log, started).await;
+    let mut result = finish(&scope, session.as_mut(), state, &log, started).await;
     interrupted.armed = false;
+    result.conversation = std::mem::take(&mut conversation.messages);
+    if let Some(variables) = &result.variables {
+        log.write(&record::variables(&log, variables))?;
+    }
     log.write(&record::outcome(&log, &result.outcome))?;
     emit(
         &scope,
@@ -202,6 +227,12 @@ async fn finish(
         state.partial = answer::partial_content(&value);
     }
     let status = state.status.unwrap_or(Status::IterationLimit);
+    // Only a root run's REPL outlives it (in a session); a child's is gone with it.
+    let variables = if scope.depth == 0 {
+        Some(resume::snapshot(session, &scope.run_id).await)
+    } else {
+        None
+    };
     let usage = scope.account.spend().report();
     RunResult {
         outcome: RunOutcome {
@@ -218,6 +249,8 @@ async fn finish(
         },
         trajectory: log.path().map(Path::to_path_buf),
         error: state.error,
+        variables,
+        conversation: Vec::new(),
     }
 }
 

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use rlm_llm::{ChatRequest, ChatResponse, ModelTotals};
-use rlm_trace::{BackendArguments, Budget, Iteration, RunMetadata, RunOutcome};
+use rlm_trace::{
+    BackendArguments, Budget, Iteration, RunMetadata, RunOutcome, VariableInfo, VariablesSnapshot,
+};
 use serde_json::Map;
 
 use crate::context::{self, ContextPart};
@@ -70,6 +72,22 @@ pub(super) fn iteration(
         seconds: started.elapsed().as_secs_f64(),
         usage: usage.clone(),
         notes: Vec::new(),
+    }
+}
+
+/// The line before the last: the REPL's variables, their literals as the log stores text (a
+/// large one once, as a preview with its size and hash: the whole value is for sessions).
+pub(super) fn variables(log: &RunLog, snapshot: &VariablesSnapshot) -> VariablesSnapshot {
+    VariablesSnapshot {
+        run_id: snapshot.run_id.clone(),
+        variables: snapshot
+            .variables
+            .iter()
+            .map(|variable| VariableInfo {
+                literal: log.optional(variable.literal.as_deref()),
+                ..variable.clone()
+            })
+            .collect(),
     }
 }
 

@@ -101,6 +101,12 @@ impl Turns<'_> {
             logged_blocks,
             final_answer.as_deref(),
         )?;
+        // The reply joins the conversation once it is logged (the log holds what was sent).
+        let mut history = std::mem::take(&mut turn.reply.text);
+        if turn.parsed.unterminated {
+            history.push_str("\n```");
+        }
+        self.conversation.messages.push(Message::assistant(history));
         if let Some(answer) = final_answer {
             state.answer = Some(answer);
             state.status = Some(Status::Answered);
@@ -122,11 +128,6 @@ impl Turns<'_> {
             state.iterations,
             self.query,
         );
-        let mut history = turn.reply.text;
-        if turn.parsed.unterminated {
-            history.push_str("\n```");
-        }
-        self.conversation.messages.push(Message::assistant(history));
         self.conversation.messages.push(Message::user(feedback));
         Ok(ControlFlow::Continue(()))
     }
@@ -173,6 +174,9 @@ impl Turns<'_> {
             answer = answer::within(prose, max_bytes, &mut turn.notes);
         }
         self.log_turn(state, &turn, started, Vec::new(), answer.as_deref())?;
+        self.conversation
+            .messages
+            .push(Message::assistant(turn.reply.text));
         state.status = Some(if answer.is_some() {
             Status::ForcedAnswer
         } else {

@@ -138,6 +138,8 @@ fn load(path: &Path, nesting: usize, seen: &mut HashSet<PathBuf>) -> Result<RunV
                 });
             }
             Record::Result(result) => outcome = Some(*result),
+            // What `rlm runs show --vars` lists; the page has no place for it yet.
+            Record::Variables(_) => {}
             // A run log holds no query records (a query log starts with `query_metadata` and
             // is read by `QueryView`); any other type is counted and named on the page.
             record => *unknown_records.entry(record.kind().to_owned()).or_insert(0) += 1,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 mod ctx;
 mod inspect;
+mod inspection;
 mod llm;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -18,6 +19,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
 pub use inspect::InspectArgs;
+pub use inspection::{
+    RunsAction, RunsArgs, RunsListArgs, RunsShowArgs, SessionNameArgs, SessionsAction, SessionsArgs,
+};
 pub use llm::{ChatArgs, LlmArgs};
 #[cfg(feature = "mcp")]
 pub use mcp::McpArgs;
@@ -123,6 +127,10 @@ pub enum Command {
     /// Write a run's trajectory as one self-contained HTML page (turns, code, sub-calls,
     /// child runs) that opens from disk.
     View(ViewArgs),
+    /// List past runs, or show one: turns, code, output, sub-calls, usage, variables.
+    Runs(RunsArgs),
+    /// List, show or delete the sessions `rlm run --session NAME` continues.
+    Sessions(SessionsArgs),
     /// Answer an analytic question over the whole store: plan, search, extract findings from
     /// chunks in parallel, and write a report that cites chunk ids.
     Query(QueryArgs),

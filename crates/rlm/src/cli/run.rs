@@ -27,6 +27,12 @@ pub struct RunArgs {
         require_equals = true
     )]
     pub store: Option<Option<PathBuf>>,
+    /// Continue session NAME (created by the first question that names it): the same contexts
+    /// unless others are given, the REPL's plain-data variables, and the earlier questions'
+    /// conversations as `history_0 … history_n`. Budgets apply to each question. Sessions live
+    /// in `$XDG_STATE_HOME/rlm/sessions`; see `rlm sessions`.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
     /// Root-model turns before it is asked for a final answer.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_iterations: u32,

@@ -21,7 +21,9 @@ mod prompt;
 mod query;
 mod reindex;
 mod run;
+mod runs;
 mod search;
+mod sessions;
 mod show;
 mod status;
 mod view;
@@ -58,6 +60,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),
         Command::View(args) => view::run(&global, sources, args),
+        Command::Runs(args) => runs::run(&global, sources, args),
+        Command::Sessions(args) => sessions::run(&global, sources, args),
         Command::Query(args) => query::run(&global, sources, args),
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => mcp::run(&global, sources, args),

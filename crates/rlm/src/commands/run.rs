@@ -17,13 +17,26 @@ use crate::settings::{RunSettings, Sources, StoreSettings};
 use crate::store_functions::StoreFunctions;
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let settings = RunSettings::resolve(&args, sources)?;
+    let mut settings = RunSettings::resolve(&args, sources)?;
     // Before any model is asked: a missing or damaged store is the user's to fix.
     let functions = match &settings.store {
         Some(store) => Some(store_functions(store, sources)?),
         None => None,
     };
+    let given_contexts = settings.contexts.clone();
+    let continuing = match &settings.session {
+        Some(target) => Some(crate::session::prepare(
+            target,
+            &mut settings.contexts,
+            settings.store.is_some(),
+            global.quiet,
+        )?),
+        None => None,
+    };
     let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
+    // The session records the contexts as the run read them (stdin's spool is copied).
+    let session_parts = continuing.as_ref().map(|_| parts.clone());
+    let model = settings.model.clone();
 
     let client = settings.llm.build_client()?;
     let root_cap = settings.llm.output_cap(&settings.model);
@@ -65,20 +78,46 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         .build()
         .context("cannot start the async runtime")?;
     let query = settings.query;
+    let asked = rlm_trace::timestamp_now();
+    let resume = continuing
+        .as_ref()
+        .map(|continuing| continuing.resume.clone())
+        .unwrap_or_default();
     let outcome = runtime.block_on(async {
         tokio::select! {
-            result = rlm.completion(&query, parts) => Some(result),
+            result = rlm.completion_resuming(&query, parts, &resume) => Some(result),
             _ = tokio::signal::ctrl_c() => None,
         }
     });
     // In-flight model calls and sandbox workers are dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    // The sandbox workers that read standard input's copy are gone now.
-    drop(spool);
+    // An interrupted question is not added to its session: it stays as it was.
     let Some(result) = outcome else {
         return Err(CliError::interrupted().into());
     };
     let result = result.context("the run could not continue")?;
+    if let (Some(target), Some(continuing), Some(parts)) =
+        (&settings.session, continuing, &session_parts)
+    {
+        let asked = crate::session::Asked {
+            query: &query,
+            model: &model,
+            asked,
+            sources: &given_contexts,
+            parts,
+        };
+        // Before the spool goes: standard input's text is copied into the session. A session
+        // that cannot be saved does not take the answer away: it is said, and the answer
+        // printed.
+        if let Err(err) = crate::session::save(target, continuing, &asked, &result) {
+            eprintln!(
+                "warning: {}",
+                crate::output::neutralize(&format!("{err:#}"))
+            );
+        }
+    }
+    // The sandbox workers that read standard input's copy are gone now.
+    drop(spool);
     report(global, result)
 }
 

@@ -14,7 +14,7 @@ use crate::settings::{Sources, ViewSettings, ViewTarget};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Result<ExitCode> {
     let settings = ViewSettings::resolve(&args, sources)?;
-    let log = find_log(&settings)?;
+    let log = find_log(&settings.target, settings.log_dir.as_deref())?;
     let view = LogView::load(&log).map_err(trace_error)?;
     let output = match (&settings.output, &settings.target, &view) {
         (Some(path), _, _) => path.clone(),
@@ -84,15 +84,15 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
-/// The log file the target names.
-fn find_log(settings: &ViewSettings) -> anyhow::Result<PathBuf> {
+/// The log file the target names (`rlm view` and `rlm runs show`).
+pub(super) fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     let directory = || {
-        settings.log_dir.clone().ok_or_else(|| {
+        log_dir.map(Path::to_path_buf).ok_or_else(|| {
             CliError::input(anyhow::anyhow!("no log directory is known"))
                 .with_hint("pass --log DIR, or set HOME or XDG_STATE_HOME")
         })
     };
-    match &settings.target {
+    match target {
         ViewTarget::File(path) => Ok(path.clone()),
         ViewTarget::RunId(id) => {
             let dir = directory()?;
@@ -156,7 +156,7 @@ fn logs_in(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, std::time::System
 }
 
 /// A log that cannot be shown is the user's input problem: exit 2 with what to do.
-fn trace_error(err: rlm_trace::Error) -> anyhow::Error {
+pub(super) fn trace_error(err: rlm_trace::Error) -> anyhow::Error {
     use rlm_trace::Error as E;
     let hint = match &err {
         E::Io { .. } => "check the path; `rlm view --last` shows the newest run",

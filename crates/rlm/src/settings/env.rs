@@ -74,7 +74,7 @@ pub const RLM_EMBED_MODEL: &str = "RLM_EMBED_MODEL";
 pub const RLM_ONNXRUNTIME: &str = "RLM_ONNXRUNTIME";
 
 // --- rlm run
-/// Directory of prompt overrides (`system.md`, `first_turn.md`, ... for `rlm run`;
+/// Directory of prompt overrides (`system.md`, `first_turn.md`, `session.md`, ... for `rlm run`;
 /// `prompt-system.md`, `stage-<stage>.md`, `prompt-summarize.md` for `rlm prompt`).
 pub const RLM_PROMPT_DIR: &str = "RLM_PROMPT_DIR";
 /// Run the sandbox without Landlock/seccomp where the kernel lacks them (`1`/`true`), same as

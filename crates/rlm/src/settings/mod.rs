@@ -13,6 +13,7 @@
 pub mod embedding;
 pub mod env;
 pub mod files;
+pub mod inspection;
 pub mod llm;
 pub mod prompt;
 pub mod query;
@@ -30,6 +31,7 @@ use serde::de::DeserializeOwned;
 pub use embedding::EmbeddingSettings;
 pub use env::Environment;
 pub use files::LoadedConfig;
+pub use inspection::{RunsSettings, SessionTarget};
 pub use llm::{ChatSettings, LlmSettings};
 pub use prompt::PromptSettings;
 pub use query::QuerySettings;
@@ -182,6 +184,11 @@ impl Dirs {
     /// Default directory of `rlm run` trajectories.
     pub fn runs(&self) -> Option<PathBuf> {
         self.state.as_ref().map(|dir| dir.join("runs"))
+    }
+
+    /// Default directory of `rlm run --session` sessions.
+    pub fn sessions(&self) -> Option<PathBuf> {
+        self.state.as_ref().map(|dir| dir.join("sessions"))
     }
 
     /// Default directory of imported embedding models.

@@ -36,6 +36,8 @@ pub struct RunSettings {
     /// `--store`: the store is the run's data, through host functions.
     pub store: Option<StoreSettings>,
     pub prompts: Prompts,
+    /// `--session NAME`: the session this question continues (or starts).
+    pub session: Option<super::SessionTarget>,
     /// Where the trajectory is written; `None` writes none.
     pub log_dir: Option<PathBuf>,
     /// Run the sandbox even where the kernel lacks Landlock or seccomp.
@@ -110,6 +112,10 @@ impl RunSettings {
             (None, Some(seconds)) => block_seconds(seconds, "block_timeout in [run]")?,
             (None, None) => DEFAULT_BLOCK_TIMEOUT,
         };
+        let session = match &args.session {
+            Some(name) => Some(super::SessionTarget::resolve(name, sources)?),
+            None => None,
+        };
         let store = match &args.store {
             None => None,
             Some(dir) => {
@@ -118,7 +124,8 @@ impl RunSettings {
             }
         };
         let contexts = match store {
-            None => context_sources(args)?,
+            // A session's question may leave the contexts to the session.
+            None => context_sources(args, session.is_some())?,
             Some(_) if args.context_files.is_empty() && args.context.is_none() => Vec::new(),
             Some(_) => {
                 return Err(CliError::input(anyhow::anyhow!(
@@ -158,6 +165,7 @@ impl RunSettings {
             contexts,
             store,
             prompts,
+            session,
             log_dir,
             allow_reduced_protection,
             block_timeout,
@@ -257,7 +265,7 @@ fn context_windows(section: &RunConfig) -> anyhow::Result<ContextWindows> {
 }
 
 /// Every `--context-file` (in order), then `--context`; at most one of them may be `-`.
-fn context_sources(args: &RunArgs) -> anyhow::Result<Vec<ContextSource>> {
+fn context_sources(args: &RunArgs, may_be_empty: bool) -> anyhow::Result<Vec<ContextSource>> {
     let mut contexts: Vec<ContextSource> = args
         .context_files
         .iter()
@@ -281,7 +289,7 @@ fn context_sources(args: &RunArgs) -> anyhow::Result<Vec<ContextSource>> {
     if stdin_uses > 1 {
         return Err(input_error("stdin (`-`) can be used for one context only").into());
     }
-    if contexts.is_empty() {
+    if contexts.is_empty() && !may_be_empty {
         return Err(CliError::input(anyhow::anyhow!("no context given"))
             .with_hint(
                 "pass --context-file FILE (repeatable), --context TEXT, or --context - for stdin",

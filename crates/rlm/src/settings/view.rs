@@ -53,7 +53,7 @@ impl ViewSettings {
 }
 
 /// A log file when the argument names an existing file or looks like a path; else a run id.
-fn target(run: &str) -> ViewTarget {
+pub fn target(run: &str) -> ViewTarget {
     let path = PathBuf::from(run);
     if path.is_file() || run.ends_with(".jsonl") || run.contains(std::path::MAIN_SEPARATOR) {
         ViewTarget::File(path)

@@ -22,6 +22,7 @@ mod run;
 mod run_limits;
 mod run_store;
 mod sandbox_worker;
+mod sessions;
 mod store;
 mod view;
 mod view_query;

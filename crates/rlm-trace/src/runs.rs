@@ -1,0 +1,177 @@
+//! Inspecting runs without reading whole logs: a summary of each root run in a log directory
+//! (`rlm runs list`), and a turn as `rlm runs show` prints it.
+//!
+//! A log repeats the whole conversation every turn, so a summary reads only the first line
+//! (`metadata`) and the last (`result`, when the run ended); a large answer in it is already a
+//! preview ([`crate::LargeValues`]).
+
+use std::fs::File;
+use std::io::{BufRead as _, BufReader, Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use rlm_llm::ModelTotals;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::reader::{Record, parse_line};
+use crate::schema::{CodeBlock, Iteration, RunMetadata, RunOutcome};
+
+/// Bytes read from a log's end to find its last line.
+const TAIL_BYTES: u64 = 1 << 20;
+
+/// One root run, from its log's first and last lines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// The run id.
+    pub run_id: String,
+    /// The log file.
+    pub log: PathBuf,
+    /// When the run started (the metadata line's timestamp).
+    pub started: Option<String>,
+    /// The question.
+    pub question: String,
+    /// The root model.
+    pub model: String,
+    /// How it ended; `None` while it runs or when it was killed without a result line.
+    pub status: Option<crate::Status>,
+    /// Turns taken, when it ended.
+    pub turns: Option<u32>,
+    /// Dollars over priced calls, when it ended.
+    pub cost_usd: Option<f64>,
+    /// Tokens in and out, when it ended.
+    pub tokens: Option<u64>,
+}
+
+impl RunSummary {
+    /// Reads the summary of the run logged at `path`.
+    pub fn read(path: &Path) -> Result<Self, Error> {
+        let io_error = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io_error)?;
+        let mut first = String::new();
+        BufReader::new(&mut file)
+            .read_line(&mut first)
+            .map_err(io_error)?;
+        let head = parse_line(first.trim_end(), 1)?;
+        let Record::Metadata(metadata) = &head.record else {
+            return Err(Error::NotATrajectory {
+                path: path.to_path_buf(),
+                line: 1,
+                reason: format!("its first record is `{}`", head.record.kind()),
+            });
+        };
+        let outcome = last_outcome(&mut file).map_err(io_error)?;
+        Ok(Self::of(
+            path,
+            head.timestamp.clone(),
+            metadata,
+            outcome.as_ref(),
+        ))
+    }
+
+    fn of(
+        path: &Path,
+        started: Option<String>,
+        metadata: &RunMetadata,
+        outcome: Option<&RunOutcome>,
+    ) -> Self {
+        Self {
+            run_id: metadata.run_id.clone(),
+            log: path.to_path_buf(),
+            started,
+            question: metadata.query.clone(),
+            model: metadata.root_model.clone(),
+            status: outcome.map(|outcome| outcome.status),
+            turns: outcome.map(|outcome| outcome.iterations),
+            cost_usd: outcome.map(|outcome| outcome.usage.total.cost_usd),
+            tokens: outcome.map(|outcome| outcome.usage.total.usage.total()),
+        }
+    }
+}
+
+/// The `result` record on the file's last line, if that is what it holds.
+fn last_outcome(file: &mut File) -> std::io::Result<Option<RunOutcome>> {
+    let length = file.metadata()?.len();
+    let start = length.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let text = String::from_utf8_lossy(&tail);
+    let Some(last) = text.trim_end().rsplit('\n').next() else {
+        return Ok(None);
+    };
+    Ok(match parse_line(last, 0).map(|entry| entry.record) {
+        Ok(Record::Result(outcome)) => Some(*outcome),
+        _ => None,
+    })
+}
+
+/// The root runs logged in `dir` (`rlm_*.jsonl`, not a child's `<stem>.<n>.jsonl`), newest
+/// first; a file that is not a readable run log is left out.
+pub fn list_runs(dir: &Path) -> Result<Vec<RunSummary>, Error> {
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut logs: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".jsonl")?;
+            (name.starts_with("rlm_") && !stem.contains('.')).then(|| (name, entry.path()))
+        })
+        .collect();
+    // The stem starts with the UTC start time, so names sort by time.
+    logs.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok(logs
+        .into_iter()
+        .filter_map(|(_, path)| RunSummary::read(&path).ok())
+        .collect())
+}
+
+/// One turn as `rlm runs show` prints it: the reply, the code and what it did, the usage —
+/// without the conversation, which every turn of a log repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnSummary {
+    /// 1-based turn number.
+    pub turn: u32,
+    /// The model's reply.
+    pub response: String,
+    /// The code blocks with their output, errors and sub-calls.
+    pub code_blocks: Vec<CodeBlock>,
+    /// Sub-calls made by the turn's code.
+    pub subcalls: usize,
+    /// The answer the turn gave, if any.
+    pub final_answer: Option<String>,
+    /// Notes the engine added.
+    pub notes: Vec<String>,
+    /// The root-model calls of the turn.
+    pub usage: ModelTotals,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// Messages in the conversation sent for the turn.
+    pub prompt_messages: usize,
+}
+
+impl TurnSummary {
+    /// The summary of a logged turn.
+    pub fn of(iteration: &Iteration) -> Self {
+        Self {
+            turn: iteration.iteration,
+            response: iteration.response.clone(),
+            subcalls: iteration
+                .code_blocks
+                .iter()
+                .map(|block| block.result.subcalls.len())
+                .sum(),
+            code_blocks: iteration.code_blocks.clone(),
+            final_answer: iteration.final_answer.clone(),
+            notes: iteration.notes.clone(),
+            usage: iteration.usage.clone(),
+            seconds: iteration.seconds,
+            prompt_messages: iteration.prompt.len(),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! `rlm runs list` and `rlm runs show`: past runs from their trajectory logs — the contexts,
+//! each turn's code, output, sub-calls and usage, the result, and the REPL's variables at the
+//! end (the log's `variables` line).
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use rlm_trace::{RunSummary, Trajectory, TurnSummary, VariableInfo};
+
+use super::view::{find_log, trace_error};
+use crate::cli::{GlobalArgs, RunsAction, RunsArgs, RunsListArgs, RunsShowArgs};
+use crate::error::CliError;
+use crate::output::{self, count, for_stdout, human_bytes, usd};
+use crate::settings::{RunsSettings, Sources, ViewTarget};
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: RunsArgs) -> anyhow::Result<ExitCode> {
+    match args.action {
+        RunsAction::List(args) => list(global, sources, &args),
+        RunsAction::Show(args) => show(global, sources, &args),
+    }
+}
+
+fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::Result<ExitCode> {
+    let settings = RunsSettings::resolve(args.log.as_ref(), sources)?;
+    let runs = match rlm_trace::list_runs(&settings.log_dir) {
+        Ok(runs) => runs,
+        // No directory yet: no runs yet.
+        Err(rlm_trace::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Vec::new()
+        }
+        Err(err) => return Err(trace_error(err)),
+    };
+    let runs: Vec<RunSummary> = runs.into_iter().take(args.limit).collect();
+    if runs.is_empty() {
+        output::terminal_note(
+            global.quiet,
+            &format!("no run logs in {}", settings.log_dir.display()),
+        );
+    }
+    if global.json {
+        for summary in &runs {
+            output::print_record("run", summary)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = output::stdout();
+    for summary in &runs {
+        let status = summary
+            .status
+            .map_or_else(|| "unfinished".to_owned(), status_word);
+        let started = summary.started.as_deref().map_or_else(String::new, |at| {
+            at.replace('T', " ").chars().take(19).collect()
+        });
+        writeln!(
+            out,
+            "{}  {started:<19}  {status:<16} {:>5}  {:>9}  {}",
+            for_stdout(&summary.run_id),
+            summary
+                .turns
+                .map_or_else(|| "-".to_owned(), |turns| turns.to_string()),
+            summary.cost_usd.map_or_else(|| "-".to_owned(), usd),
+            for_stdout(&one_line(&summary.question, 80)),
+        )?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::Result<ExitCode> {
+    let settings = RunsSettings::resolve(args.log.as_ref(), sources)?;
+    let target = match args.run.as_str() {
+        "last" => ViewTarget::Last,
+        run => crate::settings::view::target(run),
+    };
+    let path = find_log(&target, Some(&settings.log_dir))?;
+    let log = Trajectory::read(&path).map_err(trace_error)?;
+    let Some(metadata) = log.metadata() else {
+        return Err(CliError::input(anyhow::anyhow!(
+            "{} is not the log of an `rlm run`",
+            path.display()
+        ))
+        .with_hint("`rlm view` shows `rlm query` logs")
+        .into());
+    };
+    let turns: Vec<TurnSummary> = log
+        .iterations()
+        .filter(|turn| args.turn.is_none_or(|wanted| turn.iteration == wanted))
+        .map(TurnSummary::of)
+        .collect();
+    if let Some(wanted) = args.turn
+        && turns.is_empty()
+    {
+        return Err(CliError::input(anyhow::anyhow!(
+            "run {} has no turn {wanted} (it logged {})",
+            metadata.run_id,
+            count(log.iterations().count() as u64, "turn")
+        ))
+        .into());
+    }
+    let outcome = log.outcome();
+    let variables = log.variables();
+    if args.vars && variables.is_none() {
+        output::terminal_note(
+            global.quiet,
+            "this log has no `variables` line (the run was stopped, is still going, is a \
+             child run, or was logged by an older rlm)",
+        );
+    }
+    let contexts: Vec<serde_json::Value> = metadata
+        .contexts
+        .parts
+        .iter()
+        .map(|part| {
+            serde_json::json!({
+                "variable": part.variable,
+                "name": part.name,
+                "chars": part.chars,
+                "lines": part.lines,
+                "format": part.metadata.as_ref().and_then(|m| m.get("format")).cloned(),
+            })
+        })
+        .collect();
+    if global.json {
+        output::print_json(&serde_json::json!({
+            "type": "run",
+            "run_id": metadata.run_id,
+            "log": path,
+            "model": metadata.root_model,
+            "subcall_model": metadata.subcall_model,
+            "question": metadata.query,
+            "contexts": contexts,
+            "status": outcome.map(|o| o.status),
+            "answer": outcome.and_then(|o| o.answer.clone()),
+            "turns": outcome.map(|o| o.iterations),
+            "usage": outcome.map(|o| &o.usage.total),
+            "cost_usd": outcome.map(|o| o.usage.total.cost_usd),
+            "seconds": outcome.map(|o| o.seconds),
+        }))?;
+        for turn in &turns {
+            output::print_record("turn", turn)?;
+        }
+        if args.vars {
+            for variable in variables
+                .map(|v| v.variables.as_slice())
+                .unwrap_or_default()
+            {
+                output::print_json(&variable_json(variable))?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = output::stdout();
+    writeln!(
+        out,
+        "run {} · {} · {}",
+        for_stdout(&metadata.run_id),
+        for_stdout(&metadata.root_model),
+        path.display()
+    )?;
+    writeln!(out, "question: {}", for_stdout(&metadata.query))?;
+    for part in &metadata.contexts.parts {
+        writeln!(
+            out,
+            "{}: {} · {} chars · {}",
+            part.variable,
+            for_stdout(part.name.as_deref().unwrap_or("(unnamed)")),
+            rlm_engine::group_digits(part.chars as usize),
+            count(part.lines, "line"),
+        )?;
+    }
+    match outcome {
+        Some(outcome) => {
+            let total = &outcome.usage.total;
+            writeln!(
+                out,
+                "result: {} · {} · {} · {} tokens · {} · {:.1}s",
+                outcome.status,
+                count(u64::from(outcome.iterations), "turn"),
+                count(total.calls, "model call"),
+                rlm_engine::group_digits(total.usage.total() as usize),
+                usd(total.cost_usd),
+                outcome.seconds
+            )?;
+            if let Some(answer) = &outcome.answer {
+                writeln!(out, "answer: {}", for_stdout(answer))?;
+            }
+        }
+        None => writeln!(out, "result: none yet (the run is going, or was stopped)")?,
+    }
+    for turn in &turns {
+        print_turn(&mut out, turn)?;
+    }
+    if args.vars
+        && let Some(snapshot) = variables
+    {
+        writeln!(
+            out,
+            "\nvariables ({}, {} restorable):",
+            snapshot.variables.len(),
+            snapshot.restorable().count()
+        )?;
+        for variable in &snapshot.variables {
+            let size = variable.repr_bytes.map_or_else(String::new, human_bytes);
+            let length = variable
+                .length
+                .map_or_else(String::new, |length| format!(" · len {length}"));
+            let restorable = match &variable.not_restorable {
+                None => String::new(),
+                Some(why) => format!("  (not restorable: {why})"),
+            };
+            writeln!(
+                out,
+                "  {} · {} · {size}{length} · {}{restorable}",
+                for_stdout(&variable.name),
+                variable.type_name,
+                for_stdout(&one_line(&variable.preview, 100)),
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_turn(out: &mut impl std::io::Write, turn: &TurnSummary) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n── turn {} · {} · {} tokens · {:.1}s",
+        turn.turn,
+        count(turn.usage.calls, "call"),
+        rlm_engine::group_digits(turn.usage.usage.total() as usize),
+        turn.seconds
+    )?;
+    if turn.code_blocks.is_empty() {
+        writeln!(out, "reply:")?;
+        indent(out, &turn.response)?;
+    }
+    for (index, block) in turn.code_blocks.iter().enumerate() {
+        writeln!(out, "block {}:", index + 1)?;
+        indent(out, &block.code)?;
+        let result = &block.result;
+        if !result.stdout.is_empty() {
+            writeln!(out, "output:")?;
+            indent(out, &result.stdout)?;
+        }
+        if let Some(error) = &result.error {
+            writeln!(out, "error: {}", for_stdout(error))?;
+        }
+        for call in &result.subcalls {
+            writeln!(
+                out,
+                "sub-call: {} {} · {} → {} chars{}",
+                call.kind.name(),
+                for_stdout(&call.model),
+                call.prompt_chars,
+                call.response_chars,
+                call.error
+                    .as_deref()
+                    .map_or_else(String::new, |error| format!(
+                        " · error: {}",
+                        for_stdout(error)
+                    ))
+            )?;
+        }
+    }
+    for note in &turn.notes {
+        writeln!(out, "note: {}", for_stdout(note))?;
+    }
+    if let Some(answer) = &turn.final_answer {
+        writeln!(out, "answer: {}", for_stdout(answer))?;
+    }
+    Ok(())
+}
+
+fn indent(out: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
+    for line in text.trim_end().lines() {
+        writeln!(out, "  │ {}", for_stdout(line))?;
+    }
+    Ok(())
+}
+
+/// A variable as `--json` prints it: without its literal (the whole value).
+fn variable_json(variable: &VariableInfo) -> serde_json::Value {
+    serde_json::json!({
+        "type": "variable",
+        "name": variable.name,
+        "python_type": variable.type_name,
+        "length": variable.length,
+        "repr_bytes": variable.repr_bytes,
+        "preview": variable.preview,
+        "restorable": variable.literal.is_some(),
+        "not_restorable": variable.not_restorable,
+    })
+}
+
+/// The status as one word for the list (`answered`, `iteration_limit`, …).
+fn status_word(status: rlm_trace::Status) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| status.to_string())
+}
+
+/// `text` on one line, cut to `chars` with `…`.
+pub(super) fn one_line(text: &str, chars: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(chars) {
+        None => flat,
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+    }
+}
