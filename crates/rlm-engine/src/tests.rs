@@ -109,7 +109,8 @@ async fn answers_after_code_and_logs_every_turn() {
         "alpha\nsecret=XYZ\n\n"
     );
     assert_eq!(lines[2]["final_answer"], "XYZ");
-    assert_eq!(lines[3]["status"], "answered");
+    assert!(lines[3]["variables"].is_array(), "{}", lines[3]);
+    assert_eq!(lines[4]["status"], "answered");
 }
 
 #[tokio::test]
