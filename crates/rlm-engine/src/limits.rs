@@ -183,6 +183,7 @@ mod tests {
                 output_tokens: output,
                 ..Usage::default()
             },
+            usage_estimated: false,
             cost_usd,
             latency: Duration::ZERO,
             retries: 0,

@@ -167,6 +167,7 @@ impl ScriptedModel {
             model: request.model.clone(),
             finish_reason: Some(finish_reason.to_owned()),
             usage: self.usage,
+            usage_estimated: false,
             cost_usd: self.cost_usd,
             latency: Duration::ZERO,
             retries: 0,

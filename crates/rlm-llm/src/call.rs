@@ -95,7 +95,7 @@ impl LlmClient {
         let started = Instant::now();
         let model_ref = self.resolve(&request.model)?;
         let model_label = model_ref.to_string();
-        let price = self.shared.prices.get(&model_ref.model).copied();
+        let price = self.price_of(&model_ref);
         let reservation = self
             .ledger
             .reserve(crate::usage::Estimate::of(request, price.as_ref()))?;
@@ -116,6 +116,11 @@ impl LlmClient {
             return Ok(response);
         }
 
+        if let Some(backend) = self.backend_slot(&model_ref) {
+            return self
+                .execute_backend(backend, &model_ref, request, reservation, started, on_text)
+                .await;
+        }
         let slot = self.slot(&model_ref, &request.model)?;
         // Streamed even without a caller's sink, so the idle timeout, not one total timeout,
         // bounds an answer in progress.
@@ -215,28 +220,47 @@ impl LlmClient {
             model: model_label,
             finish_reason: parsed.finish_reason,
             usage: parsed.usage,
+            usage_estimated: false,
             cost_usd,
             latency,
             retries,
             replayed: false,
         };
         reservation.settle(&response.model, &response);
-        if let Some(recorder) = &self.shared.recorder {
-            let entry = CassetteEntry {
-                version: cassette::CASSETTE_VERSION,
-                key: cassette::request_key(&resolved),
-                request: resolved,
-                url: redact_url(&url),
-                headers: recorded_headers(&headers),
-                response: response.clone(),
-            };
-            // The answer is already paid for: a failed write is reported, not turned into a
-            // failed call.
-            if let Err(err) = recorder.write(&entry) {
-                warn!(error = %err, "could not record the response");
-            }
-        }
+        self.record(
+            resolved,
+            redact_url(&url),
+            &recorded_headers(&headers),
+            &response,
+        );
         Ok(response)
+    }
+
+    /// Appends an answered call to the recording, if one is being made. `resolved` is the
+    /// request with its `provider:model`, `url` and `headers` already redacted.
+    pub(crate) fn record(
+        &self,
+        resolved: ChatRequest,
+        url: String,
+        headers: &[(String, String)],
+        response: &ChatResponse,
+    ) {
+        let Some(recorder) = &self.shared.recorder else {
+            return;
+        };
+        let entry = CassetteEntry {
+            version: cassette::CASSETTE_VERSION,
+            key: cassette::request_key(&resolved),
+            request: resolved,
+            url,
+            headers: headers.to_vec(),
+            response: response.clone(),
+        };
+        // The answer is already paid for: a failed write is reported, not turned into a
+        // failed call.
+        if let Err(err) = recorder.write(&entry) {
+            warn!(error = %err, "could not record the response");
+        }
     }
 
     /// One attempt under the limiter and the per-attempt timeout.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
+use crate::backend::ChatBackend;
 use crate::capabilities::{CapabilityTable, ModelCapabilities};
 use crate::cassette::{Recorder, Replayer};
 use crate::error::{Error, Result};
@@ -36,10 +37,20 @@ pub(crate) struct ProviderSlot {
     pub limiter: Arc<Semaphore>,
 }
 
+/// A provider that answers itself ([`ChatBackend`]) with its process-wide limiter.
+#[derive(Debug)]
+pub(crate) struct BackendSlot {
+    pub backend: Arc<dyn ChatBackend>,
+    pub limiter: Arc<Semaphore>,
+    pub max_concurrency: usize,
+}
+
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub http: reqwest::Client,
     pub providers: BTreeMap<String, ProviderSlot>,
+    /// Providers that are not HTTP services, by name (no name is in both maps).
+    pub backends: BTreeMap<String, BackendSlot>,
     pub default_provider: Option<String>,
     pub retry: RetryPolicy,
     pub request_timeout: Duration,
@@ -72,6 +83,7 @@ pub struct LlmClient {
 #[derive(Debug)]
 pub struct LlmClientBuilder {
     providers: Vec<ProviderConfig>,
+    backends: Vec<(String, Arc<dyn ChatBackend>, usize)>,
     default_provider: Option<String>,
     retry: RetryPolicy,
     request_timeout: Duration,
@@ -90,6 +102,7 @@ impl Default for LlmClientBuilder {
     fn default() -> Self {
         Self {
             providers: Vec::new(),
+            backends: Vec::new(),
             default_provider: None,
             retry: RetryPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -123,7 +136,24 @@ impl LlmClientBuilder {
     pub fn provider(mut self, config: ProviderConfig) -> Self {
         self.providers
             .retain(|existing| existing.name != config.name);
+        self.backends.retain(|(name, _, _)| *name != config.name);
         self.providers.push(config);
+        self
+    }
+
+    /// Adds (or replaces, by name) a provider that answers itself: model strings
+    /// `name:model` go to `backend`, at most `max_concurrency` calls at once (at least 1).
+    #[must_use]
+    pub fn backend(
+        mut self,
+        name: impl Into<String>,
+        backend: Arc<dyn ChatBackend>,
+        max_concurrency: usize,
+    ) -> Self {
+        let name = name.into();
+        self.providers.retain(|existing| existing.name != name);
+        self.backends.retain(|(existing, _, _)| *existing != name);
+        self.backends.push((name, backend, max_concurrency.max(1)));
         self
     }
 
@@ -242,8 +272,22 @@ impl LlmClientBuilder {
             let limiter = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
             providers.insert(config.name.clone(), ProviderSlot { config, limiter });
         }
+        let backends: BTreeMap<String, BackendSlot> = self
+            .backends
+            .into_iter()
+            .map(|(name, backend, max_concurrency)| {
+                let limiter = Arc::new(Semaphore::new(max_concurrency));
+                let slot = BackendSlot {
+                    backend,
+                    limiter,
+                    max_concurrency,
+                };
+                (name, slot)
+            })
+            .collect();
         if let Some(name) = &self.default_provider
             && !providers.contains_key(name)
+            && !backends.contains_key(name)
         {
             return Err(Error::Config(format!(
                 "default provider `{name}` is not configured"
@@ -255,6 +299,7 @@ impl LlmClientBuilder {
             shared: Arc::new(Shared {
                 http,
                 providers,
+                backends,
                 default_provider: self.default_provider,
                 retry: self.retry,
                 request_timeout: self.request_timeout,
@@ -334,21 +379,47 @@ impl LlmClient {
 
     /// Splits a model string into provider and model using the configured providers.
     pub fn resolve(&self, model: &str) -> Result<ModelRef> {
-        let known: Vec<&str> = self.shared.providers.keys().map(String::as_str).collect();
-        ModelRef::parse(model, &known, self.shared.default_provider.as_deref())
+        ModelRef::parse(
+            model,
+            &self.provider_names(),
+            self.shared.default_provider.as_deref(),
+        )
+    }
+
+    /// Every configured provider's name, HTTP or backend, in order.
+    fn provider_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .shared
+            .providers
+            .keys()
+            .chain(self.shared.backends.keys())
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// Checks, before anything is sent or spent, that a call to `model` could go out: the
     /// model string names a configured provider and that provider has the key it needs. Fails
     /// with the error the call itself would end in ([`Error::UnknownProvider`],
     /// [`Error::AmbiguousModel`], [`Error::MissingApiKey`]). When answering from a recording
-    /// no key is needed, so only the model string is checked.
+    /// no key is needed, so only the model string is checked. A backend's model is checked
+    /// by the backend ([`ChatBackend::check`]).
     pub fn check_model(&self, model: &str) -> Result<()> {
         let model_ref = self.resolve(model)?;
-        if self.shared.replayer.is_none() {
-            self.slot(&model_ref, model)?.config.require_key()?;
+        if self.shared.replayer.is_some() {
+            return Ok(());
         }
+        if let Some(slot) = self.backend_slot(&model_ref) {
+            return slot.backend.check(&model_ref.model);
+        }
+        self.slot(&model_ref, model)?.config.require_key()?;
         Ok(())
+    }
+
+    /// The backend serving `model_ref`, when its provider is one.
+    pub(crate) fn backend_slot(&self, model_ref: &ModelRef) -> Option<&BackendSlot> {
+        self.shared.backends.get(&model_ref.provider)
     }
 
     /// The provider serving `model_ref` (`model` is the string as the caller wrote it).
@@ -359,20 +430,22 @@ impl LlmClient {
             .ok_or_else(|| Error::UnknownProvider {
                 provider: model_ref.provider.clone(),
                 model: model.to_owned(),
-                known: self
-                    .shared
-                    .providers
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: self.provider_names().join(", "),
             })
     }
 
     /// The price used for a model string, if known.
     pub fn price(&self, model: &str) -> Option<Price> {
         let resolved = self.resolve(model).ok()?;
-        self.shared.prices.get(&resolved.model).copied()
+        self.price_of(&resolved)
+    }
+
+    /// The price of a resolved model: the backend's for a backend, else the table's.
+    pub(crate) fn price_of(&self, model: &ModelRef) -> Option<Price> {
+        match self.backend_slot(model) {
+            Some(slot) => slot.backend.price(&model.model),
+            None => self.shared.prices.get(&model.model).copied(),
+        }
     }
 
     /// What a model string's model accepts: the table's entry, corrected by any refusal seen
@@ -383,6 +456,9 @@ impl LlmClient {
     }
 
     pub(crate) fn capabilities_of(&self, model: &ModelRef) -> ModelCapabilities {
+        if let Some(slot) = self.backend_slot(model) {
+            return slot.backend.capabilities(&model.model);
+        }
         let learned = self
             .shared
             .learned
@@ -403,10 +479,14 @@ impl LlmClient {
 
     /// The configured concurrency limit of a provider.
     pub fn max_concurrency(&self, provider: &str) -> Option<usize> {
-        self.shared
-            .providers
-            .get(provider)
-            .map(|slot| slot.config.max_concurrency)
+        match self.shared.backends.get(provider) {
+            Some(slot) => Some(slot.max_concurrency),
+            None => self
+                .shared
+                .providers
+                .get(provider)
+                .map(|slot| slot.config.max_concurrency),
+        }
     }
 
     /// Whether answers come from a recording.

@@ -98,6 +98,15 @@ pub enum Error {
     /// Invalid settings (bad URL, zero concurrency, ...).
     #[error("invalid LLM settings: {0}")]
     Config(String),
+    /// A provider that is not an HTTP service ([`crate::ChatBackend`]) could not answer; it
+    /// says what kind of failure that is.
+    #[error("provider `{provider}` could not answer for model `{model}`: {message}")]
+    Backend {
+        provider: String,
+        model: String,
+        message: String,
+        kind: ErrorKind,
+    },
 }
 
 /// What kind of failure an [`Error`] is, which decides what a caller should do about it.
@@ -117,6 +126,7 @@ impl Error {
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         match self {
+            Self::Backend { kind, .. } => *kind,
             Self::UnknownProvider { .. }
             | Self::AmbiguousModel { .. }
             | Self::MissingApiKey { .. }

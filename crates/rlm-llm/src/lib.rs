@@ -21,6 +21,10 @@
 //! - **Tool calling**: [`ToolDefinition`]s on a [`ChatRequest`], [`ToolCall`]s in a
 //!   [`ChatResponse`], [`Message::tool_result`] answers, on both wire formats whole or streamed;
 //!   [`LlmClient::chat_with_tools`] runs bounded rounds of model → tools → model.
+//! - **Backends**: a provider that is not an HTTP service implements [`ChatBackend`] and is
+//!   added under its name with [`LlmClientBuilder::backend`] (the MCP server's sampling is
+//!   one); it gets the same limiter, budget, deadline and ledger, and its replies' usage is
+//!   estimated when it reports none ([`ChatResponse::usage_estimated`]).
 //! - **Record/replay**: JSON Lines cassettes with secrets redacted ([`cassette`]).
 //! - **Test support** (feature `test-support`): `fake::FakeServer`, a local server speaking
 //!   both wire formats with scripted replies per model and fault injection.
@@ -43,6 +47,7 @@
 //! # }
 //! ```
 
+mod backend;
 mod call;
 pub mod capabilities;
 pub mod cassette;
@@ -60,6 +65,7 @@ mod usage;
 mod window;
 mod wire;
 
+pub use backend::{BackendReply, ChatBackend, estimated_usage};
 pub use capabilities::{CapabilityTable, MaxTokensField, ModelCapabilities, OpenAiApi};
 pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient,

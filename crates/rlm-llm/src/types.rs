@@ -309,6 +309,10 @@ pub struct ChatResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     pub usage: Usage,
+    /// `usage` is an estimate from the texts' sizes: the provider reported no counts (a
+    /// [`crate::ChatBackend`] such as MCP sampling).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
     /// Cost in US dollars, `None` when the price of the model is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,

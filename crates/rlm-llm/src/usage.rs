@@ -150,6 +150,14 @@ pub struct ModelTotals {
     /// Answered calls whose price is unknown, so their cost is not in `cost_usd`.
     #[serde(default)]
     pub unpriced_calls: u64,
+    /// Answered calls whose token counts are estimates ([`ChatResponse::usage_estimated`]),
+    /// so `usage` is partly estimated. Left out of JSON when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl ModelTotals {
@@ -162,6 +170,9 @@ impl ModelTotals {
         match response.cost_usd {
             Some(cost) => self.cost_usd += cost,
             None => self.unpriced_calls += 1,
+        }
+        if response.usage_estimated {
+            self.estimated_calls += 1;
         }
     }
 
@@ -636,6 +647,7 @@ mod tests {
             model: "provider:model".to_owned(),
             finish_reason: None,
             usage,
+            usage_estimated: false,
             cost_usd,
             latency: Duration::from_millis(10),
             retries: 0,

@@ -1,8 +1,9 @@
-//! The client against the fake provider: wire formats, streaming, faults, limiter, accounting,
-//! record/replay. One binary so the crate links once.
+//! The client against the fake provider (and a non-HTTP backend): wire formats, streaming, faults,
+//! limiter, accounting, record/replay. One binary so the crate links once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod accounting;
+mod backend;
 mod caching;
 mod cassette;
 mod faults;
