@@ -181,7 +181,10 @@ impl LlmClient {
         let answer = tokio::time::timeout(limit, slot.backend.complete(request, &model_ref.model))
             .await
             .map_err(|_| {
-                if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                if self
+                    .deadline
+                    .is_some_and(|deadline| Instant::now() >= deadline)
+                {
                     deadline_error()
                 } else {
                     Error::Backend {

@@ -139,7 +139,10 @@ async fn a_backend_answers_without_a_key_with_usage_estimated_and_stops_applied(
         })
         .await
         .unwrap();
-    assert_eq!((second.text.as_str(), streamed.as_str()), ("plain", "plain"));
+    assert_eq!(
+        (second.text.as_str(), streamed.as_str()),
+        ("plain", "plain")
+    );
 
     let asked = backend.asked.lock().unwrap();
     assert_eq!(asked[0].0, "hinted", "the backend gets the model name part");
@@ -174,7 +177,11 @@ async fn backend_refusals_keep_their_kind_and_are_counted_as_failures() {
 
     let tools = ChatRequest::new("scripted:m")
         .user("x")
-        .tool(ToolDefinition::new("t", "a tool", serde_json::json!({"type": "object"})));
+        .tool(ToolDefinition::new(
+            "t",
+            "a tool",
+            serde_json::json!({"type": "object"}),
+        ));
     let err = client.chat(&tools).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Input);
     assert!(err.to_string().contains("tools"), "{err}");
