@@ -34,9 +34,14 @@ use crate::cli::{Cli, Command};
 use crate::settings::Sources;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let Cli { global, command } = cli;
     // Nothing is read yet: the configuration files are loaded when a command first asks.
-    let sources = Sources::from_process(global.config.clone());
+    let sources = Sources::from_process(cli.global.config.clone());
+    dispatch_with(cli, sources)
+}
+
+/// [`dispatch`] over given sources: the MCP server's carry the model providers it offers.
+pub fn dispatch_with(cli: Cli, sources: Sources) -> anyhow::Result<ExitCode> {
+    let Cli { global, command } = cli;
     let sources = &sources;
     match command {
         Command::Inspect(args) => inspect::run(&global, args),

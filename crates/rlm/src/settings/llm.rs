@@ -46,8 +46,8 @@ use rlm_llm::{
 };
 use serde::Deserialize;
 
-use super::Sources;
 use super::env::{self, Environment};
+use super::{ModelBackend, Sources};
 use crate::cli::{ChatArgs, LlmArgs};
 use crate::error::{CliError, input_error, llm_error};
 
@@ -112,6 +112,8 @@ pub struct LlmSettings {
     pub max_output_tokens: Option<u32>,
     /// Whether requests ask for prompt caching (Anthropic `cache_control` breakpoints).
     pub prompt_cache: bool,
+    /// Providers the front end offers besides the configured ones ([`ModelBackend`]).
+    pub backends: Vec<ModelBackend>,
 }
 
 /// Output-token cap of one answer when none is configured: a reply of the RLM loop is a code
@@ -142,7 +144,29 @@ impl LlmSettings {
             .filter(|name| env.var(name).is_some())
             .collect();
         tracing::debug!(variables = ?present, "provider variables set");
-        Self::merge(args, section, env)
+        let mut settings = Self::merge(args, section, env)?;
+        settings.offer_backends(sources.model_backends());
+        Ok(settings)
+    }
+
+    /// Adds the front end's backends; the first one with a default model supplies the model
+    /// when none is configured (the sub-call model too, unless one is configured).
+    fn offer_backends(&mut self, backends: &[ModelBackend]) {
+        self.backends = backends.to_vec();
+        if self.model.is_some() {
+            return;
+        }
+        let Some(fallback) = backends
+            .iter()
+            .find_map(|backend| backend.default_model.clone())
+        else {
+            return;
+        };
+        tracing::debug!(model = %fallback, "no model configured; using the front end's");
+        if self.subcall_model.is_none() {
+            self.subcall_model = Some(fallback.clone());
+        }
+        self.model = Some(fallback);
     }
 
     /// Merges flags > `env` > `config` > defaults.
@@ -301,6 +325,7 @@ impl LlmSettings {
             capabilities,
             max_output_tokens,
             prompt_cache,
+            backends: Vec::new(),
         })
     }
 
@@ -341,6 +366,13 @@ impl LlmSettings {
             .prompt_cache(self.prompt_cache);
         for provider in &self.providers {
             builder = builder.provider(provider.clone());
+        }
+        for offered in &self.backends {
+            builder = builder.backend(
+                offered.name.clone(),
+                offered.backend.clone(),
+                offered.max_concurrency,
+            );
         }
         if let Some(name) = &self.default_provider {
             builder = builder.default_provider(name.clone());
@@ -737,6 +769,60 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A backend that is never asked: the settings only pass it on.
+    #[derive(Debug)]
+    struct Unused;
+
+    impl rlm_llm::ChatBackend for Unused {
+        fn complete<'a>(
+            &'a self,
+            _request: &'a ChatRequest,
+            _model: &'a str,
+        ) -> std::pin::Pin<
+            Box<dyn Future<Output = rlm_llm::Result<rlm_llm::BackendReply>> + Send + 'a>,
+        > {
+            Box::pin(async { unreachable!("the settings tests send nothing") })
+        }
+    }
+
+    #[test]
+    fn a_front_end_backend_is_offered_and_supplies_the_model_only_when_none_is_configured() {
+        let backend = ModelBackend {
+            name: "front".into(),
+            backend: std::sync::Arc::new(Unused),
+            max_concurrency: 3,
+            default_model: Some("front:any".into()),
+        };
+        let layout = Layout::new(None, None);
+        let sources = layout.sources(&[]).with_model_backend(backend.clone());
+        let settings = LlmSettings::resolve(&LlmArgs::default(), &sources).unwrap();
+        assert_eq!(settings.model.as_deref(), Some("front:any"));
+        assert_eq!(settings.subcall_model.as_deref(), Some("front:any"));
+        let client = settings.build_client().unwrap();
+        client.check_model("front:any").unwrap();
+        assert_eq!(client.max_concurrency("front"), Some(3));
+
+        // A configured model wins; a configured sub-call model stays with the fallback root.
+        let configured = layout.sources(&[("RLM_MODEL", "openai:gpt-4o")]);
+        let settings = LlmSettings::resolve(
+            &LlmArgs::default(),
+            &configured.with_model_backend(backend.clone()),
+        )
+        .unwrap();
+        assert_eq!(settings.model.as_deref(), Some("openai:gpt-4o"));
+        assert_eq!(settings.backends.len(), 1, "still offered by name");
+        let sub_only = layout.sources(&[("RLM_SUBCALL_MODEL", "ollama:small")]);
+        let settings =
+            LlmSettings::resolve(&LlmArgs::default(), &sub_only.with_model_backend(backend))
+                .unwrap();
+        assert_eq!(settings.model.as_deref(), Some("front:any"));
+        assert_eq!(settings.subcall_model.as_deref(), Some("ollama:small"));
+
+        // Without a front end nothing changes.
+        let plain = LlmSettings::resolve(&LlmArgs::default(), &layout.sources(&[])).unwrap();
+        assert_eq!((plain.model, plain.backends.len()), (None, 0));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! result. Sources are injected: tests build them from a fixed [`Environment`] and a
 //! temporary directory instead of touching the process environment.
 
+pub mod backends;
 pub mod embedding;
 pub mod env;
 pub mod files;
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+pub use backends::ModelBackend;
 pub use embedding::EmbeddingSettings;
 pub use env::Environment;
 pub use files::LoadedConfig;
@@ -51,6 +53,8 @@ pub struct Sources {
     /// Where the project file search starts.
     cwd: Option<PathBuf>,
     config: OnceCell<LoadedConfig>,
+    /// Providers the front end offers besides the configured ones (`rlm mcp`'s sampling).
+    model_backends: Vec<ModelBackend>,
 }
 
 impl Sources {
@@ -73,7 +77,20 @@ impl Sources {
             explicit_config,
             cwd,
             config: OnceCell::new(),
+            model_backends: Vec::new(),
         }
+    }
+
+    /// These sources with `backend` offered to every model client built from them.
+    #[must_use]
+    pub fn with_model_backend(mut self, backend: ModelBackend) -> Self {
+        self.model_backends.push(backend);
+        self
+    }
+
+    /// The providers the front end offers besides the configured ones.
+    pub fn model_backends(&self) -> &[ModelBackend] {
+        &self.model_backends
     }
 
     pub fn env(&self) -> &Environment {

@@ -14,6 +14,7 @@ mod inspect;
 mod llama;
 mod mcp;
 mod mcp_http;
+mod mcp_sampling;
 mod models;
 mod output;
 mod prompt;

@@ -16,16 +16,19 @@ use crate::cli::Cli;
 use crate::error::Shown;
 use crate::observers::observe;
 use crate::output::capture;
+use crate::settings::{ModelBackend, Sources};
 
 /// What a finished command left: its result and what it printed.
 type Finished = (anyhow::Result<ExitCode>, Vec<u8>);
 
 /// Runs `rlm GLOBAL… ARGUMENTS…` in this process and returns its result for the client;
-/// with a `reporter`, the command's progress goes to the client as it runs.
+/// with a `reporter`, the command's progress goes to the client as it runs; `backends` are
+/// model providers offered to it besides the configured ones.
 pub async fn command(
     global: Vec<OsString>,
     arguments: Vec<OsString>,
     reporter: Option<Reporter>,
+    backends: Vec<ModelBackend>,
 ) -> CallToolResult {
     let mut argv = vec![OsString::from("rlm")];
     argv.extend(global);
@@ -34,11 +37,18 @@ pub async fn command(
         Ok(cli) => cli,
         Err(err) => return refusal(err.render().to_string().trim_end()),
     };
+    let dispatch = move || {
+        let sources = backends.into_iter().fold(
+            Sources::from_process(cli.global.config.clone()),
+            Sources::with_model_backend,
+        );
+        crate::commands::dispatch_with(cli, sources)
+    };
     let Some(reporter) = reporter else {
-        return isolated(move || crate::commands::dispatch(cli)).await;
+        return isolated(dispatch).await;
     };
     let (observers, mut updates) = super::progress::observers();
-    let call = isolated(move || observe(observers, || crate::commands::dispatch(cli)));
+    let call = isolated(move || observe(observers, dispatch));
     tokio::pin!(call);
     loop {
         tokio::select! {

@@ -13,6 +13,7 @@ mod outputs;
 mod progress;
 mod resources;
 mod root;
+mod sampling;
 mod tools;
 
 use std::ffi::OsString;
@@ -186,7 +187,12 @@ impl ServerHandler for Server {
         let result = match (spec.command_line)(arguments, &self.root) {
             Ok(command_line) => {
                 let reporter = progress::Reporter::for_request(&context);
-                call::command(self.global_arguments(), command_line, reporter).await
+                // `run` may be answered by the client's own model (`sampling.rs`).
+                let backends = match spec.name {
+                    "run" => vec![sampling::provider(&context.peer)],
+                    _ => Vec::new(),
+                };
+                call::command(self.global_arguments(), command_line, reporter, backends).await
             }
             Err(message) => call::refusal(&message),
         };

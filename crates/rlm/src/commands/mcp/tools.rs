@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::outputs::{self, Records};
 use super::root::Root;
+use super::sampling;
 
 /// One tool: its name, what it is for, its argument and result schemas, and its command line.
 pub struct ToolSpec {
@@ -87,8 +88,10 @@ pub fn all() -> Vec<ToolSpec> {
             "run",
             "Answer a question over files or the store with a recursive language model: the \
              model writes code in a sandbox, calls sub-models and iterates until it answers, \
-             within the budgets given (rlm run). Uses rlm's own providers and keys. Sends a \
-             progress notification per turn when the call carries a progress token.",
+             within the budgets given (rlm run). Uses rlm's configured providers and keys, or \
+             the client's own model through MCP sampling (model \"mcp\"; the default when no \
+             model is configured and the client offers sampling). Sends a progress \
+             notification per turn when the call carries a progress token.",
         ),
         spec::<CtxArguments>(
             "ctx_assemble",
@@ -350,9 +353,12 @@ struct RunArguments {
     /// store directory relative to the server's root. The model's code then gets
     /// `buffers()`, `search()`, `get_chunks()`, `grep()` and `read()` (rlm run --store).
     store: Option<StoreChoice>,
-    /// Root model as `provider:model` (default from rlm's configuration).
+    /// Root model as `provider:model` (default from rlm's configuration). `mcp` (or
+    /// `sampling`) asks the client's own model through MCP sampling, `mcp:NAME` with NAME as
+    /// a model hint; when nothing is configured and the client offers sampling, that is the
+    /// default.
     model: Option<String>,
-    /// Model for sub-calls (default: the root model).
+    /// Model for sub-calls (`llm_query`; default: the root model); `mcp` as for `model`.
     subcall_model: Option<String>,
     /// Most turns of the root model (default 30).
     max_iterations: Option<u32>,
@@ -393,8 +399,11 @@ impl Arguments for RunArguments {
         };
         let mut command = Command::new(&["run"])
             .option("--context", self.context)
-            .option("--model", self.model)
-            .option("--subcall-model", self.subcall_model)
+            .option("--model", self.model.map(sampling::model_argument))
+            .option(
+                "--subcall-model",
+                self.subcall_model.map(sampling::model_argument),
+            )
             .option("--max-iterations", self.max_iterations)
             .option("--max-depth", self.max_depth)
             .option("--max-cost", self.max_cost)
