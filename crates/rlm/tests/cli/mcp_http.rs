@@ -33,9 +33,9 @@ fn python() -> Option<PathBuf> {
 }
 
 /// A running `rlm mcp --http 127.0.0.1:0`, its stderr collected; killed if the test fails.
-struct Listening {
+pub(crate) struct Listening {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     port: u16,
     stderr: Option<JoinHandle<String>>,
 }
@@ -43,7 +43,7 @@ struct Listening {
 impl Listening {
     /// Starts `rlm mcp --http 127.0.0.1:0 --root DIR ARGS` over `dir`'s store and waits for
     /// the URL it prints.
-    fn start(dir: &Path, args: &[&str]) -> Self {
+    pub(crate) fn start(dir: &Path, args: &[&str]) -> Self {
         let mut child = rlm_store_process(dir)
             .args(["mcp", "--http", "127.0.0.1:0", "--root"])
             .arg(dir)

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::mcp_http::Listening;
 use crate::support::{rlm_store_process, text};
 
 const CLIENT: &str = concat!(
@@ -13,9 +14,18 @@ const CLIENT: &str = concat!(
 /// What the client's scripted model answers to the sub-call (`sampling_client.py`).
 const ORACLE: &str = "heliotrope-7731";
 
+/// How the client reaches the server.
+#[derive(Clone, Copy)]
+enum Transport {
+    /// The client starts `rlm mcp` and speaks over its stdin/stdout.
+    Stdio,
+    /// The client connects to a running `rlm mcp --http 127.0.0.1:0`.
+    Http,
+}
+
 /// The client's report of a session in `mode` (`sampling` or `plain`), or `None` when the
 /// Python SDK is not configured.
-async fn session(mode: &str) -> Option<serde_json::Value> {
+async fn session(mode: &str, transport: Transport) -> Option<serde_json::Value> {
     let Some(python) = std::env::var_os("RLM_TEST_MCP_PYTHON").map(PathBuf::from) else {
         eprintln!(
             "skipped: set RLM_TEST_MCP_PYTHON to a Python with the `mcp` package (scripts/test does)"
@@ -33,15 +43,29 @@ async fn session(mode: &str) -> Option<serde_json::Value> {
         .arg(dir.path())
         .arg(mode)
         .current_dir(dir.path());
+    let server = match transport {
+        Transport::Stdio => None,
+        Transport::Http => Some(Listening::start(dir.path(), &[])),
+    };
+    if let Some(server) = &server {
+        client.arg(&server.url);
+    }
     for (name, value) in template.get_envs() {
         match value {
             Some(value) => client.env(name, value),
             None => client.env_remove(name),
         };
     }
+    // Loopback requests must not go to a proxy from the caller's environment.
+    for proxy in ["http_proxy", "https_proxy", "all_proxy"] {
+        client
+            .env_remove(proxy)
+            .env_remove(proxy.to_ascii_uppercase());
+    }
     let output = tokio::task::spawn_blocking(move || client.output().unwrap())
         .await
         .unwrap();
+    drop(server);
     let stderr = text(&output.stderr);
     assert!(
         output.status.success(),
@@ -58,9 +82,20 @@ async fn session(mode: &str) -> Option<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_is_answered_by_the_clients_model_through_sampling_without_a_key() {
-    let Some(seen) = session("sampling").await else {
-        return;
-    };
+    if let Some(seen) = session("sampling", Transport::Stdio).await {
+        answered_through_sampling(&seen);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_works_over_streamable_http_too() {
+    if let Some(seen) = session("sampling", Transport::Http).await {
+        answered_through_sampling(&seen);
+    }
+}
+
+/// What a sampled `run` must have done (`sampling_client.py`'s script).
+fn answered_through_sampling(seen: &serde_json::Value) {
     let run = &seen["run"];
     assert_eq!(run["is_error"], false, "{seen}");
     let result = &run["structured"]["records"][0];
@@ -121,7 +156,7 @@ async fn run_is_answered_by_the_clients_model_through_sampling_without_a_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_sampling_capability_the_client_model_is_refused_clearly() {
-    let Some(seen) = session("plain").await else {
+    let Some(seen) = session("plain", Transport::Stdio).await else {
         return;
     };
     let asked = &seen["asked_for_sampling"];

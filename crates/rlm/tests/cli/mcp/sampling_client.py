@@ -1,5 +1,8 @@
 """An MCP client with (or without) sampling, with the official Python SDK (`mcp` on PyPI),
-driven by crates/rlm/tests/cli/mcp_sampling.rs. Usage: sampling_client.py RLM_BINARY ROOT MODE
+driven by crates/rlm/tests/cli/mcp_sampling.rs. Usage: sampling_client.py RLM_BINARY ROOT MODE [URL]
+
+With URL the client connects to a running `rlm mcp --http` there (streamable HTTP) instead of
+starting `RLM_BINARY mcp` over stdio.
 
 MODE `sampling`: the client declares sampling and its "model" answers from a script: the root
 model's first turn writes code calling `llm_query(PROMPT)`, the sub-call gets ANSWER, the
@@ -16,6 +19,7 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
 
 PROMPT = "What does the oracle say? Reply with the word only."
 ANSWER = "heliotrope-7731"
@@ -39,7 +43,20 @@ def text_of(message):
     return content.text if content.type == "text" else f"<{content.type}>"
 
 
-async def main(binary, root, mode):
+def connect(binary, root, url):
+    """The client's streams: over HTTP to URL, or to a stdio server it starts."""
+    if url:
+        return streamablehttp_client(url)
+    params = StdioServerParameters(
+        command=binary,
+        args=["mcp", "--root", root],
+        env=dict(os.environ),
+        cwd=root,
+    )
+    return stdio_client(params)
+
+
+async def main(binary, root, mode, url=None):
     requests = []
     root_turns = iter(ROOT_TURNS)
 
@@ -68,15 +85,10 @@ async def main(binary, root, mode):
             stopReason="endTurn",
         )
 
-    params = StdioServerParameters(
-        command=binary,
-        args=["mcp", "--root", root],
-        env=dict(os.environ),
-        cwd=root,
-    )
     seen = {"api_keys": sorted(name for name in os.environ if name.endswith("_API_KEY"))}
     callback = sample if mode == "sampling" else None
-    async with stdio_client(params) as (read, write):
+    async with connect(binary, root, url) as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write, sampling_callback=callback) as session:
             await session.initialize()
             if mode == "sampling":
@@ -109,4 +121,4 @@ async def main(binary, root, mode):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+    asyncio.run(main(*sys.argv[1:5]))
