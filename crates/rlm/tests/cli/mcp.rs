@@ -38,6 +38,32 @@ answer = hits[0]["buffer"] + ":" + str(hits[0]["start_line"])
 FINAL_VAR("answer")
 ```"#;
 
+/// The model `query` asks: a plan, extractions (every chunk relevant), then the report.
+fn answer_query(seen: &rlm_llm::fake::SeenRequest) -> FakeReply {
+    let system = seen.system.as_deref().unwrap_or_default();
+    if system.starts_with("You plan a search") {
+        return FakeReply::text(
+            r#"{"queries": ["lighthouse keeper"], "mode": "bm25", "top_k": 4, "batch_size": 1, "buffers": []}"#,
+        );
+    }
+    let message = seen.last_user_message();
+    if system.starts_with("You are an extractor") {
+        let entries: Vec<String> = message
+            .match_indices("<chunk id=\"")
+            .filter_map(|(at, tag)| {
+                let rest = &message[at + tag.len()..];
+                rest[..rest.find('"')?].parse::<i64>().ok()
+            })
+            .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "high", "findings": ["the keeper is in chunk {id}"], "summary": null, "follow_up": []}}"#))
+            .collect();
+        return FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")));
+    }
+    FakeReply::text(format!(
+        "## Summary\nThe keeper lives in the lighthouse ({} findings).",
+        message.matches("the keeper is in chunk").count()
+    ))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     let Some(python) = python() else { return };
@@ -51,6 +77,9 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     .await;
     // `run` over the store: the root model's code searches it and answers from the hit.
     server.script("store", [FakeReply::text(SEARCH_AND_ANSWER)]);
+    // `query`: the planner asks for a BM25 search in batches of one chunk, each extractor
+    // reports its chunks, the report cites what was found.
+    server.respond_with(answer_query);
     story(dir.path());
     rlm_with_store(dir.path())
         .args(["load", "story.txt", "--chunk-size", "70"])
@@ -162,6 +191,35 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     assert!(first.starts_with("turn 1: 0 sub-calls, "), "{first}");
     let last = progress[1]["message"].as_str().unwrap();
     assert!(last.ends_with(" · answered"), "{last}");
+
+    // query: planned, one extractor per chunk found, a report citing them; a progress
+    // notification per batch.
+    let query = &seen["query"];
+    assert_eq!(query["is_error"], false, "{query}");
+    let report = &query["structured"]["records"][0];
+    assert_eq!(report["type"], "result", "{query}");
+    assert_eq!(report["status"], "answered", "{query}");
+    assert_eq!(report["plan"]["queries"][0], "lighthouse keeper", "{report}");
+    let batches = report["batches"].as_u64().unwrap();
+    assert!(batches >= 2, "{report}");
+    assert!(
+        report["report"]
+            .as_str()
+            .unwrap()
+            .starts_with("## Summary\nThe keeper lives in the lighthouse"),
+        "{report}"
+    );
+    let progress = seen["query_progress"].as_array().unwrap();
+    assert_eq!(progress.len() as u64, batches, "{progress:?}");
+    assert_eq!(progress.last().unwrap()["progress"], batches as f64);
+    assert_eq!(progress[0]["total"], batches as f64);
+    assert!(
+        progress[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("batch 1/{batches}: ")),
+        "{progress:?}"
+    );
 
     // run over the store: the model's code found the chunk with search().
     let run_store = &seen["run_store"];

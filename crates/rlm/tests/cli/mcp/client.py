@@ -76,6 +76,19 @@ async def main(binary, root):
                     {"query": "Where is the keeper?", "store": True, "model": "openai:store"},
                 )
             )
+            query_progress = []
+
+            async def on_query_progress(value, total, message):
+                query_progress.append({"progress": value, "total": total, "message": message})
+
+            seen["query"] = tool_result(
+                await session.call_tool(
+                    "query",
+                    {"question": "Where does the keeper live?", "model": "openai:query"},
+                    progress_callback=on_query_progress,
+                )
+            )
+            seen["query_progress"] = query_progress
             seen["run_store_outside"] = tool_result(
                 await session.call_tool("run", {"query": "x", "store": "../elsewhere"})
             )
