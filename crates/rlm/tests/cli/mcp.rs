@@ -301,3 +301,95 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
         "{seen}"
     );
 }
+
+/// One JSON-RPC exchange with a stdio server: writes `message`, reads the answer line.
+fn exchange(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut impl std::io::BufRead,
+    message: &str,
+) -> serde_json::Value {
+    use std::io::Write as _;
+    writeln!(stdin, "{message}").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line:?}"))
+}
+
+/// `rlm mcp --store DIR`: the tools work over DIR, as the resources do, not over the default
+/// store (there is none here: no `RLM_STORE`, no `.rlm`).
+#[test]
+fn the_tools_use_the_store_the_server_was_started_with() {
+    use std::io::BufReader;
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    story(dir.path());
+    crate::support::rlm_in(dir.path())
+        .args(["load", "--store", "elsewhere", "story.txt", "--chunk-size", "70"])
+        .assert()
+        .success();
+    let mut server = crate::support::rlm_process(dir.path())
+        .args(["mcp", "--store", "elsewhere"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let initialized = exchange(
+        &mut stdin,
+        &mut stdout,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    assert_eq!(initialized["result"]["serverInfo"]["name"], "rlm");
+    {
+        use std::io::Write as _;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+    }
+    let call = |id: u32, tool: &str, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
+        )
+    };
+    let listed = exchange(&mut stdin, &mut stdout, &call(2, "list_buffers", "{}"));
+    let result = &listed["result"];
+    assert_eq!(result["isError"], false, "{listed}");
+    assert_eq!(
+        result["structuredContent"]["records"][0]["name"],
+        "story.txt",
+        "{listed}"
+    );
+    let searched = exchange(
+        &mut stdin,
+        &mut stdout,
+        &call(3, "search", r#"{"query": "lighthouse keeper", "k": 1}"#),
+    );
+    let result = &searched["result"];
+    assert_eq!(result["isError"], false, "{searched}");
+    assert_eq!(
+        result["structuredContent"]["records"][0]["buffer"],
+        "story.txt",
+        "{searched}"
+    );
+    let resources = exchange(
+        &mut stdin,
+        &mut stdout,
+        r#"{"jsonrpc":"2.0","id":4,"method":"resources/list","params":{}}"#,
+    );
+    assert!(
+        resources["result"]["resources"]
+            .as_array()
+            .is_some_and(|list| !list.is_empty()),
+        "{resources}"
+    );
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
+    // Nothing was created where the default store would be.
+    assert!(!dir.path().join(".rlm").exists());
+}
