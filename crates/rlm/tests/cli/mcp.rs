@@ -199,7 +199,10 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     let report = &query["structured"]["records"][0];
     assert_eq!(report["type"], "result", "{query}");
     assert_eq!(report["status"], "answered", "{query}");
-    assert_eq!(report["plan"]["queries"][0], "lighthouse keeper", "{report}");
+    assert_eq!(
+        report["plan"]["queries"][0], "lighthouse keeper",
+        "{report}"
+    );
     let batches = report["batches"].as_u64().unwrap();
     assert!(batches >= 2, "{report}");
     assert!(
@@ -326,7 +329,14 @@ fn the_tools_use_the_store_the_server_was_started_with() {
     let dir = tempfile::tempdir().unwrap();
     story(dir.path());
     crate::support::rlm_in(dir.path())
-        .args(["load", "--store", "elsewhere", "story.txt", "--chunk-size", "70"])
+        .args([
+            "load",
+            "--store",
+            "elsewhere",
+            "story.txt",
+            "--chunk-size",
+            "70",
+        ])
         .assert()
         .success();
     let mut server = crate::support::rlm_process(dir.path())
@@ -361,8 +371,7 @@ fn the_tools_use_the_store_the_server_was_started_with() {
     let result = &listed["result"];
     assert_eq!(result["isError"], false, "{listed}");
     assert_eq!(
-        result["structuredContent"]["records"][0]["name"],
-        "story.txt",
+        result["structuredContent"]["records"][0]["name"], "story.txt",
         "{listed}"
     );
     let searched = exchange(
@@ -373,8 +382,7 @@ fn the_tools_use_the_store_the_server_was_started_with() {
     let result = &searched["result"];
     assert_eq!(result["isError"], false, "{searched}");
     assert_eq!(
-        result["structuredContent"]["records"][0]["buffer"],
-        "story.txt",
+        result["structuredContent"]["records"][0]["buffer"], "story.txt",
         "{searched}"
     );
     let resources = exchange(
