@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::fence;
 use crate::options::Relevance;
 use crate::prompts::QueryPrompts;
-use crate::select::{Corpus, SelectedChunk};
+use crate::select::SelectedChunk;
 use crate::trace::QueryLog;
 
 /// What an extractor reported for one chunk.
@@ -93,7 +93,6 @@ impl BatchOutcome {
 #[derive(Debug, Clone)]
 pub(crate) struct Extractor {
     pub client: LlmClient,
-    pub corpus: Arc<Corpus>,
     pub system: String,
     pub question: String,
     pub model: String,
@@ -105,31 +104,32 @@ pub(crate) struct Extractor {
 }
 
 impl Extractor {
-    /// Reads the batch's texts and runs it (asking again, splitting) until every chunk has an
-    /// extraction or a failure.
-    pub async fn run(&self, batch: String, chunks: Vec<SelectedChunk>) -> BatchOutcome {
-        let corpus = Arc::clone(&self.corpus);
-        let ids: Vec<i64> = chunks.iter().map(|chunk| chunk.id).collect();
-        let texts = tokio::task::spawn_blocking(move || corpus.texts(&ids)).await;
-        let texts = match texts {
-            Ok(Ok(texts)) => texts,
-            Ok(Err(err)) => {
-                return BatchOutcome::failed(
-                    &batch,
-                    &chunks,
-                    &format!("cannot read the chunks: {err}"),
-                );
+    /// Runs a batch whose texts were read ahead (`texts`, or why they could not be), asking
+    /// again and splitting until every chunk has an extraction or a failure.
+    pub async fn run(
+        &self,
+        batch: String,
+        chunks: Vec<SelectedChunk>,
+        texts: std::result::Result<Vec<String>, String>,
+    ) -> BatchOutcome {
+        match texts {
+            Ok(texts) if texts.len() == chunks.len() => {
+                let items = chunks.into_iter().zip(texts).collect();
+                self.attempt(batch, items).await
             }
+            Ok(texts) => BatchOutcome::failed(
+                &batch,
+                &chunks,
+                &format!(
+                    "cannot read the chunks: {} texts for {} chunks",
+                    texts.len(),
+                    chunks.len()
+                ),
+            ),
             Err(err) => {
-                return BatchOutcome::failed(
-                    &batch,
-                    &chunks,
-                    &format!("cannot read the chunks: {err}"),
-                );
+                BatchOutcome::failed(&batch, &chunks, &format!("cannot read the chunks: {err}"))
             }
-        };
-        let items = chunks.into_iter().zip(texts).collect();
-        self.attempt(batch, items).await
+        }
     }
 
     fn attempt(

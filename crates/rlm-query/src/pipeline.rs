@@ -578,7 +578,6 @@ impl Query {
         let input_error: Arc<Mutex<Option<rlm_llm::Error>>> = Arc::default();
         let extractor = Extractor {
             client: stage_client(&extract_ledger),
-            corpus: Arc::clone(&corpus),
             system: prompts.extract.clone(),
             question: question.clone(),
             model: options.subcall_model.clone(),
@@ -587,10 +586,15 @@ impl Query {
             input_error: Arc::clone(&input_error),
         };
         let total = batches.len();
-        let run_batch = |label: String, chunks: Vec<SelectedChunk>, amount: Amount, bound: u64| {
+        let mut texts = read_ahead(&corpus, &batches, options.max_concurrency);
+        let run_batch = |label: String,
+                         chunks: Vec<SelectedChunk>,
+                         texts: std::result::Result<Vec<String>, String>,
+                         amount: Amount,
+                         bound: u64| {
             let extractor = extractor.clone();
             async move {
-                let run = extractor.run(label.clone(), chunks.clone());
+                let run = extractor.run(label.clone(), chunks.clone(), texts);
                 let outcome =
                     match deadline {
                         Some(deadline) => tokio::time::timeout_at(deadline, run)
@@ -657,10 +661,15 @@ impl Query {
                 let Some((label, chunks)) = pending.next() else {
                     break;
                 };
+                // The reader sends the batches' texts in the batches' order.
+                let read = texts
+                    .recv()
+                    .await
+                    .unwrap_or_else(|| Err("the chunk reader stopped".to_owned()));
                 committed = committed.plus(amount);
                 evidence_in_flight += bound;
                 dispatched += 1;
-                in_flight.push(run_batch(label, chunks, amount, bound));
+                in_flight.push(run_batch(label, chunks, read, amount, bound));
             }
             let Some((outcome, amount, bound)) = in_flight.next().await else {
                 break;
@@ -893,6 +902,50 @@ fn values<T: Serialize>(items: &[T]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Reads the batches' chunk texts ahead of their calls, in the batches' order, on a blocking
+/// thread of its own: a round of `round` batches per pass over the store (one lock, one
+/// statement, each buffer's blob opened once), at most a round waiting in the channel. The
+/// calls of a round then start together instead of one store read after another, and the next
+/// round is read while the first one's calls are out. A pass that fails is read again batch by
+/// batch, so only the batches it cannot read fail. Dropping the receiver stops the reader.
+fn read_ahead(
+    corpus: &Arc<Corpus>,
+    batches: &[(String, Vec<SelectedChunk>)],
+    round: usize,
+) -> tokio::sync::mpsc::Receiver<std::result::Result<Vec<String>, String>> {
+    let round = round.max(1);
+    let (sender, receiver) = tokio::sync::mpsc::channel(round);
+    let corpus = Arc::clone(corpus);
+    let ids: Vec<Vec<i64>> = batches
+        .iter()
+        .map(|(_, chunks)| chunks.iter().map(|chunk| chunk.id).collect())
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        for group in ids.chunks(round) {
+            let all: Vec<i64> = group.iter().flatten().copied().collect();
+            let reads: Vec<std::result::Result<Vec<String>, String>> = match corpus.texts(&all) {
+                Ok(mut texts) => group
+                    .iter()
+                    .map(|batch| {
+                        let rest = texts.split_off(batch.len().min(texts.len()));
+                        Ok(std::mem::replace(&mut texts, rest))
+                    })
+                    .collect(),
+                Err(_) => group
+                    .iter()
+                    .map(|batch| corpus.texts(batch).map_err(|err| err.to_string()))
+                    .collect(),
+            };
+            for read in reads {
+                if sender.blocking_send(read).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    receiver
+}
+
 /// Runs store work on the blocking pool.
 async fn blocking<T: Send + 'static>(
     corpus: &Arc<Corpus>,
@@ -953,4 +1006,57 @@ fn options_record(options: &QueryOptions) -> serde_json::Value {
         "threshold": options.threshold,
         "max_tool_rounds": options.max_tool_rounds,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::store_with;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn texts_are_read_ahead_in_batch_order_and_a_bad_batch_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<(String, String)> = (0..11)
+            .map(|n| (format!("f{n:02}.txt"), format!("text of file {n}\n")))
+            .collect();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .collect();
+        let corpus = Arc::new(Corpus::new(store_with(dir.path(), &borrowed), None));
+        let all = corpus.buffers(&[], None).unwrap();
+        let mut chunks = corpus.scan(&all).unwrap().chunks;
+        assert_eq!(chunks.len(), 11);
+        // Batches of 1, 2, 3 and 5 chunks, read in rounds of 2 batches; the third batch asks
+        // for a chunk that does not exist.
+        let mut missing = chunks[3].clone();
+        missing.id = 1_000_000;
+        chunks.insert(4, missing);
+        let mut batches = Vec::new();
+        let mut rest = chunks.as_slice();
+        for size in [1, 2, 3, 6] {
+            let (batch, tail) = rest.split_at(size);
+            batches.push((batches.len().to_string(), batch.to_vec()));
+            rest = tail;
+        }
+        let mut receiver = read_ahead(&corpus, &batches, 2);
+        for (index, (_, batch)) in batches.iter().enumerate() {
+            let read = receiver.recv().await.unwrap();
+            if index == 2 {
+                let err = read.unwrap_err();
+                assert!(err.contains("1000000"), "{err}");
+                continue;
+            }
+            let texts = read.unwrap();
+            let expected: Vec<String> = batch
+                .iter()
+                .map(|chunk| {
+                    let n: usize = chunk.buffer[1..3].parse().unwrap();
+                    format!("text of file {n}\n")
+                })
+                .collect();
+            assert_eq!(texts, expected, "batch {index}");
+        }
+        assert!(receiver.recv().await.is_none(), "one read per batch");
+    }
 }

@@ -164,7 +164,7 @@ impl Store {
 
     /// Every chunk of a buffer, in order.
     pub fn chunks_of(&self, buffer: &BufferInfo) -> Result<Vec<ChunkInfo>> {
-        let mut statement = self.connection.prepare(
+        let mut statement = self.connection.prepare_cached(
             "SELECT id, buffer_id, seq, start, end, start_line, end_line
              FROM chunks WHERE buffer_id = ?1 ORDER BY seq",
         )?;
