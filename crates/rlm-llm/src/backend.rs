@@ -209,7 +209,7 @@ mod tests {
         let request = ChatRequest::new("b:m")
             .system("x".repeat(30))
             .user("y".repeat(6))
-            .assistant("z".repeat(1));
+            .assistant("z");
         let usage = estimated_usage(&request, "answer");
         // 37 bytes of input and 6 of output at 3 bytes a token, rounded up.
         assert_eq!((usage.input_tokens, usage.output_tokens), (13, 2));

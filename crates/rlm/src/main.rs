@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod contexts;
+mod engine;
 mod error;
 mod logging;
 mod observers;

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+mod bench_quality;
 mod ctx;
 mod inspect;
 mod inspection;
@@ -17,10 +18,11 @@ mod view;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use bench_quality::{BenchQualityArgs, TaskKind};
 pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
 pub use inspect::InspectArgs;
 pub use inspection::{
-    RunsAction, RunsArgs, RunsListArgs, RunsShowArgs, SessionNameArgs, SessionsAction, SessionsArgs,
+    RunsAction, RunsArgs, RunsListArgs, RunsShowArgs, SessionsAction, SessionsArgs,
 };
 pub use llm::{ChatArgs, LlmArgs};
 #[cfg(feature = "mcp")]
@@ -28,7 +30,7 @@ pub use mcp::McpArgs;
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
 pub use prompt::{PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
 pub use query::QueryArgs;
-pub use run::RunArgs;
+pub use run::{LoopArgs, RunArgs};
 pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, DoctorArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
     PeekArgs, ReindexArgs, SearchArgs, ShowArgs, StatusArgs, StoreLocation,
@@ -124,6 +126,9 @@ pub enum Command {
     /// Answer a question over huge contexts: the model writes code in a sandbox, calls
     /// sub-models, and iterates until it answers.
     Run(RunArgs),
+    /// Measure a model on generated tasks (needle in a haystack, OOLONG-style counting) run
+    /// through the same loop as `rlm run`: score, tokens, cost and time per task.
+    BenchQuality(BenchQualityArgs),
     /// Write a run's trajectory as one self-contained HTML page (turns, code, sub-calls,
     /// child runs) that opens from disk.
     View(ViewArgs),

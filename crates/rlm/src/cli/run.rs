@@ -33,6 +33,14 @@ pub struct RunArgs {
     /// in `$XDG_STATE_HOME/rlm/sessions`; see `rlm sessions`.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    #[command(flatten)]
+    pub run_loop: LoopArgs,
+}
+
+/// The RLM loop's flags (models, budgets, sandbox, trajectory log): `rlm run`'s, shared with
+/// `rlm bench-quality`, which runs the same loop over generated tasks.
+#[derive(Debug, Args)]
+pub struct LoopArgs {
     /// Root-model turns before it is asked for a final answer.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_iterations: u32,

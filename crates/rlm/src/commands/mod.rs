@@ -1,6 +1,7 @@
 //! One module per subcommand, each: resolve its settings, call a library, print.
 //! `dispatch` routes a parsed command line to it.
 
+mod bench_quality;
 mod chat;
 mod chunk;
 mod completions;
@@ -64,6 +65,7 @@ pub fn dispatch_with(cli: Cli, sources: Sources) -> anyhow::Result<ExitCode> {
         Command::Models(args) => models::run(&global, sources, args),
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),
+        Command::BenchQuality(args) => bench_quality::run(&global, sources, args),
         Command::View(args) => view::run(&global, sources, args),
         Command::Runs(args) => runs::run(&global, sources, args),
         Command::Sessions(args) => sessions::run(&global, sources, args),

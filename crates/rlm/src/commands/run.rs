@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rlm_engine::{Rlm, RunResult, Status};
+use rlm_engine::{RunResult, Status};
 
 use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::error::{self, CliError, llm_error, store_error};
 use crate::output::{count, usd};
 use crate::progress::StderrProgress;
-use crate::settings::{RunSettings, Sources, StoreSettings};
+use crate::settings::{LoopSettings, RunSettings, Sources, StoreSettings};
 use crate::store_functions::StoreFunctions;
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -38,31 +38,19 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let session_parts = continuing.as_ref().map(|_| parts.clone());
     let model = settings.model.clone();
 
-    let client = settings.llm.build_client()?;
-    let root_cap = settings.llm.output_cap(&settings.model);
-    let subcall_cap = settings.llm.output_cap(&settings.subcall_model);
-    let repl = crate::sandbox::repl(
-        settings.allow_reduced_protection,
-        settings.block_timeout,
-        &settings.limits,
-    )?;
-    let mut builder = Rlm::builder()
-        .client(Arc::new(client))
-        .repl(repl.factory)
-        .helpers_doc(repl.helpers_doc)
-        .environment_name(repl.name)
-        .model(settings.model)
-        .subcall_model(settings.subcall_model)
-        .allowed_models(settings.allowed_models)
-        .max_depth(settings.max_depth)
-        .limits(settings.limits)
-        .context_windows(settings.context_windows)
-        .prompts(settings.prompts)
-        .root_max_output_tokens(root_cap)
-        .subcall_max_output_tokens(subcall_cap);
-    if let Some(dir) = settings.log_dir {
-        builder = builder.log_dir(dir);
-    }
+    let mut builder = crate::engine::builder(LoopSettings {
+        llm: settings.llm,
+        model: settings.model,
+        subcall_model: settings.subcall_model,
+        allowed_models: settings.allowed_models,
+        max_depth: settings.max_depth,
+        limits: settings.limits,
+        prompts: settings.prompts,
+        log_dir: settings.log_dir,
+        allow_reduced_protection: settings.allow_reduced_protection,
+        block_timeout: settings.block_timeout,
+        context_windows: settings.context_windows,
+    })?;
     if let Some(functions) = functions {
         builder = builder.functions(functions);
     }

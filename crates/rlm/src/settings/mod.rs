@@ -37,7 +37,7 @@ pub use inspection::{RunsSettings, SessionTarget};
 pub use llm::{ChatSettings, LlmSettings};
 pub use prompt::PromptSettings;
 pub use query::QuerySettings;
-pub use run::{ContextSource, RunSettings};
+pub use run::{ContextSource, LoopSettings, RunSettings};
 pub use store::{EmbedOnLoad, LoadSettings, SearchSettings, StoreSettings};
 pub use view::{ViewSettings, ViewTarget};
 

