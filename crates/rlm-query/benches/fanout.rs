@@ -147,10 +147,11 @@ fn main() {
             options.batch_size = Some(batch);
             options.max_concurrency = 50;
             let before = server.request_count();
-            Query::new(client(&server, 50), Store::open(dir.path()).expect("store"), options)
+            let result = Query::new(client(&server, 50), Store::open(dir.path()).expect("store"), options)
                 .run("which workers served requests?")
                 .await
                 .expect("query");
+            let t = &result.timings;
             let requests = server.requests();
             let sent: Vec<&SeenRequest> = requests[before..].iter().filter(|seen| seen.model == "sub").collect();
             let prompt_bytes: usize = sent
@@ -161,9 +162,12 @@ fn main() {
                 .map(|n| format!("2026-01-01 INFO request {n} served in {} ms by worker {}\n", n % 97, n % 7).len())
                 .sum();
             println!(
-                "wrapper overhead at batch {batch:>2}: {:.1} prompt bytes per byte of chunk text ({} calls)",
+                "wrapper overhead at batch {batch:>2}: {:.1} prompt bytes per byte of chunk text ({} calls); with answers at once: search {:.0} ms, extract {:.0} ms, report {:.0} ms",
                 prompt_bytes as f64 / text_bytes as f64,
-                sent.len()
+                sent.len(),
+                t.search * 1000.0,
+                t.extract * 1000.0,
+                t.synthesize * 1000.0
             );
         }
     });

@@ -449,11 +449,13 @@ impl Query {
             let glob = options.path_glob.clone();
             let question = question.clone();
             let scan = options.scan;
+            // The buffers chosen before planning, unless the plan chose others.
+            let chosen = (plan.buffers == options.buffers).then(|| selected_buffers.clone());
             blocking(&corpus, move |corpus| match scan {
-                ScanMode::All => {
-                    let buffers = corpus.buffers(&plan.buffers, glob.as_deref())?;
-                    corpus.scan(&buffers)
-                }
+                ScanMode::All => match chosen {
+                    Some(buffers) => corpus.scan(&buffers),
+                    None => corpus.scan(&corpus.buffers(&plan.buffers, glob.as_deref())?),
+                },
                 _ => corpus.search(&plan, glob.as_deref(), &question),
             })
             .await?

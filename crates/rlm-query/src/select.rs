@@ -111,11 +111,12 @@ impl Corpus {
 
     /// Every chunk of `buffers`, in corpus order.
     pub fn scan(&self, buffers: &[BufferInfo]) -> Result<Selection> {
-        let store = self.store();
-        let mut chunks = Vec::new();
-        for buffer in buffers {
-            chunks.extend(store.chunks_of(buffer)?.iter().map(SelectedChunk::of));
-        }
+        let chunks = self
+            .store()
+            .chunks_of_each(buffers)?
+            .iter()
+            .map(SelectedChunk::of)
+            .collect();
         Ok(Selection {
             chunks,
             mode: None,

@@ -182,6 +182,65 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Every chunk of each of `buffers`, buffer after buffer, each in order. A few buffers
+    /// are read one indexed query each; many are read in one pass over the chunk table, since
+    /// a query per buffer costs tens of microseconds however small the buffer (a scan over
+    /// 1,000 one-chunk files took 20–25 ms that way, one pass about 2).
+    pub fn chunks_of_each(&self, buffers: &[BufferInfo]) -> Result<Vec<ChunkInfo>> {
+        const ONE_PASS_FROM: usize = 32;
+        if buffers.len() < ONE_PASS_FROM {
+            let mut chunks = Vec::new();
+            for buffer in buffers {
+                chunks.extend(self.chunks_of(buffer)?);
+            }
+            return Ok(chunks);
+        }
+        // Where each buffer's chunks go: the position of the buffer in `buffers`.
+        let order: std::collections::HashMap<i64, usize> = buffers
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(position, buffer)| (buffer.id, position))
+            .collect();
+        let mut per_buffer: Vec<Vec<ChunkInfo>> = vec![Vec::new(); buffers.len()];
+        let mut statement = self.connection.prepare_cached(
+            "SELECT id, buffer_id, seq, start, end, start_line, end_line
+             FROM chunks ORDER BY buffer_id, seq",
+        )?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let buffer_id: i64 = row.get(1)?;
+            let Some(&position) = order.get(&buffer_id) else {
+                continue;
+            };
+            per_buffer[position].push(ChunkInfo {
+                id: row.get(0)?,
+                buffer_id,
+                buffer: buffers[position].name.clone(),
+                seq: row.get(2)?,
+                bytes: row.get(3)?..row.get(4)?,
+                start_line: row.get(5)?,
+                end_line: row.get(6)?,
+            });
+        }
+        // A buffer listed twice gets its chunks twice, as one query per listing would.
+        let last: std::collections::HashMap<i64, usize> = buffers
+            .iter()
+            .enumerate()
+            .map(|(position, buffer)| (buffer.id, position))
+            .collect();
+        let mut chunks = Vec::new();
+        for (position, buffer) in buffers.iter().enumerate() {
+            let first = order[&buffer.id];
+            if last[&buffer.id] == position {
+                chunks.append(&mut per_buffer[first]);
+            } else {
+                chunks.extend(per_buffer[first].iter().cloned());
+            }
+        }
+        Ok(chunks)
+    }
+
     /// A chunk's location.
     pub fn chunk(&self, id: i64) -> Result<ChunkInfo> {
         self.connection

@@ -784,3 +784,38 @@ fn equal_scores_are_ordered_by_chunk_id_across_segments() {
         .collect();
     assert_eq!(first, sorted[..3], "the cut keeps the lowest ids");
 }
+
+#[test]
+fn chunks_of_each_lists_the_same_chunks_as_one_query_per_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    // 40 buffers (past the one-pass threshold), each of a few small chunks.
+    let sources = (0..40)
+        .map(|n| {
+            let lines: String = (0..n % 4 + 1)
+                .map(|line| format!("buffer {n} line {line} with some words to chunk\n"))
+                .collect();
+            text(&format!("f{n:02}.txt"), &lines)
+        })
+        .collect();
+    store
+        .load(sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    let all = store.list().unwrap();
+    assert_eq!(all.len(), 40);
+    let one_by_one = |buffers: &[rlm_store::BufferInfo]| -> Vec<rlm_store::ChunkInfo> {
+        buffers
+            .iter()
+            .flat_map(|buffer| store.chunks_of(buffer).unwrap())
+            .collect()
+    };
+    // Many buffers, in an order that is not their ids', one listed twice; then a few.
+    let mut many: Vec<_> = all.iter().rev().cloned().collect();
+    many.push(all[3].clone());
+    let few = &all[5..8];
+    for buffers in [&many[..], few, &all[..], &[]] {
+        let expected = one_by_one(buffers);
+        assert_eq!(store.chunks_of_each(buffers).unwrap(), expected);
+    }
+    assert!(one_by_one(&many).len() > 41, "several chunks per buffer");
+}
