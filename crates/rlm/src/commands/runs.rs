@@ -281,7 +281,7 @@ fn indent(out: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
 }
 
 /// A variable as `--json` prints it: without its literal (the whole value).
-fn variable_json(variable: &VariableInfo) -> serde_json::Value {
+pub(super) fn variable_json(variable: &VariableInfo) -> serde_json::Value {
     serde_json::json!({
         "type": "variable",
         "name": variable.name,

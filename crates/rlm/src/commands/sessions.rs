@@ -85,16 +85,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsArgs) -> anyhow
                 record["questions"] = serde_json::to_value(&session.questions)?;
                 output::print_json(&record)?;
                 for variable in &variables.variables {
-                    output::print_json(&serde_json::json!({
-                        "type": "variable",
-                        "name": variable.name,
-                        "python_type": variable.type_name,
-                        "length": variable.length,
-                        "repr_bytes": variable.repr_bytes,
-                        "preview": variable.preview,
-                        "restorable": variable.literal.is_some(),
-                        "not_restorable": variable.not_restorable,
-                    }))?;
+                    output::print_json(&super::runs::variable_json(variable))?;
                 }
                 return Ok(ExitCode::SUCCESS);
             }

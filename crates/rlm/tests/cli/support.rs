@@ -168,8 +168,14 @@ pub fn stdout_of(assert: assert_cmd::assert::Assert) -> String {
 /// The static embedding model's wheel, when `scripts/test` has set `RLM_TEST_WHEELS`; `None`
 /// (and a note) otherwise, so the test skips.
 pub fn static_model_wheel() -> Option<PathBuf> {
+    test_wheel("tokenlearn_static_model-0.1.1")
+}
+
+/// The wheel in `RLM_TEST_WHEELS` whose file name starts with `prefix`, when `scripts/test` has
+/// set it; `None` (and a note) otherwise, so the test skips. Set but missing the wheel: a failure.
+pub fn test_wheel(prefix: &str) -> Option<PathBuf> {
     let Some(dir) = std::env::var_os("RLM_TEST_WHEELS").filter(|v| !v.is_empty()) else {
-        eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the model wheels)");
+        eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the wheels)");
         return None;
     };
     let found = std::fs::read_dir(&dir)
@@ -179,7 +185,11 @@ pub fn static_model_wheel() -> Option<PathBuf> {
         .find(|path| {
             path.file_name()
                 .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("tokenlearn_static_model-0.1.1"))
+                .is_some_and(|name| name.starts_with(prefix))
         });
-    Some(found.expect("RLM_TEST_WHEELS is set but has no tokenlearn_static_model wheel"))
+    assert!(
+        found.is_some(),
+        "RLM_TEST_WHEELS is set but has no wheel named {prefix}*"
+    );
+    found
 }
