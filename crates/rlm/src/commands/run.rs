@@ -13,7 +13,7 @@ use crate::cli::{GlobalArgs, RunArgs};
 use crate::error::{self, CliError, llm_error, store_error};
 use crate::output::{count, usd};
 use crate::progress::StderrProgress;
-use crate::settings::{LoopSettings, RunSettings, Sources, StoreSettings};
+use crate::settings::{RunSettings, Sources, StoreSettings};
 use crate::store_functions::StoreFunctions;
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -36,21 +36,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts)?;
     // The session records the contexts as the run read them (stdin's spool is copied).
     let session_parts = continuing.as_ref().map(|_| parts.clone());
-    let model = settings.model.clone();
+    let model = settings.engine.model.clone();
 
-    let mut builder = crate::engine::builder(LoopSettings {
-        llm: settings.llm,
-        model: settings.model,
-        subcall_model: settings.subcall_model,
-        allowed_models: settings.allowed_models,
-        max_depth: settings.max_depth,
-        limits: settings.limits,
-        prompts: settings.prompts,
-        log_dir: settings.log_dir,
-        allow_reduced_protection: settings.allow_reduced_protection,
-        block_timeout: settings.block_timeout,
-        context_windows: settings.context_windows,
-    })?;
+    let mut builder = crate::engine::builder(settings.engine)?;
     if let Some(functions) = functions {
         builder = builder.functions(functions);
     }

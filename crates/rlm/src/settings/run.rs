@@ -22,6 +22,20 @@ use crate::error::{CliError, input_error};
 #[derive(Debug)]
 pub struct RunSettings {
     pub query: String,
+    /// The loop itself: models, limits, prompts, sandbox, trajectory directory.
+    pub engine: LoopSettings,
+    /// In order: `context_0`, `context_1`, … (none with `--store`).
+    pub contexts: Vec<ContextSource>,
+    /// `--store`: the store is the run's data, through host functions.
+    pub store: Option<StoreSettings>,
+    /// `--session NAME`: the session this question continues (or starts).
+    pub session: Option<super::SessionTarget>,
+}
+
+/// The RLM loop's settings from its flags ([`LoopArgs`]): everything `rlm run` and `rlm
+/// bench-quality` need to build an engine, apart from what it runs over.
+#[derive(Debug)]
+pub struct LoopSettings {
     pub llm: LlmSettings,
     /// The root model (required).
     pub model: String,
@@ -32,13 +46,7 @@ pub struct RunSettings {
     pub allowed_models: Vec<String>,
     pub max_depth: u32,
     pub limits: RunLimits,
-    /// In order: `context_0`, `context_1`, … (none with `--store`).
-    pub contexts: Vec<ContextSource>,
-    /// `--store`: the store is the run's data, through host functions.
-    pub store: Option<StoreSettings>,
     pub prompts: Prompts,
-    /// `--session NAME`: the session this question continues (or starts).
-    pub session: Option<super::SessionTarget>,
     /// Where the trajectory is written; `None` writes none.
     pub log_dir: Option<PathBuf>,
     /// Run the sandbox even where the kernel lacks Landlock or seccomp.
@@ -47,23 +55,6 @@ pub struct RunSettings {
     /// block_timeout`, else [`DEFAULT_BLOCK_TIMEOUT`].
     pub block_timeout: Duration,
     /// Context windows: the built-in table with `[run.context_windows]` on top.
-    pub context_windows: ContextWindows,
-}
-
-/// The RLM loop's settings from its flags ([`LoopArgs`]): everything `rlm run` and `rlm
-/// bench-quality` need to build an engine, apart from what it runs over.
-#[derive(Debug)]
-pub struct LoopSettings {
-    pub llm: LlmSettings,
-    pub model: String,
-    pub subcall_model: String,
-    pub allowed_models: Vec<String>,
-    pub max_depth: u32,
-    pub limits: RunLimits,
-    pub prompts: Prompts,
-    pub log_dir: Option<PathBuf>,
-    pub allow_reduced_protection: bool,
-    pub block_timeout: Duration,
     pub context_windows: ContextWindows,
 }
 
@@ -161,19 +152,7 @@ pub enum ContextSource {
 
 impl RunSettings {
     pub fn resolve(args: &RunArgs, sources: &Sources) -> anyhow::Result<Self> {
-        let LoopSettings {
-            llm,
-            model,
-            subcall_model,
-            allowed_models,
-            max_depth,
-            limits,
-            prompts,
-            log_dir,
-            allow_reduced_protection,
-            block_timeout,
-            context_windows,
-        } = LoopSettings::resolve(&args.run_loop, sources)?;
+        let engine = LoopSettings::resolve(&args.run_loop, sources)?;
         if args.query.trim().is_empty() {
             return Err(input_error("the query is empty").into());
         }
@@ -205,20 +184,10 @@ impl RunSettings {
         };
         Ok(Self {
             query: args.query.clone(),
-            llm,
-            model,
-            subcall_model,
-            allowed_models,
-            max_depth,
-            limits,
+            engine,
             contexts,
             store,
-            prompts,
             session,
-            log_dir,
-            allow_reduced_protection,
-            block_timeout,
-            context_windows,
         })
     }
 }
@@ -377,35 +346,47 @@ mod tests {
         let user = Layout::new(Some(USER), None);
         let settings = RunSettings::resolve(&args, &user.sources(&[])).unwrap();
         assert_eq!(
-            (settings.model.as_str(), settings.subcall_model.as_str()),
+            (
+                settings.engine.model.as_str(),
+                settings.engine.subcall_model.as_str()
+            ),
             ("user:m", "user:s")
         );
 
         let both = Layout::new(Some(USER), Some(PROJECT));
         let settings = RunSettings::resolve(&args, &both.sources(&[])).unwrap();
         assert_eq!(
-            (settings.model.as_str(), settings.subcall_model.as_str()),
+            (
+                settings.engine.model.as_str(),
+                settings.engine.subcall_model.as_str()
+            ),
             ("project:m", "user:s")
         );
 
         let env = [("RLM_MODEL", "env:m"), ("RLM_SUBCALL_MODEL", "env:s")];
         let settings = RunSettings::resolve(&args, &both.sources(&env)).unwrap();
         assert_eq!(
-            (settings.model.as_str(), settings.subcall_model.as_str()),
+            (
+                settings.engine.model.as_str(),
+                settings.engine.subcall_model.as_str()
+            ),
             ("env:m", "env:s")
         );
 
         let flagged = run_args(&["q", "--context", "text", "-m", "flag:m"]);
         let settings = RunSettings::resolve(&flagged, &both.sources(&env)).unwrap();
         assert_eq!(
-            (settings.model.as_str(), settings.subcall_model.as_str()),
+            (
+                settings.engine.model.as_str(),
+                settings.engine.subcall_model.as_str()
+            ),
             ("flag:m", "env:s")
         );
 
         let only_root = Layout::new(None, Some(PROJECT));
         let settings = RunSettings::resolve(&args, &only_root.sources(&[])).unwrap();
         assert_eq!(
-            settings.subcall_model, "project:m",
+            settings.engine.subcall_model, "project:m",
             "sub-calls default to the root model"
         );
     }
@@ -447,20 +428,27 @@ mod tests {
         let settings =
             RunSettings::resolve(&args, &layout.sources(&[("HOME", "/home/u")])).unwrap();
         assert_eq!(
-            settings.log_dir,
+            settings.engine.log_dir,
             Some(PathBuf::from("/home/u/.local/state/rlm/runs"))
         );
         let sources = layout.sources(&[("HOME", "/home/u"), ("XDG_STATE_HOME", "/state")]);
         let settings = RunSettings::resolve(&args, &sources).unwrap();
-        assert_eq!(settings.log_dir, Some(PathBuf::from("/state/rlm/runs")));
+        assert_eq!(
+            settings.engine.log_dir,
+            Some(PathBuf::from("/state/rlm/runs"))
+        );
         let flagged = run_args(&["q", "--context", "text", "--log", "/flag"]);
         let settings = RunSettings::resolve(&flagged, &sources).unwrap();
-        assert_eq!(settings.log_dir, Some(PathBuf::from("/flag")));
+        assert_eq!(settings.engine.log_dir, Some(PathBuf::from("/flag")));
         let off = run_args(&["q", "--context", "text", "--no-log"]);
-        assert_eq!(RunSettings::resolve(&off, &sources).unwrap().log_dir, None);
+        assert_eq!(
+            RunSettings::resolve(&off, &sources).unwrap().engine.log_dir,
+            None
+        );
         assert_eq!(
             RunSettings::resolve(&args, &layout.sources(&[]))
                 .unwrap()
+                .engine
                 .log_dir,
             None,
             "no HOME and no XDG_STATE_HOME: nowhere to log"
@@ -479,11 +467,14 @@ mod tests {
         let args = run_args(&["q", "--context", "text"]);
 
         let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
-        assert_eq!(settings.prompts.system, "USER SYSTEM PROMPT");
+        assert_eq!(settings.engine.prompts.system, "USER SYSTEM PROMPT");
         let env = [("RLM_PROMPT_DIR", env_prompts.to_str().unwrap())];
         let settings = RunSettings::resolve(&args, &layout.sources(&env)).unwrap();
-        assert_eq!(settings.prompts.system, "ENV SYSTEM PROMPT");
-        assert_eq!(settings.prompts.first_turn, Prompts::default().first_turn);
+        assert_eq!(settings.engine.prompts.system, "ENV SYSTEM PROMPT");
+        assert_eq!(
+            settings.engine.prompts.first_turn,
+            Prompts::default().first_turn
+        );
     }
 
     #[test]
@@ -493,6 +484,7 @@ mod tests {
         let allow = |args: &RunArgs, sources: &Sources| {
             RunSettings::resolve(args, sources)
                 .unwrap()
+                .engine
                 .allow_reduced_protection
         };
         assert!(!allow(&args, &plain.sources(&[])));
@@ -538,13 +530,13 @@ mod tests {
                 ContextSource::Inline("inline".into())
             ]
         );
-        assert_eq!(settings.limits.max_iterations, 4);
-        assert_eq!(settings.limits.spend.max_cost_usd, Some(0.5));
-        assert_eq!(settings.limits.timeout, Some(Duration::from_secs(2)));
-        assert_eq!(settings.limits.max_consecutive_errors, 5);
+        assert_eq!(settings.engine.limits.max_iterations, 4);
+        assert_eq!(settings.engine.limits.spend.max_cost_usd, Some(0.5));
+        assert_eq!(settings.engine.limits.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(settings.engine.limits.max_consecutive_errors, 5);
         let flagged = run_args(&["q", "--context", "x", "--max-errors", "2"]);
         let settings = RunSettings::resolve(&flagged, &layout.sources(&[])).unwrap();
-        assert_eq!(settings.limits.max_consecutive_errors, 2);
+        assert_eq!(settings.engine.limits.max_consecutive_errors, 2);
 
         for bad in [
             &["q", "--context", "-", "--context-file", "-"][..],
@@ -566,9 +558,12 @@ mod tests {
         let args = run_args(&["q", "--context", "text"]);
         let defaults =
             RunSettings::resolve(&args, &Layout::new(Some(USER), None).sources(&[])).unwrap();
-        assert_eq!(defaults.limits.max_prompt_bytes, 10_000_000);
-        assert_eq!(defaults.limits.max_answer_bytes, 50_000_000);
-        assert_eq!(defaults.context_windows.get("openai:gpt-4o"), Some(128_000));
+        assert_eq!(defaults.engine.limits.max_prompt_bytes, 10_000_000);
+        assert_eq!(defaults.engine.limits.max_answer_bytes, 50_000_000);
+        assert_eq!(
+            defaults.engine.context_windows.get("openai:gpt-4o"),
+            Some(128_000)
+        );
 
         let layout = Layout::new(
             Some(USER),
@@ -578,13 +573,16 @@ mod tests {
             ),
         );
         let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
-        assert_eq!(settings.limits.max_prompt_bytes, 2 << 20);
-        assert_eq!(settings.limits.max_answer_bytes, 1000);
-        assert_eq!(settings.context_windows.get("ollama:llama3:8b"), Some(8192));
+        assert_eq!(settings.engine.limits.max_prompt_bytes, 2 << 20);
+        assert_eq!(settings.engine.limits.max_answer_bytes, 1000);
+        assert_eq!(
+            settings.engine.context_windows.get("ollama:llama3:8b"),
+            Some(8192)
+        );
         let flagged = run_args(&["q", "--context", "x", "--max-answer-size", "3kb"]);
         let settings = RunSettings::resolve(&flagged, &layout.sources(&[])).unwrap();
-        assert_eq!(settings.limits.max_answer_bytes, 3000);
-        assert_eq!(settings.limits.max_prompt_bytes, 2 << 20);
+        assert_eq!(settings.engine.limits.max_answer_bytes, 3000);
+        assert_eq!(settings.engine.limits.max_prompt_bytes, 2 << 20);
     }
 
     #[test]
@@ -595,20 +593,20 @@ mod tests {
         );
         let args = run_args(&["q", "--context", "text"]);
         let settings = RunSettings::resolve(&args, &layout.sources(&[])).unwrap();
-        assert_eq!(settings.allowed_models, ["a:x", "b:y"]);
+        assert_eq!(settings.engine.allowed_models, ["a:x", "b:y"]);
         let flagged = run_args(&["q", "--context", "text", "--allow-model", "c:z"]);
         let settings = RunSettings::resolve(&flagged, &layout.sources(&[])).unwrap();
-        assert_eq!(settings.allowed_models, ["c:z"]);
+        assert_eq!(settings.engine.allowed_models, ["c:z"]);
         let none = Layout::new(Some(USER), None);
         let settings = RunSettings::resolve(&args, &none.sources(&[])).unwrap();
-        assert!(settings.allowed_models.is_empty());
+        assert!(settings.engine.allowed_models.is_empty());
     }
 
     #[test]
     fn block_timeout_is_flag_then_run_section_then_the_sandbox_default() {
         let block = |args: &[&str], layout: &Layout| {
             RunSettings::resolve(&run_args(args), &layout.sources(&[]))
-                .map(|settings| settings.block_timeout)
+                .map(|settings| settings.engine.block_timeout)
         };
         let plain = Layout::new(Some(USER), None);
         let configured = Layout::new(Some(USER), Some("[run]\nblock_timeout = 2.5\n"));
