@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use rlm_llm::fake::FakeReply;
 
-use crate::support::{KEY, rlm_store_process, rlm_with_store, scripted, text, with_fake};
+use crate::support::{
+    KEY, assert_tool_error, rlm_store_process, rlm_with_store, scripted, text, with_fake,
+};
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp/client.py");
 
@@ -229,50 +231,13 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     assert_eq!(run_store["is_error"], false, "{run_store}");
     let result = &run_store["structured"]["records"][0];
     assert_eq!(result["answer"], "story.txt:1", "{run_store}");
-    let outside = &seen["run_store_outside"];
-    assert_eq!(outside["is_error"], true);
-    assert!(
-        outside["text"]
-            .as_str()
-            .unwrap()
-            .contains("outside the server's root"),
-        "{outside}"
-    );
+    assert_tool_error(&seen["run_store_outside"], "outside the server's root");
 
     // Bad input: tool errors with the CLI's messages, and the session goes on.
-    let wrong_type = &seen["wrong_type"];
-    assert_eq!(wrong_type["is_error"], true);
-    assert!(
-        wrong_type["text"]
-            .as_str()
-            .unwrap()
-            .contains("invalid type"),
-        "{wrong_type}"
-    );
-    let missing = &seen["missing"];
-    assert_eq!(missing["is_error"], true);
-    assert!(
-        missing["text"].as_str().unwrap().contains("required"),
-        "{missing}"
-    );
-    let outside = &seen["outside"];
-    assert_eq!(outside["is_error"], true);
-    assert!(
-        outside["text"]
-            .as_str()
-            .unwrap()
-            .contains("outside the server's root"),
-        "{outside}"
-    );
-    let store_error = &seen["store_error"];
-    assert_eq!(store_error["is_error"], true);
-    assert!(
-        store_error["text"]
-            .as_str()
-            .unwrap()
-            .contains("no-such-buffer"),
-        "{store_error}"
-    );
+    assert_tool_error(&seen["wrong_type"], "invalid type");
+    assert_tool_error(&seen["missing"], "required");
+    assert_tool_error(&seen["outside"], "outside the server's root");
+    assert_tool_error(&seen["store_error"], "no-such-buffer");
     assert!(
         seen["unknown_tool"]
             .as_str()
@@ -369,24 +334,23 @@ fn the_tools_use_the_store_the_server_was_started_with() {
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
         )
     };
+    // Each answer: not an error, its first record's `field` names the story.
+    let first_record_names_the_story = |reply: serde_json::Value, field: &str| {
+        let result = &reply["result"];
+        assert_eq!(result["isError"], false, "{reply}");
+        assert_eq!(
+            result["structuredContent"]["records"][0][field], "story.txt",
+            "{reply}"
+        );
+    };
     let listed = exchange(&mut stdin, &mut stdout, &call(2, "list_buffers", "{}"));
-    let result = &listed["result"];
-    assert_eq!(result["isError"], false, "{listed}");
-    assert_eq!(
-        result["structuredContent"]["records"][0]["name"], "story.txt",
-        "{listed}"
-    );
+    first_record_names_the_story(listed, "name");
     let searched = exchange(
         &mut stdin,
         &mut stdout,
         &call(3, "search", r#"{"query": "lighthouse keeper", "k": 1}"#),
     );
-    let result = &searched["result"];
-    assert_eq!(result["isError"], false, "{searched}");
-    assert_eq!(
-        result["structuredContent"]["records"][0]["buffer"], "story.txt",
-        "{searched}"
-    );
+    first_record_names_the_story(searched, "buffer");
     let resources = exchange(
         &mut stdin,
         &mut stdout,

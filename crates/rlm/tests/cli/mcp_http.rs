@@ -11,7 +11,7 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::support::{rlm_process, rlm_store_process, rlm_with_store, text};
+use crate::support::{assert_tool_error, rlm_process, rlm_store_process, rlm_with_store, text};
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp/client_http.py");
 
@@ -260,15 +260,7 @@ fn the_python_sdk_client_uses_tools_and_resources_over_http() {
             .contains("lighthouse keeper"),
         "{search}"
     );
-    let outside = &seen["outside"];
-    assert_eq!(outside["is_error"], true);
-    assert!(
-        outside["text"]
-            .as_str()
-            .unwrap()
-            .contains("outside the server's root"),
-        "{outside}"
-    );
+    assert_tool_error(&seen["outside"], "outside the server's root");
 
     // Two sessions, each with its own id, over the same store.
     let first = seen["session"].as_str().unwrap();

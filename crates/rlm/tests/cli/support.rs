@@ -193,3 +193,11 @@ pub fn test_wheel(prefix: &str) -> Option<PathBuf> {
     );
     found
 }
+
+/// Asserts that `result`, a tool result as the MCP test clients report it (`is_error`,
+/// `text`), is a tool error whose text contains `expected`.
+pub fn assert_tool_error(result: &serde_json::Value, expected: &str) {
+    assert_eq!(result["is_error"], true, "{result}");
+    let text = result["text"].as_str().unwrap_or_default();
+    assert!(text.contains(expected), "{expected:?} not in {result}");
+}
