@@ -20,7 +20,18 @@ const CHUNKS: usize = 1_000;
 const LATENCY: Duration = Duration::from_millis(50);
 const RUNS: usize = 5;
 
+fn runs() -> usize {
+    std::env::var("FANOUT_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(RUNS)
+}
+
+/// When each request reached the server, in arrival order.
+static ARRIVALS: std::sync::Mutex<Vec<Instant>> = std::sync::Mutex::new(Vec::new());
+
 fn answer(seen: &SeenRequest) -> FakeReply {
+    ARRIVALS.lock().unwrap().push(Instant::now());
     if seen.model != "sub" {
         return FakeReply::text("report");
     }
@@ -90,11 +101,16 @@ fn main() {
         let server = FakeServer::start().await.expect("fake server");
         server.respond_with(answer);
         server.set_latency(LATENCY);
+        // Streamed answers come back to back, so a streamed call takes the latency, as a
+        // whole one does (the server's default pause between chunks is for tests).
+        server.set_stream_gap(Duration::ZERO);
 
         let mut walls = Vec::new();
         let mut setups = Vec::new();
         let mut stages: Vec<[f64; 3]> = Vec::new();
-        for _ in 0..RUNS {
+        // When requests reached the server: the first, the last of each round, the report's.
+        let mut arrivals: Vec<[f64; 4]> = Vec::new();
+        for _ in 0..runs() {
             let mut options = QueryOptions::new("root", "sub");
             options.skip_plan = true;
             options.scan = ScanMode::All;
@@ -112,16 +128,25 @@ fn main() {
                 .await
                 .expect("query");
             walls.push(started.elapsed().as_secs_f64());
+            let mut arrived = ARRIVALS.lock().unwrap();
+            let at = |index: usize| (arrived[index] - started).as_secs_f64() * 1000.0;
+            if arrived.len() == 2 * 50 + 1 {
+                arrivals.push([at(0), at(49), at(99), at(100)]);
+            }
+            arrived.clear();
+            drop(arrived);
             assert_eq!(result.chunks_analyzed, CHUNKS);
             let t = &result.timings;
             stages.push([t.search, t.extract, t.synthesize]);
         }
         let ideal = 3.0 * LATENCY.as_secs_f64();
+        let walls_len = walls.len();
         let wall = median(walls);
         println!(
-            "fan-out: {CHUNKS} chunks, batch 10, concurrency 50, {} ms per call: median wall {:.0} ms over {RUNS} runs, ideal {:.0} ms, ratio {:.2}x (peak in flight {})",
+            "fan-out: {CHUNKS} chunks, batch 10, concurrency 50, {} ms per call: median wall {:.0} ms over {} runs, ideal {:.0} ms, ratio {:.2}x (peak in flight {})",
             LATENCY.as_millis(),
             wall * 1000.0,
+            walls_len,
             ideal * 1000.0,
             wall / ideal,
             server.peak_in_flight()
@@ -138,8 +163,19 @@ fn main() {
             stage(1),
             stage(2)
         );
+        let arrival = |index: usize| median(arrivals.iter().map(|a| a[index]).collect());
+        if !arrivals.is_empty() {
+            println!(
+                "  requests reached the server (medians): first {:.0} ms, last of round 1 {:.0} ms, last of round 2 {:.0} ms, report {:.0} ms",
+                arrival(0),
+                arrival(1),
+                arrival(2),
+                arrival(3)
+            );
+        }
 
         server.set_latency(Duration::ZERO);
+        ARRIVALS.lock().unwrap().clear();
         for batch in [1, 10, 50] {
             let mut options = QueryOptions::new("root", "sub");
             options.skip_plan = true;

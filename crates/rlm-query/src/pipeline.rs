@@ -251,17 +251,20 @@ impl Query {
         let store_dir = store.dir().to_owned();
         let corpus = Arc::new(Corpus::new(store, embedder));
 
-        let (all_buffers, semantic) = blocking(&corpus, |corpus| {
-            Ok((corpus.buffers(&[], None)?, corpus.semantic_available()?))
+        let names = options.buffers.clone();
+        let glob = options.path_glob.clone();
+        let (all_buffers, selected_buffers, semantic) = blocking(&corpus, move |corpus| {
+            let all = corpus.buffers(&[], None)?;
+            // Without names or a glob the selection is every buffer: listed once.
+            let selected = if names.is_empty() && glob.is_none() {
+                all.clone()
+            } else {
+                corpus.buffers(&names, glob.as_deref())?
+            };
+            Ok((all, selected, corpus.semantic_available()?))
         })
         .await?;
         check_selection(&all_buffers, &[], None)?;
-        let names = options.buffers.clone();
-        let glob = options.path_glob.clone();
-        let selected_buffers = blocking(&corpus, move |corpus| {
-            corpus.buffers(&names, glob.as_deref())
-        })
-        .await?;
         check_selection(
             &selected_buffers,
             &options.buffers,
@@ -858,6 +861,10 @@ fn finish(
         },
     };
     result.timings.total = started.elapsed().as_secs_f64();
+    if log.path().is_none() {
+        // The record copies every finding as JSON: built only when there is a log to write.
+        return result;
+    }
     let usage = [
         ("plan", &result.usage.plan),
         ("extract", &result.usage.extract),
@@ -905,43 +912,26 @@ fn values<T: Serialize>(items: &[T]) -> Vec<serde_json::Value> {
 }
 
 /// Reads the batches' chunk texts ahead of their calls, in the batches' order, on a blocking
-/// thread of its own: a round of `round` batches per pass over the store (one lock, one
-/// statement, each buffer's blob opened once), at most a round waiting in the channel. The
-/// calls of a round then start together instead of one store read after another, and the next
-/// round is read while the first one's calls are out. A pass that fails is read again batch by
-/// batch, so only the batches it cannot read fail. Dropping the receiver stops the reader.
+/// thread of its own, and hands each batch over as soon as it is read: the first call goes out
+/// after one batch's read, not a round's, and the rest are read while the first calls are out.
+/// At most `ahead` batches wait in the channel. A batch that cannot be read fails alone.
+/// Dropping the receiver stops the reader.
 fn read_ahead(
     corpus: &Arc<Corpus>,
     batches: &[(String, Vec<SelectedChunk>)],
-    round: usize,
+    ahead: usize,
 ) -> tokio::sync::mpsc::Receiver<std::result::Result<Vec<String>, String>> {
-    let round = round.max(1);
-    let (sender, receiver) = tokio::sync::mpsc::channel(round);
+    let (sender, receiver) = tokio::sync::mpsc::channel(ahead.max(1));
     let corpus = Arc::clone(corpus);
     let ids: Vec<Vec<i64>> = batches
         .iter()
         .map(|(_, chunks)| chunks.iter().map(|chunk| chunk.id).collect())
         .collect();
     tokio::task::spawn_blocking(move || {
-        for group in ids.chunks(round) {
-            let all: Vec<i64> = group.iter().flatten().copied().collect();
-            let reads: Vec<std::result::Result<Vec<String>, String>> = match corpus.texts(&all) {
-                Ok(mut texts) => group
-                    .iter()
-                    .map(|batch| {
-                        let rest = texts.split_off(batch.len().min(texts.len()));
-                        Ok(std::mem::replace(&mut texts, rest))
-                    })
-                    .collect(),
-                Err(_) => group
-                    .iter()
-                    .map(|batch| corpus.texts(batch).map_err(|err| err.to_string()))
-                    .collect(),
-            };
-            for read in reads {
-                if sender.blocking_send(read).is_err() {
-                    return;
-                }
+        for batch in ids {
+            let read = corpus.texts(&batch).map_err(|err| err.to_string());
+            if sender.blocking_send(read).is_err() {
+                return;
             }
         }
     });
@@ -1029,8 +1019,8 @@ mod tests {
         let all = corpus.buffers(&[], None).unwrap();
         let mut chunks = corpus.scan(&all).unwrap().chunks;
         assert_eq!(chunks.len(), 11);
-        // Batches of 1, 2, 3 and 5 chunks, read in rounds of 2 batches; the third batch asks
-        // for a chunk that does not exist.
+        // Batches of 1, 2, 3 and 5 chunks, at most 2 read ahead; the third batch asks for a
+        // chunk that does not exist.
         let mut missing = chunks[3].clone();
         missing.id = 1_000_000;
         chunks.insert(4, missing);

@@ -378,19 +378,24 @@ fn chunk_texts_match_chunk_text_in_the_order_asked() {
             &mut keep_going,
         )
         .unwrap();
-    let mut ids: Vec<i64> = ["t.csv", "notes.txt"]
+    let of = |name: &str| -> Vec<i64> {
+        let buffer = store.buffer(name).unwrap();
+        store
+            .chunks_of(&buffer)
+            .unwrap()
+            .into_iter()
+            .map(|chunk| chunk.id)
+            .collect()
+    };
+    let (csv_ids, prose_ids) = (of("t.csv"), of("notes.txt"));
+    assert!(csv_ids.len() > 1 && prose_ids.len() > 2);
+    // Back and forth between the two buffers, then the rest of the notes backwards.
+    let mut ids: Vec<i64> = csv_ids
         .iter()
-        .flat_map(|name| {
-            let buffer = store.buffer(name).unwrap();
-            store
-                .chunks_of(&buffer)
-                .unwrap()
-                .into_iter()
-                .map(|chunk| chunk.id)
-        })
+        .zip(&prose_ids)
+        .flat_map(|(csv, prose)| [*prose, *csv])
         .collect();
-    assert!(ids.len() > 4);
-    ids.reverse();
+    ids.extend(prose_ids.iter().skip(csv_ids.len()).rev());
     ids.swap(0, 2);
     let one_by_one: Vec<String> = ids
         .iter()

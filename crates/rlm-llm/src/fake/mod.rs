@@ -53,12 +53,19 @@ pub const FAKE_ANTHROPIC: &str = "fake-anthropic";
 
 type Responder = Arc<dyn Fn(&SeenRequest) -> FakeReply + Send + Sync>;
 
+/// The fake server's default pause between two body chunks of a streamed answer.
+pub const DEFAULT_STREAM_GAP: Duration = Duration::from_millis(1);
+
 #[derive(Default)]
 pub(crate) struct State {
     scripts: Mutex<HashMap<String, VecDeque<FakeReply>>>,
     responder: Mutex<Option<Responder>>,
     latency: Mutex<Duration>,
-    requests: Mutex<Vec<SeenRequest>>,
+    /// The pause between two body chunks of a streamed answer; `None` is
+    /// [`DEFAULT_STREAM_GAP`].
+    stream_gap: Mutex<Option<Duration>>,
+    /// Shared, not copied: a request's body is recorded on every call, read by few tests.
+    requests: Mutex<Vec<Arc<SeenRequest>>>,
     in_flight: AtomicUsize,
     peak_in_flight: AtomicUsize,
     /// Models that refuse what OpenAI's reasoning models refuse.
@@ -73,8 +80,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl State {
     /// Records the request and picks its reply.
-    pub(crate) fn take_reply(&self, seen: &SeenRequest) -> FakeReply {
-        lock(&self.requests).push(seen.clone());
+    pub(crate) fn take_reply(&self, seen: &Arc<SeenRequest>) -> FakeReply {
+        lock(&self.requests).push(Arc::clone(seen));
         if lock(&self.reasoning_models).contains(&seen.model)
             && let Some(refusal) = encode::reasoning_refusal(seen.wire, &seen.body)
         {
@@ -117,6 +124,10 @@ impl State {
 
     pub(crate) fn latency(&self) -> Duration {
         *lock(&self.latency)
+    }
+
+    pub(crate) fn stream_gap(&self) -> Duration {
+        lock(&self.stream_gap).unwrap_or(DEFAULT_STREAM_GAP)
     }
 }
 
@@ -245,9 +256,21 @@ impl FakeServer {
         *lock(&self.state.latency) = latency;
     }
 
+    /// The pause between two body chunks of a streamed answer: by default
+    /// [`DEFAULT_STREAM_GAP`], so that each chunk is a write of its own and clients are tested
+    /// on events split across reads. Benchmarks set zero: the events then go out back to back,
+    /// as one chunk of the chunked body, and a streamed answer takes no longer than a whole
+    /// one.
+    pub fn set_stream_gap(&self, gap: Duration) {
+        *lock(&self.state.stream_gap) = Some(gap);
+    }
+
     /// Every request received, in arrival order.
     pub fn requests(&self) -> Vec<SeenRequest> {
-        lock(&self.state.requests).clone()
+        lock(&self.state.requests)
+            .iter()
+            .map(|seen| SeenRequest::clone(seen))
+            .collect()
     }
 
     /// The requests received for one model.
@@ -255,7 +278,7 @@ impl FakeServer {
         lock(&self.state.requests)
             .iter()
             .filter(|seen| seen.model == model)
-            .cloned()
+            .map(|seen| SeenRequest::clone(seen))
             .collect()
     }
 

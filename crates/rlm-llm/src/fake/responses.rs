@@ -52,7 +52,7 @@ pub(crate) async fn handle(
 ) -> Response {
     let guard = InFlight::enter(&state);
     let seen = match decode(&headers, &body) {
-        Ok(seen) => seen,
+        Ok(seen) => Arc::new(seen),
         Err(refusal) => return json_response(400, &[], &refusal),
     };
     let reply = state.take_reply(&seen);

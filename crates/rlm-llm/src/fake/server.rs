@@ -89,7 +89,7 @@ async fn handle(
 ) -> Response {
     let guard = InFlight::enter(&state);
     let seen = match decode(wire, &headers, &body) {
-        Ok(seen) => seen,
+        Ok(seen) => Arc::new(seen),
         Err(message) => {
             return json_response(400, &[], &encode::error_body(wire, 400, &message));
         }
@@ -289,6 +289,16 @@ pub(crate) fn paced_response(
     gaps: Vec<usize>,
     guard: InFlight,
 ) -> Response {
+    let pause = guard.0.stream_gap();
+    if pause.is_zero() && gaps.is_empty() && end == End::Clean {
+        // Back to back: the whole event stream as one chunk of a chunked body, as a provider
+        // that answers at once sends it.
+        let body = futures::stream::once(async move {
+            let _guard = guard;
+            Ok::<_, std::io::Error>(Bytes::from(events.concat()))
+        });
+        return event_stream(Body::from_stream(body));
+    }
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let _guard = guard;
@@ -309,8 +319,8 @@ pub(crate) fn paced_response(
             for part in parts {
                 // A pause between chunks makes them separate writes on the socket. None after
                 // the last: the request stops counting as in flight as soon as it is all sent.
-                if !first {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+                if !first && !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
                 }
                 first = false;
                 if sender.send(Ok(Bytes::from(part))).await.is_err() {
@@ -333,7 +343,11 @@ pub(crate) fn paced_response(
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|item| (item, receiver))
     });
-    let mut response = Response::new(Body::from_stream(stream));
+    event_stream(Body::from_stream(stream))
+}
+
+fn event_stream(body: Body) -> Response {
+    let mut response = Response::new(body);
     response.headers_mut().insert(
         "content-type",
         HeaderValue::from_static("text/event-stream"),

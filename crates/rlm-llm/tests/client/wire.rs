@@ -1,6 +1,8 @@
 //! Both wire formats, whole and streamed, and model-routed scripts.
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply};
+use std::time::Duration;
+
+use rlm_llm::fake::{DEFAULT_STREAM_GAP, FAKE_ANTHROPIC, FakeReply};
 use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, ProviderKind, Usage};
 
 use crate::{client, server};
@@ -105,7 +107,17 @@ async fn stream_and_collect(
     model: &str,
     reply: FakeReply,
 ) -> (Vec<String>, Result<rlm_llm::ChatResponse, Error>, usize) {
+    stream_and_collect_paced(model, reply, DEFAULT_STREAM_GAP).await
+}
+
+/// [`stream_and_collect`] with the server pausing `gap` between two body chunks.
+async fn stream_and_collect_paced(
+    model: &str,
+    reply: FakeReply,
+    gap: Duration,
+) -> (Vec<String>, Result<rlm_llm::ChatResponse, Error>, usize) {
     let server = server().await;
+    server.set_stream_gap(gap);
     let bare = model.rsplit(':').next().unwrap();
     server.script(bare, [reply]);
     let client = client(&server, 2);
@@ -121,24 +133,32 @@ async fn stream_and_collect(
     (pieces, result, server.request_count())
 }
 
+/// Pieces arrive one by one whether each event is its own write (the server's default pause)
+/// or all events come back to back and may share a read (no pause).
 #[tokio::test]
 async fn streaming_delivers_pieces_in_both_formats() {
     let text = "The quick brown fox jumps over the lazy dög.";
-    for model in [
-        "stream-openai",
-        &format!("{FAKE_ANTHROPIC}:stream-anthropic"),
+    for (model, gap) in [
+        ("stream-openai".to_owned(), DEFAULT_STREAM_GAP),
+        (
+            format!("{FAKE_ANTHROPIC}:stream-anthropic"),
+            DEFAULT_STREAM_GAP,
+        ),
+        ("stream-openai".to_owned(), Duration::ZERO),
+        (format!("{FAKE_ANTHROPIC}:stream-anthropic"), Duration::ZERO),
     ] {
+        let model = model.as_str();
         let usage = Usage {
             input_tokens: 7,
             output_tokens: 11,
             ..Usage::default()
         };
         let (pieces, result, _) =
-            stream_and_collect(model, FakeReply::text(text).with_usage(usage)).await;
+            stream_and_collect_paced(model, FakeReply::text(text).with_usage(usage), gap).await;
         let answer = result.unwrap();
         assert!(
             pieces.len() > 1,
-            "{model}: answer came in {} piece(s)",
+            "{model} ({gap:?} between chunks): answer came in {} piece(s)",
             pieces.len()
         );
         assert_eq!(pieces.concat(), text, "{model}");
