@@ -40,7 +40,7 @@ impl AttemptError {
 /// What goes on the wire for one request given what the model accepts, and the stop sequences
 /// the client applies itself.
 struct Plan {
-    body: Vec<u8>,
+    body: bytes::Bytes,
     /// Whether the body asks for a streamed answer.
     stream: bool,
     client_stops: Vec<String>,
@@ -57,14 +57,24 @@ impl Plan {
         prompt_cache: bool,
     ) -> Result<Self> {
         let wire = Wire::of(kind, capabilities);
-        let mut sent = request.clone();
+        let strip_stop = !capabilities.stop || !wire.has_stop();
+        let strip_temperature = !capabilities.temperature;
         let mut client_stops = Vec::new();
-        if !capabilities.stop || !wire.has_stop() {
-            client_stops = std::mem::take(&mut sent.stop);
-        }
-        if !capabilities.temperature {
-            sent.temperature = None;
-        }
+        // Copied only when a field the model refuses must go.
+        let sent = if (strip_stop && !request.stop.is_empty())
+            || (strip_temperature && request.temperature.is_some())
+        {
+            let mut sent = request.clone();
+            if strip_stop {
+                client_stops = std::mem::take(&mut sent.stop);
+            }
+            if strip_temperature {
+                sent.temperature = None;
+            }
+            std::borrow::Cow::Owned(sent)
+        } else {
+            std::borrow::Cow::Borrowed(request)
+        };
         let body = wire::request_body(
             wire,
             &sent,
@@ -75,7 +85,8 @@ impl Plan {
         );
         let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
         Ok(Self {
-            body,
+            // Shared, not copied, by every attempt.
+            body: bytes::Bytes::from(body),
             stream,
             client_stops,
             wire,
@@ -99,11 +110,15 @@ impl LlmClient {
         let reservation = self
             .ledger
             .reserve(crate::usage::Estimate::of(request, price.as_ref()))?;
-        let mut resolved = request.clone();
-        resolved.model.clone_from(&model_label);
+        // The request as a recording keys it: built only to replay or record.
+        let resolved = |model: &str| {
+            let mut resolved = request.clone();
+            model.clone_into(&mut resolved.model);
+            resolved
+        };
 
         if let Some(replayer) = &self.shared.replayer {
-            let mut response = replayer.answer(&resolved)?;
+            let mut response = replayer.answer(&resolved(&model_label))?;
             if let Some(sink) = on_text.as_mut() {
                 sink(&response.text);
             }
@@ -227,12 +242,14 @@ impl LlmClient {
             replayed: false,
         };
         reservation.settle(&response.model, &response);
-        self.record(
-            resolved,
-            redact_url(&url),
-            &recorded_headers(&headers),
-            &response,
-        );
+        if self.shared.recorder.is_some() {
+            self.record(
+                resolved(&response.model),
+                redact_url(&url),
+                &recorded_headers(&headers),
+                &response,
+            );
+        }
         Ok(response)
     }
 

@@ -23,12 +23,14 @@ impl SseParser {
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        while let Some((end, separator_len)) = find_event_end(&self.buffer) {
-            let block: Vec<u8> = self.buffer.drain(..end + separator_len).collect();
-            if let Some(event) = parse_block(&block[..end]) {
+        let mut consumed = 0;
+        while let Some((end, separator_len)) = find_event_end(&self.buffer[consumed..]) {
+            if let Some(event) = parse_block(&self.buffer[consumed..consumed + end]) {
                 events.push(event);
             }
+            consumed += end + separator_len;
         }
+        self.buffer.drain(..consumed);
         events
     }
 
@@ -41,14 +43,19 @@ impl SseParser {
 /// Finds the first blank line (`\n\n`, `\r\n\r\n` or `\r\r`): returns where the event ends and
 /// the separator length.
 fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let mut i = 0;
-    while i < buffer.len() {
+    // Every separator starts with a line end: only those positions are tried.
+    let mut from = 0;
+    while let Some(offset) = buffer[from..]
+        .iter()
+        .position(|&byte| byte == b'\n' || byte == b'\r')
+    {
+        let at = from + offset;
         for separator in [&b"\r\n\r\n"[..], b"\n\n", b"\r\r"] {
-            if buffer[i..].starts_with(separator) {
-                return Some((i, separator.len()));
+            if buffer[at..].starts_with(separator) {
+                return Some((at, separator.len()));
             }
         }
-        i += 1;
+        from = at + 1;
     }
     None
 }

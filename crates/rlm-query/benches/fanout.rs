@@ -95,10 +95,17 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    // The provider's work is not the client's: the fake server runs on a runtime of its own
+    // (one thread), as a remote provider would, and does not queue on the client's workers.
+    let provider = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("provider runtime");
+    let server = provider.block_on(FakeServer::start()).expect("fake server");
     runtime.block_on(async {
         let dir = tempfile::tempdir().expect("temp dir");
         drop(store(dir.path()));
-        let server = FakeServer::start().await.expect("fake server");
         server.respond_with(answer);
         server.set_latency(LATENCY);
         // Streamed answers come back to back, so a streamed call takes the latency, as a

@@ -4,8 +4,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use futures::StreamExt as _;
-use futures::stream::FuturesUnordered;
 use rlm_embed::Embedder;
 use rlm_llm::{ChatRequest, ErrorKind, Ledger, LlmClient, UsageReport};
 use rlm_store::{SearchMode, Store};
@@ -616,7 +614,10 @@ impl Query {
         // the report; one that does not fit waits for a batch in flight to settle (its real
         // spend is usually far below its estimate) and the rest are skipped when none is left.
         let mut pending = batches.into_iter().peekable();
-        let mut in_flight = FuturesUnordered::new();
+        // Each batch is a task of its own, so both runtime threads build requests and read
+        // replies when a round's answers arrive together; dropping the set (the run's future)
+        // aborts the calls in flight.
+        let mut in_flight = tokio::task::JoinSet::new();
         let mut committed = Amount {
             cost_usd: Some(0.0),
             ..Amount::default()
@@ -674,10 +675,17 @@ impl Query {
                 committed = committed.plus(amount);
                 evidence_in_flight += bound;
                 dispatched += 1;
-                in_flight.push(run_batch(label, chunks, read, amount, bound));
+                in_flight.spawn(run_batch(label, chunks, read, amount, bound));
             }
-            let Some((outcome, amount, bound)) = in_flight.next().await else {
+            let Some(joined) = in_flight.join_next().await else {
                 break;
+            };
+            let (outcome, amount, bound) = match joined {
+                Ok(settled) => settled,
+                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                // Only a runtime shutting down cancels a batch: the set is never aborted while
+                // it is awaited.
+                Err(err) => return Err(Error::Task(err.to_string())),
             };
             committed = committed.minus(amount);
             evidence_in_flight -= bound;

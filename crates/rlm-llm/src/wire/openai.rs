@@ -111,13 +111,17 @@ impl StreamState {
         }
         let value: Value = serde_json::from_str(data)
             .map_err(|err| EventError::Malformed(format!("bad stream chunk: {err}")))?;
-        if let Some(message) = value.pointer("/error/message").and_then(Value::as_str) {
+        if let Some(message) = value
+            .get("error")
+            .and_then(|error| error.get("message"))
+            .and_then(Value::as_str)
+        {
             return Err(EventError::Provider(message.to_owned()));
         }
         if let Some(found) = value.get("usage").filter(|u| !u.is_null()) {
             self.parsed.usage = usage(found);
         }
-        let Some(choice) = value.pointer("/choices/0") else {
+        let Some(choice) = value.get("choices").and_then(|choices| choices.get(0)) else {
             return Ok(None);
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -140,7 +144,11 @@ impl StreamState {
                 self.started = true;
             }
         }
-        match choice.pointer("/delta/content").and_then(Value::as_str) {
+        match choice
+            .get("delta")
+            .and_then(|delta| delta.get("content"))
+            .and_then(Value::as_str)
+        {
             Some(piece) if !piece.is_empty() => {
                 self.parsed.text.push_str(piece);
                 Ok(Some(piece.to_owned()))
