@@ -604,3 +604,59 @@ async fn bad_input_is_refused() {
     assert!(matches!(err, Error::InvalidOption(_)));
     assert_eq!(server.request_count(), 0);
 }
+
+/// Dropping a query's future cancels its batches in flight: they give their places in the
+/// provider's limiter back at once instead of holding them until their answers come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_query_cancels_its_calls_in_flight() {
+    use std::time::Duration;
+
+    use rlm_llm::ChatRequest;
+    use rlm_llm::fake::FAKE_OPENAI;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(|seen| match seen.model.as_str() {
+        "quick" => FakeReply::text("at once"),
+        _ => valid_reply(seen).with_delay(Duration::from_secs(60)),
+    });
+    let client = rlm_llm::LlmClient::builder()
+        .provider(server.openai_provider(FAKE_OPENAI).max_concurrency(2))
+        .default_provider(FAKE_OPENAI)
+        .build()
+        .unwrap();
+    let files = [("a.txt", "one"), ("b.txt", "two"), ("c.txt", "three")];
+    let mut options = options();
+    options.scan = ScanMode::All;
+    options.batch_size = Some(1);
+    options.max_concurrency = 2;
+    let query = Query::new(client.clone(), store_with(dir.path(), &files), options);
+    let running = tokio::spawn(async move { query.run("anything?").await });
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        while server.request_count() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "the two first batches never reached the server"
+    );
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    // Both places of the limiter were taken by the batches; a leaked batch would keep its own
+    // for a minute.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.chat(&ChatRequest::new("quick").user("still there?")),
+    )
+    .await
+    .expect("the limiter was not freed: the dropped query's calls are still running")
+    .unwrap();
+    assert_eq!(answer.text, "at once");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "no batch was sent after the drop"
+    );
+}
