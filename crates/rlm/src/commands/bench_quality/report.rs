@@ -110,20 +110,31 @@ impl Printer {
         self.scored.iter().filter(|task| task.failed).count()
     }
 
+    /// Prints the table's header before its first row.
+    fn header_once(
+        &mut self,
+        out: &mut impl std::io::Write,
+        header: impl FnOnce() -> String,
+    ) -> std::io::Result<()> {
+        if self.header_printed {
+            return Ok(());
+        }
+        self.header_printed = true;
+        writeln!(out, "{}", header())
+    }
+
     /// A generated task, for `--dry-run`.
     pub fn listed(&mut self, index: usize, task: &Task) -> anyhow::Result<()> {
         if self.json {
             return crate::output::print_json(&task_json(index, task));
         }
         let mut out = crate::output::stdout();
-        if !self.header_printed {
-            self.header_printed = true;
-            writeln!(
-                out,
+        self.header_once(&mut out, || {
+            format!(
                 "{:>4}  {:<6}  {:>5}  {:<9}  {:>9}  {:>7}  question",
                 "task", "kind", "size", "where", "chars", "truth"
-            )?;
-        }
+            )
+        })?;
         writeln!(
             out,
             "{index:>4}  {:<6}  {:>5}  {:<9}  {:>9}  {:>7}  {}",
@@ -182,14 +193,12 @@ impl Printer {
             return crate::output::print_json(&record);
         }
         let mut out = crate::output::stdout();
-        if !self.header_printed {
-            self.header_printed = true;
-            writeln!(
-                out,
+        self.header_once(&mut out, || {
+            format!(
                 "{:>4}  {:<6}  {:>5}  {:<9}  {:>5}  {:>19}  {:>9}  {:>7}  result",
                 "task", "kind", "size", "where", "score", "tokens in / out", "cost", "time"
-            )?;
-        }
+            )
+        })?;
         let result = match (&outcome.answer, &outcome.error) {
             (Some(answer), _) => format!(
                 "answer {} (truth {}){}",
