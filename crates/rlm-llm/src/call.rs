@@ -155,7 +155,7 @@ impl LlmClient {
         };
         let mut plan = plan_for(capabilities)?;
         // A refused parameter never changes the endpoint, so the URL holds for every attempt.
-        let (url, headers) = endpoint(slot, plan.wire)?;
+        let endpoint = slot.endpoints.get(slot, plan.wire)?;
 
         let mut retries = 0u32;
         let outcome = loop {
@@ -164,8 +164,7 @@ impl LlmClient {
                 .attempt(
                     slot,
                     &model_ref,
-                    &url,
-                    &headers,
+                    endpoint,
                     &plan,
                     &mut on_text,
                     &mut emitted,
@@ -245,8 +244,8 @@ impl LlmClient {
         if self.shared.recorder.is_some() {
             self.record(
                 resolved(&response.model),
-                redact_url(&url),
-                &recorded_headers(&headers),
+                redact_url(&endpoint.text),
+                &recorded_headers(&endpoint.headers),
                 &response,
             );
         }
@@ -281,16 +280,11 @@ impl LlmClient {
     }
 
     /// One attempt under the limiter and the per-attempt timeout.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "internal; grouping would only add a struct"
-    )]
     async fn attempt(
         &self,
         slot: &ProviderSlot,
         model_ref: &ModelRef,
-        url: &str,
-        headers: &HeaderMap,
+        endpoint: &Endpoint,
         plan: &Plan,
         on_text: &mut TextSink<'_>,
         emitted: &mut bool,
@@ -351,11 +345,12 @@ impl LlmClient {
                 })
             }
         };
+        let url = endpoint.text.as_str();
         let send = self
             .shared
             .http
-            .post(url)
-            .headers(headers.clone())
+            .post(endpoint.url.clone())
+            .headers(endpoint.headers.clone())
             .body(plan.body.clone())
             .send();
         let response = match tokio::time::timeout_at(attempt_deadline, send).await {
@@ -587,8 +582,39 @@ fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
     }
 }
 
+/// Where a provider's calls of one wire go: the URL (parsed once) and the headers, key
+/// included.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    url: reqwest::Url,
+    /// The URL as configured, for errors and recordings (always shown redacted).
+    text: String,
+    headers: HeaderMap,
+}
+
+/// A provider's endpoints, one per wire, each built at its first call.
+#[derive(Debug, Default)]
+pub(crate) struct Endpoints([std::sync::OnceLock<Endpoint>; 3]);
+
+impl Endpoints {
+    /// The endpoint of `wire`; an error (a missing key, a key that cannot be a header, a bad
+    /// base URL) is not kept, so it is reported on every call.
+    fn get(&self, slot: &ProviderSlot, wire: Wire) -> Result<&Endpoint> {
+        let cell = &self.0[match wire {
+            Wire::Chat => 0,
+            Wire::Responses => 1,
+            Wire::Anthropic => 2,
+        }];
+        if let Some(endpoint) = cell.get() {
+            return Ok(endpoint);
+        }
+        let endpoint = endpoint(slot, wire)?;
+        Ok(cell.get_or_init(|| endpoint))
+    }
+}
+
 /// The URL and headers (including the key) for a provider.
-fn endpoint(slot: &ProviderSlot, wire: Wire) -> Result<(String, HeaderMap)> {
+fn endpoint(slot: &ProviderSlot, wire: Wire) -> Result<Endpoint> {
     let config = &slot.config;
     let key = config.require_key()?;
     let mut headers = HeaderMap::new();
@@ -626,7 +652,18 @@ fn endpoint(slot: &ProviderSlot, wire: Wire) -> Result<(String, HeaderMap)> {
             format!("{}{}", config.base_url, wire.path())
         }
     };
-    Ok((url, headers))
+    let parsed = reqwest::Url::parse(&url).map_err(|err| {
+        Error::Config(format!(
+            "provider `{}` has a base URL that is not a URL ({}): {err}",
+            config.name,
+            redact_url(&url)
+        ))
+    })?;
+    Ok(Endpoint {
+        url: parsed,
+        text: url,
+        headers,
+    })
 }
 
 /// Headers as written to a recording: secret values replaced.

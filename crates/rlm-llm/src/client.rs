@@ -35,6 +35,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct ProviderSlot {
     pub config: ProviderConfig,
     pub limiter: Arc<Semaphore>,
+    /// The URL and headers of each wire, built at its first call (the key and base URL do
+    /// not change once the client is built), so a call does not parse a URL or format a key.
+    pub endpoints: crate::call::Endpoints,
 }
 
 /// A provider that answers itself ([`ChatBackend`]) with its process-wide limiter.
@@ -270,7 +273,14 @@ impl LlmClientBuilder {
                 )));
             }
             let limiter = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
-            providers.insert(config.name.clone(), ProviderSlot { config, limiter });
+            providers.insert(
+                config.name.clone(),
+                ProviderSlot {
+                    config,
+                    limiter,
+                    endpoints: crate::call::Endpoints::default(),
+                },
+            );
         }
         let backends: BTreeMap<String, BackendSlot> = self
             .backends

@@ -6,8 +6,10 @@
 //! arguments and results), so cached tokens are parts of the reported input, as on the real APIs.
 //! Entries never expire (the real caches keep a prefix 5 minutes after its last use).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::ops::Bound;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -48,7 +50,52 @@ pub(crate) struct PromptCaches {
     /// Hashes of the cached Anthropic prefixes (the model is part of each hash).
     anthropic: HashSet<u64>,
     /// Earlier OpenAI prompts by model.
-    openai: HashMap<String, VecDeque<Prompt>>,
+    openai: HashMap<String, Remembered>,
+}
+
+/// The last [`REMEMBERED_PROMPTS`] prompts of one model, in arrival order and sorted: the
+/// earlier prompt sharing the longest prefix with a new one is one of its two neighbours in
+/// sorted order, so a lookup compares two prompts, not all of them.
+#[derive(Debug, Default)]
+struct Remembered {
+    arrival: VecDeque<Arc<[u8]>>,
+    /// Each prompt with how many times it is in `arrival`.
+    sorted: BTreeMap<Arc<[u8]>, usize>,
+}
+
+impl Remembered {
+    /// The longest prefix `bytes` shares with a remembered prompt.
+    fn longest_shared(&self, bytes: &[u8]) -> usize {
+        let before = self
+            .sorted
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(bytes)))
+            .next_back();
+        let after = self
+            .sorted
+            .range::<[u8], _>((Bound::Excluded(bytes), Bound::Unbounded))
+            .next();
+        before
+            .into_iter()
+            .chain(after)
+            .map(|(other, _)| common_prefix(other, bytes))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn remember(&mut self, bytes: Vec<u8>) {
+        if self.arrival.len() == REMEMBERED_PROMPTS
+            && let Some(oldest) = self.arrival.pop_front()
+            && let Some(copies) = self.sorted.get_mut(&oldest)
+        {
+            *copies -= 1;
+            if *copies == 0 {
+                self.sorted.remove(&oldest);
+            }
+        }
+        let bytes: Arc<[u8]> = bytes.into();
+        *self.sorted.entry(Arc::clone(&bytes)).or_default() += 1;
+        self.arrival.push_back(bytes);
+    }
 }
 
 impl PromptCaches {
@@ -93,22 +140,14 @@ impl PromptCaches {
     fn openai(&mut self, seen: &SeenRequest) -> CacheHit {
         let prompt = Prompt::of(seen);
         let earlier = self.openai.entry(seen.model.clone()).or_default();
-        let shared = earlier
-            .iter()
-            .map(|other| common_prefix(&other.bytes, &prompt.bytes))
-            .max()
-            .unwrap_or(0);
-        let tokens = prompt.tokens(shared);
+        let tokens = prompt.tokens(earlier.longest_shared(&prompt.bytes));
         let read = if tokens >= MIN_CACHED_TOKENS {
             MIN_CACHED_TOKENS + (tokens - MIN_CACHED_TOKENS) / OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
         } else {
             0
         };
         if prompt.tokens(prompt.bytes.len()) >= MIN_CACHED_TOKENS {
-            if earlier.len() == REMEMBERED_PROMPTS {
-                earlier.pop_front();
-            }
-            earlier.push_back(prompt);
+            earlier.remember(prompt.bytes);
         }
         CacheHit { read, write: 0 }
     }
@@ -251,6 +290,69 @@ impl Prompt {
     }
 }
 
+/// Bytes `a` and `b` share at their start; equal blocks are skipped a block at a time.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    const BLOCK: usize = 64;
+    let mut shared = 0;
+    for (x, y) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
+        if x != y {
+            return shared + x.iter().zip(y).take_while(|(x, y)| x == y).count();
+        }
+        shared += x.len();
+    }
+    shared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_shared_prefix_is_found_among_many_and_forgotten_in_arrival_order() {
+        let prompt = |text: &str| text.as_bytes().to_vec();
+        let mut remembered = Remembered::default();
+        let long = "x".repeat(200);
+        for text in [
+            "apple pie",
+            "apricot",
+            &format!("{long}a"),
+            "banana",
+            "apricot",
+        ] {
+            remembered.remember(prompt(text));
+        }
+        assert_eq!(remembered.longest_shared(b"apricots"), 7);
+        assert_eq!(remembered.longest_shared(b"apple tart"), 6);
+        assert_eq!(
+            remembered.longest_shared(format!("{long}b").as_bytes()),
+            200
+        );
+        assert_eq!(remembered.longest_shared(b"cherry"), 0);
+        assert_eq!(remembered.longest_shared(b""), 0);
+        for filler in 0..REMEMBERED_PROMPTS - 2 {
+            remembered.remember(prompt(&format!("z{filler}")));
+        }
+        // "apple pie", the first "apricot" and the long one are gone; the second "apricot"
+        // is still there.
+        assert_eq!(remembered.longest_shared(b"apple tart"), 2);
+        assert_eq!(remembered.longest_shared(b"apricots"), 7);
+        assert_eq!(remembered.longest_shared(format!("{long}b").as_bytes()), 0);
+        assert_eq!(remembered.arrival.len(), REMEMBERED_PROMPTS);
+        assert_eq!(
+            remembered.sorted.values().sum::<usize>(),
+            REMEMBERED_PROMPTS
+        );
+    }
+
+    #[test]
+    fn common_prefix_across_block_boundaries() {
+        let a: Vec<u8> = (0..200u8).collect();
+        for cut in [0, 1, 63, 64, 65, 128, 199] {
+            let mut b = a.clone();
+            b[cut] ^= 0xff;
+            assert_eq!(common_prefix(&a, &b), cut);
+        }
+        assert_eq!(common_prefix(&a, &a[..100]), 100);
+        assert_eq!(common_prefix(&a, &a), 200);
+    }
 }

@@ -1,5 +1,6 @@
 //! Encodes fake answers in the two wire formats, whole or as SSE events.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::provider::ProviderKind;
@@ -41,12 +42,7 @@ pub(crate) fn full_body(
 
 /// `usage.input_tokens` counts every prompt token, as OpenAI's `prompt_tokens` do.
 pub(crate) fn openai_usage(usage: &Usage) -> Value {
-    json!({
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.total(),
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-    })
+    serde_json::to_value(OpenAiUsage::of(usage)).unwrap_or_default()
 }
 
 /// Anthropic's `input_tokens` leave out cache reads and writes.
@@ -123,28 +119,115 @@ pub(crate) fn reasoning_refusal(wire: ProviderKind, body: &Value) -> Option<Valu
     None
 }
 
-pub(crate) fn event(name: Option<&str>, data: &Value) -> String {
-    match name {
-        Some(name) => format!("event: {name}\ndata: {data}\n\n"),
-        None => format!("data: {data}\n\n"),
+/// One SSE event. The data is written straight from `data` (no `Value` tree in between).
+pub(crate) fn event(name: Option<&str>, data: &impl Serialize) -> String {
+    let mut event = match name {
+        Some(name) => format!("event: {name}\ndata: "),
+        None => "data: ".to_owned(),
+    };
+    // Writing to a String cannot fail, and the fake's payloads have string keys.
+    let data = serde_json::to_string(data).unwrap_or_default();
+    event.push_str(&data);
+    event.push_str("\n\n");
+    event
+}
+
+/// An OpenAI `chat.completion.chunk`, typed: a streamed answer is several of them per call.
+#[derive(Serialize)]
+struct OpenAiChunk<'a> {
+    id: &'static str,
+    object: &'static str,
+    model: &'a str,
+    choices: Vec<OpenAiChunkChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<OpenAiUsage>,
+}
+
+impl<'a> OpenAiChunk<'a> {
+    fn new(model: &'a str, choice: Option<OpenAiChunkChoice<'a>>, usage: Option<&Usage>) -> Self {
+        Self {
+            id: "chatcmpl-fake",
+            object: "chat.completion.chunk",
+            model,
+            choices: choice.into_iter().collect(),
+            usage: usage.map(OpenAiUsage::of),
+        }
     }
+}
+
+#[derive(Serialize)]
+struct OpenAiChunkChoice<'a> {
+    index: u32,
+    delta: OpenAiDelta<'a>,
+    finish_reason: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct OpenAiDelta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct OpenAiUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    prompt_tokens_details: OpenAiCachedTokens,
+}
+
+#[derive(Serialize)]
+struct OpenAiCachedTokens {
+    cached_tokens: u64,
+}
+
+impl OpenAiUsage {
+    /// `usage.input_tokens` counts every prompt token, as OpenAI's `prompt_tokens` do.
+    fn of(usage: &Usage) -> Self {
+        Self {
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+            total_tokens: usage.total(),
+            prompt_tokens_details: OpenAiCachedTokens {
+                cached_tokens: usage.cache_read_tokens,
+            },
+        }
+    }
+}
+
+/// An Anthropic `content_block_delta` of text.
+#[derive(Serialize)]
+struct AnthropicTextDelta<'a> {
+    r#type: &'static str,
+    index: u32,
+    delta: AnthropicText<'a>,
+}
+
+#[derive(Serialize)]
+struct AnthropicText<'a> {
+    r#type: &'static str,
+    text: &'a str,
 }
 
 /// Splits text into up to `parts` pieces on character boundaries.
 pub(crate) fn pieces(text: &str, parts: usize) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    if chars.is_empty() {
+    let count = text.chars().count();
+    if count == 0 {
         return Vec::new();
     }
-    let per = chars.len().div_ceil(parts.max(1));
-    chars
-        .chunks(per)
-        .map(|chunk| {
-            let start = chunk[0].0;
-            let last = chunk[chunk.len() - 1];
-            &text[start..last.0 + last.1.len_utf8()]
-        })
-        .collect()
+    let per = count.div_ceil(parts.max(1));
+    let mut pieces = Vec::with_capacity(count.div_ceil(per));
+    let mut start = 0;
+    for (index, (at, _)) in text.char_indices().enumerate() {
+        if index > 0 && index % per == 0 {
+            pieces.push(&text[start..at]);
+            start = at;
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces
 }
 
 /// The SSE events before the text (one string per event).
@@ -152,8 +235,18 @@ pub(crate) fn stream_head(wire: ProviderKind, model: &str, usage: &Usage) -> Vec
     match wire {
         ProviderKind::OpenAi => vec![event(
             None,
-            &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
-                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]}),
+            &OpenAiChunk::new(
+                model,
+                Some(OpenAiChunkChoice {
+                    index: 0,
+                    delta: OpenAiDelta {
+                        role: Some("assistant"),
+                        content: Some(""),
+                    },
+                    finish_reason: None,
+                }),
+                None,
+            ),
         )],
         ProviderKind::Anthropic => {
             let mut start_usage = anthropic_usage(usage);
@@ -181,13 +274,29 @@ pub(crate) fn stream_delta(wire: ProviderKind, model: &str, piece: &str) -> Stri
     match wire {
         ProviderKind::OpenAi => event(
             None,
-            &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
-                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]}),
+            &OpenAiChunk::new(
+                model,
+                Some(OpenAiChunkChoice {
+                    index: 0,
+                    delta: OpenAiDelta {
+                        role: None,
+                        content: Some(piece),
+                    },
+                    finish_reason: None,
+                }),
+                None,
+            ),
         ),
         ProviderKind::Anthropic => event(
             Some("content_block_delta"),
-            &json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": piece}}),
+            &AnthropicTextDelta {
+                r#type: "content_block_delta",
+                index: 0,
+                delta: AnthropicText {
+                    r#type: "text_delta",
+                    text: piece,
+                },
+            },
         ),
     }
 }
@@ -203,14 +312,20 @@ pub(crate) fn stream_tail(
         ProviderKind::OpenAi => vec![
             event(
                 None,
-                &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
-                    "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+                &OpenAiChunk::new(
+                    model,
+                    Some(OpenAiChunkChoice {
+                        index: 0,
+                        delta: OpenAiDelta {
+                            role: None,
+                            content: None,
+                        },
+                        finish_reason: Some(finish),
+                    }),
+                    None,
+                ),
             ),
-            event(
-                None,
-                &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
-                    "choices": [], "usage": openai_usage(usage)}),
-            ),
+            event(None, &OpenAiChunk::new(model, None, Some(usage))),
             "data: [DONE]\n\n".to_owned(),
         ],
         ProviderKind::Anthropic => vec![
@@ -239,5 +354,63 @@ pub(crate) fn stream_error(wire: ProviderKind, message: &str) -> String {
             Some("error"),
             &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_text_on_character_boundaries() {
+        assert_eq!(pieces("abcdefghij", 4), ["abc", "def", "ghi", "j"]);
+        let split = pieces("héllo wörld", 3);
+        assert_eq!(split.len(), 3);
+        assert_eq!(split.concat(), "héllo wörld");
+        assert_eq!(pieces("ab", 4), ["a", "b"]);
+        assert!(pieces("", 4).is_empty());
+    }
+
+    #[test]
+    fn typed_stream_events_read_as_the_wire_format() {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 3,
+            cache_read_tokens: 4,
+            cache_write_tokens: 0,
+        };
+        let data = |event: &str| -> Value {
+            serde_json::from_str(event.strip_prefix("data: ").unwrap().trim_end()).unwrap()
+        };
+        let head = data(&stream_head(ProviderKind::OpenAi, "m", &usage)[0]);
+        assert_eq!(head["choices"][0]["delta"]["role"], "assistant");
+        assert_eq!(head["object"], "chat.completion.chunk");
+        let delta = data(&stream_delta(
+            ProviderKind::OpenAi,
+            "m",
+            "a \"quoted\" piece",
+        ));
+        assert_eq!(
+            delta["choices"][0]["delta"]["content"],
+            "a \"quoted\" piece"
+        );
+        assert!(delta["choices"][0]["finish_reason"].is_null());
+        let tail = stream_tail(ProviderKind::OpenAi, "m", "stop", &usage);
+        assert_eq!(data(&tail[0])["choices"][0]["finish_reason"], "stop");
+        assert_eq!(data(&tail[0])["choices"][0]["delta"], json!({}));
+        let usage_chunk = data(&tail[1]);
+        assert_eq!(usage_chunk["choices"], json!([]));
+        assert_eq!(usage_chunk["usage"]["total_tokens"], 13);
+        assert_eq!(
+            usage_chunk["usage"]["prompt_tokens_details"]["cached_tokens"],
+            4
+        );
+        assert_eq!(tail[2], "data: [DONE]\n\n");
+        let anthropic = stream_delta(ProviderKind::Anthropic, "m", "x");
+        let body = anthropic
+            .strip_prefix("event: content_block_delta\ndata: ")
+            .unwrap();
+        let body: Value = serde_json::from_str(body.trim_end()).unwrap();
+        assert_eq!(body["delta"], json!({"type": "text_delta", "text": "x"}));
     }
 }

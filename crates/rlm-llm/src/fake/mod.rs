@@ -28,6 +28,7 @@
 //! ```
 
 mod cache;
+mod clock;
 mod encode;
 mod reply;
 mod responses;
@@ -72,6 +73,8 @@ pub(crate) struct State {
     reasoning_models: Mutex<Vec<String>>,
     /// Simulated prompt caches of both wire formats.
     caches: Mutex<cache::PromptCaches>,
+    /// Keeps reply delays to the microsecond.
+    pub(crate) clock: clock::Clock,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -122,8 +125,14 @@ impl State {
         lock(&self.caches).account(seen)
     }
 
-    pub(crate) fn latency(&self) -> Duration {
-        *lock(&self.latency)
+    /// Waits the reply's own delay, else the server's latency, counted from now.
+    pub(crate) async fn delay(&self, reply: &FakeReply) {
+        let delay = reply.delay.unwrap_or_else(|| *lock(&self.latency));
+        if !delay.is_zero() {
+            self.clock
+                .sleep_until(std::time::Instant::now() + delay)
+                .await;
+        }
     }
 
     pub(crate) fn stream_gap(&self) -> Duration {

@@ -56,10 +56,7 @@ pub(crate) async fn handle(
         Err(refusal) => return json_response(400, &[], &refusal),
     };
     let reply = state.take_reply(&seen);
-    let delay = reply.delay.unwrap_or_else(|| state.latency());
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
+    state.delay(&reply).await;
     let status = match reply.finish_reason.as_deref() {
         Some("length") => "incomplete",
         _ => "completed",

@@ -96,10 +96,7 @@ async fn handle(
     };
     let reply = state.take_reply(&seen);
     let cached = state.cache_hit(&seen, &reply);
-    let delay = reply.delay.unwrap_or_else(|| state.latency());
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
+    state.delay(&reply).await;
     respond(wire, &seen, reply, cached, guard).await
 }
 
