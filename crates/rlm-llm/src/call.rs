@@ -75,15 +75,15 @@ impl Plan {
         } else {
             std::borrow::Cow::Borrowed(request)
         };
-        let body = wire::request_body(
+        let body = wire::request_bytes(
             wire,
             &sent,
             model,
             stream,
             capabilities.max_tokens_field,
             prompt_cache,
-        );
-        let body = serde_json::to_vec(&body).map_err(|err| Error::Config(err.to_string()))?;
+        )
+        .map_err(|err| Error::Config(err.to_string()))?;
         Ok(Self {
             // Shared, not copied, by every attempt.
             body: bytes::Bytes::from(body),

@@ -16,6 +16,9 @@ pub struct SseEvent {
 #[derive(Debug, Default)]
 pub struct SseParser {
     buffer: Vec<u8>,
+    /// Bytes of `buffer` already searched for the end of an event, less the few a separator
+    /// split between two pushes may have started with.
+    searched: usize,
 }
 
 impl SseParser {
@@ -24,13 +27,17 @@ impl SseParser {
         self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
         let mut consumed = 0;
-        while let Some((end, separator_len)) = find_event_end(&self.buffer[consumed..]) {
+        let mut from = self.searched;
+        while let Some((end, separator_len)) = find_event_end(&self.buffer[consumed..], from) {
             if let Some(event) = parse_block(&self.buffer[consumed..consumed + end]) {
                 events.push(event);
             }
             consumed += end + separator_len;
+            from = 0;
         }
         self.buffer.drain(..consumed);
+        // A separator is at most 4 bytes: the last 3 may start one the next push completes.
+        self.searched = self.buffer.len().saturating_sub(3);
         events
     }
 
@@ -40,15 +47,12 @@ impl SseParser {
     }
 }
 
-/// Finds the first blank line (`\n\n`, `\r\n\r\n` or `\r\r`): returns where the event ends and
-/// the separator length.
-fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+/// Finds the first blank line (`\n\n`, `\r\n\r\n` or `\r\r`) starting at or after `from`:
+/// returns where the event ends and the separator length.
+fn find_event_end(buffer: &[u8], from: usize) -> Option<(usize, usize)> {
     // Every separator starts with a line end: only those positions are tried.
-    let mut from = 0;
-    while let Some(offset) = buffer[from..]
-        .iter()
-        .position(|&byte| byte == b'\n' || byte == b'\r')
-    {
+    let mut from = from;
+    while let Some(offset) = memchr::memchr2(b'\n', b'\r', buffer.get(from..)?) {
         let at = from + offset;
         for separator in [&b"\r\n\r\n"[..], b"\n\n", b"\r\r"] {
             if buffer[at..].starts_with(separator) {
@@ -62,8 +66,9 @@ fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
 
 fn parse_block(block: &[u8]) -> Option<SseEvent> {
     let text = String::from_utf8_lossy(block);
-    let mut event = SseEvent::default();
-    let mut data_lines: Vec<&str> = Vec::new();
+    let mut name = String::new();
+    // Several `data:` lines are joined with `\n`; one (the usual case) is copied once.
+    let mut data: Option<String> = None;
     for line in text.split(['\n', '\r']) {
         if line.is_empty() || line.starts_with(':') {
             continue;
@@ -71,16 +76,24 @@ fn parse_block(block: &[u8]) -> Option<SseEvent> {
         let (field, value) = line.split_once(':').unwrap_or((line, ""));
         let value = value.strip_prefix(' ').unwrap_or(value);
         match field {
-            "event" => event.event = value.to_owned(),
-            "data" => data_lines.push(value),
+            "event" => value.clone_into(&mut name),
+            "data" => match &mut data {
+                Some(joined) => {
+                    joined.push('\n');
+                    joined.push_str(value);
+                }
+                None => data = Some(value.to_owned()),
+            },
             _ => {}
         }
     }
-    if data_lines.is_empty() && event.event.is_empty() {
+    if data.is_none() && name.is_empty() {
         return None;
     }
-    event.data = data_lines.join("\n");
-    Some(event)
+    Some(SseEvent {
+        event: name,
+        data: data.unwrap_or_default(),
+    })
 }
 
 #[cfg(test)]
@@ -106,6 +119,21 @@ mod tests {
                 },
             ]
         );
+        assert!(!parser.has_partial());
+    }
+
+    #[test]
+    fn separators_split_between_pushes_and_events_in_one_push() {
+        let mut parser = SseParser::default();
+        assert!(parser.push(b"data: a\r\n\r").is_empty());
+        assert_eq!(parser.push(b"\ndata: b\n")[0].data, "a");
+        assert!(parser.push(b"data: c\r").is_empty());
+        let events = parser.push(b"\rdata: d\n\ndata:\n\nevent: only\n\n");
+        let seen: Vec<(&str, &str)> = events
+            .iter()
+            .map(|event| (event.event.as_str(), event.data.as_str()))
+            .collect();
+        assert_eq!(seen, [("", "b\nc"), ("", "d"), ("", ""), ("only", "")]);
         assert!(!parser.has_partial());
     }
 

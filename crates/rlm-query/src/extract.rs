@@ -2,7 +2,6 @@
 //! contract. An invalid reply is asked again once with the reason; a batch that fails again is
 //! split in halves; a single chunk that still fails is reported, never dropped.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -238,19 +237,25 @@ pub fn extract_request(
     question: &str,
     items: &[(SelectedChunk, String)],
 ) -> ChatRequest {
-    let ids: Vec<String> = items
-        .iter()
-        .map(|(chunk, _)| chunk.id.to_string())
-        .collect();
-    let mut user = format!(
-        "<question>\n{}\n</question>\n\n{} chunks follow (ids {}). Reply with {{\"results\": [...]}} holding exactly one entry for each of these ids.\n",
-        fence::neutralize(question.trim()),
-        items.len(),
-        ids.join(", ")
+    use std::fmt::Write as _;
+    let text_bytes: usize = items.iter().map(|(_, text)| text.len() + 96).sum();
+    let mut user = String::with_capacity(question.len() + text_bytes + 256);
+    user.push_str("<question>\n");
+    fence::push_neutralized(&mut user, question.trim());
+    // Writing to a String cannot fail.
+    let _ = write!(user, "\n</question>\n\n{} chunks follow (ids ", items.len());
+    for (index, (chunk, _)) in items.iter().enumerate() {
+        if index > 0 {
+            user.push_str(", ");
+        }
+        let _ = write!(user, "{}", chunk.id);
+    }
+    user.push_str(
+        "). Reply with {\"results\": [...]} holding exactly one entry for each of these ids.\n",
     );
     for (chunk, text) in items {
         user.push('\n');
-        user.push_str(&fence::chunk_block(chunk.id, &chunk.source(), text));
+        fence::push_chunk_block(&mut user, chunk.id, &chunk.source(), text);
         user.push('\n');
     }
     ChatRequest::new(model)
@@ -283,8 +288,27 @@ pub fn strip_fence(text: &str) -> &str {
 /// array), one entry per chunk of the batch, each id in the batch once, relevance one of the
 /// four values. Returns the entries in batch order, or the first problem found.
 pub fn parse_reply(reply: &str, batch: &[i64]) -> Result<Vec<ChunkExtraction>, String> {
-    let value: Value = serde_json::from_str(strip_fence(reply))
-        .map_err(|err| format!("the reply is not JSON ({err})"))?;
+    let text = strip_fence(reply);
+    // A well-formed reply (nearly all of them) is read typed; anything else goes through a
+    // `Value`, which names the first problem.
+    let mut parsed = match typed_entries(text) {
+        Some(parsed) => {
+            check_count(parsed.len(), batch)?;
+            for (index, extraction) in parsed.iter().enumerate() {
+                check_membership(&parsed[..index], extraction, batch)?;
+            }
+            parsed
+        }
+        None => value_entries(text, batch)?,
+    };
+    parsed.sort_by_key(|extraction| batch.iter().position(|&id| id == extraction.chunk_id));
+    Ok(parsed)
+}
+
+/// [`parse_reply`]'s checks on a reply read as a `Value`: every shape, every problem named.
+fn value_entries(text: &str, batch: &[i64]) -> Result<Vec<ChunkExtraction>, String> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|err| format!("the reply is not JSON ({err})"))?;
     let entries = match value {
         Value::Array(entries) => entries,
         Value::Object(mut object) => match object.remove("results") {
@@ -293,33 +317,83 @@ pub fn parse_reply(reply: &str, batch: &[i64]) -> Result<Vec<ChunkExtraction>, S
         },
         _ => return Err("the reply is not a JSON object".to_owned()),
     };
-    if entries.len() != batch.len() {
-        return Err(format!(
-            "`results` has {} entries but the batch has {} chunks",
-            entries.len(),
-            batch.len()
-        ));
-    }
-    let mut seen = HashSet::new();
+    check_count(entries.len(), batch)?;
     let mut parsed = Vec::with_capacity(entries.len());
     for (index, entry) in entries.into_iter().enumerate() {
         let Value::Object(object) = entry else {
             return Err(format!("entry {} is not an object", index + 1));
         };
         let extraction = parse_entry(&object)?;
-        if !batch.contains(&extraction.chunk_id) {
-            return Err(format!(
-                "chunk_id {} is not in this batch",
-                extraction.chunk_id
-            ));
-        }
-        if !seen.insert(extraction.chunk_id) {
-            return Err(format!("chunk_id {} appears twice", extraction.chunk_id));
-        }
+        check_membership(&parsed, &extraction, batch)?;
         parsed.push(extraction);
     }
-    parsed.sort_by_key(|extraction| batch.iter().position(|&id| id == extraction.chunk_id));
     Ok(parsed)
+}
+
+fn check_count(entries: usize, batch: &[i64]) -> Result<(), String> {
+    if entries == batch.len() {
+        return Ok(());
+    }
+    Err(format!(
+        "`results` has {entries} entries but the batch has {} chunks",
+        batch.len()
+    ))
+}
+
+/// `extraction` is for a chunk of the batch that no entry before it covered.
+fn check_membership(
+    before: &[ChunkExtraction],
+    extraction: &ChunkExtraction,
+    batch: &[i64],
+) -> Result<(), String> {
+    let id = extraction.chunk_id;
+    if !batch.contains(&id) {
+        return Err(format!("chunk_id {id} is not in this batch"));
+    }
+    if before.iter().any(|earlier| earlier.chunk_id == id) {
+        return Err(format!("chunk_id {id} appears twice"));
+    }
+    Ok(())
+}
+
+/// One entry as the contract has it.
+#[derive(serde::Deserialize)]
+struct TypedEntry {
+    chunk_id: i64,
+    relevance: String,
+    #[serde(default)]
+    findings: Option<Vec<String>>,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    follow_up: Option<Vec<String>>,
+}
+
+#[derive(serde::Deserialize)]
+struct TypedResults {
+    results: Vec<TypedEntry>,
+}
+
+/// The entries of a reply that keeps to the contract's shapes, read without a `Value` tree;
+/// `None` for any other reply (then read as a `Value`, which says what is wrong).
+fn typed_entries(text: &str) -> Option<Vec<ChunkExtraction>> {
+    let entries = if text.starts_with('[') {
+        serde_json::from_str::<Vec<TypedEntry>>(text).ok()?
+    } else {
+        serde_json::from_str::<TypedResults>(text).ok()?.results
+    };
+    entries
+        .into_iter()
+        .map(|entry| {
+            Some(ChunkExtraction {
+                chunk_id: entry.chunk_id,
+                relevance: Relevance::parse(&entry.relevance)?,
+                findings: entry.findings.unwrap_or_default(),
+                summary: entry.summary,
+                follow_up: entry.follow_up.unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 fn parse_entry(object: &Map<String, Value>) -> Result<ChunkExtraction, String> {
@@ -425,6 +499,24 @@ mod tests {
             parse_reply(&bare, &[5]).unwrap()[0].relevance,
             Relevance::None
         );
+    }
+
+    #[test]
+    fn typed_and_value_readings_of_a_reply_agree() {
+        let replies = [
+            format!(r#"{{"results": [{}, {}], "note": "extra"}}"#, entry(2, "low"), entry(1, "medium")),
+            r#"[{"chunk_id": 1, "relevance": "high", "findings": null, "summary": null, "confidence": 0.9}, {"chunk_id": 2, "relevance": "none"}]"#.to_owned(),
+            r#"{"results": [{"chunk_id": 1, "relevance": "high", "summary": 3}, {"chunk_id": 2, "relevance": "none"}]}"#.to_owned(),
+            format!(r#"{{"results": [{}, {}]}}"#, entry(1, "high"), entry(7, "low")),
+        ];
+        for reply in replies {
+            let both = parse_reply(&reply, &[1, 2]);
+            let by_value = value_entries(&reply, &[1, 2]).map(|mut parsed| {
+                parsed.sort_by_key(|extraction| extraction.chunk_id);
+                parsed
+            });
+            assert_eq!(both, by_value, "{reply}");
+        }
     }
 
     #[test]

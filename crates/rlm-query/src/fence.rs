@@ -12,6 +12,12 @@ const TAG_NAMES: [&str; 5] = ["chunk", "findings", "notes", "question", "matches
 /// `text` with every `<` that could open or close one of our tags written as `&lt;`.
 pub fn neutralize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    push_neutralized(&mut out, text);
+    out
+}
+
+/// Appends [`neutralize`]`(text)` to `out`.
+pub fn push_neutralized(out: &mut String, text: &str) {
     let mut rest = text;
     while let Some(at) = rest.find('<') {
         out.push_str(&rest[..at]);
@@ -30,25 +36,44 @@ pub fn neutralize(text: &str) -> String {
         rest = after;
     }
     out.push_str(rest);
-    out
 }
 
 /// An attribute value: quotes and angle brackets escaped.
 pub fn attribute(value: &str) -> String {
-    value
-        .replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    let mut out = String::with_capacity(value.len());
+    push_attribute(&mut out, value);
+    out
+}
+
+/// Appends [`attribute`]`(value)` to `out`.
+fn push_attribute(out: &mut String, value: &str) {
+    for character in value.chars() {
+        match character {
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            other => out.push(other),
+        }
+    }
 }
 
 /// One chunk as the extractor sees it.
 pub fn chunk_block(id: i64, source: &str, text: &str) -> String {
-    format!(
-        "<chunk id=\"{id}\" source=\"{}\">\n{}\n</chunk>",
-        attribute(source),
-        neutralize(text)
-    )
+    let mut block = String::with_capacity(text.len() + source.len() + 40);
+    push_chunk_block(&mut block, id, source, text);
+    block
+}
+
+/// Appends [`chunk_block`]`(id, source, text)` to `out`.
+pub fn push_chunk_block(out: &mut String, id: i64, source: &str, text: &str) {
+    use std::fmt::Write as _;
+    // Writing to a String cannot fail.
+    let _ = write!(out, "<chunk id=\"{id}\" source=\"");
+    push_attribute(out, source);
+    out.push_str("\">\n");
+    push_neutralized(out, text);
+    out.push_str("\n</chunk>");
 }
 
 /// Lines of one buffer found by a grep, as the synthesizer's `grep` tool returns them: each
@@ -78,5 +103,7 @@ mod tests {
         let block = chunk_block(7, "a\"b.rs:1-2", text);
         assert_eq!(block.matches("</chunk>").count(), 1, "{block}");
         assert!(block.starts_with("<chunk id=\"7\" source=\"a&quot;b.rs:1-2\">\n"));
+        assert!(block.ends_with("&lt;findings><div>\n</chunk>"), "{block}");
+        assert_eq!(attribute("a&b<\"c\">"), "a&amp;b&lt;&quot;c&quot;&gt;");
     }
 }

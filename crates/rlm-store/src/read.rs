@@ -73,11 +73,26 @@ pub(crate) fn buffer_from_row(row: &Row<'_>) -> rusqlite::Result<BufferInfo> {
 impl Store {
     /// All buffers, by name.
     pub fn list(&self) -> Result<Vec<BufferInfo>> {
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT {BUFFER_COLUMNS} FROM buffers b ORDER BY b.name"
-        ))?;
+        // The chunk counts in one pass over the chunk index, not one lookup per buffer.
+        let mut counts = std::collections::HashMap::new();
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT buffer_id, COUNT(*) FROM chunks GROUP BY buffer_id")?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            counts.insert(row.get::<_, i64>(0)?, row.get::<_, u64>(1)?);
+        }
+        let mut statement = self.connection.prepare_cached(
+            "SELECT b.id, b.name, b.path, b.size, b.line_count, 0, b.strategy, b.sha256, b.loaded_at
+             FROM buffers b ORDER BY b.name",
+        )?;
         let rows = statement.query_map([], buffer_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        rows.map(|row| {
+            let mut buffer = row?;
+            buffer.chunks = counts.get(&buffer.id).copied().unwrap_or(0);
+            Ok(buffer)
+        })
+        .collect()
     }
 
     /// The whole text of a buffer.
@@ -317,24 +332,29 @@ impl Store {
                     &mut blob.insert((buffer_id, handle)).1
                 }
             };
-            let mut bytes = Vec::new();
-            if let (Some(from), Some(to)) = (header_start, header_end) {
-                bytes.extend(read_range(handle, from, to)?);
-            }
-            bytes.extend(read_range(handle, start, end)?);
-            texts.push(String::from_utf8_lossy(&bytes).into_owned());
+            // The header (if any) and the chunk read into one buffer, kept as the String.
+            let header = match (header_start, header_end) {
+                (Some(from), Some(to)) => clamp(handle, from, to),
+                _ => 0..0,
+            };
+            let body = clamp(handle, start, end);
+            let mut bytes = vec![0; header.len() + body.len()];
+            let (head, rest) = bytes.split_at_mut(header.len());
+            handle.read_at_exact(head, header.start)?;
+            handle.read_at_exact(rest, body.start)?;
+            texts.push(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned()),
+            );
         }
         Ok(texts)
     }
 }
 
-/// Bytes `start..end` of an open blob (clamped to its length, as [`read_blob`] does).
-fn read_range(blob: &rusqlite::blob::Blob<'_>, start: usize, end: usize) -> Result<Vec<u8>> {
+/// `start..end` clamped to an open blob's length, as [`read_blob`] clamps it.
+fn clamp(blob: &rusqlite::blob::Blob<'_>, start: usize, end: usize) -> std::ops::Range<usize> {
     let end = end.min(blob.len());
-    let start = start.min(end);
-    let mut bytes = vec![0; end - start];
-    blob.read_at_exact(&mut bytes, start)?;
-    Ok(bytes)
+    start.min(end)..end
 }
 
 /// A chunk's text (header first) read with `connection` (which may be a transaction).

@@ -211,22 +211,22 @@ struct AnthropicText<'a> {
     text: &'a str,
 }
 
-/// Splits text into up to `parts` pieces on character boundaries.
+/// Splits text into up to `parts` pieces of about equal bytes, cut on character boundaries.
 pub(crate) fn pieces(text: &str, parts: usize) -> Vec<&str> {
-    let count = text.chars().count();
-    if count == 0 {
+    if text.is_empty() {
         return Vec::new();
     }
-    let per = count.div_ceil(parts.max(1));
-    let mut pieces = Vec::with_capacity(count.div_ceil(per));
+    let per = text.len().div_ceil(parts.max(1));
+    let mut pieces = Vec::with_capacity(parts);
     let mut start = 0;
-    for (index, (at, _)) in text.char_indices().enumerate() {
-        if index > 0 && index % per == 0 {
-            pieces.push(&text[start..at]);
-            start = at;
+    while start < text.len() {
+        let mut end = (start + per).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
         }
+        pieces.push(&text[start..end]);
+        start = end;
     }
-    pieces.push(&text[start..]);
     pieces
 }
 

@@ -125,13 +125,13 @@ impl State {
         lock(&self.caches).account(seen)
     }
 
-    /// Waits the reply's own delay, else the server's latency, counted from now.
-    pub(crate) async fn delay(&self, reply: &FakeReply) {
+    /// Waits the reply's own delay, else the server's latency, counted from `received`: as a
+    /// provider's latency counts from when the request reached it, the fake's own decoding and
+    /// choosing of the reply are part of it, not added to it.
+    pub(crate) async fn delay(&self, reply: &FakeReply, received: std::time::Instant) {
         let delay = reply.delay.unwrap_or_else(|| *lock(&self.latency));
         if !delay.is_zero() {
-            self.clock
-                .sleep_until(std::time::Instant::now() + delay)
-                .await;
+            self.clock.sleep_until(received + delay).await;
         }
     }
 

@@ -50,13 +50,14 @@ pub(crate) async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let received = std::time::Instant::now();
     let guard = InFlight::enter(&state);
     let seen = match decode(&headers, &body) {
         Ok(seen) => Arc::new(seen),
         Err(refusal) => return json_response(400, &[], &refusal),
     };
     let reply = state.take_reply(&seen);
-    state.delay(&reply).await;
+    state.delay(&reply, received).await;
     let status = match reply.finish_reason.as_deref() {
         Some("length") => "incomplete",
         _ => "completed",

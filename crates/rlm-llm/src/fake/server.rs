@@ -87,6 +87,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let received = std::time::Instant::now();
     let guard = InFlight::enter(&state);
     let seen = match decode(wire, &headers, &body) {
         Ok(seen) => Arc::new(seen),
@@ -96,7 +97,7 @@ async fn handle(
     };
     let reply = state.take_reply(&seen);
     let cached = state.cache_hit(&seen, &reply);
-    state.delay(&reply).await;
+    state.delay(&reply, received).await;
     respond(wire, &seen, reply, cached, guard).await
 }
 

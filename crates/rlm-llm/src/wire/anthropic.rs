@@ -170,12 +170,27 @@ impl StreamState {
         if event.data.trim().is_empty() {
             return Ok(None);
         }
+        // Text deltas are most of a stream: read typed, not as a `Value` tree each.
+        if let Ok(typed) = serde_json::from_str::<TextDeltaEvent>(&event.data)
+            && typed.kind == "content_block_delta"
+            && typed.delta.kind == "text_delta"
+        {
+            self.started = true;
+            let piece = typed.delta.text;
+            if piece.is_empty() {
+                return Ok(None);
+            }
+            self.parsed.text.push_str(&piece);
+            return Ok(Some(piece));
+        }
         let value: Value = serde_json::from_str(&event.data)
             .map_err(|err| EventError::Malformed(format!("bad stream event: {err}")))?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(event.event.as_str());
+        self.on_value(&value, &event.event)
+    }
+
+    /// An event read as a `Value`: every kind of event.
+    fn on_value(&mut self, value: &Value, name: &str) -> Result<Option<String>, EventError> {
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or(name);
         match kind {
             "message_start" => {
                 if let Some(found) = value.pointer("/message/usage") {
@@ -185,10 +200,10 @@ impl StreamState {
                 Ok(None)
             }
             "content_block_start" => {
-                self.tool_calls.on_block_start(&value);
+                self.tool_calls.on_block_start(value);
                 Ok(None)
             }
-            "content_block_delta" if self.tool_calls.on_delta(&value) => {
+            "content_block_delta" if self.tool_calls.on_delta(value) => {
                 self.started = true;
                 Ok(None)
             }
@@ -238,9 +253,54 @@ impl StreamState {
     }
 }
 
+/// A `content_block_delta` event as a text delta has it; other events do not fit it.
+#[derive(serde::Deserialize)]
+struct TextDeltaEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    delta: TextDelta,
+}
+
+#[derive(serde::Deserialize)]
+struct TextDelta {
+    #[serde(rename = "type")]
+    kind: String,
+    text: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed reading of a text delta and the `Value` one agree.
+    #[test]
+    fn typed_and_value_readings_of_text_deltas_agree() {
+        let events = [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a \"b\""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"x"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":4}}"#,
+        ];
+        let mut typed = StreamState::default();
+        let mut by_value = StreamState::default();
+        for (index, data) in events.iter().enumerate() {
+            let event = SseEvent {
+                event: String::new(),
+                data: (*data).to_owned(),
+            };
+            let value: Value = serde_json::from_str(data).unwrap();
+            assert_eq!(
+                typed.on_event(&event).unwrap(),
+                by_value.on_value(&value, "").unwrap(),
+                "event {index}"
+            );
+            assert_eq!(typed.started, by_value.started, "event {index}");
+            assert_eq!(typed.parsed, by_value.parsed, "event {index}");
+        }
+        assert_eq!(typed.parsed.text, "a \"b\"");
+    }
 
     #[test]
     fn system_prompt_is_cached_and_options_mapped() {

@@ -77,6 +77,31 @@ pub(crate) fn request_body(
     }
 }
 
+/// [`request_body`] as the bytes sent. Plain chat requests are written without the `Value`
+/// tree.
+pub(crate) fn request_bytes(
+    wire: Wire,
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    max_tokens_field: MaxTokensField,
+    prompt_cache: bool,
+) -> serde_json::Result<Vec<u8>> {
+    if wire == Wire::Chat
+        && let Some(bytes) = openai::plain_request_bytes(request, model, stream, max_tokens_field)
+    {
+        return bytes;
+    }
+    serde_json::to_vec(&request_body(
+        wire,
+        request,
+        model,
+        stream,
+        max_tokens_field,
+        prompt_cache,
+    ))
+}
+
 /// Parses a complete (non-streamed) response body.
 pub(crate) fn parse_response(wire: Wire, body: &[u8]) -> Result<Parsed, String> {
     match wire {

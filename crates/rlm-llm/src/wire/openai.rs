@@ -1,11 +1,13 @@
 //! OpenAI-compatible chat completions (`POST {base}/chat/completions`).
 
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{EventError, Parsed, count, openai_tools};
 use crate::capabilities::MaxTokensField;
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, Usage};
+use crate::types::{ChatRequest, Role, Usage};
 
 pub(crate) fn request_body(
     request: &ChatRequest,
@@ -48,6 +50,96 @@ pub(crate) fn request_body(
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+/// [`request_body`] written straight to bytes for a request of plain messages without tools
+/// (every extractor and planner call): the same JSON, without a `Value` tree that copies the
+/// prompt and hashes every key. `None` for a request with tools or tool turns.
+pub(crate) fn plain_request_bytes(
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    max_tokens_field: MaxTokensField,
+) -> Option<serde_json::Result<Vec<u8>>> {
+    if !request.tools.is_empty() || request.tool_choice.is_some() {
+        return None;
+    }
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = &request.system {
+        messages.push(PlainMessage {
+            role: "system",
+            content: system,
+        });
+    }
+    for message in &request.messages {
+        let role = match message.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant if message.tool_calls.is_empty() => "assistant",
+            Role::Assistant | Role::Tool => return None,
+        };
+        messages.push(PlainMessage {
+            role,
+            content: &message.content,
+        });
+    }
+    let (max_tokens, max_completion_tokens) = match max_tokens_field {
+        MaxTokensField::MaxTokens => (request.max_tokens, None),
+        MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
+    };
+    let body = PlainBody {
+        model,
+        messages,
+        // As `json!` writes an f32: widened to f64.
+        temperature: request.temperature.map(f64::from),
+        max_tokens,
+        max_completion_tokens,
+        stop: &request.stop,
+        response_format: request.json.then_some(ResponseFormat {
+            r#type: "json_object",
+        }),
+        stream: stream.then_some(true),
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    };
+    Some(serde_json::to_vec(&body))
+}
+
+#[derive(Serialize)]
+struct PlainBody<'a> {
+    model: &'a str,
+    messages: Vec<PlainMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct PlainMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat {
+    r#type: &'static str,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 /// OpenAI's `prompt_tokens` already count the cached ones (`prompt_tokens_details`), which
@@ -109,8 +201,18 @@ impl StreamState {
         if data.is_empty() {
             return Ok(None);
         }
+        if let Ok(chunk) = serde_json::from_str::<TypedChunk>(data)
+            && chunk.is_plain()
+        {
+            return Ok(self.on_typed(chunk));
+        }
         let value: Value = serde_json::from_str(data)
             .map_err(|err| EventError::Malformed(format!("bad stream chunk: {err}")))?;
+        self.on_value(&value)
+    }
+
+    /// A chunk read as a `Value`: every shape a server may send.
+    fn on_value(&mut self, value: &Value) -> Result<Option<String>, EventError> {
         if let Some(message) = value
             .get("error")
             .and_then(|error| error.get("message"))
@@ -157,6 +259,26 @@ impl StreamState {
         }
     }
 
+    /// A chunk read through [`TypedChunk`]: what [`Self::on_event`] does with the same chunk
+    /// read as a `Value`.
+    fn on_typed(&mut self, chunk: TypedChunk) -> Option<String> {
+        if let Some(found) = chunk.usage {
+            self.parsed.usage = found.usage();
+        }
+        let choice = chunk.choices?.into_iter().next()?;
+        if let Some(reason) = choice.finish_reason {
+            self.parsed.finish_reason = Some(reason);
+        }
+        let delta = choice.delta?;
+        let writes = |field: &Option<String>| field.as_ref().is_some_and(|text| !text.is_empty());
+        if writes(&delta.content) || writes(&delta.reasoning_content) || writes(&delta.reasoning) {
+            self.started = true;
+        }
+        let piece = delta.content.filter(|piece| !piece.is_empty())?;
+        self.parsed.text.push_str(&piece);
+        Some(piece)
+    }
+
     /// What the stream said, tool calls included.
     pub fn into_parsed(self) -> Parsed {
         Parsed {
@@ -164,6 +286,84 @@ impl StreamState {
             ..self.parsed
         }
     }
+}
+
+/// The fields of a stream chunk the decoder reads, typed, so the chunks of a plain answer are
+/// read without building a `Value` tree for each (they are most of a stream). A chunk this
+/// view cannot take (a field of another type than these) or that [`TypedChunk::is_plain`]
+/// refuses (an error, tool-call pieces) is read as a `Value`, so both ways mean the same.
+#[derive(Deserialize)]
+struct TypedChunk {
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default)]
+    usage: Option<TypedUsage>,
+    #[serde(default)]
+    choices: Option<Vec<TypedChoice>>,
+}
+
+impl TypedChunk {
+    fn is_plain(&self) -> bool {
+        self.error.is_none()
+            && self.choices.iter().flatten().all(|choice| {
+                choice
+                    .delta
+                    .as_ref()
+                    .is_none_or(|delta| delta.tool_calls.is_none())
+            })
+    }
+}
+
+#[derive(Deserialize)]
+struct TypedUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<TypedPromptDetails>,
+}
+
+impl TypedUsage {
+    /// As [`usage`] reads the same object.
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens.unwrap_or(0),
+            output_tokens: self.completion_tokens.unwrap_or(0),
+            cache_read_tokens: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0),
+            cache_write_tokens: 0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct TypedPromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct TypedChoice {
+    #[serde(default)]
+    finish_reason: Option<String>,
+    #[serde(default)]
+    delta: Option<TypedDelta>,
+}
+
+#[derive(Deserialize)]
+struct TypedDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<IgnoredAny>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
 }
 
 #[cfg(test)]
@@ -188,6 +388,54 @@ mod tests {
         assert_eq!(body["stop"][0], "END");
         assert_eq!(body["response_format"]["type"], "json_object");
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    /// The bytes written without a `Value` tree are the same JSON as [`request_body`].
+    #[test]
+    fn plain_bodies_read_as_the_value_body() {
+        let mut later_system = ChatRequest::new("x").system("first").user("q");
+        later_system.messages.push(Message::system("later"));
+        let requests = [
+            ChatRequest::new("x").user("hi"),
+            ChatRequest::new("x")
+                .system("sys \"quoted\" <chunk>\n")
+                .user("q")
+                .assistant("a")
+                .user("q2")
+                .temperature(0.7)
+                .max_tokens(9)
+                .stop("END")
+                .json(true),
+            later_system,
+        ];
+        for request in &requests {
+            for stream in [false, true] {
+                for field in [
+                    MaxTokensField::MaxTokens,
+                    MaxTokensField::MaxCompletionTokens,
+                ] {
+                    let bytes = plain_request_bytes(request, "gpt-4o", stream, field)
+                        .expect("a plain request")
+                        .unwrap();
+                    let typed: Value = serde_json::from_slice(&bytes).unwrap();
+                    assert_eq!(typed, request_body(request, "gpt-4o", stream, field));
+                }
+            }
+        }
+        let mut tool_turn = ChatRequest::new("x").user("q");
+        tool_turn.messages.push(Message::tool_result(
+            "call_1",
+            crate::tools::ToolOutput::ok("42"),
+        ));
+        let plain = |request: &ChatRequest| {
+            plain_request_bytes(request, "m", false, MaxTokensField::MaxTokens).is_some()
+        };
+        assert!(!plain(&tool_turn));
+        assert!(!plain(
+            &ChatRequest::new("x")
+                .user("q")
+                .tool_choice(crate::tools::ToolChoice::Auto)
+        ));
     }
 
     #[test]
@@ -234,6 +482,47 @@ mod tests {
             state.on_event(&event(data)).unwrap();
             assert!(state.started, "{data}");
         }
+    }
+
+    /// The typed reading of a chunk and the `Value` one agree, whichever way a chunk goes.
+    #[test]
+    fn typed_and_value_readings_of_a_stream_agree() {
+        let chunks = [
+            r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"thinking"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"He said \"hi\"\n"},"logprobs":null}]}"#,
+            r#"{"choices":[{"delta":{"content":["odd"]}}]}"#,
+            r#"{"choices":null}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3.0,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":null}}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"error":{"code":1}}"#,
+        ];
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.to_owned(),
+        };
+        let mut both = StreamState::default();
+        let mut by_value = StreamState::default();
+        for (index, data) in chunks.iter().enumerate() {
+            let typed = both.on_event(&event(data)).unwrap();
+            let value: Value = serde_json::from_str(data).unwrap();
+            let mut value_only = std::mem::take(&mut by_value);
+            let expected = value_only.on_value(&value).unwrap();
+            by_value = value_only;
+            assert_eq!(typed, expected, "chunk {index}");
+            assert_eq!(both.started, by_value.started, "chunk {index}");
+            assert_eq!(both.parsed, by_value.parsed, "chunk {index}");
+        }
+        assert_eq!(both.parsed.text, "He said \"hi\"\n");
+        assert_eq!(both.parsed.usage.input_tokens, 12);
+        assert_eq!(both.into_parsed().tool_calls.len(), 1);
+        let mut state = StreamState::default();
+        let err = state
+            .on_event(&event(r#"{"error":{"message":"overloaded"}}"#))
+            .unwrap_err();
+        assert_eq!(err, EventError::Provider("overloaded".to_owned()));
     }
 
     #[test]
