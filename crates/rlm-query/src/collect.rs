@@ -33,13 +33,14 @@ pub struct ChunkFindings {
 /// Findings of the chunks that pass `threshold`, most relevant first, then in corpus order.
 /// A finding that several chunks report word for word (after trimming) is kept once, at the
 /// first chunk in that order, with the others listed in `also_in`; a chunk left with no
-/// finding, summary or lead is dropped.
+/// finding, summary or lead is dropped. The extractions are consumed: their texts move into
+/// the result instead of being copied.
 pub fn collect(
-    extractions: &[(SelectedChunk, ChunkExtraction)],
+    extractions: Vec<(SelectedChunk, ChunkExtraction)>,
     threshold: Threshold,
 ) -> Vec<ChunkFindings> {
-    let mut kept: Vec<&(SelectedChunk, ChunkExtraction)> = extractions
-        .iter()
+    let mut kept: Vec<(SelectedChunk, ChunkExtraction)> = extractions
+        .into_iter()
         .filter(|(_, extraction)| threshold.admits(extraction.relevance))
         .collect();
     kept.sort_by(|(a_chunk, a), (b_chunk, b)| {
@@ -48,43 +49,65 @@ pub fn collect(
             .then(a_chunk.position.cmp(&b_chunk.position))
             .then(a_chunk.id.cmp(&b_chunk.id))
     });
-    let mut first_seen: HashMap<String, usize> = HashMap::new();
-    let mut collected: Vec<ChunkFindings> = Vec::with_capacity(kept.len());
-    for (chunk, extraction) in kept {
-        let mut findings = Vec::new();
+    // First pass, on borrowed text: where each finding goes (kept, or merged into the first
+    // chunk that reported it), one flag per finding in order.
+    let mut first_seen: HashMap<&str, usize> = HashMap::new();
+    let mut also_in: Vec<Vec<i64>> = vec![Vec::new(); kept.len()];
+    let mut keep: Vec<bool> = Vec::new();
+    for (index, (chunk, extraction)) in kept.iter().enumerate() {
         for finding in &extraction.findings {
             let finding = finding.trim();
-            if finding.is_empty() {
-                continue;
-            }
-            match first_seen.get(finding) {
-                Some(&owner) => {
-                    let also = &mut collected[owner].also_in;
-                    if !also.contains(&chunk.id) {
-                        also.push(chunk.id);
+            let keep_it = !finding.is_empty()
+                && match first_seen.get(finding) {
+                    Some(&owner) => {
+                        if !also_in[owner].contains(&chunk.id) {
+                            also_in[owner].push(chunk.id);
+                        }
+                        false
                     }
-                }
-                None => {
-                    first_seen.insert(finding.to_owned(), collected.len());
-                    findings.push(finding.to_owned());
-                }
-            }
+                    None => {
+                        first_seen.insert(finding, index);
+                        true
+                    }
+                };
+            keep.push(keep_it);
         }
-        collected.push(ChunkFindings {
-            chunk_id: chunk.id,
-            source: chunk.source(),
-            relevance: extraction.relevance,
-            findings,
-            also_in: Vec::new(),
-            summary: extraction.summary.clone(),
-            follow_up: extraction.follow_up.clone(),
-            position: chunk.position,
-        });
     }
-    collected.retain(|chunk| {
-        !(chunk.findings.is_empty() && chunk.summary.is_none() && chunk.follow_up.is_empty())
-    });
-    collected
+    drop(first_seen);
+    // Second pass: the texts move into the result.
+    let mut keep = keep.into_iter();
+    kept.into_iter()
+        .zip(also_in)
+        .map(|((chunk, extraction), also_in)| {
+            let mut findings = extraction.findings;
+            findings.retain(|_| keep.next().unwrap_or(false));
+            for finding in &mut findings {
+                *finding = trimmed(std::mem::take(finding));
+            }
+            ChunkFindings {
+                chunk_id: chunk.id,
+                source: chunk.source(),
+                relevance: extraction.relevance,
+                findings,
+                also_in,
+                summary: extraction.summary,
+                follow_up: extraction.follow_up,
+                position: chunk.position,
+            }
+        })
+        .filter(|chunk| {
+            !(chunk.findings.is_empty() && chunk.summary.is_none() && chunk.follow_up.is_empty())
+        })
+        .collect()
+}
+
+/// `text` without surrounding whitespace, reusing its buffer when there is none to remove.
+fn trimmed(text: String) -> String {
+    if text.trim().len() == text.len() {
+        text
+    } else {
+        text.trim().to_owned()
+    }
 }
 
 /// How many findings in all.
@@ -130,7 +153,7 @@ mod tests {
             item(4, (1, 0), Relevance::None, &["ignored"]),
             item(5, (0, 7), Relevance::Low, &["five"]),
         ];
-        let collected = collect(&items, Threshold::Low);
+        let collected = collect(items.to_vec(), Threshold::Low);
         let order: Vec<i64> = collected.iter().map(|c| c.chunk_id).collect();
         assert_eq!(order, [3, 2, 1, 5]);
         assert_eq!(collected[0].findings, ["three", "same"]);
@@ -138,7 +161,7 @@ mod tests {
         assert_eq!(collected[2].findings, ["one"]);
         assert_eq!(finding_count(&collected), 5);
 
-        let high = collect(&items, Threshold::High);
+        let high = collect(items.to_vec(), Threshold::High);
         assert_eq!(high.iter().map(|c| c.chunk_id).collect::<Vec<_>>(), [3, 2]);
     }
 }

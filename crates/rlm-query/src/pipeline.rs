@@ -251,7 +251,10 @@ impl Query {
 
         let names = options.buffers.clone();
         let glob = options.path_glob.clone();
-        let (all_buffers, selected_buffers, semantic) = blocking(&corpus, move |corpus| {
+        // A scan that no plan can redirect is read in the same pass as the buffers, not after
+        // another trip to the blocking pool.
+        let scan_now = options.scan == ScanMode::All && options.skip_plan;
+        let (all_buffers, selected_buffers, semantic, scanned) = blocking(&corpus, move |corpus| {
             let all = corpus.buffers(&[], None)?;
             // Without names or a glob the selection is every buffer: listed once.
             let selected = if names.is_empty() && glob.is_none() {
@@ -259,7 +262,13 @@ impl Query {
             } else {
                 corpus.buffers(&names, glob.as_deref())?
             };
-            Ok((all, selected, corpus.semantic_available()?))
+            let scanned = if scan_now {
+                let scan_started = Instant::now();
+                Some((corpus.scan(&selected)?, scan_started.elapsed()))
+            } else {
+                None
+            };
+            Ok((all, selected, corpus.semantic_available()?, scanned))
         })
         .await?;
         check_selection(&all_buffers, &[], None)?;
@@ -445,23 +454,29 @@ impl Query {
 
         // 2. Select.
         let stage_started = Instant::now();
-        let selection: Selection = {
+        let selection: Selection = if let Some((selection, took)) = scanned
+            && plan.buffers == options.buffers
+        {
+            timings.search = took.as_secs_f64();
+            selection
+        } else {
             let plan = plan.clone();
             let glob = options.path_glob.clone();
             let question = question.clone();
             let scan = options.scan;
             // The buffers chosen before planning, unless the plan chose others.
             let chosen = (plan.buffers == options.buffers).then(|| selected_buffers.clone());
-            blocking(&corpus, move |corpus| match scan {
+            let selection = blocking(&corpus, move |corpus| match scan {
                 ScanMode::All => match chosen {
                     Some(buffers) => corpus.scan(&buffers),
                     None => corpus.scan(&corpus.buffers(&plan.buffers, glob.as_deref())?),
                 },
                 _ => corpus.search(&plan, glob.as_deref(), &question),
             })
-            .await?
+            .await?;
+            timings.search = stage_started.elapsed().as_secs_f64();
+            selection
         };
-        timings.search = stage_started.elapsed().as_secs_f64();
         let batch_size = plan.batch_size.max(1);
         let batches: Vec<(String, Vec<SelectedChunk>)> = selection
             .chunks
@@ -752,7 +767,7 @@ impl Query {
         }
 
         // 5. Collect.
-        let findings = collect(&extractions, options.threshold);
+        let findings = collect(extractions, options.threshold);
         let coverage = Coverage {
             selected: result.chunks_selected,
             analyzed: result.chunks_analyzed,
@@ -834,13 +849,18 @@ impl Query {
         }
         result.timings.synthesize = stage_started.elapsed().as_secs_f64();
         result.findings = findings;
-        Ok(finish(
+        let done = finish(
             result,
             &log,
             &[&plan_ledger, &extract_ledger, &synthesize_ledger],
             &root,
             started,
-        ))
+        );
+        // The report is ready: what is left (the store's connection, the chunk list, the HTTP
+        // pool) is let go on the blocking pool rather than before the caller gets the result.
+        let leftovers = (corpus, selection, client, synthesizer, texts);
+        tokio::task::spawn_blocking(move || drop(leftovers));
+        Ok(done)
     }
 }
 

@@ -50,7 +50,12 @@ impl SelectedChunk {
 
     /// `buffer:first-last`, as prompts and reports cite it.
     pub fn source(&self) -> String {
-        format!("{}:{}-{}", self.buffer, self.start_line, self.end_line)
+        use std::fmt::Write as _;
+        let mut source = String::with_capacity(self.buffer.len() + 24);
+        source.push_str(&self.buffer);
+        // Writing to a String cannot fail.
+        let _ = write!(source, ":{}-{}", self.start_line, self.end_line);
+        source
     }
 }
 

@@ -117,7 +117,7 @@ impl Synthesizer {
             let groups = pack(&pieces, self.input_chars);
             let count = groups.len();
             let calls = groups.iter().enumerate().map(|(index, group)| {
-                let request = self.request(&self.reduce_message(group, index + 1, count, notes));
+                let request = self.request(self.reduce_message(group, index + 1, count, notes));
                 async move { self.call("reduce", &request).await }
             });
             let replies = futures::future::join_all(calls).await;
@@ -126,13 +126,14 @@ impl Synthesizer {
             notes = true;
         }
         let mut message = self.final_message(&pieces, notes, coverage);
+        drop(pieces);
         let (mut report, tool_rounds) = match &self.tools {
             Some((tools, rounds)) if *rounds > 0 => {
                 message.push_str(&tools_note(*rounds));
-                let request = self.request(&message);
-                self.call_with_tools(&request, tools, *rounds).await?
+                let request = self.request(message);
+                self.call_with_tools(request, tools, *rounds).await?
             }
-            _ => (self.call("synthesize", &self.request(&message)).await?, 0),
+            _ => (self.call("synthesize", &self.request(message)).await?, 0),
         };
         if let Some(note) = coverage.missing_note() {
             report = format!("{}\n\n{note}\n", report.trim_end());
@@ -144,7 +145,7 @@ impl Synthesizer {
         })
     }
 
-    fn request(&self, user: &str) -> ChatRequest {
+    fn request(&self, user: String) -> ChatRequest {
         ChatRequest::new(self.model.clone())
             .system(self.system.clone())
             .user(user)
@@ -156,13 +157,13 @@ impl Synthesizer {
     /// for the whole run and one `query_tool` record per tool call.
     async fn call_with_tools(
         &self,
-        request: &ChatRequest,
+        request: ChatRequest,
         tools: &SynthesisTools,
         rounds: u32,
     ) -> Result<(String, u32), rlm_llm::Error> {
         let request = crate::tools::definitions()
             .into_iter()
-            .fold(request.clone(), ChatRequest::tool);
+            .fold(request, ChatRequest::tool);
         let started = Instant::now();
         let result = self
             .client
@@ -181,9 +182,11 @@ impl Synthesizer {
     }
 
     fn final_message(&self, pieces: &[String], notes: bool, coverage: &Coverage) -> String {
-        let mut text = self.question_block();
+        let evidence_bytes: usize = pieces.iter().map(|piece| piece.len() + 32).sum();
+        let mut text = String::with_capacity(self.question.len() + evidence_bytes + 1_024);
+        text.push_str(&self.question_block());
         text.push_str(&format!("\nCoverage: {}\n\n", coverage.describe()));
-        text.push_str(&evidence(pieces, notes));
+        push_evidence(&mut text, pieces, notes);
         text.push_str("\nWrite the report.\n");
         text
     }
@@ -193,8 +196,7 @@ impl Synthesizer {
         text.push_str(&format!(
             "\nThis is part {part} of {parts} of the evidence, too much for one pass. Do not write the report yet: write condensed notes on this part for a later pass that will. Keep every fact that bears on the question, and every chunk reference as [chunk N].\n\n"
         ));
-        let owned: Vec<String> = group.iter().map(|piece| (*piece).clone()).collect();
-        text.push_str(&evidence(&owned, notes));
+        push_evidence(&mut text, group, notes);
         text
     }
 
@@ -214,26 +216,25 @@ pub(crate) fn tools_note(rounds: u32) -> String {
     )
 }
 
-/// Findings (first pass) or notes of earlier passes, in their fenced blocks.
-fn evidence(pieces: &[String], notes: bool) -> String {
+/// Appends findings (first pass) or notes of earlier passes, in their fenced blocks.
+fn push_evidence(out: &mut String, pieces: &[impl AsRef<str>], notes: bool) {
+    use std::fmt::Write as _;
     if notes {
-        pieces
-            .iter()
-            .enumerate()
-            .map(|(index, piece)| {
-                format!(
-                    "<notes part=\"{}\">\n{}\n</notes>\n",
-                    index + 1,
-                    fence::neutralize(piece.trim())
-                )
-            })
-            .collect()
+        for (index, piece) in pieces.iter().enumerate() {
+            // Writing to a String cannot fail.
+            let _ = writeln!(out, "<notes part=\"{}\">", index + 1);
+            fence::push_neutralized(out, piece.as_ref().trim());
+            out.push_str("\n</notes>\n");
+        }
     } else {
-        let body: Vec<String> = pieces
-            .iter()
-            .map(|piece| fence::neutralize(piece))
-            .collect();
-        format!("<findings>\n{}</findings>\n", body.join("\n"))
+        out.push_str("<findings>\n");
+        for (index, piece) in pieces.iter().enumerate() {
+            if index > 0 {
+                out.push('\n');
+            }
+            fence::push_neutralized(out, piece.as_ref());
+        }
+        out.push_str("</findings>\n");
     }
 }
 
@@ -259,32 +260,48 @@ pub(crate) fn pack(pieces: &[String], limit: usize) -> Vec<Vec<&String>> {
 
 /// One chunk's findings as text.
 pub fn render(chunk: &ChunkFindings) -> String {
-    let mut text = format!(
+    use std::fmt::Write as _;
+    let text_bytes: usize = chunk
+        .findings
+        .iter()
+        .chain(&chunk.summary)
+        .chain(&chunk.follow_up)
+        .map(|text| text.len() + 16)
+        .sum();
+    let mut text = String::with_capacity(chunk.source.len() + text_bytes + 64);
+    // Writing to a String cannot fail.
+    let _ = write!(
+        text,
         "[chunk {}] {} · relevance {}",
         chunk.chunk_id,
         chunk.source,
         chunk.relevance.name()
     );
     if !chunk.also_in.is_empty() {
-        let others: Vec<String> = chunk
-            .also_in
-            .iter()
-            .map(|id| format!("chunk {id}"))
-            .collect();
-        text.push_str(&format!(
-            " (a finding here is also in {})",
-            others.join(", ")
-        ));
+        text.push_str(" (a finding here is also in ");
+        for (index, id) in chunk.also_in.iter().enumerate() {
+            if index > 0 {
+                text.push_str(", ");
+            }
+            let _ = write!(text, "chunk {id}");
+        }
+        text.push(')');
     }
     text.push('\n');
     for finding in &chunk.findings {
-        text.push_str(&format!("- {finding}\n"));
+        text.push_str("- ");
+        text.push_str(finding);
+        text.push('\n');
     }
     if let Some(summary) = &chunk.summary {
-        text.push_str(&format!("summary: {summary}\n"));
+        text.push_str("summary: ");
+        text.push_str(summary);
+        text.push('\n');
     }
     if !chunk.follow_up.is_empty() {
-        text.push_str(&format!("follow-up: {}\n", chunk.follow_up.join("; ")));
+        text.push_str("follow-up: ");
+        text.push_str(&chunk.follow_up.join("; "));
+        text.push('\n');
     }
     text
 }

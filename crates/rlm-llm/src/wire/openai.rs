@@ -52,18 +52,16 @@ pub(crate) fn request_body(
     Value::Object(body)
 }
 
-/// [`request_body`] written straight to bytes for a request of plain messages without tools
-/// (every extractor and planner call): the same JSON, without a `Value` tree that copies the
-/// prompt and hashes every key. `None` for a request with tools or tool turns.
+/// [`request_body`] written straight to bytes for a request of plain messages (every extractor
+/// and planner call, and a report's first round): the same JSON, without a `Value` tree that
+/// copies the prompt and hashes every key. `None` for a request with tool turns (assistant
+/// tool calls, tool results).
 pub(crate) fn plain_request_bytes(
     request: &ChatRequest,
     model: &str,
     stream: bool,
     max_tokens_field: MaxTokensField,
 ) -> Option<serde_json::Result<Vec<u8>>> {
-    if !request.tools.is_empty() || request.tool_choice.is_some() {
-        return None;
-    }
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(PlainMessage {
@@ -98,6 +96,19 @@ pub(crate) fn plain_request_bytes(
         response_format: request.json.then_some(ResponseFormat {
             r#type: "json_object",
         }),
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| PlainTool {
+                r#type: "function",
+                function: PlainFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        tool_choice: request.tool_choice.as_ref().map(openai_tools::choice),
         stream: stream.then_some(true),
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -120,6 +131,10 @@ struct PlainBody<'a> {
     stop: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<PlainTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,6 +145,19 @@ struct PlainBody<'a> {
 struct PlainMessage<'a> {
     role: &'static str,
     content: &'a str,
+}
+
+#[derive(Serialize)]
+struct PlainTool<'a> {
+    r#type: &'static str,
+    function: PlainFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct PlainFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 #[derive(Serialize)]
@@ -407,6 +435,17 @@ mod tests {
                 .stop("END")
                 .json(true),
             later_system,
+            ChatRequest::new("x")
+                .user("q")
+                .tool(crate::tools::ToolDefinition::new(
+                    "get_chunks",
+                    "Reads chunks",
+                    json!({"type": "object", "properties": {"ids": {"type": "array"}}}),
+                ))
+                .tool_choice(crate::tools::ToolChoice::Tool("get_chunks".to_owned())),
+            ChatRequest::new("x")
+                .user("q")
+                .tool_choice(crate::tools::ToolChoice::Auto),
         ];
         for request in &requests {
             for stream in [false, true] {
@@ -431,11 +470,16 @@ mod tests {
             plain_request_bytes(request, "m", false, MaxTokensField::MaxTokens).is_some()
         };
         assert!(!plain(&tool_turn));
-        assert!(!plain(
-            &ChatRequest::new("x")
-                .user("q")
-                .tool_choice(crate::tools::ToolChoice::Auto)
+        let mut call_turn = ChatRequest::new("x").user("q");
+        call_turn.messages.push(Message::assistant_tool_calls(
+            "",
+            vec![crate::tools::ToolCall {
+                id: "call_1".to_owned(),
+                name: "f".to_owned(),
+                arguments: "{}".to_owned(),
+            }],
         ));
+        assert!(!plain(&call_turn));
     }
 
     #[test]
