@@ -392,6 +392,18 @@ impl Query {
             .map(|timeout| tokio::time::Instant::from_std(started + timeout));
         let mut timings = Timings::default();
 
+        // A scan of the buffers chosen before planning reads beside the plan call: the plan
+        // nearly always keeps them, and when it picks others this read is only left unused.
+        let mut early_scan = scanned.map(EarlyScan::Read);
+        if early_scan.is_none() && options.scan == ScanMode::All {
+            let corpus = Arc::clone(&corpus);
+            let buffers = selected_buffers.clone();
+            early_scan = Some(EarlyScan::Reading(tokio::task::spawn_blocking(move || {
+                let scan_started = Instant::now();
+                Ok((corpus.scan(&buffers)?, scan_started.elapsed()))
+            })));
+        }
+
         // 1. Plan.
         let stage_started = Instant::now();
         let fallback = Plan::default_for(&question, semantic);
@@ -454,9 +466,11 @@ impl Query {
 
         // 2. Select.
         let stage_started = Instant::now();
-        let selection: Selection = if let Some((selection, took)) = scanned
-            && plan.buffers == options.buffers
-        {
+        let early_scan = match early_scan {
+            Some(early) if plan.buffers == options.buffers => Some(early.selection().await?),
+            _ => None,
+        };
+        let selection: Selection = if let Some((selection, took)) = early_scan {
             timings.search = took.as_secs_f64();
             selection
         } else {
@@ -964,6 +978,24 @@ fn read_ahead(
         }
     });
     receiver
+}
+
+/// The scan of the buffers chosen before planning, started before the plan is known.
+enum EarlyScan {
+    /// Read in the listing's pass (no plan runs).
+    Read((Selection, std::time::Duration)),
+    /// Being read on the blocking pool while the plan call is out.
+    Reading(tokio::task::JoinHandle<Result<(Selection, std::time::Duration)>>),
+}
+
+impl EarlyScan {
+    /// The chunks and how long reading them took.
+    async fn selection(self) -> Result<(Selection, std::time::Duration)> {
+        match self {
+            Self::Read(read) => Ok(read),
+            Self::Reading(handle) => handle.await.map_err(|err| Error::Task(err.to_string()))?,
+        }
+    }
 }
 
 /// Runs store work on the blocking pool.

@@ -152,6 +152,60 @@ async fn the_plan_runs_flags_win_and_every_stage_is_counted_and_logged() {
     assert_eq!(outcome.usage["total"].total.calls, 4);
 }
 
+/// A scan reads the buffers chosen before planning while the plan call is out; the plan's
+/// own choice of buffers still decides what is read.
+#[tokio::test]
+async fn a_planned_scan_reads_the_buffers_the_plan_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    let plan = |buffers: &str| {
+        FakeReply::text(format!(
+            r#"{{"queries": ["x"], "mode": "bm25", "top_k": 10, "batch_size": 5, "buffers": [{buffers}]}}"#
+        ))
+    };
+    server.script(
+        "root",
+        [
+            plan(r#""log.txt""#),
+            FakeReply::text("report one"),
+            plan(""),
+            FakeReply::text("report two"),
+        ],
+    );
+    server.respond_with(valid_reply);
+    let store_dir = dir.path().to_owned();
+    drop(store_with(&store_dir, &FILES));
+    let run = |question: &'static str| {
+        let mut options = options();
+        options.skip_plan = false;
+        options.scan = ScanMode::All;
+        let client = server.client_builder().build().unwrap();
+        let store = Store::open(store_dir.join("store")).unwrap();
+        async move {
+            Query::new(client, store, options)
+                .run(question)
+                .await
+                .unwrap()
+        }
+    };
+    let narrowed = run("what failed?").await;
+    assert_eq!(narrowed.plan.buffers, ["log.txt"]);
+    assert_eq!(
+        narrowed.chunks_selected, 1,
+        "only the plan's buffer is read"
+    );
+    let sources: Vec<&str> = narrowed
+        .findings
+        .iter()
+        .map(|f| f.source.as_str())
+        .collect();
+    assert_eq!(sources, ["log.txt:1-1"]);
+    let everything = run("what is there?").await;
+    assert!(everything.plan.buffers.is_empty());
+    assert_eq!(everything.chunks_selected, 3, "every buffer is read");
+    assert_eq!(everything.chunks_analyzed, 3);
+}
+
 #[tokio::test]
 async fn a_plan_that_does_not_parse_falls_back_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
