@@ -162,6 +162,21 @@ struct OpenAiChunkChoice<'a> {
     finish_reason: Option<&'a str>,
 }
 
+impl<'a> OpenAiChunkChoice<'a> {
+    /// The only choice the fake streams (index 0).
+    fn first(
+        role: Option<&'static str>,
+        content: Option<&'a str>,
+        finish: Option<&'a str>,
+    ) -> Self {
+        Self {
+            index: 0,
+            delta: OpenAiDelta { role, content },
+            finish_reason: finish,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct OpenAiDelta<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -237,14 +252,7 @@ pub(crate) fn stream_head(wire: ProviderKind, model: &str, usage: &Usage) -> Vec
             None,
             &OpenAiChunk::new(
                 model,
-                Some(OpenAiChunkChoice {
-                    index: 0,
-                    delta: OpenAiDelta {
-                        role: Some("assistant"),
-                        content: Some(""),
-                    },
-                    finish_reason: None,
-                }),
+                Some(OpenAiChunkChoice::first(Some("assistant"), Some(""), None)),
                 None,
             ),
         )],
@@ -276,14 +284,7 @@ pub(crate) fn stream_delta(wire: ProviderKind, model: &str, piece: &str) -> Stri
             None,
             &OpenAiChunk::new(
                 model,
-                Some(OpenAiChunkChoice {
-                    index: 0,
-                    delta: OpenAiDelta {
-                        role: None,
-                        content: Some(piece),
-                    },
-                    finish_reason: None,
-                }),
+                Some(OpenAiChunkChoice::first(None, Some(piece), None)),
                 None,
             ),
         ),
@@ -314,14 +315,7 @@ pub(crate) fn stream_tail(
                 None,
                 &OpenAiChunk::new(
                     model,
-                    Some(OpenAiChunkChoice {
-                        index: 0,
-                        delta: OpenAiDelta {
-                            role: None,
-                            content: None,
-                        },
-                        finish_reason: Some(finish),
-                    }),
+                    Some(OpenAiChunkChoice::first(None, None, Some(finish))),
                     None,
                 ),
             ),
