@@ -60,7 +60,8 @@ pub fn collect(
             let keep_it = !finding.is_empty()
                 && match first_seen.get(finding) {
                     Some(&owner) => {
-                        if !also_in[owner].contains(&chunk.id) {
+                        // A chunk repeating its own finding is not "also in" itself.
+                        if owner != index && !also_in[owner].contains(&chunk.id) {
                             also_in[owner].push(chunk.id);
                         }
                         false
@@ -163,5 +164,17 @@ mod tests {
 
         let high = collect(items.to_vec(), Threshold::High);
         assert_eq!(high.iter().map(|c| c.chunk_id).collect::<Vec<_>>(), [3, 2]);
+    }
+
+    #[test]
+    fn a_finding_repeated_within_one_chunk_is_kept_once_and_not_cross_referenced() {
+        let items = [
+            item(1, (0, 1), Relevance::High, &["x", " x", "y"]),
+            item(2, (0, 2), Relevance::High, &["x"]),
+        ];
+        let collected = collect(items.to_vec(), Threshold::Low);
+        assert_eq!(collected[0].findings, ["x", "y"]);
+        assert_eq!(collected[0].also_in, [2]);
+        assert!(collected[1].findings.is_empty());
     }
 }

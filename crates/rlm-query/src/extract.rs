@@ -369,22 +369,46 @@ struct TypedEntry {
     follow_up: Option<Vec<String>>,
 }
 
+/// A [`TypedEntry`] read only from a JSON object: serde's derive would also take an array of
+/// the fields in order, which the contract does not allow.
+struct ObjectEntry(TypedEntry);
+
+impl<'de> serde::Deserialize<'de> for ObjectEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = ObjectEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an entry object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ObjectEntry, A::Error> {
+                serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ObjectEntry)
+            }
+        }
+        deserializer.deserialize_map(Entry)
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct TypedResults {
-    results: Vec<TypedEntry>,
+    results: Vec<ObjectEntry>,
 }
 
 /// The entries of a reply that keeps to the contract's shapes, read without a `Value` tree;
 /// `None` for any other reply (then read as a `Value`, which says what is wrong).
 fn typed_entries(text: &str) -> Option<Vec<ChunkExtraction>> {
     let entries = if text.starts_with('[') {
-        serde_json::from_str::<Vec<TypedEntry>>(text).ok()?
+        serde_json::from_str::<Vec<ObjectEntry>>(text).ok()?
     } else {
         serde_json::from_str::<TypedResults>(text).ok()?.results
     };
     entries
         .into_iter()
-        .map(|entry| {
+        .map(|ObjectEntry(entry)| {
             Some(ChunkExtraction {
                 chunk_id: entry.chunk_id,
                 relevance: Relevance::parse(&entry.relevance)?,
@@ -508,6 +532,8 @@ mod tests {
             r#"[{"chunk_id": 1, "relevance": "high", "findings": null, "summary": null, "confidence": 0.9}, {"chunk_id": 2, "relevance": "none"}]"#.to_owned(),
             r#"{"results": [{"chunk_id": 1, "relevance": "high", "summary": 3}, {"chunk_id": 2, "relevance": "none"}]}"#.to_owned(),
             format!(r#"{{"results": [{}, {}]}}"#, entry(1, "high"), entry(7, "low")),
+            r#"[[1, "high", ["x"], null, []], [2, "none", [], null, []]]"#.to_owned(),
+            r#"{"results": [[1, "high", ["x"], null, []], [2, "none", [], null, []]]}"#.to_owned(),
         ];
         for reply in replies {
             let both = parse_reply(&reply, &[1, 2]);

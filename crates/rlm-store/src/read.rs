@@ -73,6 +73,13 @@ pub(crate) fn buffer_from_row(row: &Row<'_>) -> rusqlite::Result<BufferInfo> {
 impl Store {
     /// All buffers, by name.
     pub fn list(&self) -> Result<Vec<BufferInfo>> {
+        // Both statements read one snapshot, so a load committing between them cannot pair a
+        // buffer with another version's chunk count (a read transaction; rolled back on drop).
+        let _snapshot = if self.connection.is_autocommit() {
+            Some(self.connection.unchecked_transaction()?)
+        } else {
+            None
+        };
         // The chunk counts in one pass over the chunk index, not one lookup per buffer.
         let mut counts = std::collections::HashMap::new();
         let mut statement = self

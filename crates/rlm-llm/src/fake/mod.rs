@@ -131,7 +131,11 @@ impl State {
     pub(crate) async fn delay(&self, reply: &FakeReply, received: std::time::Instant) {
         let delay = reply.delay.unwrap_or_else(|| *lock(&self.latency));
         if !delay.is_zero() {
-            self.clock.sleep_until(received + delay).await;
+            // An absurd delay (`Duration::MAX`) waits "forever" instead of overflowing.
+            let deadline = received
+                .checked_add(delay)
+                .unwrap_or_else(|| received + Duration::from_secs(100 * 365 * 24 * 3600));
+            self.clock.sleep_until(deadline).await;
         }
     }
 

@@ -171,7 +171,9 @@ impl StreamState {
             return Ok(None);
         }
         // Text deltas are most of a stream: read typed, not as a `Value` tree each.
-        if let Ok(typed) = serde_json::from_str::<TextDeltaEvent>(&event.data)
+        // Only an object: serde would also read a struct from an array of its fields.
+        if event.data.trim_start().starts_with('{')
+            && let Ok(typed) = serde_json::from_str::<TextDeltaEvent>(&event.data)
             && typed.kind == "content_block_delta"
             && typed.delta.kind == "text_delta"
         {
@@ -281,6 +283,7 @@ mod tests {
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a \"b\""}}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"x"}}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+            r#"["content_block_delta",["text_delta","not an object"]]"#,
             r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":4}}"#,
         ];
         let mut typed = StreamState::default();

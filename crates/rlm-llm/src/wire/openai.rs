@@ -229,7 +229,9 @@ impl StreamState {
         if data.is_empty() {
             return Ok(None);
         }
-        if let Ok(chunk) = serde_json::from_str::<TypedChunk>(data)
+        // Only an object: serde would also read a struct from an array of its fields.
+        if data.starts_with('{')
+            && let Ok(chunk) = serde_json::from_str::<TypedChunk>(data)
             && chunk.is_plain()
         {
             return Ok(self.on_typed(chunk));
@@ -542,6 +544,7 @@ mod tests {
             r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":null}}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":"{}"}}]}}]}"#,
             r#"{"error":{"code":1}}"#,
+            r#"[null,null,[{"delta":{"content":"not an object"}}]]"#,
         ];
         let event = |data: &str| SseEvent {
             event: String::new(),
