@@ -393,7 +393,7 @@ impl Query {
         let mut timings = Timings::default();
 
         // A scan of the buffers chosen before planning reads beside the plan call: the plan
-        // nearly always keeps them, and when it picks others this read is only left unused.
+        // keeps them or narrows them (then its buffers' chunks are kept from this read).
         let mut early_scan = scanned.map(EarlyScan::Read);
         if early_scan.is_none() && options.scan == ScanMode::All {
             let corpus = Arc::clone(&corpus);
@@ -466,26 +466,35 @@ impl Query {
 
         // 2. Select.
         let stage_started = Instant::now();
-        let early_scan = match early_scan {
-            Some(early) if plan.buffers == options.buffers => Some(early.selection().await?),
-            _ => None,
-        };
-        let selection: Selection = if let Some((selection, took)) = early_scan {
+        let selection: Selection = if let Some(early) = early_scan {
+            // A scan (`early_scan` is set exactly when one runs) has read the buffers chosen
+            // before the plan. The plan can only narrow them: flags win over it, and with no
+            // `--buffer` every buffer under the glob was chosen. Its buffers' chunks are among
+            // those read, in the same order.
+            let (mut selection, took) = early.selection().await?;
             timings.search = took.as_secs_f64();
+            if plan.buffers != options.buffers {
+                let names = plan.buffers.clone();
+                let glob = options.path_glob.clone();
+                let kept: std::collections::HashSet<String> = blocking(&corpus, move |corpus| {
+                    corpus.buffers(&names, glob.as_deref())
+                })
+                .await?
+                .into_iter()
+                .map(|buffer| buffer.name)
+                .collect();
+                selection
+                    .chunks
+                    .retain(|chunk| kept.contains(&chunk.buffer));
+                timings.search += stage_started.elapsed().as_secs_f64();
+            }
             selection
         } else {
             let plan = plan.clone();
             let glob = options.path_glob.clone();
             let question = question.clone();
-            let scan = options.scan;
-            // The buffers chosen before planning, unless the plan chose others.
-            let chosen = (plan.buffers == options.buffers).then(|| selected_buffers.clone());
-            let selection = blocking(&corpus, move |corpus| match scan {
-                ScanMode::All => match chosen {
-                    Some(buffers) => corpus.scan(&buffers),
-                    None => corpus.scan(&corpus.buffers(&plan.buffers, glob.as_deref())?),
-                },
-                _ => corpus.search(&plan, glob.as_deref(), &question),
+            let selection = blocking(&corpus, move |corpus| {
+                corpus.search(&plan, glob.as_deref(), &question)
             })
             .await?;
             timings.search = stage_started.elapsed().as_secs_f64();
