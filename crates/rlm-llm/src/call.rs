@@ -446,7 +446,7 @@ impl LlmClient {
                         error: Error::StreamError {
                             provider: slot.config.name.clone(),
                             model: model_ref.model.clone(),
-                            message,
+                            message: mask_key_like_words(&message),
                         },
                         retryable: true,
                         headers: None,

@@ -269,7 +269,8 @@ impl LlmClientBuilder {
             {
                 return Err(Error::Config(format!(
                     "base URL of provider `{}` must start with http:// or https://: {}",
-                    config.name, config.base_url
+                    config.name,
+                    crate::call::redact_url(&config.base_url)
                 )));
             }
             let limiter = Arc::new(Semaphore::new(config.max_concurrency.max(1)));

@@ -343,12 +343,41 @@ async fn an_error_event_mid_stream_is_retried_before_any_text() {
             .unwrap();
         assert_eq!((text.as_str(), answer.retries), ("fine", 1), "{model}");
 
-        server.script(bare, [FakeReply::error_event("Overloaded")]);
+        // A provider echoing the key in its event is masked as in an error body.
+        server.script(
+            bare,
+            [FakeReply::error_event(
+                "Overloaded for key sk-proj-0123456789abcdef",
+            )],
+        );
         let err = client(&server, 0)
             .chat_streaming(&ask(model), &mut |_: &str| {})
             .await
             .unwrap_err();
         assert!(matches!(err, Error::StreamError { .. }), "{model}: {err:?}");
         assert!(err.to_string().contains("Overloaded"), "{err}");
+        assert!(!err.to_string().contains("0123456789abcdef"), "{err}");
     }
+}
+
+#[test]
+fn a_base_url_without_http_is_refused_without_showing_credentials() {
+    let config = rlm_llm::ProviderConfig::new(
+        "proxy",
+        rlm_llm::ProviderKind::OpenAi,
+        "ftp://user:sk-proj-0123456789abcdef@proxy.example/v1?api-key=secret",
+    );
+    let Err(err) = LlmClient::builder().provider(config).build() else {
+        panic!("an ftp base URL was accepted");
+    };
+    let shown = err.to_string();
+    assert!(
+        shown.contains("must start with http:// or https://"),
+        "{shown}"
+    );
+    assert!(shown.contains("proxy.example"), "{shown}");
+    assert!(
+        !shown.contains("0123456789abcdef") && !shown.contains("secret"),
+        "{shown}"
+    );
 }
