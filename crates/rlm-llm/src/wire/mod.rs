@@ -58,27 +58,10 @@ impl Wire {
     }
 }
 
-/// The request body for `wire`. `model` is the name without the provider prefix.
-/// `prompt_cache` places Anthropic's cache breakpoints; OpenAI-compatible servers cache
-/// prefixes on their own, and the body never carries anything per call before the messages
-/// that would break a prefix.
-pub(crate) fn request_body(
-    wire: Wire,
-    request: &ChatRequest,
-    model: &str,
-    stream: bool,
-    max_tokens_field: MaxTokensField,
-    prompt_cache: bool,
-) -> serde_json::Value {
-    match wire {
-        Wire::Chat => openai::request_body(request, model, stream, max_tokens_field),
-        Wire::Responses => responses::request_body(request, model, stream),
-        Wire::Anthropic => anthropic::request_body(request, model, stream, prompt_cache),
-    }
-}
-
-/// [`request_body`] as the bytes sent. Plain chat requests are written without the `Value`
-/// tree.
+/// The request body for `wire`, as the bytes sent. `model` is the name without the provider
+/// prefix. `prompt_cache` places Anthropic's cache breakpoints; OpenAI-compatible servers
+/// cache prefixes on their own, and the body never carries anything per call before the
+/// messages that would break a prefix. Plain chat requests are written without a `Value` tree.
 pub(crate) fn request_bytes(
     wire: Wire,
     request: &ChatRequest,
@@ -87,19 +70,19 @@ pub(crate) fn request_bytes(
     max_tokens_field: MaxTokensField,
     prompt_cache: bool,
 ) -> serde_json::Result<Vec<u8>> {
-    if wire == Wire::Chat
-        && let Some(bytes) = openai::plain_request_bytes(request, model, stream, max_tokens_field)
-    {
-        return bytes;
-    }
-    serde_json::to_vec(&request_body(
-        wire,
-        request,
-        model,
-        stream,
-        max_tokens_field,
-        prompt_cache,
-    ))
+    let body = match wire {
+        Wire::Chat => {
+            if let Some(bytes) =
+                openai::plain_request_bytes(request, model, stream, max_tokens_field)
+            {
+                return bytes;
+            }
+            openai::request_body(request, model, stream, max_tokens_field)
+        }
+        Wire::Responses => responses::request_body(request, model, stream),
+        Wire::Anthropic => anthropic::request_body(request, model, stream, prompt_cache),
+    };
+    serde_json::to_vec(&body)
 }
 
 /// Parses a complete (non-streamed) response body.
