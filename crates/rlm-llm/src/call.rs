@@ -373,7 +373,7 @@ impl LlmClient {
                     provider,
                     model,
                     status,
-                    message: mask_key_like_words(&wire::error_message(&body)),
+                    message: wire::error_message(&body),
                 },
                 retryable: should_retry(status, &response_headers),
                 headers: Some(response_headers),
@@ -446,7 +446,7 @@ impl LlmClient {
                         error: Error::StreamError {
                             provider: slot.config.name.clone(),
                             model: model_ref.model.clone(),
-                            message: mask_key_like_words(&message),
+                            message: crate::secrets::mask_provider_text(&message),
                         },
                         retryable: true,
                         headers: None,
@@ -544,24 +544,6 @@ pub(crate) fn redact_url(url: &str) -> String {
         shown.push_str("?<redacted>");
     }
     shown
-}
-
-/// Providers echo a masked key in some error bodies (`Incorrect API key provided: sk-…abcd`);
-/// drop what is left of it.
-fn mask_key_like_words(message: &str) -> String {
-    message
-        .split(' ')
-        .map(|word| {
-            let bare = word
-                .trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_' && c != '*');
-            if (bare.starts_with("sk-") || bare.starts_with("sk_")) && bare.len() > 8 {
-                word.replace(bare, "sk-<redacted>")
-            } else {
-                word.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn transport_error(url: &str, err: reqwest::Error) -> AttemptError {
@@ -694,19 +676,6 @@ mod redaction_tests {
         assert_eq!(
             redact_url("http://127.0.0.1:8080/v1/messages"),
             "http://127.0.0.1:8080/v1/messages"
-        );
-    }
-
-    #[test]
-    fn key_like_words_are_masked_in_provider_messages() {
-        let shown = mask_key_like_words("Incorrect API key provided: sk-proj-****abcd. See docs.");
-        assert_eq!(
-            shown,
-            "Incorrect API key provided: sk-<redacted>. See docs."
-        );
-        assert_eq!(
-            mask_key_like_words("skip this sk- word"),
-            "skip this sk- word"
         );
     }
 }

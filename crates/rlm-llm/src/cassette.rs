@@ -91,13 +91,16 @@ impl Recorder {
             path: self.path.clone(),
             detail,
         };
-        let mut line = serde_json::to_vec(entry).map_err(|err| error(err.to_string()))?;
-        line.push(b'\n');
+        let line = serde_json::to_string(entry).map_err(|err| error(err.to_string()))?;
+        // A key can reach a recording in more than headers: a prompt quoting a file that holds
+        // it, an answer repeating it.
+        let mut line = crate::secrets::mask(&line).into_owned();
+        line.push('\n');
         let mut file = self
             .file
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        file.write_all(&line)
+        file.write_all(line.as_bytes())
             .map_err(|err| error(err.to_string()))?;
         file.flush().map_err(|err| error(err.to_string()))
     }

@@ -6,7 +6,9 @@ use std::time::Duration;
 /// Everything that can go wrong while talking to a model.
 ///
 /// Messages never contain API keys: keys live in [`crate::ApiKey`], whose `Display` is redacted,
-/// and response bodies quoted here are the provider's own error text, cut to a few hundred bytes.
+/// and the provider's own error text quoted here (cut to a few hundred bytes) has every
+/// configured key, any part of one of 8 characters or more, and key-like words masked
+/// ([`crate::secrets`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

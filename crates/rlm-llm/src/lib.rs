@@ -26,6 +26,9 @@
 //!   one); it gets the same limiter, budget, deadline and ledger, and its replies' usage is
 //!   estimated when it reports none ([`ChatResponse::usage_estimated`]).
 //! - **Record/replay**: JSON Lines cassettes with secrets redacted ([`cassette`]).
+//! - **Secrets**: every [`ApiKey`] registers its value with [`secrets`], whose [`secrets::mask`]
+//!   removes it, and any part of it of 8 characters or more, from errors, recordings and
+//!   whatever else a front end writes (the trajectory, the CLI's stderr).
 //! - **Test support** (feature `test-support`): `fake::FakeServer`, a local server speaking
 //!   both wire formats with scripted replies per model and fault injection.
 //!
@@ -57,6 +60,7 @@ mod error;
 pub mod fake;
 mod provider;
 pub mod retry;
+pub mod secrets;
 pub mod sse;
 mod tool_loop;
 mod tools;
@@ -82,7 +86,8 @@ pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};
 pub use tools::{InvalidToolArguments, ToolCall, ToolChoice, ToolDefinition, ToolOutput};
 pub use types::{ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
 pub use usage::{
-    Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted, Ledger,
-    ModelTotals, Price, PriceTable, Reservation, Reserved, UsageReport,
+    Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted,
+    INPUT_FRAMING_ALLOWANCE, Ledger, ModelTotals, Price, PriceTable, Reservation, Reserved,
+    UsageReport,
 };
 pub use window::{ContextWindows, TooLong, WINDOW_BYTES_PER_TOKEN, estimate_input_tokens};

@@ -177,7 +177,8 @@ pub(crate) fn error_message(body: &[u8]) -> String {
                 .map(str::to_owned)
         });
     let message = from_json.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    truncate(message.trim(), 300)
+    // Masked before it is cut, so no key loses its tail to the cut and escapes the mask.
+    truncate(&crate::secrets::mask_provider_text(message.trim()), 300)
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -203,3 +203,73 @@ async fn a_cancelled_call_releases_its_reservation() {
     assert_eq!(ledger.reserved(), rlm_llm::Reserved::default());
     assert_eq!(ledger.total().calls + ledger.total().failures, 0);
 }
+
+/// A provider reporting far more output than a call's `max_tokens`: the reply is counted as
+/// reported, and no further call is sent under the budget, though it has plenty left; the
+/// refusal names the provider.
+#[tokio::test]
+async fn after_a_reply_over_its_cap_nothing_more_is_sent_under_the_budget() {
+    let lying = server().await;
+    lying.respond_with(|_| FakeReply::text("ok").with_usage(usage(20, 20_000)));
+    let mut prices = PriceTable::empty();
+    prices.insert(
+        "m",
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 1.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        },
+    );
+    // $0.02 a reply as reported against $10: without the stop, all five would be sent.
+    let ledger = Ledger::with_budget(Budget {
+        max_cost_usd: Some(10.0),
+        ..Budget::default()
+    });
+    let client = lying
+        .client_builder()
+        .prices(prices)
+        .ledger(std::sync::Arc::clone(&ledger))
+        .build()
+        .unwrap();
+    let ask = ChatRequest::new("m").user("x").max_tokens(50);
+    client.chat(&ask).await.unwrap();
+    for _ in 0..4 {
+        let err = client.chat(&ask).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::BudgetExhausted {
+                    limit: Exhausted::Cost,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("fake reported 20,000 output tokens for a call to `m` capped at 50"),
+            "{err}"
+        );
+    }
+    assert_eq!(lying.request_count(), 1);
+    let spent = ledger.total();
+    assert_eq!(spent.usage.output_tokens, 20_000);
+    assert_eq!(spent.overrun_calls, 1);
+
+    // An honest provider under the same budget goes on.
+    let honest = server().await;
+    honest.respond_with(|_| FakeReply::text("ok").with_usage(usage(20, 50)));
+    let client = honest
+        .client_builder()
+        .ledger(Ledger::with_budget(Budget {
+            max_tokens: Some(10_000),
+            ..Budget::default()
+        }))
+        .build()
+        .unwrap();
+    for _ in 0..5 {
+        client.chat(&ask).await.unwrap();
+    }
+    assert_eq!(honest.request_count(), 5);
+}

@@ -10,6 +10,7 @@ mod faults;
 mod limiter;
 mod quirks;
 mod responses;
+mod secrets;
 mod timeouts;
 mod tools;
 mod wire;

@@ -14,6 +14,13 @@
 //! could never fit, so it is admitted while that limit has room and nothing else is in flight
 //! on the path. Overshoot is thus the estimation error of the admitted calls plus at most one
 //! such oversized call, never a batch.
+//!
+//! All of that holds while a provider's usage fits the reservation's worst case. A reply
+//! reporting more than its call could use (more output tokens than its `max_tokens`, more input
+//! tokens than its prompt has bytes: [`overrun`]) is counted as reported, and from then on
+//! every node of its path with a token or cost limit refuses new calls, saying why; the first
+//! such reply logs a warning naming the provider. The calls already in flight cannot be
+//! recalled, so such a provider overshoots a budget by at most what they report.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +31,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::types::{ChatRequest, ChatResponse, Usage};
+
+mod overrun;
+
+pub use overrun::INPUT_FRAMING_ALLOWANCE;
+use overrun::Overrun;
 
 /// Price of a model in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -154,6 +166,11 @@ pub struct ModelTotals {
     /// so `usage` is partly estimated. Left out of JSON when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub estimated_calls: u64,
+    /// Answered calls whose provider reported more tokens than the call could use (over its
+    /// `max_tokens`, or more input tokens than its prompt has bytes); their usage is counted
+    /// as reported. Left out of JSON when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overrun_calls: u64,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -218,6 +235,12 @@ impl UsageReport {
         self.total.add_failure(latency, retries);
     }
 
+    /// Counts an answered call of `model` (already added) as an overrun.
+    fn add_overrun(&mut self, model: &str) {
+        self.entry(model).overrun_calls += 1;
+        self.total.overrun_calls += 1;
+    }
+
     fn entry(&mut self, model: &str) -> &mut ModelTotals {
         self.models.entry(model.to_owned()).or_default()
     }
@@ -277,6 +300,11 @@ pub struct Estimate {
     pub tokens: u64,
     /// Dollars, `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
+    /// The input part of `tokens`, estimated from the prompt's bytes (0: not known, and not
+    /// checked against the reply).
+    pub input_tokens: u64,
+    /// The request's `max_tokens`, which no honest reply exceeds; `None` when it sets none.
+    pub output_cap: Option<u64>,
 }
 
 impl Estimate {
@@ -303,6 +331,8 @@ impl Estimate {
         Self {
             tokens: input + output,
             cost_usd: price.map(|price| price.cost(&usage)),
+            input_tokens: input,
+            output_cap: request.max_tokens.map(u64::from),
         }
     }
 }
@@ -336,12 +366,20 @@ impl Reserved {
     }
 }
 
-/// What one ledger node has spent, with everything below it, and what its calls in flight
-/// have reserved.
+/// What one ledger node has spent, with everything below it, what its calls in flight have
+/// reserved, and the first reply below it that reported more than its call could use.
 #[derive(Debug, Default)]
 struct Account {
     spent: UsageReport,
     reserved: Reserved,
+    overrun: Option<Overrun>,
+}
+
+impl Account {
+    /// The overrun that stops this node's `budget`, if any.
+    fn stopped_by(&self, budget: &Budget) -> Option<(Exhausted, &Overrun)> {
+        Some((budget.spend_limit()?, self.overrun.as_ref()?))
+    }
 }
 
 /// An admitted call's hold on the budgets of a ledger and its ancestors. Settle it with the
@@ -362,12 +400,34 @@ impl Reservation {
     }
 
     /// Replaces the hold with the answered call, under `model`, on every node of the path.
+    ///
+    /// A reply reporting more than the call could use (see the module docs) is counted as
+    /// reported and marks every node of the path: from then on a node with a token or cost
+    /// limit refuses new calls. The first time that stops a budget on the path, a warning
+    /// names the provider.
     pub fn settle(mut self, model: &str, response: &ChatResponse) {
         self.open = false;
+        let overrun = Overrun::of(&self.estimate, response);
+        let mut stopped_before = false;
+        let mut stops = false;
         for ledger in self.ledger.path() {
             let mut account = ledger.lock();
             account.reserved.remove(&self.estimate);
             account.spent.add(model, response);
+            if let Some(overrun) = &overrun {
+                account.spent.add_overrun(model);
+                stopped_before |= account.stopped_by(&ledger.budget).is_some();
+                account.overrun.get_or_insert_with(|| overrun.clone());
+                stops |= account.stopped_by(&ledger.budget).is_some();
+            }
+        }
+        match overrun {
+            Some(overrun) if stops && !stopped_before => tracing::warn!(
+                "{overrun}; its usage is counted as reported, and no further calls are sent \
+                 under this budget"
+            ),
+            Some(overrun) => tracing::debug!("{overrun}; its usage is counted as reported"),
+            None => {}
         }
     }
 
@@ -430,17 +490,24 @@ impl Ledger {
         &self.budget
     }
 
-    /// The first spend limit that has run out on the path from here to the root. The cost
-    /// counted is a lower bound: calls without a known price add nothing to it.
+    /// The first spend limit that has run out on the path from here to the root, or that a
+    /// reply reporting more than its call could use has stopped. The cost counted is a lower
+    /// bound: calls without a known price add nothing to it.
     pub fn exhausted(&self) -> Option<Exhausted> {
-        self.path()
-            .find_map(|ledger| ledger.budget.exhausted_by(&ledger.lock().spent.total))
+        self.path().find_map(|ledger| {
+            let account = ledger.lock();
+            ledger
+                .budget
+                .exhausted_by(&account.spent.total)
+                .or_else(|| account.stopped_by(&ledger.budget).map(|(limit, _)| limit))
+        })
     }
 
     /// Errors with [`Error::BudgetExhausted`] when another call would exceed a budget on the
     /// path to the root. Stricter than [`Ledger::exhausted`] about money: under a cost limit,
     /// a call is refused when its cost cannot be known (`price_known` is false) or when an
-    /// earlier call's could not.
+    /// earlier call's could not. After an overrun (see the module docs) a token or cost limit
+    /// refuses every call, naming the provider and what it reported.
     pub fn check(&self, price_known: bool) -> Result<()> {
         for ledger in self.path() {
             let budget = &ledger.budget;
@@ -448,6 +515,12 @@ impl Ledger {
             let spent = &account.spent.total;
             let refuse =
                 |limit: Exhausted, detail: String| Err(Error::BudgetExhausted { limit, detail });
+            if let Some((limit, overrun)) = account.stopped_by(budget) {
+                return refuse(
+                    limit,
+                    format!("{overrun}; no further calls are sent under this budget"),
+                );
+            }
             if let Some(limit) = budget.exhausted_by(spent) {
                 let detail = match limit {
                     Exhausted::Calls => format!("{} calls allowed", budget.max_calls.unwrap_or(0)),
@@ -607,6 +680,18 @@ impl Budget {
         Ok(())
     }
 
+    /// The limit an overrun stops: the cost one when set, else the token one; `None` when the
+    /// budget limits neither (a call limit does not depend on what providers report).
+    fn spend_limit(&self) -> Option<Exhausted> {
+        if self.max_cost_usd.is_some() {
+            Some(Exhausted::Cost)
+        } else if self.max_tokens.is_some() {
+            Some(Exhausted::Tokens)
+        } else {
+            None
+        }
+    }
+
     /// The first limit `spent` has reached.
     fn exhausted_by(&self, spent: &ModelTotals) -> Option<Exhausted> {
         if self
@@ -629,233 +714,4 @@ impl Budget {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn usage(input: u64, output: u64) -> Usage {
-        Usage {
-            input_tokens: input,
-            output_tokens: output,
-            ..Usage::default()
-        }
-    }
-
-    fn reply(usage: Usage, cost_usd: Option<f64>) -> ChatResponse {
-        ChatResponse {
-            text: String::new(),
-            tool_calls: Vec::new(),
-            model: "provider:model".to_owned(),
-            finish_reason: None,
-            usage,
-            usage_estimated: false,
-            cost_usd,
-            latency: Duration::from_millis(10),
-            retries: 0,
-            replayed: false,
-        }
-    }
-
-    #[test]
-    fn longest_prefix_price_wins() {
-        let table = PriceTable::builtin();
-        let mini = table.get("gpt-4o-mini-2024-07-18").unwrap();
-        assert_eq!(mini.input_per_mtok, 0.15);
-        assert!(table.get("qwen2.5:7b").is_none());
-        let cost = table.cost("gpt-4o", &usage(1_000_000, 1_000_000)).unwrap();
-        assert!((cost - 12.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn cached_input_is_billed_at_its_own_rate_not_twice() {
-        let table = PriceTable::builtin();
-        // 3M input tokens of which 1M read from and 1M written to the cache.
-        let used = Usage {
-            input_tokens: 3_000_000,
-            cache_read_tokens: 1_000_000,
-            cache_write_tokens: 1_000_000,
-            ..Usage::default()
-        };
-        let cost = table.cost("claude-sonnet-4-5", &used).unwrap();
-        assert!((cost - (3.0 + 0.3 + 3.75)).abs() < 1e-9, "{cost}");
-    }
-
-    #[test]
-    fn unknown_prices_make_the_cost_a_lower_bound_not_zero() {
-        let ledger = Ledger::new();
-        ledger.record("a:priced", &reply(usage(10, 5), Some(0.5)));
-        assert!(!ledger.total().cost_is_partial());
-        ledger.record("b:local", &reply(usage(7, 3), None));
-        ledger.record_failure("b:local", Duration::from_millis(20), 2);
-        let report = ledger.report();
-        assert_eq!(report.total.cost_usd, 0.5);
-        assert!(report.total.cost_is_partial());
-        assert_eq!(report.models["a:priced"].unpriced_calls, 0);
-        assert_eq!(report.models["b:local"].unpriced_calls, 1);
-        assert_eq!(report.models["b:local"].failures, 1);
-        assert_eq!(report.total.usage.total(), 25);
-        assert_eq!(report.total.retries, 2);
-        assert_eq!(report.total.latency, Duration::from_millis(40));
-    }
-
-    #[test]
-    fn budget_refuses_once_spent() {
-        let ledger = Ledger::with_budget(Budget {
-            max_tokens: Some(20),
-            ..Budget::default()
-        });
-        assert!(ledger.check(false).is_ok());
-        ledger.record("m", &reply(usage(15, 10), None));
-        assert!(matches!(
-            ledger.check(false),
-            Err(Error::BudgetExhausted {
-                limit: Exhausted::Tokens,
-                ..
-            })
-        ));
-        assert_eq!(ledger.exhausted(), Some(Exhausted::Tokens));
-
-        let money = Ledger::with_budget(Budget {
-            max_cost_usd: Some(1.0),
-            ..Budget::default()
-        });
-        assert!(
-            money.check(false).is_err(),
-            "unknown price cannot be checked"
-        );
-        assert!(money.check(true).is_ok());
-        money.record("m", &reply(usage(1, 1), Some(1.5)));
-        assert!(money.check(true).is_err());
-        assert_eq!(money.exhausted(), Some(Exhausted::Cost));
-    }
-
-    #[test]
-    fn usage_sums_up_the_tree() {
-        let root = Ledger::new();
-        let child = Ledger::child(&root, Budget::default());
-        let grandchild = Ledger::child(&child, Budget::default());
-        root.record("big", &reply(usage(100, 10), Some(0.5)));
-        grandchild.record("small", &reply(usage(7, 3), None));
-        assert_eq!(grandchild.total().usage.total(), 10);
-        assert_eq!(child.total().usage.total(), 10);
-        let total = root.report();
-        assert_eq!(total.total.usage.total(), 120);
-        assert_eq!(total.total.calls, 2);
-        assert!((total.total.cost_usd - 0.5).abs() < 1e-9);
-        assert!(total.total.cost_is_partial());
-        assert_eq!(total.models["small"].unpriced_calls, 1);
-    }
-
-    #[test]
-    fn child_cannot_outspend_parent() {
-        let root = Ledger::with_budget(Budget {
-            max_tokens: Some(100),
-            ..Budget::default()
-        });
-        root.record("m", &reply(usage(90, 0), None));
-        // The child's own budget is larger, but the parent has only 10 tokens left.
-        let child = Ledger::child(
-            &root,
-            Budget {
-                max_tokens: Some(1_000),
-                ..Budget::default()
-            },
-        );
-        assert_eq!(child.exhausted(), None);
-        child.record("m", &reply(usage(5, 5), None));
-        assert_eq!(child.exhausted(), Some(Exhausted::Tokens));
-        assert!(child.check(true).is_err());
-        assert_eq!(child.total().usage.total(), 10);
-    }
-
-    #[test]
-    fn calls_and_failures_count_against_the_call_limit() {
-        let ledger = Ledger::with_budget(Budget {
-            max_calls: Some(2),
-            ..Budget::default()
-        });
-        ledger.record("m", &reply(usage(1, 1), Some(0.0)));
-        assert_eq!(ledger.exhausted(), None);
-        ledger.record_failure("m", Duration::ZERO, 0);
-        assert_eq!(ledger.exhausted(), Some(Exhausted::Calls));
-    }
-
-    #[test]
-    fn totals_serialize_flat_with_a_lower_bound_cost() {
-        let mut totals = ModelTotals::default();
-        totals.add(&reply(usage(3, 2), None));
-        let value = serde_json::to_value(&totals).unwrap();
-        assert_eq!(value["input_tokens"], 3);
-        assert_eq!(value["cost_usd"], 0.0);
-        assert_eq!(value["unpriced_calls"], 1);
-        assert_eq!(value["latency_ms"], 10);
-        let back: ModelTotals = serde_json::from_value(value).unwrap();
-        assert_eq!(back, totals);
-    }
-
-    #[test]
-    fn reservations_hold_budget_until_settled_or_dropped() {
-        let root = Ledger::with_budget(Budget {
-            max_tokens: Some(100),
-            ..Budget::default()
-        });
-        let child = Ledger::child(&root, Budget::default());
-        let estimate = Estimate {
-            tokens: 40,
-            cost_usd: None,
-        };
-        let first = child.reserve(estimate).unwrap();
-        let second = child.reserve(estimate).unwrap();
-        assert_eq!(root.reserved().tokens, 80);
-        let refused = child.reserve(estimate).unwrap_err();
-        assert!(refused.to_string().contains("80 held"), "{refused}");
-        drop(second);
-        assert_eq!(root.reserved().calls, 1);
-        first.settle("m", &reply(usage(10, 5), None));
-        assert_eq!(root.reserved(), Reserved::default());
-        assert_eq!(root.total().usage.total(), 15);
-        // A call that fits no budget of this size may use what is left, alone.
-        let alone = root
-            .reserve(Estimate {
-                tokens: 1_000,
-                cost_usd: None,
-            })
-            .unwrap();
-        let with_company = root.reserve(Estimate {
-            tokens: 1_000,
-            cost_usd: None,
-        });
-        assert!(with_company.is_err());
-        // One that could fit must fit.
-        assert!(
-            root.reserve(Estimate {
-                tokens: 90,
-                cost_usd: None,
-            })
-            .is_err()
-        );
-        alone.fail("m", Duration::ZERO, 0);
-        assert_eq!(root.total().failures, 1);
-        assert_eq!(root.reserved(), Reserved::default());
-    }
-
-    #[test]
-    fn an_unknown_price_is_refused_under_a_cost_limit() {
-        let ledger = Ledger::with_budget(Budget {
-            max_cost_usd: Some(1.0),
-            ..Budget::default()
-        });
-        let request = ChatRequest::new("m").user("hello").max_tokens(10);
-        let err = ledger.reserve(Estimate::of(&request, None)).unwrap_err();
-        assert!(err.to_string().contains("no known price"), "{err}");
-        let price = Price {
-            input_per_mtok: 1.0,
-            output_per_mtok: 1.0,
-            cache_read_per_mtok: None,
-            cache_write_per_mtok: None,
-        };
-        let estimate = Estimate::of(&request, Some(&price));
-        // "hello" is 2 tokens at 3 bytes a token, plus 4 for the message, plus 10 output.
-        assert_eq!(estimate.tokens, 16);
-        assert!(ledger.reserve(estimate).is_ok());
-    }
-}
+mod tests;
