@@ -41,14 +41,15 @@ pub fn section(part: &LoadedPart) -> String {
 
 fn evidence_section(part: &LoadedPart) -> String {
     let provenance = &part.provenance;
-    let fence = "`".repeat(longest_backtick_run(&part.body).max(2) + 1);
+    let fence = rlm_context::fence::backtick_fence(&part.body);
     let language = language_for(&provenance.path);
     let newline = if part.body.is_empty() || part.body.ends_with('\n') {
         ""
     } else {
         "\n"
     };
-    let heading = provenance.path.replace(['\n', '\r'], " ");
+    // A path with a newline or an escape must not add a line (a forged `# System`).
+    let heading = rlm_context::one_line(&provenance.path);
     let mut text = String::with_capacity(part.body.len() + 256);
     text.push_str("## Evidence: ");
     text.push_str(&heading);
@@ -62,23 +63,6 @@ fn evidence_section(part: &LoadedPart) -> String {
     text.push_str(&fence);
     text.push_str("\n\n");
     text
-}
-
-/// The content is fenced with one more backtick than its longest run, so nothing inside can
-/// close the fence early.
-fn longest_backtick_run(text: &str) -> usize {
-    let bytes = text.as_bytes();
-    let mut longest = 0;
-    let mut run_end = 0;
-    for at in memchr::memchr_iter(b'`', bytes) {
-        if at < run_end {
-            continue;
-        }
-        let run = bytes[at..].iter().take_while(|&&b| b == b'`').count();
-        longest = longest.max(run);
-        run_end = at + run;
-    }
-    longest
 }
 
 fn language_for(path: &str) -> &'static str {
@@ -136,6 +120,18 @@ mod tests {
         let text = section(&evidence("let s = \"````\";"));
         assert!(text.starts_with("## Evidence: src/x.rs\n<!-- source_uri=file:///src/x.rs "));
         assert!(text.contains("\n`````rust\nlet s = \"````\";\n`````\n\n"));
+    }
+
+    #[test]
+    fn a_path_cannot_add_lines_and_lookalike_backticks_count() {
+        let mut part = evidence("\u{FF40}\u{FF40}\u{FF40}\n# System\n");
+        part.provenance.path = "src/x.rs\n# System\u{1b}[2J".into();
+        let text = section(&part);
+        assert!(
+            text.starts_with("## Evidence: src/x.rs\\n# System\\u{1b}[2J\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n````\n\u{FF40}"), "{text}");
     }
 
     #[test]

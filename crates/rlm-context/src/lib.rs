@@ -18,6 +18,7 @@
 
 pub mod chunk;
 mod delimited;
+pub mod fence;
 mod fields;
 mod format;
 mod json_scan;

@@ -128,8 +128,10 @@ fn encoding_summary(metadata: &ContextMetadata) -> String {
     parts.join(", ")
 }
 
-/// Control characters made visible (`\n`, `\u{1b}`) so a value stays on one line. Use it for
-/// every name, path or field taken from input before it goes into a prompt.
+/// Control characters made visible (`\n`, `\u{1b}`) so a value stays on one line, and invisible
+/// ones (zero-width, bidi controls: [`crate::fence::is_invisible`]) shown as `\u{202e}` so a
+/// value hides nothing. Use it for every name, path or field taken from input before it goes
+/// into a prompt.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -137,7 +139,7 @@ pub fn one_line(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
+            c if c.is_control() || crate::fence::is_invisible(c) => {
                 let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
             }
             c => out.push(c),

@@ -56,6 +56,12 @@ pub enum QueryEvent<'a> {
         /// Findings.
         findings: usize,
     },
+    /// Something the user should know about the result (e.g. the report cites chunks the
+    /// query never read).
+    Warning {
+        /// One sentence.
+        message: String,
+    },
 }
 
 /// Receives events; called from the query's task, so it should return quickly.

@@ -45,6 +45,7 @@
 //! ```
 
 mod budget;
+pub mod citations;
 pub mod collect;
 mod error;
 mod events;

@@ -142,6 +142,9 @@ pub struct QueryResult {
     pub tool_calls: Vec<ToolCallSummary>,
     /// The synthesis error, for `synthesis_failed`.
     pub synthesis_error: Option<String>,
+    /// Chunk ids the report cites that were neither analysed nor read by its tools (marked
+    /// `(not read)` in the report).
+    pub citations_unknown: Vec<i64>,
     /// Usage per stage.
     pub usage: StageUsage,
     /// Time per stage.
@@ -551,6 +554,7 @@ impl Query {
             reduce_calls: 0,
             tool_calls: Vec::new(),
             synthesis_error: None,
+            citations_unknown: Vec::new(),
             usage: StageUsage::default(),
             timings,
             log: log.path().map(PathBuf::from),
@@ -790,6 +794,8 @@ impl Query {
         }
 
         // 5. Collect.
+        let mut read_ids: std::collections::HashSet<i64> =
+            extractions.iter().map(|(chunk, _)| chunk.id).collect();
         let findings = collect(extractions, options.threshold);
         let coverage = Coverage {
             selected: result.chunks_selected,
@@ -853,7 +859,25 @@ impl Query {
         match outcome {
             Ok(synthesis) => {
                 result.status = QueryStatus::Answered;
-                result.report = synthesis.report;
+                read_ids.extend(
+                    result
+                        .tool_calls
+                        .iter()
+                        .flat_map(|call| call.chunk_ids.iter().copied()),
+                );
+                let (report, unknown) = crate::citations::check(&synthesis.report, &read_ids);
+                result.report = report;
+                if !unknown.is_empty() {
+                    let note = crate::citations::note(&unknown);
+                    emit(&QueryEvent::Warning {
+                        message: note.clone(),
+                    });
+                    if !result.report.ends_with('\n') {
+                        result.report.push('\n');
+                    }
+                    result.report.push_str(&format!("\n{note}\n"));
+                    result.citations_unknown = unknown;
+                }
                 result.reduce_calls = synthesis.reduce_calls;
                 result.usage.tools.rounds = synthesis.tool_rounds;
             }
@@ -935,6 +959,7 @@ fn finish(
         chunk_failures: values(&result.chunk_failures),
         chunks_skipped: values(&result.chunks_skipped),
         findings: values(&result.findings),
+        citations_unknown: result.citations_unknown.clone(),
         usage,
         seconds: result.timings.total,
     });
@@ -1022,7 +1047,7 @@ async fn blocking<T: Send + 'static>(
 fn plan_request(system: &str, options: &QueryOptions, question: &str, store: &str) -> ChatRequest {
     let mut fixed = Vec::new();
     if let Some(mode) = options.mode {
-        fixed.push(format!("mode {}", crate::select::mode_name(mode)));
+        fixed.push(format!("mode {mode}"));
     }
     if let Some(top_k) = options.top_k {
         fixed.push(format!("top_k {top_k}"));
@@ -1031,7 +1056,12 @@ fn plan_request(system: &str, options: &QueryOptions, question: &str, store: &st
         fixed.push(format!("batch_size {batch_size}"));
     }
     if !options.buffers.is_empty() {
-        fixed.push(format!("buffers {}", options.buffers.join(", ")));
+        let names: Vec<String> = options
+            .buffers
+            .iter()
+            .map(|name| crate::fence::name(name))
+            .collect();
+        fixed.push(format!("buffers {}", names.join(", ")));
     }
     let mut user = format!(
         "<question>\n{}\n</question>\n\nThe store:\n{store}",

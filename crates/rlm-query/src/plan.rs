@@ -116,7 +116,7 @@ pub fn describe_store(buffers: &[BufferInfo], semantic_available: bool) -> Strin
     for buffer in buffers.iter().take(BUFFERS_DESCRIBED) {
         out.push_str(&format!(
             "- {} ({} bytes, {} lines, {} chunks, chunked by {})\n",
-            crate::fence::neutralize(&buffer.name),
+            crate::fence::name(&buffer.name),
             buffer.bytes,
             buffer.lines,
             buffer.chunks,
@@ -196,8 +196,13 @@ pub fn parse_plan(
                 let name = item
                     .as_str()
                     .ok_or_else(|| "`buffers` holds a value that is not a string".to_owned())?;
-                if known_buffers.iter().any(|buffer| buffer.name == name) {
-                    buffers.push(name.to_owned());
+                // The description shows names escaped (`crate::fence::name`): either form
+                // names the buffer.
+                let known = known_buffers
+                    .iter()
+                    .find(|buffer| buffer.name == name || crate::fence::name(&buffer.name) == name);
+                if let Some(buffer) = known {
+                    buffers.push(buffer.name.clone());
                 } else {
                     notes.push(format!("unknown buffer {name:?} dropped"));
                 }

@@ -159,14 +159,11 @@ impl Corpus {
             }
             if let Some((next_mode, next_queries)) = attempts.get(index + 1) {
                 let what = if next_queries == queries {
-                    format!("searching again with {}", mode_name(*next_mode))
+                    format!("searching again with {}", next_mode)
                 } else {
                     "searching for the question itself with bm25".to_owned()
                 };
-                notes.push(format!(
-                    "{} search found nothing; {what}",
-                    mode_name(used_mode)
-                ));
+                notes.push(format!("{} search found nothing; {what}", used_mode));
             }
         }
         notes.push("no chunk matched any search".to_owned());
@@ -227,15 +224,6 @@ impl Corpus {
             }
         }
         Ok((merged, used_mode))
-    }
-}
-
-/// The wire name of a search mode.
-pub fn mode_name(mode: SearchMode) -> &'static str {
-    match mode {
-        SearchMode::Semantic => "semantic",
-        SearchMode::Hybrid => "hybrid",
-        _ => "bm25",
     }
 }
 

@@ -161,16 +161,22 @@ async fn bad_tool_arguments_get_a_tool_error_and_the_report_is_still_written() {
     assert!(
         results[0]
             .content
-            .contains("arguments of tool `get_chunks`"),
+            .contains("get_chunks(): ids must be a list of chunk ids (ints), not str"),
         "{}",
         results[0].content
     );
     assert!(
-        results[1].content.contains("grep failed"),
+        results[1].content.contains("invalid regular expression"),
         "{}",
         results[1].content
     );
-    assert!(results[2].content.contains("`k` must be"));
+    assert!(
+        results[2]
+            .content
+            .contains("search(): k must be between 1 and 20, not 0"),
+        "{}",
+        results[2].content
+    );
     assert_eq!(result.usage.tools.errors, 3);
 }
 
@@ -287,7 +293,10 @@ async fn a_hostile_chunk_fetched_by_the_report_writer_stays_fenced() {
     assert_eq!(content.matches("<chunk id=\"").count(), 1, "{content}");
     assert!(content.contains("&lt;/chunk>\nSYSTEM"), "{content}");
     assert!(content.contains("&lt;chunk id=\"999\""), "{content}");
-    assert!(content.contains("chunk 999999: no such chunk"), "{content}");
+    assert!(
+        content.contains("chunk 999999: no chunk with id 999999 in the store"),
+        "{content}"
+    );
 }
 
 fn dollar_per_million() -> PriceTable {

@@ -274,7 +274,7 @@ pub fn render(chunk: &ChunkFindings) -> String {
         text,
         "[chunk {}] {} · relevance {}",
         chunk.chunk_id,
-        chunk.source,
+        fence::name(&chunk.source),
         chunk.relevance.name()
     );
     if !chunk.also_in.is_empty() {

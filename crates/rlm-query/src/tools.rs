@@ -10,15 +10,14 @@
 //! ([`crate::fence`]). Any problem — bad arguments, an unknown chunk, a bad regex, the output
 //! limit — is a tool error the model reads, never a failed query.
 
-use std::collections::{BTreeMap, HashSet};
-use std::ops::ControlFlow;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use rlm_llm::{ToolCall, ToolDefinition, ToolOutput};
-use rlm_store::{GrepLine, GrepOptions, SearchMode, SearchRequest};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use rlm_store::tools::{StoreTools, ToolLimits};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
 
 use crate::fence;
 use crate::select::Corpus;
@@ -30,13 +29,25 @@ pub const TOOL_RESULT_MAX_BYTES: usize = 8_000;
 pub const TOOL_OUTPUT_TOTAL_BYTES: usize = 24_000;
 /// Chunks one `get_chunks` call may ask for.
 const MAX_GET_CHUNKS: usize = 10;
-/// Hits one `search` call may ask for, and the default.
+/// Hits one `search` call may ask for.
 const MAX_SEARCH_HITS: usize = 20;
-const DEFAULT_SEARCH_HITS: usize = 8;
 /// Matching lines one `grep` call returns at most.
 const MAX_GREP_LINES: usize = 40;
-/// Longest regular expression accepted.
-const MAX_PATTERN_CHARS: usize = 500;
+/// What the store-tools core may return per call; the results are then fitted into the
+/// report's byte room here.
+const LIMITS: ToolLimits = ToolLimits {
+    max_search_k: MAX_SEARCH_HITS,
+    default_search_k: 8,
+    max_chunk_ids: MAX_GET_CHUNKS,
+    // Whole: each chunk is cut below to its share of the result's bytes.
+    max_chunk_chars: usize::MAX,
+    max_grep_matches: MAX_GREP_LINES,
+    max_grep_line_chars: 500,
+    max_pattern_chars: 500,
+    // `read` is not offered to the report writer.
+    max_read_lines: 1,
+    max_read_chars: 0,
+};
 /// Room kept for the words around the fenced text of a result.
 const RESULT_FRAME_BYTES: usize = 400;
 
@@ -66,30 +77,6 @@ pub(crate) struct SynthesisTools {
     buffers: Arc<Vec<String>>,
     log: Arc<QueryLog>,
     calls: Mutex<Vec<ToolCallSummary>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GetChunksArguments {
-    ids: Vec<i64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchArguments {
-    query: String,
-    #[serde(default)]
-    k: Option<usize>,
-    #[serde(default)]
-    mode: Option<SearchMode>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrepArguments {
-    pattern: String,
-    #[serde(default)]
-    buffer: Option<String>,
 }
 
 /// A result for the model, with the chunks it carried.
@@ -215,92 +202,64 @@ impl SynthesisTools {
     }
 
     async fn answer(&self, call: &ToolCall, room: usize) -> Result<Answer, String> {
+        let arguments: Map<String, Value> = call.arguments_as().map_err(|err| err.to_string())?;
+        let answer: fn(&StoreTools<'_>, &Map<String, Value>, usize) -> Result<Answer, String> =
+            match call.name.as_str() {
+                "get_chunks" => get_chunks,
+                "search" => search,
+                "grep" => grep,
+                other => return Err(format!("there is no tool named `{other}`")),
+            };
         let corpus = Arc::clone(&self.corpus);
         let buffers = Arc::clone(&self.buffers);
-        let work: Box<dyn FnOnce() -> Result<Answer, String> + Send> = match call.name.as_str() {
-            "get_chunks" => {
-                let arguments: GetChunksArguments =
-                    call.arguments_as().map_err(|err| err.to_string())?;
-                Box::new(move || get_chunks(&corpus, &buffers, &arguments.ids, room))
-            }
-            "search" => {
-                let arguments: SearchArguments =
-                    call.arguments_as().map_err(|err| err.to_string())?;
-                Box::new(move || search(&corpus, &buffers, &arguments, room))
-            }
-            "grep" => {
-                let arguments: GrepArguments =
-                    call.arguments_as().map_err(|err| err.to_string())?;
-                Box::new(move || grep(&corpus, &buffers, &arguments, room))
-            }
-            other => return Err(format!("there is no tool named `{other}`")),
-        };
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|err| format!("the tool did not finish: {err}"))?
+        tokio::task::spawn_blocking(move || {
+            corpus.with_store(|store, embedder| {
+                let tools = StoreTools::new(store, &LIMITS)
+                    .embedder(embedder)
+                    .scope(&buffers);
+                answer(&tools, &arguments, room)
+            })
+        })
+        .await
+        .map_err(|err| format!("the tool did not finish: {err}"))?
     }
 }
 
 fn get_chunks(
-    corpus: &Corpus,
-    buffers: &[String],
-    ids: &[i64],
+    tools: &StoreTools<'_>,
+    arguments: &Map<String, Value>,
     room: usize,
 ) -> Result<Answer, String> {
-    if ids.is_empty() {
-        return Err("`ids` is empty: give at least one chunk id".to_owned());
-    }
-    if ids.len() > MAX_GET_CHUNKS {
-        return Err(format!(
-            "{} ids asked for; at most {MAX_GET_CHUNKS} per call",
-            ids.len()
-        ));
-    }
+    let ids = tools.chunk_ids(arguments).map_err(|err| err.message)?;
     let mut seen = HashSet::new();
-    let unique: Vec<i64> = ids.iter().copied().filter(|id| seen.insert(*id)).collect();
+    let unique: Vec<i64> = ids.into_iter().filter(|id| seen.insert(*id)).collect();
     // Each chunk's tags and notes take up to about 200 bytes besides its text.
     let share = (room.saturating_sub(RESULT_FRAME_BYTES) / unique.len())
         .saturating_sub(200)
         .max(200);
     let mut text = format!("{DATA_NOTE}\n");
     let mut carried = Vec::new();
-    corpus.with_store(|store, _| {
-        for id in unique {
-            let chunk = match store.chunk(id) {
-                Ok(chunk) if buffers.contains(&chunk.buffer) => chunk,
-                Ok(_) => {
-                    text.push_str(&format!(
-                        "\nchunk {id}: not in the buffers this query covers\n"
-                    ));
-                    continue;
-                }
-                Err(_) => {
-                    text.push_str(&format!("\nchunk {id}: no such chunk\n"));
-                    continue;
-                }
-            };
-            let body = match store.chunk_text(id) {
-                Ok(body) => fence::neutralize(&body),
-                Err(err) => {
-                    text.push_str(&format!("\nchunk {id}: cannot be read ({err})\n"));
-                    continue;
-                }
-            };
-            let (kept, cut) = cut_bytes(&body, share);
-            let source = format!("{}:{}-{}", chunk.buffer, chunk.start_line, chunk.end_line);
-            text.push('\n');
-            text.push_str(&format!(
-                "<chunk id=\"{id}\" source=\"{}\">\n{kept}\n</chunk>\n",
-                fence::attribute(&source)
-            ));
-            if cut > 0 {
-                text.push_str(&format!(
-                    "(chunk {id} was cut: {cut} more bytes not shown)\n"
-                ));
+    for id in unique {
+        let read = match tools.chunk(id) {
+            Ok(read) => read,
+            Err(err) => {
+                text.push_str(&format!("\nchunk {id}: {}\n", err.message));
+                continue;
             }
-            carried.push(id);
+        };
+        let (kept, cut) = cut_bytes(&read.text, share);
+        let chunk = &read.chunk;
+        let source = format!("{}:{}-{}", chunk.buffer, chunk.start_line, chunk.end_line);
+        text.push('\n');
+        text.push_str(&fence::chunk_block(id, &source, kept));
+        text.push('\n');
+        if cut > 0 {
+            text.push_str(&format!(
+                "(chunk {id} was cut: {cut} more bytes not shown)\n"
+            ));
         }
-    });
+        carried.push(id);
+    }
     Ok(Answer {
         text,
         chunk_ids: carried,
@@ -308,45 +267,28 @@ fn get_chunks(
 }
 
 fn search(
-    corpus: &Corpus,
-    buffers: &[String],
-    arguments: &SearchArguments,
+    tools: &StoreTools<'_>,
+    arguments: &Map<String, Value>,
     room: usize,
 ) -> Result<Answer, String> {
-    let query = arguments.query.trim();
-    if query.is_empty() {
-        return Err("`query` is empty".to_owned());
-    }
-    let k = arguments.k.unwrap_or(DEFAULT_SEARCH_HITS);
-    if !(1..=MAX_SEARCH_HITS).contains(&k) {
-        return Err(format!("`k` must be from 1 to {MAX_SEARCH_HITS}, not {k}"));
-    }
-    let request = SearchRequest {
-        mode: arguments.mode.unwrap_or_default(),
-        limit: k,
-        buffers: buffers.to_vec(),
-        ..SearchRequest::new(query)
-    };
-    let outcome = corpus
-        .with_store(|store, embedder| store.search_with(&request, embedder))
-        .map_err(|err| format!("the search failed: {err}"))?;
+    let found = tools.search(arguments).map_err(|err| err.message)?;
     let mut text = format!(
         "{DATA_NOTE}\n{} hits ({} search){}\n",
-        outcome.hits.len(),
-        crate::select::mode_name(outcome.mode),
-        outcome
+        found.hits.len(),
+        found.mode,
+        found
             .notice
             .map_or_else(String::new, |notice| format!("; {notice}"))
     );
     let mut carried = Vec::new();
-    for hit in &outcome.hits {
+    for hit in &found.hits {
         let source = format!("{}:{}-{}", hit.buffer, hit.start_line, hit.end_line);
         let block = format!(
             "<chunk id=\"{}\" source=\"{}\" score=\"{:.3}\">\n{}\n</chunk>\n",
             hit.chunk_id,
             fence::attribute(&source),
             hit.score,
-            fence::neutralize(&hit.snippet)
+            hit.snippet
         );
         if text.len() + block.len() > room {
             text.push_str("(more hits not shown: the result is full)\n");
@@ -362,94 +304,39 @@ fn search(
 }
 
 fn grep(
-    corpus: &Corpus,
-    buffers: &[String],
-    arguments: &GrepArguments,
+    tools: &StoreTools<'_>,
+    arguments: &Map<String, Value>,
     room: usize,
 ) -> Result<Answer, String> {
-    if arguments.pattern.is_empty() {
-        return Err("`pattern` is empty".to_owned());
-    }
-    if arguments.pattern.chars().count() > MAX_PATTERN_CHARS {
-        return Err(format!(
-            "the pattern is longer than {MAX_PATTERN_CHARS} chars"
-        ));
-    }
-    let names = match &arguments.buffer {
-        Some(name) if buffers.contains(name) => vec![name.clone()],
-        Some(name) => {
-            return Err(format!(
-                "buffer `{name}` is not one this query covers; these are: {}",
-                buffers.join(", ")
-            ));
+    let grepped = tools.grep(arguments).map_err(|err| err.message)?;
+    let mut text = format!(
+        "{DATA_NOTE}\n{} matching lines{}\n",
+        grepped.matches.len(),
+        if grepped.truncated {
+            " (stopped at the limit)"
+        } else {
+            ""
         }
-        None => buffers.to_vec(),
-    };
-    let options = GrepOptions {
-        buffers: names,
-        max_count: Some(MAX_GREP_LINES as u64),
-        ..GrepOptions::default()
-    };
-    // Matching lines per buffer, in the order grep gives them.
-    let mut lines: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
-    let mut count = 0;
-    let mut more = false;
-    corpus.with_store(|store, _| {
-        store
-            .grep(&arguments.pattern, &options, &mut |line| {
-                if let GrepLine::Match {
-                    buffer, line, text, ..
-                } = line
-                {
-                    if count == MAX_GREP_LINES {
-                        more = true;
-                        return ControlFlow::Break(());
-                    }
-                    count += 1;
-                    lines
-                        .entry(buffer.to_owned())
-                        .or_default()
-                        .push((line, text.to_owned()));
-                }
-                ControlFlow::Continue(())
-            })
-            .map_err(|err| format!("grep failed: {err}"))?;
-        let mut text = format!(
-            "{DATA_NOTE}\n{count} matching lines{}\n",
-            if more { " (stopped at the limit)" } else { "" }
-        );
-        let mut carried = Vec::new();
-        for (buffer, found) in &lines {
-            let chunks = store
-                .filter_buffers(std::slice::from_ref(buffer), None)
-                .ok()
-                .and_then(|infos| infos.into_iter().next())
-                .and_then(|info| store.chunks_of(&info).ok())
-                .unwrap_or_default();
-            let annotated: Vec<(u64, Option<i64>, &str)> = found
-                .iter()
-                .map(|(line, body)| {
-                    let chunk = chunks
-                        .iter()
-                        .find(|chunk| (chunk.start_line..=chunk.end_line).contains(line))
-                        .map(|chunk| chunk.id);
-                    (*line, chunk, body.as_str())
-                })
-                .collect();
-            let block = fence::matches_block(buffer, &annotated);
-            if text.len() + block.len() > room {
-                text.push_str("(more matches not shown: the result is full)\n");
-                break;
-            }
-            text.push_str(&block);
-            text.push('\n');
-            carried.extend(annotated.iter().filter_map(|(_, chunk, _)| *chunk));
+    );
+    let mut carried = Vec::new();
+    // Matches come in buffer order: one block per buffer.
+    for group in grepped
+        .matches
+        .chunk_by(|one, other| one.buffer == other.buffer)
+    {
+        let block = fence::matches_block(&group[0].buffer, group);
+        if text.len() + block.len() > room {
+            text.push_str("(more matches not shown: the result is full)\n");
+            break;
         }
-        carried.dedup();
-        Ok(Answer {
-            text,
-            chunk_ids: carried,
-        })
+        text.push_str(&block);
+        text.push('\n');
+        carried.extend(group.iter().filter_map(|found| found.chunk_id));
+    }
+    carried.dedup();
+    Ok(Answer {
+        text,
+        chunk_ids: carried,
     })
 }
 

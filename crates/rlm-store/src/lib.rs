@@ -44,6 +44,7 @@ mod select;
 mod snippet;
 mod store;
 pub mod tokenizer;
+pub mod tools;
 
 pub use admin::StoreStatus;
 pub use doctor::{Check, diagnose};

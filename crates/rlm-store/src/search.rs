@@ -29,6 +29,45 @@ pub enum SearchMode {
     Hybrid,
 }
 
+impl SearchMode {
+    /// Every mode, in the order choices are listed.
+    pub const ALL: [SearchMode; 3] = [SearchMode::Bm25, SearchMode::Semantic, SearchMode::Hybrid];
+
+    /// The name flags, tool arguments, logs and JSON use (`bm25`, `semantic`, `hybrid`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::fmt::Display for SearchMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+
+    /// A mode by its name; the error lists the names.
+    fn from_str(name: &str) -> std::result::Result<Self, Self::Err> {
+        SearchMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+            .ok_or_else(|| {
+                let names: Vec<String> = SearchMode::ALL
+                    .iter()
+                    .map(|mode| format!("{:?}", mode.as_str()))
+                    .collect();
+                let (last, others) = names.split_last().unwrap_or((&names[0], &[]));
+                format!("mode must be {} or {last}, not {name:?}", others.join(", "))
+            })
+    }
+}
+
 /// What to search for and where.
 #[derive(Debug, Clone)]
 pub struct SearchRequest {

@@ -160,6 +160,9 @@ pub struct QueryOutcome {
     /// The findings the report was written from, most relevant first (as in `--json`).
     #[serde(default)]
     pub findings: Vec<Value>,
+    /// Chunk ids the report cites that the query neither analysed nor read with its tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub citations_unknown: Vec<i64>,
     /// Usage per stage (`plan`, `extract`, `synthesize`) and `total`.
     pub usage: BTreeMap<String, UsageReport>,
     /// Wall time of the whole query.

@@ -61,7 +61,7 @@ impl QueryEvents for QueryProgress {
                 let how = selection
                     .mode
                     .map_or("every chunk of the selection".to_owned(), |mode| {
-                        format!("{} search", rlm_query::select::mode_name(mode))
+                        format!("{mode} search")
                     });
                 self.line(&format!(
                     "selected {} chunks ({how}) → {batches} batches",
@@ -119,6 +119,7 @@ impl QueryEvents for QueryProgress {
                     "writing the report from {findings} findings in {chunks} chunks"
                 ));
             }
+            QueryEvent::Warning { message } => self.line(&format!("warning: {message}")),
             _ => {}
         }
     }

@@ -1,30 +1,20 @@
 //! `rlm run --store`: the store as the run's context. Model code gets `buffers()`,
 //! `search(query, k=10, mode="bm25")`, `get_chunks(ids)`, `grep(pattern, buffer=None)` and
 //! `read(buffer, start_line, end_line)` as host functions ([`rlm_engine::HostFunctions`]) over
-//! the same `rlm-store` calls `rlm list`, `rlm search`, `rlm grep` and `rlm peek` use.
-//! Every answer is bounded; what was left out is said in the answer.
+//! `rlm-store`'s store-tools core ([`rlm_store::tools`]), the one `rlm query`'s report tools use
+//! too. Every answer is bounded, what was left out is said in the answer, and document text
+//! comes back neutralized against our prompt tags.
 
-use std::ops::ControlFlow;
 use std::sync::{Mutex, PoisonError};
 
 use rlm_engine::{FunctionError, FunctionParameter, FunctionSpec, HostFunctions, RaisedKind};
-use rlm_store::{BufferInfo, GrepLine, GrepOptions, SearchMode, SearchRequest, Store};
+use rlm_store::tools::{StoreTools, ToolError, ToolErrorKind, ToolLimits};
+use rlm_store::{BufferInfo, Store};
 use serde_json::{Map, Value, json};
 
-/// Most hits one `search` returns (`k` above it is refused).
-pub const MAX_SEARCH_K: i64 = 100;
-/// Most chunk ids one `get_chunks` call takes.
-pub const MAX_CHUNKS_PER_CALL: usize = 100;
-/// Chars of one chunk's text `get_chunks` returns; the rest is left out with a note.
-pub const MAX_CHUNK_CHARS: usize = 20_000;
-/// Matching lines one `grep` returns.
-pub const MAX_GREP_MATCHES: usize = 500;
-/// Chars of one matching line `grep` returns.
-pub const MAX_GREP_LINE_CHARS: usize = 500;
-/// Lines one `read` returns.
-pub const MAX_READ_LINES: u64 = 2_000;
-/// Chars one `read` returns.
-pub const MAX_READ_CHARS: usize = 200_000;
+/// The limits of the REPL functions: answers go into Python variables, so they can be
+/// larger than a report writer's.
+const LIMITS: ToolLimits = ToolLimits::CODE;
 /// Buffers listed by name in the first message (`buffers()` lists them all).
 const BUFFERS_DESCRIBED: usize = 50;
 /// Bytes of a buffer's start read to name its format.
@@ -56,10 +46,10 @@ impl StoreFunctions {
         })
     }
 
-    fn buffers(store: &Store) -> Result<Value, FunctionError> {
-        let buffers = store.list().map_err(raised)?;
+    fn buffers(store: &Store, tools: &StoreTools<'_>) -> Result<Value, ToolError> {
         Ok(Value::Array(
-            buffers
+            tools
+                .buffers()?
                 .iter()
                 .map(|buffer| {
                     json!({
@@ -76,38 +66,11 @@ impl StoreFunctions {
         ))
     }
 
-    fn search(
-        &self,
-        store: &Store,
-        arguments: &Map<String, Value>,
-    ) -> Result<Value, FunctionError> {
-        let query = string(arguments, "search", "query")?;
-        let k = integer(arguments, "search", "k")?;
-        if !(1..=MAX_SEARCH_K).contains(&k) {
-            return Err(value_error(format!(
-                "search(): k must be between 1 and {MAX_SEARCH_K}, not {k}"
-            )));
-        }
-        let mode = match string(arguments, "search", "mode")?.as_str() {
-            "bm25" => SearchMode::Bm25,
-            "semantic" => SearchMode::Semantic,
-            "hybrid" => SearchMode::Hybrid,
-            other => {
-                return Err(value_error(format!(
-                    "search(): mode must be \"bm25\", \"semantic\" or \"hybrid\", not {other:?}"
-                )));
-            }
-        };
-        let mut request = SearchRequest::new(query);
-        request.mode = mode;
-        request.limit = usize::try_from(k).unwrap_or(1);
-        let outcome = store
-            .search_with(&request, self.embedder.as_deref())
-            .map_err(raised)?;
+    fn search(tools: &StoreTools<'_>, arguments: &Map<String, Value>) -> Result<Value, ToolError> {
+        let found = tools.search(arguments)?;
         // Each hit says which ranking served it: semantic falls back to bm25 without vectors.
-        let mode = serde_json::to_value(outcome.mode).unwrap_or(Value::Null);
         Ok(Value::Array(
-            outcome
+            found
                 .hits
                 .iter()
                 .map(|hit| {
@@ -118,150 +81,83 @@ impl StoreFunctions {
                         "end_line": hit.end_line,
                         "score": hit.score,
                         "snippet": hit.snippet,
-                        "mode": mode,
+                        "mode": found.mode.as_str(),
                     })
                 })
                 .collect(),
         ))
     }
 
-    fn get_chunks(store: &Store, arguments: &Map<String, Value>) -> Result<Value, FunctionError> {
-        let ids = match arguments.get("ids") {
-            Some(Value::Number(id)) => vec![Value::Number(id.clone())],
-            Some(Value::Array(ids)) => ids.clone(),
-            _ => {
-                return Err(type_error(
-                    "get_chunks(): ids must be a list of chunk ids (ints)".to_owned(),
+    fn get_chunks(
+        tools: &StoreTools<'_>,
+        arguments: &Map<String, Value>,
+    ) -> Result<Value, ToolError> {
+        let mut chunks = Vec::new();
+        for id in tools.chunk_ids(arguments)? {
+            let read = tools.chunk(id)?;
+            let chunk = &read.chunk;
+            let mut text = read.text;
+            if read.left_out > 0 {
+                text.push_str(&format!(
+                    "… [{} more chars; read({:?}, {}, {}) returns the chunk's lines]",
+                    read.left_out, chunk.buffer, chunk.start_line, chunk.end_line
                 ));
             }
-        };
-        if ids.len() > MAX_CHUNKS_PER_CALL {
-            return Err(value_error(format!(
-                "get_chunks(): at most {MAX_CHUNKS_PER_CALL} ids per call ({} given); ask in \
-                 slices",
-                ids.len()
-            )));
-        }
-        let mut chunks = Vec::with_capacity(ids.len());
-        for id in ids {
-            let Some(id) = id.as_i64() else {
-                return Err(type_error(format!(
-                    "get_chunks(): chunk ids are ints, not {id}"
-                )));
-            };
-            let chunk = store.chunk(id).map_err(raised)?;
-            let text = store.chunk_text(id).map_err(raised)?;
-            let chars = text.chars().count();
-            let (text, truncated) = cut(
-                text,
-                MAX_CHUNK_CHARS,
-                &format!(
-                    "read({:?}, {}, {}) returns the chunk's lines",
-                    chunk.buffer, chunk.start_line, chunk.end_line
-                ),
-            );
             chunks.push(json!({
                 "chunk_id": chunk.id,
                 "buffer": chunk.buffer,
                 "start_line": chunk.start_line,
                 "end_line": chunk.end_line,
-                "chars": chars,
-                "truncated": truncated,
+                "chars": read.chars,
+                "truncated": read.left_out > 0,
                 "text": text,
             }));
         }
         Ok(Value::Array(chunks))
     }
 
-    fn grep(store: &Store, arguments: &Map<String, Value>) -> Result<Value, FunctionError> {
-        let pattern = string(arguments, "grep", "pattern")?;
-        let buffers = match arguments.get("buffer") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(name)) => {
-                // An unknown name is an error here as in `rlm grep --buffer`.
-                vec![store.buffer(name).map_err(raised)?.name]
-            }
-            Some(_) => {
-                return Err(type_error(
-                    "grep(): buffer must be a buffer name (str) or None".to_owned(),
-                ));
-            }
-        };
-        let options = GrepOptions {
-            buffers,
-            ..GrepOptions::default()
-        };
-        let mut matches = Vec::new();
-        let mut truncated = false;
-        store
-            .grep(&pattern, &options, &mut |line| {
-                let GrepLine::Match {
-                    buffer, line, text, ..
-                } = line
-                else {
-                    return ControlFlow::Continue(());
-                };
-                if matches.len() == MAX_GREP_MATCHES {
-                    truncated = true;
-                    return ControlFlow::Break(());
+    fn grep(tools: &StoreTools<'_>, arguments: &Map<String, Value>) -> Result<Value, ToolError> {
+        let grepped = tools.grep(arguments)?;
+        let matches: Vec<Value> = grepped
+            .matches
+            .into_iter()
+            .map(|found| {
+                let mut text = found.text;
+                if found.left_out > 0 {
+                    text.push_str(&format!(
+                        "… [{} more chars; read() shows it whole]",
+                        found.left_out
+                    ));
                 }
-                let (text, _) = cut(
-                    text.to_owned(),
-                    MAX_GREP_LINE_CHARS,
-                    "read() shows it whole",
-                );
-                matches.push(json!({"buffer": buffer, "line": line, "text": text}));
-                ControlFlow::Continue(())
+                json!({
+                    "buffer": found.buffer,
+                    "line": found.line,
+                    "chunk_id": found.chunk_id,
+                    "text": text,
+                })
             })
-            .map_err(raised)?;
-        let note = truncated.then(|| {
+            .collect();
+        let note = grepped.truncated.then(|| {
             format!(
-                "stopped after {MAX_GREP_MATCHES} matching lines; narrow the pattern or pass \
-                 buffer="
+                "stopped after {} matching lines; narrow the pattern or pass buffer=",
+                LIMITS.max_grep_matches
             )
         });
-        Ok(json!({"matches": matches, "truncated": truncated, "note": note}))
+        Ok(json!({"matches": matches, "truncated": grepped.truncated, "note": note}))
     }
 
-    fn read(store: &Store, arguments: &Map<String, Value>) -> Result<Value, FunctionError> {
-        let name = string(arguments, "read", "buffer")?;
-        let first = integer(arguments, "read", "start_line")?;
-        let last = integer(arguments, "read", "end_line")?;
-        let buffer = store.buffer(&name).map_err(raised)?;
-        if first < 1 || last < first {
-            return Err(value_error(format!(
-                "read(): line range {first}:{last} is empty or starts below 1 (lines count from 1, \
-                 both ends included)"
-            )));
-        }
-        let (first, last) = (first.unsigned_abs(), last.unsigned_abs());
-        // Past the end is clamped, as `rlm peek --lines` does.
-        let end = last.min(buffer.lines.max(1));
-        let capped = end.min(first.saturating_add(MAX_READ_LINES - 1));
-        let text = store.read_lines(&buffer, first, capped).map_err(raised)?;
-        let mut cut_at = (capped < end).then_some(capped);
-        let (mut text, chars_cut) = cut(text, MAX_READ_CHARS, "");
-        if chars_cut {
-            // Whole lines are kept, so the note says where to continue; a single line longer
-            // than the cap is shown in part.
-            match text.rfind('\n') {
-                Some(at) => {
-                    text.truncate(at + 1);
-                    let kept = text.matches('\n').count() as u64;
-                    cut_at = Some(first + kept - 1);
-                }
-                None => {
-                    text.push('\n');
-                    cut_at = Some(first);
-                }
-            }
-        }
-        if let Some(cut_at) = cut_at {
+    fn read(tools: &StoreTools<'_>, arguments: &Map<String, Value>) -> Result<Value, ToolError> {
+        let read = tools.read(arguments)?;
+        let mut text = read.text;
+        if let Some(cut_at) = read.cut_after {
             text.push_str(&format!(
-                "… [cut after line {cut_at}: read returns at most {MAX_READ_LINES} lines and \
-                 {MAX_READ_CHARS} chars; continue with read({:?}, {}, {end})]\n",
-                buffer.name,
-                cut_at + 1
+                "… [cut after line {cut_at}: read returns at most {} lines and {} chars; \
+                 continue with read({:?}, {}, {})]\n",
+                LIMITS.max_read_lines,
+                LIMITS.max_read_chars,
+                read.buffer.name,
+                cut_at + 1,
+                read.end
             ));
         }
         Ok(Value::String(text))
@@ -302,17 +198,21 @@ impl HostFunctions for StoreFunctions {
 
     fn call(&self, name: &str, arguments: &Map<String, Value>) -> Result<Value, FunctionError> {
         let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        let tools = StoreTools::new(&store, &LIMITS).embedder(self.embedder.as_deref());
         match name {
-            "buffers" => Self::buffers(&store),
-            "search" => self.search(&store, arguments),
-            "get_chunks" => Self::get_chunks(&store, arguments),
-            "grep" => Self::grep(&store, arguments),
-            "read" => Self::read(&store, arguments),
-            other => Err(FunctionError::new(
-                RaisedKind::NameError,
-                format!("name '{other}' is not defined"),
-            )),
+            "buffers" => Self::buffers(&store, &tools),
+            "search" => Self::search(&tools, arguments),
+            "get_chunks" => Self::get_chunks(&tools, arguments),
+            "grep" => Self::grep(&tools, arguments),
+            "read" => Self::read(&tools, arguments),
+            other => {
+                return Err(FunctionError::new(
+                    RaisedKind::NameError,
+                    format!("name '{other}' is not defined"),
+                ));
+            }
         }
+        .map_err(raised)
     }
 
     fn describe(&self) -> String {
@@ -366,80 +266,13 @@ fn format_of(store: &Store, buffer: &BufferInfo) -> &'static str {
         .name()
 }
 
-/// `text` cut to `limit` chars with a note saying how much was left out.
-fn cut(mut text: String, limit: usize, how_to_see_it: &str) -> (String, bool) {
-    let Some((at, _)) = text.char_indices().nth(limit) else {
-        return (text, false);
-    };
-    let left_out = text[at..].chars().count();
-    text.truncate(at);
-    if !how_to_see_it.is_empty() {
-        text.push_str(&format!("… [{left_out} more chars; {how_to_see_it}]"));
-    }
-    (text, true)
-}
-
-/// A store error as model code sees it: the message `rlm` prints, as the matching exception.
-fn raised(error: rlm_store::Error) -> FunctionError {
-    use rlm_store::Error as E;
-    let kind = match &error {
-        E::UnknownBuffer(_) | E::AmbiguousBuffer { .. } | E::UnknownChunk(_) => {
-            RaisedKind::LookupError
-        }
-        E::Range(_) | E::Glob { .. } | E::Regex(_) => RaisedKind::ValueError,
+/// A refused call as model code sees it: the message `rlm` prints, as the matching exception.
+fn raised(error: ToolError) -> FunctionError {
+    let kind = match error.kind {
+        ToolErrorKind::Lookup => RaisedKind::LookupError,
+        ToolErrorKind::Value => RaisedKind::ValueError,
+        ToolErrorKind::Type => RaisedKind::TypeError,
         _ => RaisedKind::RuntimeError,
     };
-    let mut message = rlm_llm::error_chain(&error);
-    if matches!(error, E::UnknownBuffer(_)) {
-        message.push_str("; buffers() lists the stored buffers");
-    }
-    FunctionError::new(kind, message)
-}
-
-fn string(
-    arguments: &Map<String, Value>,
-    function: &str,
-    name: &str,
-) -> Result<String, FunctionError> {
-    match arguments.get(name) {
-        Some(Value::String(text)) => Ok(text.clone()),
-        other => Err(type_error(format!(
-            "{function}(): {name} must be str, not {}",
-            python_type(other)
-        ))),
-    }
-}
-
-fn integer(
-    arguments: &Map<String, Value>,
-    function: &str,
-    name: &str,
-) -> Result<i64, FunctionError> {
-    match arguments.get(name).and_then(Value::as_i64) {
-        Some(number) => Ok(number),
-        None => Err(type_error(format!(
-            "{function}(): {name} must be int, not {}",
-            python_type(arguments.get(name))
-        ))),
-    }
-}
-
-fn python_type(value: Option<&Value>) -> &'static str {
-    match value {
-        None | Some(Value::Null) => "None",
-        Some(Value::Bool(_)) => "bool",
-        Some(Value::Number(number)) if number.is_i64() => "int",
-        Some(Value::Number(_)) => "float",
-        Some(Value::String(_)) => "str",
-        Some(Value::Array(_)) => "list",
-        Some(Value::Object(_)) => "dict",
-    }
-}
-
-fn value_error(message: String) -> FunctionError {
-    FunctionError::new(RaisedKind::ValueError, message)
-}
-
-fn type_error(message: String) -> FunctionError {
-    FunctionError::new(RaisedKind::TypeError, message)
+    FunctionError::new(kind, error.message)
 }

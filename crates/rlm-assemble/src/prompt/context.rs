@@ -149,22 +149,13 @@ const MIN_TAIL_TOKENS: u64 = 64;
 
 /// Renders one item: a heading and the text in a fence longer than any backtick run inside.
 fn render(kind: ItemKind, name: &str, text: &str, note: &str) -> String {
-    let fence = "`".repeat(longest_backtick_run(text).max(2) + 1);
+    let fence = rlm_context::fence::backtick_fence(text);
     format!(
-        "### {}: {name}{note}\n{fence}\n{}\n{fence}\n",
+        "### {}: {}{note}\n{fence}\n{}\n{fence}\n",
         kind.label(),
+        rlm_context::one_line(name),
         text.trim_end_matches('\n')
     )
-}
-
-fn longest_backtick_run(text: &str) -> usize {
-    let mut longest = 0;
-    let mut run = 0;
-    for byte in text.bytes() {
-        run = if byte == b'`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    longest
 }
 
 /// Fits `items` into `budget` for `stage`; returns the section text (empty when nothing is in)

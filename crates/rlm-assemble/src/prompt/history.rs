@@ -96,17 +96,27 @@ fn message_from(value: &serde_json::Value, at: &str) -> Result<ChatMessage> {
     Ok(ChatMessage::new(role, content))
 }
 
-/// One message as it appears in the prompt.
+/// One message as it appears in the prompt: its role as a heading, its content fenced, so a
+/// message cannot forge the prompt's own headings (`# System`, `## Current stage`).
 pub(crate) fn render_message(message: &ChatMessage) -> String {
-    format!("### {}\n{}\n", message.role, message.content.trim_end())
+    fenced(
+        &format!("### {}", rlm_context::one_line(&message.role)),
+        message.content.trim_end(),
+    )
 }
 
-/// The summary block that replaces the older messages.
+/// The summary block that replaces the older messages (a model's words: fenced too).
 pub(crate) fn render_summary(summary: &str, messages: usize) -> String {
-    format!(
-        "### Summary of the {messages} earlier messages\n{}\n",
-        summary.trim_end()
+    fenced(
+        &format!("### Summary of the {messages} earlier messages"),
+        summary.trim_end(),
     )
+}
+
+/// `heading`, then `body` in a fence longer than any backtick run inside it.
+fn fenced(heading: &str, body: &str) -> String {
+    let fence = rlm_context::fence::backtick_fence(body);
+    format!("{heading}\n{fence}\n{body}\n{fence}\n")
 }
 
 /// What happens to the history, decided from token counts alone.

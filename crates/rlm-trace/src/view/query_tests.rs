@@ -155,6 +155,7 @@ fn query_log(dir: &Path, finished: bool) -> PathBuf {
                        "findings": [format!("a note {XSS}")], "also_in": [],
                        "summary": null, "follow_up": []}),
             ],
+            citations_unknown: Vec::new(),
             usage,
             seconds: 3.5,
         })

@@ -278,6 +278,9 @@ pub enum QueryRecord {
         batches: u64,
         /// The findings the report was written from, per chunk.
         findings: Vec<Object>,
+        /// Chunk ids the report cites that the query neither analysed nor read (marked
+        /// `(not read)` in the report).
+        citations_unknown: Vec<i64>,
         /// Usage per stage.
         usage: Object,
         /// The trajectory file, when logging.
