@@ -79,6 +79,9 @@ pub(crate) struct SynthesisTools {
     calls: Mutex<Vec<ToolCallSummary>>,
 }
 
+/// One tool's work over the store-tools core: the call's arguments and the result's room.
+type Tool = fn(&StoreTools<'_>, &Map<String, Value>, usize) -> Result<Answer, String>;
+
 /// A result for the model, with the chunks it carried.
 struct Answer {
     text: String,
@@ -203,13 +206,12 @@ impl SynthesisTools {
 
     async fn answer(&self, call: &ToolCall, room: usize) -> Result<Answer, String> {
         let arguments: Map<String, Value> = call.arguments_as().map_err(|err| err.to_string())?;
-        let answer: fn(&StoreTools<'_>, &Map<String, Value>, usize) -> Result<Answer, String> =
-            match call.name.as_str() {
-                "get_chunks" => get_chunks,
-                "search" => search,
-                "grep" => grep,
-                other => return Err(format!("there is no tool named `{other}`")),
-            };
+        let answer: Tool = match call.name.as_str() {
+            "get_chunks" => get_chunks,
+            "search" => search,
+            "grep" => grep,
+            other => return Err(format!("there is no tool named `{other}`")),
+        };
         let corpus = Arc::clone(&self.corpus);
         let buffers = Arc::clone(&self.buffers);
         tokio::task::spawn_blocking(move || {

@@ -20,6 +20,7 @@ pub(crate) trait WorkerChannel {
 /// stdin/stdout as JSON lines, then exits. Not meant to be run by hand.
 #[must_use]
 pub fn worker_main() -> ExitCode {
+    close_inherited_descriptors();
     let mut channel = PipeChannel {
         reader: BufReader::new(std::io::stdin().lock()),
         writer: BufWriter::new(std::io::stdout().lock()),
@@ -27,6 +28,48 @@ pub fn worker_main() -> ExitCode {
     };
     serve(&mut channel, true);
     ExitCode::SUCCESS
+}
+
+/// Closes every file descriptor but standard input, output and error. A worker inherits what
+/// its parent left open without close-on-exec (a descriptor `rlm`'s own parent passed down, a
+/// library's socket): model code must not find a way out through one of them. Called first,
+/// while nothing in this process owns a descriptor above 2.
+fn close_inherited_descriptors() {
+    #[cfg(target_os = "linux")]
+    {
+        #[allow(
+            unsafe_code,
+            reason = "close_range takes integers; nothing in the worker owns a descriptor yet"
+        )]
+        // SAFETY: called first in the worker process, before any code opened a descriptor
+        // (the standard streams are 0-2 and are kept), so no Rust value owns one that closes.
+        let closed = unsafe { libc::syscall(libc::SYS_close_range, 3_u32, u32::MAX, 0_u32) };
+        if closed == 0 {
+            return;
+        }
+        // Kernels before 5.9: close what /proc lists (the listing's own descriptor is gone
+        // by the time the loop runs).
+        let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+                    .filter(|fd| *fd > 2)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for fd in open {
+            #[allow(
+                unsafe_code,
+                reason = "see above: no Rust value owns these descriptors"
+            )]
+            // SAFETY: as above; closing the listing's own, already closed descriptor fails
+            // harmlessly with EBADF.
+            unsafe {
+                libc::close(fd);
+            }
+        }
+    }
 }
 
 /// Serves one session: `Start`, then any number of requests until the channel closes.

@@ -404,9 +404,9 @@ impl<'a> StoreTools<'a> {
         }
         let buffers = match call.optional_string("buffer")? {
             // An unknown name is an error here as in `rlm grep --buffer`.
-            Some(name) => vec![self.buffer(&name)?.name],
+            Some(name) => vec![self.buffer(name)?.name],
             None => match self.scope {
-                Some(scope) if scope.is_empty() => {
+                Some([]) => {
                     return Ok(Grepped {
                         matches: Vec::new(),
                         truncated: false,

@@ -87,6 +87,16 @@ pub fn root_stem(run_id: &str) -> String {
     format!("rlm_{stamp}_{run_id}")
 }
 
+/// Whether `id` has the shape of a run id rlm (or the reference implementation) writes: 1 to
+/// 64 ASCII letters, digits, `-` or `_`. Only such an id may become part of a file name; a log
+/// is input, and its `run_id` could be `x/../../PWNED`.
+pub fn is_run_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
 /// A short random run id (8 hex digits).
 pub fn new_run_id() -> String {
     use std::hash::{BuildHasher as _, Hasher as _};
@@ -149,6 +159,18 @@ mod tests {
     #[test]
     fn run_ids_differ_and_stems_are_file_safe() {
         assert_ne!(new_run_id(), new_run_id());
+        assert!(is_run_id(&new_run_id()));
+        for bad in [
+            "",
+            "x/../../PWNED",
+            "..",
+            "a.b",
+            "a b",
+            &"x".repeat(65),
+            "é",
+        ] {
+            assert!(!is_run_id(bad), "{bad:?}");
+        }
         let stem = root_stem("abcd1234");
         assert!(stem.starts_with("rlm_") && stem.ends_with("_abcd1234"));
         assert!(!stem.contains(':'));

@@ -42,10 +42,14 @@ pub fn stderr_color() -> bool {
 ///
 /// `\n` and `\t` are kept. Other C0 controls and DEL are shown as `\xNN` (ESC as `\x1b`, a
 /// carriage return as `\x0d`); C1 controls (U+0080–U+009F, which some terminals treat like
-/// ESC-sequences) as `\u{NN}`. Everything else, including non-ASCII text, is unchanged.
+/// ESC-sequences) and bidi controls (U+202E would reorder the line) as `\u{NN}`. Everything
+/// else, including non-ASCII text, is unchanged.
 /// Borrowed when there is nothing to replace, which is the common case.
 pub fn neutralize(text: &str) -> Cow<'_, str> {
-    let needs = |c: char| c.is_control() && c != '\n' && c != '\t';
+    // Bidi controls too: U+202E would reorder what the terminal shows.
+    let needs = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t') || rlm_context::fence::is_bidi_control(c)
+    };
     if !text.chars().any(needs) {
         return Cow::Borrowed(text);
     }
@@ -343,6 +347,7 @@ mod tests {
             "a\\x1b]0;pwned\\x07b\\x0d\\x1b[Kc\\u{9b}d\\x7f"
         );
         assert_eq!(neutralize("héllo ✓\n"), "héllo ✓\n");
+        assert_eq!(neutralize("a\u{202E}b\u{2067}c"), "a\\u{202e}b\\u{2067}c");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-/// Escapes text for HTML content and double- or single-quoted attribute values.
+/// Escapes text for HTML content and double- or single-quoted attribute values. Control
+/// characters (but newline, tab and carriage return) and bidi controls are shown as `\u{202e}`.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 16);
     escape_into(&mut out, text);
@@ -23,6 +24,12 @@ pub fn escape_into(out: &mut String, text: &str) {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\n' | '\t' | '\r' => out.push(c),
+            // Shown, not obeyed: an escape sequence or a bidi override (U+202E) in a log must
+            // not hide or reorder the text around it.
+            c if c.is_control() || rlm_context::fence::is_bidi_control(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             _ => out.push(c),
         }
     }
@@ -269,6 +276,16 @@ mod tests {
         );
         assert!(html.contains("&quot;&#39;&amp;"), "{html}");
         assert!(html.contains("&lt;/script&gt;"), "{html}");
+    }
+
+    #[test]
+    fn bidi_and_control_characters_are_shown_not_obeyed() {
+        assert_eq!(
+            escape("invoice\u{202E}fdp.exe\u{1b}[2J\u{2066}x\ty\n"),
+            "invoice\\u{202e}fdp.exe\\u{1b}[2J\\u{2066}x\ty\n"
+        );
+        // Joiners inside words (emoji, Persian) are kept.
+        assert_eq!(escape("a\u{200D}b\u{200C}c"), "a\u{200D}b\u{200C}c");
     }
 
     #[test]

@@ -30,7 +30,7 @@ fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::
         {
             Vec::new()
         }
-        Err(err) => return Err(trace_error(err)),
+        Err(err) => return Err(trace_error(err, &settings.log_dir)),
     };
     let runs: Vec<RunSummary> = runs.into_iter().take(args.limit).collect();
     if runs.is_empty() {
@@ -75,7 +75,7 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
         run => crate::settings::view::target(run),
     };
     let path = find_log(&target, Some(&settings.log_dir))?;
-    let log = Trajectory::read(&path).map_err(trace_error)?;
+    let log = Trajectory::read(&path).map_err(|err| trace_error(err, &path))?;
     let Some(metadata) = log.metadata() else {
         return Err(CliError::input(anyhow::anyhow!(
             "{} is not the log of an `rlm run`",

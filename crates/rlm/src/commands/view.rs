@@ -10,19 +10,18 @@ use rlm_trace::view::{self, LogView};
 use crate::cli::{GlobalArgs, ViewArgs};
 use crate::error::CliError;
 use crate::output;
-use crate::settings::{Sources, ViewSettings, ViewTarget};
+use crate::settings::{LlmSettings, Sources, ViewSettings, ViewTarget};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Result<ExitCode> {
     let settings = ViewSettings::resolve(&args, sources)?;
+    // The page masks the keys this process knows: those of the configuration.
+    LlmSettings::register_keys(sources);
     let log = find_log(&settings.target, settings.log_dir.as_deref())?;
-    let view = LogView::load(&log).map_err(trace_error)?;
-    let output = match (&settings.output, &settings.target, &view) {
-        (Some(path), _, _) => path.clone(),
-        (None, ViewTarget::File(path), _) => path.with_extension("html"),
-        (None, _, LogView::Run(run)) => PathBuf::from(format!("rlm-{}.html", run.metadata.run_id)),
-        (None, _, LogView::Query(query)) => {
-            PathBuf::from(format!("rlm-query-{}.html", query.metadata.run_id))
-        }
+    let view = LogView::load(&log).map_err(|err| trace_error(err, &log))?;
+    let output = match (&settings.output, &settings.target) {
+        (Some(path), _) => path.clone(),
+        (None, ViewTarget::File(path)) => path.with_extension("html"),
+        (None, _) => PathBuf::from(default_page_name(&view, &log)),
     };
     view::write_page(&view, &output).map_err(|err| {
         CliError::input(err)
@@ -74,6 +73,26 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Re
         open(&output, settings.browser.as_deref())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `rlm-<run id>.html` (`rlm-query-…` for a query) in the working directory. The id comes from
+/// the log, which is input: only an id of our own shape is used, else the log file's own name
+/// (one component of a directory listing), so no log can name a path.
+fn default_page_name(view: &LogView, log: &Path) -> String {
+    let prefix = match view {
+        LogView::Run(_) => "rlm",
+        LogView::Query(_) => "rlm-query",
+    };
+    let id = view.run_id();
+    if rlm_trace::is_run_id(id) {
+        return format!("{prefix}-{id}.html");
+    }
+    let stem = log
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .filter(|stem| !stem.is_empty() && !stem.starts_with('.'))
+        .unwrap_or_else(|| "log".to_owned());
+    format!("{prefix}-{stem}.html")
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -156,8 +175,14 @@ fn logs_in(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, std::time::System
 }
 
 /// A log that cannot be shown is the user's input problem: exit 2 with what to do.
-pub(super) fn trace_error(err: rlm_trace::Error) -> anyhow::Error {
+/// A log reading error as the user sees it: with a hint, and naming `path` when the error does
+/// not (a malformed or unreadable line says only its number).
+pub(super) fn trace_error(err: rlm_trace::Error, path: &Path) -> anyhow::Error {
     use rlm_trace::Error as E;
+    let names_no_file = matches!(
+        err,
+        E::Read { .. } | E::MalformedLine { .. } | E::InvalidRecord { .. } | E::Serialize { .. }
+    );
     let hint = match &err {
         E::Io { .. } => "check the path; `rlm view --last` shows the newest run",
         E::NotATrajectory { .. } | E::MalformedLine { .. } | E::InvalidRecord { .. } => {
@@ -169,6 +194,11 @@ pub(super) fn trace_error(err: rlm_trace::Error) -> anyhow::Error {
              a run still going shows, its cut last line left out"
         }
         _ => "rlm view reads the .jsonl trajectory logs that `rlm run` and `rlm query` write",
+    };
+    let err = if names_no_file {
+        anyhow::Error::new(err).context(format!("cannot read the log {}", path.display()))
+    } else {
+        anyhow::Error::new(err)
     };
     CliError::input(err).with_hint(hint).into()
 }

@@ -87,3 +87,41 @@ fn the_reduced_protection_switch_is_read_strictly() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("invalid [sandbox] section"), "{stderr}");
 }
+
+/// A descriptor the worker's parent left open without close-on-exec (here fd 7, opened by a
+/// shell) is closed before any model code runs.
+#[tokio::test]
+async fn the_worker_closes_descriptors_it_inherits() {
+    let marker = format!("fd-test-{}", std::process::id());
+    let script = "exec 7</etc/hostname; exec \"$0\" __sandbox-worker \"$1\"";
+    let worker = WorkerCommand::new(
+        "/bin/sh",
+        ["-c", script, env!("CARGO_BIN_EXE_rlm"), marker.as_str()],
+    );
+    let sandbox = Sandbox::builder().worker_command(worker).build().unwrap();
+    let mut session = Session::start(&sandbox, vec!["x".into()], None, Arc::new(Upper))
+        .await
+        .unwrap();
+    let result = session.execute("print(1)").await.unwrap();
+    assert_eq!(result.stdout, "1\n", "{result:?}");
+    let workers: Vec<std::path::PathBuf> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|dir| {
+            std::fs::read(dir.join("cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&marker))
+        })
+        .collect();
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    let open: Vec<String> = std::fs::read_dir(workers[0].join("fd"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!open.is_empty(), "the worker's descriptors are readable");
+    assert!(
+        open.iter().all(|fd| ["0", "1", "2"].contains(&fd.as_str())),
+        "the worker keeps {open:?}"
+    );
+}

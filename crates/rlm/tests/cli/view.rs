@@ -407,3 +407,70 @@ impl Browser {
         (text(&output.stdout), requests)
     }
 }
+
+/// A log is input: its `run_id` never becomes a path (`x/../../../PWNED` would write outside
+/// the working directory), an error in one of its lines names the file, and bidi controls
+/// from it are shown, not obeyed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_cannot_choose_where_its_page_goes_and_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = logged_run(dir.path()).await;
+    let log = root_log(&logs);
+    let whole = std::fs::read_to_string(&log).unwrap();
+    let id =
+        serde_json::from_str::<serde_json::Value>(whole.lines().next().unwrap()).unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let hostile = whole
+        .replace(&format!("\"{id}\""), "\"x/../../../PWNED\"")
+        .replace("seven", "seven\u{202E}txt.exe");
+    std::fs::write(&log, hostile).unwrap();
+    let work = dir.path().join("deep/er");
+    // With `rlm-x/` present, `rlm-x/../../../PWNED.html` would resolve to the temp dir.
+    std::fs::create_dir_all(work.join("rlm-x")).unwrap();
+    let output = rlm_in(&work)
+        .args(["view", "--last", "--log"])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stem = log.file_stem().unwrap().to_string_lossy().into_owned();
+    let page = work.join(format!("rlm-{stem}.html"));
+    assert_eq!(text(&output.stdout).trim(), format!("rlm-{stem}.html"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains('\u{202E}'), "the override is shown as text");
+    assert!(html.contains("seven\\u{202e}txt.exe"));
+    let escaped: Vec<PathBuf> = walk(dir.path())
+        .into_iter()
+        .filter(|path| path.to_string_lossy().contains("PWNED"))
+        .collect();
+    assert!(escaped.is_empty(), "{escaped:?}");
+
+    // A malformed line: the error names the file as well as the line.
+    write(
+        dir.path(),
+        "broken.jsonl",
+        &format!("{}\nnot json\n", whole.lines().next().unwrap()),
+    );
+    let output = rlm_in(dir.path())
+        .args(["view", "broken.jsonl"])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("broken.jsonl"), "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}
