@@ -138,6 +138,30 @@ fn written_records_read_back_as_the_same_values() {
     }
 }
 
+/// A key the process holds never reaches the log, whole or in part, wherever a record
+/// quotes it (a prompt quoting a file, an error a provider wrote).
+#[test]
+fn configured_keys_are_masked_in_every_line() {
+    const KEY: &str = "trace-key-Vb7Nq2Wx9Lm4Kp8";
+    rlm_llm::ApiKey::new(KEY);
+    let dir = tempfile::tempdir().unwrap();
+    let log = TrajectoryWriter::create(dir.path(), "run").unwrap();
+    let mut turn = iteration();
+    turn.prompt = vec![Message::user(format!("the .env holds KEY={KEY}"))];
+    turn.response = format!("it ends in {}", &KEY[KEY.len() - 10..]);
+    log.write(&turn).unwrap();
+    let mut end = outcome();
+    end.error = Some(format!("provider said: key {KEY} revoked"));
+    log.write(&end).unwrap();
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(text.contains("KEY=<redacted>"), "{text}");
+    for start in 0..=KEY.len() - 8 {
+        assert!(!text.contains(&KEY[start..start + 8]), "{text}");
+    }
+    // Still a log that reads.
+    assert_eq!(Trajectory::read(log.path()).unwrap().entries.len(), 2);
+}
+
 #[test]
 fn lines_start_with_type_timestamp_and_version_and_keep_the_reference_names() {
     let line = encode(&iteration(), "2026-01-01T00:00:00.000Z").unwrap();

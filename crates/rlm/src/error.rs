@@ -142,7 +142,8 @@ pub fn engine_error(err: rlm_engine::Error) -> anyhow::Error {
 }
 
 /// What the CLI shows of an error: its kind, the message, the distinct causes and the hint,
-/// each with control characters neutralised (they quote file names, replies and documents).
+/// each with control characters neutralised (they quote file names, replies and documents)
+/// and configured API keys masked (`rlm_llm::secrets`), here and in `rlm mcp`'s tool errors.
 pub struct Shown {
     pub kind: Kind,
     pub message: String,
@@ -155,7 +156,9 @@ impl Shown {
         let cli_error = err
             .chain()
             .find_map(|cause| cause.downcast_ref::<CliError>());
-        let neutralize = |text: &str| crate::output::neutralize(text).into_owned();
+        // Keys first: what an error quotes (a provider's words, a file, a reply) may hold one.
+        let neutralize =
+            |text: &str| crate::output::neutralize(&rlm_llm::secrets::mask(text)).into_owned();
         let mut last = err.to_string();
         let mut causes = Vec::new();
         for cause in err.chain().skip(1) {

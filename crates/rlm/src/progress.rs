@@ -41,6 +41,8 @@ impl StderrProgress {
 
     fn line(&self, depth: u32, text: &str) {
         let indent = "  ".repeat(depth as usize);
+        // A sub-call's error or a reply may quote a key.
+        let text = rlm_llm::secrets::mask(text);
         let mut err = anstream::stderr().lock();
         for line in text.lines() {
             let _ = writeln!(err, "{indent}{line}");

@@ -124,6 +124,12 @@ pub fn register(secret: &str) {
 /// `text` with every run of 8 or more bytes taken from a registered secret replaced by
 /// [`MASK`]; borrowed when nothing is masked.
 pub fn mask(text: &str) -> Cow<'_, str> {
+    mask_with(text, MASK)
+}
+
+/// [`mask`] with another `replacement`: an HTML page, whose text is escaped before this
+/// runs, takes `&lt;redacted&gt;`.
+pub fn mask_with<'a>(text: &'a str, replacement: &str) -> Cow<'a, str> {
     if text.len() < WINDOW || !ANY.load(Ordering::Acquire) {
         return Cow::Borrowed(text);
     }
@@ -163,7 +169,7 @@ pub fn mask(text: &str) -> Cow<'_, str> {
     let mut kept = 0;
     for (start, end) in whole {
         masked.push_str(&text[kept..start]);
-        masked.push_str(MASK);
+        masked.push_str(replacement);
         kept = end;
     }
     masked.push_str(&text[kept..]);

@@ -119,13 +119,19 @@ fn starts_as_query(path: &Path) -> bool {
         .is_some_and(|entry| matches!(entry.record, Record::QueryMetadata(_)))
 }
 
-/// The page for a log, as one HTML document.
+/// The page for a log, as one HTML document, with the API keys this process knows masked
+/// ([`rlm_llm::secrets::mask_with`]; a log written before keys were masked may hold one).
 pub fn render(log: &LogView) -> String {
     // A fresh nonce per page: the one script the page's policy lets run.
     let nonce = format!("{}{}", crate::new_run_id(), crate::new_run_id());
-    match log {
+    let page = match log {
         LogView::Run(run) => html::page(run, &nonce),
         LogView::Query(query) => query_page::page(query, &nonce),
+    };
+    // After escaping: the mask must be text, not markup.
+    match rlm_llm::secrets::mask_with(&page, "&lt;redacted&gt;") {
+        std::borrow::Cow::Borrowed(_) => page,
+        std::borrow::Cow::Owned(masked) => masked,
     }
 }
 

@@ -237,6 +237,40 @@ pub(crate) fn assert_self_contained(html: &str) {
     }
 }
 
+/// A log written before its key was masked (an older rlm, or a key configured since) shows
+/// none of the key in the page once this process knows it.
+#[test]
+fn the_page_masks_the_keys_this_process_knows() {
+    const KEY: &str = "view-key-Qs3Hd8Fz1Tn6Yc5";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.jsonl");
+    // Written without the writer, which would mask it if another test had registered it.
+    let timestamp = "2026-01-01T00:00:00.000Z";
+    let lines = [
+        crate::writer::encode(
+            &metadata("abc", 0, &format!("why does {KEY} fail?")),
+            timestamp,
+        ),
+        crate::writer::encode(
+            &turn(1, vec![], &format!("the key {KEY}"), vec![]),
+            timestamp,
+        ),
+    ];
+    std::fs::write(&path, lines.map(Result::unwrap).concat()).unwrap();
+    let run = RunView::load(&path).unwrap();
+    assert!(
+        render(&run.clone().into()).contains(KEY),
+        "the log holds it raw"
+    );
+    rlm_llm::ApiKey::new(KEY);
+    let html = render(&run.into());
+    assert!(html.contains("the key &lt;redacted&gt;"), "{html}");
+    assert!(!html.contains("<redacted>"), "the mask is text, not markup");
+    for start in 0..=KEY.len() - 8 {
+        assert!(!html.contains(&KEY[start..start + 8]), "{html}");
+    }
+}
+
 #[test]
 fn a_run_in_progress_renders_and_says_so() {
     let dir = tempfile::tempdir().unwrap();

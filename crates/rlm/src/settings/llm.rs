@@ -149,6 +149,15 @@ impl LlmSettings {
         Ok(settings)
     }
 
+    /// Registers every API key the settings name (environment variables, `[llm.providers.*]`)
+    /// with `rlm_llm::secrets`, for a command that shows text from logs without calling a
+    /// model (`rlm view`): the keys are masked there as in the run that wrote them. Settings
+    /// that do not resolve are left to the commands that use them.
+    pub fn register_keys(sources: &Sources) {
+        // Making each `ApiKey` registers it; the settings themselves are not needed.
+        let _ = Self::resolve(&LlmArgs::default(), sources);
+    }
+
     /// Adds the front end's backends; the first one with a default model supplies the model
     /// when none is configured (the sub-call model too, unless one is configured).
     fn offer_backends(&mut self, backends: &[ModelBackend]) {

@@ -24,6 +24,7 @@ mod run;
 mod run_limits;
 mod run_store;
 mod sandbox_worker;
+mod secrets;
 mod sessions;
 mod store;
 mod view;

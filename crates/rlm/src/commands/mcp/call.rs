@@ -90,9 +90,9 @@ async fn isolated(
     }
 }
 
-/// A tool error with `message` as its text.
+/// A tool error with `message` as its text, configured API keys masked (`rlm_llm::secrets`).
 pub fn refusal(message: &str) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message)])
+    CallToolResult::error(vec![ContentBlock::text(rlm_llm::secrets::mask(message))])
 }
 
 /// The records a command printed (`--json` lines) as structured content, its text as text,
@@ -113,7 +113,9 @@ fn finished(result: anyhow::Result<ExitCode>, printed: &[u8]) -> CallToolResult 
     } else {
         // The command ran and said why it failed in its records (e.g. a run without an
         // answer within its budget).
-        CallToolResult::error(vec![ContentBlock::text(text.into_owned())])
+        CallToolResult::error(vec![ContentBlock::text(
+            rlm_llm::secrets::mask(&text).into_owned(),
+        )])
     };
     result.structured_content = Some(serde_json::json!({ "records": records }));
     result

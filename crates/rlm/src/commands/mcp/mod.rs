@@ -44,6 +44,8 @@ pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Re
     // From here on the process's stdout carries the protocol (over HTTP it stays unused);
     // commands print into buffers.
     crate::output::capture::reserve_stdout();
+    // Tool errors and logs are masked with the configured keys from the first call on.
+    crate::settings::LlmSettings::register_keys(&Sources::from_process(global.config.clone()));
     let config = global.config.clone();
     let store = args.location.store;
     let page_size = args.page_size as usize;
