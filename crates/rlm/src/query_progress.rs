@@ -27,8 +27,10 @@ impl QueryProgress {
     }
 
     fn line(&self, text: &str) {
+        // A batch's error or the report may quote a key.
+        let text = rlm_llm::secrets::mask(text);
         let mut err = anstream::stderr().lock();
-        let _ = writeln!(err, "{}", neutralize(text));
+        let _ = writeln!(err, "{}", neutralize(&text));
     }
 }
 
