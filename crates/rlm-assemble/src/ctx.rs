@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rlm_context::root::FileRoot;
 use rlm_context::tokens::Tokenizer;
 
 use crate::cache::TokenCache;
@@ -48,7 +49,19 @@ pub(crate) struct Snapshot {
 impl Ctx {
     /// Opens an existing ctx directory.
     pub fn open(root: &Path) -> Result<Self> {
-        let dir = CtxDir::open(root)?;
+        Self::opened(CtxDir::open(root, None)?)
+    }
+
+    /// Opens an existing ctx directory whose files must all lie within `fence`: `ctx.json`,
+    /// every part (a part that is a link included), every `.link` target, every source a
+    /// part's provenance names, and `build/` with what is written there must resolve inside
+    /// it after following links, or the command fails with [`Error::OutsideRoot`] naming the
+    /// first that does not, without reading or writing it.
+    pub fn open_within(root: &Path, fence: &FileRoot) -> Result<Self> {
+        Self::opened(CtxDir::open(root, Some(fence.clone()))?)
+    }
+
+    fn opened(dir: CtxDir) -> Result<Self> {
         let tokenizer = dir.config.tokenizer()?;
         let budget = dir.config.budget;
         Ok(Self {
@@ -127,7 +140,10 @@ impl Ctx {
     /// Loads every part, counts tokens (through the on-disk cache) and plans the build.
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
         let scan = self.dir.scan()?;
-        let mut cache = TokenCache::load(self.dir.build_dir().join(".token-cache"), self.tokenizer);
+        let cache_dir = self.dir.build_dir().join(".token-cache");
+        // Read and written here, so checked like the build's outputs.
+        self.dir.check(&cache_dir.join(self.tokenizer.name()))?;
+        let mut cache = TokenCache::load(cache_dir, self.tokenizer);
         let counted = load_and_count(&self.dir, &scan, &mut cache)?;
         let plan = plan(&self.dir, &counted, &mut cache, self.budget);
         cache.save()?;
@@ -153,7 +169,7 @@ impl Ctx {
     /// Dry run: the plan without writing anything but the token cache.
     pub fn plan(&self, command: &'static str) -> Result<PlanReport> {
         let mut snapshot = self.snapshot()?;
-        snapshot.plan.stale = stale_included(&snapshot.counted, &snapshot.plan);
+        snapshot.plan.stale = stale_included(&self.dir, &snapshot.counted, &snapshot.plan)?;
         Ok(PlanReport {
             kind: "ctx",
             command,
@@ -176,14 +192,17 @@ impl Ctx {
         if let Some(error) = plan.over_budget.take() {
             return Err(error.into());
         }
-        plan.stale = stale_included(&counted, &plan);
+        plan.stale = stale_included(&self.dir, &counted, &plan)?;
         let document = crate::plan::document(&plan, &counted);
         let mut json = serde_json::to_string_pretty(&plan).unwrap_or_default();
         json.push('\n');
         let build = self.dir.build_dir();
-        std::fs::create_dir_all(&build).map_err(|e| Error::io("create", build.clone(), e))?;
         let prompt = build.join("prompt.mdctx");
         let plan_path = build.join("ctxplan.json");
+        for output in [&build, &prompt, &plan_path] {
+            self.dir.check(output)?;
+        }
+        std::fs::create_dir_all(&build).map_err(|e| Error::io("create", build.clone(), e))?;
         write_atomic(&prompt, document.as_bytes())?;
         write_atomic(&plan_path, json.as_bytes())?;
         Ok(PlanReport {
@@ -318,4 +337,126 @@ fn default_flow_id(root: &Path) -> String {
 
 fn display(path: &Path) -> String {
     path.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::provenance::{Provenance, content_id, file_uri};
+    use crate::selector::Span;
+
+    /// `root/` holding an initialised `root/ctx`, and `outside/secret.txt` beside it.
+    struct Layout {
+        scratch: tempfile::TempDir,
+        fence: FileRoot,
+    }
+
+    impl Layout {
+        fn new() -> Self {
+            let scratch = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(scratch.path().join("outside")).unwrap();
+            std::fs::write(scratch.path().join("outside/secret.txt"), "SECRET\n").unwrap();
+            std::fs::create_dir_all(scratch.path().join("root")).unwrap();
+            std::fs::write(scratch.path().join("root/notes.md"), "inside notes\n").unwrap();
+            let options = InitOptions {
+                tokenizer: Tokenizer::Approx,
+                ..InitOptions::default()
+            };
+            Ctx::init(&scratch.path().join("root/ctx"), options).unwrap();
+            let fence = FileRoot::new(scratch.path().join("root")).unwrap();
+            Self { scratch, fence }
+        }
+
+        fn path(&self, relative: &str) -> PathBuf {
+            self.scratch.path().join(relative)
+        }
+
+        fn link(&self, target: &str, name: &str) {
+            symlink(self.path(target), self.path(name)).unwrap();
+        }
+
+        /// `assemble` within the root: refused, naming `named`, and no prompt holds the secret.
+        fn refused(&self, named: &str) {
+            let ctx = Ctx::open_within(&self.path("root/ctx"), &self.fence).unwrap();
+            let refused = ctx.assemble().unwrap_err();
+            match &refused {
+                Error::OutsideRoot(outside) => assert_eq!(outside.path, self.path(named)),
+                other => panic!("{named}: {other:?}"),
+            }
+            assert!(refused.to_string().contains("is outside the server's root"));
+            assert!(refused.is_input());
+            for prompt in ["root/ctx/build/prompt.mdctx", "outside/prompt.mdctx"] {
+                let text = std::fs::read_to_string(self.path(prompt)).unwrap_or_default();
+                assert!(!text.contains("SECRET"), "{named}: {prompt}");
+            }
+        }
+    }
+
+    #[test]
+    fn parts_inside_the_root_assemble_within_it() {
+        let layout = Layout::new();
+        layout.link("root/notes.md", "root/ctx/evidence/100_notes.evidence.link");
+        let ctx = Ctx::open_within(&layout.path("root/ctx"), &layout.fence).unwrap();
+        ctx.assemble().unwrap();
+        let prompt = std::fs::read_to_string(layout.path("root/ctx/build/prompt.mdctx")).unwrap();
+        assert!(prompt.contains("inside notes"));
+    }
+
+    #[test]
+    fn a_part_linked_out_of_the_root_is_refused() {
+        let layout = Layout::new();
+        layout.link(
+            "outside/secret.txt",
+            "root/ctx/evidence/100_leak.evidence.md",
+        );
+        layout.refused("root/ctx/evidence/100_leak.evidence.md");
+        // Without a root, as on the command line, the link is the user's own choice.
+        Ctx::open(&layout.path("root/ctx"))
+            .unwrap()
+            .assemble()
+            .unwrap();
+    }
+
+    #[test]
+    fn a_link_part_to_a_file_outside_the_root_is_refused() {
+        let layout = Layout::new();
+        layout.link(
+            "outside/secret.txt",
+            "root/ctx/evidence/100_leak.evidence.link",
+        );
+        layout.refused("root/ctx/evidence/100_leak.evidence.link");
+    }
+
+    #[test]
+    fn a_provenance_source_outside_the_root_is_not_read() {
+        let layout = Layout::new();
+        let source = layout.path("outside/secret.txt");
+        let provenance = Provenance {
+            source_uri: file_uri(&source),
+            path: "secret.txt".into(),
+            cid: content_id(b"guess\n"),
+            span: Span::All,
+            tags: Vec::new(),
+        };
+        let part = format!("{}guess\n", provenance.header_line());
+        std::fs::write(layout.path("root/ctx/evidence/100_guess.evidence.md"), part).unwrap();
+        layout.refused("outside/secret.txt");
+    }
+
+    #[test]
+    fn folders_and_outputs_linked_out_of_the_root_are_refused() {
+        let layout = Layout::new();
+        std::fs::remove_dir(layout.path("root/ctx/evidence")).unwrap();
+        layout.link("outside", "root/ctx/evidence");
+        layout.refused("root/ctx/evidence");
+
+        let layout = Layout::new();
+        let _ = std::fs::remove_dir_all(layout.path("root/ctx/build"));
+        layout.link("outside", "root/ctx/build");
+        layout.refused("root/ctx/build/.token-cache/approx");
+        assert!(!layout.path("outside/.token-cache").exists());
+        assert!(!layout.path("outside/prompt.mdctx").exists());
+    }
 }

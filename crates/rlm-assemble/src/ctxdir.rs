@@ -4,6 +4,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use rlm_context::root::FileRoot;
 use rlm_context::tokens::Tokenizer;
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +50,8 @@ pub struct CtxDir {
     root: PathBuf,
     /// Its settings.
     pub config: CtxConfig,
+    /// The root every file read or written through it must resolve into, if any.
+    fence: Option<FileRoot>,
 }
 
 /// One part file found by [`CtxDir::scan`].
@@ -83,9 +86,13 @@ pub struct Scan {
 }
 
 impl CtxDir {
-    /// Opens an existing ctx directory.
-    pub fn open(root: &Path) -> Result<Self> {
+    /// Opens an existing ctx directory; with a `fence`, every file read or written through
+    /// it ([`CtxDir::check`]) must resolve inside that root, `ctx.json` first.
+    pub fn open(root: &Path, fence: Option<FileRoot>) -> Result<Self> {
         let config_path = root.join(CONFIG_FILE);
+        if let Some(fence) = &fence {
+            fence.check(&config_path).map_err(Error::OutsideRoot)?;
+        }
         let text = match fs::read_to_string(&config_path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -103,6 +110,7 @@ impl CtxDir {
         Ok(Self {
             root: root.to_path_buf(),
             config,
+            fence,
         })
     }
 
@@ -120,6 +128,7 @@ impl CtxDir {
         let ctx = Self {
             root: root.to_path_buf(),
             config,
+            fence: None,
         };
         ctx.save_config()?;
         Ok(ctx)
@@ -135,6 +144,21 @@ impl CtxDir {
     /// The directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// [`Error::OutsideRoot`] when the directory was opened within a root and `path` (a
+    /// file about to be read or written, or a folder about to be listed) resolves outside it.
+    pub fn check(&self, path: &Path) -> Result<()> {
+        match &self.fence {
+            Some(fence) => fence.check(path).map(drop).map_err(Error::OutsideRoot),
+            None => Ok(()),
+        }
+    }
+
+    /// [`read_text`] of a file the directory leads to, once [`CtxDir::check`] allows it.
+    pub fn read_text(&self, path: &Path) -> Result<String> {
+        self.check(path)?;
+        read_text(path)
     }
 
     /// `build/` inside the directory.
@@ -154,6 +178,8 @@ impl CtxDir {
     pub fn scan(&self) -> Result<Scan> {
         let mut scan = Scan::default();
         for dir in [self.root.clone(), self.root.join(EVIDENCE_DIR)] {
+            // Not even the names in a folder that leads out of the root are listed.
+            self.check(&dir)?;
             let entries = match fs::read_dir(&dir) {
                 Ok(entries) => entries,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
@@ -184,6 +210,9 @@ impl CtxDir {
     /// Reads a part's content and provenance.
     pub fn load(&self, file: &PartFile) -> Result<LoadedPart> {
         if file.name.state == State::Linked {
+            // Checked before it is resolved, so a link out of the root is refused whether or
+            // not its target exists.
+            self.check(&file.path)?;
             let target = fs::canonicalize(&file.path).map_err(|_| Error::Missing {
                 path: fs::read_link(&file.path).unwrap_or_else(|_| file.path.clone()),
             })?;
@@ -202,7 +231,7 @@ impl CtxDir {
                 body,
             });
         }
-        let text = read_text(&file.path)?;
+        let text = self.read_text(&file.path)?;
         let (header, body) = Provenance::split(&text);
         let has_source = header.is_some();
         let provenance = header.unwrap_or_else(|| {
@@ -286,6 +315,8 @@ pub fn read_text(path: &Path) -> Result<String> {
 /// Writes a file by writing a temporary sibling and renaming it over the target, so a reader or an
 /// interrupted command never sees half a file. There is deliberately no fsync: these are
 /// rebuildable working files, and an fsync per part made adding 1,000 files take seconds.
+/// The temporary file is always a new one (a link left under its name is removed, never
+/// written through), and the rename replaces a link at `path` rather than following it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let file_name = path
@@ -294,7 +325,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .unwrap_or_default();
     let temporary = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
     let result = (|| {
-        let mut file = fs::File::create(&temporary)?;
+        let _ = fs::remove_file(&temporary);
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)?;
         file.write_all(bytes)?;
         drop(file);
         fs::rename(&temporary, path)

@@ -97,6 +97,11 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A file the directory leads to (a part, a link target, a part's source, an output)
+    /// resolves outside the root it was opened within ([`Ctx::open_within`](crate::Ctx::open_within));
+    /// it was not read or written.
+    #[error("{0}")]
+    OutsideRoot(#[source] rlm_context::root::OutsideRoot),
 }
 
 impl Error {

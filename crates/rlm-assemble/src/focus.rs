@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::{Ctx, fill_report};
-use crate::ctxdir::{read_text, write_atomic};
+use crate::ctxdir::write_atomic;
 use crate::edit::set_state;
 use crate::error::{Error, Result};
 use crate::part::{Rank, Slot, State};
@@ -194,7 +194,7 @@ impl Ctx {
 
     fn read_focus(&self) -> Result<FocusState> {
         let path = self.root().join(FOCUS_FILE);
-        let text = read_text(&path)?;
+        let text = self.dir.read_text(&path)?;
         serde_json::from_str(&text).map_err(|source| Error::Json { path, source })
     }
 

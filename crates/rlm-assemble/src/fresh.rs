@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::ctxdir::{LoadedPart, PartFile, read_text, rename, write_atomic};
-use crate::error::Result;
+use crate::ctxdir::{CtxDir, LoadedPart, PartFile, read_text, rename, write_atomic};
+use crate::error::{Error, Result};
 use crate::part::{PartName, Rank, State};
 use crate::plan::{Counted, PartStatus, Plan, parallel_map};
 use crate::provenance::{Provenance, content_id, uri_path};
@@ -57,25 +57,33 @@ impl Freshness {
 
 /// Compares a loaded part with its source. A part whose text equals its span of the source is
 /// current; otherwise it was edited in the ctx directory (its text no longer matches its
-/// recorded content id), or the source moved, changed or is gone.
-pub fn freshness(part: &LoadedPart) -> Freshness {
+/// recorded content id), or the source moved, changed or is gone. The source is read only
+/// where `dir` allows ([`CtxDir::check`]): a header can name any file.
+pub fn freshness(part: &LoadedPart, dir: &CtxDir) -> Result<Freshness> {
     if part.file.name.state == State::Linked {
-        return Freshness::Current;
+        return Ok(Freshness::Current);
     }
     if !part.has_source {
-        return Freshness::NoSource;
+        return Ok(Freshness::NoSource);
     }
     let provenance = &part.provenance;
     let Some(path) = uri_path(&provenance.source_uri) else {
-        return Freshness::Missing;
+        return Ok(Freshness::Missing);
     };
+    dir.check(&path)?;
+    Ok(compare(part, &path))
+}
+
+/// [`freshness`] of a part with a source at `path`.
+fn compare(part: &LoadedPart, path: &std::path::Path) -> Freshness {
+    let provenance = &part.provenance;
     // The usual case, a whole file unchanged, compares bytes without decoding them.
     if provenance.span == Span::All
-        && std::fs::read(&path).is_ok_and(|bytes| bytes == part.body.as_bytes())
+        && std::fs::read(path).is_ok_and(|bytes| bytes == part.body.as_bytes())
     {
         return Freshness::Current;
     }
-    let Ok(source) = read_text(&path) else {
+    let Ok(source) = read_text(path) else {
         return Freshness::Missing;
     };
     let spec = match provenance.span {
@@ -144,8 +152,12 @@ pub struct StalePart {
 }
 
 /// The included parts of a snapshot that `status` calls stale, in prompt order. Sources are
-/// read on all cores.
-pub(crate) fn stale_included(counted: &Counted, plan: &Plan) -> Vec<StalePart> {
+/// read on all cores; one outside the root `dir` was opened within refuses them all.
+pub(crate) fn stale_included(
+    dir: &CtxDir,
+    counted: &Counted,
+    plan: &Plan,
+) -> Result<Vec<StalePart>> {
     let included: Vec<(&LoadedPart, &str)> = counted
         .parts
         .iter()
@@ -154,14 +166,18 @@ pub(crate) fn stale_included(counted: &Counted, plan: &Plan) -> Vec<StalePart> {
         .map(|(loaded, planned)| (loaded, planned.name.as_str()))
         .collect();
     let checked = parallel_map(&included, |(loaded, name)| {
-        let freshness = freshness(loaded);
+        let freshness = freshness(loaded, dir)?;
         Ok(freshness.is_stale().then(|| StalePart {
             name: (*name).to_owned(),
             freshness,
         }))
     });
-    // `freshness` cannot fail; only a panicking worker could, and then nothing is reported.
-    checked.unwrap_or_default().into_iter().flatten().collect()
+    match checked {
+        Ok(stale) => Ok(stale.into_iter().flatten().collect()),
+        Err(refused @ Error::OutsideRoot(_)) => Err(refused),
+        // Otherwise only a panicking worker fails, and then nothing is reported.
+        Err(_) => Ok(Vec::new()),
+    }
 }
 
 /// One row of `status`.
@@ -238,7 +254,7 @@ impl Ctx {
         let mut parts = Vec::new();
         let mut stale = Vec::new();
         for (loaded, planned) in snapshot.counted.parts.iter().zip(&snapshot.plan.parts) {
-            let fresh = freshness(loaded);
+            let fresh = freshness(loaded, &self.dir)?;
             if fresh.is_stale() {
                 stale.push(planned.name.clone());
             }
@@ -269,7 +285,7 @@ impl Ctx {
         let mut notes = Vec::new();
         for file in &scan.parts {
             let part = self.dir.load(file)?;
-            match freshness(&part) {
+            match freshness(&part, &self.dir)? {
                 Freshness::Moved { span } => {
                     let provenance = Provenance {
                         span,

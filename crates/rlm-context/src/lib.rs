@@ -25,6 +25,7 @@ mod json_scan;
 mod metadata;
 mod records;
 mod render;
+pub mod root;
 mod sample;
 mod scan;
 mod sniff;

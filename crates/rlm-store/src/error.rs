@@ -124,6 +124,10 @@ pub enum Error {
     /// The caller asked to stop (Ctrl-C); nothing was written.
     #[error("interrupted; nothing was written")]
     Interrupted,
+    /// A file of the store resolves outside the root it was opened within
+    /// ([`Store::open_within`](crate::Store::open_within)); nothing was read.
+    #[error("{0}")]
+    OutsideRoot(#[source] rlm_context::root::OutsideRoot),
 }
 
 /// Shorthand for results in this crate.

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rlm_context::root::FileRoot;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
 
@@ -121,6 +122,16 @@ impl Store {
             store.sync_index(&mut |_| {})?;
         }
         Ok(store)
+    }
+
+    /// [`Store::open`] for a store that must lie within `root`: the directory and every file
+    /// and link in it and in `bm25/` (and SQLite's `-wal`/`-shm` beside the database a link
+    /// leads to) must resolve inside the root, or [`Error::OutsideRoot`] names the first that
+    /// does not, before anything is opened or created.
+    pub fn open_within(dir: impl AsRef<Path>, root: &FileRoot) -> Result<Self> {
+        let dir = dir.as_ref();
+        check_within(dir, root)?;
+        Self::open(dir)
     }
 
     /// The store directory.
@@ -262,6 +273,31 @@ pub(crate) fn add_buffer(
     Ok(done)
 }
 
+/// [`Error::OutsideRoot`] unless `dir`, its entries, the entries of its index directory and
+/// the database's journal files resolve inside `root`.
+fn check_within(dir: &Path, root: &FileRoot) -> Result<()> {
+    let outside = Error::OutsideRoot;
+    root.check(dir).map_err(outside)?;
+    for folder in [dir.to_owned(), dir.join(INDEX)] {
+        // A missing store is created inside the (checked) directory; a missing index too.
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry.map_err(io("cannot list", &folder))?;
+            root.check(&entry.path()).map_err(outside)?;
+        }
+    }
+    // SQLite puts its journals beside the file a linked database resolves to.
+    let database = root.check(&dir.join(DATABASE)).map_err(outside)?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut journal = database.clone().into_os_string();
+        journal.push(suffix);
+        root.check(Path::new(&journal)).map_err(outside)?;
+    }
+    Ok(())
+}
+
 /// Blocks until this process holds the store's write lock (`DIR/lock`).
 pub(crate) fn lock(dir: &Path) -> Result<File> {
     let path = dir.join("lock");
@@ -379,6 +415,76 @@ fn damaged(dir: &Path, reason: &str) -> Error {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A store with one buffer in `dir`.
+    fn stored(dir: &Path, text: &str) {
+        let mut store = Store::open(dir).unwrap();
+        let source = crate::Source::Text {
+            name: "a.md".into(),
+            text: text.into(),
+        };
+        store
+            .load(
+                vec![source],
+                &rlm_context::chunk::ChunkOptions::default(),
+                &mut |_| std::ops::ControlFlow::Continue(()),
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_store_within_a_root_refuses_files_linked_out_of_it() {
+        let scratch = tempfile::tempdir().unwrap();
+        let (root_dir, outside) = (scratch.path().join("root"), scratch.path().join("outside"));
+        stored(&outside, "the outside secret\n");
+        std::fs::create_dir(&root_dir).unwrap();
+        let root = FileRoot::new(&root_dir).unwrap();
+
+        stored(&root_dir.join("plain"), "inside\n");
+        let store = Store::open_within(root_dir.join("plain"), &root).unwrap();
+        assert_eq!(
+            store
+                .search(&crate::SearchRequest::new("inside"))
+                .unwrap()
+                .hits
+                .len(),
+            1
+        );
+        assert!(Store::open_within(root_dir.join("new"), &root).is_ok());
+
+        // Each link out of the root, alone in an otherwise empty store directory.
+        for (name, target) in [
+            (DATABASE, outside.join(DATABASE)),
+            (INDEX, outside.join(INDEX)),
+            ("lock", outside.join("lock")),
+        ] {
+            let dir = root_dir.join(format!("linked-{name}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::os::unix::fs::symlink(&target, dir.join(name)).unwrap();
+            let refused = Store::open_within(&dir, &root).unwrap_err();
+            assert!(
+                matches!(&refused, Error::OutsideRoot(outside) if outside.path == dir.join(name)),
+                "{name}: {refused:?}"
+            );
+        }
+        // A link among the index's files, and a store directory that is itself a link.
+        let dir = root_dir.join("linked-segment");
+        stored(&dir, "inside\n");
+        std::os::unix::fs::symlink(
+            outside.join(INDEX).join("meta.json"),
+            dir.join("bm25/x.idx"),
+        )
+        .unwrap();
+        assert!(matches!(
+            Store::open_within(&dir, &root),
+            Err(Error::OutsideRoot(_))
+        ));
+        std::os::unix::fs::symlink(&outside, root_dir.join("linked-store")).unwrap();
+        assert!(matches!(
+            Store::open_within(root_dir.join("linked-store"), &root),
+            Err(Error::OutsideRoot(_))
+        ));
+    }
 
     #[test]
     fn segment_files_of_a_write_that_never_committed_are_removed_at_open() {

@@ -151,14 +151,31 @@ pub struct Shown {
     pub hint: Option<String>,
 }
 
+/// The hint under every refusal of a path outside `rlm mcp --root`.
+pub const OUTSIDE_ROOT_HINT: &str =
+    "name paths below the root, or start `rlm mcp --root DIR` with a wider one";
+
 impl Shown {
     pub fn of(err: &anyhow::Error) -> Self {
-        let cli_error = err
-            .chain()
-            .find_map(|cause| cause.downcast_ref::<CliError>());
         // Keys first: what an error quotes (a provider's words, a file, a reply) may hold one.
         let neutralize =
             |text: &str| crate::output::neutralize(&rlm_llm::secrets::mask(text)).into_owned();
+        // A file outside the root is refused with one message wherever it was met (a named
+        // path, a part inside a ctx directory, a store's database), whatever wraps it.
+        if let Some(outside) = err
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<rlm_context::root::OutsideRoot>())
+        {
+            return Self {
+                kind: Kind::Input,
+                message: neutralize(&outside.to_string()),
+                causes: Vec::new(),
+                hint: Some(OUTSIDE_ROOT_HINT.to_owned()),
+            };
+        }
+        let cli_error = err
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<CliError>());
         let mut last = err.to_string();
         let mut causes = Vec::new();
         for cause in err.chain().skip(1) {
@@ -179,10 +196,6 @@ impl Shown {
     }
 
     /// The lines `report` prints, without colour (for `rlm mcp`'s tool errors).
-    #[cfg_attr(
-        not(feature = "mcp"),
-        expect(dead_code, reason = "only `rlm mcp` uses it")
-    )]
     pub fn plain(&self) -> String {
         let mut text = format!("error: {}", self.message);
         for cause in &self.causes {
@@ -202,8 +215,14 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let shown = Shown::of(err);
-    if shown.kind == Kind::Interrupted {
-        return ExitCode::from(EXIT_INTERRUPTED);
+    let code = match shown.kind {
+        Kind::Input => ExitCode::from(EXIT_USAGE),
+        Kind::Failed => ExitCode::from(EXIT_FAILED),
+        Kind::Interrupted => return ExitCode::from(EXIT_INTERRUPTED),
+    };
+    // A command run for `rlm mcp` reports to its client, in the tool result.
+    if crate::output::capture::keep_report(&shown.plain()) {
+        return code;
     }
     let mut stderr = anstream::stderr().lock();
     let red = anstyle::Style::new()
@@ -220,11 +239,7 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
             .fg_color(Some(anstyle::AnsiColor::Cyan.into()));
         let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {hint}");
     }
-    ExitCode::from(match shown.kind {
-        Kind::Input => EXIT_USAGE,
-        Kind::Failed => EXIT_FAILED,
-        Kind::Interrupted => EXIT_INTERRUPTED,
-    })
+    code
 }
 
 /// Maps an rlm-embed error to the exit code and hint a user needs.

@@ -143,7 +143,8 @@ pub fn raw_stdout_unlocked() -> PipeAware<Box<dyn Write + Send>> {
 
 /// Where a command's stdout goes when it is not the process's stdout: `rlm mcp` runs a
 /// command on a thread of its own and collects what it prints ([`capture::run`]), because the
-/// process's stdout carries the protocol.
+/// process's stdout carries the protocol; and the errors it reports and goes on after (a path
+/// `rlm load` cannot read), which the client must see rather than the server's stderr.
 pub mod capture {
     use std::cell::RefCell;
     use std::io::{self, Write};
@@ -151,6 +152,20 @@ pub mod capture {
 
     thread_local! {
         static CAPTURED: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+        static REPORTED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+    }
+
+    /// What a command left while it was captured.
+    #[derive(Debug, Default)]
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` uses it")
+    )]
+    pub struct Captured {
+        /// What it printed on stdout.
+        pub printed: Vec<u8>,
+        /// The errors it reported (`error: …` / `hint: …` text, one per error) and went on.
+        pub reported: Vec<String>,
     }
 
     /// Set once the process's stdout belongs to a protocol: output from a thread that is not
@@ -166,22 +181,39 @@ pub mod capture {
         STDOUT_IS_PROTOCOL.store(true, Ordering::Relaxed);
     }
 
-    /// Runs `f` on this thread with its stdout collected, and returns both.
+    /// Runs `f` on this thread with its stdout and reported errors collected, and returns
+    /// both.
     #[cfg_attr(
         not(feature = "mcp"),
         expect(dead_code, reason = "only `rlm mcp` uses it")
     )]
-    pub fn run<R>(f: impl FnOnce() -> R) -> (R, Vec<u8>) {
+    pub fn run<R>(f: impl FnOnce() -> R) -> (R, Captured) {
         CAPTURED.with_borrow_mut(|captured| *captured = Some(Vec::new()));
+        REPORTED.with_borrow_mut(|reported| *reported = Some(Vec::new()));
         let result = f();
-        let bytes = CAPTURED.with_borrow_mut(Option::take).unwrap_or_default();
-        (result, bytes)
+        let captured = Captured {
+            printed: CAPTURED.with_borrow_mut(Option::take).unwrap_or_default(),
+            reported: REPORTED.with_borrow_mut(Option::take).unwrap_or_default(),
+        };
+        (result, captured)
+    }
+
+    /// Keeps `shown` (an error's plain text) for the caller of [`run`] when this thread is
+    /// captured; `false` when it is not and the error should go to stderr.
+    pub fn keep_report(shown: &str) -> bool {
+        REPORTED.with_borrow_mut(|reported| match reported {
+            Some(reported) => {
+                reported.push(shown.to_owned());
+                true
+            }
+            None => false,
+        })
     }
 
     /// The writer for this thread when stdout is not the process's own.
     pub(super) fn target() -> Option<Box<dyn Write + Send>> {
         if CAPTURED.with_borrow(Option::is_some) {
-            Some(Box::new(Captured))
+            Some(Box::new(Buffer))
         } else if STDOUT_IS_PROTOCOL.load(Ordering::Relaxed) {
             Some(Box::new(io::stderr()))
         } else {
@@ -191,9 +223,9 @@ pub mod capture {
 
     /// Appends to the calling thread's buffer (a `Send` callback run elsewhere finds none and
     /// writes to stderr).
-    struct Captured;
+    struct Buffer;
 
-    impl Write for Captured {
+    impl Write for Buffer {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             let kept = CAPTURED.with_borrow_mut(|captured| match captured {
                 Some(bytes) => {

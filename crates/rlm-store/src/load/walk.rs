@@ -32,7 +32,9 @@ pub fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
 }
 
 /// Expands paths into file sources, walking directories as `options` say. A file named
-/// directly is always taken; globs and ignore rules apply to what a walk finds.
+/// directly is always taken; globs and ignore rules apply to what a walk finds. Symbolic
+/// links found while walking (to files or directories) are never followed, so a walk reads
+/// only what lies in the directory it was given.
 pub fn collect_sources_with(paths: &[PathBuf], options: &WalkOptions) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     for path in paths {
@@ -169,6 +171,29 @@ mod tests {
             ..WalkOptions::default()
         };
         assert_eq!(names(root, &not_markdown), ["a.py"]);
+    }
+
+    #[test]
+    fn links_found_while_walking_are_never_followed() {
+        // `rlm mcp --root` relies on this: a directory inside the root may hold links out of
+        // it, and a walk must not read through them.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("root")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("outside/secret.txt"), "secret").unwrap();
+        std::fs::write(dir.path().join("root/a.txt"), "a").unwrap();
+        let link = |target: &str, name: &str| {
+            std::os::unix::fs::symlink(dir.path().join(target), dir.path().join(name)).unwrap();
+        };
+        link("outside/secret.txt", "root/file-link.txt");
+        link("outside", "root/dir-link");
+        link("root/a.txt", "root/inner-link.txt");
+        let everything = WalkOptions {
+            hidden: true,
+            no_ignore: true,
+            ..WalkOptions::default()
+        };
+        assert_eq!(names(&dir.path().join("root"), &everything), ["a.txt"]);
     }
 
     #[test]

@@ -9,9 +9,16 @@ use serde::Serialize;
 
 use crate::cli::{BuildArgs, CtxAction, CtxArgs, GlobalArgs, OnOff};
 use crate::error::CliError;
+use crate::settings::Sources;
 
-pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: CtxArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir;
+    // Within a root (`rlm mcp --root`), every file the directory leads to must lie inside it.
+    let open = |dir: &std::path::Path| match sources.root() {
+        Some(root) => Ctx::open_within(dir, root),
+        None => Ctx::open(dir),
+    };
+    let with_build = |dir: &std::path::Path, build: BuildArgs| with_build(open(dir)?, build);
     let result = match args.action {
         CtxAction::Init {
             flow,
@@ -99,12 +106,7 @@ pub fn run(global: &GlobalArgs, args: CtxArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn open(dir: &std::path::Path) -> rlm_assemble::Result<Ctx> {
-    Ctx::open(dir)
-}
-
-fn with_build(dir: &std::path::Path, build: BuildArgs) -> rlm_assemble::Result<Ctx> {
-    let mut ctx = Ctx::open(dir)?;
+fn with_build(mut ctx: Ctx, build: BuildArgs) -> rlm_assemble::Result<Ctx> {
     if let Some(tokenizer) = build.tokenizer {
         ctx = ctx.with_tokenizer(tokenizer);
     }

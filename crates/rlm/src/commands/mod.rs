@@ -48,7 +48,7 @@ pub fn dispatch_with(cli: Cli, sources: Sources) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(&global, args),
         Command::Config(args) => config::run(&global, sources, args),
         Command::Completions(args) => completions::run(args),
-        Command::Ctx(args) => ctx::run(&global, args),
+        Command::Ctx(args) => ctx::run(&global, sources, args),
         Command::Prompt(args) => prompt::run(&global, sources, args),
         Command::Chat(args) => chat::run(&global, sources, args),
         Command::Load(args) => load::run(&global, sources, args),

@@ -27,6 +27,7 @@ pub mod view;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
+use rlm_context::root::FileRoot;
 use serde::de::DeserializeOwned;
 
 pub use backends::ModelBackend;
@@ -55,6 +56,9 @@ pub struct Sources {
     config: OnceCell<LoadedConfig>,
     /// Providers the front end offers besides the configured ones (`rlm mcp`'s sampling).
     model_backends: Vec<ModelBackend>,
+    /// The directory every file a command reads or writes must resolve into (`rlm mcp
+    /// --root`); `None` on the command line.
+    root: Option<FileRoot>,
 }
 
 impl Sources {
@@ -78,7 +82,26 @@ impl Sources {
             cwd,
             config: OnceCell::new(),
             model_backends: Vec::new(),
+            root: None,
         }
+    }
+
+    /// These sources for commands confined to `root`: the stores they open, the ctx
+    /// directories they assemble and the project file they read must resolve inside it
+    /// (`rlm mcp --root`).
+    #[must_use]
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "only `rlm mcp` confines commands")
+    )]
+    pub fn with_root(mut self, root: FileRoot) -> Self {
+        self.root = Some(root);
+        self
+    }
+
+    /// The root commands are confined to, if any.
+    pub fn root(&self) -> Option<&FileRoot> {
+        self.root.as_ref()
     }
 
     /// These sources with `backend` offered to every model client built from them.
@@ -114,12 +137,24 @@ impl Sources {
         user.into_iter().chain(project).collect()
     }
 
-    /// The merged configuration files, read on first call.
+    /// The merged configuration files, read on first call. Within a root, a project file
+    /// below it must resolve inside it (one above it, or an explicit file, is the operator's).
     pub fn config(&self) -> anyhow::Result<&LoadedConfig> {
         if let Some(loaded) = self.config.get() {
             return Ok(loaded);
         }
-        let loaded = LoadedConfig::load(self.explicit_config(), &self.config_candidates())?;
+        let candidates = self.config_candidates();
+        if let Some(root) = &self.root
+            && self.explicit_config.is_none()
+        {
+            for candidate in candidates
+                .iter()
+                .filter(|path| path.starts_with(root.dir()))
+            {
+                root.check(candidate)?;
+            }
+        }
+        let loaded = LoadedConfig::load(self.explicit_config(), &candidates)?;
         Ok(self.config.get_or_init(|| loaded))
     }
 

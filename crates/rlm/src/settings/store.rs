@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use rlm_context::chunk::ChunkOptions;
+use rlm_context::root::FileRoot;
 use rlm_store::{SearchRequest, Store, WalkOptions};
 
 use super::Sources;
@@ -20,6 +21,8 @@ pub const DEFAULT_STORE_DIR: &str = ".rlm";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSettings {
     pub dir: PathBuf,
+    /// The root the store's files must resolve into (`rlm mcp --root`), if any.
+    pub root: Option<FileRoot>,
 }
 
 impl StoreSettings {
@@ -31,12 +34,19 @@ impl StoreSettings {
             .clone()
             .or_else(|| sources.env().path(env::RLM_STORE))
             .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
-        Self { dir }
+        Self {
+            dir,
+            root: sources.root().cloned(),
+        }
     }
 
     /// Opens the store, creating it if needed.
     pub fn open(&self) -> anyhow::Result<Store> {
-        Store::open(&self.dir).map_err(|err| {
+        let opened = match &self.root {
+            Some(root) => Store::open_within(&self.dir, root),
+            None => Store::open(&self.dir),
+        };
+        opened.map_err(|err| {
             crate::error::store_error(err)
                 .context(format!("cannot open the store at {}", self.dir.display()))
         })

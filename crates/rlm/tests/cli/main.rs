@@ -15,6 +15,7 @@ mod inspect;
 mod llama;
 mod mcp;
 mod mcp_http;
+mod mcp_root;
 mod mcp_sampling;
 mod models;
 mod output;

@@ -238,6 +238,9 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     assert_tool_error(&seen["missing"], "required");
     assert_tool_error(&seen["outside"], "outside the server's root");
     assert_tool_error(&seen["store_error"], "no-such-buffer");
+    // A path the command reports and goes on after: its error is the result's text.
+    assert_tool_error(&seen["load_missing"], "error: cannot read ");
+    assert_tool_error(&seen["load_missing"], "no-such-file.txt");
     assert!(
         seen["unknown_tool"]
             .as_str()

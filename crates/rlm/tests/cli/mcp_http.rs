@@ -412,3 +412,21 @@ fn a_port_in_use_is_an_error_naming_the_address_and_the_cause() {
     assert!(stderr.contains("--http 127.0.0.1:0"), "{stderr}");
     drop(taken);
 }
+
+#[test]
+fn a_request_with_two_host_headers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Listening::start(dir.path(), &[]);
+    let port = server.port;
+    let local = format!("127.0.0.1:{port}");
+    let rebound = format!("evil.example:{port}");
+    // The transport's check reads one of them; HTTP/1.1 allows exactly one (RFC 9112 §3.2).
+    for hosts in [[&local, &rebound], [&local, &local]] {
+        let headers = [("host", hosts[0].as_str()), ("host", hosts[1].as_str())];
+        let refused = request(port, "POST", "/mcp", &headers, INITIALIZE);
+        assert_eq!(refused.status, 400, "{hosts:?}");
+        assert_eq!(refused.header("mcp-session-id"), None);
+    }
+    // One is served.
+    assert_eq!(request(port, "POST", "/mcp", &[], INITIALIZE).status, 200);
+}

@@ -9,27 +9,42 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser as _;
+use rlm_context::root::FileRoot;
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use super::progress::Reporter;
 use crate::cli::Cli;
 use crate::error::Shown;
 use crate::observers::observe;
-use crate::output::capture;
+use crate::output::capture::{self, Captured};
 use crate::settings::{ModelBackend, Sources};
 
-/// What a finished command left: its result and what it printed.
-type Finished = (anyhow::Result<ExitCode>, Vec<u8>);
+/// What a finished command left: its result, what it printed and the errors it reported.
+type Finished = (anyhow::Result<ExitCode>, Captured);
 
-/// Runs `rlm GLOBAL… ARGUMENTS…` in this process and returns its result for the client;
-/// with a `reporter`, the command's progress goes to the client as it runs; `backends` are
-/// model providers offered to it besides the configured ones.
+/// The command a tool call stands for.
+pub struct Call {
+    /// The global flags (`--json`, …).
+    pub global: Vec<OsString>,
+    /// The subcommand and its arguments.
+    pub arguments: Vec<OsString>,
+    /// Where the command may read and write files (`Root::fence`).
+    pub root: FileRoot,
+}
+
+/// Runs `rlm GLOBAL… ARGUMENTS…` in this process, confined to the call's root, and returns
+/// its result for the client; with a `reporter`, the command's progress goes to the client as
+/// it runs; `backends` are model providers offered to it besides the configured ones.
 pub async fn command(
-    global: Vec<OsString>,
-    arguments: Vec<OsString>,
+    call: Call,
     reporter: Option<Reporter>,
     backends: Vec<ModelBackend>,
 ) -> CallToolResult {
+    let Call {
+        global,
+        arguments,
+        root,
+    } = call;
     let mut argv = vec![OsString::from("rlm")];
     argv.extend(global);
     argv.extend(arguments);
@@ -39,7 +54,7 @@ pub async fn command(
     };
     let dispatch = move || {
         let sources = backends.into_iter().fold(
-            Sources::from_process(cli.global.config.clone()),
+            Sources::from_process(cli.global.config.clone()).with_root(root),
             Sources::with_model_backend,
         );
         crate::commands::dispatch_with(cli, sources)
@@ -81,7 +96,7 @@ async fn isolated(
         return refusal(&format!("error: cannot start a thread for the call: {err}"));
     }
     match receiver.await {
-        Ok((result, printed)) => finished(result, &printed),
+        Ok((result, captured)) => finished(result, &captured),
         // The sender is dropped without a result only when the command panicked.
         Err(_) => refusal(
             "error: the call failed inside rlm (a bug: it panicked; the message is on the \
@@ -95,19 +110,33 @@ pub fn refusal(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(rlm_llm::secrets::mask(message))])
 }
 
-/// The records a command printed (`--json` lines) as structured content, its text as text,
-/// and an error when it failed.
-fn finished(result: anyhow::Result<ExitCode>, printed: &[u8]) -> CallToolResult {
+/// The records a command printed (`--json` lines) as structured content, its text and the
+/// errors it reported as text, and an error when it failed.
+fn finished(result: anyhow::Result<ExitCode>, captured: &Captured) -> CallToolResult {
+    let Captured { printed, reported } = captured;
     let code = match result {
         Ok(code) => code,
-        Err(err) => return refusal(&Shown::of(&err).plain()),
+        Err(err) => {
+            let mut errors = reported.clone();
+            errors.push(Shown::of(&err).plain());
+            return refusal(&errors.join("\n"));
+        }
     };
-    let text = String::from_utf8_lossy(printed);
+    let mut text = String::from_utf8_lossy(printed);
     let records: Vec<serde_json::Value> = text
         .lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str(line).unwrap_or_else(|_| serde_json::Value::from(line)))
         .collect();
+    // Errors the command reported and went on after (a path `load` could not read) follow
+    // the records in the text, as a terminal shows them beside the output.
+    if !reported.is_empty() {
+        let text = text.to_mut();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&reported.join("\n"));
+    }
     let mut result = if code == ExitCode::SUCCESS {
         CallToolResult::success(vec![ContentBlock::text(text.into_owned())])
     } else {
@@ -145,6 +174,46 @@ mod tests {
         let records = &next.structured_content.unwrap()["records"];
         assert_eq!(records[0]["type"], "hit");
         assert_eq!(records[0]["rank"], 1);
+    }
+
+    #[tokio::test]
+    async fn errors_a_command_reported_and_went_on_after_are_in_the_result() {
+        let failed = isolated(|| {
+            let unreadable = crate::error::input_error("cannot read /root/~")
+                .with_hint("check the path")
+                .into();
+            Ok(crate::error::report(&unreadable))
+        })
+        .await;
+        assert_eq!(failed.is_error, Some(true));
+        assert_eq!(
+            text(&failed),
+            "error: cannot read /root/~\nhint: check the path"
+        );
+
+        // Beside records, and before the error that ended the command.
+        let both = isolated(|| {
+            crate::output::print_record("load", &serde_json::json!({ "loaded": [] }))?;
+            crate::error::report(&crate::error::input_error("cannot read a").into());
+            Err(crate::error::input_error("cannot read b").into())
+        })
+        .await;
+        assert_eq!(text(&both), "error: cannot read a\nerror: cannot read b");
+        let partial = isolated(|| {
+            crate::output::print_record("load", &serde_json::json!({ "loaded": [] }))?;
+            Ok(crate::error::report(
+                &crate::error::input_error("cannot read a").into(),
+            ))
+        })
+        .await;
+        assert_eq!(
+            text(&partial),
+            "{\"type\":\"load\",\"loaded\":[]}\nerror: cannot read a"
+        );
+        assert_eq!(
+            partial.structured_content.unwrap()["records"][0]["type"],
+            "load"
+        );
     }
 
     #[tokio::test]

@@ -122,18 +122,39 @@ pub async fn serve(
     }
 }
 
-/// One request: the MCP endpoint, or 404 for any other path.
+/// One request: the MCP endpoint, or 404 for any other path; 400 for a request with more
+/// than one `Host` header, which the transport's check reads only the first of (HTTP/1.1
+/// requires exactly one, RFC 9112 §3.2).
 async fn route(
     service: Service,
     request: Request<Incoming>,
 ) -> Result<Response<BoxBody<Bytes, Infallible>>, Infallible> {
+    if request
+        .headers()
+        .get_all(hyper::header::HOST)
+        .iter()
+        .count()
+        > 1
+    {
+        return Ok(plain(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: more than one Host header\n".to_owned(),
+        ));
+    }
     if request.uri().path() == ENDPOINT {
         return Ok(service.handle(request).await);
     }
-    let body = format!("rlm mcp serves the Model Context Protocol at {ENDPOINT}\n");
+    Ok(plain(
+        StatusCode::NOT_FOUND,
+        format!("rlm mcp serves the Model Context Protocol at {ENDPOINT}\n"),
+    ))
+}
+
+/// A plain-text answer with `status`.
+fn plain(status: StatusCode, body: String) -> Response<BoxBody<Bytes, Infallible>> {
     let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = StatusCode::NOT_FOUND;
-    Ok(response)
+    *response.status_mut() = status;
+    response
 }
 
 /// Sessions live until the client deletes them, the server stops, or [`SESSION_IDLE_LIMIT`].
@@ -168,4 +189,7 @@ fn transport_config(local: SocketAddr) -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
+        // One limit for a message on either transport (rmcp's default body limit is 4 MiB);
+        // a larger body is answered 413.
+        .with_max_request_body_bytes(super::stdio::MAX_MESSAGE_BYTES)
 }

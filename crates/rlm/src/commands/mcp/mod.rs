@@ -14,6 +14,7 @@ mod progress;
 mod resources;
 mod root;
 mod sampling;
+mod stdio;
 mod tools;
 
 use std::ffi::OsString;
@@ -36,11 +37,14 @@ use crate::settings::{Sources, StoreSettings};
 use root::Root;
 
 pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Result<ExitCode> {
-    let root = Root::new(&args.root)?;
+    let mut root = Root::new(&args.root)?;
     // Relative paths in the commands (the store, ./rlm.toml, log directories) start at the
     // root, as they would for `rlm` started there.
     std::env::set_current_dir(root.dir())
         .with_context(|| format!("cannot enter {}", root.dir().display()))?;
+    if let Some(store) = &args.location.store {
+        root = root.with_store(store);
+    }
     // From here on the process's stdout carries the protocol (over HTTP it stays unused);
     // commands print into buffers.
     crate::output::capture::reserve_stdout();
@@ -73,7 +77,7 @@ pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Re
 /// One session over the process's stdin and stdout, until the client closes it.
 async fn serve_stdio(server: Server) -> anyhow::Result<ExitCode> {
     let service = server
-        .serve(rmcp::transport::stdio())
+        .serve(stdio::transport())
         .await
         .context("the MCP client did not complete the handshake")?;
     service
@@ -152,8 +156,9 @@ impl Server {
             store: self.store.clone(),
         };
         let config = self.config.clone();
+        let fence = self.root.fence().clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            let sources = Sources::from_process(config);
+            let sources = Sources::from_process(config).with_root(fence);
             let settings = StoreSettings::resolve(&location, &sources);
             if let (Err(_), Some(without)) = (settings.require_existing(), without) {
                 return Ok(without);
@@ -230,7 +235,12 @@ impl ServerHandler for Server {
                     "run" => vec![sampling::provider(&context.peer)],
                     _ => Vec::new(),
                 };
-                call::command(self.global_arguments(), command_line, reporter, backends).await
+                let call = call::Call {
+                    global: self.global_arguments(),
+                    arguments: command_line,
+                    root: self.root.fence().clone(),
+                };
+                call::command(call, reporter, backends).await
             }
             Err(message) => call::refusal(&message),
         };

@@ -1,33 +1,63 @@
-//! `--root`: the one directory tool arguments may name paths in.
+//! `--root`: the one directory tool arguments may name paths in, and the fence every file a
+//! tool then reads or writes must resolve into.
+//!
+//! Arguments are checked here ([`Root::inside`]). What they lead to (the parts of a ctx
+//! directory, a store's database and index, the project file) is checked by the commands
+//! themselves against [`Root::fence`], which `call.rs` hands them in their `Sources`; both
+//! refuse with `rlm_context::root::OutsideRoot`'s one message.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use rlm_context::root::{FileRoot, OutsideRoot};
+
+use crate::error::OUTSIDE_ROOT_HINT;
 
 #[derive(Clone)]
 pub struct Root {
-    dir: PathBuf,
+    /// The root itself: where arguments may point.
+    named: FileRoot,
+    /// The root and the store the operator named, if any: where commands may read and write.
+    fence: FileRoot,
 }
 
 impl Root {
     /// `dir` made absolute with symlinks resolved (it must exist).
     pub fn new(dir: &Path) -> anyhow::Result<Self> {
-        let dir = dir.canonicalize().map_err(|err| {
+        let named = FileRoot::new(dir).map_err(|err| {
             crate::error::CliError::input(anyhow::anyhow!(
                 "cannot use {} as the root: {err}",
                 dir.display()
             ))
             .with_hint("pass an existing directory with --root DIR")
         })?;
-        Ok(Self { dir })
+        Ok(Self {
+            fence: named.clone(),
+            named,
+        })
+    }
+
+    /// This root with the store the operator started the server with (`--store`,
+    /// `RLM_STORE`) allowed to the commands wherever it lies: the operator chose it, as the
+    /// root. Tool arguments still name paths below the root only.
+    #[must_use]
+    pub fn with_store(mut self, store: &Path) -> Self {
+        self.fence = self.fence.also_allow(store);
+        self
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.named.dir()
+    }
+
+    /// Where the commands a tool runs may read and write files.
+    pub fn fence(&self) -> &FileRoot {
+        &self.fence
     }
 
     /// `path` (relative to the root, or absolute) as an absolute path inside the root, or the
     /// refusal a client sees. An existing path is resolved through its symlinks, so a link
-    /// cannot lead out; a missing one is checked by its components and then reported missing
-    /// by the command, as on the command line.
+    /// cannot lead out; a missing one is checked by where it would be and then reported
+    /// missing by the command, as on the command line.
     pub fn inside(&self, path: &str) -> Result<PathBuf, String> {
         if path == "-" {
             return Err(
@@ -36,36 +66,25 @@ impl Root {
                     .to_owned(),
             );
         }
-        let joined = self.dir.join(path);
-        let resolved = match joined.canonicalize() {
-            Ok(resolved) => resolved,
-            Err(_) => lexical(&joined),
-        };
-        if resolved.starts_with(&self.dir) {
-            Ok(resolved)
-        } else {
-            Err(format!(
-                "error: {path} is outside the server's root {}\nhint: name paths below the \
-                 root, or start `rlm mcp --root DIR` with a wider one",
-                self.dir.display()
-            ))
+        if path.contains('\0') {
+            return Err(format!(
+                "error: {path:?} contains a NUL character, which no file name can\nhint: name \
+                 files below the root by their paths"
+            ));
         }
+        self.named
+            .check(&self.dir().join(path))
+            .map_err(|outside| refusal(path, &outside))
     }
 }
 
-/// `path` with `.` and `..` applied to its components, without touching the file system.
-fn lexical(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    normal
+/// The text a client sees for an argument outside the root, naming it as it was given.
+fn refusal(path: &str, outside: &OutsideRoot) -> String {
+    let named = OutsideRoot {
+        path: PathBuf::from(path),
+        root: outside.root.clone(),
+    };
+    format!("error: {named}\nhint: {OUTSIDE_ROOT_HINT}")
 }
 
 #[cfg(test)]
@@ -86,9 +105,17 @@ mod tests {
         );
         for outside in ["../x", "/etc/passwd", "missing/../../x"] {
             let refusal = root.inside(outside).unwrap_err();
-            assert!(refusal.contains("outside the server's root"), "{refusal}");
+            assert_eq!(
+                refusal,
+                format!(
+                    "error: {outside} is outside the server's root {}\nhint: \
+                     {OUTSIDE_ROOT_HINT}",
+                    root.dir().display()
+                )
+            );
         }
         assert!(root.inside("-").unwrap_err().contains("standard input"));
+        assert!(root.inside("a\0b").unwrap_err().contains("NUL"));
     }
 
     #[test]
@@ -100,5 +127,19 @@ mod tests {
             .unwrap();
         let root = Root::new(&dir.path().join("inner")).unwrap();
         assert!(root.inside("link").is_err());
+    }
+
+    #[test]
+    fn the_operators_store_is_allowed_to_commands_but_not_to_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("inner")).unwrap();
+        std::fs::create_dir_all(dir.path().join("store")).unwrap();
+        let root = Root::new(&dir.path().join("inner"))
+            .unwrap()
+            .with_store(&dir.path().join("store"));
+        let store_file = dir.path().join("store/store.sqlite");
+        assert!(root.fence().check(&store_file).is_ok());
+        assert!(root.inside(store_file.to_str().unwrap()).is_err());
+        assert!(root.fence().check(&dir.path().join("elsewhere")).is_err());
     }
 }

@@ -100,6 +100,9 @@ async def main(binary, root):
             seen["store_error"] = tool_result(
                 await session.call_tool("peek", {"buffer": "no-such-buffer", "lines": "1:2"})
             )
+            seen["load_missing"] = tool_result(
+                await session.call_tool("load", {"paths": ["no-such-file.txt"]})
+            )
             try:
                 await session.call_tool("no_such_tool", {})
                 seen["unknown_tool"] = "no error"

@@ -1,0 +1,439 @@
+//! `rlm mcp --root DIR` as an attacker's repository would meet it: links out of the root
+//! inside a ctx directory, a store or a loaded directory; paths that cannot be read; messages
+//! too large to read. Every file a tool reads must resolve inside the root, or the call is
+//! refused with the message of a path outside it; every failed call says why in its result.
+//! Driven over stdio with raw JSON-RPC lines.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use rlm_llm::fake::{FakeReply, FakeServer};
+
+use crate::support::{rlm_process, rlm_store_process, rlm_with_store, with_fake};
+
+/// What the files outside the root hold; no tool result may ever show it.
+const SECRET: &str = "TOPSECRET-7781";
+
+/// How long the server gets to answer before the test gives up on it (a guard against a
+/// hung test, not a measure of speed).
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A scratch directory: `root/` (the server's root, its store `root/store`) and `outside/`
+/// beside it, holding `secret.txt`.
+struct Layout {
+    scratch: tempfile::TempDir,
+}
+
+impl Layout {
+    fn new() -> Self {
+        let scratch = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(scratch.path().join("root")).unwrap();
+        std::fs::create_dir_all(scratch.path().join("outside")).unwrap();
+        std::fs::write(
+            scratch.path().join("outside/secret.txt"),
+            format!("the password is {SECRET}\n"),
+        )
+        .unwrap();
+        Self { scratch }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.path("root")
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.scratch.path().join(relative)
+    }
+
+    /// `name` (below the scratch directory) made a link to `target` (likewise).
+    fn link(&self, target: &str, name: &str) {
+        symlink(self.path(target), self.path(name)).unwrap();
+    }
+
+    /// `rlm mcp --root root` over stdio, with `fake` as the model provider if given.
+    fn serve(&self, fake: Option<&FakeServer>) -> Session {
+        let mut command = rlm_store_process(&self.root());
+        if let Some(fake) = fake {
+            with_fake(&mut command, fake);
+        }
+        Session::start(command.args(["mcp", "--root"]).arg(self.root()))
+    }
+}
+
+/// One stdio session with a server, initialised.
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// The server's messages, one a line, read on a thread of their own.
+    messages: Receiver<String>,
+    next_id: u64,
+}
+
+impl Session {
+    fn start(command: &mut std::process::Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, messages) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut session = Self {
+            stdin: child.stdin.take(),
+            messages,
+            child,
+            next_id: 1,
+        };
+        let initialized = session.request(
+            "initialize",
+            serde_json::json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            }),
+        );
+        assert_eq!(
+            initialized["result"]["serverInfo"]["name"], "rlm",
+            "{initialized}"
+        );
+        session.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        session
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message from the server.
+    fn receive(&mut self) -> serde_json::Value {
+        let line = self
+            .messages
+            .recv_timeout(PATIENCE)
+            .expect("the server did not answer");
+        serde_json::from_str(&line)
+            .map_err(|err| format!("{err}: {line:?}"))
+            .unwrap()
+    }
+
+    /// Sends a request and returns the response to it.
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": method, "params": params,
+        });
+        self.send(message.to_string().as_bytes());
+        loop {
+            let answer = self.receive();
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    }
+
+    /// Calls a tool; returns its result (`isError`, `content`, `structuredContent`).
+    fn call(&mut self, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+        let answer = self.request(
+            "tools/call",
+            serde_json::json!({ "name": tool, "arguments": arguments }),
+        );
+        answer["result"].clone()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; a server that failed the test is not waited for.
+        drop(self.stdin.take());
+        if std::thread::panicking() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result.
+fn text_of(result: &serde_json::Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Asserts that `result` is the refusal of `named` (a path below the scratch directory) as
+/// outside the root, and shows nothing of the secret.
+fn assert_refused_outside(result: &serde_json::Value, named: &Path, root: &Path) {
+    assert_eq!(result["isError"], true, "{result}");
+    let text = text_of(result);
+    let expected = format!(
+        "error: {} is outside the server's root {}\nhint: name paths below the root, or \
+         start `rlm mcp --root DIR` with a wider one",
+        named.display(),
+        root.canonicalize().unwrap().display()
+    );
+    assert!(
+        text.starts_with(&expected),
+        "{expected:?} is not the start of {text:?}"
+    );
+    assert!(!result.to_string().contains(SECRET), "{result}");
+}
+
+/// No file below `dir` holds the secret.
+fn assert_no_secret_below(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+        if kind.is_dir() {
+            assert_no_secret_below(&path);
+        } else if kind.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(SECRET),
+                "{} holds the secret",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn ctx_assemble_refuses_parts_links_and_outputs_that_lead_out_of_the_root() {
+    let layout = Layout::new();
+    rlm_with_store(&layout.root())
+        .args(["ctx", "init", "--tokenizer", "approx"])
+        .assert()
+        .success();
+    let mut session = layout.serve(None);
+    let ctx = layout.root().canonicalize().unwrap().join("ctx");
+
+    // A part that is a link to a file outside, then a `.link` part naming one.
+    for part in [
+        "evidence/100_leak.evidence.md",
+        "evidence/100_leak.evidence.link",
+    ] {
+        let name = format!("root/ctx/{part}");
+        layout.link("outside/secret.txt", &name);
+        let refused = session.call("ctx_assemble", serde_json::json!({}));
+        assert_refused_outside(&refused, &ctx.join(part), &layout.root());
+        assert_no_secret_below(&layout.root());
+        std::fs::remove_file(layout.path(&name)).unwrap();
+    }
+
+    // The outputs written through a link out of the root.
+    std::fs::remove_dir_all(ctx.join("build")).unwrap();
+    layout.link("outside", "root/ctx/build");
+    let refused = session.call("ctx_assemble", serde_json::json!({}));
+    assert_refused_outside(
+        &refused,
+        &ctx.join("build/.token-cache/approx"),
+        &layout.root(),
+    );
+    assert_eq!(
+        std::fs::read_dir(layout.path("outside")).unwrap().count(),
+        1,
+        "only secret.txt is outside"
+    );
+
+    // With the links gone the same directory assembles.
+    std::fs::remove_file(ctx.join("build")).unwrap();
+    let built = session.call("ctx_assemble", serde_json::json!({}));
+    assert_eq!(built["isError"], false, "{built}");
+    assert!(ctx.join("build/prompt.mdctx").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_refuses_a_store_whose_files_lead_out_of_the_root() {
+    let layout = Layout::new();
+    // A store outside the root holding the secret, and one inside holding other text.
+    let outside_store = layout.path("outside/store");
+    rlm_with_store(&layout.path("outside"))
+        .args(["load", "--store"])
+        .arg(&outside_store)
+        .arg("secret.txt")
+        .assert()
+        .success();
+    std::fs::write(layout.root().join("notes.txt"), "nothing to see\n").unwrap();
+    for store in ["index-linked", "plain"] {
+        rlm_with_store(&layout.root())
+            .args(["load", "--store", store, "notes.txt"])
+            .assert()
+            .success();
+    }
+    // Its database linked from a store directory inside the root; its index linked from a
+    // store that is otherwise inside.
+    std::fs::create_dir(layout.root().join("database-linked")).unwrap();
+    layout.link(
+        "outside/store/store.sqlite",
+        "root/database-linked/store.sqlite",
+    );
+    std::fs::remove_dir_all(layout.root().join("index-linked/bm25")).unwrap();
+    layout.link("outside/store/bm25", "root/index-linked/bm25");
+
+    // The model lists the buffers of the store it is given.
+    let fake = FakeServer::start().await.unwrap();
+    let lister =
+        "```repl\nanswer = str([b['name'] for b in buffers()])\nFINAL_VAR(\"answer\")\n```";
+    fake.script("root", (0..3).map(|_| FakeReply::text(lister)));
+    let root = layout.root().canonicalize().unwrap();
+    tokio::task::spawn_blocking(move || {
+        let mut session = layout.serve(Some(&fake));
+        let run = |session: &mut Session, store: &str| {
+            session.call(
+                "run",
+                serde_json::json!({
+                    "query": "Which buffers are there?", "store": store, "model": "openai:root",
+                }),
+            )
+        };
+        let refused = run(&mut session, "database-linked");
+        assert_refused_outside(&refused, &root.join("database-linked/store.sqlite"), &root);
+        let refused = run(&mut session, "index-linked");
+        assert_refused_outside(&refused, &root.join("index-linked/bm25"), &root);
+        // A store wholly inside the root answers.
+        let answered = run(&mut session, "plain");
+        assert_eq!(answered["isError"], false, "{answered}");
+        assert!(text_of(&answered).contains("notes.txt"), "{answered}");
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn load_of_a_directory_does_not_read_through_links_out_of_the_root() {
+    let layout = Layout::new();
+    std::fs::create_dir(layout.root().join("docs")).unwrap();
+    std::fs::write(layout.root().join("docs/readme.md"), "inside text\n").unwrap();
+    layout.link("outside/secret.txt", "root/docs/secret.txt");
+    layout.link("outside", "root/docs/outside-dir");
+    let mut session = layout.serve(None);
+
+    let loaded = session.call("load", serde_json::json!({ "paths": ["docs"] }));
+    assert_eq!(loaded["isError"], false, "{loaded}");
+    let listed = session.call("list_buffers", serde_json::json!({}));
+    let names: Vec<&str> = listed["structuredContent"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| record["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 1, "{listed}");
+    assert!(names[0].ends_with("docs/readme.md"), "{listed}");
+    let grep = session.call("grep", serde_json::json!({ "pattern": SECRET }));
+    assert!(!grep.to_string().contains(SECRET), "{grep}");
+    assert_no_secret_below(&layout.root());
+
+    // Named directly, the link is refused as outside.
+    let refused = session.call("load", serde_json::json!({ "paths": ["docs/secret.txt"] }));
+    assert_refused_outside(&refused, Path::new("docs/secret.txt"), &layout.root());
+}
+
+#[test]
+fn a_project_file_linked_out_of_the_root_is_refused() {
+    let layout = Layout::new();
+    std::fs::write(layout.root().join("notes.txt"), "notes\n").unwrap();
+    layout.link("outside/secret.txt", "root/rlm.toml");
+    // No `RLM_CONFIG`: the project file in the root is the one read.
+    let mut session = Session::start(
+        rlm_process(&layout.root())
+            .args(["mcp", "--root"])
+            .arg(layout.root()),
+    );
+    let refused = session.call("load", serde_json::json!({ "paths": ["notes.txt"] }));
+    let root = layout.root().canonicalize().unwrap();
+    assert_refused_outside(&refused, &root.join("rlm.toml"), &root);
+}
+
+#[test]
+fn a_failed_call_says_why_in_its_result() {
+    let layout = Layout::new();
+    let mut session = layout.serve(None);
+    let root = layout.root().canonicalize().unwrap();
+    for (path, expected) in [
+        (
+            "missing.txt",
+            format!("error: cannot read {}", root.join("missing.txt").display()),
+        ),
+        (
+            "~",
+            format!("error: cannot read {}", root.join("~").display()),
+        ),
+        (
+            "*",
+            format!("error: cannot read {}", root.join("*").display()),
+        ),
+        (
+            "a\0b",
+            "error: \"a\\0b\" contains a NUL character".to_owned(),
+        ),
+    ] {
+        let failed = session.call("load", serde_json::json!({ "paths": [path] }));
+        assert_eq!(failed["isError"], true, "{path:?}: {failed}");
+        let text = text_of(&failed);
+        assert!(
+            text.starts_with(&expected),
+            "{path:?}: {expected:?} is not the start of {text:?}"
+        );
+    }
+    // One path unreadable among good ones: the others are loaded, the error is in the result.
+    std::fs::write(layout.root().join("good.txt"), "good\n").unwrap();
+    let partial = session.call(
+        "load",
+        serde_json::json!({ "paths": ["good.txt", "gone.txt"] }),
+    );
+    assert_eq!(partial["isError"], true, "{partial}");
+    assert!(text_of(&partial).contains("gone.txt"), "{partial}");
+    assert_eq!(
+        partial["structuredContent"]["records"][0]["type"], "load",
+        "{partial}"
+    );
+}
+
+#[test]
+fn a_message_over_16_mib_is_answered_with_an_error_and_the_session_goes_on() {
+    let layout = Layout::new();
+    let mut session = layout.serve(None);
+    let text = "x".repeat(16 * 1024 * 1024);
+    // The id before the text, as clients write it: the error answers it.
+    let oversized = serde_json::json!({
+        "jsonrpc": "2.0", "id": 77, "method": "tools/call",
+        "params": {"name": "inspect", "arguments": {"text": text}},
+    });
+    session.send(oversized.to_string().as_bytes());
+    let answer = session.receive();
+    assert_eq!(answer["id"], 77, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("message too large"), "{message}");
+
+    // The id after the text cannot be read in time: the error has none.
+    let late_id = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"inspect","arguments":{{"text":"{text}"}}}},"id":78}}"#
+    );
+    session.send(late_id.as_bytes());
+    let answer = session.receive();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer.get("id").is_none_or(serde_json::Value::is_null),
+        "{answer}"
+    );
+
+    // The session goes on.
+    let inspected = session.call("inspect", serde_json::json!({ "text": "a,b\n1,2\n" }));
+    assert_eq!(inspected["isError"], false, "{inspected}");
+}
