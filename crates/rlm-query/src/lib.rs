@@ -55,6 +55,7 @@ mod options;
 mod pipeline;
 pub mod plan;
 mod prompts;
+mod run;
 pub mod select;
 pub mod synthesize;
 pub mod tools;

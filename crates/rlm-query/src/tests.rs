@@ -807,3 +807,91 @@ async fn hostile_file_names_cannot_add_prompt_lines() {
     );
     assert!(!batch.contains('\u{1b}'), "{batch}");
 }
+
+/// The last record of a query's log.
+fn last_outcome(log: &std::path::Path) -> rlm_trace::QueryOutcome {
+    let log = Trajectory::read(log).unwrap();
+    match log.entries.last().map(|entry| &entry.record) {
+        Some(Record::QueryResult(outcome)) => (**outcome).clone(),
+        other => panic!("the log does not close with a result: {other:?}"),
+    }
+}
+
+/// A query stopped before its result still closes its log: `interrupted` when its future is
+/// dropped (Ctrl-C, SIGTERM), `failed` with the error when an error ends it. A log without
+/// its closing record reads as a query still going.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_that_stops_early_closes_its_log() {
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(|seen| valid_reply(seen).with_delay(Duration::from_secs(60)));
+    let mut options = options();
+    options.scan = ScanMode::All;
+    let query = Query::new(
+        server.client_builder().build().unwrap(),
+        store_with(dir.path(), &FILES),
+        options.clone(),
+    )
+    .log_dir(logs.clone());
+    let running = tokio::spawn(async move { query.run("anything?").await });
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        while server.request_count() < 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "no batch reached the server");
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    let written: Vec<std::path::PathBuf> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1);
+    let outcome = last_outcome(&written[0]);
+    assert_eq!(outcome.status, "interrupted");
+    assert_eq!(outcome.error, None);
+
+    // An error after the log was opened: the extractor's model is refused (a 400).
+    let failing = FakeServer::start().await.unwrap();
+    failing.respond_with(|_| FakeReply::status(400, "bad model"));
+    let logs = dir.path().join("failed-logs");
+    let err = Query::new(
+        failing.client_builder().build().unwrap(),
+        store_with(&dir.path().join("second"), &FILES),
+        options,
+    )
+    .log_dir(logs.clone())
+    .run("anything?")
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Model {
+                stage: "extract",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let written = std::fs::read_dir(&logs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let outcome = last_outcome(&written);
+    assert_eq!(outcome.status, "failed");
+    assert!(
+        outcome
+            .error
+            .as_deref()
+            .is_some_and(|error| error.contains("bad model")),
+        "{:?}",
+        outcome.error
+    );
+}

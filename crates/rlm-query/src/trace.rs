@@ -34,6 +34,11 @@ impl QueryLog {
         })
     }
 
+    /// The query's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// The file, when logging.
     pub fn path(&self) -> Option<&Path> {
         self.writer.as_ref().map(TrajectoryWriter::path)

@@ -754,7 +754,7 @@ mod tests {
         );
         assert!(
             refusal(tools.search(&object(serde_json::json!({"query": "x", "mode": "vector"}))))
-                .contains("\"bm25\", \"semantic\", \"hybrid\"")
+                .contains("mode must be \"bm25\", \"semantic\" or \"hybrid\", not \"vector\"")
         );
         assert!(
             refusal(tools.search(&object(serde_json::json!({"query": "x", "top": 3}))))

@@ -139,7 +139,9 @@ impl RecordType for QueryTool {
 pub struct QueryOutcome {
     /// The query.
     pub run_id: String,
-    /// `answered`, `no_evidence`, `extraction_failed` or `synthesis_failed`.
+    /// `answered`, `no_evidence`, `extraction_failed` or `synthesis_failed`; `failed` (an
+    /// error stopped it, see `error`) or `interrupted` (Ctrl-C, SIGTERM) when it ended
+    /// without a result.
     pub status: String,
     /// The Markdown report.
     pub report: String,
@@ -163,6 +165,9 @@ pub struct QueryOutcome {
     /// Chunk ids the report cites that the query neither analysed nor read with its tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub citations_unknown: Vec<i64>,
+    /// Why the query stopped without a result (status `failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Usage per stage (`plan`, `extract`, `synthesize`) and `total`.
     pub usage: BTreeMap<String, UsageReport>,
     /// Wall time of the whole query.

@@ -66,6 +66,13 @@ fn header(out: &mut String, query: &QueryView) {
                 "<p id=\"status\" class=\"status {class}\">{}</p>",
                 escape(&outcome.status.replace('_', " "))
             );
+            if let Some(error) = &outcome.error {
+                let _ = write!(
+                    out,
+                    "<p id=\"error\" class=\"banner\">The query stopped: {}</p>",
+                    escape(error)
+                );
+            }
         }
         None => {
             let _ = write!(

@@ -156,6 +156,7 @@ fn query_log(dir: &Path, finished: bool) -> PathBuf {
                        "summary": null, "follow_up": []}),
             ],
             citations_unknown: Vec::new(),
+            error: None,
             usage,
             seconds: 3.5,
         })
@@ -311,6 +312,38 @@ fn a_query_in_progress_renders_what_is_there() {
         usage.contains("<td>total so far</td><td>6</td><td>1</td>"),
         "{usage}"
     );
+}
+
+/// A query that stopped on an error closes its log with `failed` and the error: the page
+/// says both, and the log counts as complete (not "still going").
+#[test]
+fn a_failed_query_shows_why_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = query_log(dir.path(), false);
+    // `create` appends to the file the unfinished log is in.
+    let log = TrajectoryWriter::create(dir.path(), "query_2026-11-23_10-00-00_q1").unwrap();
+    log.write(&QueryOutcome {
+        run_id: "q1".to_owned(),
+        status: "failed".to_owned(),
+        report: String::new(),
+        chunks_selected: 0,
+        chunks_analyzed: 0,
+        batches_failed: Vec::new(),
+        chunk_failures: Vec::new(),
+        chunks_skipped: Vec::new(),
+        findings: Vec::new(),
+        citations_unknown: Vec::new(),
+        error: Some(format!("the extractor model was refused {XSS}")),
+        usage: BTreeMap::new(),
+        seconds: 1.0,
+    })
+    .unwrap();
+    let view = LogView::load(&path).unwrap();
+    assert!(view.is_complete());
+    let html = render(&view);
+    assert!(html.contains("<p id=\"status\" class=\"status stopped\">failed</p>"));
+    assert!(html.contains("The query stopped: the extractor model was refused"));
+    assert!(!html.contains(XSS));
 }
 
 #[test]

@@ -1,0 +1,354 @@
+//! Stage 4: the extractors — batches dispatched concurrently while they fit the budget beside
+//! those in flight and the report's reserve, their texts read ahead on a blocking thread.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use super::QueryRun;
+use super::select::{Batch, source_bytes};
+use crate::budget::{Amount, batch_amount, describe_limit, findings_bound, fits};
+use crate::error::{Error, Result};
+use crate::events::QueryEvent;
+use crate::extract::{BatchOutcome, ChunkExtraction, ChunkFailure, Extractor};
+use crate::pipeline::{QueryResult, QueryStatus, ReserveReport};
+use crate::select::{Corpus, SelectedChunk};
+
+/// What one batch task returns: its outcome, and what it held of the budget.
+type Settled = (BatchOutcome, Amount, u64);
+
+/// The dispatch loop's books: what batches in flight hold and what settled ones found.
+struct Books {
+    /// Estimates of the batches in flight.
+    committed: Amount,
+    /// Upper bounds of the findings the batches in flight may add to the report's input.
+    evidence_in_flight: u64,
+    /// Bytes of the findings found so far.
+    evidence_known: u64,
+    dispatched: usize,
+    done: usize,
+    /// The report's reserve when the last batch was sent.
+    reserve: Option<Amount>,
+}
+
+impl QueryRun {
+    /// Runs every batch that fits the budget, at most `max_concurrency` at once; the rest are
+    /// skipped (`chunks_skipped`). Returns the extractions; with none, the result says why
+    /// (an input error, e.g. a refused request, is the query's error instead).
+    pub(super) async fn extract(
+        &mut self,
+        batches: Vec<Batch>,
+        result: &mut QueryResult,
+    ) -> Result<Vec<(SelectedChunk, ChunkExtraction)>> {
+        let stage_started = Instant::now();
+        let input_error: Arc<Mutex<Option<rlm_llm::Error>>> = Arc::default();
+        let extractor = Extractor {
+            client: self.stage_client(&self.ledgers.extract),
+            system: self.prompts.extract.clone(),
+            question: self.question.clone(),
+            model: self.options.subcall_model.clone(),
+            max_tokens: self.options.extract_max_tokens,
+            log: Arc::clone(&self.log),
+            input_error: Arc::clone(&input_error),
+        };
+        let total = batches.len();
+        let mut texts = read_ahead(&self.corpus, &batches, self.options.max_concurrency);
+        let mut pending = batches.into_iter().peekable();
+        // Each batch is a task of its own, so both runtime threads build requests and read
+        // replies when a round's answers arrive together; dropping the set (the run's future)
+        // aborts the calls in flight.
+        let mut in_flight = tokio::task::JoinSet::new();
+        let mut books = Books {
+            committed: Amount {
+                cost_usd: Some(0.0),
+                ..Amount::default()
+            },
+            evidence_in_flight: 0,
+            evidence_known: 0,
+            dispatched: 0,
+            done: 0,
+            reserve: None,
+        };
+        let mut extractions = Vec::new();
+        loop {
+            while in_flight.len() < self.options.max_concurrency {
+                let Some((_, chunks)) = pending.peek() else {
+                    break;
+                };
+                let Some((amount, bound)) = self.admit(chunks, &mut books, in_flight.is_empty())?
+                else {
+                    break;
+                };
+                let Some((label, chunks)) = pending.next() else {
+                    break;
+                };
+                // The reader sends the batches' texts in the batches' order.
+                let read = texts
+                    .recv()
+                    .await
+                    .unwrap_or_else(|| Err("the chunk reader stopped".to_owned()));
+                books.committed = books.committed.plus(amount);
+                books.evidence_in_flight += bound;
+                books.dispatched += 1;
+                in_flight.spawn(self.batch_task(&extractor, label, chunks, read, amount, bound));
+            }
+            let Some(joined) = in_flight.join_next().await else {
+                break;
+            };
+            let (outcome, amount, bound) = match joined {
+                Ok(settled) => settled,
+                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                // Only a runtime shutting down cancels a batch: the set is never aborted while
+                // it is awaited.
+                Err(err) => return Err(Error::Task(err.to_string())),
+            };
+            self.settle(
+                outcome,
+                amount,
+                bound,
+                &mut books,
+                &mut extractions,
+                result,
+                total,
+            );
+        }
+        result.chunks_skipped = pending
+            .flat_map(|(_, chunks)| chunks)
+            .map(|chunk| ChunkFailure {
+                chunk_id: chunk.id,
+                reason: "budget".to_owned(),
+            })
+            .collect();
+        result.synthesis_reserve = books.reserve.map(|held| ReserveReport {
+            tokens: held.tokens,
+            cost_usd: held.cost_usd,
+            calls: held.calls,
+        });
+        result.timings.extract = stage_started.elapsed().as_secs_f64();
+        result.chunks_analyzed = extractions.len();
+        if extractions.is_empty() {
+            let first = input_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(err) = first {
+                return Err(Error::Model {
+                    stage: "extract",
+                    source: err,
+                });
+            }
+            let reason = result
+                .chunk_failures
+                .first()
+                .map_or("unknown", |failure| failure.reason.as_str());
+            result.status = QueryStatus::ExtractionFailed;
+            result.report = format!(
+                "No chunk could be analysed: all {} batches failed (first reason: {reason}).\n",
+                result.batches
+            );
+        }
+        Ok(extractions)
+    }
+
+    /// Whether the next batch (`chunks`) may go out now: its estimate and findings bound, or
+    /// `None` when it must wait for one in flight. Under a budget it goes out only while the
+    /// spend, the batches in flight, it and the report's reserve (recomputed from the findings
+    /// so far) fit; the very first batch not fitting is the query's error.
+    fn admit(
+        &self,
+        chunks: &[SelectedChunk],
+        books: &mut Books,
+        none_in_flight: bool,
+    ) -> Result<Option<(Amount, u64)>> {
+        let options = &self.options;
+        let bytes: u64 = chunks.iter().map(|chunk| chunk.bytes).sum();
+        let amount = batch_amount(
+            bytes + source_bytes(chunks),
+            chunks.len(),
+            self.extract_fixed_bytes(),
+            options.extract_max_tokens,
+            self.extract_price.as_ref(),
+        );
+        let bound = findings_bound(
+            chunks.len(),
+            source_bytes(chunks),
+            options.extract_max_tokens,
+        );
+        if !self.limited {
+            return Ok(Some((amount, bound)));
+        }
+        let held = self.reserve_for(books.evidence_known + books.evidence_in_flight + bound);
+        if !fits(
+            &options.budget,
+            &self.ledgers.root.total(),
+            books.committed.plus(amount).plus(held),
+        ) {
+            if books.dispatched == 0 && none_in_flight {
+                return Err(Error::BudgetTooSmall {
+                    what: "one extractor batch and the report after the plan",
+                    needed: amount.plus(held).describe(&options.budget),
+                    limit: describe_limit(&options.budget),
+                });
+            }
+            return Ok(None);
+        }
+        books.reserve = Some(held);
+        Ok(Some((amount, bound)))
+    }
+
+    /// One batch as a task: its extractor run within the deadline.
+    fn batch_task(
+        &self,
+        extractor: &Extractor,
+        label: String,
+        chunks: Vec<SelectedChunk>,
+        texts: std::result::Result<Vec<String>, String>,
+        amount: Amount,
+        bound: u64,
+    ) -> impl Future<Output = Settled> + Send + 'static {
+        let extractor = extractor.clone();
+        let deadline = self.deadline;
+        async move {
+            let run = extractor.run(label.clone(), chunks.clone(), texts);
+            let outcome = match deadline {
+                Some(deadline) => {
+                    tokio::time::timeout_at(deadline, run)
+                        .await
+                        .unwrap_or_else(|_| {
+                            BatchOutcome::failed(&label, &chunks, "the time limit was reached")
+                        })
+                }
+                None => run.await,
+            };
+            (outcome, amount, bound)
+        }
+    }
+
+    /// Books a settled batch: frees what it held, keeps what it found, reports progress.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the loop's state, passed apart so the batch outcome can be moved"
+    )]
+    fn settle(
+        &self,
+        outcome: BatchOutcome,
+        amount: Amount,
+        bound: u64,
+        books: &mut Books,
+        extractions: &mut Vec<(SelectedChunk, ChunkExtraction)>,
+        result: &mut QueryResult,
+        total: usize,
+    ) {
+        books.committed = books.committed.minus(amount);
+        books.evidence_in_flight -= bound;
+        books.evidence_known += outcome
+            .extractions
+            .iter()
+            .map(|(chunk, extraction)| findings_bytes(chunk, extraction))
+            .sum::<u64>();
+        books.done += 1;
+        extractions.extend(outcome.extractions);
+        result.batches_failed.extend(outcome.failures);
+        result.chunk_failures.extend(outcome.chunk_failures);
+        let spent = self.ledgers.extract.total();
+        self.emit(&QueryEvent::BatchDone {
+            done: books.done,
+            total,
+            findings: extractions.iter().map(|(_, e)| e.findings.len()).sum(),
+            failed_chunks: result.chunk_failures.len(),
+            tokens: spent.usage.total(),
+            cost_usd: spent.cost_usd,
+        });
+    }
+}
+
+/// Bytes an extraction adds to the findings the report is written from (an upper bound of
+/// its rendering).
+fn findings_bytes(chunk: &SelectedChunk, extraction: &ChunkExtraction) -> u64 {
+    let texts = extraction
+        .findings
+        .iter()
+        .chain(&extraction.follow_up)
+        .chain(&extraction.summary)
+        .map(|text| text.len() as u64 + 16)
+        .sum::<u64>();
+    findings_bound(0, chunk.source().len() as u64, 0) + texts + 160
+}
+
+/// Reads the batches' chunk texts ahead of their calls, in the batches' order, on a blocking
+/// thread of its own, and hands each batch over as soon as it is read: the first call goes out
+/// after one batch's read, not a round's, and the rest are read while the first calls are out.
+/// At most `ahead` batches wait in the channel. A batch that cannot be read fails alone.
+/// Dropping the receiver stops the reader.
+pub(super) fn read_ahead(
+    corpus: &Arc<Corpus>,
+    batches: &[Batch],
+    ahead: usize,
+) -> tokio::sync::mpsc::Receiver<std::result::Result<Vec<String>, String>> {
+    let (sender, receiver) = tokio::sync::mpsc::channel(ahead.max(1));
+    let corpus = Arc::clone(corpus);
+    let ids: Vec<Vec<i64>> = batches
+        .iter()
+        .map(|(_, chunks)| chunks.iter().map(|chunk| chunk.id).collect())
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        for batch in ids {
+            let read = corpus.texts(&batch).map_err(|err| err.to_string());
+            if sender.blocking_send(read).is_err() {
+                return;
+            }
+        }
+    });
+    receiver
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::store_with;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn texts_are_read_ahead_in_batch_order_and_a_bad_batch_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<(String, String)> = (0..11)
+            .map(|n| (format!("f{n:02}.txt"), format!("text of file {n}\n")))
+            .collect();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .collect();
+        let corpus = Arc::new(Corpus::new(store_with(dir.path(), &borrowed), None));
+        let all = corpus.buffers(&[], None).unwrap();
+        let mut chunks = corpus.scan(&all).unwrap().chunks;
+        assert_eq!(chunks.len(), 11);
+        // Batches of 1, 2, 3 and 5 chunks, at most 2 read ahead; the third batch asks for a
+        // chunk that does not exist.
+        let mut missing = chunks[3].clone();
+        missing.id = 1_000_000;
+        chunks.insert(4, missing);
+        let mut batches = Vec::new();
+        let mut rest = chunks.as_slice();
+        for size in [1, 2, 3, 6] {
+            let (batch, tail) = rest.split_at(size);
+            batches.push((batches.len().to_string(), batch.to_vec()));
+            rest = tail;
+        }
+        let mut receiver = read_ahead(&corpus, &batches, 2);
+        for (index, (_, batch)) in batches.iter().enumerate() {
+            let read = receiver.recv().await.unwrap();
+            if index == 2 {
+                let err = read.unwrap_err();
+                assert!(err.contains("1000000"), "{err}");
+                continue;
+            }
+            let texts = read.unwrap();
+            let expected: Vec<String> = batch
+                .iter()
+                .map(|chunk| {
+                    let n: usize = chunk.buffer[1..3].parse().unwrap();
+                    format!("text of file {n}\n")
+                })
+                .collect();
+            assert_eq!(texts, expected, "batch {index}");
+        }
+        assert!(receiver.recv().await.is_none(), "one read per batch");
+    }
+}
