@@ -11,8 +11,6 @@ use crate::settings::env;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code for a usage or input error (bad flag, missing file, malformed input).
 pub const EXIT_USAGE: u8 = 2;
-/// Exit code after Ctrl-C, as shells report a SIGINT death.
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// What kind of failure an error is, which decides the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,8 +19,8 @@ pub enum Kind {
     Input,
     /// The task failed: exit 1.
     Failed,
-    /// The user interrupted: exit 130.
-    Interrupted,
+    /// Ctrl-C or SIGTERM stopped the command: exit 130 or 143.
+    Interrupted(crate::signals::StopSignal),
 }
 
 /// An error with an exit-code kind and an optional hint, carried inside `anyhow::Error`.
@@ -50,11 +48,17 @@ impl CliError {
         }
     }
 
+    /// Ctrl-C stopped the command.
     pub fn interrupted() -> Self {
+        Self::stopped(crate::signals::StopSignal::Interrupt)
+    }
+
+    /// `signal` stopped the command.
+    pub fn stopped(signal: crate::signals::StopSignal) -> Self {
         Self {
-            kind: Kind::Interrupted,
+            kind: Kind::Interrupted(signal),
             hint: None,
-            inner: anyhow::anyhow!("interrupted"),
+            inner: anyhow::anyhow!("{}", signal.describe()),
         }
     }
 
@@ -218,7 +222,7 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
     let code = match shown.kind {
         Kind::Input => ExitCode::from(EXIT_USAGE),
         Kind::Failed => ExitCode::from(EXIT_FAILED),
-        Kind::Interrupted => return ExitCode::from(EXIT_INTERRUPTED),
+        Kind::Interrupted(signal) => return ExitCode::from(signal.exit_code()),
     };
     // A command run for `rlm mcp` reports to its client, in the tool result.
     if crate::output::capture::keep_report(&shown.plain()) {

@@ -15,6 +15,7 @@ mod query_progress;
 mod sandbox;
 mod session;
 mod settings;
+mod signals;
 mod store_functions;
 
 use std::process::ExitCode;

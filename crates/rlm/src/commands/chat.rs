@@ -59,14 +59,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Re
             result.map_err(llm_error)
         };
         tokio::select! {
-            result = call => Some(result),
-            _ = tokio::signal::ctrl_c() => None,
+            result = call => Ok(result),
+            signal = crate::signals::stop_requested() => Err(signal),
         }
     });
-    let Some(result) = outcome else {
-        return Err(CliError::interrupted().into());
-    };
-    let response = result?;
+    let response = outcome.map_err(CliError::stopped)??;
     if json {
         crate::output::print_json(&serde_json::json!({
             "type": "answer",

@@ -36,14 +36,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
             .context("cannot start the async runtime")?;
         let outcome = runtime.block_on(async {
             tokio::select! {
-                built = assembler.build(&inputs, Some(&summarizer)) => Some(built),
-                _ = tokio::signal::ctrl_c() => None,
+                built = assembler.build(&inputs, Some(&summarizer)) => Ok(built),
+                signal = crate::signals::stop_requested() => Err(signal),
             }
         });
-        let Some(built) = outcome else {
-            return Err(CliError::interrupted().into());
-        };
-        built.map_err(to_cli_error)?
+        outcome.map_err(CliError::stopped)?.map_err(to_cli_error)?
     } else {
         assembler.build_offline(&inputs).map_err(to_cli_error)?
     };

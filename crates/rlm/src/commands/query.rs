@@ -47,15 +47,13 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
     let question = settings.question;
     let outcome = runtime.block_on(async {
         tokio::select! {
-            result = query.run(&question) => Some(result),
-            _ = tokio::signal::ctrl_c() => None,
+            result = query.run(&question) => Ok(result),
+            signal = crate::signals::stop_requested() => Err(signal),
         }
     });
+    // The query's log is closed (`interrupted`) as its future is dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    let Some(result) = outcome else {
-        return Err(CliError::interrupted().into());
-    };
-    let result = result.map_err(query_error)?;
+    let result = outcome.map_err(CliError::stopped)?.map_err(query_error)?;
     report(global, &result)
 }
 

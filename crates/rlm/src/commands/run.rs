@@ -61,16 +61,15 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
         .unwrap_or_default();
     let outcome = runtime.block_on(async {
         tokio::select! {
-            result = rlm.completion_resuming(&query, parts, &resume) => Some(result),
-            _ = tokio::signal::ctrl_c() => None,
+            result = rlm.completion_resuming(&query, parts, &resume) => Ok(result),
+            signal = crate::signals::stop_requested() => Err(signal),
         }
     });
-    // In-flight model calls and sandbox workers are dropped with the runtime.
+    // In-flight model calls and sandbox workers are dropped with the runtime; the run's log
+    // gets its `interrupted` result as its future goes.
     runtime.shutdown_timeout(Duration::from_secs(2));
     // An interrupted question is not added to its session: it stays as it was.
-    let Some(result) = outcome else {
-        return Err(CliError::interrupted().into());
-    };
+    let result = outcome.map_err(CliError::stopped)?;
     let result = result.context("the run could not continue")?;
     if let (Some(target), Some(continuing), Some(parts)) =
         (&settings.session, continuing, &session_parts)

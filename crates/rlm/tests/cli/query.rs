@@ -478,3 +478,45 @@ async fn the_readme_query_example_answers_without_a_key() {
     assert!(cited.chars().any(|c| c.is_ascii_digit()), "{cited}");
     assert!(!std::fs::read_to_string(&recording).unwrap().contains(KEY));
 }
+
+/// SIGTERM (and Ctrl-C) stop a query with exit 143 (130); its log ends with an `interrupted`
+/// result instead of reading as a query still going.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_stops_the_query_and_closes_its_log() {
+    use std::time::Duration;
+
+    use crate::support::{send_signal, spawn_with_fake, wait_until};
+
+    for (signal, code) in [("TERM", 143), ("INT", 130)] {
+        let dir = loaded_store();
+        let server = FakeServer::start().await.unwrap();
+        server.respond_with(|_| FakeReply::hang());
+        let args = [
+            "query",
+            "--model",
+            "openai:root",
+            "--subcall-model",
+            "openai:sub",
+            "--skip-plan",
+            "--log",
+            "logs",
+            "How does token refresh fail?",
+        ];
+        let child = spawn_with_fake(dir.path(), &server, &args);
+        wait_until(Duration::from_secs(30), "no extractor call started", || {
+            server.in_flight() != 0
+        })
+        .await;
+        assert_eq!(send_signal(child, signal).await, Some(code), "SIG{signal}");
+        let log = std::fs::read_dir(dir.path().join("logs"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let text = std::fs::read_to_string(log).unwrap();
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "query_result", "SIG{signal}: {last}");
+        assert_eq!(last["status"], "interrupted", "SIG{signal}: {last}");
+    }
+}

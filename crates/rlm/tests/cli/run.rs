@@ -8,7 +8,7 @@ use assert_cmd::Command;
 use rlm_llm::fake::{FakeReply, FakeServer};
 
 use crate::support::{
-    KEY, interrupt, output as run, rlm_in, rlm_with_fake, scripted, spawn_with_fake, text,
+    KEY, output as run, rlm_in, rlm_with_fake, scripted, send_signal, spawn_with_fake, text,
     wait_until,
 };
 
@@ -382,43 +382,47 @@ const NEEDLE_SCRIPT: [&str; 4] = [
     "FINAL(The secret code is OSPREY-7731: user gus read out the vault override code in a support chat at 2024-05-13T08:08:08Z.)",
 ];
 
+/// Ctrl-C and SIGTERM (`timeout`, a CI runner, `docker stop`) both end the log with an
+/// `interrupted` result; the exit code says which signal came (130, 143).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctrl_c_exits_130_and_ends_the_log_with_an_interrupted_result() {
-    let (dir, server) = scripted(
-        "root",
-        [
-            FakeReply::text("```repl\nprint(len(context))\n"),
-            FakeReply::hang(),
-        ],
-    )
-    .await;
-    let args = [
-        "run",
-        "--model",
-        "openai:root",
-        "--log",
-        "logs",
-        "--context",
-        "abc",
-        "q",
-    ];
-    let child = spawn_with_fake(dir.path(), &server, &args);
-    let turn_two = || server.requests_for("root").len() >= 2 && server.in_flight() != 0;
-    wait_until(Duration::from_secs(30), "turn 2 never started", turn_two).await;
-    assert_eq!(interrupt(child).await, Some(130));
-    let logs = logs_in(&dir.path().join("logs"));
-    assert_eq!(logs.len(), 1);
-    let log = std::fs::read_to_string(&logs[0]).unwrap();
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["metadata", "iteration", "result"]);
-    let result = &lines[2];
-    assert_eq!(result["status"], "interrupted", "{result}");
-    assert_eq!(result["iterations"], 2, "turn 2 was under way");
-    assert_eq!(result["answer"], serde_json::Value::Null);
+async fn ctrl_c_and_sigterm_end_the_log_with_an_interrupted_result() {
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let (dir, server) = scripted(
+            "root",
+            [
+                FakeReply::text("```repl\nprint(len(context))\n"),
+                FakeReply::hang(),
+            ],
+        )
+        .await;
+        let args = [
+            "run",
+            "--model",
+            "openai:root",
+            "--log",
+            "logs",
+            "--context",
+            "abc",
+            "q",
+        ];
+        let child = spawn_with_fake(dir.path(), &server, &args);
+        let turn_two = || server.requests_for("root").len() >= 2 && server.in_flight() != 0;
+        wait_until(Duration::from_secs(30), "turn 2 never started", turn_two).await;
+        assert_eq!(send_signal(child, signal).await, Some(code), "SIG{signal}");
+        let logs = logs_in(&dir.path().join("logs"));
+        assert_eq!(logs.len(), 1);
+        let log = std::fs::read_to_string(&logs[0]).unwrap();
+        let lines: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["metadata", "iteration", "result"], "SIG{signal}");
+        let result = &lines[2];
+        assert_eq!(result["status"], "interrupted", "{result}");
+        assert_eq!(result["iterations"], 2, "turn 2 was under way");
+        assert_eq!(result["answer"], serde_json::Value::Null);
+    }
 }
 
 /// Model code names another model: refused with the flag to use, unless the user allowed it.

@@ -112,9 +112,14 @@ pub async fn wait_until(limit: Duration, what: &str, ready: impl Fn() -> bool) {
 }
 
 /// Sends Ctrl-C (SIGINT) to `child` and returns its exit code.
-pub async fn interrupt(mut child: Child) -> Option<i32> {
+pub async fn interrupt(child: Child) -> Option<i32> {
+    send_signal(child, "INT").await
+}
+
+/// Sends the signal `name` (`INT`, `TERM`) to `child` and returns its exit code.
+pub async fn send_signal(mut child: Child, name: &str) -> Option<i32> {
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{name}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());

@@ -65,7 +65,7 @@ pub fn run(
         .context("cannot start the async runtime")?;
 
     let total = specs.len();
-    let mut interrupted = false;
+    let mut stopped = None;
     for (index, spec) in specs.iter().enumerate() {
         let task = spec.generate(args.seed, &haystack.text);
         if !global.quiet {
@@ -76,17 +76,20 @@ pub fn run(
                 report::describe(spec, task.label)
             );
         }
-        let Some(outcome) = runtime.block_on(run_task(&rlm, &task)) else {
-            interrupted = true;
-            break;
+        let outcome = match runtime.block_on(run_task(&rlm, &task)) {
+            Ok(outcome) => outcome,
+            Err(signal) => {
+                stopped = Some(signal);
+                break;
+            }
         };
         printer.finished(index + 1, &task, outcome)?;
     }
     // In-flight model calls and sandbox workers are dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    printer.summary(interrupted)?;
-    if interrupted {
-        return Err(CliError::interrupted().into());
+    printer.summary(stopped.is_some())?;
+    if let Some(signal) = stopped {
+        return Err(CliError::stopped(signal).into());
     }
     let failed = printer.failed();
     if failed == 0 {
@@ -102,8 +105,11 @@ pub fn run(
     .into())
 }
 
-/// Runs one task through the loop; `None` when Ctrl-C interrupted it.
-async fn run_task(rlm: &rlm_engine::Rlm, task: &Task) -> Option<Outcome> {
+/// Runs one task through the loop; the signal when Ctrl-C or SIGTERM stopped it.
+async fn run_task(
+    rlm: &rlm_engine::Rlm,
+    task: &Task,
+) -> Result<Outcome, crate::signals::StopSignal> {
     let started = Instant::now();
     let name = match task.spec.kind {
         TaskKind::Needle => "haystack.txt",
@@ -112,9 +118,9 @@ async fn run_task(rlm: &rlm_engine::Rlm, task: &Task) -> Option<Outcome> {
     let part = ContextPart::analyzed(task.context.as_str(), Some(name));
     let result = tokio::select! {
         result = rlm.completion(&task.question, vec![part]) => result,
-        _ = tokio::signal::ctrl_c() => return None,
+        signal = crate::signals::stop_requested() => return Err(signal),
     };
-    Some(Outcome::of(result, started.elapsed()))
+    Ok(Outcome::of(result, started.elapsed()))
 }
 
 /// The kind as `--tasks` spells it.
