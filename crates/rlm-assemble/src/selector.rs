@@ -272,10 +272,11 @@ pub fn extract<'a>(text: &'a str, spec: SpanSpec, selector: &str) -> Result<(Spa
     match spec {
         SpanSpec::All => Ok((Span::All, text)),
         SpanSpec::Bytes { start, end } => {
-            let end = end.unwrap_or(text.len());
-            if end > text.len() || start >= end {
+            // An end past the file is clamped, as `rlm peek` and `read()` do.
+            let end = end.unwrap_or(text.len()).min(text.len());
+            if start >= end {
                 return Err(bad(format!(
-                    "bytes {start}-{end} are outside the file ({} bytes)",
+                    "byte {start} is at or past the end of the file ({} bytes)",
                     text.len()
                 )));
             }
@@ -287,10 +288,12 @@ pub fn extract<'a>(text: &'a str, spec: SpanSpec, selector: &str) -> Result<(Spa
         SpanSpec::Lines { start, end } => {
             let starts = line_starts(text);
             let lines = starts.len();
-            let end = end.unwrap_or(lines);
-            if start > lines || end > lines {
+            // An end past the last line is clamped, as `rlm peek --lines` and `read()` do; a
+            // start past it is refused.
+            let end = end.unwrap_or(lines).min(lines);
+            if start > lines || end < start {
                 return Err(bad(format!(
-                    "lines {start}-{end} are outside the file ({lines} lines)"
+                    "line {start} is past the end of the file ({lines} lines)"
                 )));
             }
             let from = starts[start - 1];
@@ -409,23 +412,33 @@ mod tests {
             )
             .is_err()
         );
-        assert!(
-            extract(
-                text,
-                SpanSpec::Lines {
-                    start: 1,
-                    end: Some(9)
-                },
-                "s"
-            )
-            .is_err()
-        );
+        // Ends past the file are clamped, as `rlm peek` and `read()` do.
+        let (span, cut) = extract(
+            text,
+            SpanSpec::Lines {
+                start: 3,
+                end: Some(9),
+            },
+            "s",
+        )
+        .unwrap();
+        assert_eq!((span, cut), (Span::Lines(3, 4), "three\nfour"));
+        let (span, _) = extract(
+            text,
+            SpanSpec::Bytes {
+                start: 0,
+                end: Some(99),
+            },
+            "s",
+        )
+        .unwrap();
+        assert_eq!(span, Span::Bytes(0, text.len()));
         assert!(
             extract(
                 text,
                 SpanSpec::Bytes {
-                    start: 0,
-                    end: Some(99)
+                    start: 99,
+                    end: Some(120)
                 },
                 "s"
             )

@@ -1,5 +1,5 @@
-//! Inspecting runs without reading whole logs: a summary of each root run in a log directory
-//! (`rlm runs list`), and a turn as `rlm runs show` prints it.
+//! Inspecting runs without reading whole logs: a summary of each root run and query in a log
+//! directory (`rlm runs list`), and a turn as `rlm runs show` prints it.
 //!
 //! A log repeats the whole conversation every turn, so a summary reads only the first line
 //! (`metadata`) and the last (`result`, when the run ended); a large answer in it is already a
@@ -13,15 +13,18 @@ use rlm_llm::ModelTotals;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::query::{QueryMetadata, QueryOutcome};
 use crate::reader::{Record, parse_line};
 use crate::schema::{CodeBlock, Iteration, RunMetadata, RunOutcome};
 
 /// Bytes read from a log's end to find its last line.
 const TAIL_BYTES: u64 = 1 << 20;
 
-/// One root run, from its log's first and last lines.
+/// One root run or query, from its log's first and last lines.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// `run` (`rlm run`) or `query` (`rlm query`).
+    pub kind: &'static str,
     /// The run id.
     pub run_id: String,
     /// The log file.
@@ -32,9 +35,11 @@ pub struct RunSummary {
     pub question: String,
     /// The root model.
     pub model: String,
-    /// How it ended; `None` while it runs or when it was killed without a result line.
-    pub status: Option<crate::Status>,
-    /// Turns taken, when it ended.
+    /// How it ended (`answered`, `forced_answer`, … for a run; `answered`, `no_evidence`,
+    /// `failed`, … for a query); `None` while it runs or when it was killed without a result
+    /// line.
+    pub status: Option<String>,
+    /// Turns taken, when a run ended (queries have none).
     pub turns: Option<u32>,
     /// Dollars over priced calls, when it ended.
     pub cost_usd: Option<f64>,
@@ -55,44 +60,92 @@ impl RunSummary {
             .read_line(&mut first)
             .map_err(io_error)?;
         let head = parse_line(first.trim_end(), 1)?;
-        let Record::Metadata(metadata) = &head.record else {
-            return Err(Error::NotATrajectory {
+        let last = last_record(&mut file).map_err(io_error)?;
+        match (&head.record, last) {
+            (Record::Metadata(metadata), last) => {
+                let outcome = match last {
+                    Some(Record::Result(outcome)) => Some(*outcome),
+                    _ => None,
+                };
+                Ok(Self::of_run(
+                    path,
+                    head.timestamp.clone(),
+                    metadata,
+                    outcome.as_ref(),
+                ))
+            }
+            (Record::QueryMetadata(metadata), last) => {
+                let outcome = match last {
+                    Some(Record::QueryResult(outcome)) => Some(*outcome),
+                    _ => None,
+                };
+                Ok(Self::of_query(
+                    path,
+                    head.timestamp.clone(),
+                    metadata,
+                    outcome.as_ref(),
+                ))
+            }
+            (other, _) => Err(Error::NotATrajectory {
                 path: path.to_path_buf(),
                 line: 1,
-                reason: format!("its first record is `{}`", head.record.kind()),
-            });
-        };
-        let outcome = last_outcome(&mut file).map_err(io_error)?;
-        Ok(Self::of(
-            path,
-            head.timestamp.clone(),
-            metadata,
-            outcome.as_ref(),
-        ))
+                reason: format!("its first record is `{}`", other.kind()),
+            }),
+        }
     }
 
-    fn of(
+    fn of_run(
         path: &Path,
         started: Option<String>,
         metadata: &RunMetadata,
         outcome: Option<&RunOutcome>,
     ) -> Self {
         Self {
+            kind: "run",
             run_id: metadata.run_id.clone(),
             log: path.to_path_buf(),
             started,
             question: metadata.query.clone(),
             model: metadata.root_model.clone(),
-            status: outcome.map(|outcome| outcome.status),
+            status: outcome.map(|outcome| status_name(outcome.status)),
             turns: outcome.map(|outcome| outcome.iterations),
             cost_usd: outcome.map(|outcome| outcome.usage.total.cost_usd),
             tokens: outcome.map(|outcome| outcome.usage.total.usage.total()),
         }
     }
+
+    fn of_query(
+        path: &Path,
+        started: Option<String>,
+        metadata: &QueryMetadata,
+        outcome: Option<&QueryOutcome>,
+    ) -> Self {
+        let total = outcome.and_then(|outcome| outcome.usage.get("total"));
+        Self {
+            kind: "query",
+            run_id: metadata.run_id.clone(),
+            log: path.to_path_buf(),
+            started,
+            question: metadata.question.clone(),
+            model: metadata.model.clone(),
+            status: outcome.map(|outcome| outcome.status.clone()),
+            turns: None,
+            cost_usd: total.map(|usage| usage.total.cost_usd),
+            tokens: total.map(|usage| usage.total.usage.total()),
+        }
+    }
 }
 
-/// The `result` record on the file's last line, if that is what it holds.
-fn last_outcome(file: &mut File) -> std::io::Result<Option<RunOutcome>> {
+/// A run status as logs and `--json` write it (`forced_answer`).
+fn status_name(status: crate::Status) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| status.to_string())
+}
+
+/// The record on the file's last line, if it reads as one.
+fn last_record(file: &mut File) -> std::io::Result<Option<Record>> {
     let length = file.metadata()?.len();
     let start = length.saturating_sub(TAIL_BYTES);
     file.seek(SeekFrom::Start(start))?;
@@ -102,14 +155,11 @@ fn last_outcome(file: &mut File) -> std::io::Result<Option<RunOutcome>> {
     let Some(last) = text.trim_end().rsplit('\n').next() else {
         return Ok(None);
     };
-    Ok(match parse_line(last, 0).map(|entry| entry.record) {
-        Ok(Record::Result(outcome)) => Some(*outcome),
-        _ => None,
-    })
+    Ok(parse_line(last, 0).ok().map(|entry| entry.record))
 }
 
-/// The root runs logged in `dir` (`rlm_*.jsonl`, not a child's `<stem>.<n>.jsonl`), newest
-/// first; a file that is not a readable run log is left out.
+/// The root runs and queries logged in `dir` (`rlm_*.jsonl` and `query_*.jsonl`, not a child's
+/// `<stem>.<n>.jsonl`), newest first; a file that is not a readable log is left out.
 pub fn list_runs(dir: &Path) -> Result<Vec<RunSummary>, Error> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         path: dir.to_path_buf(),
@@ -120,10 +170,13 @@ pub fn list_runs(dir: &Path) -> Result<Vec<RunSummary>, Error> {
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
             let stem = name.strip_suffix(".jsonl")?;
-            (name.starts_with("rlm_") && !stem.contains('.')).then(|| (name, entry.path()))
+            // After its prefix, the stem starts with the UTC start time: it sorts by time.
+            let timed = stem
+                .strip_prefix("rlm_")
+                .or_else(|| stem.strip_prefix("query_"))?;
+            (!stem.contains('.')).then(|| (timed.to_owned(), entry.path()))
         })
         .collect();
-    // The stem starts with the UTC start time, so names sort by time.
     logs.sort_by(|a, b| b.0.cmp(&a.0));
     Ok(logs
         .into_iter()

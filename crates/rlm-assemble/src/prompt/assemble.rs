@@ -357,7 +357,12 @@ impl PromptAssembler {
                 report.cache_key = key;
                 report.estimate = self.estimate(frame);
                 if dry_run {
+                    // What a build would do: summarize the messages before the split's tail
+                    // (the prompt shown meanwhile keeps the most recent that fit).
                     report.action = HistoryAction::WouldSummarize;
+                    if let HistorySplit::Summarize { tail_start, .. } = frame.split {
+                        report.summarized_messages = tail_start;
+                    }
                     report.note = Some(reason);
                 } else {
                     report.action = HistoryAction::Fallback;

@@ -72,7 +72,8 @@ pub struct HistoryReport {
     pub trigger_tokens: u64,
     /// Messages in the prompt verbatim (the most recent ones).
     pub verbatim_messages: usize,
-    /// Older messages replaced by the summary.
+    /// Older messages replaced by the summary (for `would-summarize`: the ones a build with
+    /// a summarizing model would summarize).
     pub summarized_messages: usize,
     /// Older messages left out (fallback).
     pub dropped_messages: usize,

@@ -227,8 +227,16 @@ fn without_a_model_a_long_history_falls_back_to_recent_messages_and_says_so() {
     assert!(built.plan.sections[2].tokens <= 1_000);
     assert!(built.plan.warnings[0].contains("no summarizing model"));
     let plan = assembler.plan(&inputs).unwrap();
-    assert_eq!(plan.plan.history.action, HistoryAction::WouldSummarize);
-    assert!(plan.plan.history.estimate.as_ref().unwrap().input_tokens > 1_000);
+    let history = &plan.plan.history;
+    assert_eq!(history.action, HistoryAction::WouldSummarize);
+    assert!(history.estimate.as_ref().unwrap().input_tokens > 1_000);
+    // The real split, not the fallback's count: everything before the verbatim tail.
+    let tail = match assembler.frame(&inputs).unwrap().split {
+        history::HistorySplit::Summarize { tail_start, .. } => tail_start,
+        history::HistorySplit::Verbatim => panic!("40 long messages over 1,000 tokens must split"),
+    };
+    assert_eq!(history.summarized_messages, tail);
+    assert_ne!(history.summarized_messages, report.dropped_messages);
 }
 
 #[test]

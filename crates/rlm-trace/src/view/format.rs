@@ -35,16 +35,27 @@ pub fn size_label(text: &str) -> String {
 
 /// Seconds: `0.42 s`, `12.3 s`, `4 min 05 s`.
 pub fn seconds(s: f64) -> String {
+    seconds_shown(s).1
+}
+
+/// Seconds as [`seconds`] rounds them, and the text: a bar drawn from the rounded value
+/// matches its label (two turns both shown as `0.00 s` get the same bar).
+pub fn seconds_shown(s: f64) -> (f64, String) {
     if !s.is_finite() || s < 0.0 {
-        return "? s".to_owned();
+        return (0.0, "? s".to_owned());
     }
     if s < 10.0 {
-        format!("{s:.2} s")
+        let rounded = (s * 100.0).round() / 100.0;
+        (rounded, format!("{rounded:.2} s"))
     } else if s < 60.0 {
-        format!("{s:.1} s")
+        let rounded = (s * 10.0).round() / 10.0;
+        (rounded, format!("{rounded:.1} s"))
     } else {
         let whole = s.round() as u64;
-        format!("{} min {:02} s", whole / 60, whole % 60)
+        (
+            whole as f64,
+            format!("{} min {:02} s", whole / 60, whole % 60),
+        )
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::format::{chars, count, dollars, seconds, size_label};
+use super::format::{chars, count, dollars, seconds, seconds_shown, size_label};
 use super::load::{ChildRun, RunView, TurnView};
 use super::markdown::{self, escape};
 use rlm_llm::Role;
@@ -250,10 +250,11 @@ fn limits(run: &RunView) -> String {
 /// groups of [`ROWS_PER_GROUP`] that the browser lays out only when scrolled to (a table of a
 /// thousand rows took most of a page's load time).
 fn timeline(out: &mut String, run: &RunView) {
+    // Bars follow the times as shown, so equal labels get equal bars.
     let longest = run
         .turns
         .iter()
-        .map(|turn| turn.iteration.seconds)
+        .map(|turn| seconds_shown(turn.iteration.seconds).0)
         .fold(0.0_f64, f64::max);
     out.push_str(
         "<section id=\"timeline\"><h2>Timeline</h2><div class=\"row head\"><span>turn</span>\
@@ -264,8 +265,9 @@ fn timeline(out: &mut String, run: &RunView) {
         out.push_str("<div class=\"rows\">");
         for turn in group {
             let iteration = &turn.iteration;
+            let (shown, label) = seconds_shown(iteration.seconds);
             let width = if longest > 0.0 {
-                (iteration.seconds / longest * 60.0).clamp(1.0, 60.0)
+                (shown / longest * 60.0).clamp(1.0, 60.0)
             } else {
                 1.0
             };
@@ -275,7 +277,7 @@ fn timeline(out: &mut String, run: &RunView) {
                 "<div class=\"row\"><a href=\"#t{n}\">{n}</a><span><span class=\"bar\" \
                  style=\"width:{width:.0}px\"></span> {}</span><span>{}</span><span>{}</span>\
                  <span>{}</span><span>{}</span></div>",
-                seconds(iteration.seconds),
+                label,
                 count(usage.usage.input_tokens),
                 count(usage.usage.output_tokens),
                 dollars(usage.cost_usd, usage.unpriced_calls),

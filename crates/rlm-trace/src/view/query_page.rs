@@ -126,7 +126,7 @@ fn header(out: &mut String, query: &QueryView) {
             let _ = write!(
                 out,
                 "<div class=\"md\">{}</div>",
-                markdown::render(&outcome.report)
+                link_citations(&markdown::render(&outcome.report))
             );
         }
         Some(_) => out.push_str("<p class=\"muted\">No report.</p>"),
@@ -614,6 +614,53 @@ fn is_half(call: &QueryCall) -> bool {
 }
 
 /// `chunk 3, chunk 7`, each linked to its row in the search hits.
+/// The report's rendered citations (`[chunk 12]`, `[chunks 3, 4]`) with each id a link to the
+/// chunk's row; an id marked `(not read)` stays text, as there is nothing to point at.
+fn link_citations(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() + 64);
+    let mut rest = html;
+    while let Some(at) = rest.find("[chunk") {
+        out.push_str(&rest[..at]);
+        let citation = &rest[at..];
+        let inside_end = citation.find(']').filter(|end| {
+            let inside = &citation[1..*end];
+            inside
+                .strip_prefix("chunks ")
+                .or_else(|| inside.strip_prefix("chunk "))
+                .is_some_and(|ids| {
+                    ids.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || " ,-()".contains(c))
+                })
+        });
+        let Some(end) = inside_end else {
+            out.push_str("[chunk");
+            rest = &citation["[chunk".len()..];
+            continue;
+        };
+        out.push('[');
+        let inside = &citation[1..end];
+        let mut words = inside.split_inclusive([' ', ',']).peekable();
+        while let Some(word) = words.next() {
+            let digits = word.trim_end_matches([' ', ',']);
+            let unread = words.peek().is_some_and(|next| next.starts_with("(not"));
+            match digits.parse::<i64>() {
+                Ok(id) if !unread => {
+                    let _ = write!(
+                        out,
+                        "<a class=\"chunk\" href=\"#chunk-{id}\">{id}</a>{}",
+                        &word[digits.len()..]
+                    );
+                }
+                _ => out.push_str(word),
+            }
+        }
+        out.push(']');
+        rest = &citation[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn chunk_links(ids: &[i64]) -> String {
     let links: Vec<String> = ids
         .iter()

@@ -430,3 +430,45 @@ fn a_scan_logged_in_part_shows_its_full_count() {
     assert!(search.contains("250,000 chunks"), "{search}");
     assert!(search.contains("the first 3 of them"), "{search}");
 }
+
+/// The report's citations link to their chunks; an unread one stays text.
+#[test]
+fn report_citations_link_to_their_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = query_log(dir.path(), false);
+    let log = TrajectoryWriter::create(dir.path(), "query_2026-11-23_10-00-00_q1").unwrap();
+    log.write(&QueryOutcome {
+        run_id: "q1".to_owned(),
+        status: "answered".to_owned(),
+        report: "Refresh fails [chunk 11]; see [chunks 12, 13] and [chunk 999 (not read)]. \
+                 [chunky 4] [chunk <b>]"
+            .to_owned(),
+        chunks_selected: 3,
+        chunks_analyzed: 3,
+        batches_failed: Vec::new(),
+        chunk_failures: Vec::new(),
+        chunks_skipped: Vec::new(),
+        findings: Vec::new(),
+        citations_unknown: vec![999],
+        error: None,
+        usage: BTreeMap::new(),
+        seconds: 1.0,
+    })
+    .unwrap();
+    let html = render(&LogView::load(&path).unwrap());
+    let report = between(&html, "<section id=\"report\">", "</section>");
+    assert!(
+        report.contains("[chunk <a class=\"chunk\" href=\"#chunk-11\">11</a>]"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "[chunks <a class=\"chunk\" href=\"#chunk-12\">12</a>, \
+             <a class=\"chunk\" href=\"#chunk-13\">13</a>]"
+        ),
+        "{report}"
+    );
+    assert!(report.contains("[chunk 999 (not read)]"), "{report}");
+    assert!(report.contains("[chunky 4]"), "{report}");
+    assert!(report.contains("[chunk &lt;b&gt;]"), "{report}");
+}

@@ -530,3 +530,32 @@ fn host_calls_render_per_block_escaped_with_sizes_errors_and_folds() {
     let turn = section(&html, "<section class=\"turn\"", "</section>");
     assert!(turn.contains("falcon-marker") && turn.contains("q6"));
 }
+
+/// Bars follow the times as the timeline shows them: turns all shown as `0.00 s` get equal
+/// bars, however their unrounded times differ.
+#[test]
+fn turns_shown_with_equal_times_get_equal_bars() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TrajectoryWriter::create(dir.path(), "rlm_x_fast").unwrap();
+    log.write(&metadata("fast", 0, "quick?")).unwrap();
+    for (n, seconds) in [(1, 0.001), (2, 0.004), (3, 0.0004)] {
+        let mut iteration = turn(n, vec![message(Role::User, "q")], "thinking", vec![]);
+        iteration.seconds = seconds;
+        log.write(&iteration).unwrap();
+    }
+    log.write(&outcome("fast", Status::Answered, Some("done"), 3))
+        .unwrap();
+    let view = LogView::load(log.path()).unwrap();
+    let html = render(&view);
+    let timeline = section(&html, "<section id=\"timeline\">", "</section>");
+    let widths: Vec<&str> = timeline
+        .match_indices("style=\"width:")
+        .map(|(at, found)| {
+            let rest = &timeline[at + found.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    assert_eq!(widths.len(), 3, "{timeline}");
+    assert!(widths.iter().all(|width| *width == widths[0]), "{widths:?}");
+    assert_eq!(timeline.matches("0.00 s").count(), 3, "{timeline}");
+}

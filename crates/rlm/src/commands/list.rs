@@ -26,12 +26,12 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = output::stdout();
+    // The name, the one column of any width, comes last: the others stay aligned.
     for buffer in &buffers {
         writeln!(
             out,
-            "{:>6}  {:<40} {:>10} {:>8} {:<5} {:>6} {:<6}  {}",
+            "{:>6}  {:>10} {:>8} {:<5} {:>6} {:<6}  {:<9}  {}",
             buffer.id,
-            output::for_stdout(&buffer.name),
             human_bytes(buffer.bytes),
             buffer.lines,
             if buffer.lines == 1 { "line" } else { "lines" },
@@ -41,7 +41,8 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Re
             } else {
                 "chunks"
             },
-            buffer.strategy
+            buffer.strategy,
+            output::for_stdout(&buffer.name),
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -251,18 +251,25 @@ fn history_line(plan: &PromptPlan) -> String {
             report.verbatim_messages, report.messages
         ),
         HistoryAction::WouldSummarize => format!(
-            "would summarize {} of {} messages",
-            report.dropped_messages, report.messages
+            "a build would summarize {} of {} messages and keep {} verbatim",
+            report.summarized_messages,
+            report.messages,
+            report.messages - report.summarized_messages
         ),
     };
     if let Some(estimate) = &report.estimate {
         let cost = estimate
             .cost_usd
             .map_or_else(|| "price unknown".to_owned(), crate::output::usd);
+        // An estimate of what a build would spend: a plan itself calls no model.
+        let calls = match estimate.calls {
+            1 => "1 model call".to_owned(),
+            n => format!("{n} model calls"),
+        };
         let _ = write!(
             line,
-            " [{} calls, ~{} input tokens, at most {} output tokens, {cost}]",
-            estimate.calls, estimate.input_tokens, estimate.max_output_tokens
+            " [it would take {calls}, ~{} input tokens, at most {} output tokens, {cost}]",
+            estimate.input_tokens, estimate.max_output_tokens
         );
     }
     line

@@ -47,16 +47,15 @@ fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::
     }
     let mut out = output::stdout();
     for summary in &runs {
-        let status = summary
-            .status
-            .map_or_else(|| "unfinished".to_owned(), status_word);
+        let status = summary.status.as_deref().unwrap_or("unfinished");
         let started = summary.started.as_deref().map_or_else(String::new, |at| {
             at.replace('T', " ").chars().take(19).collect()
         });
         writeln!(
             out,
-            "{}  {started:<19}  {status:<16} {:>5}  {:>9}  {}",
+            "{}  {:<5}  {started:<19}  {status:<17} {:>5}  {:>9}  {}",
             for_stdout(&summary.run_id),
+            summary.kind,
             summary
                 .turns
                 .map_or_else(|| "-".to_owned(), |turns| turns.to_string()),
@@ -295,13 +294,6 @@ pub(super) fn variable_json(variable: &VariableInfo) -> serde_json::Value {
 }
 
 /// The status as one word for the list (`answered`, `iteration_limit`, …).
-fn status_word(status: rlm_trace::Status) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_else(|| status.to_string())
-}
-
 /// `text` on one line, cut to `chars` with `…`.
 pub(super) fn one_line(text: &str, chars: usize) -> String {
     let flat: String = text

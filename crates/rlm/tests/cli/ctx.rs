@@ -583,7 +583,7 @@ fn bad_input_exits_2_and_writes_nothing() {
     for args in [
         &["add", "missing.txt"][..],
         &["add", "src/main.rs", "missing.txt"],
-        &["add", "src/flow.sh::5,99"],
+        &["add", "src/flow.sh::9,12"],
         &["add", "src/flow.sh::0,2"],
         &["add", "src/flow.sh::900c,1000c"],
         &["add", "bin.dat"],
@@ -604,6 +604,10 @@ fn bad_input_exits_2_and_writes_nothing() {
     }
     insta::assert_snapshot!("bad_input", errors);
     assert_eq!(project.listing(), before, "nothing was added or removed");
+    // An end past the last line is clamped, as `rlm peek --lines` and `read()` do.
+    project.ok(&["add", "src/flow.sh::5,99"]);
+    let text = project.read("ctx/evidence/200_src_flow_sh_l5_7.evidence.md");
+    assert!(text.contains("\"span\":\"lines:5-7\""), "{text}");
     assert_eq!(
         project.read("ctx/evidence/200_src_flow_sh.evidence.md"),
         evidence_before

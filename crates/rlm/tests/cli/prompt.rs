@@ -207,4 +207,31 @@ async fn an_unavailable_model_falls_back_and_plan_calls_nothing() {
     assert_eq!(plan["history"]["action"], "would-summarize");
     assert!(plan["history"]["estimate"]["cost_usd"].as_f64().unwrap() > 0.0);
     assert_eq!(server.request_count(), calls, "plan made no model call");
+    // The text plan says the real split and that the calls are a build's, not its own.
+    let summarized = plan["history"]["summarized_messages"].as_u64().unwrap();
+    let messages = plan["history"]["messages"].as_u64().unwrap();
+    assert!(summarized > 0 && summarized < messages, "{plan}");
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command.args([
+        "prompt",
+        "plan",
+        "--history",
+        "chat.jsonl",
+        "--history-budget",
+        "2000",
+        "-m",
+        "openai:gpt-4o-mini",
+    ]);
+    let out = output(command).await;
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        shown.contains(&format!(
+            "a build would summarize {summarized} of {messages} messages and keep {} verbatim",
+            messages - summarized
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("it would take "), "{shown}");
+    assert!(!shown.contains(" 1 calls"), "{shown}");
+    assert_eq!(server.request_count(), calls, "plan made no model call");
 }

@@ -105,6 +105,31 @@ async fn the_report_goes_to_stdout_progress_to_stderr_and_every_call_to_the_log(
             .unwrap()
             .contains("\"type\":\"query_result\"")
     );
+
+    // `rlm runs list` lists queries beside runs.
+    let listed = rlm_in(dir.path())
+        .args(["--json", "runs", "list", "--log", "logs"])
+        .output()
+        .unwrap();
+    let stdout = text(&listed.stdout);
+    let records: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 1, "{stdout}");
+    assert_eq!(records[0]["kind"], "query");
+    assert_eq!(records[0]["status"], "answered");
+    assert_eq!(records[0]["question"], "How does token refresh fail?");
+    assert_eq!(records[0]["model"], "openai:root");
+    let listed = rlm_in(dir.path())
+        .args(["runs", "list", "--log", "logs"])
+        .output()
+        .unwrap();
+    let line = text(&listed.stdout);
+    assert!(
+        line.contains("query") && line.contains("answered"),
+        "{line}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,22 @@ fn list_and_search_find_code_identifiers() {
     settings().bind(|| insta::assert_snapshot!("search_logger", search));
 }
 
+/// Columns stay aligned whatever the names: the name, the one column of any width, is last.
+#[test]
+fn list_columns_stay_aligned_with_long_names() {
+    let fixture = Fixture::new();
+    fixture.load();
+    let long = format!("{}notes.txt", "deep/".repeat(20));
+    let dir = fixture.path(&format!("project/{}", long.rsplit_once('/').unwrap().0));
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(fixture.path(&format!("project/{long}")), "x\n").unwrap();
+    fixture.rlm().args(["load", "project"]).assert().success();
+    let list = stdout(fixture.rlm().arg("list"));
+    let columns: Vec<Option<usize>> = list.lines().map(|line| line.find(" line")).collect();
+    assert_eq!(columns.len(), 4, "{list}");
+    assert!(columns.windows(2).all(|pair| pair[0] == pair[1]), "{list}");
+}
+
 #[test]
 fn search_json_ids_work_with_peek() {
     let fixture = Fixture::new();
