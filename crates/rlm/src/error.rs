@@ -212,6 +212,15 @@ impl Shown {
     }
 }
 
+/// The exit code an error maps to: 2 for input, 1 for a failed task, 130/143 when stopped.
+pub fn report_code(err: &anyhow::Error) -> ExitCode {
+    match Shown::of(err).kind {
+        Kind::Input => ExitCode::from(EXIT_USAGE),
+        Kind::Failed => ExitCode::from(EXIT_FAILED),
+        Kind::Interrupted(signal) => ExitCode::from(signal.exit_code()),
+    }
+}
+
 /// Prints the error chain to stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> ExitCode {
     // `| head` closed stdout: the reader has what it wanted, so end quietly.
@@ -219,11 +228,10 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let shown = Shown::of(err);
-    let code = match shown.kind {
-        Kind::Input => ExitCode::from(EXIT_USAGE),
-        Kind::Failed => ExitCode::from(EXIT_FAILED),
-        Kind::Interrupted(signal) => return ExitCode::from(signal.exit_code()),
-    };
+    let code = report_code(err);
+    if matches!(shown.kind, Kind::Interrupted(_)) {
+        return code;
+    }
     // A command run for `rlm mcp` reports to its client, in the tool result.
     if crate::output::capture::keep_report(&shown.plain()) {
         return code;

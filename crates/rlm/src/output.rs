@@ -157,10 +157,6 @@ pub mod capture {
 
     /// What a command left while it was captured.
     #[derive(Debug, Default)]
-    #[cfg_attr(
-        not(feature = "mcp"),
-        expect(dead_code, reason = "only `rlm mcp` uses it")
-    )]
     pub struct Captured {
         /// What it printed on stdout.
         pub printed: Vec<u8>,
@@ -183,10 +179,6 @@ pub mod capture {
 
     /// Runs `f` on this thread with its stdout and reported errors collected, and returns
     /// both.
-    #[cfg_attr(
-        not(feature = "mcp"),
-        expect(dead_code, reason = "only `rlm mcp` uses it")
-    )]
     pub fn run<R>(f: impl FnOnce() -> R) -> (R, Captured) {
         CAPTURED.with_borrow_mut(|captured| *captured = Some(Vec::new()));
         REPORTED.with_borrow_mut(|reported| *reported = Some(Vec::new()));

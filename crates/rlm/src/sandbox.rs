@@ -12,6 +12,15 @@ use rlm_sandbox::{Limits, Sandbox, WorkerCommand};
 use crate::error::CliError;
 use crate::settings::env;
 
+/// The worker a program embedding rlm starts instead of this executable (the Python package
+/// starts its interpreter on the extension's worker entry point).
+static WORKER: std::sync::OnceLock<WorkerCommand> = std::sync::OnceLock::new();
+
+/// Sets [`WORKER`]; the first setting stays.
+pub fn set_worker_command(command: WorkerCommand) {
+    let _ = WORKER.set(command);
+}
+
 /// A REPL factory with what the engine should say about it.
 pub struct Repl {
     pub factory: Arc<dyn ReplFactory>,
@@ -30,8 +39,11 @@ pub fn repl(
     block_timeout: Duration,
     limits: &RunLimits,
 ) -> anyhow::Result<Repl> {
-    let worker = WorkerCommand::current_exe()
-        .context("cannot locate the rlm binary for the sandbox worker")?;
+    let worker = match WORKER.get() {
+        Some(command) => command.clone(),
+        None => WorkerCommand::current_exe()
+            .context("cannot locate the rlm binary for the sandbox worker")?,
+    };
     let sandbox = Sandbox::builder()
         .worker_command(worker)
         .limits(

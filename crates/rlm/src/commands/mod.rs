@@ -21,7 +21,7 @@ mod peek;
 mod prompt;
 mod query;
 mod reindex;
-mod run;
+pub(crate) mod run;
 mod runs;
 mod search;
 mod sessions;

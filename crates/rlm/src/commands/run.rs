@@ -117,30 +117,35 @@ fn store_functions(
     Ok(Arc::new(functions))
 }
 
+/// The `--json` result record of a run (also what the Python package's `completion` returns).
+pub(crate) fn result_record(result: &RunResult) -> serde_json::Value {
+    serde_json::json!({
+        "type": "result",
+        "status": result.outcome.status,
+        "answer": result.outcome.answer,
+        "partial_answer": result.outcome.partial_answer,
+        "iterations": result.outcome.iterations,
+        "usage": {
+            "models": result.outcome.usage.models,
+            "total": result.outcome.usage.total,
+            "subcalls": result.outcome.subcalls,
+        },
+        "tokens": result.outcome.usage.total.usage.total(),
+        "cache_read_tokens": result.outcome.usage.total.usage.cache_read_tokens,
+        "cache_write_tokens": result.outcome.usage.total.usage.cache_write_tokens,
+        "cost_usd": result.outcome.usage.total.cost_usd,
+        "cost_is_partial": result.outcome.usage.total.cost_is_partial(),
+        "seconds": result.outcome.seconds,
+        "log": result.trajectory,
+        "run_id": result.outcome.run_id,
+        "error": result.outcome.error,
+    })
+}
+
 /// Prints the answer (or the JSON result) and picks the exit code.
 fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode> {
     if global.json {
-        crate::output::print_json(&serde_json::json!({
-            "type": "result",
-            "status": result.outcome.status,
-            "answer": result.outcome.answer,
-            "partial_answer": result.outcome.partial_answer,
-            "iterations": result.outcome.iterations,
-            "usage": {
-                "models": result.outcome.usage.models,
-                "total": result.outcome.usage.total,
-                "subcalls": result.outcome.subcalls,
-            },
-            "tokens": result.outcome.usage.total.usage.total(),
-            "cache_read_tokens": result.outcome.usage.total.usage.cache_read_tokens,
-            "cache_write_tokens": result.outcome.usage.total.usage.cache_write_tokens,
-            "cost_usd": result.outcome.usage.total.cost_usd,
-            "cost_is_partial": result.outcome.usage.total.cost_is_partial(),
-            "seconds": result.outcome.seconds,
-            "log": result.trajectory,
-            "run_id": result.outcome.run_id,
-            "error": result.outcome.error,
-        }))?;
+        crate::output::print_json(&result_record(&result))?;
     } else if let Some(answer) = &result.outcome.answer {
         // Byte-exact into a pipe or file; control characters neutralised on a terminal.
         let mut out = crate::output::raw_stdout();

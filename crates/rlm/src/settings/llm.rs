@@ -123,13 +123,16 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8_192;
 pub const DEFAULT_REASONING_MAX_OUTPUT_TOKENS: u32 = 32_768;
 
 /// Provider variables read through `rlm_llm::BUILTIN_PROVIDERS`.
-const PROVIDER_VARIABLES: [&str; 6] = [
+const PROVIDER_VARIABLES: [&str; 9] = [
     env::OPENAI_API_KEY,
     env::OPENAI_BASE_URL,
     env::ANTHROPIC_API_KEY,
     env::ANTHROPIC_BASE_URL,
     env::OPENROUTER_API_KEY,
     env::OLLAMA_BASE_URL,
+    env::VLLM_BASE_URL,
+    env::LLAMACPP_BASE_URL,
+    env::LMSTUDIO_BASE_URL,
 ];
 
 impl LlmSettings {
@@ -146,7 +149,28 @@ impl LlmSettings {
         tracing::debug!(variables = ?present, "provider variables set");
         let mut settings = Self::merge(args, section, env)?;
         settings.offer_backends(sources.model_backends());
+        settings.apply_front_end_providers(sources.providers());
         Ok(settings)
+    }
+
+    /// Providers the front end sets (the Python package's `backend_kwargs`): above every other
+    /// source, a key they carry included; a new name is added as given.
+    fn apply_front_end_providers(&mut self, providers: &[ProviderConfig]) {
+        for given in providers {
+            match self.providers.iter_mut().find(|p| p.name == given.name) {
+                Some(existing) => {
+                    existing.kind = given.kind;
+                    if existing.base_url != given.base_url {
+                        existing.base_url.clone_from(&given.base_url);
+                        existing.max_concurrency = given.max_concurrency;
+                    }
+                    if given.api_key.is_some() {
+                        existing.api_key.clone_from(&given.api_key);
+                    }
+                }
+                None => self.providers.push(given.clone()),
+            }
+        }
     }
 
     /// Registers every API key the settings name (environment variables, `[llm.providers.*]`)

@@ -59,6 +59,9 @@ pub struct Sources {
     /// The directory every file a command reads or writes must resolve into (`rlm mcp
     /// --root`); `None` on the command line.
     root: Option<FileRoot>,
+    /// Providers the front end sets above every other source (the Python package's
+    /// `backend_kwargs`: a base URL, a key).
+    providers: Vec<rlm_llm::ProviderConfig>,
 }
 
 impl Sources {
@@ -83,7 +86,21 @@ impl Sources {
             config: OnceCell::new(),
             model_backends: Vec::new(),
             root: None,
+            providers: Vec::new(),
         }
+    }
+
+    /// These sources with `provider` set above the environment and the files (a provider of
+    /// the same name keeps only what `provider` does not say: a key it lacks).
+    #[must_use]
+    pub fn with_provider(mut self, provider: rlm_llm::ProviderConfig) -> Self {
+        self.providers.push(provider);
+        self
+    }
+
+    /// The providers the front end sets.
+    pub fn providers(&self) -> &[rlm_llm::ProviderConfig] {
+        &self.providers
     }
 
     /// These sources for commands confined to `root`: the stores they open, the ctx
