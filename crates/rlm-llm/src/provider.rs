@@ -213,21 +213,21 @@ pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
         kind: ProviderKind::OpenAi,
         base_url: "http://localhost:8000/v1",
         api_key_env: None,
-        base_url_env: None,
+        base_url_env: Some("VLLM_BASE_URL"),
     },
     BuiltinProvider {
         name: "llamacpp",
         kind: ProviderKind::OpenAi,
         base_url: "http://localhost:8080/v1",
         api_key_env: None,
-        base_url_env: None,
+        base_url_env: Some("LLAMACPP_BASE_URL"),
     },
     BuiltinProvider {
         name: "lmstudio",
         kind: ProviderKind::OpenAi,
         base_url: "http://localhost:1234/v1",
         api_key_env: None,
-        base_url_env: None,
+        base_url_env: Some("LMSTUDIO_BASE_URL"),
     },
 ];
 
@@ -390,6 +390,27 @@ mod tests {
             ollama.configure(&|_| None).max_concurrency,
             DEFAULT_LOCAL_MAX_CONCURRENCY
         );
+    }
+
+    #[test]
+    fn every_local_server_takes_its_base_url_from_its_variable() {
+        for (name, variable) in [
+            ("ollama", "OLLAMA_BASE_URL"),
+            ("vllm", "VLLM_BASE_URL"),
+            ("llamacpp", "LLAMACPP_BASE_URL"),
+            ("lmstudio", "LMSTUDIO_BASE_URL"),
+        ] {
+            let builtin = BUILTIN_PROVIDERS.iter().find(|b| b.name == name).unwrap();
+            let lookup =
+                |asked: &str| (asked == variable).then(|| "http://10.0.0.7:9000/v1".to_owned());
+            let config = builtin.configure(&lookup);
+            assert_eq!(config.base_url, "http://10.0.0.7:9000/v1", "{name}");
+            assert_eq!(
+                config.max_concurrency, DEFAULT_MAX_CONCURRENCY,
+                "{name}: not loopback"
+            );
+            assert_eq!(builtin.configure(&|_| None).base_url, builtin.base_url);
+        }
     }
 
     #[test]

@@ -62,6 +62,12 @@ pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 pub const OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
 /// Ollama base URL (including `/v1`).
 pub const OLLAMA_BASE_URL: &str = "OLLAMA_BASE_URL";
+/// vLLM base URL (including `/v1`).
+pub const VLLM_BASE_URL: &str = "VLLM_BASE_URL";
+/// llama.cpp server base URL (including `/v1`).
+pub const LLAMACPP_BASE_URL: &str = "LLAMACPP_BASE_URL";
+/// LM Studio base URL (including `/v1`).
+pub const LMSTUDIO_BASE_URL: &str = "LMSTUDIO_BASE_URL";
 /// Store directory, same as `--store` (default `.rlm` in the current directory).
 pub const RLM_STORE: &str = "RLM_STORE";
 /// Base directory for user data; models live in `$XDG_DATA_HOME/rlm/models`.
