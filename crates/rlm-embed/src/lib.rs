@@ -78,7 +78,9 @@ pub use manifest::{MANIFEST_FILE, MANIFEST_FORMAT, Manifest, ModelFile, ModelId,
 pub use models_dir::{EmbedSettings, InstalledModel, ModelsDir};
 pub use static_model::StaticEmbedder;
 pub use vector_bytes::{vector_from_bytes, vector_to_bytes};
-pub use vector_index::{Hit, MIN_CANDIDATES, VectorIndex};
+pub use vector_index::{
+    Candidates, Hit, MIN_CANDIDATES, QuantizedQuery, VectorIndex, dot_f32, quantize,
+};
 
 /// Texts per [`Embedder::embed`] call that keep memory flat and both cores busy.
 pub const DEFAULT_BATCH: usize = 64;

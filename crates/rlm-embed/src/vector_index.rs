@@ -85,7 +85,7 @@ impl VectorIndex {
                 reason: format!("vector for id {id} holds NaN or infinity"),
             });
         }
-        let scale = quantize_into(vector, &mut self.quantized);
+        let scale = quantize(vector, &mut self.quantized);
         self.ids.push(id);
         self.full.extend_from_slice(vector);
         self.scales.push(scale);
@@ -139,43 +139,24 @@ impl VectorIndex {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
-        let mut query_quantized = Vec::with_capacity(self.dimension);
-        let query_scale = quantize_into(query, &mut query_quantized);
-        let wanted = k.saturating_mul(4).max(MIN_CANDIDATES);
-
-        // Min-heap of the best approximate scores seen so far.
-        let mut candidates: BinaryHeap<Ranked> = BinaryHeap::with_capacity(wanted + 1);
+        let query_quantized = QuantizedQuery::new(query);
+        let mut candidates = Candidates::for_top(k);
         let rows = self.quantized.chunks_exact(self.dimension);
         for (index, (row, (&id, &scale))) in rows.zip(self.ids.iter().zip(&self.scales)).enumerate()
         {
-            if !allow(id) {
-                continue;
-            }
-            let approximate = dot_i8(&query_quantized, row) as f32 * scale * query_scale;
-            if candidates.len() < wanted {
-                candidates.push(Ranked {
-                    score: approximate,
-                    index,
-                });
-            } else if candidates
-                .peek()
-                .is_some_and(|worst| approximate > worst.score)
-            {
-                candidates.pop();
-                candidates.push(Ranked {
-                    score: approximate,
-                    index,
-                });
+            if allow(id) {
+                candidates.offer(query_quantized.score(row, scale), index);
             }
         }
 
         let mut hits: Vec<Hit> = candidates
+            .into_positions()
             .into_iter()
-            .map(|candidate| {
-                let start = candidate.index * self.dimension;
+            .map(|index| {
+                let start = index * self.dimension;
                 let row = &self.full[start..start + self.dimension];
                 Hit {
-                    id: self.ids[candidate.index],
+                    id: self.ids[index],
                     score: dot_f32(query, row),
                 }
             })
@@ -198,11 +179,88 @@ impl VectorIndex {
     }
 }
 
-/// A candidate ordered so that `BinaryHeap` pops the *lowest* score first.
+/// A query quantized to int8 once, scored against quantized rows (the first, approximate pass
+/// of a search, for callers that keep rows elsewhere, e.g. in a file read block by block).
+#[derive(Debug, Clone)]
+pub struct QuantizedQuery {
+    values: Vec<i8>,
+    scale: f32,
+}
+
+impl QuantizedQuery {
+    /// Quantizes `query` as [`quantize`] quantizes rows.
+    pub fn new(query: &[f32]) -> Self {
+        let mut values = Vec::with_capacity(query.len());
+        let scale = quantize(query, &mut values);
+        Self { values, scale }
+    }
+
+    /// Approximate dot product with a row of the same length and its scale from [`quantize`].
+    pub fn score(&self, row: &[i8], row_scale: f32) -> f32 {
+        dot_i8(&self.values, row) as f32 * row_scale * self.scale
+    }
+
+    /// [`score`](Self::score) of a row kept as bytes (each the `i8` value's two's complement,
+    /// as `value as u8` writes it), e.g. read from a file.
+    pub fn score_bytes(&self, row: &[u8], row_scale: f32) -> f32 {
+        dot_i8_bytes(&self.values, row) as f32 * row_scale * self.scale
+    }
+}
+
+/// The best approximate scores of a scan, kept for an exact re-score: `4 × k`, at least
+/// [`MIN_CANDIDATES`]. Which candidates are kept depends only on the (score, position) pairs
+/// offered, never on their order, so a scan split over threads and [`merge`](Self::merge)d
+/// keeps the same set as one pass.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    /// Max-heap by [`Ranked`]'s order, whose greatest element is the worst candidate.
+    heap: BinaryHeap<Ranked>,
+    wanted: usize,
+}
+
+impl Candidates {
+    /// Room for the candidates of a top-`k` search.
+    pub fn for_top(k: usize) -> Self {
+        let wanted = k.saturating_mul(4).max(MIN_CANDIDATES);
+        Self {
+            heap: BinaryHeap::with_capacity(wanted + 1),
+            wanted,
+        }
+    }
+
+    /// Offers the row at `position` with its approximate `score`.
+    pub fn offer(&mut self, score: f32, position: usize) {
+        let candidate = Ranked { score, position };
+        if self.heap.len() < self.wanted {
+            self.heap.push(candidate);
+        } else if self.heap.peek().is_some_and(|worst| candidate < *worst) {
+            self.heap.pop();
+            self.heap.push(candidate);
+        }
+    }
+
+    /// Offers every candidate `other` kept.
+    pub fn merge(&mut self, other: Candidates) {
+        for candidate in other.heap {
+            self.offer(candidate.score, candidate.position);
+        }
+    }
+
+    /// The kept positions, in no particular order.
+    pub fn into_positions(self) -> Vec<usize> {
+        self.heap
+            .into_iter()
+            .map(|candidate| candidate.position)
+            .collect()
+    }
+}
+
+/// A candidate ordered worst last: lower score is greater, and at equal scores the higher
+/// position, so the heap's top is the one to drop.
 #[derive(Debug, Clone, Copy)]
 struct Ranked {
     score: f32,
-    index: usize,
+    position: usize,
 }
 
 impl PartialEq for Ranked {
@@ -224,12 +282,12 @@ impl Ord for Ranked {
         other
             .score
             .total_cmp(&self.score)
-            .then(other.index.cmp(&self.index))
+            .then(self.position.cmp(&other.position))
     }
 }
 
 /// Appends `vector` quantized to int8 and returns the scale (`value ≈ q * scale`).
-fn quantize_into(vector: &[f32], out: &mut Vec<i8>) -> f32 {
+pub fn quantize(vector: &[f32], out: &mut Vec<i8>) -> f32 {
     let largest = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
     if largest == 0.0 {
         out.extend(std::iter::repeat_n(0i8, vector.len()));
@@ -263,8 +321,29 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
             .sum::<i32>()
 }
 
-/// f32 dot product with independent accumulators so it vectorizes without fast-math.
-fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+/// [`dot_i8`] with `b` as bytes; `y as i8` is free, so this vectorizes the same way.
+fn dot_i8_bytes(a: &[i8], b: &[u8]) -> i32 {
+    let mut total = 0i32;
+    let blocks = a.chunks_exact(16).zip(b.chunks_exact(16));
+    for (x, y) in blocks {
+        let mut block = 0i32;
+        for lane in 0..16 {
+            block += i32::from(i16::from(x[lane]) * i16::from(y[lane] as i8));
+        }
+        total += block;
+    }
+    let tail_start = a.len() - a.len() % 16;
+    total
+        + a[tail_start..]
+            .iter()
+            .zip(&b[tail_start..])
+            .map(|(&x, &y)| i32::from(x) * i32::from(y as i8))
+            .sum::<i32>()
+}
+
+/// f32 dot product with independent accumulators so it vectorizes without fast-math: the exact
+/// score of a candidate.
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     let mut sums = [0.0f32; 8];
     let chunks = a.chunks_exact(8).zip(b.chunks_exact(8));
     for (x, y) in chunks {

@@ -174,3 +174,37 @@ fn integer_dot_product_matches_naive_at_every_length() {
         assert_eq!(dot_i8(&extreme, &extreme), 127 * 127 * length as i32);
     }
 }
+
+#[test]
+fn candidates_do_not_depend_on_scan_order_or_splits() {
+    // Scores repeat (every 7th position ties), so an order-dependent heap would keep different
+    // positions for different orders.
+    let scores: Vec<f32> = (0..500).map(|i| ((i * 37) % 71) as f32 / 7.0).collect();
+    let mut forward = Candidates::for_top(10);
+    for (position, &score) in scores.iter().enumerate() {
+        forward.offer(score, position);
+    }
+    let mut backward = Candidates::for_top(10);
+    for (position, &score) in scores.iter().enumerate().rev() {
+        backward.offer(score, position);
+    }
+    let mut halves = Candidates::for_top(10);
+    let mut second = Candidates::for_top(10);
+    for (position, &score) in scores.iter().enumerate() {
+        if position < 250 {
+            halves.offer(score, position);
+        } else {
+            second.offer(score, position);
+        }
+    }
+    halves.merge(second);
+    let sorted = |candidates: Candidates| {
+        let mut positions = candidates.into_positions();
+        positions.sort_unstable();
+        positions
+    };
+    let expected = sorted(forward);
+    assert_eq!(expected.len(), 40);
+    assert_eq!(sorted(backward), expected);
+    assert_eq!(sorted(halves), expected);
+}

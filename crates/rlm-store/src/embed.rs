@@ -4,17 +4,19 @@
 //! One store holds vectors of one model. The model id (name + digest of its files) is recorded
 //! in `embedding_model`; embedding with another model is refused with [`Error::ModelMismatch`]
 //! until the caller asks to reset. Vectors are f32 BLOBs (`rlm_embed::vector_to_bytes`) keyed by
-//! chunk id and deleted with their chunk; the vector index is rebuilt in memory per search from
-//! the allowed buffers only, so filters apply before ranking.
+//! chunk id and deleted with their chunk. Searches scan the quantised vector file
+//! (`vector_file.rs`), written when `embed` ends and rewritten by the first search after the
+//! vectors changed; filters pick the buffers' rows before ranking.
 
 use std::ops::ControlFlow;
 
-use rlm_embed::{Embedder, ModelId, VectorIndex, vector_from_bytes, vector_to_bytes};
+use rlm_embed::{Embedder, ModelId, VectorIndex, dot_f32, vector_from_bytes, vector_to_bytes};
 use rusqlite::{OptionalExtension as _, params};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{Store, try_lock};
+use crate::vector_file::{self, VectorFile};
 
 /// Chunks embedded per SQLite transaction: progress survives an interruption in steps this size.
 const COMMIT_EVERY: usize = 1024;
@@ -93,8 +95,11 @@ impl Store {
                     .collect::<Result<Vec<String>>>()?;
                 let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
                 let vectors = embedder.embed(&borrowed)?;
+                // An upsert, not `INSERT OR REPLACE`: a replace deletes without firing the
+                // delete trigger, which would leave `vector_state.vectors` one too high.
                 let mut insert = transaction.prepare_cached(
-                    "INSERT OR REPLACE INTO embeddings (chunk_id, vector) VALUES (?1, ?2)",
+                    "INSERT INTO embeddings (chunk_id, vector) VALUES (?1, ?2)
+                     ON CONFLICT (chunk_id) DO UPDATE SET vector = excluded.vector",
                 )?;
                 for (id, vector) in batch.iter().zip(&vectors) {
                     insert.execute(params![id, vector_to_bytes(vector)])?;
@@ -105,6 +110,11 @@ impl Store {
             if progress(state).is_break() {
                 break;
             }
+        }
+        // Searches need the file; one that cannot be written is rebuilt by the next search, or
+        // that search reads the rows itself.
+        if let Err(error) = vector_file::write(&self.dir, &self.connection, embedder.dimension()) {
+            tracing::warn!(%error, "the quantised vector file was not written");
         }
         Ok(state)
     }
@@ -124,8 +134,10 @@ impl Store {
 
     /// Which model, and how many chunks have vectors.
     pub fn embedding_status(&self) -> Result<EmbeddingStatus> {
+        // The vector count is kept by triggers: counting a million embedding rows reads every
+        // page of their table.
         let (embedded_chunks, chunks) = self.connection.query_row(
-            "SELECT (SELECT COUNT(*) FROM embeddings), (SELECT COUNT(*) FROM chunks)",
+            "SELECT (SELECT vectors FROM vector_state WHERE id = 1), (SELECT COUNT(*) FROM chunks)",
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
@@ -149,6 +161,70 @@ impl Store {
         };
         stored.ensure_same(embedder.model_id())?;
         let dimension = embedder.dimension();
+        let query_vector = embedder.embed_one(query)?;
+        let Some(file) = self.current_vector_file(dimension)? else {
+            return self.semantic_search_in_rows(stored, &query_vector, buffers, limit);
+        };
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT vector FROM embeddings WHERE chunk_id = ?1")?;
+        let mut hits = Vec::new();
+        for id in file.candidates(&query_vector, buffers, limit)? {
+            // A chunk deleted since the file was opened is no longer a result.
+            let Some(bytes) = statement
+                .query_row([id], |row| row.get::<_, Vec<u8>>(0))
+                .optional()?
+            else {
+                continue;
+            };
+            let vector = vector_from_bytes(&bytes, dimension)?;
+            hits.push((id, dot_f32(&query_vector, &vector)));
+        }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// The generation of the stored vectors (see `vector_file.rs`).
+    fn vector_generation(&self) -> Result<i64> {
+        Ok(self.connection.query_row(
+            "SELECT generation FROM vector_state WHERE id = 1",
+            [],
+            |row| row.get(0),
+        )?)
+    }
+
+    /// The vector file of the current vectors: the one on disk, or a new one written now when
+    /// that is stale or missing and no writer is running (the lock keeps the vectors still
+    /// while it is written). `None` when it cannot be had; the caller then reads the rows.
+    fn current_vector_file(&self, dimension: usize) -> Result<Option<VectorFile>> {
+        if let Some(file) = VectorFile::open(&self.dir, self.vector_generation()?, dimension) {
+            return Ok(Some(file));
+        }
+        // A directory we cannot lock (read-only) just means no file.
+        let Ok(Some(_lock)) = try_lock(&self.dir) else {
+            return Ok(None);
+        };
+        if let Err(error) = vector_file::write(&self.dir, &self.connection, dimension) {
+            tracing::debug!(%error, "the quantised vector file was not written");
+            return Ok(None);
+        }
+        Ok(VectorFile::open(
+            &self.dir,
+            self.vector_generation()?,
+            dimension,
+        ))
+    }
+
+    /// The search without a vector file: every allowed embedding row decoded and quantised.
+    fn semantic_search_in_rows(
+        &self,
+        stored: ModelId,
+        query_vector: &[f32],
+        buffers: Option<&[i64]>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f32)>> {
+        let dimension = query_vector.len();
         let mut index = VectorIndex::new(stored, dimension);
         let mut add_rows = |rows: &mut rusqlite::Rows<'_>| -> Result<()> {
             while let Some(row) = rows.next()? {
@@ -175,9 +251,8 @@ impl Store {
                 }
             }
         }
-        let query_vector = embedder.embed_one(query)?;
         Ok(index
-            .search(&query_vector, limit)?
+            .search(query_vector, limit)?
             .into_iter()
             .map(|hit| (hit.id as i64, hit.score))
             .collect())

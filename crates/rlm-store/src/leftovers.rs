@@ -3,7 +3,8 @@
 //! Every temporary file is made by the holder of the write lock, so whoever holds the lock
 //! knows all of them are stale. They are ours by name: spool files of piped input
 //! (`.reader-PID-N.spool`), a database being created (`.store-new-PID.sqlite`), an index being
-//! rebuilt or swapped out by `reindex` (`.bm25-reindex-PID`, `.bm25-old-PID`), and in `bm25/`
+//! rebuilt or swapped out by `reindex` (`.bm25-reindex-PID`, `.bm25-old-PID`), a quantised
+//! vector file being written (`.vectors-new-PID`), and in `bm25/`
 //! the segment files tantivy wrote for a commit that never happened (files named after a
 //! segment id that the last commit does not list; a load killed half-way leaves up to the
 //! size of its input there).
@@ -42,7 +43,8 @@ pub(crate) fn find_with(dir: &Path, live_segments: Option<&HashSet<String>>) -> 
         let ours = (name.starts_with(".reader-") && name.ends_with(".spool"))
             || name.starts_with(NEW_DATABASE_PREFIX)
             || name.starts_with(REINDEX_PREFIX)
-            || name.starts_with(OLD_INDEX_PREFIX);
+            || name.starts_with(OLD_INDEX_PREFIX)
+            || name.starts_with(crate::vector_file::NEW_VECTOR_FILE_PREFIX);
         if ours {
             found.push(Leftover {
                 bytes: size(&path),

@@ -45,6 +45,7 @@ mod snippet;
 mod store;
 pub mod tokenizer;
 pub mod tools;
+mod vector_file;
 
 pub use admin::StoreStatus;
 pub use doctor::{Check, diagnose};

@@ -60,6 +60,27 @@ const MIGRATIONS: &[&str] = &[
         format TEXT NOT NULL
     );
     INSERT INTO store_marker (id, format) VALUES (1, 'rlm-store');",
+    // 4: a generation of the stored vectors, changed by every insert, update and delete of an
+    // embedding (chunk deletes cascade here too), and their count. The quantised vector file
+    // (`vectors.int8`) records the generation it was built from, so a search can tell it is
+    // current without reading a vector. The first value is random so that a store rebuilt in
+    // the same directory does not take an old file for its own.
+    "CREATE TABLE vector_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL,
+        vectors INTEGER NOT NULL
+    );
+    INSERT INTO vector_state (id, generation, vectors)
+        VALUES (1, random() >> 8, (SELECT COUNT(*) FROM embeddings));
+    CREATE TRIGGER embedding_added AFTER INSERT ON embeddings BEGIN
+        UPDATE vector_state SET generation = generation + 1, vectors = vectors + 1 WHERE id = 1;
+    END;
+    CREATE TRIGGER embedding_removed AFTER DELETE ON embeddings BEGIN
+        UPDATE vector_state SET generation = generation + 1, vectors = vectors - 1 WHERE id = 1;
+    END;
+    CREATE TRIGGER embedding_changed AFTER UPDATE ON embeddings BEGIN
+        UPDATE vector_state SET generation = generation + 1 WHERE id = 1;
+    END;",
 ];
 
 /// The value of `store_marker.format` in every rlm store.

@@ -197,3 +197,149 @@ fn chunks_without_vectors_fall_back_or_warn() {
     assert_eq!(partial.mode, SearchMode::Semantic);
     assert!(partial.notice.unwrap().contains("1 of 2 chunks"));
 }
+
+/// Many small chunks over two buffers, embedded, for the vector-file tests.
+fn embedded_store(lines: usize) -> (tempfile::TempDir, Store, BagOfWords) {
+    const WORDS: &[&str] = &[
+        "apple", "banana", "cherry", "delta", "echo", "fig", "grape", "hotel", "india", "kilo",
+        "lima", "mango", "nectar", "olive", "peach", "quince",
+    ];
+    let text = |seed: usize| {
+        (0..lines)
+            .map(|line| {
+                let word = |n: usize| WORDS[(line * 7 + n * 13 + seed) % WORDS.len()];
+                format!(
+                    "{} {} {}\n\n",
+                    word(1),
+                    word(2 + line % 3),
+                    word(5 + line % 5)
+                )
+            })
+            .collect::<String>()
+    };
+    let (first, second) = (text(0), text(3));
+    let (dir, mut store) = store_with(&[("first", &first), ("second", &second)]);
+    let model = BagOfWords::new("bow");
+    store
+        .embed(&model, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    (dir, store, model)
+}
+
+/// What a semantic search must return: an in-memory `VectorIndex` over every chunk's vector,
+/// restricted to `buffers` (all when empty).
+fn expected_semantic(
+    store: &Store,
+    model: &BagOfWords,
+    query: &str,
+    buffers: &[&str],
+    limit: usize,
+) -> Vec<i64> {
+    let mut index = rlm_embed::VectorIndex::new(model.model_id().clone(), DIMENSION);
+    for buffer in store.list().unwrap() {
+        if !buffers.is_empty() && !buffers.contains(&buffer.name.as_str()) {
+            continue;
+        }
+        for chunk in store.chunks_of(&buffer).unwrap() {
+            let text = store.chunk_text(chunk.id).unwrap();
+            index
+                .insert(chunk.id as u64, &model.embed_one(&text).unwrap())
+                .unwrap();
+        }
+    }
+    let query = model.embed_one(query).unwrap();
+    index
+        .search(&query, limit)
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.id as i64)
+        .collect()
+}
+
+fn semantic_ids(
+    store: &Store,
+    model: &BagOfWords,
+    query: &str,
+    buffers: &[&str],
+    limit: usize,
+) -> Vec<i64> {
+    let mut request = SearchRequest::new(query);
+    request.mode = SearchMode::Semantic;
+    request.limit = limit;
+    request.buffers = buffers.iter().map(|name| (*name).to_owned()).collect();
+    store
+        .search_with(&request, Some(model))
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|hit| hit.chunk_id)
+        .collect()
+}
+
+#[test]
+fn embedding_writes_the_vector_file_and_searches_reuse_it() {
+    let (dir, store, model) = embedded_store(60);
+    let file = dir.path().join("vectors.int8");
+    let written = std::fs::read(&file).expect("embed writes the quantised vector file");
+    // A rewrite renames a new file into place, so the inode tells a reuse from a rewrite.
+    let inode = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap());
+    let first_inode = inode();
+    drop(store);
+    // A new handle, as a new process: the search reads the file and leaves it as it was.
+    let store = Store::open(dir.path()).unwrap();
+    for query in ["apple banana", "olive", "quince mango peach"] {
+        assert_eq!(
+            semantic_ids(&store, &model, query, &[], 5),
+            expected_semantic(&store, &model, query, &[], 5),
+            "{query}"
+        );
+    }
+    assert_eq!(inode(), first_inode, "the file is reused, not rebuilt");
+    assert_eq!(std::fs::read(&file).unwrap(), written);
+    // Removed, it is written again by the next search (which takes the lock a writer would).
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(
+        semantic_ids(&store, &model, "olive", &[], 5),
+        expected_semantic(&store, &model, "olive", &[], 5)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), written);
+}
+
+#[test]
+fn a_stale_vector_file_is_rebuilt_not_used() {
+    let (dir, mut store, model) = embedded_store(40);
+    let before = std::fs::read(dir.path().join("vectors.int8")).unwrap();
+    store.delete(&["first".to_owned()]).unwrap();
+    // The file still lists the deleted buffer's chunks; the search must not return them.
+    let ids = semantic_ids(&store, &model, "apple banana", &[], 10);
+    assert_eq!(
+        ids,
+        expected_semantic(&store, &model, "apple banana", &[], 10)
+    );
+    let remaining: Vec<i64> = store
+        .chunks_of(&store.buffer("second").unwrap())
+        .unwrap()
+        .iter()
+        .map(|chunk| chunk.id)
+        .collect();
+    assert!(ids.iter().all(|id| remaining.contains(id)));
+    let after = std::fs::read(dir.path().join("vectors.int8")).unwrap();
+    assert!(
+        after.len() < before.len(),
+        "rebuilt without the deleted rows"
+    );
+}
+
+#[test]
+fn a_filtered_semantic_search_equals_the_search_of_those_buffers_alone() {
+    let (_dir, store, model) = embedded_store(80);
+    for query in ["apple banana", "kilo lima", "peach"] {
+        for buffers in [&["first"][..], &["second"][..], &["first", "second"][..]] {
+            assert_eq!(
+                semantic_ids(&store, &model, query, buffers, 7),
+                expected_semantic(&store, &model, query, buffers, 7),
+                "{query} in {buffers:?}"
+            );
+        }
+    }
+}

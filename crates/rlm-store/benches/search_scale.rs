@@ -1,0 +1,326 @@
+//! Search as the store grows: semantic and hybrid queries over many vectors, and `--path` /
+//! `--buffer` filters over many buffers, each at two sizes so growth is visible.
+//!
+//! Prints figures; asserts nothing about time. Run with
+//! `cargo bench -p rlm-store --bench search_scale`. Environment:
+//! - `RLM_BENCH_VECTORS` (default `100000,1000000`): chunk counts of the vector stores (one
+//!   chunk per generated log line, 1,000 lines a buffer, 64-dimension vectors from a hashing
+//!   embedder that stands in for a model: the figures are the store's, not a model's).
+//! - `RLM_BENCH_BUFFERS` (default `10000,100000`): buffer counts of the filter stores (one
+//!   small file each, a tenth of them under `logs/`).
+//! - `RLM_BENCH_QUERIES` (default 50): queries per measured case.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::io::Write as _;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use rlm_context::chunk::{ChunkOptions, Strategy};
+use rlm_embed::{Embedder, ModelId, ModelKind};
+use rlm_store::{SearchMode, SearchRequest, Source, Store};
+
+const DIMENSION: usize = 64;
+
+const WORDS: &[&str] = &[
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
+    "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "error", "timeout", "retry",
+    "connect", "socket", "parser", "cache", "index", "buffer", "worker", "queue", "token",
+];
+
+/// Deterministic xorshift so the stores are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Each word is a fixed pseudo-random direction; a text is the normalised sum of its words.
+#[derive(Debug)]
+struct HashingEmbedder {
+    id: ModelId,
+}
+
+impl Embedder for HashingEmbedder {
+    fn model_id(&self) -> &ModelId {
+        &self.id
+    }
+    fn kind(&self) -> ModelKind {
+        ModelKind::Static
+    }
+    fn dimension(&self) -> usize {
+        DIMENSION
+    }
+    fn max_tokens(&self) -> usize {
+        512
+    }
+    fn embed(&self, texts: &[&str]) -> rlm_embed::Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0f32; DIMENSION];
+                for word in text.split(|c: char| !c.is_alphanumeric()) {
+                    if word.is_empty() {
+                        continue;
+                    }
+                    let seed = word.bytes().fold(0x9E37_79B9_7F4A_7C15u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
+                    });
+                    let mut rng = Rng(seed | 1);
+                    for value in &mut vector {
+                        *value += (rng.next() % 2001) as f32 / 1000.0 - 1.0;
+                    }
+                }
+                let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    vector.iter_mut().for_each(|v| *v /= norm);
+                }
+                vector
+            })
+            .collect())
+    }
+}
+
+fn sentence(rng: &mut Rng, words: usize) -> String {
+    let mut out = String::new();
+    for index in 0..words {
+        if index > 0 {
+            out.push(' ');
+        }
+        out.push_str(WORDS[rng.below(WORDS.len())]);
+        if rng.below(4) == 0 {
+            out.push_str(&rng.below(1000).to_string());
+        }
+    }
+    out
+}
+
+fn sizes(variable: &str, default: &str) -> Vec<usize> {
+    std::env::var(variable)
+        .unwrap_or_else(|_| default.to_owned())
+        .split(',')
+        .filter_map(|size| size.trim().parse().ok())
+        .collect()
+}
+
+fn median_and_p95(mut latencies: Vec<Duration>) -> (f64, f64) {
+    latencies.sort();
+    let at = |p: f64| {
+        latencies[((latencies.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
+    };
+    (at(0.5), at(0.95))
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn reset_peak_rss() {
+    // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Runs every request once per query, returning p50 / p95 in ms and the mean hit count.
+fn measure(
+    store: &Store,
+    embedder: Option<&dyn Embedder>,
+    queries: &[String],
+    shape: impl Fn(&mut SearchRequest),
+) -> (f64, f64, f64) {
+    let mut latencies = Vec::with_capacity(queries.len());
+    let mut hits = 0;
+    for query in queries {
+        let mut request = SearchRequest::new(query.clone());
+        shape(&mut request);
+        let started = Instant::now();
+        let outcome = store.search_with(&request, embedder).unwrap();
+        latencies.push(started.elapsed());
+        hits += outcome.hits.len();
+    }
+    let (p50, p95) = median_and_p95(latencies);
+    (p50, p95, hits as f64 / queries.len() as f64)
+}
+
+fn vectors(chunks: usize, queries: &[String]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5EED ^ chunks as u64);
+    let buffers = chunks.div_ceil(1000);
+    let sources: Vec<Source> = (0..buffers)
+        .map(|buffer| {
+            let kind = if buffer % 10 == 0 { "logs" } else { "src" };
+            let mut text = String::with_capacity(1000 * 48);
+            for _ in 0..1000 {
+                text.push_str(&sentence(&mut rng, 5));
+                text.push('\n');
+            }
+            Source::Text {
+                name: format!("{kind}/file{buffer:06}.txt"),
+                text,
+            }
+        })
+        .collect();
+    // One line a chunk: `records` never cuts a record, and each is over this size.
+    let options = ChunkOptions {
+        strategy: Strategy::Records,
+        size: 1,
+        ..ChunkOptions::default()
+    };
+    let embedder = HashingEmbedder {
+        id: ModelId::from_stored("bench-hashing@000000000000"),
+    };
+    let mut store = Store::open(dir.path()).unwrap();
+    let started = Instant::now();
+    store
+        .load(sources, &options, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    let loaded = started.elapsed();
+    let started = Instant::now();
+    store
+        .embed(&embedder, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    let embedded = started.elapsed();
+    let status = store.embedding_status().unwrap();
+    println!(
+        "== {} chunks with vectors ({} buffers, {DIMENSION} dimensions): load {:.1} s, embed {:.1} s",
+        status.embedded_chunks,
+        buffers,
+        loaded.as_secs_f64(),
+        embedded.as_secs_f64()
+    );
+    drop(store);
+    // A fresh handle, as each `rlm search` process opens one.
+    let store = Store::open(dir.path()).unwrap();
+    let request = SearchRequest {
+        mode: SearchMode::Semantic,
+        ..SearchRequest::new(queries[0].clone())
+    };
+    let started = Instant::now();
+    store.search_with(&request, Some(&embedder)).unwrap();
+    println!(
+        "first semantic query of the process: {:.1} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    reset_peak_rss();
+    let cases: [(&str, SearchMode, Option<&str>); 4] = [
+        ("semantic top-10", SearchMode::Semantic, None),
+        (
+            "semantic top-10 --path 'logs/*'",
+            SearchMode::Semantic,
+            Some("logs/*"),
+        ),
+        ("hybrid top-10", SearchMode::Hybrid, None),
+        ("bm25 top-10 (peer: same store)", SearchMode::Bm25, None),
+    ];
+    for (name, mode, glob) in cases {
+        let (p50, p95, hits) = measure(&store, Some(&embedder), queries, |request| {
+            request.mode = mode;
+            request.path_glob = glob.map(str::to_owned);
+        });
+        println!("{name}: p50 {p50:.2} ms, p95 {p95:.2} ms, mean hits {hits:.1}");
+    }
+    println!("peak RSS during the queries: {:.0} MB", peak_rss_mb());
+    let _ = std::io::stdout().flush();
+}
+
+fn filters(buffers: usize, queries: &[String]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xF117 ^ buffers as u64);
+    let sources: Vec<Source> = (0..buffers)
+        .map(|buffer| {
+            let kind = if buffer % 10 == 0 { "logs" } else { "src" };
+            let mut text = String::new();
+            for _ in 0..4 {
+                text.push_str(&sentence(&mut rng, 8));
+                text.push('\n');
+            }
+            Source::Text {
+                name: format!("{kind}/dir{:03}/file{buffer:06}.txt", buffer % 997),
+                text,
+            }
+        })
+        .collect();
+    let mut store = Store::open(dir.path()).unwrap();
+    let started = Instant::now();
+    store
+        .load(sources, &ChunkOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let status = store.status().unwrap();
+    println!(
+        "== {} buffers, {} chunks: load {:.1} s",
+        status.buffers,
+        status.chunks,
+        started.elapsed().as_secs_f64()
+    );
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let one = format!("src/dir{:03}/file{:06}.txt", 7, 7);
+    let cases: [(&str, Option<&str>, Option<&str>); 4] = [
+        ("bm25 top-10, no filter", None, None),
+        (
+            "bm25 top-10 --path 'logs/*' (a tenth)",
+            Some("logs/*"),
+            None,
+        ),
+        (
+            "bm25 top-10 --path 'src/dir007/*' (a thousandth)",
+            Some("src/dir007/*"),
+            None,
+        ),
+        ("bm25 top-10 --buffer (one)", None, Some(one.as_str())),
+    ];
+    let mut unfiltered = f64::NAN;
+    for (name, glob, buffer) in cases {
+        let (p50, p95, hits) = measure(&store, None, queries, |request| {
+            request.path_glob = glob.map(str::to_owned);
+            request.buffers = buffer.map(|name| vec![name.to_owned()]).unwrap_or_default();
+        });
+        if glob.is_none() && buffer.is_none() {
+            unfiltered = p50;
+        }
+        println!(
+            "{name}: p50 {p50:.2} ms ({:.2}x unfiltered), p95 {p95:.2} ms, mean hits {hits:.1}",
+            p50 / unfiltered
+        );
+    }
+    let _ = std::io::stdout().flush();
+}
+
+fn main() {
+    rlm_store::release_freed_memory_promptly();
+    let count: usize = std::env::var("RLM_BENCH_QUERIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let mut rng = Rng(42);
+    let queries: Vec<String> = (0..count)
+        .map(|index| sentence(&mut rng, 1 + index % 3))
+        .collect();
+    for buffers in sizes("RLM_BENCH_BUFFERS", "10000,100000") {
+        filters(buffers, &queries);
+    }
+    for chunks in sizes("RLM_BENCH_VECTORS", "100000,1000000") {
+        vectors(chunks, &queries);
+    }
+}

@@ -1,0 +1,309 @@
+//! The quantised vector file (`vectors.int8`): every stored vector as int8 with its scale, kept
+//! beside the database so a semantic search reads ~(dimension + 4) bytes a chunk from one file
+//! instead of decoding and quantising every embedding row again.
+//!
+//! The rows are grouped by buffer, so a `--path`/`--buffer` filter reads only its buffers' rows.
+//! The file records the vector generation it was built from (`vector_state`, which triggers
+//! change with every embedding written or deleted): a file of another generation is stale and
+//! ignored. Candidates of the int8 scan are re-scored with their f32 vectors from SQLite, as
+//! [`rlm_embed::VectorIndex`] re-scores its own.
+//!
+//! Layout, little-endian: a 48-byte header (magic, generation, dimension, row count, buffer
+//! count, offset of the ids), then the rows (`scale: f32`, `dimension` × `i8`), then one chunk
+//! id (`i64`) per row, then the buffer table (`buffer_id: i64`, first row, row count: `u64`).
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+
+use rlm_embed::{Candidates, QuantizedQuery};
+use rusqlite::Connection;
+
+use crate::error::{Error, Result, io};
+
+/// File name in the store directory.
+pub(crate) const VECTOR_FILE: &str = "vectors.int8";
+/// Name prefix of a vector file being written, renamed over [`VECTOR_FILE`] when complete.
+pub(crate) const NEW_VECTOR_FILE_PREFIX: &str = ".vectors-new-";
+
+const MAGIC: &[u8; 8] = b"RLMVEC\x00\x01";
+const HEADER_BYTES: u64 = 48;
+/// Bytes read per block of rows: small enough to stay in a core's L2 cache while it is scored.
+const BLOCK_BYTES: usize = 256 * 1024;
+/// Below this many rows one thread scans; above, the rows are split between threads.
+const ROWS_PER_THREAD: u64 = 65_536;
+/// Scan threads at most.
+const MAX_THREADS: usize = 4;
+
+/// An open vector file of the current generation.
+#[derive(Debug)]
+pub(crate) struct VectorFile {
+    path: PathBuf,
+    file: File,
+    dimension: usize,
+    rows: u64,
+    ids_offset: u64,
+    /// `(buffer_id, first_row, rows)`, by buffer id.
+    buffers: Vec<(i64, u64, u64)>,
+}
+
+impl VectorFile {
+    /// The file in `dir` when it exists, is whole and was built from `generation` with vectors
+    /// of `dimension`; `None` otherwise (missing, stale or unreadable: the caller rebuilds).
+    pub(crate) fn open(dir: &Path, generation: i64, dimension: usize) -> Option<Self> {
+        let path = dir.join(VECTOR_FILE);
+        let file = File::open(&path).ok()?;
+        let mut header = [0u8; HEADER_BYTES as usize];
+        file.read_exact_at(&mut header, 0).ok()?;
+        let word = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&header[at..at + 8]);
+            u64::from_le_bytes(bytes)
+        };
+        if &header[..8] != MAGIC || word(8) as i64 != generation || word(16) != dimension as u64 {
+            return None;
+        }
+        let (rows, buffer_count, ids_offset) = (word(24), word(32), word(40));
+        let row_bytes = 4 + dimension as u64;
+        let table_offset = ids_offset.checked_add(rows.checked_mul(8)?)?;
+        let length = file.metadata().ok()?.len();
+        if ids_offset != HEADER_BYTES.checked_add(rows.checked_mul(row_bytes)?)?
+            || length != table_offset.checked_add(buffer_count.checked_mul(24)?)?
+        {
+            return None;
+        }
+        let mut table = vec![0u8; usize::try_from(buffer_count * 24).ok()?];
+        file.read_exact_at(&mut table, table_offset).ok()?;
+        let buffers: Vec<(i64, u64, u64)> = table
+            .chunks_exact(24)
+            .map(|entry| {
+                let field = |at: usize| {
+                    let mut bytes = [0u8; 8];
+                    bytes.copy_from_slice(&entry[at..at + 8]);
+                    u64::from_le_bytes(bytes)
+                };
+                (field(0) as i64, field(8), field(16))
+            })
+            .collect();
+        let whole = buffers
+            .iter()
+            .all(|&(_, first, count)| first.checked_add(count).is_some_and(|end| end <= rows));
+        whole.then_some(Self {
+            path,
+            file,
+            dimension,
+            rows,
+            ids_offset,
+            buffers,
+        })
+    }
+
+    /// Candidate chunk ids of a top-`k` search for `query` among the chunks of `buffers` (all
+    /// when `None`), by the int8 scan; the caller re-scores them exactly.
+    pub(crate) fn candidates(
+        &self,
+        query: &[f32],
+        buffers: Option<&[i64]>,
+        k: usize,
+    ) -> Result<Vec<i64>> {
+        let ranges: Vec<(u64, u64)> = match buffers {
+            None => vec![(0, self.rows)],
+            Some(buffers) => {
+                let allowed: HashSet<i64> = buffers.iter().copied().collect();
+                let mut ranges: Vec<(u64, u64)> = Vec::new();
+                for &(buffer, first, count) in &self.buffers {
+                    if count == 0 || !allowed.contains(&buffer) {
+                        continue;
+                    }
+                    match ranges.last_mut() {
+                        Some(last) if last.1 == first => last.1 = first + count,
+                        _ => ranges.push((first, first + count)),
+                    }
+                }
+                ranges
+            }
+        };
+        let total: u64 = ranges.iter().map(|(start, end)| end - start).sum();
+        if total == 0 || k == 0 {
+            return Ok(Vec::new());
+        }
+        let query = QuantizedQuery::new(query);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
+            .min(total.div_ceil(ROWS_PER_THREAD) as usize)
+            .max(1);
+        let parts = split(&ranges, total.div_ceil(threads as u64));
+        let candidates = if parts.len() == 1 {
+            self.scan(&parts[0], &query, k)?
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = parts
+                    .iter()
+                    .map(|part| scope.spawn(|| self.scan(part, &query, k)))
+                    .collect();
+                let mut merged = Candidates::for_top(k);
+                for handle in handles {
+                    // A scan thread only reads and scores; a panic there is a bug, passed on.
+                    let part = handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    merged.merge(part);
+                }
+                Ok::<_, Error>(merged)
+            })?
+        };
+        let mut ids = Vec::new();
+        let mut bytes = [0u8; 8];
+        for position in candidates.into_positions() {
+            self.file
+                .read_exact_at(&mut bytes, self.ids_offset + position as u64 * 8)
+                .map_err(self.read_error())?;
+            ids.push(i64::from_le_bytes(bytes));
+        }
+        Ok(ids)
+    }
+
+    fn scan(&self, ranges: &[(u64, u64)], query: &QuantizedQuery, k: usize) -> Result<Candidates> {
+        let row_bytes = 4 + self.dimension;
+        let rows_per_block = (BLOCK_BYTES / row_bytes).max(1) as u64;
+        let mut block = vec![0u8; rows_per_block as usize * row_bytes];
+        let mut candidates = Candidates::for_top(k);
+        for &(start, end) in ranges {
+            let mut row = start;
+            while row < end {
+                let count = rows_per_block.min(end - row);
+                let bytes = &mut block[..count as usize * row_bytes];
+                self.file
+                    .read_exact_at(bytes, HEADER_BYTES + row * row_bytes as u64)
+                    .map_err(self.read_error())?;
+                for (offset, record) in bytes.chunks_exact(row_bytes).enumerate() {
+                    let scale = f32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+                    let score = query.score_bytes(&record[4..], scale);
+                    candidates.offer(score, (row + offset as u64) as usize);
+                }
+                row += count;
+            }
+        }
+        Ok(candidates)
+    }
+
+    fn read_error(&self) -> impl Fn(std::io::Error) -> Error + '_ {
+        |source| Error::Io {
+            action: "cannot read",
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+/// Cuts `ranges` into consecutive parts of about `rows_per_part` rows each.
+fn split(ranges: &[(u64, u64)], rows_per_part: u64) -> Vec<Vec<(u64, u64)>> {
+    let mut parts = vec![Vec::new()];
+    let mut filled = 0;
+    for &(mut start, end) in ranges {
+        while start < end {
+            if filled == rows_per_part {
+                parts.push(Vec::new());
+                filled = 0;
+            }
+            let take = (end - start).min(rows_per_part - filled);
+            if let Some(part) = parts.last_mut() {
+                part.push((start, start + take));
+            }
+            filled += take;
+            start += take;
+        }
+    }
+    parts
+}
+
+/// Writes the vector file of `connection`'s current vectors (a temporary name renamed into
+/// place). The caller holds the store's write lock, so no vector changes meanwhile.
+pub(crate) fn write(dir: &Path, connection: &Connection, dimension: usize) -> Result<()> {
+    let temporary = dir.join(format!("{NEW_VECTOR_FILE_PREFIX}{}", std::process::id()));
+    let result = write_to(&temporary, connection, dimension);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+        return result;
+    }
+    let target = dir.join(VECTOR_FILE);
+    std::fs::rename(&temporary, &target).map_err(io("cannot rename into place", &target))
+}
+
+fn write_to(path: &Path, connection: &Connection, dimension: usize) -> Result<()> {
+    let generation: i64 = connection.query_row(
+        "SELECT generation FROM vector_state WHERE id = 1",
+        [],
+        |row| row.get(0),
+    )?;
+    let file = File::create(path).map_err(io("cannot create", path))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let failed = |source| Error::Io {
+        action: "cannot write",
+        path: path.to_owned(),
+        source,
+    };
+    out.write_all(&[0u8; HEADER_BYTES as usize])
+        .map_err(&failed)?;
+    let mut statement = connection.prepare(
+        "SELECT c.buffer_id, e.chunk_id, e.vector FROM embeddings e JOIN chunks c ON c.id = e.chunk_id
+         ORDER BY c.buffer_id, e.chunk_id",
+    )?;
+    let mut rows = statement.query([])?;
+    let mut ids: Vec<i64> = Vec::new();
+    let mut buffers: Vec<(i64, u64, u64)> = Vec::new();
+    let mut quantized = Vec::with_capacity(dimension);
+    while let Some(row) = rows.next()? {
+        let buffer: i64 = row.get(0)?;
+        let chunk: i64 = row.get(1)?;
+        let bytes = row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+        let vector = rlm_embed::vector_from_bytes(bytes, dimension)?;
+        if vector.iter().any(|x| !x.is_finite()) {
+            return Err(rlm_embed::Error::InvalidVectors {
+                reason: format!("vector for id {chunk} holds NaN or infinity"),
+            }
+            .into());
+        }
+        quantized.clear();
+        let scale = rlm_embed::quantize(&vector, &mut quantized);
+        out.write_all(&scale.to_le_bytes()).map_err(&failed)?;
+        let values: Vec<u8> = quantized.iter().map(|&value| value as u8).collect();
+        out.write_all(&values).map_err(&failed)?;
+        let position = ids.len() as u64;
+        match buffers.last_mut() {
+            Some(last) if last.0 == buffer => last.2 += 1,
+            _ => buffers.push((buffer, position, 1)),
+        }
+        ids.push(chunk);
+    }
+    for id in &ids {
+        out.write_all(&id.to_le_bytes()).map_err(&failed)?;
+    }
+    for &(buffer, first, count) in &buffers {
+        for value in [buffer as u64, first, count] {
+            out.write_all(&value.to_le_bytes()).map_err(&failed)?;
+        }
+    }
+    let rows = ids.len() as u64;
+    let mut header = Vec::with_capacity(HEADER_BYTES as usize);
+    header.extend_from_slice(MAGIC);
+    for value in [
+        generation as u64,
+        dimension as u64,
+        rows,
+        buffers.len() as u64,
+        HEADER_BYTES + rows * (4 + dimension as u64),
+    ] {
+        header.extend_from_slice(&value.to_le_bytes());
+    }
+    let mut file = out
+        .into_inner()
+        .map_err(|error| failed(error.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(&failed)?;
+    file.write_all(&header).map_err(&failed)?;
+    file.sync_all().map_err(&failed)?;
+    Ok(())
+}
