@@ -99,6 +99,10 @@ impl Store {
 
     /// Buffer ids a search may return: `None` means every document in the index is live (no
     /// filter and no index work pending), so the index needs no filter at all.
+    ///
+    /// Reads only what the filters need (ids, names, paths: no chunk counts, no sorting), and
+    /// borrows each row's text for the glob, so a filter over 100k buffers is one pass over the
+    /// buffer table.
     pub(crate) fn candidate_buffers(
         &self,
         names: &[String],
@@ -107,8 +111,44 @@ impl Store {
         if names.is_empty() && path_glob.is_none() && self.pending_index_work()? == 0 {
             return Ok(None);
         }
-        let buffers = self.filter_buffers(names, path_glob)?;
-        Ok(Some(buffers.into_iter().map(|buffer| buffer.id).collect()))
+        let matcher = path_glob.map(compile_glob).transpose()?;
+        if !names.is_empty() {
+            let mut ids = Vec::with_capacity(names.len());
+            for name in names {
+                let buffer = self.buffer(name)?;
+                if matcher
+                    .as_ref()
+                    .is_none_or(|matcher| matches_glob(matcher, &buffer))
+                {
+                    ids.push(buffer.id);
+                }
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            return Ok(Some(ids));
+        }
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT id, name, path FROM buffers")?;
+        let mut rows = statement.query([])?;
+        let mut ids = Vec::new();
+        while let Some(row) = rows.next()? {
+            let wanted = match &matcher {
+                None => true,
+                Some(matcher) => {
+                    let name = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                    let path = row
+                        .get_ref(2)?
+                        .as_str_or_null()
+                        .map_err(rusqlite::Error::from)?;
+                    matcher.is_match(name) || path.is_some_and(|path| matcher.is_match(path))
+                }
+            };
+            if wanted {
+                ids.push(row.get(0)?);
+            }
+        }
+        Ok(Some(ids))
     }
 
     /// Buffers passing the name/id and path-glob filters (all buffers when both are empty).

@@ -824,3 +824,59 @@ fn chunks_of_each_lists_the_same_chunks_as_one_query_per_buffer() {
     }
     assert!(one_by_one(&many).len() > 41, "several chunks per buffer");
 }
+
+#[test]
+fn a_filtered_search_equals_the_unfiltered_search_then_filtered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let sources: Vec<Source> = (0..60)
+        .map(|i| {
+            let folder = ["src", "logs", "docs/api"][i % 3];
+            let body: String = (0..4)
+                .map(|line| format!("needle {} haystack {}\n\n", "x ".repeat((i + line) % 7), i))
+                .collect();
+            text(&format!("{folder}/file{i:02}.txt"), &body)
+        })
+        .collect();
+    store
+        .load(sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    let mut everything = SearchRequest::new("needle haystack");
+    everything.limit = 10_000;
+    let all = store.search(&everything).unwrap().hits;
+    let cases: [(&[&str], Option<&str>); 6] = [
+        (&[], Some("logs/*")),
+        (&[], Some("*/api/*")),
+        (&[], Some("*file1?.txt")),
+        (&["src/file03.txt", "file04.txt"], None),
+        (&["src/file03.txt", "logs/file04.txt"], Some("logs/*")),
+        (&[], Some("nothing/*")),
+    ];
+    for (names, glob) in cases {
+        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        let allowed: Vec<String> = store
+            .filter_buffers(&names, glob)
+            .unwrap()
+            .into_iter()
+            .map(|buffer| buffer.name)
+            .collect();
+        let mut request = SearchRequest::new("needle haystack");
+        request.limit = 7;
+        request.buffers = names.clone();
+        request.path_glob = glob.map(str::to_owned);
+        let filtered: Vec<i64> = store
+            .search(&request)
+            .unwrap()
+            .hits
+            .iter()
+            .map(|hit| hit.chunk_id)
+            .collect();
+        let expected: Vec<i64> = all
+            .iter()
+            .filter(|hit| allowed.contains(&hit.buffer))
+            .take(7)
+            .map(|hit| hit.chunk_id)
+            .collect();
+        assert_eq!(filtered, expected, "{names:?} {glob:?}");
+    }
+}
