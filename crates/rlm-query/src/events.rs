@@ -23,6 +23,15 @@ pub enum QueryEvent<'a> {
         /// Extractor batches they make.
         batches: usize,
     },
+    /// The wall-clock bound on planning, search and extraction, before any batch is sent.
+    TimeLimit {
+        /// Seconds from the query's start.
+        seconds: f64,
+        /// Chosen from the work (`true`), or the caller's.
+        default: bool,
+        /// Extractor batches it covers.
+        batches: usize,
+    },
     /// What the extraction is estimated to cost at most, before any of it is spent.
     Estimate {
         /// Extractor calls (without re-asks and splits).
@@ -34,6 +43,24 @@ pub enum QueryEvent<'a> {
         /// Dollars, when the sub-call model's price is known.
         cost_usd: Option<f64>,
     },
+    /// A batch went out.
+    BatchSent {
+        /// Batches sent so far.
+        sent: usize,
+        /// All batches.
+        total: usize,
+        /// Batches out now, this one included.
+        in_flight: usize,
+    },
+    /// A batch's reply was rejected and the batch is asked again, or split in halves.
+    BatchRetry {
+        /// The batch (`3`, `3.1`, …).
+        batch: &'a str,
+        /// `true`: split in halves; `false`: asked again.
+        split: bool,
+        /// Why its reply (or call) could not be used.
+        reason: &'a str,
+    },
     /// A batch finished (with its re-asks and halves).
     BatchDone {
         /// Batches finished so far.
@@ -42,6 +69,8 @@ pub enum QueryEvent<'a> {
         total: usize,
         /// Findings so far.
         findings: usize,
+        /// Batches still out.
+        in_flight: usize,
         /// Chunks without an extraction so far.
         failed_chunks: usize,
         /// Tokens the extractors have used so far.

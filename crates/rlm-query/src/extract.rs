@@ -1,11 +1,13 @@
-//! Extractors: one sub-call model call per batch of chunks, its reply held to a strict
-//! contract. An invalid reply is asked again once with the reason; a batch that fails again is
-//! split in halves; a single chunk that still fails is reported, never dropped.
+//! Extractors: one sub-call model call per batch of chunks, its output capped to what its
+//! chunks' entries need ([`reply_cap`]) and its reply held to a strict contract. An invalid
+//! reply is asked again once, quoting the problem (never the reply); a batch whose reply was
+//! cut at the cap, lacked entries or was over the model's window is split in halves; any other
+//! failure is the batch's. A chunk that still fails is reported, never dropped.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use rlm_llm::{ChatRequest, LlmClient, Price, Usage};
+use rlm_llm::{ChatRequest, FinishReason, LlmClient, Price, Usage};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -68,6 +70,20 @@ impl BatchOutcome {
         self.chunk_failures.extend(other.chunk_failures);
     }
 
+    /// The chunks of batches never sent (or cancelled) because of `reason`.
+    pub fn not_sent(chunks: &[SelectedChunk], reason: &str) -> Self {
+        Self {
+            chunk_failures: chunks
+                .iter()
+                .map(|chunk| ChunkFailure {
+                    chunk_id: chunk.id,
+                    reason: format!("{NOT_SENT}{reason}"),
+                })
+                .collect(),
+            ..Self::default()
+        }
+    }
+
     /// Every chunk of `chunks` failed for `reason`.
     pub fn failed(batch: &str, chunks: &[SelectedChunk], reason: &str) -> Self {
         Self {
@@ -88,9 +104,14 @@ impl BatchOutcome {
     }
 }
 
+/// How the reason of a chunk whose batch was never sent starts.
+pub(crate) const NOT_SENT: &str = "not sent: ";
+
 /// Runs batches against the sub-call model.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Extractor {
+    /// Where re-asks and splits are told.
+    pub events: Option<Arc<dyn crate::events::QueryEvents>>,
     pub client: LlmClient,
     pub system: String,
     pub question: String,
@@ -142,58 +163,77 @@ impl Extractor {
             let request = extract_request(
                 &self.system,
                 &self.model,
-                self.max_tokens,
+                reply_cap(self.max_tokens, items.len()),
                 &self.question,
                 &items,
             );
-            let reply = match self.call(&batch, 1, &ids, &request).await {
-                Ok(text) => text,
-                Err(reason) => return BatchOutcome::failed(&batch, &chunks, &reason),
+            let first = match self.call(&batch, 1, &ids, &request).await {
+                Ok(reply) => reply.check(&ids),
+                Err(failure) if failure.about_size && items.len() > 1 => Err(failure),
+                Err(failure) => return BatchOutcome::failed(&batch, &chunks, &failure.reason),
             };
-            let first_error = match parse_reply(&reply, &ids) {
+            let first = match first {
                 Ok(extractions) => return paired(chunks, extractions),
-                Err(error) => error,
+                Err(rejection) => rejection,
             };
-            let again = request
-                .assistant(reply)
-                .user(retry_message(&first_error, &ids));
-            let reply = match self.call(&batch, 2, &ids, &again).await {
-                Ok(text) => text,
-                Err(reason) => return BatchOutcome::failed(&batch, &chunks, &reason),
+            // A reply cut at its cap, or a request over the window, will not fit better when
+            // asked again: the halves are asked instead.
+            let last = if first.cut_or_overflow && items.len() > 1 {
+                first
+            } else {
+                self.tell(&batch, false, &first.reason);
+                // The re-ask quotes the first problem, never the broken reply: a runaway reply
+                // appended to the prompt would push the request past a small window.
+                let again = with_note(&request, &retry_message(&first, &ids));
+                match self.call(&batch, 2, &ids, &again).await {
+                    Ok(reply) => match reply.check(&ids) {
+                        Ok(extractions) => return paired(chunks, extractions),
+                        Err(second) => second.after(&first),
+                    },
+                    Err(failure) => return BatchOutcome::failed(&batch, &chunks, &failure.reason),
+                }
             };
-            let second_error = match parse_reply(&reply, &ids) {
-                Ok(extractions) => return paired(chunks, extractions),
-                Err(error) => error,
-            };
-            let reason = format!("invalid reply twice: {second_error}");
-            if items.len() == 1 {
-                return BatchOutcome::failed(&batch, &chunks, &reason);
+            // Only a failure about the batch's size (a cut reply, entries missing, a request
+            // over the window) is helped by asking for fewer chunks at once.
+            if items.len() == 1 || !last.about_size {
+                return BatchOutcome::failed(&batch, &chunks, &last.reason);
             }
+            self.tell(&batch, true, &last.reason);
             let mut outcome = BatchOutcome {
                 failures: vec![BatchFailure {
                     batch: batch.clone(),
                     chunk_ids: ids,
-                    reason: format!("{reason}; split in halves"),
+                    reason: format!("{}; split in halves", last.reason),
                 }],
                 ..BatchOutcome::default()
             };
-            let mut first = items;
-            let second = first.split_off(first.len() / 2);
+            let mut first_half = items;
+            let second_half = first_half.split_off(first_half.len() / 2);
             // Halves run one after the other so a split never exceeds the fan-out's bound.
-            outcome.merge(self.attempt(format!("{batch}.1"), first).await);
-            outcome.merge(self.attempt(format!("{batch}.2"), second).await);
+            outcome.merge(self.attempt(format!("{batch}.1"), first_half).await);
+            outcome.merge(self.attempt(format!("{batch}.2"), second_half).await);
             outcome
         })
     }
 
-    /// One call, logged; the reply text or why there is none.
+    fn tell(&self, batch: &str, split: bool, reason: &str) {
+        if let Some(events) = &self.events {
+            events.event(&crate::events::QueryEvent::BatchRetry {
+                batch,
+                split,
+                reason,
+            });
+        }
+    }
+
+    /// One call, logged; the reply, or why there is none.
     async fn call(
         &self,
         batch: &str,
         attempt: u32,
         ids: &[i64],
         request: &ChatRequest,
-    ) -> Result<String, String> {
+    ) -> Result<Reply, Rejection> {
         let started = Instant::now();
         let result = self.client.chat(request).await;
         self.log.call(
@@ -206,20 +246,121 @@ impl Extractor {
             started.elapsed(),
         );
         match result {
-            Ok(response) => Ok(response.text),
+            Ok(response) => Ok(Reply {
+                cut: response.finish() == FinishReason::Length,
+                cap: request.max_tokens,
+                text: response.text,
+            }),
             Err(err) => {
                 let reason = format!("model call failed: {}", crate::trace::error_chain(&err));
-                if err.kind() == rlm_llm::ErrorKind::Input {
+                let overflow = is_window_overflow(&reason);
+                // A request over the window is the batch's fault when it holds more than one
+                // chunk (its halves are asked); otherwise only the user can fix it.
+                if err.kind() == rlm_llm::ErrorKind::Input && !(overflow && ids.len() > 1) {
                     let mut first = self
                         .input_error
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     first.get_or_insert(err);
                 }
-                Err(reason)
+                Err(Rejection {
+                    reason,
+                    about_size: overflow,
+                    cut_or_overflow: overflow,
+                })
             }
         }
     }
+}
+
+/// An extractor reply as it came back.
+struct Reply {
+    text: String,
+    /// The model was stopped at its output cap.
+    cut: bool,
+    cap: Option<u32>,
+}
+
+impl Reply {
+    /// The reply's extractions, or why it breaks the contract.
+    fn check(self, ids: &[i64]) -> Result<Vec<ChunkExtraction>, Rejection> {
+        parse_reply(&self.text, ids).map_err(|problem| {
+            if self.cut {
+                let cap = self
+                    .cap
+                    .map_or(String::new(), |cap| format!(" of {cap} tokens"));
+                return Rejection {
+                    reason: format!("the reply was cut at its cap{cap} ({problem})"),
+                    about_size: true,
+                    cut_or_overflow: true,
+                };
+            }
+            Rejection {
+                about_size: problem.starts_with(COUNT_PROBLEM),
+                reason: problem,
+                cut_or_overflow: false,
+            }
+        })
+    }
+}
+
+/// Why a batch's call or reply could not be used.
+struct Rejection {
+    reason: String,
+    /// Fewer chunks at once could help: the reply was cut, lacked entries, or the request
+    /// was over the window.
+    about_size: bool,
+    /// The reply was cut or the request was over the window: asking again as it is won't help.
+    cut_or_overflow: bool,
+}
+
+impl Rejection {
+    /// The second rejection of a batch, its reason saying both were invalid.
+    fn after(self, first: &Self) -> Self {
+        Self {
+            reason: format!("invalid reply twice: {}", self.reason),
+            about_size: self.about_size || first.about_size,
+            cut_or_overflow: self.cut_or_overflow,
+        }
+    }
+}
+
+/// Whether a failed call's message says the request was over the model's window (llama.cpp
+/// `exceed_context_size_error`, OpenAI `context_length_exceeded`, Anthropic "prompt is too
+/// long").
+fn is_window_overflow(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("context_length_exceeded")
+        || message.contains("exceed_context_size")
+        || message.contains("exceeds the available context")
+        || message.contains("maximum context length")
+        || message.contains("prompt is too long")
+}
+
+/// Output tokens an extractor reply may use per chunk of its batch: an entry of the contract
+/// (relevance, a few findings, a summary, leads) fits in far less.
+pub const EXTRACT_TOKENS_PER_CHUNK: u32 = 384;
+/// Output tokens of the reply's frame (`{"results": [...]}`) and slack.
+const EXTRACT_FRAME_TOKENS: u32 = 128;
+
+/// The output cap of an extractor call for `chunks` chunks: sized to the contract, never
+/// above `ceiling` (the query's extractor cap, itself within the user's output cap).
+pub fn reply_cap(ceiling: u32, chunks: usize) -> u32 {
+    let chunks = u32::try_from(chunks).unwrap_or(u32::MAX);
+    EXTRACT_TOKENS_PER_CHUNK
+        .saturating_mul(chunks)
+        .saturating_add(EXTRACT_FRAME_TOKENS)
+        .min(ceiling)
+}
+
+/// `request` with `note` added to its last (user) message, so roles still alternate.
+fn with_note(request: &ChatRequest, note: &str) -> ChatRequest {
+    let mut again = request.clone();
+    if let Some(last) = again.messages.last_mut() {
+        last.content.push_str("\n\n");
+        last.content.push_str(note);
+    }
+    again
 }
 
 fn paired(chunks: Vec<SelectedChunk>, extractions: Vec<ChunkExtraction>) -> BatchOutcome {
@@ -266,10 +407,18 @@ pub fn extract_request(
         .max_tokens(max_tokens)
 }
 
-fn retry_message(error: &str, ids: &[i64]) -> String {
+/// Characters of a problem quoted back to the model.
+const QUOTED_PROBLEM_CHARS: usize = 300;
+
+fn retry_message(rejection: &Rejection, ids: &[i64]) -> String {
     let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+    let error: String = rejection
+        .reason
+        .chars()
+        .take(QUOTED_PROBLEM_CHARS)
+        .collect();
     format!(
-        "Your reply was rejected: {error}. Reply again with only the JSON object {{\"results\": [...]}}: exactly one entry for each chunk id {}, relevance one of high, medium, low, none.",
+        "Your previous reply was rejected: {error}. Reply again with only the JSON object {{\"results\": [...]}}: exactly one entry for each chunk id {}, relevance one of high, medium, low, none.",
         ids.join(", ")
     )
 }
@@ -330,12 +479,16 @@ fn value_entries(text: &str, batch: &[i64]) -> Result<Vec<ChunkExtraction>, Stri
     Ok(parsed)
 }
 
+/// How a reply with too few or too many entries is described (a problem about the batch's
+/// size).
+const COUNT_PROBLEM: &str = "`results` has";
+
 fn check_count(entries: usize, batch: &[i64]) -> Result<(), String> {
     if entries == batch.len() {
         return Ok(());
     }
     Err(format!(
-        "`results` has {entries} entries but the batch has {} chunks",
+        "{COUNT_PROBLEM} {entries} entries but the batch has {} chunks",
         batch.len()
     ))
 }
@@ -460,8 +613,9 @@ fn parse_entry(object: &Map<String, Value>) -> Result<ChunkExtraction, String> {
     })
 }
 
-/// An upper estimate of the extractor calls for `chunks` in batches of `batch_size`: calls,
-/// tokens, and dollars when the price is known.
+/// An upper estimate of the extractor calls for `chunks` in batches of `batch_size`, each
+/// reply at its [`reply_cap`] under `max_tokens`: calls, tokens, and dollars when the price
+/// is known.
 pub fn estimate(
     chunks: &[SelectedChunk],
     batch_size: usize,
@@ -485,7 +639,7 @@ pub fn estimate(
                 .sum::<u64>();
         let usage = Usage {
             input_tokens: bytes.div_ceil(rlm_llm::ESTIMATE_BYTES_PER_TOKEN),
-            output_tokens: u64::from(max_tokens),
+            output_tokens: u64::from(reply_cap(max_tokens, batch.len())),
             ..Usage::default()
         };
         calls += 1;

@@ -62,6 +62,8 @@ pub mod tools;
 mod trace;
 
 #[cfg(test)]
+mod limits_tests;
+#[cfg(test)]
 mod synthesis_tests;
 #[cfg(test)]
 mod tests;
@@ -72,11 +74,12 @@ pub use events::{QueryEvent, QueryEvents};
 pub use extract::{BatchFailure, ChunkExtraction, ChunkFailure};
 pub use options::{
     DEFAULT_BATCH_SIZE, DEFAULT_EXTRACT_MAX_TOKENS, DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_MAX_TOOL_ROUNDS, DEFAULT_SYNTHESIS_INPUT_CHARS, DEFAULT_SYNTHESIS_MAX_TOKENS,
-    DEFAULT_TOP_K, MAX_TOOL_ROUNDS, QueryOptions, Relevance, ScanMode, Threshold,
+    DEFAULT_MAX_TOOL_ROUNDS, DEFAULT_SECONDS_PER_ROUND, DEFAULT_SYNTHESIS_INPUT_CHARS,
+    DEFAULT_SYNTHESIS_MAX_TOKENS, DEFAULT_TOP_K, MAX_TOOL_ROUNDS, QueryOptions, Relevance,
+    ScanMode, Threshold,
 };
 pub use pipeline::{
-    Query, QueryResult, QueryStatus, ReserveReport, StageUsage, Timings, ToolUsage,
+    Query, QueryResult, QueryStatus, ReserveReport, StageUsage, TimeLimit, Timings, ToolUsage,
 };
 pub use plan::{Plan, PlanSource};
 pub use prompts::{PROMPT_FILES, PromptError, QueryPrompts};

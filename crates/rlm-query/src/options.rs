@@ -20,6 +20,10 @@ pub const DEFAULT_EXTRACT_MAX_TOKENS: u32 = 4_096;
 pub const DEFAULT_SYNTHESIS_INPUT_CHARS: usize = 120_000;
 /// Output tokens a synthesis call may use (also what the budget reserves for the report).
 pub const DEFAULT_SYNTHESIS_MAX_TOKENS: u32 = 4_096;
+/// Wall time the extraction gets per round of batches (as many as the sub-call model's provider
+/// serves at once) when the caller sets no timeout: a batch's call, its re-ask and its halves
+/// at the capped reply sizes, on a slow local server.
+pub const DEFAULT_SECONDS_PER_ROUND: u64 = 180;
 /// Rounds of tool calls the synthesizer may make before it must answer.
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 3;
 /// Most tool rounds a caller may allow.
@@ -137,12 +141,17 @@ pub struct QueryOptions {
     pub skip_plan: bool,
     /// Least relevance whose findings reach the synthesis.
     pub threshold: Threshold,
-    /// Output tokens per extractor call.
+    /// Output tokens per extractor call at most; each call's own cap is sized to its batch
+    /// ([`crate::extract::reply_cap`]).
     pub extract_max_tokens: u32,
     /// Characters of findings one synthesis call takes before reducing in groups.
     pub synthesis_input_chars: usize,
     /// Output tokens per synthesis call.
     pub synthesis_max_tokens: u32,
+    /// The most output tokens any call of the query may use (the user's `--max-output-tokens`);
+    /// each call's own cap (the plan's, an extractor's sized to its batch, the report's)
+    /// applies below it. `None`: only the calls' own caps.
+    pub max_output_tokens: Option<u32>,
     /// Rounds of tool calls (`get_chunks`, `search`, `grep`) the report's writer may make;
     /// 0 writes it without tools. Models without tool calling always write without.
     pub max_tool_rounds: u32,
@@ -168,6 +177,7 @@ impl QueryOptions {
             extract_max_tokens: DEFAULT_EXTRACT_MAX_TOKENS,
             synthesis_input_chars: DEFAULT_SYNTHESIS_INPUT_CHARS,
             synthesis_max_tokens: DEFAULT_SYNTHESIS_MAX_TOKENS,
+            max_output_tokens: None,
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
         }
     }
@@ -197,6 +207,7 @@ impl QueryOptions {
         if self.extract_max_tokens == 0
             || self.synthesis_input_chars == 0
             || self.synthesis_max_tokens == 0
+            || self.max_output_tokens == Some(0)
         {
             return invalid("the extractor and synthesis sizes must be at least 1");
         }
@@ -207,6 +218,24 @@ impl QueryOptions {
             )));
         }
         Ok(())
+    }
+}
+
+impl QueryOptions {
+    /// The output cap of a call whose own cap is `own`: the smaller of it and
+    /// `max_output_tokens`.
+    pub fn output_cap(&self, own: u32) -> u32 {
+        self.max_output_tokens.map_or(own, |cap| own.min(cap))
+    }
+
+    /// The output cap of an extractor call for `chunks` chunks.
+    pub fn extract_cap(&self, chunks: usize) -> u32 {
+        crate::extract::reply_cap(self.output_cap(self.extract_max_tokens), chunks)
+    }
+
+    /// The output cap of a report or reduction call.
+    pub fn synthesis_cap(&self) -> u32 {
+        self.output_cap(self.synthesis_max_tokens)
     }
 }
 

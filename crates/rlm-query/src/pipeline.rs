@@ -119,6 +119,13 @@ pub struct QueryResult {
     /// Chunks never sent to an extractor because the budget had to keep room for the report
     /// (reason `budget`).
     pub chunks_skipped: Vec<ChunkFailure>,
+    /// Why no further batch was sent after the first ones all failed the same way (their
+    /// chunks are in `chunk_failures`, reason `not sent: …`).
+    pub stopped_early: Option<String>,
+    /// Why the query found nothing to report, with what it searched (`None` with findings).
+    pub no_findings_reason: Option<String>,
+    /// The wall-clock bound on the extraction, as applied.
+    pub time_limit: Option<TimeLimit>,
     /// What the budget kept for the report before extraction (`None` without a budget).
     pub synthesis_reserve: Option<ReserveReport>,
     /// The findings the report was written from.
@@ -138,6 +145,15 @@ pub struct QueryResult {
     pub timings: Timings,
     /// The trajectory log, when written.
     pub log: Option<PathBuf>,
+}
+
+/// The wall-clock bound of a query's planning, search and extraction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TimeLimit {
+    /// Seconds from the query's start.
+    pub seconds: f64,
+    /// Chosen from the work (`true`) or set by the caller (`timeout`).
+    pub default: bool,
 }
 
 /// The reserve kept for the report, as estimated when the last batch was sent.

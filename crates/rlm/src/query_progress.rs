@@ -1,5 +1,6 @@
-//! Progress of `rlm query` on stderr: the plan, the selection, the estimate, batches done with
-//! findings, tokens, cost and failures, and the synthesis.
+//! Progress of `rlm query` on stderr: the plan, the selection, the time limit, the estimate,
+//! batches sent and done with calls in flight, re-asks and splits, findings, tokens, cost and
+//! failures, and the synthesis.
 
 use std::io::Write as _;
 use std::sync::Mutex;
@@ -12,6 +13,8 @@ use crate::output::{neutralize, usd};
 
 /// Batch progress is printed at most this often (and always for the last batch).
 const BATCH_PRINT_INTERVAL: Duration = Duration::from_millis(500);
+/// Characters of a rejected reply's reason shown on a re-ask or split line.
+const REASON_CHARS: usize = 160;
 
 /// Prints query events to stderr.
 #[derive(Debug)]
@@ -26,12 +29,34 @@ impl QueryProgress {
         }
     }
 
+    /// Whether a throttled line is due (always for `last`).
+    fn due(&self, last: bool) -> bool {
+        let mut at = self
+            .last_print
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = last || at.is_none_or(|at| at.elapsed() >= BATCH_PRINT_INTERVAL);
+        if due {
+            *at = Some(Instant::now());
+        }
+        due
+    }
+
     fn line(&self, text: &str) {
         // A batch's error or the report may quote a key.
         let text = rlm_llm::secrets::mask(text);
         let mut err = anstream::stderr().lock();
         let _ = writeln!(err, "{}", neutralize(&text));
     }
+}
+
+/// `9m 0s`, or `42s` under a minute.
+fn minutes_and_seconds(time: Duration) -> String {
+    let seconds = time.as_secs();
+    if seconds < 60 {
+        return format!("{seconds}s");
+    }
+    format!("{}m {}s", seconds / 60, seconds % 60)
 }
 
 impl QueryEvents for QueryProgress {
@@ -88,30 +113,70 @@ impl QueryEvents for QueryProgress {
                     group_digits(*tokens as usize)
                 ));
             }
+            QueryEvent::TimeLimit {
+                seconds,
+                default,
+                batches,
+            } => {
+                let time = Duration::from_secs_f64(*seconds);
+                let source = if *default {
+                    let noun = if *batches == 1 { "batch" } else { "batches" };
+                    format!("default for {batches} {noun}; --timeout SECONDS to change")
+                } else {
+                    "--timeout".to_owned()
+                };
+                self.line(&format!(
+                    "time limit: {} ({source})",
+                    minutes_and_seconds(time)
+                ));
+            }
+            // The first batch is always shown: on a slow server its answer takes minutes.
+            QueryEvent::BatchSent {
+                sent,
+                total,
+                in_flight,
+            } if *sent == 1 || self.due(false) => {
+                self.line(&format!(
+                    "batches sent {sent}/{total} · {in_flight} in flight"
+                ));
+            }
+            QueryEvent::BatchRetry {
+                batch,
+                split,
+                reason,
+            } => {
+                let reason: String = reason.chars().take(REASON_CHARS).collect();
+                let action = if *split {
+                    "split in halves"
+                } else {
+                    "asked again"
+                };
+                self.line(&format!("batch {batch}: {action} ({reason})"));
+            }
             QueryEvent::BatchDone {
                 done,
                 total,
                 findings,
+                in_flight,
                 failed_chunks,
                 tokens,
                 cost_usd,
             } => {
-                let mut last = self
-                    .last_print
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let due = last.is_none_or(|at| at.elapsed() >= BATCH_PRINT_INTERVAL);
-                if !(due || done == total) {
+                if !self.due(done == total) {
                     return;
                 }
-                *last = Some(Instant::now());
                 let failed = if *failed_chunks > 0 {
                     format!(" · {failed_chunks} chunks failed")
                 } else {
                     String::new()
                 };
+                let out = if *in_flight > 0 {
+                    format!(" · {in_flight} in flight")
+                } else {
+                    String::new()
+                };
                 self.line(&format!(
-                    "batches {done}/{total} · {findings} findings{failed} · {} tokens · {}",
+                    "batches {done}/{total}{out} · {findings} findings{failed} · {} tokens · {}",
                     group_digits(*tokens as usize),
                     usd(*cost_usd)
                 ));

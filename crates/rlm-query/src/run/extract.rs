@@ -9,12 +9,20 @@ use super::select::{Batch, source_bytes};
 use crate::budget::{Amount, batch_amount, describe_limit, findings_bound, fits};
 use crate::error::{Error, Result};
 use crate::events::QueryEvent;
-use crate::extract::{BatchOutcome, ChunkExtraction, ChunkFailure, Extractor};
+use crate::extract::{BatchOutcome, ChunkExtraction, ChunkFailure, Extractor, NOT_SENT};
 use crate::pipeline::{QueryResult, QueryStatus, ReserveReport};
 use crate::select::{Corpus, SelectedChunk};
 
+/// How long after the deadline a batch still running is dropped: the client's own deadline
+/// error ends its call first, so the call is counted.
+const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What one batch task returns: its outcome, and what it held of the budget.
 type Settled = (BatchOutcome, Amount, u64);
+
+/// Batches that must all fail the same way, with nothing found yet, before the rest are not
+/// sent: by then the failure is the model's or the server's, not the chunks'.
+pub const SYSTEMATIC_FAILURE_BATCHES: usize = 3;
 
 /// The dispatch loop's books: what batches in flight hold and what settled ones found.
 struct Books {
@@ -28,6 +36,11 @@ struct Books {
     done: usize,
     /// The report's reserve when the last batch was sent.
     reserve: Option<Amount>,
+    /// While no batch has found anything: the failure every settled batch had (digits
+    /// dropped, so chunk ids and sizes do not tell them apart), and how many had it.
+    same_failure: Option<(String, usize)>,
+    /// Set once a failure is known to be systematic: no batch is sent after it.
+    stopped: Option<String>,
 }
 
 impl QueryRun {
@@ -42,11 +55,12 @@ impl QueryRun {
         let stage_started = Instant::now();
         let input_error: Arc<Mutex<Option<rlm_llm::Error>>> = Arc::default();
         let extractor = Extractor {
+            events: self.events.clone(),
             client: self.stage_client(&self.ledgers.extract),
             system: self.prompts.extract.clone(),
             question: self.question.clone(),
             model: self.options.subcall_model.clone(),
-            max_tokens: self.options.extract_max_tokens,
+            max_tokens: self.options.output_cap(self.options.extract_max_tokens),
             log: Arc::clone(&self.log),
             input_error: Arc::clone(&input_error),
         };
@@ -67,10 +81,14 @@ impl QueryRun {
             dispatched: 0,
             done: 0,
             reserve: None,
+            same_failure: None,
+            stopped: None,
         };
         let mut extractions = Vec::new();
+        // The chunks of each batch in flight, by task, for those a systematic failure cancels.
+        let mut in_flight_chunks = std::collections::HashMap::new();
         loop {
-            while in_flight.len() < self.options.max_concurrency {
+            while books.stopped.is_none() && in_flight.len() < self.options.max_concurrency {
                 let Some((_, chunks)) = pending.peek() else {
                     break;
                 };
@@ -89,18 +107,35 @@ impl QueryRun {
                 books.committed = books.committed.plus(amount);
                 books.evidence_in_flight += bound;
                 books.dispatched += 1;
-                in_flight.spawn(self.batch_task(&extractor, label, chunks, read, amount, bound));
+                let ids: Vec<SelectedChunk> = chunks.clone();
+                let task = in_flight
+                    .spawn(self.batch_task(&extractor, label, chunks, read, amount, bound));
+                in_flight_chunks.insert(task.id(), (ids, amount, bound));
+                self.emit(&QueryEvent::BatchSent {
+                    sent: books.dispatched,
+                    total,
+                    in_flight: in_flight.len(),
+                });
             }
-            let Some(joined) = in_flight.join_next().await else {
+            let Some(joined) = in_flight.join_next_with_id().await else {
                 break;
             };
             let (outcome, amount, bound) = match joined {
-                Ok(settled) => settled,
+                Ok((id, settled)) => {
+                    in_flight_chunks.remove(&id);
+                    settled
+                }
                 Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-                // Only a runtime shutting down cancels a batch: the set is never aborted while
-                // it is awaited.
-                Err(err) => return Err(Error::Task(err.to_string())),
+                // Only a systematic failure cancels batches (the set is aborted below, then
+                // drained here); anything else is a runtime shutting down.
+                Err(err) => match (&books.stopped, in_flight_chunks.remove(&err.id())) {
+                    (Some(reason), Some((chunks, amount, bound))) => {
+                        (BatchOutcome::not_sent(&chunks, reason), amount, bound)
+                    }
+                    _ => return Err(Error::Task(err.to_string())),
+                },
             };
+            let stopping = books.stopped.is_none();
             self.settle(
                 outcome,
                 amount,
@@ -110,6 +145,21 @@ impl QueryRun {
                 result,
                 total,
             );
+            if stopping && let Some(reason) = &books.stopped {
+                self.emit(&QueryEvent::Warning {
+                    message: format!("{reason}: the other batches are not sent"),
+                });
+                // The batches in flight would fail the same way: cancelled, and their chunks
+                // reported as not sent when the set gives them back.
+                in_flight.abort_all();
+            }
+        }
+        if let Some(reason) = &books.stopped {
+            let not_sent: Vec<SelectedChunk> =
+                pending.by_ref().flat_map(|(_, chunks)| chunks).collect();
+            let outcome = BatchOutcome::not_sent(&not_sent, reason);
+            result.chunk_failures.extend(outcome.chunk_failures);
+            result.stopped_early = Some(reason.clone());
         }
         result.chunks_skipped = pending
             .flat_map(|(_, chunks)| chunks)
@@ -141,10 +191,21 @@ impl QueryRun {
                 .first()
                 .map_or("unknown", |failure| failure.reason.as_str());
             result.status = QueryStatus::ExtractionFailed;
-            result.report = format!(
-                "No chunk could be analysed: all {} batches failed (first reason: {reason}).\n",
-                result.batches
-            );
+            let why = match &books.stopped {
+                Some(stopped) => format!(
+                    "No chunk could be analysed: {stopped}, so the other {} chunks were not sent.",
+                    result
+                        .chunk_failures
+                        .iter()
+                        .filter(|failure| failure.reason.starts_with(NOT_SENT))
+                        .count()
+                ),
+                None => format!(
+                    "No chunk could be analysed: all {} batches failed (first reason: {reason}).",
+                    result.batches
+                ),
+            };
+            self.no_findings(result, why);
         }
         Ok(extractions)
     }
@@ -165,13 +226,13 @@ impl QueryRun {
             bytes + source_bytes(chunks),
             chunks.len(),
             self.extract_fixed_bytes(),
-            options.extract_max_tokens,
+            options.extract_cap(chunks.len()),
             self.extract_price.as_ref(),
         );
         let bound = findings_bound(
             chunks.len(),
             source_bytes(chunks),
-            options.extract_max_tokens,
+            options.extract_cap(chunks.len()),
         );
         if !self.limited {
             return Ok(Some((amount, bound)));
@@ -206,7 +267,9 @@ impl QueryRun {
         bound: u64,
     ) -> impl Future<Output = Settled> + Send + 'static {
         let extractor = extractor.clone();
-        let deadline = self.deadline;
+        // The client ends each call at the deadline itself (a failed call, counted); this is
+        // the backstop for a batch between calls.
+        let deadline = self.deadline.map(|deadline| deadline + DEADLINE_GRACE);
         async move {
             let run = extractor.run(label.clone(), chunks.clone(), texts);
             let outcome = match deadline {
@@ -246,6 +309,30 @@ impl QueryRun {
             .map(|(chunk, extraction)| findings_bytes(chunk, extraction))
             .sum::<u64>();
         books.done += 1;
+        let failed_whole = outcome.extractions.is_empty() && !outcome.chunk_failures.is_empty();
+        let found_before = !extractions.is_empty();
+        if !found_before && books.stopped.is_none() && books.done < total {
+            let reason = outcome
+                .chunk_failures
+                .first()
+                .filter(|_| failed_whole)
+                .map(|failure| failure.reason.as_str());
+            books.same_failure = match (books.same_failure.take(), reason) {
+                (None, Some(reason)) if books.done == 1 => Some((failure_kind(reason), 1)),
+                (Some((kind, count)), Some(reason)) if kind == failure_kind(reason) => {
+                    Some((kind, count + 1))
+                }
+                // A batch that found something, or failed otherwise: not one cause.
+                _ => None,
+            };
+            if let (Some((_, count)), Some(reason)) = (&books.same_failure, reason)
+                && *count >= SYSTEMATIC_FAILURE_BATCHES
+            {
+                books.stopped = Some(format!(
+                    "the first {count} batches all failed the same way ({reason})"
+                ));
+            }
+        }
         extractions.extend(outcome.extractions);
         result.batches_failed.extend(outcome.failures);
         result.chunk_failures.extend(outcome.chunk_failures);
@@ -254,11 +341,18 @@ impl QueryRun {
             done: books.done,
             total,
             findings: extractions.iter().map(|(_, e)| e.findings.len()).sum(),
+            in_flight: books.dispatched - books.done,
             failed_chunks: result.chunk_failures.len(),
             tokens: spent.usage.total(),
             cost_usd: spent.cost_usd,
         });
     }
+}
+
+/// A failure's reason without its digits: chunk ids, counts and sizes do not make two
+/// failures different.
+fn failure_kind(reason: &str) -> String {
+    reason.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
 /// Bytes an extraction adds to the findings the report is written from (an upper bound of

@@ -14,7 +14,7 @@ mod synthesize;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rlm_llm::{Ledger, LlmClient, Price};
 use rlm_store::BufferInfo;
@@ -25,8 +25,8 @@ use crate::budget::{
 };
 use crate::error::{Error, Result};
 use crate::events::{QueryEvent, QueryEvents};
-use crate::options::{QueryOptions, ScanMode};
-use crate::pipeline::{Query, QueryResult, QueryStatus, StageUsage, Timings, ToolUsage};
+use crate::options::{DEFAULT_SECONDS_PER_ROUND, QueryOptions, ScanMode};
+use crate::pipeline::{Query, QueryResult, QueryStatus, StageUsage, TimeLimit, Timings, ToolUsage};
 use crate::prompts::QueryPrompts;
 use crate::select::{Corpus, check_selection};
 use crate::trace::{QueryLog, error_chain};
@@ -186,10 +186,15 @@ impl QueryRun {
         self.log_selection(&selection);
         let mut result = self.result(planned, &selection, batches.len());
         if selection.chunks.is_empty() {
-            result.report = "No chunk of the selection matched the searches, so nothing was analysed. Try other words, `--mode bm25`, or `--scan all` to read every chunk.\n".to_owned();
+            self.no_findings(
+                &mut result,
+                "No chunk of the selection matched the searches, so nothing was analysed."
+                    .to_owned(),
+            );
             return Ok(self.finish(result));
         }
         self.estimate(&selection, &batches)?;
+        result.time_limit = Some(self.bound_extraction(batches.len()));
         let extractions = self.extract(batches, &mut result).await?;
         if extractions.is_empty() {
             return Ok(self.finish(result));
@@ -224,7 +229,7 @@ impl QueryRun {
             bytes / chunks.max(1) * per_batch,
             per_batch as usize,
             self.extract_fixed_bytes(),
-            options.extract_max_tokens,
+            options.extract_cap(per_batch as usize),
             self.extract_price.as_ref(),
         );
         let plan = self.plan_request().as_ref().map_or(
@@ -244,7 +249,7 @@ impl QueryRun {
         let needed = plan.plus(batch).plus(self.reserve_for(findings_bound(
             per_batch as usize,
             0,
-            options.extract_max_tokens,
+            options.extract_cap(per_batch as usize),
         )));
         if fits(&options.budget, &rlm_llm::ModelTotals::default(), needed) {
             Ok(())
@@ -265,7 +270,7 @@ impl QueryRun {
             self.question.len(),
             evidence_bytes,
             self.options.synthesis_input_chars,
-            self.options.synthesis_max_tokens,
+            self.options.synthesis_cap(),
             self.tool_rounds,
             self.synthesis_price.as_ref(),
         )
@@ -279,10 +284,103 @@ impl QueryRun {
     /// A client for one stage: its ledger, and the deadline.
     fn stage_client(&self, ledger: &Arc<Ledger>) -> LlmClient {
         let client = self.client.with_ledger(Arc::clone(ledger));
-        match self.options.timeout {
-            Some(timeout) => client.with_deadline(self.started + timeout),
+        match self.deadline {
+            Some(deadline) => client.with_deadline(deadline.into_std()),
             None => client,
         }
+    }
+
+    /// Sets the extraction's deadline when the caller gave none: [`DEFAULT_SECONDS_PER_ROUND`]
+    /// for each round of `batches` the sub-call model's provider can serve at once, from now.
+    /// Says which bound applies before any batch is sent.
+    fn bound_extraction(&mut self, batches: usize) -> TimeLimit {
+        let limit = match self.options.timeout {
+            Some(timeout) => TimeLimit {
+                seconds: timeout.as_secs_f64(),
+                default: false,
+            },
+            None => {
+                let at_once = self
+                    .client
+                    .resolve(&self.options.subcall_model)
+                    .ok()
+                    .and_then(|model| self.client.max_concurrency(&model.provider))
+                    .unwrap_or(self.options.max_concurrency)
+                    .min(self.options.max_concurrency)
+                    .max(1);
+                let rounds = batches.div_ceil(at_once).max(1) as u64;
+                let bound = self.started.elapsed()
+                    + Duration::from_secs(DEFAULT_SECONDS_PER_ROUND.saturating_mul(rounds));
+                self.deadline = Some(tokio::time::Instant::from_std(self.started + bound));
+                TimeLimit {
+                    seconds: bound.as_secs_f64(),
+                    default: true,
+                }
+            }
+        };
+        self.emit(&QueryEvent::TimeLimit {
+            seconds: limit.seconds,
+            default: limit.default,
+            batches,
+        });
+        limit
+    }
+
+    /// Ends a query that has nothing to report: the result and the report say why, and what
+    /// was searched.
+    fn no_findings(&self, result: &mut QueryResult, why: String) {
+        let searched = self.searched(result);
+        let hint = match result.status {
+            QueryStatus::ExtractionFailed => {
+                "The reasons are in the trajectory; a larger model, `--batch-size 1` or `--max-output-tokens` may help."
+            }
+            _ if scans(&self.options) => "Try another question, or a wider `--path`.",
+            _ => "Try other words, `--mode bm25`, or `--scan all` to read every chunk.",
+        };
+        result.report = format!("{why}\n\n{searched}\n\n{hint}\n");
+        result.no_findings_reason = Some(why);
+    }
+
+    /// One sentence on what the query searched: the queries and mode, or the scan, over which
+    /// buffers.
+    fn searched(&self, result: &QueryResult) -> String {
+        let buffers = if result.plan.buffers.is_empty() {
+            format!(
+                "{} buffer{}",
+                self.selected_buffers.len(),
+                if self.selected_buffers.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            )
+        } else {
+            result
+                .plan
+                .buffers
+                .iter()
+                .map(|name| format!("`{}`", crate::fence::name(name)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let how = match result.search_mode {
+            Some(mode) => format!(
+                "Searched {buffers} ({mode}, top {}) for: {}.",
+                result.plan.top_k,
+                result
+                    .plan
+                    .queries
+                    .iter()
+                    .map(|query| format!("\"{}\"", crate::fence::name(query)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => format!("Read every chunk of {buffers}."),
+        };
+        format!(
+            "{how} {} of {} selected chunks analysed.",
+            result.chunks_analyzed, result.chunks_selected
+        )
     }
 
     fn emit(&self, event: &QueryEvent<'_>) {
@@ -314,6 +412,9 @@ impl QueryRun {
             batches_failed: Vec::new(),
             chunk_failures: Vec::new(),
             chunks_skipped: Vec::new(),
+            stopped_early: None,
+            no_findings_reason: None,
+            time_limit: None,
             synthesis_reserve: None,
             findings: Vec::new(),
             reduce_calls: 0,
@@ -438,6 +539,7 @@ fn options_record(options: &QueryOptions) -> serde_json::Value {
         "skip_plan": options.skip_plan,
         "threshold": options.threshold,
         "max_tool_rounds": options.max_tool_rounds,
+        "max_output_tokens": options.max_output_tokens,
     })
 }
 

@@ -11,7 +11,8 @@ use crate::options::QueryOptions;
 use crate::plan::{Plan, PlanSource, describe_store, parse_plan};
 use crate::trace::error_chain;
 
-/// Output tokens the planner may use.
+/// Output tokens the planner may use: a plan (a few queries, numbers, buffer names) needs a
+/// few hundred.
 const PLAN_MAX_TOKENS: u32 = 1_024;
 
 /// The plan that runs, where it came from, and the fields the caller's options replaced.
@@ -146,5 +147,5 @@ fn plan_request(system: &str, options: &QueryOptions, question: &str, store: &st
         .user(user)
         .json(true)
         .temperature(0.0)
-        .max_tokens(PLAN_MAX_TOKENS)
+        .max_tokens(options.output_cap(PLAN_MAX_TOKENS))
 }

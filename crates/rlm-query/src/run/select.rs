@@ -172,7 +172,7 @@ impl QueryRun {
             batch_size,
             &self.prompts,
             &self.question,
-            options.extract_max_tokens,
+            options.output_cap(options.extract_max_tokens),
             self.extract_price.as_ref(),
         );
         self.emit(&QueryEvent::Estimate {
@@ -190,7 +190,7 @@ impl QueryRun {
                 findings_bound(
                     chunks.len(),
                     source_bytes(chunks),
-                    options.extract_max_tokens,
+                    options.extract_cap(chunks.len()),
                 )
             })
             .sum();

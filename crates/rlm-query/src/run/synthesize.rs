@@ -39,13 +39,15 @@ impl QueryRun {
             relevant: findings.len(),
         };
         if findings.is_empty() {
-            result.report = format!(
-                "None of the {} analysed chunks holds anything relevant to the question at the chosen threshold.\n",
+            let mut why = format!(
+                "None of the {} analysed chunks holds anything relevant to the question at the chosen threshold.",
                 result.chunks_analyzed
             );
             if let Some(note) = coverage.missing_note() {
-                result.report.push_str(&format!("\n{note}\n"));
+                why.push(' ');
+                why.push_str(&note);
             }
+            self.no_findings(result, why);
             return Ok(());
         }
         let stage_started = Instant::now();
@@ -100,7 +102,7 @@ impl QueryRun {
             model: self.options.model.clone(),
             question: self.question.clone(),
             input_chars: self.options.synthesis_input_chars,
-            max_tokens: self.options.synthesis_max_tokens,
+            max_tokens: self.options.synthesis_cap(),
             log: Arc::clone(&self.log),
             tools: (self.tool_rounds > 0).then(|| {
                 let names = self

@@ -101,12 +101,24 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
                 count(result.usage.tools.calls as u64, "tool call")
             ));
         }
+        // Every call that ran counts, failed ones (cut at the time limit, refused) included.
+        let calls = if total.failures > 0 {
+            format!(
+                "{} ({} failed)",
+                count(total.calls + total.failures, "model call"),
+                total.failures
+            )
+        } else {
+            count(total.calls, "model call")
+        };
+        if let Some(reason) = &result.stopped_early {
+            failed.push_str(&format!(" · stopped early: {reason}"));
+        }
         eprintln!(
-            "{} · {} analysed of {}{failed} · {} · {} tokens · {cost} · {:.1}s",
+            "{} · {} analysed of {}{failed} · {calls} · {} tokens · {cost} · {:.1}s",
             result.status.name(),
             count(result.chunks_analyzed as u64, "chunk"),
             result.chunks_selected,
-            count(total.calls, "model call"),
             rlm_engine::group_digits(total.usage.total() as usize),
             result.timings.total
         );

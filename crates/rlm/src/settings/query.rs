@@ -128,6 +128,8 @@ impl QuerySettings {
         options.skip_plan = args.skip_plan;
         options.threshold = args.threshold.or(section.threshold).unwrap_or_default();
         options.max_tool_rounds = max_tool_rounds;
+        // Every call of the query obeys the user's output cap, below its own.
+        options.max_output_tokens = llm.max_output_tokens;
 
         let log_dir = if args.no_log {
             None

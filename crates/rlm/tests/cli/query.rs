@@ -169,6 +169,74 @@ async fn json_has_the_plan_usage_per_stage_failures_and_timings() {
     );
 }
 
+/// `--max-output-tokens` caps every call of a query: the plan, each extractor and the report
+/// (each keeps its own smaller cap: an extractor's is sized to its batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_output_tokens_caps_every_call_of_the_query() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command.args([
+        "query",
+        "--model",
+        "openai:root",
+        "--subcall-model",
+        "openai:sub",
+        "--no-log",
+        "--max-output-tokens",
+        "200",
+        "--max-tool-rounds",
+        "0",
+        "token refresh",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let seen = server.requests();
+    assert!(seen.len() >= 3, "plan, extractor, report: {}", seen.len());
+    for request in seen {
+        assert_eq!(request.body["max_tokens"], 200, "{}", request.body);
+    }
+}
+
+/// With nothing found the JSON says why and what was searched; the summary counts every call
+/// that ran, failed ones included; the time limit is printed before any batch goes out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_without_findings_says_why_and_counts_failed_calls() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(|_| FakeReply::server_error());
+    let mut command = query(dir.path(), &server);
+    command.args(["--max-retries", "0", "--scan", "all", "what is here?"]);
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("time limit: 3m 0s (default for 1 batch;"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 model call (1 failed)"), "{stderr}");
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("Read every chunk of 3 buffers"), "{stdout}");
+
+    let mut command = query(dir.path(), &server);
+    command.args([
+        "--json",
+        "--max-retries",
+        "0",
+        "--scan",
+        "all",
+        "what is here?",
+    ]);
+    let output = run(command).await;
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["status"], "extraction_failed");
+    let why = value["no_findings_reason"].as_str().unwrap();
+    assert!(why.contains("No chunk could be analysed"), "{why}");
+    assert_eq!(value["time_limit"]["default"], true);
+    assert_eq!(value["usage"]["total"]["total"]["failures"], 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_query_replays_without_a_key_or_a_server() {
     let dir = loaded_store();

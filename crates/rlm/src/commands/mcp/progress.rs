@@ -274,6 +274,7 @@ mod tests {
             done,
             total: 4,
             findings: 3,
+            in_flight: 0,
             failed_chunks: 0,
             tokens: 2_000,
             cost_usd: 0.0,
