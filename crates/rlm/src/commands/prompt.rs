@@ -72,7 +72,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
         if global.json {
             crate::output::print_record("plan", &built.plan)?;
         } else {
-            print_stdout(&plan_text(&built.plan))?;
+            print_stdout(&plan_text(&built.plan, ItemLines::Each))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -89,7 +89,17 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
     if global.json {
         crate::output::print_record("plan", &built.plan)?;
     } else if !global.quiet {
-        eprint!("{}", crate::output::neutralize(&plan_text(&built.plan)));
+        // On stderr beside the prompt the plan is progress, not data: one line per kind of
+        // item unless -v asks for each (2,000 files would be 2,000 lines).
+        let lines = if global.verbose > 0 {
+            ItemLines::Each
+        } else {
+            ItemLines::PerKind
+        };
+        eprint!(
+            "{}",
+            crate::output::neutralize(&plan_text(&built.plan, lines))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -183,8 +193,17 @@ fn render(built: &BuiltPrompt, format: PromptFormat) -> anyhow::Result<String> {
     })
 }
 
+/// How [`plan_text`] shows the plan's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemLines {
+    /// One line per item, with its reason.
+    Each,
+    /// One line per kind: how many items are in, cut to a tail, skipped, and their tokens.
+    PerKind,
+}
+
 /// The plan for a person.
-fn plan_text(plan: &PromptPlan) -> String {
+fn plan_text(plan: &PromptPlan, lines: ItemLines) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -205,7 +224,10 @@ fn plan_text(plan: &PromptPlan) -> String {
         }
         text.push('\n');
     }
-    for item in &plan.items {
+    if lines == ItemLines::PerKind {
+        item_summary(plan, &mut text);
+    }
+    for item in plan.items.iter().filter(|_| lines == ItemLines::Each) {
         let status = match item.status {
             ItemStatus::Included => "in",
             ItemStatus::Tail => "tail",
@@ -233,6 +255,68 @@ fn plan_text(plan: &PromptPlan) -> String {
     }
     let _ = writeln!(text, "  digest {}", plan.digest);
     text
+}
+
+/// One line per kind of item, in the order the kinds first appear:
+/// `  source_files  1843 in, 157 skipped  (201533 tokens used, 98312 skipped)`.
+fn item_summary(plan: &PromptPlan, text: &mut String) {
+    #[derive(Default)]
+    struct Counts {
+        included: usize,
+        tail: usize,
+        skipped: usize,
+        used_tokens: u64,
+        skipped_tokens: u64,
+    }
+    let mut kinds: Vec<(ItemKind, Counts)> = Vec::new();
+    for item in &plan.items {
+        let position = match kinds.iter().position(|(kind, _)| *kind == item.kind) {
+            Some(position) => position,
+            None => {
+                kinds.push((item.kind, Counts::default()));
+                kinds.len() - 1
+            }
+        };
+        let counts = &mut kinds[position].1;
+        match item.status {
+            ItemStatus::Included => counts.included += 1,
+            ItemStatus::Tail => counts.tail += 1,
+            ItemStatus::Skipped => {
+                counts.skipped += 1;
+                counts.skipped_tokens += item.tokens;
+            }
+        }
+        counts.used_tokens += item.used_tokens;
+    }
+    for (kind, counts) in &kinds {
+        let mut parts = Vec::new();
+        for (count, label) in [
+            (counts.included, "in"),
+            (counts.tail, "tail"),
+            (counts.skipped, "skipped"),
+        ] {
+            if count > 0 {
+                parts.push(format!("{count} {label}"));
+            }
+        }
+        let _ = write!(
+            text,
+            "  {:<20} {}  ({} tokens used",
+            kind.key(),
+            parts.join(", "),
+            counts.used_tokens
+        );
+        if counts.skipped > 0 {
+            let _ = write!(text, ", {} skipped", counts.skipped_tokens);
+        }
+        text.push_str(")\n");
+    }
+    if kinds
+        .iter()
+        .any(|(_, counts)| counts.skipped > 0 || counts.tail > 0)
+    {
+        text.push_str("  (each item with its reason: -v, or `rlm prompt plan`)\n");
+    }
 }
 
 fn history_line(plan: &PromptPlan) -> String {

@@ -235,3 +235,44 @@ async fn an_unavailable_model_falls_back_and_plan_calls_nothing() {
     assert!(!shown.contains(" 1 calls"), "{shown}");
     assert_eq!(server.request_count(), calls, "plan made no model call");
 }
+
+#[test]
+fn build_summarises_items_per_kind_on_stderr_and_lists_each_with_verbose() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    for index in 0..40 {
+        let body = format!("pub fn f{index}() {{}}\n") + &"// filler line of code\n".repeat(40);
+        write(dir.path(), &format!("src/file{index:02}.rs"), &body);
+    }
+    let build = |verbose: bool| {
+        let mut command = rlm_in(dir.path());
+        if verbose {
+            command.arg("-v");
+        }
+        let out = command
+            .args(["prompt", "build", "--source", "src/*.rs"])
+            .args(["--context-budget", "2000"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let summary = build(false);
+    let line = summary
+        .lines()
+        .find(|line| line.trim_start().starts_with("source_files"))
+        .unwrap_or_else(|| panic!("no source_files line:\n{summary}"));
+    assert!(
+        line.contains(" in, ") && line.contains(" skipped"),
+        "{line}"
+    );
+    assert!(
+        !summary.contains("file07.rs"),
+        "no line per file:\n{summary}"
+    );
+    assert!(summary.contains("-v, or `rlm prompt plan`"), "{summary}");
+    let detail = build(true);
+    for index in 0..40 {
+        assert!(detail.contains(&format!("file{index:02}.rs")), "{detail}");
+    }
+}
