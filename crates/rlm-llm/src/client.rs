@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     pub prompt_cache: bool,
     /// Corrections learned from refusals, by `provider:model`, for the rest of the process.
     pub learned: std::sync::Mutex<BTreeMap<String, ModelCapabilities>>,
+    /// What local servers reported about themselves, by provider (`server_props.rs`).
+    pub server_props: crate::server_props::PropsCache,
 }
 
 /// A handle to every configured provider. Cheap to clone; clones share the HTTP connection pool,
@@ -322,6 +324,7 @@ impl LlmClientBuilder {
                 capabilities: self.capabilities,
                 prompt_cache: self.prompt_cache,
                 learned: std::sync::Mutex::default(),
+                server_props: crate::server_props::PropsCache::default(),
             }),
             ledger: self.ledger,
             deadline: None,

@@ -61,6 +61,7 @@ pub mod fake;
 mod provider;
 pub mod retry;
 pub mod secrets;
+mod server_props;
 pub mod sse;
 mod tool_loop;
 mod tools;
@@ -82,6 +83,7 @@ pub use provider::{
     is_loopback_url,
 };
 pub use retry::RetryPolicy;
+pub use server_props::ServerProps;
 pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};
 pub use tools::{InvalidToolArguments, ToolCall, ToolChoice, ToolDefinition, ToolOutput};
 pub use types::{ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};

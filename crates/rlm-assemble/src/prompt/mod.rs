@@ -30,6 +30,8 @@
 
 mod assemble;
 mod context;
+#[cfg(feature = "summarize")]
+mod degenerate;
 mod history;
 mod load;
 mod outcome;
@@ -167,6 +169,8 @@ pub struct HistoryOptions {
     /// The summarizing model's context window in tokens: larger inputs are summarized in
     /// pieces first.
     pub window_tokens: u64,
+    /// Ask for a new summary even when one is cached (and replace it).
+    pub refresh: bool,
 }
 
 impl Default for HistoryOptions {
@@ -176,6 +180,7 @@ impl Default for HistoryOptions {
             recent_share_percentage: 50,
             model: None,
             window_tokens: 100_000,
+            refresh: false,
         }
     }
 }

@@ -92,7 +92,12 @@ impl PromptAssembler {
         };
         let key = self.summary_key(older, budget).unwrap_or_default();
         let cache_dir = self.options.cache_dir.as_deref();
-        if let Some(cached) = super::summary_cache::read(cache_dir, &key) {
+        let cached = if self.options.history.refresh {
+            None
+        } else {
+            super::summary_cache::read(cache_dir, &key)
+        };
+        if let Some(cached) = cached {
             let outcome = HistoryOutcome::Summary {
                 summary: cached.summary,
                 key,
@@ -105,10 +110,17 @@ impl PromptAssembler {
         let rendered: Vec<String> = frame.rendered[..tail_start].to_vec();
         let tokens: Vec<u64> = frame.message_tokens[..tail_start].to_vec();
         let mut calls = Vec::new();
-        let outcome = match self
+        let summarized = self
             .summarize(summarizer, &rendered, &tokens, budget, &mut calls)
             .await
-        {
+            .and_then(|(summary, note)| {
+                // Refused before it is cached: a cached loop would come back on every build.
+                match super::degenerate::problem(&summary, &self.options.texts.summarize) {
+                    Some(reason) => Err(Failed { reason }),
+                    None => Ok((summary, note)),
+                }
+            });
+        let outcome = match summarized {
             Ok((summary, note)) => {
                 if let Some(warning) = remember(&self.options, &key, &summary, tail_start) {
                     frame.warnings.push(warning);

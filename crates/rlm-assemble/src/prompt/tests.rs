@@ -368,6 +368,54 @@ mod with_model {
         assert_eq!(three.plan.digest, one.plan.digest);
     }
 
+    /// A summary that loops is refused before it is cached (the build falls back, the next
+    /// build asks again); `refresh` asks for a new summary over a cached one and replaces it.
+    #[tokio::test]
+    async fn a_looping_summary_is_not_cached_and_refresh_replaces_a_cached_one() {
+        let (server, summarizer) = start().await;
+        let looping = "The user wants the parser fixed. ".repeat(40);
+        server.script(
+            MODEL,
+            [
+                FakeReply::text(looping),
+                FakeReply::text("first summary"),
+                FakeReply::text("second summary"),
+            ],
+        );
+        let cache = tempfile::tempdir().unwrap();
+        let history = conversation(40, 60);
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let refused = assembler
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        assert_eq!(refused.plan.history.action, HistoryAction::Fallback);
+        let reason = refused.plan.history.note.clone().unwrap_or_default();
+        assert!(reason.contains("repeats itself"), "{reason}");
+        let first = assembler
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        assert!(!first.plan.history.cache_hit, "the loop was not cached");
+        assert!(first.messages[1].content.contains("first summary"));
+        let mut options = long_history_options(cache.path());
+        options.history.refresh = true;
+        let mut refreshing = PromptAssembler::new(options).unwrap();
+        let second = refreshing
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        assert!(!second.plan.history.cache_hit);
+        assert!(second.messages[1].content.contains("second summary"));
+        let mut again = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let cached = again.build_offline(&inputs(history)).unwrap();
+        assert!(
+            cached.messages[1].content.contains("second summary"),
+            "replaced in the cache"
+        );
+        assert_eq!(server.request_count(), 3);
+    }
+
     #[tokio::test]
     async fn a_failing_model_falls_back_to_recent_messages() {
         let (server, summarizer) = start().await;
@@ -396,7 +444,10 @@ mod with_model {
     #[tokio::test]
     async fn a_long_summary_is_asked_again_then_cut() {
         let (server, summarizer) = start().await;
-        let long = "- a fact worth keeping\n".repeat(300);
+        // Distinct lines: a summary that repeats one line is refused as a loop.
+        let long: String = (0..300)
+            .map(|n| format!("- fact {n} worth keeping\n"))
+            .collect();
         server.script(
             MODEL,
             [FakeReply::text(long.clone()), FakeReply::text(long)],

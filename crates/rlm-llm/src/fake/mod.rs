@@ -75,6 +75,10 @@ pub(crate) struct State {
     caches: Mutex<cache::PromptCaches>,
     /// Keeps reply delays to the microsecond.
     pub(crate) clock: clock::Clock,
+    /// What `GET /props` answers, as llama.cpp's server does; `None` answers 404.
+    pub(crate) props: Mutex<Option<serde_json::Value>>,
+    /// `GET /props` requests seen.
+    pub(crate) props_requests: AtomicUsize,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -191,6 +195,18 @@ impl FakeServer {
     /// The socket address it listens on.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Answers `GET /props` with `body` from now on, as llama.cpp's server does (e.g.
+    /// `{"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}`); until then it
+    /// answers 404.
+    pub fn set_props(&self, body: serde_json::Value) {
+        *lock(&self.state.props) = Some(body);
+    }
+
+    /// `GET /props` requests seen so far.
+    pub fn props_requests(&self) -> usize {
+        self.state.props_requests.load(Ordering::SeqCst)
     }
 
     /// Base URL for an OpenAI-compatible provider (`http://127.0.0.1:PORT/v1`).

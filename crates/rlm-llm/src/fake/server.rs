@@ -39,6 +39,7 @@ pub(crate) async fn spawn(
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
         .route(super::responses::PATH, post(super::responses::handle))
+        .route("/props", axum::routing::get(props))
         .with_state(state);
     let task = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, router).await {
@@ -46,6 +47,29 @@ pub(crate) async fn spawn(
         }
     });
     Ok((address, task))
+}
+
+/// llama.cpp's `GET /props`: what the test set, else 404.
+async fn props(AxumState(state): AxumState<Arc<State>>) -> Response {
+    state
+        .props_requests
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let body = state
+        .props
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let (status, body) = match body {
+        Some(body) => (StatusCode::OK, body.to_string()),
+        None => (StatusCode::NOT_FOUND, "File Not Found".to_owned()),
+    };
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 async fn openai(

@@ -11,6 +11,7 @@ mod limiter;
 mod quirks;
 mod responses;
 mod secrets;
+mod server_props;
 mod timeouts;
 mod tools;
 mod wire;

@@ -85,6 +85,13 @@ pub struct PromptBuildArgs {
     /// Share of the history budget kept for recent messages verbatim, in percent (default 50).
     #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
     pub recent_share: Option<i64>,
+    /// The summarizing model's context window in tokens ([prompt.rlm] window_tokens; default:
+    /// what a local server reports at `/props`, else 100000).
+    #[arg(long, value_name = "TOKENS", allow_hyphen_values = true)]
+    pub window_tokens: Option<i64>,
+    /// Ask for a new history summary even when one is cached, and replace it.
+    #[arg(long)]
+    pub refresh_summary: bool,
     /// Tokenizer for counts.
     #[arg(long, value_parser = super::ctx::parse_tokenizer)]
     pub tokenizer: Option<Tokenizer>,

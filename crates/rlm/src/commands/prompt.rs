@@ -20,20 +20,18 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
         PromptAction::Build(args) => (false, args),
         PromptAction::Plan(args) => (true, args),
     };
-    let settings = PromptSettings::resolve(&args, sources)?;
+    let mut settings = PromptSettings::resolve(&args, sources)?;
     let (stage, stage_warning) = Stage::parse_or_coding(&args.stage);
     let inputs = read_inputs(&args, stage)?;
     let model = settings.options.history.model.clone();
+    let summarizing = match model {
+        Some(model) if !dry_run => Some(summarizer(global, &mut settings, model)?),
+        _ => None,
+    };
     let mut assembler = PromptAssembler::new(settings.options).map_err(to_cli_error)?;
     let mut built = if dry_run {
         assembler.plan(&inputs).map_err(to_cli_error)?
-    } else if let Some(model) = model {
-        let client = settings.llm.build_client()?;
-        let summarizer = Summarizer::new(client, model);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
+    } else if let Some((summarizer, runtime)) = summarizing {
         let outcome = runtime.block_on(async {
             tokio::select! {
                 built = assembler.build(&inputs, Some(&summarizer)) => Ok(built),
@@ -150,6 +148,48 @@ fn read_inputs(args: &PromptBuildArgs, stage: Stage) -> anyhow::Result<PromptInp
         history,
         items,
     })
+}
+
+/// The summarizing model's client and the runtime to ask it on. Unless the window was set,
+/// a local server's own (llama.cpp `/props`) replaces the default, which would send an 8k
+/// server requests it refuses. Says on stderr that summarizing may take a while.
+fn summarizer(
+    global: &GlobalArgs,
+    settings: &mut PromptSettings,
+    model: String,
+) -> anyhow::Result<(Summarizer, tokio::runtime::Runtime)> {
+    let client = settings.llm.build_client()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let history = &mut settings.options.history;
+    let mut source = "configured";
+    if !settings.window_tokens_set {
+        source = "default";
+        if let Some(window) = runtime
+            .block_on(client.server_props(&model))
+            .and_then(|props| props.context_window)
+        {
+            history.window_tokens = window;
+            source = "reported by the server";
+        }
+    }
+    if !global.quiet {
+        eprintln!(
+            "{}",
+            crate::output::neutralize(&format!(
+                "summary: {model} summarizes older messages when the history needs it (window {} tokens, {source}{})",
+                history.window_tokens,
+                if history.refresh {
+                    "; cached summary refreshed"
+                } else {
+                    ""
+                }
+            ))
+        );
+    }
+    Ok((Summarizer::new(client, model), runtime))
 }
 
 /// Prices the estimate of a summary not made, when the model's price is known.

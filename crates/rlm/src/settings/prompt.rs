@@ -14,7 +14,8 @@
 //! model = "anthropic:claude-haiku-4-5"   # the summarizing model
 //! threshold_percentage = 80              # summarize above this share of the history budget
 //! recent_share_percentage = 50           # share kept verbatim for recent messages
-//! window_tokens = 100000                 # the summarizing model's window
+//! window_tokens = 100000                 # the summarizing model's window (default: what a
+//!                                        # local server reports at /props, else 100000)
 //!
 //! [prompt.context_priority]     # higher goes in first
 //! notes = 100
@@ -70,12 +71,16 @@ pub struct PromptSettings {
     pub options: PromptOptions,
     /// How to reach the summarizing model (record/replay, providers, prices).
     pub llm: LlmSettings,
+    /// The window was set by flag or file; otherwise a server's own report may replace the
+    /// default.
+    pub window_tokens_set: bool,
 }
 
 impl PromptSettings {
     pub fn resolve(args: &PromptBuildArgs, sources: &Sources) -> anyhow::Result<Self> {
         let config: PromptConfig = sources.section("prompt")?;
         let llm = LlmSettings::resolve(&args.llm, sources)?;
+        let window_tokens_set = args.window_tokens.or(config.rlm.window_tokens).is_some();
         let mut options = Self::merge(args, config, sources.env())?;
         options.texts = sources.prompts_with_overrides(PromptTexts::with_overrides_from)?;
         options.cache_dir = sources
@@ -83,7 +88,11 @@ impl PromptSettings {
             .state
             .as_ref()
             .map(|dir| dir.join("prompt-cache"));
-        Ok(Self { options, llm })
+        Ok(Self {
+            options,
+            llm,
+            window_tokens_set,
+        })
     }
 
     /// Flags > environment > `config` > defaults, for everything but the texts and the cache.
@@ -135,9 +144,11 @@ impl PromptSettings {
             history.recent_share_percentage =
                 percent(value, "--recent-share", "recent_share_percentage")?;
         }
-        if let Some(value) = config.rlm.window_tokens {
-            history.window_tokens = positive(value, "", "[prompt.rlm] window_tokens")?;
+        if let Some(value) = args.window_tokens.or(config.rlm.window_tokens) {
+            history.window_tokens =
+                positive(value, "--window-tokens", "[prompt.rlm] window_tokens")?;
         }
+        history.refresh = args.refresh_summary;
         history.model = args
             .llm
             .model

@@ -20,6 +20,7 @@ mod mcp_sampling;
 mod models;
 mod output;
 mod prompt;
+mod prompt_window;
 mod query;
 mod run;
 mod run_limits;
