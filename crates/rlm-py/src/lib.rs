@@ -119,11 +119,11 @@ struct Continuation {
 }
 
 /// One question through the RLM loop: `flags` as `rlm run` takes them, `contexts` as
-/// `(name, text)`. Returns `(exit code, result JSON, errors, continuation)`: the JSON is
+/// `(name, text)`, then `files` read as `--context-file` reads them. Returns `(exit code, result JSON, errors, continuation)`: the JSON is
 /// `rlm --json run`'s result record (empty on an error), the continuation what the next
 /// question of a persistent session starts from.
 #[pyfunction]
-#[pyo3(signature = (flags, query, contexts, continuation=None, providers=Vec::new()))]
+#[pyo3(signature = (flags, query, contexts, continuation=None, providers=Vec::new(), files=Vec::new()))]
 fn completion(
     py: Python<'_>,
     flags: Vec<String>,
@@ -131,6 +131,7 @@ fn completion(
     contexts: Vec<(Option<String>, String)>,
     continuation: Option<PyRef<'_, Continuation>>,
     providers: Vec<ProviderSpec>,
+    files: Vec<String>,
 ) -> PyResult<(u8, String, Vec<String>, Continuation)> {
     let providers = self::providers(providers)?;
     let resume = continuation
@@ -140,10 +141,13 @@ fn completion(
     let handle = Arc::clone(&stop);
     let flags: Vec<OsString> = flags.into_iter().map(OsString::from).collect();
     let finished = run_released(py, stop, move || {
-        let parts = contexts
+        let mut parts: Vec<_> = contexts
             .into_iter()
             .map(|(name, text)| embedded::context(text, name.as_deref()))
             .collect();
+        for file in files {
+            parts.push(embedded::context_file(&file)?);
+        }
         embedded::completion(flags, &query, parts, &resume, providers, handle)
     })?;
     Ok(match finished {

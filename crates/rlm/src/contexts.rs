@@ -31,7 +31,8 @@ pub fn read(sources: &[ContextSource]) -> anyhow::Result<Contexts> {
     Ok(Contexts { parts, spool })
 }
 
-fn file_part(path: &Path) -> anyhow::Result<ContextPart> {
+/// A `--context-file` part (also the Python package's path prompts).
+pub fn file_part(path: &Path) -> anyhow::Result<ContextPart> {
     if path.is_dir() {
         return Err(
             CliError::input(anyhow::anyhow!("{} is a directory", path.display()))

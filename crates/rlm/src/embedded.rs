@@ -140,7 +140,7 @@ pub fn completion(
         stdout: String::new(),
         errors: vec![Shown::of(&err).plain()],
     };
-    let mut argv = vec![OsString::from("rlm-completion")];
+    let mut argv = vec![OsString::from("rlm run")];
     argv.extend(flags);
     let args = LoopFlags::try_parse_from(argv).map_err(|err| Finished {
         code: 2,
@@ -191,6 +191,17 @@ pub fn completion(
 /// A context for [`completion`]: `text` described as a file named `name` would be.
 pub fn context(text: String, name: Option<&str>) -> ContextPart {
     ContextPart::analyzed(text, name)
+}
+
+/// A context read from the file at `path` as `--context-file` reads it (named by the path as
+/// given, its metadata analysed as it streams in); a file that cannot be read is a failed
+/// command with the CLI's message.
+pub fn context_file(path: &str) -> Result<ContextPart, Finished> {
+    crate::contexts::file_part(std::path::Path::new(path)).map_err(|err| Finished {
+        code: exit_code(crate::error::report_code(&err)),
+        stdout: String::new(),
+        errors: vec![Shown::of(&err).plain()],
+    })
 }
 
 /// The program the sandbox starts as its worker (e.g. the Python interpreter importing the

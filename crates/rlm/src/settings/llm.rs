@@ -154,13 +154,14 @@ impl LlmSettings {
     }
 
     /// Providers the front end sets (the Python package's `backend_kwargs`): above every other
-    /// source, a key they carry included; a new name is added as given.
+    /// source, a key they carry included; a new name is added as given. An empty base URL
+    /// keeps the configured one (a front end that sets only a key).
     fn apply_front_end_providers(&mut self, providers: &[ProviderConfig]) {
         for given in providers {
             match self.providers.iter_mut().find(|p| p.name == given.name) {
                 Some(existing) => {
                     existing.kind = given.kind;
-                    if existing.base_url != given.base_url {
+                    if !given.base_url.is_empty() && existing.base_url != given.base_url {
                         existing.base_url.clone_from(&given.base_url);
                         existing.max_concurrency = given.max_concurrency;
                     }
@@ -168,6 +169,7 @@ impl LlmSettings {
                         existing.api_key.clone_from(&given.api_key);
                     }
                 }
+                None if given.base_url.is_empty() => {}
                 None => self.providers.push(given.clone()),
             }
         }
