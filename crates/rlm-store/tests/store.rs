@@ -880,3 +880,25 @@ fn a_filtered_search_equals_the_unfiltered_search_then_filtered() {
         assert_eq!(filtered, expected, "{names:?} {glob:?}");
     }
 }
+
+#[test]
+fn a_file_over_the_buffer_limit_is_skipped_with_how_to_load_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.log");
+    // Sparse: the size is checked before anything is read.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(rlm_store::MAX_BUFFER_BYTES + 1)
+        .unwrap();
+    let sources = rlm_store::collect_sources(&[big]).unwrap();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    let report = store
+        .load(sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    assert!(report.loaded.is_empty());
+    let reason = &report.skipped[0].reason;
+    assert!(
+        reason.contains("1000000000-byte buffer limit") && reason.contains("split -C 900M"),
+        "{reason}"
+    );
+}

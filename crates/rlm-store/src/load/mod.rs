@@ -28,7 +28,9 @@ use insert::{NewBuffer, StoredBuffer, insert_whole, remove_missing};
 use source::{Content, prepare, remove_stale_spools};
 use stream::{FileScan, Streaming, insert_streamed};
 
-/// SQLite's default maximum size of one value; a buffer is stored as one value.
+/// SQLite's default maximum size of one value; a buffer is stored as one value. Not a setting:
+/// SQLite can lower this limit at run time but not raise it past what it was compiled with, so
+/// a bigger file is skipped with a reason saying to split it (`split -C 900M`).
 pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000;
 
 /// What happens during a load, for progress display. Return `ControlFlow::Break` from the

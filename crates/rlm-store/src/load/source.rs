@@ -184,8 +184,13 @@ pub(super) fn prepare(
     }
 }
 
+/// The skip reason of a source over [`MAX_BUFFER_BYTES`], with the way past it: the limit is
+/// SQLite's compiled maximum for one value, so it cannot be raised at run time, only avoided.
 pub(super) fn too_large() -> String {
-    format!("larger than the {MAX_BUFFER_BYTES}-byte buffer limit")
+    format!(
+        "larger than the {MAX_BUFFER_BYTES}-byte buffer limit (a buffer is one SQLite value); \
+         split it into parts under the limit, e.g. `split -C 900M FILE FILE.part-`, and load those"
+    )
 }
 
 /// The text of a source read whole; `Err` is a reason to skip it.
