@@ -119,15 +119,6 @@ pub enum BufferRecord {
     },
 }
 
-/// How a search ranked.
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchMode {
-    Bm25,
-    Semantic,
-    Hybrid,
-}
-
 /// `search`: one record per hit, best first.
 #[derive(JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -137,7 +128,7 @@ pub enum SearchRecord {
         /// 1 for the best hit.
         rank: u64,
         /// The ranking that ran (BM25 when semantic was asked for without vectors).
-        mode: SearchMode,
+        mode: rlm_store::SearchMode,
         /// Chunk id, for `peek` with `chunk` and `rlm://chunk/ID`.
         chunk_id: i64,
         /// Buffer name.

@@ -44,13 +44,64 @@ fn spec<A: Arguments>(name: &'static str, description: &'static str) -> ToolSpec
     }
 }
 
-/// The JSON schema schemars derives for `T`.
+/// The JSON schema schemars derives for `T`, in standard JSON Schema only.
 fn schema_of<T: JsonSchema>() -> serde_json::Map<String, serde_json::Value> {
     let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
     match serde_json::to_value(schema) {
-        Ok(serde_json::Value::Object(object)) => object,
+        Ok(serde_json::Value::Object(mut object)) => {
+            drop_rust_formats(&mut object);
+            object
+        }
         // A derived schema is always an object; an empty one accepts anything.
         _ => serde_json::Map::new(),
+    }
+}
+
+/// The `format` values JSON Schema (2020-12) defines; clients validate these and warn about
+/// any other (schemars writes Rust's integer and float widths: `uint64`, `int32`, `double`).
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Removes every non-standard `format` keyword from a schema, at any depth. The widths stay
+/// expressed where they matter: unsigned integers keep their `minimum: 0`. A *property* named
+/// `format` is a schema (an object), never a string, so it is kept.
+fn drop_rust_formats(schema: &mut serde_json::Map<String, serde_json::Value>) {
+    if schema
+        .get("format")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|format| !STANDARD_FORMATS.contains(&format))
+    {
+        schema.remove("format");
+    }
+    for value in schema.values_mut() {
+        drop_rust_formats_in(value);
+    }
+}
+
+fn drop_rust_formats_in(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => drop_rust_formats(object),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_rust_formats_in),
+        _ => {}
     }
 }
 
@@ -222,22 +273,13 @@ impl Arguments for ListArguments {
     }
 }
 
-/// How `search` ranks chunks.
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum SearchMode {
-    Bm25,
-    Semantic,
-    Hybrid,
-}
-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArguments {
     /// The query.
     query: String,
     /// Ranking: bm25 (default), semantic or hybrid (semantic needs embedded chunks).
-    mode: Option<SearchMode>,
+    mode: Option<rlm_store::SearchMode>,
     /// How many chunks to return (default 10, at most 10,000).
     k: Option<u32>,
     /// Only these buffers (names or ids).
@@ -251,13 +293,8 @@ impl Arguments for SearchArguments {
     type Record = outputs::SearchRecord;
 
     fn command_line(self, _root: &Root) -> Result<Command, String> {
-        let mode = self.mode.map(|mode| match mode {
-            SearchMode::Bm25 => "bm25",
-            SearchMode::Semantic => "semantic",
-            SearchMode::Hybrid => "hybrid",
-        });
         Ok(Command::new(&["search"])
-            .option("--mode", mode)
+            .option("--mode", self.mode.map(rlm_store::SearchMode::as_str))
             .option("--top", self.k)
             .each("--buffer", &self.buffers)
             .option("--path", self.path)
@@ -528,5 +565,69 @@ mod tests {
             assert_eq!(schema["required"], serde_json::json!(["records"]));
             assert_eq!(schema["properties"]["records"]["type"], "array");
         }
+    }
+
+    /// Every `format` left in a schema, with where it is.
+    fn formats(value: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(object) => {
+                if let Some(serde_json::Value::String(format)) = object.get("format") {
+                    found.push(format!("{at}: {format}"));
+                }
+                for (key, inner) in object {
+                    formats(inner, &format!("{at}/{key}"), found);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (index, inner) in items.iter().enumerate() {
+                    formats(inner, &format!("{at}/{index}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn schemas_use_only_standard_json_schema_formats() {
+        let mut found = Vec::new();
+        for spec in all() {
+            let input = serde_json::Value::Object((spec.schema)());
+            let output = serde_json::Value::Object((spec.output_schema)());
+            formats(&input, &format!("{} input", spec.name), &mut found);
+            formats(&output, &format!("{} output", spec.name), &mut found);
+        }
+        assert!(found.is_empty(), "non-standard formats: {found:#?}");
+        // Unsigned widths still say so, and a property named `format` is kept.
+        let inspect = (all()[0].output_schema)();
+        let text = serde_json::to_string(&inspect).unwrap();
+        assert!(text.contains(r#""minimum":0"#), "{text}");
+        assert!(text.contains(r#""format":{"#), "{text}");
+    }
+
+    #[test]
+    fn search_modes_come_from_the_store() {
+        let spec = all()
+            .into_iter()
+            .find(|spec| spec.name == "search")
+            .unwrap();
+        let schema = serde_json::Value::Object((spec.schema)());
+        let text = schema.to_string();
+        for mode in rlm_store::SearchMode::ALL {
+            assert!(
+                text.contains(&format!(r#""const":"{mode}""#)),
+                "{mode}: {text}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        let words = command_line(
+            "search",
+            serde_json::json!({ "query": "q", "mode": "hybrid" }),
+            &root,
+        );
+        assert!(
+            words.windows(2).any(|pair| pair == ["--mode", "hybrid"]),
+            "{words:?}"
+        );
     }
 }
