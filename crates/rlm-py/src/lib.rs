@@ -101,7 +101,11 @@ fn outcome(finished: Finished) -> Outcome {
 /// Runs `rlm ARGS…` in this process: `(exit code, stdout, error texts)`.
 #[pyfunction]
 #[pyo3(signature = (args, providers=Vec::new()))]
-fn run_command(py: Python<'_>, args: Vec<String>, providers: Vec<ProviderSpec>) -> PyResult<Outcome> {
+fn run_command(
+    py: Python<'_>,
+    args: Vec<String>,
+    providers: Vec<ProviderSpec>,
+) -> PyResult<Outcome> {
     let providers = self::providers(providers)?;
     let stop = Arc::new(StopHandle::default());
     let handle = Arc::clone(&stop);
@@ -159,7 +163,12 @@ fn completion(
                 resume: completed.resume,
             },
         ),
-        Err(failed) => (failed.code, String::new(), failed.errors, Continuation::default()),
+        Err(failed) => (
+            failed.code,
+            String::new(),
+            failed.errors,
+            Continuation::default(),
+        ),
     })
 }
 

@@ -17,15 +17,15 @@ use std::process::ExitCode;
 use std::sync::{Arc, Once};
 
 use clap::Parser as _;
-use rlm_engine::{ContextPart, RunResult};
 pub use rlm_engine::Resume;
+use rlm_engine::{ContextPart, RunResult};
 pub use rlm_llm::{ApiKey, ProviderConfig, ProviderKind};
 pub use rlm_sandbox::{WorkerCommand, worker_main};
 
-pub use crate::signals::StopHandle;
 use crate::cli::{Cli, LoopArgs};
 use crate::error::Shown;
 use crate::settings::{LoopSettings, Sources};
+pub use crate::signals::StopHandle;
 
 /// How a command ended: its exit code, what it printed on stdout (JSON lines with `--json`),
 /// and the `error:`/`hint:` text of each error it reported.
@@ -93,7 +93,9 @@ pub fn run_command(
             return Finished {
                 code: 1,
                 stdout: String::new(),
-                errors: vec![format!("error: cannot start a thread for the command: {err}")],
+                errors: vec![format!(
+                    "error: cannot start a thread for the command: {err}"
+                )],
             };
         }
     };

@@ -7,8 +7,8 @@
 mod cli;
 mod commands;
 mod contexts;
-mod engine;
 pub mod embedded;
+mod engine;
 mod error;
 mod logging;
 mod observers;
