@@ -4,7 +4,7 @@ use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rlm_llm::ChatResponse;
+use rlm_llm::{ChatResponse, FinishReason};
 
 use crate::cli::{ChatArgs, GlobalArgs};
 use crate::error::{CliError, input_error, llm_error};
@@ -78,12 +78,31 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Re
         }))?;
     } else {
         writeln!(crate::output::raw_stdout())?;
+        // A warning, printed even with `--quiet`: the answer on stdout is not all of it.
+        if let Some(warning) = cut_warning(&response, settings.max_tokens) {
+            eprintln!("warning: {warning}");
+        }
         if !global.quiet {
             // The model name comes from the provider's reply.
             eprintln!("{}", crate::output::neutralize(&usage_line(&response)));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to say when the output cap cut the answer (finish reason `length`); `None` otherwise.
+/// `--json` carries the reason as `finish_reason` instead.
+fn cut_warning(response: &ChatResponse, max_tokens: Option<u32>) -> Option<String> {
+    if response.finish() != FinishReason::Length {
+        return None;
+    }
+    let limit = max_tokens.map_or_else(
+        || "the output limit".to_owned(),
+        |cap| format!("the output limit ({cap} tokens)"),
+    );
+    Some(format!(
+        "the answer was cut at {limit}; raise --max-output-tokens (or --max-tokens) for the rest"
+    ))
 }
 
 /// One line for stderr: model, tokens, cost (or "unknown"), time, retries.

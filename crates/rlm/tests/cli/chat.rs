@@ -252,3 +252,38 @@ async fn chat_caps_the_answer_length_by_default() {
     let out = output(command).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+/// An answer cut by the output cap (finish reason `length`) says so on stderr, even with
+/// `--quiet`; a whole answer does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_says_when_the_output_cap_cut_the_answer() {
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "m",
+        [
+            FakeReply::text("The first half of").with_finish_reason("length"),
+            FakeReply::text("All of it."),
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let run = |quiet: bool| {
+        let mut command = rlm_with_fake(dir.path(), &server);
+        if quiet {
+            command.arg("--quiet");
+        }
+        command.args(["chat", "hi", "--model", "openai:m", "--max-tokens", "16"]);
+        output(command)
+    };
+    let cut = run(true).await;
+    let stderr = text(&cut.stderr);
+    assert!(cut.status.success(), "{stderr}");
+    assert_eq!(text(&cut.stdout), "The first half of\n");
+    assert!(
+        stderr.contains("warning: the answer was cut at the output limit (16 tokens)"),
+        "{stderr}"
+    );
+    let whole = run(false).await;
+    let stderr = text(&whole.stderr);
+    assert!(whole.status.success(), "{stderr}");
+    assert!(!stderr.contains("cut"), "{stderr}");
+}
