@@ -81,6 +81,9 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER embedding_changed AFTER UPDATE ON embeddings BEGIN
         UPDATE vector_state SET generation = generation + 1 WHERE id = 1;
     END;",
+    // 5: buffers by path, so a `--path` glob with a literal prefix reads only the buffers whose
+    // name or path starts with it (names have their unique index already).
+    "CREATE INDEX buffers_by_path ON buffers(path);",
 ];
 
 /// The value of `store_marker.format` in every rlm store.

@@ -127,10 +127,28 @@ impl Store {
             ids.dedup();
             return Ok(Some(ids));
         }
-        let mut statement = self
-            .connection
-            .prepare_cached("SELECT id, name, path FROM buffers")?;
-        let mut rows = statement.query([])?;
+        // A glob's literal prefix bounds the names and paths it can match: both columns are
+        // indexed, so only those rows are read (a glob starting with a wildcard reads them all).
+        let prefix = matcher
+            .as_ref()
+            .map(|matcher| literal_prefix(matcher.glob().glob()));
+        let mut statement = match prefix {
+            Some(Some(_)) => self.connection.prepare_cached(
+                "SELECT id, name, path FROM buffers WHERE name >= ?1 AND name < ?2
+                 UNION
+                 SELECT id, name, path FROM buffers WHERE path >= ?1 AND path < ?2",
+            )?,
+            _ => self
+                .connection
+                .prepare_cached("SELECT id, name, path FROM buffers")?,
+        };
+        let mut rows = match prefix {
+            Some(Some((low, high))) => statement.query(rusqlite::params![
+                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(low)),
+                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(&high)),
+            ])?,
+            _ => statement.query([])?,
+        };
         let mut ids = Vec::new();
         while let Some(row) = rows.next()? {
             let wanted = match &matcher {
@@ -175,6 +193,18 @@ impl Store {
         }
         Ok(buffers)
     }
+}
+
+/// The bytes every match of `glob` starts with, and the first byte string past all strings
+/// with that prefix (the prefix with its last byte raised by one; UTF-8 never has a 0xFF byte,
+/// and SQLite compares text byte by byte). `None` when the glob starts with a special character.
+fn literal_prefix(glob: &str) -> Option<(&[u8], Vec<u8>)> {
+    let end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
+    let prefix = &glob.as_bytes()[..end];
+    let (&last, head) = prefix.split_last()?;
+    let mut high = head.to_vec();
+    high.push(last.checked_add(1)?);
+    Some((prefix, high))
 }
 
 fn matches_glob(matcher: &globset::GlobMatcher, buffer: &BufferInfo) -> bool {

@@ -841,16 +841,38 @@ fn a_filtered_search_equals_the_unfiltered_search_then_filtered() {
     store
         .load(sources, &small_chunks(), &mut keep_going)
         .unwrap();
+    // Files whose names say nothing of where they are: a glob on the directory matches their
+    // paths only.
+    let on_disk = dir.path().join("disk");
+    std::fs::create_dir_all(on_disk.join("deep")).unwrap();
+    let mut files = Vec::new();
+    for i in 0..6 {
+        let folder = if i % 2 == 0 {
+            on_disk.join("deep")
+        } else {
+            on_disk.clone()
+        };
+        let path = folder.join(format!("f{i}.txt"));
+        std::fs::write(&path, format!("needle haystack on disk {i}\n")).unwrap();
+        files.push(Source::File {
+            path,
+            name: format!("plain{i}"),
+        });
+    }
+    store.load(files, &small_chunks(), &mut keep_going).unwrap();
+    let deep = format!("{}/*", on_disk.join("deep").display());
     let mut everything = SearchRequest::new("needle haystack");
     everything.limit = 10_000;
     let all = store.search(&everything).unwrap().hits;
-    let cases: [(&[&str], Option<&str>); 6] = [
+    let cases: [(&[&str], Option<&str>); 8] = [
         (&[], Some("logs/*")),
         (&[], Some("*/api/*")),
         (&[], Some("*file1?.txt")),
         (&["src/file03.txt", "file04.txt"], None),
         (&["src/file03.txt", "logs/file04.txt"], Some("logs/*")),
         (&[], Some("nothing/*")),
+        (&[], Some(deep.as_str())),
+        (&[], Some("plain*")),
     ];
     for (names, glob) in cases {
         let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
