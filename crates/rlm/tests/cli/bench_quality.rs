@@ -314,3 +314,40 @@ async fn ctrl_c_ends_the_bench_with_130() {
     wait_until(Duration::from_secs(30), "the first task never asked", asked).await;
     assert_eq!(interrupt(child).await, Some(130));
 }
+
+/// A small model that answers the last request by repeating the prompt's context description
+/// gave no count: the numbers in it (`context_0`, `2,000 chars`) score 0, not 0.75^error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_echo_of_the_prompt_is_not_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            reply("```repl\nprint(len(context))\n```", 100),
+            // Prose to the last request is a forced answer; this one is the prompt's hint.
+            reply(
+                "[Context available in context_0: plain text, 2,000 chars, 20 lines]",
+                100,
+            ),
+        ],
+    );
+    let args = [
+        &SMALL[..],
+        &["--tasks", "count", "--max-iterations", "1", "--json"],
+    ]
+    .concat();
+    let (exit, stdout, stderr) = bench(dir.path(), &server, &args).await;
+    assert_eq!(exit, 1, "the task failed: {stderr}");
+    let records = json_lines(&stdout);
+    assert_eq!(records.len(), 2, "{stdout}");
+    assert_eq!(records[0]["status"], "forced_answer");
+    assert_eq!(records[0]["score"], 0.0);
+    assert_eq!(records[0]["failed"], true);
+    let error = records[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("repeats the prompt's context description"),
+        "{error}"
+    );
+    assert_eq!(records[1]["mean_score"], 0.0);
+}

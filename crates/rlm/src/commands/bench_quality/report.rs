@@ -151,11 +151,27 @@ impl Printer {
 
     /// A task whose run ended: scored, printed, kept for the summary.
     pub fn finished(&mut self, index: usize, task: &Task, outcome: Outcome) -> anyhow::Result<()> {
-        let score = outcome
-            .answer
-            .as_deref()
-            .map_or(0.0, |answer| task.truth.score(answer));
-        let failed = outcome.answer.is_none();
+        let mut outcome = outcome;
+        let answered = given_answer(&outcome).is_some();
+        if !answered
+            && outcome.error.is_none()
+            && let Some(given) = &outcome.answer
+        {
+            outcome.error = Some(format!(
+                "not an answer ({}): {}",
+                if echoes_context_hint(given) {
+                    "it repeats the prompt's context description".to_owned()
+                } else {
+                    outcome
+                        .status
+                        .map_or_else(|| "no status".to_owned(), |status| status.to_string())
+                },
+                shown_answer(given)
+            ));
+        }
+        let answer = outcome.answer.as_deref().filter(|_| answered);
+        let score = answer.map_or(0.0, |answer| task.truth.score(answer));
+        let failed = answer.is_none();
         self.scored.push(Scored {
             kind: kind_name(task.spec.kind),
             score,
@@ -199,7 +215,7 @@ impl Printer {
                 "task", "kind", "size", "where", "score", "tokens in / out", "cost", "time"
             )
         })?;
-        let result = match (&outcome.answer, &outcome.error) {
+        let result = match (answer, &outcome.error) {
             (Some(answer), _) => format!(
                 "answer {} (truth {}){}",
                 shown_answer(answer),
@@ -295,6 +311,23 @@ impl Printer {
         out.flush()?;
         Ok(())
     }
+}
+
+/// The answer to score: one the run gave (answered, or forced at the iteration limit) that is
+/// not the prompt's context description repeated back. Anything else scores 0: a number
+/// inside a non-answer is not the model's count.
+fn given_answer(outcome: &Outcome) -> Option<&str> {
+    let answered = outcome.status.is_some_and(Status::is_answered);
+    outcome
+        .answer
+        .as_deref()
+        .filter(|answer| answered && !echoes_context_hint(answer))
+}
+
+/// Whether `answer` repeats the hint block the prompt describes the context with
+/// (`[Context available in context_0: plain text, 2,000 chars, …]`); small models do.
+fn echoes_context_hint(answer: &str) -> bool {
+    answer.contains("[Context available in ")
 }
 
 /// A task's generated part as JSON: what `--dry-run` prints, and the start of a result.

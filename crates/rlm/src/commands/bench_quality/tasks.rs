@@ -149,10 +149,33 @@ pub fn contains_number(text: &str, number: &str) -> bool {
 }
 
 /// The first integer in `text`: a run of digits, with a `-` right before it, and `,` or `_`
-/// between groups of three digits (`1,234`). `None` when there is no digit.
+/// between groups of three digits (`1,234`). Digits inside a word (`context_0`, `v2`, `3rd`)
+/// are not a number: an answer that only names a variable says no count. `None` when there
+/// is no such number.
 pub fn first_integer(text: &str) -> Option<i128> {
     let bytes = text.as_bytes();
-    let start = bytes.iter().position(u8::is_ascii_digit)?;
+    let mut search = 0;
+    loop {
+        let start = search + bytes.get(search..)?.iter().position(u8::is_ascii_digit)?;
+        let (digits, end) = digits_from(bytes, start);
+        let glued_before =
+            start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        let glued_after = bytes
+            .get(end)
+            .is_some_and(|byte| byte.is_ascii_alphabetic() || *byte == b'_');
+        if glued_before || glued_after {
+            search = end;
+            continue;
+        }
+        let negative = start > 0 && bytes[start - 1] == b'-';
+        // More digits than an i128 holds: far from any count, so as good as no number at all.
+        let value: i128 = digits.parse().ok()?;
+        return Some(if negative { -value } else { value });
+    }
+}
+
+/// The digits of the number at `start` (group separators dropped) and where it ends.
+fn digits_from(bytes: &[u8], start: usize) -> (String, usize) {
     let mut digits = String::new();
     let mut index = start;
     while index < bytes.len() {
@@ -171,10 +194,7 @@ pub fn first_integer(text: &str) -> Option<i128> {
             break;
         }
     }
-    let negative = start > 0 && bytes[start - 1] == b'-';
-    // More digits than an i128 holds: far from any count, so as good as no number at all.
-    let value: i128 = digits.parse().ok()?;
-    Some(if negative { -value } else { value })
+    (digits, index)
 }
 
 /// Where a task is in the plan; with the seed it decides the task.

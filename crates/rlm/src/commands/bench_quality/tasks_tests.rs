@@ -140,6 +140,21 @@ fn the_first_integer_is_parsed_with_groups_and_sign() {
     assert_eq!(first_integer("3.9"), Some(3));
 }
 
+/// A small model that echoes the prompt's `[Context available in context_0]` has not given
+/// a count: digits inside a word are not a number.
+#[test]
+fn digits_inside_a_word_are_not_a_number() {
+    assert_eq!(first_integer("[Context available in context_0]"), None);
+    assert_eq!(first_integer("see context_0, then 12 lines"), Some(12));
+    assert_eq!(first_integer("v2 has 7"), Some(7));
+    assert_eq!(first_integer("the 3rd of 9"), Some(9));
+    assert_eq!(first_integer("(42)"), Some(42));
+    assert_eq!(
+        Truth::Count(10).score("[Context available in context_0]"),
+        0.0
+    );
+}
+
 #[test]
 fn a_needle_scores_when_its_code_is_a_whole_number_in_the_answer() {
     let truth = Truth::Code("482913".into());
