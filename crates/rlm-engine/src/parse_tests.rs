@@ -18,6 +18,7 @@ fn var(value: &str) -> Option<AnswerTag> {
     Some(AnswerTag::Variable(value.to_owned()))
 }
 
+#[expect(clippy::too_many_lines, reason = "a table of cases, one per line")]
 fn corpus() -> Vec<Case> {
     vec![
         ("plain final", "FINAL(42)", &[], text("42")),

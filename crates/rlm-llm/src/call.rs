@@ -289,11 +289,13 @@ impl LlmClient {
         on_text: &mut TextSink<'_>,
         emitted: &mut bool,
     ) -> Result<Parsed, AttemptError> {
-        let deadline_error = || {
-            AttemptError::fatal(Error::DeadlineExceeded {
-                model: model_ref.to_string(),
-            })
+        let clock = AttemptClock {
+            model_ref,
+            timeout: self.shared.request_timeout,
+            idle: self.shared.idle_timeout,
+            overall: self.deadline.map(tokio::time::Instant::from_std),
         };
+        let deadline_error = || clock.deadline_error();
         let remaining = match self.deadline {
             Some(deadline) => deadline
                 .checked_duration_since(Instant::now())
@@ -317,34 +319,9 @@ impl LlmClient {
         // started, each gap between two chunks gets the idle timeout instead, since a long
         // answer legitimately takes minutes.
         let attempt_deadline = instant_after(timeout.min(remaining));
-        let overall_deadline = self.deadline.map(tokio::time::Instant::from_std);
-        let past_overall =
-            || overall_deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
-        let timed_out = |url: &str| {
-            if past_overall() {
-                deadline_error()
-            } else {
-                AttemptError {
-                    error: Error::Timeout {
-                        url: redact_url(url),
-                        timeout,
-                    },
-                    retryable: true,
-                    headers: None,
-                    rejected: None,
-                }
-            }
-        };
-        let stalled = |url: &str| {
-            if past_overall() {
-                deadline_error()
-            } else {
-                AttemptError::fatal(Error::Stalled {
-                    url: redact_url(url),
-                    idle: self.shared.idle_timeout,
-                })
-            }
-        };
+        let overall_deadline = clock.overall;
+        let timed_out = |url: &str| clock.timed_out(url);
+        let stalled = |url: &str| clock.stalled(url);
         let url = endpoint.text.as_str();
         let send = self
             .shared
@@ -362,25 +339,7 @@ impl LlmClient {
         let provider = slot.config.name.clone();
         let model = model_ref.model.clone();
         if !(200..300).contains(&status) {
-            let response_headers = response.headers().clone();
-            let body = tokio::time::timeout_at(attempt_deadline, response.bytes())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            return Err(AttemptError {
-                error: Error::Status {
-                    provider,
-                    model,
-                    status,
-                    message: wire::error_message(&body),
-                },
-                retryable: should_retry(status, &response_headers),
-                headers: Some(response_headers),
-                rejected: (status == 400)
-                    .then(|| capabilities::rejected_parameter(&body))
-                    .flatten(),
-            });
+            return Err(status_error(response, attempt_deadline, provider, model).await);
         }
         let decode_error = |detail: String| {
             AttemptError::fatal(Error::Decode {
@@ -481,6 +440,89 @@ impl LlmClient {
         let mut parsed = decoder.finish();
         apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
         Ok(parsed)
+    }
+}
+
+/// The clocks one attempt runs against, and the errors it fails with when one runs out: past
+/// the call's overall deadline, always [`Error::DeadlineExceeded`] (not retried).
+struct AttemptClock<'a> {
+    model_ref: &'a ModelRef,
+    /// Until the answer starts.
+    timeout: Duration,
+    /// Between two pieces of a streamed answer.
+    idle: Duration,
+    /// The whole call's deadline, retries included.
+    overall: Option<tokio::time::Instant>,
+}
+
+impl AttemptClock<'_> {
+    fn deadline_error(&self) -> AttemptError {
+        AttemptError::fatal(Error::DeadlineExceeded {
+            model: self.model_ref.to_string(),
+        })
+    }
+
+    fn past_overall(&self) -> bool {
+        self.overall
+            .is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
+    }
+
+    /// No answer (or no whole body) within the request timeout: retried.
+    fn timed_out(&self, url: &str) -> AttemptError {
+        if self.past_overall() {
+            return self.deadline_error();
+        }
+        AttemptError {
+            error: Error::Timeout {
+                url: redact_url(url),
+                timeout: self.timeout,
+            },
+            retryable: true,
+            headers: None,
+            rejected: None,
+        }
+    }
+
+    /// A started answer went silent for the idle timeout: not retried.
+    fn stalled(&self, url: &str) -> AttemptError {
+        if self.past_overall() {
+            return self.deadline_error();
+        }
+        AttemptError::fatal(Error::Stalled {
+            url: redact_url(url),
+            idle: self.idle,
+        })
+    }
+}
+
+/// The error of a response with a status outside 2xx: the provider's message from its body
+/// (read within the attempt's deadline), retried as the status and headers say, and the
+/// parameter a 400 rejected, if it names one.
+async fn status_error(
+    response: reqwest::Response,
+    deadline: tokio::time::Instant,
+    provider: String,
+    model: String,
+) -> AttemptError {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = tokio::time::timeout_at(deadline, response.bytes())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    AttemptError {
+        error: Error::Status {
+            provider,
+            model,
+            status,
+            message: wire::error_message(&body),
+        },
+        retryable: should_retry(status, &headers),
+        headers: Some(headers),
+        rejected: (status == 400)
+            .then(|| capabilities::rejected_parameter(&body))
+            .flatten(),
     }
 }
 

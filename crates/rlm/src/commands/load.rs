@@ -6,13 +6,13 @@
 //! lists them).
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use rlm_store::{LoadEvent, Source};
+use rlm_store::{LoadEvent, LoadReport, Source};
 
 use crate::cli::{GlobalArgs, LoadArgs};
 use crate::error::{CliError, EXIT_USAGE, input_error, store_error};
@@ -171,41 +171,12 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
         .map_err(store_error)?;
     let _ = write!(stderr, "{clear}");
     if !global.quiet {
-        for (reason, names) in &skipped_by_reason {
-            if names.len() <= SKIPS_NAMED {
-                for name in names {
-                    let name = neutralize(name);
-                    let _ = writeln!(stderr, "note: skipped {name}: {reason}");
-                }
-            } else {
-                let _ = writeln!(
-                    stderr,
-                    "note: skipped {}: {reason} (-v lists them)",
-                    count(names.len() as u64, "file")
-                );
-            }
-        }
+        print_skips(&mut stderr, &skipped_by_reason);
     }
     if global.json {
         output::print_record("load", &report)?;
     } else if !global.quiet {
-        let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
-        let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
-        let removed = if report.removed.is_empty() {
-            String::new()
-        } else {
-            format!(", {} removed (files gone)", report.removed.len())
-        };
-        let _ = writeln!(
-            stderr,
-            "loaded {}, {}, {}; {} unchanged, {} skipped{removed} ({:.1}s)",
-            count(report.loaded.len() as u64, "buffer"),
-            human_bytes(bytes),
-            count(chunks, "chunk"),
-            report.unchanged.len(),
-            report.skipped.len(),
-            started.elapsed().as_secs_f64()
-        );
+        print_summary(&mut stderr, &report, started.elapsed());
     }
     if settings.embed != EmbedOnLoad::Never && !report.loaded.is_empty() {
         let loaded_bytes = report.loaded.iter().map(|b| b.bytes).sum();
@@ -223,6 +194,45 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The files skipped without a note of their own, by reason: named when few, counted when many.
+fn print_skips(stderr: &mut impl Write, skipped_by_reason: &BTreeMap<String, Vec<String>>) {
+    for (reason, names) in skipped_by_reason {
+        if names.len() <= SKIPS_NAMED {
+            for name in names {
+                let name = neutralize(name);
+                let _ = writeln!(stderr, "note: skipped {name}: {reason}");
+            }
+        } else {
+            let _ = writeln!(
+                stderr,
+                "note: skipped {}: {reason} (-v lists them)",
+                count(names.len() as u64, "file")
+            );
+        }
+    }
+}
+
+/// The closing line of a load: what was loaded, left, skipped and removed, and how long it took.
+fn print_summary(stderr: &mut impl Write, report: &LoadReport, took: std::time::Duration) {
+    let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
+    let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
+    let removed = if report.removed.is_empty() {
+        String::new()
+    } else {
+        format!(", {} removed (files gone)", report.removed.len())
+    };
+    let _ = writeln!(
+        stderr,
+        "loaded {}, {}, {}; {} unchanged, {} skipped{removed} ({:.1}s)",
+        count(report.loaded.len() as u64, "buffer"),
+        human_bytes(bytes),
+        count(chunks, "chunk"),
+        report.unchanged.len(),
+        report.skipped.len(),
+        took.as_secs_f64()
+    );
 }
 
 /// Embeds the new chunks as `policy` says. Unasked (`Auto`), only a static model embeds, and

@@ -194,32 +194,42 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
     if args.vars
         && let Some(snapshot) = variables
     {
-        writeln!(
-            out,
-            "\nvariables ({}, {} restorable):",
-            snapshot.variables.len(),
-            snapshot.restorable().count()
-        )?;
-        for variable in &snapshot.variables {
-            let size = variable.repr_bytes.map_or_else(String::new, human_bytes);
-            let length = variable
-                .length
-                .map_or_else(String::new, |length| format!(" · len {length}"));
-            let restorable = match &variable.not_restorable {
-                None => String::new(),
-                Some(why) => format!("  (not restorable: {why})"),
-            };
-            writeln!(
-                out,
-                "  {} · {} · {size}{length} · {}{restorable}",
-                for_stdout(&variable.name),
-                variable.type_name,
-                for_stdout(&one_line(&variable.preview, 100)),
-            )?;
-        }
+        print_variables(&mut out, snapshot)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The variables a run left, one line each: type, size, length, a preview, and why one cannot
+/// be restored.
+fn print_variables(
+    out: &mut impl std::io::Write,
+    snapshot: &rlm_trace::VariablesSnapshot,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nvariables ({}, {} restorable):",
+        snapshot.variables.len(),
+        snapshot.restorable().count()
+    )?;
+    for variable in &snapshot.variables {
+        let size = variable.repr_bytes.map_or_else(String::new, human_bytes);
+        let length = variable
+            .length
+            .map_or_else(String::new, |length| format!(" · len {length}"));
+        let restorable = match &variable.not_restorable {
+            None => String::new(),
+            Some(why) => format!("  (not restorable: {why})"),
+        };
+        writeln!(
+            out,
+            "  {} · {} · {size}{length} · {}{restorable}",
+            for_stdout(&variable.name),
+            variable.type_name,
+            for_stdout(&one_line(&variable.preview, 100)),
+        )?;
+    }
+    Ok(())
 }
 
 fn print_turn(out: &mut impl std::io::Write, turn: &TurnSummary) -> std::io::Result<()> {

@@ -281,61 +281,12 @@ impl LlmSettings {
             ..RetryPolicy::default()
         };
 
-        let mut providers: Vec<ProviderConfig> = rlm_llm::BUILTIN_PROVIDERS
-            .iter()
-            .map(|builtin| builtin.configure(&|name| env.var(name)))
-            .collect();
-        let mut pinned = std::collections::HashSet::new();
-        for (name, file) in config.providers {
-            let existing = providers.iter().position(|p| p.name == name);
-            let base = match existing {
-                Some(index) => providers.remove(index),
-                None => {
-                    let kind = file.kind.ok_or_else(|| {
-                        CliError::input(anyhow::anyhow!(
-                            "[llm.providers.{name}] needs `kind` (\"openai\" or \"anthropic\") and `base_url`"
-                        ))
-                    })?;
-                    let base_url = file.base_url.clone().ok_or_else(|| {
-                        input_error(format!("[llm.providers.{name}] needs `base_url`"))
-                    })?;
-                    ProviderConfig::new(name.clone(), kind, base_url)
-                }
-            };
-            let mut merged = base;
-            if let Some(kind) = file.kind {
-                merged.kind = kind;
-            }
-            if let Some(url) = file.base_url {
-                merged.base_url = url.trim_end_matches('/').to_owned();
-                // The default follows the URL the provider ends up with.
-                merged.max_concurrency = rlm_llm::default_max_concurrency(&merged.base_url);
-            }
-            if let Some(variable) = file.api_key_env {
-                merged.api_key = env.var(&variable).map(ApiKey::new);
-                merged.api_key_env = Some(variable);
-            }
-            // An environment key (already in `merged`) wins over one written in a file.
-            if merged.api_key.is_none() {
-                merged.api_key = file.api_key;
-            }
-            if let Some(max) = file.max_concurrency {
-                merged = merged.max_concurrency(max as usize);
-                pinned.insert(name.clone());
-            }
-            providers.push(merged);
-        }
-        let fallback_concurrency = explicit_concurrency.or(config.max_concurrency);
-        for provider in &mut providers {
-            let chosen = match (explicit_concurrency, pinned.contains(&provider.name)) {
-                (Some(n), _) => Some(n),
-                (None, true) => None,
-                (None, false) => fallback_concurrency,
-            };
-            if let Some(n) = chosen {
-                provider.max_concurrency = (n as usize).max(1);
-            }
-        }
+        let providers = merge_providers(
+            config.providers,
+            explicit_concurrency,
+            config.max_concurrency,
+            env,
+        )?;
 
         let mut prices = PriceTable::builtin();
         for (model, price) in config.prices {
@@ -423,6 +374,73 @@ impl LlmSettings {
             .map_err(llm_error)
             .context("cannot set up the model client")
     }
+}
+
+/// The providers: the built-in ones configured from the environment, then `[llm.providers.*]`
+/// over them (or added), each with its concurrency (the flag or variable wins over a
+/// provider's own `max_concurrency`, which wins over `[llm] max_concurrency`).
+fn merge_providers(
+    configured: BTreeMap<String, ProviderFileConfig>,
+    explicit_concurrency: Option<u32>,
+    configured_concurrency: Option<u32>,
+    env: &Environment,
+) -> anyhow::Result<Vec<ProviderConfig>> {
+    let mut providers: Vec<ProviderConfig> = rlm_llm::BUILTIN_PROVIDERS
+        .iter()
+        .map(|builtin| builtin.configure(&|name| env.var(name)))
+        .collect();
+    let mut pinned = std::collections::HashSet::new();
+    for (name, file) in configured {
+        let existing = providers.iter().position(|p| p.name == name);
+        let base = match existing {
+            Some(index) => providers.remove(index),
+            None => {
+                let kind = file.kind.ok_or_else(|| {
+                    CliError::input(anyhow::anyhow!(
+                        "[llm.providers.{name}] needs `kind` (\"openai\" or \"anthropic\") and `base_url`"
+                    ))
+                })?;
+                let base_url = file.base_url.clone().ok_or_else(|| {
+                    input_error(format!("[llm.providers.{name}] needs `base_url`"))
+                })?;
+                ProviderConfig::new(name.clone(), kind, base_url)
+            }
+        };
+        let mut merged = base;
+        if let Some(kind) = file.kind {
+            merged.kind = kind;
+        }
+        if let Some(url) = file.base_url {
+            merged.base_url = url.trim_end_matches('/').to_owned();
+            // The default follows the URL the provider ends up with.
+            merged.max_concurrency = rlm_llm::default_max_concurrency(&merged.base_url);
+        }
+        if let Some(variable) = file.api_key_env {
+            merged.api_key = env.var(&variable).map(ApiKey::new);
+            merged.api_key_env = Some(variable);
+        }
+        // An environment key (already in `merged`) wins over one written in a file.
+        if merged.api_key.is_none() {
+            merged.api_key = file.api_key;
+        }
+        if let Some(max) = file.max_concurrency {
+            merged = merged.max_concurrency(max as usize);
+            pinned.insert(name.clone());
+        }
+        providers.push(merged);
+    }
+    let fallback_concurrency = explicit_concurrency.or(configured_concurrency);
+    for provider in &mut providers {
+        let chosen = match (explicit_concurrency, pinned.contains(&provider.name)) {
+            (Some(n), _) => Some(n),
+            (None, true) => None,
+            (None, false) => fallback_concurrency,
+        };
+        if let Some(n) = chosen {
+            provider.max_concurrency = (n as usize).max(1);
+        }
+    }
+    Ok(providers)
 }
 
 /// `seconds` as a duration, or an input error naming `what` when it is not positive.

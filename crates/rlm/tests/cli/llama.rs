@@ -152,6 +152,10 @@ fn number_before(line: &str, word: &str) -> u64 {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario against one model server, which takes seconds to start"
+)]
 fn chat_and_run_against_a_real_local_model() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();

@@ -67,6 +67,10 @@ fn answer_query(seen: &rlm_llm::fake::SeenRequest) -> FakeReply {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario of the official client against one server process"
+)]
 async fn the_python_sdk_client_calls_tools_and_pages_resources() {
     let Some(python) = python() else { return };
     let (dir, server) = scripted(
