@@ -19,7 +19,7 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::error::{Error, Result};
-use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer};
+use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, is_random_looking};
 
 /// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
 /// share is full, so this bounds the writer's RSS. Measured loading the 100 MB benchmark corpus
@@ -154,8 +154,20 @@ impl Bm25Index {
         let mut terms: Vec<String> = Vec::new();
         // Whole identifiers only: documents carry both wholes and parts, so `logger` still finds
         // `getLogger`, while `getLogger` asks for exactly that identifier.
-        for term in words::terms(query).filter(|term| !term.is_part) {
-            if !terms.iter().any(|seen| *seen == term.text) {
+        // A whole identifier the index leaves out (random-looking) is asked for by its parts.
+        let mut unindexed: Option<std::ops::Range<usize>> = None;
+        for term in words::terms(query) {
+            let wanted = if term.is_part {
+                unindexed.as_ref().is_some_and(|whole| {
+                    whole.start <= term.range.start && term.range.end <= whole.end
+                })
+            } else if is_random_looking(&term.text) {
+                unindexed = Some(term.range.clone());
+                false
+            } else {
+                true
+            };
+            if wanted && !terms.iter().any(|seen| *seen == term.text) {
                 terms.push(term.text.into_owned());
             }
         }

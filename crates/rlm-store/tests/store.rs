@@ -924,3 +924,41 @@ fn a_file_over_the_buffer_limit_is_skipped_with_how_to_load_it() {
         "{reason}"
     );
 }
+
+#[test]
+fn random_looking_tokens_are_found_by_grep_and_identifiers_with_digits_by_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let digest = "3f9c0d2e1b4a77c2aa01b2c3d4e5f60718293a4b5c6d7e8f9012345678abcdef";
+    let text_of = format!(
+        "upload done digest={digest}\n\nfn test_2024_11_27_regression() {{}}\n\nother line\n"
+    );
+    store
+        .load(
+            vec![text("log.txt", &text_of)],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    // Left out of the index: BM25 does not find the digest ...
+    let by_search = store.search(&SearchRequest::new(digest)).unwrap();
+    assert!(by_search.hits.is_empty(), "{:?}", by_search.hits);
+    // ... grep does, in the stored text.
+    let summary = store
+        .grep(digest, &GrepOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(summary.matched_lines, 1);
+    // An identifier that looks random is asked for by its parts, so search still finds it.
+    let identifier = store
+        .search(&SearchRequest::new("test_2024_11_27_regression"))
+        .unwrap();
+    assert!(
+        identifier.hits[0]
+            .snippet
+            .contains("test_2024_11_27_regression"),
+        "{:?}",
+        identifier.hits
+    );
+}

@@ -1,0 +1,146 @@
+//! Loading high-entropy text (base64, hex digests, UUIDs: nearly every long token unique)
+//! against ordinary delimited text of the same size, at two sizes so growth is visible.
+//!
+//! Prints figures; asserts nothing about time. Run with
+//! `cargo bench -p rlm-store --bench load_entropy`. `RLM_BENCH_MB` (default `10,40`): sizes in
+//! MB of each file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::fmt::Write as _;
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+use rlm_context::chunk::ChunkOptions;
+use rlm_store::{Source, Store};
+
+/// Deterministic xorshift so the files are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Log lines full of unique tokens: a 64-character hex digest, a UUID and 76 base64 characters.
+fn high_entropy(bytes: usize) -> String {
+    let mut rng = Rng(0xE27);
+    let mut out = String::with_capacity(bytes + 256);
+    while out.len() < bytes {
+        let _ = write!(
+            out,
+            "{:016x}{:016x}{:016x}{:016x} {:08x}-{:04x}-{:04x}-{:04x}-{:012x} ",
+            rng.next(),
+            rng.next(),
+            rng.next(),
+            rng.next(),
+            rng.next() as u32,
+            rng.next() as u16,
+            rng.next() as u16,
+            rng.next() as u16,
+            rng.next() >> 16
+        );
+        for _ in 0..76 {
+            out.push(BASE64[(rng.next() % 64) as usize] as char);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Tab-separated rows over a small vocabulary, as a metrics export.
+fn delimited(bytes: usize) -> String {
+    const WORDS: &[&str] = &[
+        "alpha", "bravo", "charlie", "delta", "echo", "error", "timeout", "retry", "worker",
+        "queue", "index", "cache", "parser", "socket", "buffer", "token",
+    ];
+    let mut rng = Rng(0x75F);
+    let mut out = String::with_capacity(bytes + 256);
+    while out.len() < bytes {
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}",
+            WORDS[(rng.next() % 16) as usize],
+            WORDS[(rng.next() % 16) as usize],
+            rng.next() % 10_000,
+            WORDS[(rng.next() % 16) as usize],
+            rng.next() % 100
+        );
+    }
+    out
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn load(label: &str, name: &str, text: String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    let size = text.len();
+    std::fs::write(&path, text).unwrap();
+    reset_peak_rss();
+    let started = Instant::now();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    let sources = vec![Source::File {
+        path,
+        name: name.to_owned(),
+    }];
+    store
+        .load(sources, &ChunkOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    let status = store.status().unwrap();
+    println!(
+        "{label} {:.0} MB: {seconds:.2} s ({:.1} MB/s), peak RSS {:.0} MB, index {:.1} MB, {} chunks",
+        size as f64 / 1e6,
+        size as f64 / 1e6 / seconds,
+        peak_rss_mb(),
+        status.index_bytes as f64 / 1e6,
+        status.chunks
+    );
+}
+
+fn main() {
+    rlm_store::release_freed_memory_promptly();
+    let sizes: Vec<usize> = std::env::var("RLM_BENCH_MB")
+        .unwrap_or_else(|_| "10,40".to_owned())
+        .split(',')
+        .filter_map(|size| size.trim().parse().ok())
+        .collect();
+    for megabytes in sizes {
+        load(
+            "delimited (peer)",
+            "metrics.tsv",
+            delimited(megabytes * 1_000_000),
+        );
+        load(
+            "high-entropy log",
+            "tokens.log",
+            high_entropy(megabytes * 1_000_000),
+        );
+    }
+}
