@@ -101,7 +101,8 @@ def reference_local() -> None:
         return
 
     def start() -> None:
-        repl = LocalREPL()
+        # `exec` in this process: no separate process, no confinement (rlm's worker has both).
+        repl = LocalREPL(context_payload="hello")
         repl.execute_code("print(1)")
         cleanup = getattr(repl, "cleanup", None)
         if cleanup:

@@ -74,6 +74,11 @@ impl LoadedConfig {
         Ok(())
     }
 
+    /// Each file read and its own table, lowest precedence first.
+    pub fn layers(&self) -> impl Iterator<Item = (&Path, &toml::Table)> {
+        self.files.iter().map(PathBuf::as_path).zip(&self.layers)
+    }
+
     /// The merged value at a dotted key (`llm.providers.openai.base_url`) and the file of
     /// highest precedence that sets it.
     pub fn lookup(&self, dotted: &str) -> Option<(&toml::Value, &Path)> {

@@ -172,7 +172,18 @@ impl Sources {
             }
         }
         let loaded = LoadedConfig::load(self.explicit_config(), &candidates)?;
-        Ok(self.config.get_or_init(|| loaded))
+        let loaded = self.config.get_or_init(|| loaded);
+        for (path, table) in loaded.layers() {
+            for problem in check_file(table) {
+                // Even with --quiet: a setting the user wrote is not in force.
+                eprintln!(
+                    "warning: {}: {}",
+                    path.display(),
+                    crate::output::neutralize(&problem)
+                );
+            }
+        }
+        Ok(loaded)
     }
 
     /// One `[section]` of the merged files, or its default when absent.
@@ -264,6 +275,43 @@ impl Dirs {
     pub fn models(&self) -> Option<PathBuf> {
         self.data.as_ref().map(|dir| dir.join("models"))
     }
+}
+
+/// The sections a configuration file may have, each checked by deserializing it alone.
+const SECTIONS: &[&str] = &["embed", "llm", "prompt", "query", "run", "sandbox"];
+
+/// What in one configuration file is not in force: unknown sections and top-level keys, and
+/// sections with unknown keys or wrong types (the message names the key). Each file is checked
+/// on its own, so a problem is reported against the file that has it.
+fn check_file(table: &toml::Table) -> Vec<String> {
+    fn check<T: DeserializeOwned>(name: &str, value: &toml::Value) -> Option<String> {
+        value
+            .clone()
+            .try_into::<T>()
+            .err()
+            .map(|err| format!("[{name}]: {}", err.message().trim_end()))
+    }
+    let mut problems = Vec::new();
+    for (name, value) in table {
+        let problem = match name.as_str() {
+            "embed" => check::<rlm_embed::EmbedSettings>(name, value),
+            "llm" => check::<llm::LlmConfig>(name, value),
+            "prompt" => check::<prompt::PromptConfig>(name, value),
+            "query" => check::<query::QueryConfig>(name, value),
+            "run" => check::<run::RunConfig>(name, value),
+            "sandbox" => check::<run::SandboxConfig>(name, value),
+            _ if value.is_table() => Some(format!(
+                "unknown section [{name}], ignored (sections: {})",
+                SECTIONS.join(", ")
+            )),
+            _ => Some(format!(
+                "unknown top-level key `{name}`, ignored (settings go in a section: {})",
+                SECTIONS.join(", ")
+            )),
+        };
+        problems.extend(problem);
+    }
+    problems
 }
 
 #[cfg(test)]

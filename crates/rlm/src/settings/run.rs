@@ -117,7 +117,7 @@ const MAX_BLOCK_SECONDS: f64 = 86_400.0;
 /// The `[sandbox]` configuration section.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SandboxConfig {
+pub struct SandboxConfig {
     /// Same as `--allow-reduced-protection`.
     #[serde(default)]
     allow_reduced_protection: bool,

@@ -201,6 +201,53 @@ fn config_layers_project_over_user_and_redacts_secrets() {
     );
 }
 
+/// A section or key rlm does not know, or a value of the wrong type, is not silently ignored:
+/// each gets a warning naming the file and what is wrong, and the command goes on.
+#[test]
+fn unknown_sections_keys_and_wrong_types_in_a_config_file_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "rlm.toml",
+        "top = 1\n[quer]\ntop_k = 3\n[query]\ntop_k = 5\n[run]\nmax_answer_sise = '1MB'\n",
+    );
+    let assert = rlm(dir.path()).args(["config", "show"]).assert().success();
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    let file = dir.path().join("rlm.toml").canonicalize().unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 3, "{stderr}");
+    assert!(
+        warnings.iter().all(|w| w.contains(&*file.to_string_lossy())
+            || w.contains(&*dir.path().join("rlm.toml").to_string_lossy())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("unknown section [quer], ignored"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unknown top-level key `top`"), "{stderr}");
+    assert!(
+        stderr.contains("[run]: unknown field `max_answer_sise`"),
+        "{stderr}"
+    );
+
+    write(dir.path(), "rlm.toml", "[llm]\nmax_retries = 'three'\n");
+    let assert = rlm(dir.path()).args(["config", "show"]).assert().success();
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("[llm]: invalid type: string \"three\""),
+        "{stderr}"
+    );
+
+    write(dir.path(), "rlm.toml", "[query]\ntop_k = 5\n");
+    let assert = rlm(dir.path()).args(["config", "show"]).assert().success();
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
 /// `config show` gives every setting's effective value and its source — the environment, a
 /// file or the default — and shows key variable names but never keys.
 #[test]
