@@ -43,6 +43,9 @@ pub struct RunSummary {
     pub turns: Option<u32>,
     /// Dollars over priced calls, when it ended.
     pub cost_usd: Option<f64>,
+    /// Answered calls without a known price (a local model), when it ended: `cost_usd` is
+    /// then a lower bound, or unknown when it is 0.
+    pub unpriced_calls: Option<u64>,
     /// Tokens in and out, when it ended.
     pub tokens: Option<u64>,
 }
@@ -110,6 +113,7 @@ impl RunSummary {
             status: outcome.map(|outcome| status_name(outcome.status)),
             turns: outcome.map(|outcome| outcome.iterations),
             cost_usd: outcome.map(|outcome| outcome.usage.total.cost_usd),
+            unpriced_calls: outcome.map(|outcome| outcome.usage.total.unpriced_calls),
             tokens: outcome.map(|outcome| outcome.usage.total.usage.total()),
         }
     }
@@ -131,6 +135,7 @@ impl RunSummary {
             status: outcome.map(|outcome| outcome.status.clone()),
             turns: None,
             cost_usd: total.map(|usage| usage.total.cost_usd),
+            unpriced_calls: total.map(|usage| usage.total.unpriced_calls),
             tokens: total.map(|usage| usage.total.usage.total()),
         }
     }

@@ -332,9 +332,32 @@ pub fn usd(amount: f64) -> String {
     format!("${amount:.4}")
 }
 
+/// A cost for a person: `$0.0123`; `≥ $0.0123 (some prices unknown)` when some calls had no
+/// price; `cost unknown` when none had one (a local model) rather than a made-up `$0.0000`.
+pub fn cost(cost_usd: f64, unpriced_calls: u64) -> String {
+    match unpriced_calls {
+        0 => usd(cost_usd),
+        _ if cost_usd <= 0.0 => "cost unknown".to_owned(),
+        _ => format!("≥ {} (some prices unknown)", usd(cost_usd)),
+    }
+}
+
+/// [`cost`] of a model's totals.
+pub fn totals_cost(totals: &rlm_llm::ModelTotals) -> String {
+    cost(totals.cost_usd, totals.unpriced_calls)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpriced_cost_is_unknown_not_zero() {
+        assert_eq!(cost(0.0123, 0), "$0.0123");
+        assert_eq!(cost(0.0, 0), "$0.0000");
+        assert_eq!(cost(0.0, 2), "cost unknown");
+        assert_eq!(cost(0.5, 1), "≥ $0.5000 (some prices unknown)");
+    }
 
     #[test]
     fn cache_notes_name_only_what_happened() {

@@ -59,8 +59,12 @@ pub fn seconds_shown(s: f64) -> (f64, String) {
     }
 }
 
-/// Dollars; a lower bound (`≥`) when some calls had no known price.
+/// A cost in US dollars; `≥` when some calls had no price, "unknown" when nothing was priced
+/// (a local model), never a made-up `$0.00`.
 pub fn dollars(cost: f64, unpriced_calls: u64) -> String {
+    if unpriced_calls > 0 && cost == 0.0 {
+        return "unknown".to_owned();
+    }
     let amount = if cost >= 0.01 || cost == 0.0 {
         format!("${cost:.2}")
     } else {
@@ -88,5 +92,11 @@ mod tests {
         assert_eq!(seconds(125.0), "2 min 05 s");
         assert_eq!(dollars(0.0012, 0), "$0.0012");
         assert_eq!(dollars(1.5, 2), "≥ $1.50");
+        assert_eq!(
+            dollars(0.0, 3),
+            "unknown",
+            "a local model has no price, not $0"
+        );
+        assert_eq!(dollars(0.0, 0), "$0.00");
     }
 }

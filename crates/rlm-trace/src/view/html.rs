@@ -86,14 +86,15 @@ fn header(out: &mut String, run: &RunView) {
     );
     match &run.outcome {
         Some(outcome) => {
-            let class = if outcome.status.is_answered() {
-                "ok"
-            } else {
-                "stopped"
+            // An answer forced at the iteration limit is partial: `rlm run` exits 1 for it.
+            let (class, prefix) = match outcome.status {
+                Status::ForcedAnswer => ("partial", "partial: "),
+                status if status.is_answered() => ("ok", ""),
+                _ => ("stopped", ""),
             };
             let _ = write!(
                 out,
-                "<p id=\"status\" class=\"status {class}\">{}</p>",
+                "<p id=\"status\" class=\"status {class}\">{prefix}{}</p>",
                 escape(&outcome.status.to_string())
             );
             if let Some(limit) = budget_limit(run) {

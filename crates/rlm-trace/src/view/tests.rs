@@ -559,3 +559,33 @@ fn turns_shown_with_equal_times_get_equal_bars() {
     assert!(widths.iter().all(|width| *width == widths[0]), "{widths:?}");
     assert_eq!(timeline.matches("0.00 s").count(), 3, "{timeline}");
 }
+
+/// An answer forced at the iteration limit is shown as partial (`rlm run` exits 1 for it),
+/// not as the green "answered"; a run of unpriced (local) calls costs "unknown", not $0.00.
+#[test]
+fn a_forced_answer_is_partial_and_an_unpriced_run_costs_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TrajectoryWriter::create(dir.path(), "rlm_x_forced").unwrap();
+    writer.write(&metadata("forced", 0, "How many?")).unwrap();
+    let mut last = turn(1, vec![message(Role::User, "question")], "About 7.", vec![]);
+    last.final_answer = Some("About 7.".to_owned());
+    last.usage.calls = 2;
+    last.usage.unpriced_calls = 2;
+    writer.write(&last).unwrap();
+    let mut result = outcome("forced", Status::ForcedAnswer, Some("About 7."), 1);
+    result.usage.total.calls = 2;
+    result.usage.total.unpriced_calls = 2;
+    writer.write(&result).unwrap();
+    let run = RunView::load(writer.path()).unwrap();
+    let html = render(&run.into());
+    assert!(
+        html.contains(
+            "<p id=\"status\" class=\"status partial\">partial: answered at the iteration \
+             limit</p>"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("status ok"));
+    assert!(html.contains("<dt>cost</dt><dd>unknown</dd>"), "{html}");
+    assert!(!html.contains("$0.00"));
+}

@@ -12,7 +12,7 @@ use rlm_store::SearchMode;
 use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, QueryArgs};
 use crate::error::{self, CliError, llm_error, store_error};
-use crate::output::{count, usd};
+use crate::output::count;
 use crate::query_progress::QueryProgress;
 use crate::settings::{QuerySettings, Sources};
 
@@ -76,11 +76,7 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
     }
     if !global.quiet {
         let total = &result.usage.total.total;
-        let cost = if total.cost_is_partial() {
-            format!("≥ {} (some prices unknown)", usd(total.cost_usd))
-        } else {
-            usd(total.cost_usd)
-        };
+        let cost = crate::output::totals_cost(total);
         let mut failed = if result.chunk_failures.is_empty() {
             String::new()
         } else {

@@ -11,7 +11,7 @@ use rlm_engine::{RunResult, Status};
 use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::error::{self, CliError, llm_error, store_error};
-use crate::output::{count, usd};
+use crate::output::count;
 use crate::progress::StderrProgress;
 use crate::settings::{RunSettings, Sources, StoreSettings};
 use crate::store_functions::StoreFunctions;
@@ -154,11 +154,7 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
     }
     if !global.quiet {
         let total = &result.outcome.usage.total;
-        let cost = if total.cost_is_partial() {
-            format!("≥ {} (some prices unknown)", usd(total.cost_usd))
-        } else {
-            usd(total.cost_usd)
-        };
+        let cost = crate::output::totals_cost(total);
         eprintln!(
             "{} · {} · {} · {} tokens{} · {cost} · {:.1}s",
             result.outcome.status,

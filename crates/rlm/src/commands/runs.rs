@@ -59,7 +59,14 @@ fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::
             summary
                 .turns
                 .map_or_else(|| "-".to_owned(), |turns| turns.to_string()),
-            summary.cost_usd.map_or_else(|| "-".to_owned(), usd),
+            summary.cost_usd.map_or_else(
+                || "-".to_owned(),
+                |cost| match summary.unpriced_calls {
+                    Some(unpriced) if unpriced > 0 && cost <= 0.0 => "unknown".to_owned(),
+                    Some(unpriced) if unpriced > 0 => format!("≥{}", usd(cost)),
+                    _ => usd(cost),
+                }
+            ),
             for_stdout(&one_line(&summary.question, 80)),
         )?;
     }
@@ -179,7 +186,7 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
                 count(u64::from(outcome.iterations), "turn"),
                 count(total.calls, "model call"),
                 rlm_engine::group_digits(total.usage.total() as usize),
-                usd(total.cost_usd),
+                output::totals_cost(total),
                 outcome.seconds
             )?;
             if let Some(answer) = &outcome.answer {

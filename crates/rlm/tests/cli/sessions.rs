@@ -247,6 +247,10 @@ async fn runs_are_listed_and_shown_turn_by_turn_with_their_variables() {
     assert_eq!(runs[0]["status"], "answered");
     assert_eq!(runs[0]["turns"], 2);
     assert_eq!(runs[0]["question"], "Count the words");
+    assert_eq!(runs[0]["unpriced_calls"], 2);
+    let (code, stdout, stderr) = rlm(dir.path(), &["runs", "list"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains(" unknown "), "{stdout}");
 
     let (code, stdout, stderr) = rlm(
         dir.path(),
@@ -285,6 +289,9 @@ async fn runs_are_listed_and_shown_turn_by_turn_with_their_variables() {
     .await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("result: answered · 2 turns"), "{stdout}");
+    // The fake model has no price: its cost is unknown, not $0.
+    assert!(stdout.contains(" · cost unknown · "), "{stdout}");
+    assert!(!stdout.contains("$0.0000"), "{stdout}");
     assert!(stdout.contains("── turn 2"), "{stdout}");
     assert!(!stdout.contains("── turn 1"), "{stdout}");
     assert!(stdout.contains("x · int · 2 B · 41"), "{stdout}");

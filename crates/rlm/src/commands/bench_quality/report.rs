@@ -384,7 +384,9 @@ fn tokens(usage: &ModelTotals) -> String {
 }
 
 fn cost(usage: &ModelTotals) -> String {
-    if usage.cost_is_partial() {
+    if usage.cost_is_partial() && usage.cost_usd <= 0.0 {
+        "unknown".to_owned()
+    } else if usage.cost_is_partial() {
         format!("≥{}", usd(usage.cost_usd))
     } else {
         usd(usage.cost_usd)
