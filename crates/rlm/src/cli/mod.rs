@@ -215,3 +215,16 @@ mod tests {
         );
     }
 }
+
+/// The spending budget of `rlm run` and `rlm query`, read and checked the same way by both
+/// (`settings::budget`): a negative or zero value is an input error with a hint, not a
+/// parse error.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
+    /// Stop when this many US dollars have been spent (every model call counted).
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+    pub max_cost: Option<f64>,
+    /// Stop when this many tokens have been used (every model call counted).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_tokens: Option<i64>,
+}

@@ -31,13 +31,10 @@ pub struct QueryArgs {
     /// Chunks per extractor call (default: the plan's choice).
     #[arg(long, value_name = "N")]
     pub batch_size: Option<usize>,
-    /// Spend at most this many US dollars, the report included: batches stop while there is
-    /// still room for the report; `--scan all` refuses to start above its estimate.
-    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
-    pub max_cost: Option<f64>,
-    /// Stop spending at this many tokens (all calls together).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub max_tokens: Option<i64>,
+    // Under a cost budget, batches stop while there is still room for the report, and
+    // `--scan all` refuses to start above its estimate (README).
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
     /// Seconds for planning, searching and extracting; batches not done by then are reported
     /// as failed and the report is written from the rest.
     #[arg(long = "timeout", id = "query_timeout", value_name = "SECONDS", value_parser = super::llm::parse_seconds)]

@@ -47,12 +47,8 @@ pub struct LoopArgs {
     /// Recursion depth of `rlm_query`: 1 makes it a plain sub-model call.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=5))]
     pub max_depth: u32,
-    /// Stop when the run (with all sub-calls) has cost this many US dollars.
-    #[arg(long, value_name = "USD")]
-    pub max_cost: Option<f64>,
-    /// Stop when the run (with all sub-calls) has used this many tokens.
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u64>,
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
     /// Stop after this many seconds of wall time (`--request-timeout` bounds one model request).
     #[arg(long = "timeout", visible_alias = "max-time", value_name = "SECONDS", value_parser = super::llm::parse_seconds)]
     pub max_time: Option<f64>,

@@ -277,6 +277,32 @@ impl Dirs {
     }
 }
 
+/// A checked budget: `(max_cost_usd, max_tokens)`. The same refusals for every command that
+/// takes [`crate::cli::BudgetArgs`].
+pub fn budget(args: &crate::cli::BudgetArgs) -> anyhow::Result<(Option<f64>, Option<u64>)> {
+    if let Some(cost) = args.max_cost
+        && !(cost.is_finite() && cost > 0.0)
+    {
+        return Err(crate::error::CliError::input(anyhow::anyhow!(
+            "--max-cost {cost} is not a positive amount"
+        ))
+        .with_hint("give a budget in US dollars, e.g. --max-cost 0.50")
+        .into());
+    }
+    let max_tokens = match args.max_tokens {
+        Some(tokens) if tokens < 1 => {
+            return Err(crate::error::CliError::input(anyhow::anyhow!(
+                "--max-tokens {tokens} must be at least 1"
+            ))
+            .with_hint("give a number of tokens, e.g. --max-tokens 200000")
+            .into());
+        }
+        Some(tokens) => u64::try_from(tokens).ok(),
+        None => None,
+    };
+    Ok((args.max_cost, max_tokens))
+}
+
 /// The sections a configuration file may have, each checked by deserializing it alone.
 const SECTIONS: &[&str] = &["embed", "llm", "prompt", "query", "run", "sandbox"];
 

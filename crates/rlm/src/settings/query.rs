@@ -78,24 +78,7 @@ impl QuerySettings {
         if max_concurrency == 0 {
             return Err(input_error("max_concurrency in [query] must be at least 1").into());
         }
-        if let Some(cost) = args.max_cost
-            && !(cost.is_finite() && cost > 0.0)
-        {
-            return Err(CliError::input(anyhow::anyhow!(
-                "--max-cost {cost} is not a positive amount"
-            ))
-            .with_hint("give a budget in US dollars, e.g. --max-cost 0.50")
-            .into());
-        }
-        let max_tokens = match args.max_tokens {
-            Some(tokens) if tokens < 1 => {
-                return Err(
-                    input_error(format!("--max-tokens {tokens} must be at least 1")).into(),
-                );
-            }
-            Some(tokens) => Some(tokens as u64),
-            None => None,
-        };
+        let (max_cost, max_tokens) = super::budget(&args.budget)?;
 
         let max_tool_rounds = match args.max_tool_rounds.or(section.max_tool_rounds) {
             None => rlm_query::DEFAULT_MAX_TOOL_ROUNDS,
@@ -121,7 +104,7 @@ impl QuerySettings {
         options.max_concurrency = max_concurrency;
         options.budget = rlm_llm::Budget {
             max_tokens,
-            max_cost_usd: args.max_cost,
+            max_cost_usd: max_cost,
             ..rlm_llm::Budget::default()
         };
         options.timeout = args.timeout.map(Duration::from_secs_f64);

@@ -233,16 +233,9 @@ pub fn limits(args: &LoopArgs, section: &RunConfig) -> anyhow::Result<RunLimits>
         "max-answer-size",
         defaults.max_answer_bytes,
     )?;
-    if let Some(cost) = args.max_cost
-        && !(cost.is_finite() && cost > 0.0)
-    {
-        return Err(input_error(format!("--max-cost {cost} is not a positive amount")).into());
-    }
+    let (max_cost, max_tokens) = super::budget(&args.budget)?;
     if args.max_errors == 0 {
         return Err(input_error("--max-errors must be at least 1").into());
-    }
-    if args.max_tokens == Some(0) {
-        return Err(input_error("--max-tokens must be at least 1").into());
     }
     // A run with no sub-calls left would end before its first turn.
     if args.max_subcalls == Some(0) {
@@ -255,8 +248,8 @@ pub fn limits(args: &LoopArgs, section: &RunConfig) -> anyhow::Result<RunLimits>
     Ok(RunLimits {
         max_iterations: args.max_iterations,
         spend: rlm_llm::Budget {
-            max_tokens: args.max_tokens,
-            max_cost_usd: args.max_cost,
+            max_tokens,
+            max_cost_usd: max_cost,
             ..rlm_llm::Budget::default()
         },
         timeout: args.max_time.map(Duration::from_secs_f64),

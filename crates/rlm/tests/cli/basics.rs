@@ -201,6 +201,51 @@ fn config_layers_project_over_user_and_redacts_secrets() {
     );
 }
 
+/// `run` and `query` read and refuse a budget the same way: a negative or zero amount is an
+/// input error with a hint, not a parse error on one and a hint on the other.
+#[test]
+fn run_and_query_refuse_the_same_bad_budgets_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            ["--max-cost", "-1"],
+            "--max-cost -1 is not a positive amount",
+            "hint: give a budget in US dollars",
+        ),
+        (
+            ["--max-cost", "0"],
+            "--max-cost 0 is not a positive amount",
+            "hint: give a budget in US dollars",
+        ),
+        (
+            ["--max-tokens", "-5"],
+            "--max-tokens -5 must be at least 1",
+            "hint: give a number of tokens",
+        ),
+        (
+            ["--max-tokens", "0"],
+            "--max-tokens 0 must be at least 1",
+            "hint: give a number of tokens",
+        ),
+    ];
+    for command in [vec!["run", "--context", "x"], vec!["query"]] {
+        for (flag, error, hint) in &cases {
+            let assert = rlm(dir.path())
+                .args(&command)
+                .args(flag)
+                .args(["--model", "openai:x", "question"])
+                .assert()
+                .code(2);
+            let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+            assert!(
+                stderr.contains(&format!("error: {error}")),
+                "{command:?} {flag:?}: {stderr}"
+            );
+            assert!(stderr.contains(hint), "{command:?} {flag:?}: {stderr}");
+        }
+    }
+}
+
 /// A section or key rlm does not know, or a value of the wrong type, is not silently ignored:
 /// each gets a warning naming the file and what is wrong, and the command goes on.
 #[test]
