@@ -179,7 +179,7 @@ fn redacted_value(value: &toml::Value) -> toml::Value {
 
 /// Whether a key's value may be a secret. A `*_env` key names an environment variable (such as
 /// `api_key_env = "OPENAI_API_KEY"`): the name is not a secret, the variable's value is.
-fn is_secret_key(key: &str) -> bool {
+pub fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     if key.ends_with("_env") {
         return false;

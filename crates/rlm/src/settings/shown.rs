@@ -127,7 +127,55 @@ pub fn settings(sources: &Sources, config: &LoadedConfig) -> Vec<Shown> {
     for name in provider_names(config) {
         shown.extend(provider(sources, config, &name));
     }
+    let listed: std::collections::HashSet<String> =
+        shown.iter().map(|setting| setting.key.clone()).collect();
+    shown.extend(
+        set_in_files(config)
+            .into_iter()
+            .filter(|setting| !listed.contains(&setting.key)),
+    );
     shown
+}
+
+/// Every other value the files set, as dotted keys with the file that set it (`query.top_k`,
+/// `prompt.rlm.threshold_percentage`, `llm.prices.m.input`): all of it is in force for the
+/// commands that read it. Providers are listed by [`provider`]; secrets show as `<set>`.
+fn set_in_files(config: &LoadedConfig) -> Vec<Shown> {
+    fn leaves(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
+        for (key, value) in table {
+            let dotted = format!("{prefix}{key}");
+            match value {
+                toml::Value::Table(inner) => leaves(&format!("{dotted}."), inner, out),
+                _ => out.push(dotted),
+            }
+        }
+    }
+    let mut keys = Vec::new();
+    leaves("", &config.table, &mut keys);
+    keys.into_iter()
+        .filter(|key| !key.starts_with("llm.providers."))
+        .filter(|key| {
+            let section = key.split('.').next().unwrap_or_default();
+            super::SECTIONS.contains(&section)
+        })
+        .filter_map(|key| {
+            let (value, path) = config.lookup(&key)?;
+            let last = key.rsplit('.').next().unwrap_or(&key);
+            let value = if super::files::is_secret_key(last) {
+                toml::Value::String("<set>".to_owned())
+            } else {
+                value.clone()
+            };
+            Some(Shown {
+                key,
+                value: Some(value),
+                origin: Origin::File {
+                    path: path.to_path_buf(),
+                },
+                note: None,
+            })
+        })
+        .collect()
 }
 
 fn path_value(path: Option<&Path>) -> Option<toml::Value> {

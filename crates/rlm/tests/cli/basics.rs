@@ -293,6 +293,31 @@ fn unknown_sections_keys_and_wrong_types_in_a_config_file_are_warned_about() {
     assert!(!stderr.contains("warning"), "{stderr}");
 }
 
+/// `config show` lists every value the files set, in every section, not only the ones it
+/// describes itself; a secret shows as `<set>`.
+#[test]
+fn config_show_lists_every_value_the_files_set() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "rlm.toml",
+        "[query]\ntop_k = 5\n[prompt.rlm]\nthreshold_percentage = 70\n[run.context_windows]\nm = 4096\n[llm.prices.m]\ninput = 1.5\n",
+    );
+    let stdout = stdout_of(rlm(dir.path()).args(["config", "show"]).assert().success());
+    for line in [
+        "query.top_k = 5",
+        "prompt.rlm.threshold_percentage = 70",
+        "run.context_windows.m = 4096",
+        "llm.prices.m.input = 1.5",
+    ] {
+        let found = stdout
+            .lines()
+            .find(|shown| shown.starts_with(line))
+            .unwrap_or_else(|| panic!("{line} missing: {stdout}"));
+        assert!(found.ends_with("rlm.toml"), "{found}");
+    }
+}
+
 /// `config show` gives every setting's effective value and its source — the environment, a
 /// file or the default — and shows key variable names but never keys.
 #[test]
