@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use rlm_engine::{Rlm, RlmBuilder};
+use rlm_llm::{ContextWindows, LlmClient};
 
 use crate::settings::LoopSettings;
 
@@ -36,4 +37,32 @@ pub fn builder(settings: LoopSettings) -> anyhow::Result<RlmBuilder> {
         builder = builder.log_dir(dir);
     }
     Ok(builder)
+}
+
+/// Adds to `windows` the window a local server reports (llama.cpp `/props`) for each of
+/// `models` whose window is not known yet (not built in, not in `[run.context_windows]`), so
+/// a request over an 8k server's window is refused before it is sent. Returns what was added.
+///
+/// Cancel safety: dropping the future leaves `windows` with the windows added so far.
+pub async fn add_reported_windows(
+    client: &LlmClient,
+    windows: &mut ContextWindows,
+    models: &[&str],
+) -> Vec<(String, u64)> {
+    let mut added = Vec::new();
+    for &model in models {
+        if windows.get(model).is_some() {
+            continue;
+        }
+        if let Some(window) = client
+            .server_props(model)
+            .await
+            .and_then(|props| props.context_window)
+        {
+            tracing::debug!(model, window, "context window reported by the server");
+            windows.insert(model.to_owned(), window);
+            added.push((model.to_owned(), window));
+        }
+    }
+    added
 }

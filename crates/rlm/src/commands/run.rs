@@ -38,6 +38,21 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     let session_parts = continuing.as_ref().map(|_| parts.clone());
     let model = settings.engine.model.clone();
 
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // A local server's own window, for models whose window nothing else gives.
+    let engine = &mut settings.engine;
+    let probe = engine.llm.build_client()?;
+    let models = [engine.model.clone(), engine.subcall_model.clone()];
+    let models: Vec<&str> = models.iter().map(String::as_str).collect();
+    runtime.block_on(crate::engine::add_reported_windows(
+        &probe,
+        &mut engine.context_windows,
+        &models,
+    ));
+
     let mut builder = crate::engine::builder(settings.engine)?;
     if let Some(functions) = functions {
         builder = builder.functions(functions);
@@ -49,10 +64,6 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     }
     let rlm = builder.build().map_err(error::engine_error)?;
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let query = settings.query;
     let asked = rlm_trace::timestamp_now();
     let resume = continuing

@@ -219,6 +219,37 @@ async fn a_prompt_over_a_configured_window_is_not_sent() {
     );
 }
 
+/// A window a local server reports (llama.cpp `/props`) counts for a model whose window
+/// nothing configures: the prompt over it is not sent either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_over_the_servers_reported_window_is_not_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    // Room for the root model's prompt (the same server), not for a 10,000-token sub-call.
+    server.set_props(serde_json::json!({"default_generation_settings": {"n_ctx": 8000}}));
+    server.script(
+        "root",
+        [
+            FakeReply::text("```repl\nprint(llm_query('z' * 40000))\n"),
+            FakeReply::text("FINAL(done)"),
+        ],
+    );
+    let args = ["--subcall-model", "openai:sub", "--context", "x", "q"];
+    let output = run(rlm(dir.path(), &server, &args)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(server.props_requests() >= 1);
+    assert!(
+        server.requests_for("sub").is_empty(),
+        "the sub-call was not sent"
+    );
+    let roots = server.requests_for("root");
+    let feedback = roots[1].last_user_message();
+    assert!(
+        feedback.contains("the prompt is about 10,000 tokens; openai:sub reads at most 8,000"),
+        "{feedback}"
+    );
+}
+
 #[test]
 fn bad_sizes_and_windows_exit_2() {
     let dir = tempfile::tempdir().unwrap();
