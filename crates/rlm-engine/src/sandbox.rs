@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
+use rlm_llm::error_chain;
 use rlm_sandbox::{ContextInput, ExecutionResult, Host, Sandbox, Session};
 use serde_json::Value;
 
@@ -228,15 +229,4 @@ fn outcome(result: ExecutionResult) -> ExecOutcome {
         final_answer: result.final_answer.map(|answer| answer.value),
         seconds: result.duration.as_secs_f64(),
     }
-}
-
-fn error_chain(err: &rlm_sandbox::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
