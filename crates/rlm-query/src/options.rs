@@ -155,6 +155,10 @@ pub struct QueryOptions {
     /// Rounds of tool calls (`get_chunks`, `search`, `grep`) the report's writer may make;
     /// 0 writes it without tools. Models without tool calling always write without.
     pub max_tool_rounds: u32,
+    /// The smallest context window of the two models, in tokens, when known (a local server's
+    /// `/props`, or configured): extractor batches and the synthesis input are cut to fit it,
+    /// so no request is sent that the server must refuse. `None`: no limit but the others.
+    pub window_tokens: Option<u64>,
 }
 
 impl QueryOptions {
@@ -179,6 +183,7 @@ impl QueryOptions {
             synthesis_max_tokens: DEFAULT_SYNTHESIS_MAX_TOKENS,
             max_output_tokens: None,
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
+            window_tokens: None,
         }
     }
 
@@ -237,6 +242,46 @@ impl QueryOptions {
     pub fn synthesis_cap(&self) -> u32 {
         self.output_cap(self.synthesis_max_tokens)
     }
+
+    /// Chunks per extractor call within [`Self::window_tokens`]: `planned`, or fewer when a
+    /// batch of chunks of `largest_chunk_bytes` each (framing included), with the
+    /// `fixed_bytes` of prompt and question and the batch's reply cap, would not fit; at
+    /// least 1 (a single chunk over the window fails on its own, as before).
+    pub fn batch_size_within_window(
+        &self,
+        planned: usize,
+        largest_chunk_bytes: u64,
+        fixed_bytes: u64,
+    ) -> usize {
+        let Some(window) = self.window_tokens else {
+            return planned;
+        };
+        let tokens = |bytes: u64| bytes.div_ceil(rlm_llm::ESTIMATE_BYTES_PER_TOKEN);
+        (1..=planned.max(1))
+            .rev()
+            .find(|&size| {
+                let input = tokens(fixed_bytes + largest_chunk_bytes * size as u64);
+                input + u64::from(self.extract_cap(size)) <= window
+            })
+            .unwrap_or(1)
+    }
+
+    /// Characters of findings one synthesis call takes: [`Self::synthesis_input_chars`],
+    /// fewer when [`Self::window_tokens`] cannot hold them with the `fixed_bytes` of prompt
+    /// and question and the report's output cap (more reduction rounds instead of a refused
+    /// request); at least 1.
+    pub fn synthesis_input_within_window(&self, fixed_bytes: u64) -> usize {
+        let Some(window) = self.window_tokens else {
+            return self.synthesis_input_chars;
+        };
+        let room = window
+            .saturating_sub(u64::from(self.synthesis_cap()))
+            .saturating_mul(rlm_llm::ESTIMATE_BYTES_PER_TOKEN)
+            .saturating_sub(fixed_bytes);
+        // Characters are at least a byte each, so bytes of room bound the characters.
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
+        self.synthesis_input_chars.min(room).max(1)
+    }
 }
 
 #[cfg(test)]
@@ -250,6 +295,28 @@ mod tests {
         assert!(!Threshold::Medium.admits(Relevance::Low));
         assert!(Threshold::Medium.admits(Relevance::High));
         assert!(!Threshold::High.admits(Relevance::Medium));
+    }
+
+    #[test]
+    fn batches_and_the_synthesis_input_fit_a_known_window() {
+        let mut options = QueryOptions::new("m", "s");
+        options.max_output_tokens = Some(500);
+        // No window: the plan's batch and the configured input stand.
+        assert_eq!(options.batch_size_within_window(10, 3_000, 3_000), 10);
+        assert_eq!(
+            options.synthesis_input_within_window(3_000),
+            options.synthesis_input_chars
+        );
+        // 8,192 tokens: 1,000 prompt tokens, 1,000 per chunk and a 500-token reply: 6 chunks.
+        options.window_tokens = Some(8_192);
+        assert_eq!(options.batch_size_within_window(10, 3_000, 3_000), 6);
+        assert_eq!(options.batch_size_within_window(4, 3_000, 3_000), 4);
+        assert_eq!(options.batch_size_within_window(10, 30_000, 3_000), 1);
+        let input = options.synthesis_input_within_window(3_000);
+        assert_eq!(input, (8_192 - 500) * 3 - 3_000);
+        assert!(input < options.synthesis_input_chars);
+        options.window_tokens = Some(100);
+        assert_eq!(options.synthesis_input_within_window(3_000), 1);
     }
 
     #[test]

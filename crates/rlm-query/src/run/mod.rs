@@ -177,8 +177,9 @@ impl QueryRun {
 
     async fn stages(&mut self, early_scan: Option<EarlyScan>) -> Result<QueryResult> {
         let planned = self.plan().await?;
-        let selection = self.select(&planned.plan, early_scan).await?;
-        let batches = select::batches(&selection, planned.plan.batch_size);
+        let mut selection = self.select(&planned.plan, early_scan).await?;
+        let batch_size = self.batch_size_within_window(&mut selection, planned.plan.batch_size);
+        let batches = select::batches(&selection, batch_size);
         self.emit(&QueryEvent::Selected {
             selection: &selection,
             batches: batches.len(),
@@ -274,6 +275,38 @@ impl QueryRun {
             self.tool_rounds,
             self.synthesis_price.as_ref(),
         )
+    }
+
+    /// The plan's batch size, or fewer chunks per call when the models' window
+    /// ([`QueryOptions::window_tokens`]) cannot hold that many of the selection's largest
+    /// chunk; a smaller batch is noted in the selection.
+    fn batch_size_within_window(
+        &self,
+        selection: &mut crate::select::Selection,
+        planned: usize,
+    ) -> usize {
+        /// Tags and instructions around each chunk and each batch, as the estimate counts them.
+        const CHUNK_FRAME_BYTES: u64 = 64;
+        const BATCH_FRAME_BYTES: u64 = 256;
+        let largest = selection
+            .chunks
+            .iter()
+            .map(|chunk| chunk.bytes + chunk.buffer.len() as u64 + CHUNK_FRAME_BYTES)
+            .max()
+            .unwrap_or(0);
+        let fixed = self.extract_fixed_bytes() as u64 + BATCH_FRAME_BYTES;
+        let size = self
+            .options
+            .batch_size_within_window(planned, largest, fixed);
+        if size < planned
+            && let Some(window) = self.options.window_tokens
+        {
+            selection.notes.push(format!(
+                "batches of {size} chunks, not {planned}: the model's window of {window} tokens \
+                 holds no more"
+            ));
+        }
+        size
     }
 
     /// Bytes every extractor request carries besides its chunks.
@@ -539,6 +572,7 @@ fn options_record(options: &QueryOptions) -> serde_json::Value {
         "skip_plan": options.skip_plan,
         "threshold": options.threshold,
         "max_tool_rounds": options.max_tool_rounds,
+        "window_tokens": options.window_tokens,
         "max_output_tokens": options.max_output_tokens,
     })
 }

@@ -101,7 +101,9 @@ impl QueryRun {
             system: self.prompts.synthesize.clone(),
             model: self.options.model.clone(),
             question: self.question.clone(),
-            input_chars: self.options.synthesis_input_chars,
+            input_chars: self.options.synthesis_input_within_window(
+                (self.prompts.synthesize.len() + self.question.len()) as u64,
+            ),
             max_tokens: self.options.synthesis_cap(),
             log: Arc::clone(&self.log),
             tools: (self.tool_rounds > 0).then(|| {

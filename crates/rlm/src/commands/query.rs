@@ -17,7 +17,7 @@ use crate::query_progress::QueryProgress;
 use crate::settings::{QuerySettings, Sources};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::Result<ExitCode> {
-    let settings = QuerySettings::resolve(&args, sources)?;
+    let mut settings = QuerySettings::resolve(&args, sources)?;
     let store = settings.store.open_existing()?;
     // Loading a model takes a second or two: only when vectors exist and may be searched.
     let vectors = store.embedding_status().map_err(store_error)?;
@@ -28,6 +28,15 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
         None
     };
     let client = settings.llm.build_client()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    if settings.options.window_tokens.is_none() {
+        let options = &settings.options;
+        let models = [options.model.as_str(), options.subcall_model.as_str()];
+        settings.options.window_tokens = runtime.block_on(smallest_window(&client, &models));
+    }
     let mut query = Query::new(client, store, settings.options)
         .embedder(embedder)
         .prompts(settings.prompts);
@@ -40,10 +49,6 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
         query = query.events(Arc::new(QueryProgress::new()));
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let question = settings.question;
     let outcome = runtime.block_on(async {
         tokio::select! {
@@ -55,6 +60,24 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
     runtime.shutdown_timeout(Duration::from_secs(2));
     let result = outcome.map_err(CliError::stopped)?.map_err(query_error)?;
     report(global, &result)
+}
+
+/// The smallest window of `models`: what a local server reports (llama.cpp `/props`), else
+/// the built-in table's; `None` when neither knows one. Batches and the synthesis input are
+/// cut to fit it.
+async fn smallest_window(client: &rlm_llm::LlmClient, models: &[&str]) -> Option<u64> {
+    let builtin = rlm_llm::ContextWindows::builtin();
+    let mut smallest: Option<u64> = None;
+    for &model in models {
+        let reported = client
+            .server_props(model)
+            .await
+            .and_then(|props| props.context_window);
+        if let Some(window) = reported.or_else(|| builtin.get(model)) {
+            smallest = Some(smallest.map_or(window, |known| known.min(window)));
+        }
+    }
+    smallest
 }
 
 /// Prints the report (or the JSON result) and picks the exit code.

@@ -613,3 +613,61 @@ async fn a_signal_stops_the_query_and_closes_its_log() {
         assert_eq!(last["status"], "interrupted", "SIG{signal}: {last}");
     }
 }
+
+/// Extractor batches fit the window a local server reports (llama.cpp `/props`): the plan's
+/// 6 chunks a call become smaller calls, each request within the window with its reply cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_fit_the_window_the_server_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..6).map(|index| format!("part{index}.txt")).collect();
+    for name in &names {
+        write(
+            dir.path(),
+            name,
+            &format!("{name} token refresh. ").repeat(150),
+        );
+    }
+    let mut load = rlm_in(dir.path());
+    load.arg("load").args(&names).assert().success();
+    // Without a window the plan's batches of 6; with one, more and smaller calls.
+    let mut unbounded_calls = 0;
+    for window in [None, Some(6_000u64)] {
+        let server = FakeServer::start().await.unwrap();
+        server.respond_with(answer);
+        if let Some(window) = window {
+            server.set_props(serde_json::json!({"default_generation_settings": {"n_ctx": window}}));
+        }
+        let mut command = query(dir.path(), &server);
+        command.args([
+            "--scan",
+            "all",
+            "--batch-size",
+            "6",
+            "--max-tool-rounds",
+            "0",
+            "token refresh",
+        ]);
+        let output = run(command).await;
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        let extractors = server.requests_for("sub");
+        let Some(window) = window else {
+            unbounded_calls = extractors.len();
+            continue;
+        };
+        assert!(
+            extractors.len() > unbounded_calls,
+            "{} calls, {unbounded_calls} without a window",
+            extractors.len()
+        );
+        for request in extractors {
+            let bytes: usize = request.system.iter().map(String::len).sum::<usize>()
+                + request
+                    .messages
+                    .iter()
+                    .map(|message| message.content.len())
+                    .sum::<usize>();
+            let tokens = bytes.div_ceil(3) as u64 + request.body["max_tokens"].as_u64().unwrap();
+            assert!(tokens <= window, "{tokens} tokens over {window}");
+        }
+    }
+}
