@@ -53,7 +53,7 @@ pub use outcome::{
     BuiltPrompt, HistoryAction, HistoryReport, ModelCall, PromptPlan, SectionPlan, SummaryEstimate,
 };
 #[cfg(feature = "summarize")]
-pub use summarize::Summarizer;
+pub use summarize::{Summarizer, SummaryProgress};
 pub use texts::PromptTexts;
 
 /// The stage of the task, which picks the stage instructions and the material used.

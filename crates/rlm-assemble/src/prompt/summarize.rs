@@ -5,6 +5,9 @@
 //! longer than its budget is asked for again shorter once, then cut at a line boundary. Any
 //! model failure falls back to the most recent messages that fit, reported in the plan.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use rlm_llm::{ChatRequest, LlmClient};
 
 use super::assemble::{HistoryOutcome, PromptAssembler, remember};
@@ -16,11 +19,49 @@ use crate::error::Result;
 /// is too small for the summary budget, which this bounds.
 const MAX_ROUNDS: usize = 8;
 
-/// The summarizing model and the client that reaches it.
+/// One summarizing call as it starts and ends, for a front end to show (`rlm prompt build`
+/// prints a line for each: summarizing can take minutes on a local model).
 #[derive(Debug, Clone)]
+pub enum SummaryProgress {
+    /// Call `number` (from 1) was sent; `purpose` is the plan's name for it (`summary`,
+    /// `summary-piece`, `summary-merge`, `summary-shorter`).
+    Started {
+        number: usize,
+        purpose: &'static str,
+        input_chars: usize,
+    },
+    /// It answered.
+    Finished {
+        number: usize,
+        purpose: &'static str,
+        output_tokens: u64,
+        took: Duration,
+    },
+    /// It failed (the build goes on without a summary; the plan says why).
+    Failed {
+        number: usize,
+        purpose: &'static str,
+        took: Duration,
+    },
+}
+
+type ProgressSink = Arc<dyn Fn(&SummaryProgress) + Send + Sync>;
+
+/// The summarizing model and the client that reaches it.
+#[derive(Clone)]
 pub struct Summarizer {
     client: LlmClient,
     model: String,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for Summarizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summarizer")
+            .field("model", &self.model)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Summarizer {
@@ -29,6 +70,20 @@ impl Summarizer {
         Self {
             client,
             model: model.into(),
+            progress: None,
+        }
+    }
+
+    /// These summaries, telling `sink` as each call starts and ends.
+    #[must_use]
+    pub fn on_progress(mut self, sink: impl Fn(&SummaryProgress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(sink));
+        self
+    }
+
+    fn tell(&self, event: &SummaryProgress) {
+        if let Some(sink) = &self.progress {
+            sink(event);
         }
     }
 
@@ -50,7 +105,35 @@ impl Summarizer {
             .user(user)
             .max_tokens(u32::try_from(max_tokens).unwrap_or(u32::MAX))
             .temperature(0.0);
-        let response = self.client.chat(&request).await?;
+        let number = calls.len() + 1;
+        self.tell(&SummaryProgress::Started {
+            number,
+            purpose,
+            input_chars: request
+                .messages
+                .iter()
+                .map(|m| m.content.len())
+                .sum::<usize>()
+                + request.system.as_ref().map_or(0, String::len),
+        });
+        let started = Instant::now();
+        let response = match self.client.chat(&request).await {
+            Ok(response) => response,
+            Err(err) => {
+                self.tell(&SummaryProgress::Failed {
+                    number,
+                    purpose,
+                    took: started.elapsed(),
+                });
+                return Err(err);
+            }
+        };
+        self.tell(&SummaryProgress::Finished {
+            number,
+            purpose,
+            output_tokens: response.usage.output_tokens,
+            took: started.elapsed(),
+        });
         calls.push(ModelCall {
             model: self.model.clone(),
             purpose,

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rlm_assemble::prompt::{
     BuiltPrompt, ChatMessage, HistoryAction, ItemKind, ItemStatus, PromptAssembler, PromptInputs,
-    PromptPlan, Stage, Summarizer, load_items, parse_history,
+    PromptPlan, Stage, Summarizer, SummaryProgress, load_items, parse_history,
 };
 
 use crate::cli::{GlobalArgs, PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
@@ -189,7 +189,44 @@ fn summarizer(
             ))
         );
     }
-    Ok((Summarizer::new(client, model), runtime))
+    let mut summarizer = Summarizer::new(client, model);
+    if !global.quiet {
+        summarizer = summarizer.on_progress(|event| eprintln!("{}", summary_progress(event)));
+    }
+    Ok((summarizer, runtime))
+}
+
+/// One stderr line per summarizing call as it starts and ends: a local model may take minutes
+/// over one, and the command should not look stuck meanwhile.
+fn summary_progress(event: &SummaryProgress) -> String {
+    match event {
+        SummaryProgress::Started {
+            number,
+            purpose,
+            input_chars,
+        } => format!(
+            "summary: call {number} ({purpose}) sent, {} of input",
+            crate::output::human_bytes(*input_chars as u64)
+        ),
+        SummaryProgress::Finished {
+            number,
+            purpose,
+            output_tokens,
+            took,
+        } => format!(
+            "summary: call {number} ({purpose}) answered in {:.1}s, {} tokens out",
+            took.as_secs_f64(),
+            rlm_engine::group_digits(*output_tokens as usize)
+        ),
+        SummaryProgress::Failed {
+            number,
+            purpose,
+            took,
+        } => format!(
+            "summary: call {number} ({purpose}) failed after {:.1}s",
+            took.as_secs_f64()
+        ),
+    }
 }
 
 /// Prices the estimate of a summary not made, when the model's price is known.

@@ -64,6 +64,19 @@ async fn the_summary_fits_the_servers_window_and_can_be_refreshed() {
     let plan: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
     let calls = plan["model_calls"].as_array().unwrap();
     assert!(calls.len() > 1, "pieces then a merge: {calls:?}");
+    // Each call says on stderr when it is sent and when it answered, so minutes of
+    // summarizing are not silent.
+    for number in 1..=calls.len() {
+        let purpose = calls[number - 1]["purpose"].as_str().unwrap();
+        assert!(
+            stderr.contains(&format!("summary: call {number} ({purpose}) sent, ")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("summary: call {number} ({purpose}) answered in ")),
+            "{stderr}"
+        );
+    }
     assert!(server.props_requests() >= 1);
 
     // A window given by flag is used as it is: one call (the default 100,000 holds it all).
