@@ -19,6 +19,8 @@ pub struct Progress {
     pub tokens: u64,
     /// Dollars over priced calls (a lower bound when some prices are unknown).
     pub cost_usd: f64,
+    /// Calls whose model has no price (a local model): `cost_usd` leaves them out.
+    pub unpriced_calls: u64,
     /// Sub-calls currently running.
     pub subcalls_in_flight: usize,
 }

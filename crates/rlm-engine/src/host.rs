@@ -102,6 +102,7 @@ impl RunScope {
         Progress {
             tokens: total.usage.total(),
             cost_usd: total.cost_usd,
+            unpriced_calls: total.unpriced_calls,
             subcalls_in_flight: self.in_flight.load(Ordering::Relaxed),
         }
     }

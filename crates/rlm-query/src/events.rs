@@ -77,6 +77,8 @@ pub enum QueryEvent<'a> {
         tokens: u64,
         /// Dollars they have cost so far (priced calls).
         cost_usd: f64,
+        /// Calls without a price (a local model), which `cost_usd` leaves out.
+        unpriced_calls: u64,
     },
     /// The report is being written.
     Synthesizing {

@@ -54,7 +54,7 @@ fn totals(progress: &Progress) -> String {
     format!(
         "{} tokens · {}",
         group_digits(progress.tokens as usize),
-        crate::output::usd(progress.cost_usd)
+        crate::output::cost(progress.cost_usd, progress.unpriced_calls)
     )
 }
 

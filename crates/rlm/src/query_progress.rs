@@ -161,6 +161,7 @@ impl QueryEvents for QueryProgress {
                 failed_chunks,
                 tokens,
                 cost_usd,
+                unpriced_calls,
             } => {
                 if !self.due(done == total) {
                     return;
@@ -178,7 +179,7 @@ impl QueryEvents for QueryProgress {
                 self.line(&format!(
                     "batches {done}/{total}{out} · {findings} findings{failed} · {} tokens · {}",
                     group_digits(*tokens as usize),
-                    usd(*cost_usd)
+                    crate::output::cost(*cost_usd, *unpriced_calls)
                 ));
             }
             QueryEvent::Synthesizing { chunks, findings } => {

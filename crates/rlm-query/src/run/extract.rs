@@ -345,6 +345,7 @@ impl QueryRun {
             failed_chunks: result.chunk_failures.len(),
             tokens: spent.usage.total(),
             cost_usd: spent.cost_usd,
+            unpriced_calls: spent.unpriced_calls,
         });
     }
 }

@@ -88,6 +88,9 @@ async fn the_report_goes_to_stdout_progress_to_stderr_and_every_call_to_the_log(
         "{stderr}"
     );
     assert!(stderr.contains("batches 1/1 · 2 findings"), "{stderr}");
+    // Unpriced fake models: the running cost is unknown, not `$0.0000`.
+    assert!(stderr.contains(" tokens · cost unknown"), "{stderr}");
+    assert!(!stderr.contains("$0.0000"), "{stderr}");
     assert!(
         stderr.contains("answered · 2 chunks analysed of 2"),
         "{stderr}"

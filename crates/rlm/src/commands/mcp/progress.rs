@@ -209,6 +209,7 @@ mod tests {
         Progress {
             tokens,
             cost_usd: 0.0,
+            unpriced_calls: 0,
             subcalls_in_flight: 0,
         }
     }
@@ -278,6 +279,7 @@ mod tests {
             failed_chunks: 0,
             tokens: 2_000,
             cost_usd: 0.0,
+            unpriced_calls: 0,
         };
         for done in [1, 3, 2, 3, 4] {
             query.event(&batch(done));
