@@ -137,6 +137,14 @@ impl LlmClient {
                 .await;
         }
         let slot = self.slot(&model_ref, &request.model)?;
+        if slot.limiter.wants_probe()
+            && let Some(slots) = self
+                .server_props(&request.model)
+                .await
+                .and_then(|props| props.total_slots)
+        {
+            slot.limiter.server_reported(slots);
+        }
         // Streamed even without a caller's sink, so the idle timeout, not one total timeout,
         // bounds an answer in progress.
         let stream = on_text.is_some() || self.shared.stream;
@@ -319,6 +327,7 @@ impl LlmClient {
         // started, each gap between two chunks gets the idle timeout instead, since a long
         // answer legitimately takes minutes.
         let attempt_deadline = instant_after(timeout.min(remaining));
+        let sent_at = Instant::now();
         let overall_deadline = clock.overall;
         let timed_out = |url: &str| clock.timed_out(url);
         let stalled = |url: &str| clock.stalled(url);
@@ -339,6 +348,7 @@ impl LlmClient {
         let provider = slot.config.name.clone();
         let model = model_ref.model.clone();
         if !(200..300).contains(&status) {
+            slot.limiter.refused(status);
             return Err(status_error(response, attempt_deadline, provider, model).await);
         }
         let decode_error = |detail: String| {
@@ -357,6 +367,7 @@ impl LlmClient {
             };
             drop(permit);
             let mut parsed = wire::parse_response(plan.wire, &bytes).map_err(decode_error)?;
+            slot.limiter.succeeded(sent_at.elapsed());
             apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
             return Ok(parsed);
         }
@@ -379,6 +390,8 @@ impl LlmClient {
         let drain = on_text.is_none();
         // Bytes of the body arrived: a timeout from now on is not retried.
         let mut producing = false;
+        // Until the answer started: what grows when requests queue in the server.
+        let mut first_token = None;
         while !decoder.is_done() && (!cutter.stopped() || drain) {
             let started = decoder.started();
             let limit = if started {
@@ -412,6 +425,9 @@ impl LlmClient {
                         rejected: None,
                     },
                 })?;
+                if first_token.is_none() && decoder.started() {
+                    first_token = Some(sent_at.elapsed());
+                }
                 if let Some(piece) = decoded {
                     let passed = cutter.push(&piece);
                     if !passed.is_empty()
@@ -430,6 +446,8 @@ impl LlmClient {
         }
         drop(chunks);
         drop(permit);
+        slot.limiter
+            .succeeded(first_token.unwrap_or_else(|| sent_at.elapsed()));
         let rest = cutter.finish();
         if !rest.is_empty()
             && let Some(sink) = on_text.as_mut()

@@ -34,7 +34,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(crate) struct ProviderSlot {
     pub config: ProviderConfig,
-    pub limiter: Arc<Semaphore>,
+    pub limiter: crate::limiter::Limiter,
     /// The URL and headers of each wire, built at its first call (the key and base URL do
     /// not change once the client is built), so a call does not parse a URL or format a key.
     pub endpoints: crate::call::Endpoints,
@@ -275,7 +275,8 @@ impl LlmClientBuilder {
                     crate::call::redact_url(&config.base_url)
                 )));
             }
-            let limiter = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+            let limiter =
+                crate::limiter::Limiter::new(config.concurrency_mode, config.max_concurrency);
             providers.insert(
                 config.name.clone(),
                 ProviderSlot {
@@ -491,7 +492,24 @@ impl LlmClient {
             .insert(model.to_string(), capabilities);
     }
 
-    /// The configured concurrency limit of a provider.
+    /// A provider's limit as it stands now and why: configured (or a hosted API's default),
+    /// reported by the server, or adapted to its answers (see [`crate::ConcurrencyMode`]).
+    pub fn concurrency(&self, provider: &str) -> Option<crate::Concurrency> {
+        match self.shared.backends.get(provider) {
+            Some(slot) => Some(crate::Concurrency {
+                limit: slot.max_concurrency,
+                source: crate::ConcurrencySource::Fixed,
+            }),
+            None => self
+                .shared
+                .providers
+                .get(provider)
+                .map(|slot| slot.limiter.current()),
+        }
+    }
+
+    /// The configured concurrency limit of a provider (for an automatic one, the most it may
+    /// reach: [`Self::concurrency`] says where it is now).
     pub fn max_concurrency(&self, provider: &str) -> Option<usize> {
         match self.shared.backends.get(provider) {
             Some(slot) => Some(slot.max_concurrency),

@@ -58,6 +58,7 @@ mod client;
 mod error;
 #[cfg(feature = "test-support")]
 pub mod fake;
+mod limiter;
 mod provider;
 pub mod retry;
 pub mod secrets;
@@ -77,10 +78,13 @@ pub use client::{
     LlmClientBuilder,
 };
 pub use error::{Error, ErrorKind, Result, error_chain};
+pub use limiter::{
+    ADAPTIVE_MAX_CONCURRENCY, ADAPTIVE_START_CONCURRENCY, Concurrency, ConcurrencyMode,
+    ConcurrencySource, LATENCY_TOLERANCE,
+};
 pub use provider::{
-    ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_LOCAL_MAX_CONCURRENCY,
-    DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig, ProviderKind, default_max_concurrency,
-    is_loopback_url,
+    ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
+    ProviderKind, default_concurrency, is_loopback_url,
 };
 pub use retry::RetryPolicy;
 pub use server_props::ServerProps;

@@ -5,15 +5,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::limiter::{ADAPTIVE_MAX_CONCURRENCY, ConcurrencyMode};
 
 /// Default number of requests in flight per provider.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
-
-/// Default number of requests in flight to a server on this machine (a loopback base URL:
-/// Ollama, llama.cpp, LM Studio, vLLM as installed locally). Such a server usually has one
-/// slot; requests beyond it wait in the server's queue, where their time counts against the
-/// request timeout, instead of in the client's, where it does not.
-pub const DEFAULT_LOCAL_MAX_CONCURRENCY: usize = 1;
 
 /// Whether `base_url` points at this machine: `localhost` (or a `*.localhost` name),
 /// `127.0.0.0/8` or `[::1]`.
@@ -32,13 +27,14 @@ pub fn is_loopback_url(base_url: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
 }
 
-/// The concurrency a provider at `base_url` gets unless configured:
-/// [`DEFAULT_LOCAL_MAX_CONCURRENCY`] on this machine, else [`DEFAULT_MAX_CONCURRENCY`].
-pub fn default_max_concurrency(base_url: &str) -> usize {
+/// The concurrency a provider at `base_url` gets unless configured: on this machine
+/// [`ConcurrencyMode::Auto`] up to [`ADAPTIVE_MAX_CONCURRENCY`] (what the server reports, else
+/// adapted to its answers: `limiter.rs`), else [`DEFAULT_MAX_CONCURRENCY`] fixed.
+pub fn default_concurrency(base_url: &str) -> (usize, ConcurrencyMode) {
     if is_loopback_url(base_url) {
-        DEFAULT_LOCAL_MAX_CONCURRENCY
+        (ADAPTIVE_MAX_CONCURRENCY, ConcurrencyMode::Auto)
     } else {
-        DEFAULT_MAX_CONCURRENCY
+        (DEFAULT_MAX_CONCURRENCY, ConcurrencyMode::Fixed)
     }
 }
 
@@ -113,23 +109,36 @@ pub struct ProviderConfig {
     pub api_key: Option<ApiKey>,
     /// The variable a user should set when the key is missing; `None` when no key is needed.
     pub api_key_env: Option<String>,
-    /// Requests in flight at once, for every caller in the process sharing this client.
+    /// Requests in flight at once, for every caller in the process sharing this client (with
+    /// [`ConcurrencyMode::Auto`], the most the limit may reach).
     pub max_concurrency: usize,
+    /// Whether `max_concurrency` is the limit or a ceiling for what the server reports or
+    /// the client learns.
+    pub concurrency_mode: ConcurrencyMode,
 }
 
 impl ProviderConfig {
     /// A provider with no key requirement and the default concurrency for its URL
-    /// ([`default_max_concurrency`]).
+    /// ([`default_concurrency`]).
     pub fn new(name: impl Into<String>, kind: ProviderKind, base_url: impl Into<String>) -> Self {
         let base_url = base_url.into().trim_end_matches('/').to_owned();
+        let (max_concurrency, concurrency_mode) = default_concurrency(&base_url);
         Self {
             name: name.into(),
             kind,
-            max_concurrency: default_max_concurrency(&base_url),
+            max_concurrency,
+            concurrency_mode,
             base_url,
             api_key: None,
             api_key_env: None,
         }
+    }
+
+    /// Puts back the default concurrency for the current base URL (after it changed).
+    #[must_use]
+    pub fn default_concurrency(mut self) -> Self {
+        (self.max_concurrency, self.concurrency_mode) = default_concurrency(&self.base_url);
+        self
     }
 
     /// Sets the key.
@@ -146,10 +155,12 @@ impl ProviderConfig {
         self
     }
 
-    /// Sets the concurrency limit (at least 1).
+    /// Sets the concurrency limit (at least 1), fixed: neither a server's report nor its
+    /// answers change it.
     #[must_use]
     pub fn max_concurrency(mut self, max: usize) -> Self {
         self.max_concurrency = max.max(1);
+        self.concurrency_mode = ConcurrencyMode::Fixed;
         self
     }
 
@@ -352,7 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn servers_on_this_machine_default_to_one_request_at_a_time() {
+    fn servers_on_this_machine_default_to_an_automatic_limit() {
         for url in [
             "http://localhost:11434/v1",
             "http://LOCALHOST:8080/v1",
@@ -363,10 +374,10 @@ mod tests {
         ] {
             assert!(is_loopback_url(url), "{url}");
             let config = ProviderConfig::new("p", ProviderKind::OpenAi, url);
-            assert_eq!(
-                config.max_concurrency, DEFAULT_LOCAL_MAX_CONCURRENCY,
-                "{url}"
-            );
+            assert_eq!(config.concurrency_mode, ConcurrencyMode::Auto, "{url}");
+            assert_eq!(config.max_concurrency, ADAPTIVE_MAX_CONCURRENCY, "{url}");
+            let pinned = config.max_concurrency(3);
+            assert_eq!(pinned.concurrency_mode, ConcurrencyMode::Fixed, "{url}");
         }
         for url in [
             "https://api.openai.com/v1",
@@ -379,16 +390,19 @@ mod tests {
         let lookup =
             |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:8080/v1".to_owned());
         let openai = BUILTIN_PROVIDERS[0].configure(&lookup);
-        assert_eq!(openai.max_concurrency, DEFAULT_LOCAL_MAX_CONCURRENCY);
+        assert_eq!(openai.concurrency_mode, ConcurrencyMode::Auto);
         let remote = BUILTIN_PROVIDERS[0].configure(&|_| None);
-        assert_eq!(remote.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        assert_eq!(
+            (remote.max_concurrency, remote.concurrency_mode),
+            (DEFAULT_MAX_CONCURRENCY, ConcurrencyMode::Fixed)
+        );
         let ollama = BUILTIN_PROVIDERS
             .iter()
             .find(|b| b.name == "ollama")
             .unwrap();
         assert_eq!(
-            ollama.configure(&|_| None).max_concurrency,
-            DEFAULT_LOCAL_MAX_CONCURRENCY
+            ollama.configure(&|_| None).concurrency_mode,
+            ConcurrencyMode::Auto
         );
     }
 
@@ -406,7 +420,8 @@ mod tests {
             let config = builtin.configure(&lookup);
             assert_eq!(config.base_url, "http://10.0.0.7:9000/v1", "{name}");
             assert_eq!(
-                config.max_concurrency, DEFAULT_MAX_CONCURRENCY,
+                (config.max_concurrency, config.concurrency_mode),
+                (DEFAULT_MAX_CONCURRENCY, ConcurrencyMode::Fixed),
                 "{name}: not loopback"
             );
             assert_eq!(builtin.configure(&|_| None).base_url, builtin.base_url);

@@ -75,3 +75,95 @@ async fn a_failed_item_fails_only_itself() {
     assert_eq!(report.total.calls, 2);
     assert_eq!(report.total.failures, 1);
 }
+
+/// A client whose provider `local` is the fake server on loopback with no concurrency
+/// configured (as `ollama`, `vllm` or `llamacpp` are built in), or `pinned` when given.
+fn local_client(server: &rlm_llm::fake::FakeServer, pinned: Option<usize>) -> LlmClient {
+    let mut provider = rlm_llm::ProviderConfig::new(
+        "local",
+        rlm_llm::ProviderKind::OpenAi,
+        server.openai_base_url(),
+    );
+    if let Some(max) = pinned {
+        provider = provider.max_concurrency(max);
+    }
+    LlmClient::builder()
+        .provider(provider)
+        .default_provider("local")
+        .retry(crate::fast_retries(3))
+        .build()
+        .unwrap()
+}
+
+fn asks(count: usize) -> Vec<ChatRequest> {
+    (0..count)
+        .map(|i| ChatRequest::new("m").user(format!("q{i}")))
+        .collect()
+}
+
+/// llama.cpp on this machine says how many requests it serves at once (`/props`
+/// `total_slots`): that many go out together, asked once.
+#[tokio::test]
+async fn a_local_server_gets_as_many_requests_as_it_reports_slots() {
+    let server = server().await;
+    server.set_props(serde_json::json!({"total_slots": 4}));
+    server.set_latency(Duration::from_millis(50));
+    server.respond_with(|_| FakeReply::text("ok"));
+    let client = local_client(&server, None);
+    let results = client.chat_batch(&asks(12)).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(server.peak_in_flight(), 4);
+    assert_eq!(server.props_requests(), 1);
+    let concurrency = client.concurrency("local").unwrap();
+    assert_eq!(
+        (concurrency.limit, concurrency.source),
+        (4, rlm_llm::ConcurrencySource::Server)
+    );
+}
+
+/// A limit the user set wins over what the server reports, which is then not asked.
+#[tokio::test]
+async fn a_configured_limit_wins_over_the_server_report() {
+    let server = server().await;
+    server.set_props(serde_json::json!({"total_slots": 4}));
+    server.set_latency(Duration::from_millis(50));
+    server.respond_with(|_| FakeReply::text("ok"));
+    let client = local_client(&server, Some(2));
+    let results = client.chat_batch(&asks(8)).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(server.peak_in_flight(), 2);
+    assert_eq!(server.props_requests(), 0);
+    let concurrency = client.concurrency("local").unwrap();
+    assert_eq!(concurrency.source, rlm_llm::ConcurrencySource::Fixed);
+}
+
+/// A local server that reports nothing (vLLM, SGLang, TGI, a LiteLLM proxy) starts at one
+/// request, gets one more after each window of answers as quick as before, and is halved by
+/// a 503. The decisions follow the answers, not a clock: every reply takes the same 50 ms.
+#[tokio::test]
+async fn a_silent_local_server_grows_while_answers_stay_quick_and_halves_on_overload() {
+    let server = server().await;
+    server.set_latency(Duration::from_millis(50));
+    server.respond_with(|_| FakeReply::text("ok"));
+    let client = local_client(&server, None);
+    let limit = || client.concurrency("local").unwrap().limit;
+    assert_eq!(limit(), rlm_llm::ADAPTIVE_START_CONCURRENCY);
+    // Windows of 1, 2 and 3 quick answers: 1 -> 2 -> 3 -> 4.
+    for request in asks(6) {
+        client.chat(&request).await.unwrap();
+    }
+    assert_eq!(limit(), 4);
+    let results = client.chat_batch(&asks(4)).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(server.peak_in_flight(), 4, "the grown limit is used");
+    let before = limit();
+    server.script("m", [FakeReply::status(503, "overloaded")]);
+    client
+        .chat(&ChatRequest::new("m").user("again"))
+        .await
+        .unwrap();
+    assert_eq!(limit(), before / 2);
+    let concurrency = client.concurrency("local").unwrap();
+    assert_eq!(concurrency.source, rlm_llm::ConcurrencySource::Adaptive);
+    assert_eq!(server.props_requests(), 1, "asked once, nothing reported");
+}

@@ -6,8 +6,7 @@
 use std::time::Duration;
 
 use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply};
-use rlm_llm::{ChatRequest, DEFAULT_LOCAL_MAX_CONCURRENCY, Error, LlmClient, ProviderConfig};
-use rlm_llm::{ProviderKind, Usage};
+use rlm_llm::{ChatRequest, Error, LlmClient, Usage};
 
 use crate::{fast_retries, server};
 
@@ -153,29 +152,4 @@ async fn time_queued_behind_the_limiter_does_not_count() {
         assert_eq!(server.peak_in_flight(), 1);
         assert_eq!(server.request_count(), 6, "something was retried");
     }
-}
-
-/// A provider on a loopback URL that configures no concurrency sends one request at a time.
-#[tokio::test]
-async fn a_server_on_this_machine_gets_one_request_at_a_time() {
-    let server = server().await;
-    server.set_latency(Duration::from_millis(20));
-    server.respond_with(|_| FakeReply::text("ok"));
-    let client = LlmClient::builder()
-        .provider(ProviderConfig::new(
-            "local",
-            ProviderKind::OpenAi,
-            server.openai_base_url(),
-        ))
-        .default_provider("local")
-        .build()
-        .unwrap();
-    assert_eq!(
-        client.max_concurrency("local"),
-        Some(DEFAULT_LOCAL_MAX_CONCURRENCY)
-    );
-    let requests: Vec<ChatRequest> = (0..4).map(|i| ask(&format!("m{i}"))).collect();
-    let results = client.chat_batch(&requests).await;
-    assert!(results.iter().all(Result::is_ok));
-    assert_eq!(server.peak_in_flight(), DEFAULT_LOCAL_MAX_CONCURRENCY);
 }

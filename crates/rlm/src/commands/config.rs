@@ -93,6 +93,11 @@ fn show(global: &GlobalArgs, sources: &Sources) -> anyhow::Result<()> {
             Origin::File { path } => path.display().to_string(),
             Origin::Default => "default".to_owned(),
         };
+        // A value with a note (an automatic one) says how it is decided.
+        let origin = match (&setting.value, setting.note) {
+            (Some(_), Some(note)) => format!("{origin}: {note}"),
+            _ => origin,
+        };
         let line = format!("{assignment:width$}  # {origin}");
         writeln!(out, "{}", crate::output::for_stdout(&line))?;
     }

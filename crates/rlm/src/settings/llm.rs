@@ -7,7 +7,8 @@
 //! [llm]
 //! model = "anthropic:claude-sonnet-4-5"
 //! subcall_model = "anthropic:claude-haiku-4-5"
-//! max_concurrency = 16        # per provider; default 16, 1 for a server on this machine
+//! max_concurrency = 16        # per provider; default 16, automatic for a server on this
+//!                             # machine (its /props total_slots, else adaptive up to 16)
 //! timeout_secs = 300          # per request, until its answer starts
 //! idle_timeout_secs = 60      # longest silence inside a streamed answer
 //! stream = true               # stream answers (false: whole bodies, for broken servers)
@@ -21,7 +22,7 @@
 //! kind = "openai"             # or "anthropic"
 //! base_url = "http://localhost:8000/v1"
 //! api_key_env = "LOCAL_KEY"   # or api_key = "..." (redacted in `rlm config show`)
-//! max_concurrency = 4         # default 1 here: the base URL is on this machine
+//! max_concurrency = 4         # default automatic here: the base URL is on this machine
 //!
 //! [llm.prices."my-model"]     # USD per million tokens; extends the built-in table
 //! input_per_mtok = 1.0
@@ -413,7 +414,7 @@ fn merge_providers(
         if let Some(url) = file.base_url {
             merged.base_url = url.trim_end_matches('/').to_owned();
             // The default follows the URL the provider ends up with.
-            merged.max_concurrency = rlm_llm::default_max_concurrency(&merged.base_url);
+            merged = merged.default_concurrency();
         }
         if let Some(variable) = file.api_key_env {
             merged.api_key = env.var(&variable).map(ApiKey::new);
@@ -437,7 +438,7 @@ fn merge_providers(
             (None, false) => fallback_concurrency,
         };
         if let Some(n) = chosen {
-            provider.max_concurrency = (n as usize).max(1);
+            *provider = provider.clone().max_concurrency(n as usize);
         }
     }
     Ok(providers)
@@ -669,25 +670,22 @@ mod tests {
     }
 
     /// A provider on this machine — built in (`ollama`), pointed there by a URL variable
-    /// (`openai`) or by a file (`local`) — sends one request at a time unless a setting says
-    /// otherwise; a hosted one sixteen; a file moving a built-in away from this machine moves
-    /// its default too.
+    /// (`openai`) or by a file (`local`) — gets an automatic limit unless a setting says
+    /// otherwise, which fixes it; a hosted one sixteen; a file moving a built-in away from
+    /// this machine moves its default too.
     #[test]
-    fn servers_on_this_machine_default_to_one_request_at_a_time() {
+    fn servers_on_this_machine_default_to_an_automatic_limit() {
+        use rlm_llm::ConcurrencyMode::{Auto, Fixed};
         let concurrency = |merged: &LlmSettings, name: &str| {
-            merged
-                .providers
-                .iter()
-                .find(|p| p.name == name)
-                .unwrap()
-                .max_concurrency
+            let provider = merged.providers.iter().find(|p| p.name == name).unwrap();
+            (provider.max_concurrency, provider.concurrency_mode)
         };
         let file = "[llm.providers.local]\nkind = 'openai'\nbase_url = 'http://127.0.0.1:8080/v1'\n\
                     [llm.providers.vllm]\nbase_url = 'https://gpu.example/v1'\n";
         let env = env_of(&[("OPENAI_BASE_URL", "http://localhost:8080/v1")]);
         let merged = LlmSettings::merge(&LlmArgs::default(), config(file), &env).unwrap();
-        let local = rlm_llm::DEFAULT_LOCAL_MAX_CONCURRENCY;
-        let hosted = rlm_llm::DEFAULT_MAX_CONCURRENCY;
+        let local = (rlm_llm::ADAPTIVE_MAX_CONCURRENCY, Auto);
+        let hosted = (rlm_llm::DEFAULT_MAX_CONCURRENCY, Fixed);
         assert_eq!(concurrency(&merged, "ollama"), local);
         assert_eq!(concurrency(&merged, "openai"), local);
         assert_eq!(concurrency(&merged, "local"), local);
@@ -696,13 +694,13 @@ mod tests {
 
         let pinned = format!("{file}[llm.providers.ollama]\nmax_concurrency = 4\n");
         let merged = LlmSettings::merge(&LlmArgs::default(), config(&pinned), &env).unwrap();
-        assert_eq!(concurrency(&merged, "ollama"), 4);
+        assert_eq!(concurrency(&merged, "ollama"), (4, Fixed));
         let everywhere = format!("[llm]\nmax_concurrency = 3\n{file}");
         let merged = LlmSettings::merge(&LlmArgs::default(), config(&everywhere), &env).unwrap();
-        assert_eq!(concurrency(&merged, "local"), 3);
+        assert_eq!(concurrency(&merged, "local"), (3, Fixed));
         let env = env_of(&[("RLM_MAX_CONCURRENCY", "2")]);
         let merged = LlmSettings::merge(&LlmArgs::default(), config(file), &env).unwrap();
-        assert_eq!(concurrency(&merged, "ollama"), 2);
+        assert_eq!(concurrency(&merged, "ollama"), (2, Fixed));
     }
 
     #[test]

@@ -319,18 +319,30 @@ fn provider(sources: &Sources, config: &LoadedConfig, name: &str) -> Vec<Shown> 
         },
     };
     let concurrency = max_concurrency(sources, config, &base_url.0, file("max_concurrency"));
+    let automatic = concurrency.0 == Some(toml::Value::String(AUTOMATIC.to_owned()));
+    let mut concurrency = shown("max_concurrency", concurrency);
+    if automatic {
+        concurrency.note = Some(AUTOMATIC_NOTE);
+    }
     vec![
         shown("kind", kind),
         shown("base_url", base_url),
         shown("api_key_env", key_variable),
         shown("api_key", api_key),
-        shown("max_concurrency", concurrency),
+        concurrency,
     ]
 }
 
+/// The concurrency shown for a server on this machine that nobody configured.
+const AUTOMATIC: &str = "auto";
+
+/// Why: what the limit will be ([`rlm_llm::ConcurrencyMode::Auto`]).
+const AUTOMATIC_NOTE: &str =
+    "on this machine: the server's /props total_slots, else adaptive 1-16 (halved on 429/503)";
+
 /// A provider's concurrency as `LlmSettings::resolve` sets it: the environment variable over
 /// the provider's own file key over `llm.max_concurrency` over the default for its base URL
-/// (one request at a time on this machine).
+/// ([`AUTOMATIC`] on this machine).
 fn max_concurrency(
     sources: &Sources,
     config: &LoadedConfig,
@@ -358,13 +370,11 @@ fn max_concurrency(
         .as_ref()
         .and_then(toml::Value::as_str)
         .unwrap_or("");
-    let default = rlm_llm::default_max_concurrency(url);
-    (
-        Some(toml::Value::Integer(
-            i64::try_from(default).unwrap_or(i64::MAX),
-        )),
-        Origin::Default,
-    )
+    let value = match rlm_llm::default_concurrency(url) {
+        (_, rlm_llm::ConcurrencyMode::Auto) => toml::Value::String(AUTOMATIC.to_owned()),
+        (fixed, _) => toml::Value::Integer(i64::try_from(fixed).unwrap_or(i64::MAX)),
+    };
+    (Some(value), Origin::Default)
 }
 
 #[cfg(test)]
@@ -424,7 +434,7 @@ mod tests {
         );
     }
 
-    /// Each provider's concurrency is shown as resolved: one request at a time for a base URL
+    /// Each provider's concurrency is shown as resolved: automatic, with why, for a base URL
     /// on this machine, sixteen for a hosted API, a provider's own key over `llm.max_concurrency`,
     /// the environment over both.
     #[test]
@@ -439,11 +449,13 @@ mod tests {
         let sources = layout.sources(&[]);
         let shown = settings(&sources, sources.config().unwrap());
         let value = |key: &str| find(&shown, key).value.clone();
-        assert_eq!(value("llm.providers.local.max_concurrency"), Some(1.into()));
         assert_eq!(
-            value("llm.providers.lmstudio.max_concurrency"),
-            Some(1.into())
+            value("llm.providers.local.max_concurrency"),
+            Some("auto".into())
         );
+        let lmstudio = find(&shown, "llm.providers.lmstudio.max_concurrency");
+        assert_eq!(lmstudio.value, Some("auto".into()));
+        assert!(lmstudio.note.unwrap().contains("total_slots"));
         assert_eq!(
             value("llm.providers.openai.max_concurrency"),
             Some(16.into())
@@ -451,6 +463,7 @@ mod tests {
         let ollama = find(&shown, "llm.providers.ollama.max_concurrency");
         assert_eq!(ollama.value, Some(4.into()));
         assert!(matches!(ollama.origin, Origin::File { .. }), "{ollama:?}");
+        assert_eq!(ollama.note, None);
         assert_eq!(
             find(&shown, "llm.providers.openai.max_concurrency").origin,
             Origin::Default

@@ -165,7 +165,7 @@ fn chat_and_run_against_a_real_local_model() {
         "llama.cpp server up in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    // No max_concurrency: the loopback URL makes it one request at a time.
+    // No max_concurrency: the loopback URL makes it automatic (the server's one slot).
     write(
         dir.path(),
         "rlm.toml",
@@ -178,7 +178,7 @@ fn chat_and_run_against_a_real_local_model() {
     assert!(
         shown
             .lines()
-            .any(|line| line.starts_with("llm.providers.llama.max_concurrency = 1 ")),
+            .any(|line| line.starts_with("llm.providers.llama.max_concurrency = \"auto\" ")),
         "{shown}"
     );
 
