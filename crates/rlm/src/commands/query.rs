@@ -33,9 +33,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
         .build()
         .context("cannot start the async runtime")?;
     if settings.options.window_tokens.is_none() {
+        let configured = crate::settings::run::configured_windows(sources)?;
         let options = &settings.options;
         let models = [options.model.as_str(), options.subcall_model.as_str()];
-        settings.options.window_tokens = runtime.block_on(smallest_window(&client, &models));
+        settings.options.window_tokens =
+            runtime.block_on(smallest_window(&client, &models, &configured));
     }
     let mut query = Query::new(client, store, settings.options)
         .embedder(embedder)
@@ -62,18 +64,26 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
     report(global, &result)
 }
 
-/// The smallest window of `models`: what a local server reports (llama.cpp `/props`), else
-/// the built-in table's; `None` when neither knows one. Batches and the synthesis input are
-/// cut to fit it.
-async fn smallest_window(client: &rlm_llm::LlmClient, models: &[&str]) -> Option<u64> {
+/// The smallest window of `models`: `[run.context_windows]`'s (`configured`), else what a
+/// local server reports (llama.cpp `/props`), else the built-in table's; `None` when none
+/// knows one. Batches and the synthesis input are cut to fit it.
+async fn smallest_window(
+    client: &rlm_llm::LlmClient,
+    models: &[&str],
+    configured: &rlm_llm::ContextWindows,
+) -> Option<u64> {
     let builtin = rlm_llm::ContextWindows::builtin();
     let mut smallest: Option<u64> = None;
     for &model in models {
-        let reported = client
-            .server_props(model)
-            .await
-            .and_then(|props| props.context_window);
-        if let Some(window) = reported.or_else(|| builtin.get(model)) {
+        let window = match configured.get(model) {
+            Some(window) => Some(window),
+            None => client
+                .server_props(model)
+                .await
+                .and_then(|props| props.context_window)
+                .or_else(|| builtin.get(model)),
+        };
+        if let Some(window) = window {
             smallest = Some(smallest.map_or(window, |known| known.min(window)));
         }
     }

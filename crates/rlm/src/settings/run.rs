@@ -260,6 +260,19 @@ pub fn limits(args: &LoopArgs, section: &RunConfig) -> anyhow::Result<RunLimits>
     })
 }
 
+/// The windows `[run.context_windows]` sets (and only those), for commands that ask a server
+/// for a window when the configuration gives none (`rlm query`).
+pub fn configured_windows(sources: &Sources) -> anyhow::Result<ContextWindows> {
+    let section: RunConfig = sources.section("run")?;
+    // Checked as `rlm run` checks them (a zero window is refused).
+    context_windows(&section)?;
+    let mut windows = ContextWindows::empty();
+    for (model, &tokens) in &section.context_windows {
+        windows.insert(model.clone(), tokens);
+    }
+    Ok(windows)
+}
+
 /// The built-in context windows with `[run.context_windows]` on top.
 fn context_windows(section: &RunConfig) -> anyhow::Result<ContextWindows> {
     let mut windows = ContextWindows::builtin();

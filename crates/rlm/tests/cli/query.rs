@@ -617,8 +617,9 @@ async fn a_signal_stops_the_query_and_closes_its_log() {
     }
 }
 
-/// Extractor batches fit the window a local server reports (llama.cpp `/props`): the plan's
-/// 6 chunks a call become smaller calls, each request within the window with its reply cap.
+/// Extractor batches fit the window a local server reports (llama.cpp `/props`), or the one
+/// `[run.context_windows]` sets: the plan's 6 chunks a call become smaller calls, each request
+/// within the window with its reply cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_fit_the_window_the_server_reports() {
     let dir = tempfile::tempdir().unwrap();
@@ -634,11 +635,23 @@ async fn batches_fit_the_window_the_server_reports() {
     load.arg("load").args(&names).assert().success();
     // Without a window the plan's batches of 6; with one, more and smaller calls.
     let mut unbounded_calls = 0;
-    for window in [None, Some(6_000u64)] {
+    for (window, configured) in [(None, false), (Some(6_000u64), false), (Some(6_000), true)] {
         let server = FakeServer::start().await.unwrap();
         server.respond_with(answer);
-        if let Some(window) = window {
-            server.set_props(serde_json::json!({"default_generation_settings": {"n_ctx": window}}));
+        match window {
+            Some(window) if configured => {
+                write(
+                    dir.path(),
+                    "rlm.toml",
+                    &format!("[run.context_windows]\n\"openai:sub\" = {window}\n"),
+                );
+            }
+            Some(window) => {
+                server.set_props(
+                    serde_json::json!({"default_generation_settings": {"n_ctx": window}}),
+                );
+            }
+            None => {}
         }
         let mut command = query(dir.path(), &server);
         command.args([
