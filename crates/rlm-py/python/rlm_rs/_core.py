@@ -48,12 +48,14 @@ def _failure(code: int, errors: Sequence[str]) -> RlmError:
 def _setup_worker() -> None:
     """Makes the sandbox start this interpreter as its worker: isolated (``-I``: no environment
     variables, no user site), without ``site`` (``-S``: no ``.pth`` file runs), importing only
-    the extension and entering its worker loop."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    the extension — as the top-level module ``_native`` from the package's own directory, so
+    the package's Python half (and what it imports) is not loaded — and entering its worker
+    loop."""
+    package_dir = os.path.dirname(os.path.abspath(_native.__file__))
     code = (
         "import sys; sys.path.insert(0, {!r}); "
-        "import rlm_rs._native as n; raise SystemExit(n.sandbox_worker())"
-    ).format(package_parent)
+        "import _native; raise SystemExit(_native.sandbox_worker())"
+    ).format(package_dir)
     _native.set_worker(sys.executable, ["-I", "-S", "-c", code])
 
 

@@ -20,7 +20,6 @@ What maps how:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -303,6 +302,8 @@ class RLM:
         root_prompt: Optional[str] = None,
     ) -> RLMChatCompletion:
         """:meth:`completion` for ``asyncio``: runs on a worker thread, the event loop free."""
+        import asyncio  # here, not at import: asyncio costs tens of milliseconds to import
+
         return await asyncio.to_thread(self.completion, prompt, root_prompt)
 
     def reset(self) -> None:

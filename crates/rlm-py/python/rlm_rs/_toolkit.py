@@ -5,10 +5,8 @@ otherwise, with every field the CLI prints)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -261,6 +259,8 @@ def query(
 
 async def aquery(question: str, **kwargs: Any) -> QueryResult:
     """:func:`query` for ``asyncio``: runs on a worker thread, the event loop free."""
+    import asyncio  # here, not at import: asyncio costs tens of milliseconds to import
+
     return await asyncio.to_thread(query, question, **kwargs)
 
 
@@ -343,6 +343,8 @@ class PromptAssembler:
         return args + self.extra_flags
 
     def _with_history(self, history: Optional[Sequence[Dict[str, Any]]], work: Any) -> Any:
+        import tempfile  # here, not at import: it is needed only for histories
+
         if history is None:
             return work(None)
         with tempfile.TemporaryDirectory(prefix="rlm-rs-") as scratch:
@@ -357,6 +359,8 @@ class PromptAssembler:
         ``history`` being ``{"role", "content"}`` messages."""
 
         def work(history_file: Optional[str]) -> Dict[str, Any]:
+            import tempfile
+
             with tempfile.TemporaryDirectory(prefix="rlm-rs-") as scratch:
                 plan_file = os.path.join(scratch, "plan.json")
                 args = self._args("build", history_file)
