@@ -37,6 +37,21 @@ impl AttemptError {
     }
 }
 
+/// The end-of-turn tokens of common chat templates. A local server (llama.cpp, Ollama, vLLM)
+/// serving a model whose template it does not know returns them as text, and the model goes
+/// on to write the next turn itself (`<|im_end|>user Your reply had no …`): the client cuts a
+/// reply at the first of them, as at a stop sequence. OpenAI-compatible servers only;
+/// Anthropic's API never returns them.
+const TURN_END_TOKENS: &[&str] = &[
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end|>",
+    "<｜end▁of▁sentence｜>",
+];
+
 /// What goes on the wire for one request given what the model accepts, and the stop sequences
 /// the client applies itself.
 struct Plan {
@@ -84,6 +99,9 @@ impl Plan {
             prompt_cache,
         )
         .map_err(|err| Error::Config(err.to_string()))?;
+        if kind == ProviderKind::OpenAi {
+            client_stops.extend(TURN_END_TOKENS.iter().map(|&token| token.to_owned()));
+        }
         Ok(Self {
             // Shared, not copied, by every attempt.
             body: bytes::Bytes::from(body),

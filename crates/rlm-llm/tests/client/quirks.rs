@@ -111,3 +111,54 @@ async fn other_400s_are_reported_at_once_with_keys_masked() {
     assert!(shown.contains("must be at most 2"), "{shown}");
     assert!(!shown.contains("abcdefgh1234"), "{shown}");
 }
+
+/// A local server that does not know a model's chat template returns its end-of-turn token as
+/// text, and the model goes on to write the next turn itself: the client cuts the reply at the
+/// token, whole or streamed, as at a stop sequence.
+#[tokio::test]
+async fn chat_template_tokens_end_the_reply_whole_or_streamed() {
+    let server = server().await;
+    server.respond_with(|_| {
+        FakeReply::text("FINAL(42)<|im_end|>\n<|im_start|>user\nYour reply had no ```repl block")
+    });
+    let client = client(&server, 0);
+    let whole = client
+        .chat(&ChatRequest::new("small").user("go"))
+        .await
+        .unwrap();
+    assert_eq!(whole.text, "FINAL(42)");
+    assert_eq!(whole.finish(), FinishReason::EndTurn);
+
+    let mut pieces = String::new();
+    let streamed = client
+        .chat_streaming(&ChatRequest::new("small").user("go"), &mut |piece: &str| {
+            pieces.push_str(piece);
+        })
+        .await
+        .unwrap();
+    assert_eq!(streamed.text, "FINAL(42)");
+    assert_eq!(
+        pieces, "FINAL(42)",
+        "nothing after the token reaches the caller"
+    );
+
+    // Other templates' tokens too; text without one is untouched.
+    server.respond_with(|seen| {
+        FakeReply::text(match seen.last_user_message() {
+            "gemma" => "done<end_of_turn>\nmodel\nmore",
+            "llama" => "done<|eot_id|><|start_header_id|>user",
+            _ => "plain <|im_start|> stays",
+        })
+    });
+    for (prompt, expected) in [
+        ("gemma", "done"),
+        ("llama", "done"),
+        ("other", "plain <|im_start|> stays"),
+    ] {
+        let answer = client
+            .chat(&ChatRequest::new("small").user(prompt))
+            .await
+            .unwrap();
+        assert_eq!(answer.text, expected, "{prompt}");
+    }
+}
