@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::support::{rlm_in, text, write};
 
 /// The static model wheel, when scripts/test has set RLM_TEST_WHEELS.
-fn static_wheel() -> Option<std::path::PathBuf> {
+pub fn static_wheel() -> Option<std::path::PathBuf> {
     let wheels = std::env::var_os("RLM_TEST_WHEELS").filter(|v| !v.is_empty());
     let Some(wheels) = wheels else {
         eprintln!("skipped: RLM_TEST_WHEELS is not set (scripts/test downloads the model wheels)");

