@@ -74,12 +74,18 @@ impl Plan {
         let wire = Wire::of(kind, capabilities);
         let strip_stop = !capabilities.stop || !wire.has_stop();
         let strip_temperature = !capabilities.temperature;
+        // Anthropic has no schema field here: plain JSON mode, validated by the caller.
+        let strip_schema = !capabilities.json_schema || kind == ProviderKind::Anthropic;
         let mut client_stops = Vec::new();
         // Copied only when a field the model refuses must go.
         let sent = if (strip_stop && !request.stop.is_empty())
             || (strip_temperature && request.temperature.is_some())
+            || (strip_schema && request.json_schema.is_some())
         {
             let mut sent = request.clone();
+            if strip_schema {
+                sent.json_schema = None;
+            }
             if strip_stop {
                 client_stops = std::mem::take(&mut sent.stop);
             }

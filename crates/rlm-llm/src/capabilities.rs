@@ -19,6 +19,13 @@
 //! `tools` is not a request parameter the client leaves out: it tells callers that offer tools
 //! (`rlm query`'s synthesizer) to ask without them.
 //!
+//! `json_schema` (default yes) says whether a request's JSON Schema goes out as structured
+//! output (`response_format: {"type": "json_schema", "strict": true, ...}` on chat completions,
+//! `text.format` on the Responses API: OpenAI, llama.cpp's and vLLM's servers take it); no
+//! sends plain JSON mode. A 400 naming `response_format` or `json_schema` turns it off for the
+//! model, as for any refused parameter. A rule whose prefix has a colon matches
+//! `provider:model`, so `[llm.capabilities."ollama:"] json_schema = false` covers a provider.
+//!
 //! A vendor prefix before the last `/` is ignored (`openai/gpt-5` on OpenRouter matches `gpt-5`).
 //! A stop sequence the model cannot take is applied by the client instead: the reply is cut at
 //! the first stop sequence, as a provider would. When a provider still refuses a parameter
@@ -65,6 +72,8 @@ pub struct ModelCapabilities {
     pub tools: bool,
     /// The endpoint an OpenAI provider sends the model's requests to.
     pub api: OpenAiApi,
+    /// Structured output: a request's JSON Schema is sent for the server to enforce.
+    pub json_schema: bool,
 }
 
 impl Default for ModelCapabilities {
@@ -75,6 +84,7 @@ impl Default for ModelCapabilities {
             max_tokens_field: MaxTokensField::MaxTokens,
             tools: true,
             api: OpenAiApi::ChatCompletions,
+            json_schema: true,
         }
     }
 }
@@ -87,6 +97,7 @@ impl ModelCapabilities {
         max_tokens_field: MaxTokensField::MaxCompletionTokens,
         tools: true,
         api: OpenAiApi::ChatCompletions,
+        json_schema: true,
     };
 
     /// What OpenAI's Responses-only reasoning models accept (no `stop` exists there).
@@ -110,6 +121,7 @@ impl ModelCapabilities {
             Rejected::Temperature => next.temperature = false,
             Rejected::MaxTokens => next.max_tokens_field = MaxTokensField::MaxCompletionTokens,
             Rejected::MaxCompletionTokens => next.max_tokens_field = MaxTokensField::MaxTokens,
+            Rejected::JsonSchema => next.json_schema = false,
         }
         (next != self).then_some(next)
     }
@@ -123,6 +135,8 @@ pub enum Rejected {
     Temperature,
     MaxTokens,
     MaxCompletionTokens,
+    /// `response_format` / `text.format` carrying a JSON Schema (refused or the schema itself).
+    JsonSchema,
 }
 
 /// OpenAI model families served only by the Responses API.
@@ -184,10 +198,24 @@ impl CapabilityTable {
 
     /// What `model` (the name without `provider:`) accepts.
     pub fn lookup(&self, model: &str) -> ModelCapabilities {
+        self.lookup_at(None, model)
+    }
+
+    /// What `model` of `provider` accepts: as [`Self::lookup`], and rules written
+    /// `provider:prefix` match too.
+    pub fn lookup_at(&self, provider: Option<&str>, model: &str) -> ModelCapabilities {
         let name = model.rsplit('/').next().unwrap_or(model);
         let mut best: Option<(usize, ModelCapabilities)> = None;
         for (prefix, capabilities) in &self.rules {
-            let matches = name.starts_with(prefix.as_str()) || model.starts_with(prefix.as_str());
+            let for_provider = provider.is_some_and(|provider| {
+                prefix
+                    .strip_prefix(provider)
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .is_some_and(|rest| model.starts_with(rest))
+            });
+            let matches = for_provider
+                || name.starts_with(prefix.as_str())
+                || model.starts_with(prefix.as_str());
             if matches && best.is_none_or(|(length, _)| prefix.len() >= length) {
                 best = Some((prefix.len(), *capabilities));
             }
@@ -208,6 +236,15 @@ pub fn rejected_parameter(body: &[u8]) -> Option<Rejected> {
     let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
     let message = text("message");
     let lowered = message.to_lowercase();
+    // Refused or found invalid (a schema a strict mode does not take), the schema can go:
+    // plain JSON mode and the caller's validation remain.
+    if text("param").starts_with("response_format")
+        || text("param").starts_with("text.format")
+        || lowered.contains("response_format")
+        || lowered.contains("json_schema")
+    {
+        return Some(Rejected::JsonSchema);
+    }
     let unsupported = matches!(text("code"), "unsupported_parameter" | "unsupported_value")
         || lowered.contains("unsupported")
         || lowered.contains("not supported");

@@ -46,8 +46,17 @@ pub struct CassetteEntry {
 
 /// The matching key of a request whose `model` is already resolved.
 pub fn request_key(request: &ChatRequest) -> String {
-    // serde_json writes struct fields in declaration order, which makes this canonical.
-    let canonical = serde_json::to_vec(request).unwrap_or_default();
+    // serde_json writes struct fields in declaration order, which makes this canonical. The
+    // schema is left out: the prompt that asks for it fixes it, and recordings made before
+    // schemas were sent keep answering.
+    let canonical = if request.json_schema.is_some() {
+        let mut keyed = request.clone();
+        keyed.json_schema = None;
+        serde_json::to_vec(&keyed)
+    } else {
+        serde_json::to_vec(request)
+    }
+    .unwrap_or_default();
     hex::encode(Sha256::digest(&canonical))
 }
 

@@ -481,7 +481,27 @@ impl LlmClient {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&model.to_string())
             .copied();
-        learned.unwrap_or_else(|| self.shared.capabilities.lookup(&model.model))
+        learned.unwrap_or_else(|| {
+            self.shared
+                .capabilities
+                .lookup_at(Some(&model.provider), &model.model)
+        })
+    }
+
+    /// Whether a request to `model` with a JSON Schema goes out with it for the server to
+    /// enforce (an OpenAI-compatible provider whose model, as far as this process knows,
+    /// takes it); otherwise the answer is plain JSON mode, for the caller to validate.
+    pub fn constrains_output(&self, model: &str) -> bool {
+        let Ok(resolved) = self.resolve(model) else {
+            return false;
+        };
+        !self.is_replaying()
+            && self
+                .shared
+                .providers
+                .get(&resolved.provider)
+                .is_some_and(|slot| slot.config.kind == crate::ProviderKind::OpenAi)
+            && self.capabilities_of(&resolved).json_schema
     }
 
     pub(crate) fn learn(&self, model: &ModelRef, capabilities: ModelCapabilities) {

@@ -90,7 +90,7 @@ pub use retry::RetryPolicy;
 pub use server_props::ServerProps;
 pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};
 pub use tools::{InvalidToolArguments, ToolCall, ToolChoice, ToolDefinition, ToolOutput};
-pub use types::{ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
+pub use types::{ChatRequest, ChatResponse, FinishReason, JsonSchema, Message, Role, Usage};
 pub use usage::{
     Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted,
     INPUT_FRAMING_ALLOWANCE, Ledger, ModelTotals, Price, PriceTable, Reservation, Reserved,

@@ -89,6 +89,14 @@ impl Message {
     }
 }
 
+/// A JSON Schema for an answer ([`ChatRequest::json_schema`]). Sent with `strict: true`: every
+/// property required, `additionalProperties: false`, as OpenAI's strict mode wants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchema {
+    pub name: String,
+    pub schema: serde_json::Value,
+}
+
 /// A chat request, independent of the provider that will serve it.
 ///
 /// `model` is a model reference such as `anthropic:claude-sonnet-4-5`, `openai:gpt-4o-mini`,
@@ -113,6 +121,13 @@ pub struct ChatRequest {
     /// Ask for a JSON object (`response_format` on OpenAI; a prefilled `{` on Anthropic).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub json: bool,
+    /// The JSON Schema the answer must follow, sent where the wire can constrain the output
+    /// (OpenAI-compatible `response_format: {"type": "json_schema", ...}`, the Responses API's
+    /// `text.format`) unless the model's capabilities say it refuses it
+    /// ([`crate::ModelCapabilities::json_schema`]); elsewhere the request is plain JSON mode and
+    /// the caller validates. Not part of a recording's key: the prompt already fixes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_schema: Option<JsonSchema>,
     /// Tools the model may call (left out of recordings' keys when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
@@ -132,6 +147,7 @@ impl ChatRequest {
             max_tokens: None,
             stop: Vec::new(),
             json: false,
+            json_schema: None,
             tools: Vec::new(),
             tool_choice: None,
         }
@@ -183,6 +199,18 @@ impl ChatRequest {
     #[must_use]
     pub fn json(mut self, json: bool) -> Self {
         self.json = json;
+        self
+    }
+
+    /// Asks for a JSON answer following `schema`, named `name` (letters, digits, `_`, `-`), to
+    /// be enforced by the server where it can ([`Self::json_schema`]); implies [`Self::json`].
+    #[must_use]
+    pub fn json_schema(mut self, name: impl Into<String>, schema: serde_json::Value) -> Self {
+        self.json = true;
+        self.json_schema = Some(JsonSchema {
+            name: name.into(),
+            schema,
+        });
         self
     }
 

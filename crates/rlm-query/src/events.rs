@@ -16,6 +16,15 @@ pub enum QueryEvent<'a> {
         /// Fields the caller's options replaced.
         fixed: &'a [&'static str],
     },
+    /// After extraction: whether the plan's and the extractor's replies were constrained to
+    /// their JSON Schemas by the server (structured output); otherwise they were plain JSON,
+    /// validated and asked again when wrong (also after a server refused the schema).
+    StructuredOutput {
+        /// The plan reply was (`false` also when no plan was asked for).
+        plan: bool,
+        /// Extractor replies were.
+        extraction: bool,
+    },
     /// The chunks chosen.
     Selected {
         /// Chunks, mode and notes.

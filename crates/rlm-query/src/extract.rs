@@ -399,10 +399,11 @@ pub fn extract_request(
         fence::push_chunk_block(&mut user, chunk.id, &chunk.source(), text);
         user.push('\n');
     }
+    let ids: Vec<i64> = items.iter().map(|(chunk, _)| chunk.id).collect();
     ChatRequest::new(model)
         .system(system)
         .user(user)
-        .json(true)
+        .json_schema("chunk_extractions", crate::schema::extraction(&ids))
         .temperature(0.0)
         .max_tokens(max_tokens)
 }

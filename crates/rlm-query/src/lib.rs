@@ -56,6 +56,7 @@ mod pipeline;
 pub mod plan;
 mod prompts;
 mod run;
+mod schema;
 pub mod select;
 pub mod synthesize;
 pub mod tools;

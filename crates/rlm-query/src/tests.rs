@@ -121,9 +121,13 @@ async fn the_plan_runs_flags_win_and_every_stage_is_counted_and_logged() {
     assert_eq!(result.usage.total.total.calls, 4);
 
     let extract_requests = server.requests_for("sub");
+    let format = &extract_requests[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["name"], "chunk_extractions");
+    let plan_request = &server.requests_for("root")[0];
     assert_eq!(
-        extract_requests[0].body["response_format"]["type"],
-        "json_object"
+        plan_request.body["response_format"]["json_schema"]["name"],
+        "query_plan"
     );
     let synthesis = server.requests_for("root").pop().unwrap();
     assert!(synthesis.last_user_message().contains("finding of chunk 2"));

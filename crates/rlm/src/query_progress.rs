@@ -84,6 +84,17 @@ impl QueryEvents for QueryProgress {
                     plan.batch_size,
                 ));
             }
+            QueryEvent::StructuredOutput { plan, extraction } => {
+                let constrained = match (plan, extraction) {
+                    (true, true) => "plan and extractor replies",
+                    (true, false) => "the plan reply",
+                    (false, true) => "extractor replies",
+                    (false, false) => return,
+                };
+                self.line(&format!(
+                    "structured output: {constrained} constrained to their JSON schema by the server"
+                ));
+            }
             QueryEvent::Selected { selection, batches } => {
                 let how = selection
                     .mode

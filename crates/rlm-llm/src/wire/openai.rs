@@ -9,6 +9,16 @@ use crate::capabilities::MaxTokensField;
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, Role, Usage};
 
+/// `response_format`: the schema, strict, when the request has one (the caller has already
+/// dropped it for a model that refuses it), else JSON mode when asked.
+pub(crate) fn response_format(request: &ChatRequest) -> Option<Value> {
+    match &request.json_schema {
+        Some(schema) => Some(json!({"type": "json_schema", "json_schema": {
+            "name": schema.name, "strict": true, "schema": schema.schema}})),
+        None => request.json.then(|| json!({"type": "json_object"})),
+    }
+}
+
 pub(crate) fn request_body(
     request: &ChatRequest,
     model: &str,
@@ -40,8 +50,8 @@ pub(crate) fn request_body(
     if !request.stop.is_empty() {
         body.insert("stop".into(), json!(request.stop));
     }
-    if request.json {
-        body.insert("response_format".into(), json!({"type": "json_object"}));
+    if let Some(format) = response_format(request) {
+        body.insert("response_format".into(), format);
     }
     openai_tools::add_tools(&mut body, request);
     if stream {
@@ -93,9 +103,7 @@ pub(crate) fn plain_request_bytes(
         max_tokens,
         max_completion_tokens,
         stop: &request.stop,
-        response_format: request.json.then_some(ResponseFormat {
-            r#type: "json_object",
-        }),
+        response_format: response_format(request),
         tools: request
             .tools
             .iter()
@@ -130,7 +138,7 @@ struct PlainBody<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     stop: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<ResponseFormat>,
+    response_format: Option<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<PlainTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,11 +166,6 @@ struct PlainFunction<'a> {
     name: &'a str,
     description: &'a str,
     parameters: &'a Value,
-}
-
-#[derive(Serialize)]
-struct ResponseFormat {
-    r#type: &'static str,
 }
 
 #[derive(Serialize)]

@@ -34,7 +34,13 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, stream: bool) -> 
     if let Some(max_tokens) = request.max_tokens {
         body.insert("max_output_tokens".into(), json!(max_tokens));
     }
-    if request.json {
+    if let Some(schema) = &request.json_schema {
+        body.insert(
+            "text".into(),
+            json!({"format": {"type": "json_schema", "name": schema.name, "strict": true,
+                "schema": schema.schema}}),
+        );
+    } else if request.json {
         body.insert("text".into(), json!({"format": {"type": "json_object"}}));
     }
     add_tools(&mut body, request);

@@ -12,6 +12,7 @@ mod quirks;
 mod responses;
 mod secrets;
 mod server_props;
+mod structured;
 mod timeouts;
 mod tools;
 mod wire;

@@ -177,6 +177,7 @@ impl QueryRun {
 
     async fn stages(&mut self, early_scan: Option<EarlyScan>) -> Result<QueryResult> {
         let planned = self.plan().await?;
+        let planned_constrained = planned.constrained;
         let mut selection = self.select(&planned.plan, early_scan).await?;
         let batch_size = self.batch_size_within_window(&mut selection, planned.plan.batch_size);
         let batches = select::batches(&selection, batch_size);
@@ -197,6 +198,11 @@ impl QueryRun {
         self.estimate(&selection, &batches)?;
         result.time_limit = Some(self.bound_extraction(batches.len()));
         let extractions = self.extract(batches, &mut result).await?;
+        // After the calls: a model that refused its schema was answered in plain JSON mode.
+        self.emit(&QueryEvent::StructuredOutput {
+            plan: planned_constrained,
+            extraction: self.client.constrains_output(&self.options.subcall_model),
+        });
         if extractions.is_empty() {
             return Ok(self.finish(result));
         }

@@ -20,6 +20,8 @@ pub(super) struct Planned {
     pub(super) plan: Plan,
     pub(super) source: PlanSource,
     pub(super) fixed: Vec<&'static str>,
+    /// Whether the plan reply was constrained to its schema by the server.
+    pub(super) constrained: bool,
 }
 
 impl QueryRun {
@@ -51,16 +53,21 @@ impl QueryRun {
             source: &source,
             fixed: &fixed,
         });
+
         self.log.write(&rlm_trace::QueryStage {
             run_id: self.log.run_id().to_owned(),
             stage: "plan".to_owned(),
             seconds: self.timings.plan,
             detail: serde_json::json!({ "plan": plan, "source": source, "fixed_by_caller": fixed }),
         });
+        // After the call, which teaches the client when the model refuses schemas.
+        let constrained =
+            !self.options.skip_plan && self.client.constrains_output(&self.options.model);
         Ok(Planned {
             plan,
             source,
             fixed,
+            constrained,
         })
     }
 
@@ -145,7 +152,7 @@ fn plan_request(system: &str, options: &QueryOptions, question: &str, store: &st
     ChatRequest::new(options.model.clone())
         .system(system)
         .user(user)
-        .json(true)
+        .json_schema("query_plan", crate::schema::plan())
         .temperature(0.0)
         .max_tokens(options.output_cap(PLAN_MAX_TOKENS))
 }

@@ -34,6 +34,8 @@
 //! max_tokens_field = "max_completion_tokens"
 //! tools = false                     # no native tool calling (rlm query's report asks plainly)
 //! api = "responses"                 # OpenAI's /responses endpoint ("chat_completions" default)
+//! json_schema = false               # no structured output: plain JSON mode (a key written
+//!                                   # "provider:" covers every model of that provider)
 //! ```
 
 use std::collections::BTreeMap;
