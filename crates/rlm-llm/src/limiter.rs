@@ -3,12 +3,13 @@
 //! A configured concurrency is a plain semaphore. A server on this machine that nobody
 //! configured ([`ConcurrencyMode::Auto`]) is first asked what it serves at once (llama.cpp's
 //! `/props` `total_slots`, `server_props.rs`); that number is then the limit. A server that
-//! says nothing (vLLM, SGLang, TGI, a LiteLLM proxy, Ollama) gets an additive-increase,
-//! multiplicative-decrease limit: it starts at [`ADAPTIVE_START_CONCURRENCY`], grows by one
-//! after a window of successes (as many in a row as the limit) whose time to the first token
-//! stayed within [`LATENCY_TOLERANCE`] times the fastest seen, up to the provider's
-//! `max_concurrency` ([`ADAPTIVE_MAX_CONCURRENCY`] by default), shrinks by one after a window
-//! of slower ones (requests queueing in the server), and halves (floor 1) on every 429 or 503.
+//! says nothing (vLLM, SGLang, TGI, a LiteLLM proxy, Ollama) gets an adaptive limit: it starts
+//! at [`ADAPTIVE_START_CONCURRENCY`] and, after each window of successes (as many in a row as
+//! the limit) whose time to the first token stayed within [`LATENCY_TOLERANCE`] times the
+//! fastest seen, doubles (slow start, as TCP's) until the first slower answer or overload, and
+//! grows by one after that, up to the provider's `max_concurrency` ([`ADAPTIVE_MAX_CONCURRENCY`]
+//! by default); it shrinks by one after a window of slower ones (requests queueing in the
+//! server), and halves (floor 1) on every 429 or 503.
 //! The decisions depend only on the order of outcomes and their latencies, so a test drives
 //! them with the fake server without timing anything.
 
@@ -71,6 +72,8 @@ struct State {
     fastest: Option<Duration>,
     fast_streak: usize,
     slow_streak: usize,
+    /// Doubling after each quick window until the first slow answer or overload.
+    slow_start: bool,
 }
 
 /// A provider's process-wide limiter.
@@ -119,6 +122,7 @@ impl Limiter {
                 fastest: None,
                 fast_streak: 0,
                 slow_streak: 0,
+                slow_start: true,
             }),
         }
     }
@@ -173,10 +177,16 @@ impl Limiter {
             state.slow_streak = 0;
             state.fast_streak += 1;
             if state.fast_streak >= state.limit && state.limit < state.ceiling {
-                let next = state.limit + 1;
+                let next = if state.slow_start {
+                    state.limit * 2
+                } else {
+                    state.limit + 1
+                }
+                .min(state.ceiling);
                 self.set_limit(&mut state, next);
             }
         } else {
+            state.slow_start = false;
             state.fast_streak = 0;
             state.slow_streak += 1;
             if state.slow_streak >= state.limit && state.limit > 1 {
@@ -199,6 +209,7 @@ impl Limiter {
         if state.source != ConcurrencySource::Adaptive {
             return;
         }
+        state.slow_start = false;
         let next = (state.limit / 2).max(1);
         self.set_limit(&mut state, next);
     }
@@ -249,8 +260,8 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_grows_by_one_per_window_of_fast_answers_up_to_the_ceiling() {
-        let limiter = Limiter::new(ConcurrencyMode::Auto, 4);
+    fn adaptive_doubles_per_window_of_fast_answers_up_to_the_ceiling() {
+        let limiter = Limiter::new(ConcurrencyMode::Auto, 12);
         assert_eq!(limiter.current().limit, 1);
         limiter.succeeded(FAST);
         assert_eq!(limiter.current().limit, 2);
@@ -261,18 +272,41 @@ mod tests {
             "a window is as long as the limit"
         );
         limiter.succeeded(FAST);
-        assert_eq!(limiter.current().limit, 3);
+        assert_eq!(limiter.current().limit, 4);
+        for _ in 0..4 {
+            limiter.succeeded(FAST);
+        }
+        assert_eq!(limiter.current().limit, 8);
         for _ in 0..20 {
             limiter.succeeded(FAST);
         }
+        assert_eq!(limiter.current().limit, 12, "never over the ceiling");
+        assert_eq!(limiter.semaphore.available_permits(), 12);
+    }
+
+    #[test]
+    fn after_the_first_slow_answer_growth_is_by_one() {
+        let limiter = Limiter::new(ConcurrencyMode::Auto, 16);
+        limiter.succeeded(FAST);
+        limiter.succeeded(FAST);
+        limiter.succeeded(FAST);
         assert_eq!(limiter.current().limit, 4);
-        assert_eq!(limiter.semaphore.available_permits(), 4);
+        limiter.succeeded(SLOW);
+        assert_eq!(
+            limiter.current().limit,
+            4,
+            "one slow answer is not a window"
+        );
+        for _ in 0..4 {
+            limiter.succeeded(FAST);
+        }
+        assert_eq!(limiter.current().limit, 5, "additive from now on");
     }
 
     #[test]
     fn queueing_holds_then_shrinks_and_overload_halves() {
         let limiter = Limiter::new(ConcurrencyMode::Auto, 16);
-        for _ in 0..(1 + 2 + 3 + 4 + 5 + 6 + 7) {
+        for _ in 0..(1 + 2 + 4) {
             limiter.succeeded(FAST);
         }
         assert_eq!(limiter.current().limit, 8);
