@@ -60,6 +60,11 @@ struct Plan {
     stream: bool,
     client_stops: Vec<String>,
     wire: Wire,
+    /// Whether the body carries the request's JSON Schema (so a 400 refusing a schema is
+    /// about it).
+    sends_schema: bool,
+    /// On Anthropic, the tool whose input is the answer ([`wire::anthropic::answer_tool`]).
+    answer_tool: Option<String>,
 }
 
 impl Plan {
@@ -74,8 +79,7 @@ impl Plan {
         let wire = Wire::of(kind, capabilities);
         let strip_stop = !capabilities.stop || !wire.has_stop();
         let strip_temperature = !capabilities.temperature;
-        // Anthropic has no schema field here: plain JSON mode, validated by the caller.
-        let strip_schema = !capabilities.json_schema || kind == ProviderKind::Anthropic;
+        let strip_schema = !capabilities.json_schema;
         let mut client_stops = Vec::new();
         // Copied only when a field the model refuses must go.
         let sent = if (strip_stop && !request.stop.is_empty())
@@ -108,12 +112,19 @@ impl Plan {
         if kind == ProviderKind::OpenAi {
             client_stops.extend(TURN_END_TOKENS.iter().map(|&token| token.to_owned()));
         }
+        let answer_tool = (wire == Wire::Anthropic)
+            .then(|| wire::anthropic::answer_tool(&sent))
+            .flatten()
+            .map(|schema| schema.name.clone());
         Ok(Self {
             // Shared, not copied, by every attempt.
             body: bytes::Bytes::from(body),
             stream,
             client_stops,
             wire,
+            sends_schema: sent.json_schema.is_some()
+                && (wire != Wire::Anthropic || answer_tool.is_some()),
+            answer_tool,
         })
     }
 }
@@ -206,6 +217,7 @@ impl LlmClient {
                 Ok(parsed) => break Ok(parsed),
                 Err(failed) => {
                     if let Some(rejected) = failed.rejected
+                        && (rejected != Rejected::JsonSchema || plan.sends_schema)
                         && let Some(corrected) = capabilities.without(rejected)
                     {
                         // Once per parameter: `without` refuses a change already made.
@@ -390,13 +402,14 @@ impl LlmClient {
                 Ok(Ok(bytes)) => bytes,
             };
             drop(permit);
-            let mut parsed = wire::parse_response(plan.wire, &bytes).map_err(decode_error)?;
+            let mut parsed = wire::parse_response(plan.wire, &bytes, plan.answer_tool.as_deref())
+                .map_err(decode_error)?;
             slot.limiter.succeeded(sent_at.elapsed());
             apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
             return Ok(parsed);
         }
         let mut cutter = StopCutter::new(plan.client_stops.clone());
-        let mut decoder = StreamDecoder::new(plan.wire);
+        let mut decoder = StreamDecoder::new(plan.wire, plan.answer_tool.as_deref());
         let mut parser = SseParser::default();
         let mut chunks = response.bytes_stream();
         let interrupted = || AttemptError {

@@ -21,9 +21,10 @@
 //!
 //! `json_schema` (default yes) says whether a request's JSON Schema goes out as structured
 //! output (`response_format: {"type": "json_schema", "strict": true, ...}` on chat completions,
-//! `text.format` on the Responses API: OpenAI, llama.cpp's and vLLM's servers take it); no
-//! sends plain JSON mode. A 400 naming `response_format` or `json_schema` turns it off for the
-//! model, as for any refused parameter. A rule whose prefix has a colon matches
+//! `text.format` on the Responses API: OpenAI, llama.cpp's, Ollama's and vLLM's servers take
+//! it; on Anthropic a forced tool whose `input_schema` is the schema); no sends plain JSON
+//! mode. A 400 naming `response_format`, `json_schema`, `input_schema` or `tool_choice` about a
+//! request that carried a schema turns it off for the model, as for any refused parameter. A rule whose prefix has a colon matches
 //! `provider:model`, so `[llm.capabilities."ollama:"] json_schema = false` covers a provider.
 //!
 //! A vendor prefix before the last `/` is ignored (`openai/gpt-5` on OpenRouter matches `gpt-5`).
@@ -242,6 +243,9 @@ pub fn rejected_parameter(body: &[u8]) -> Option<Rejected> {
         || text("param").starts_with("text.format")
         || lowered.contains("response_format")
         || lowered.contains("json_schema")
+        // Anthropic, about the answer tool a schema goes out as.
+        || lowered.contains("input_schema")
+        || lowered.contains("tool_choice")
     {
         return Some(Rejected::JsonSchema);
     }

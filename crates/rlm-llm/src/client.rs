@@ -488,19 +488,16 @@ impl LlmClient {
         })
     }
 
-    /// Whether a request to `model` with a JSON Schema goes out with it for the server to
-    /// enforce (an OpenAI-compatible provider whose model, as far as this process knows,
-    /// takes it); otherwise the answer is plain JSON mode, for the caller to validate.
+    /// Whether a request to `model` with a JSON Schema (and no tools) goes out with it for the
+    /// server to enforce (a provider whose model, as far as this process knows, takes it:
+    /// `response_format` on OpenAI-compatible servers, a forced answer tool on Anthropic);
+    /// otherwise the answer is plain JSON mode, for the caller to validate.
     pub fn constrains_output(&self, model: &str) -> bool {
         let Ok(resolved) = self.resolve(model) else {
             return false;
         };
         !self.is_replaying()
-            && self
-                .shared
-                .providers
-                .get(&resolved.provider)
-                .is_some_and(|slot| slot.config.kind == crate::ProviderKind::OpenAi)
+            && self.shared.providers.contains_key(&resolved.provider)
             && self.capabilities_of(&resolved).json_schema
     }
 

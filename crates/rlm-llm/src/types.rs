@@ -118,12 +118,14 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
-    /// Ask for a JSON object (`response_format` on OpenAI; a prefilled `{` on Anthropic).
+    /// Ask for a JSON object (`response_format` on OpenAI; an instruction in the system prompt
+    /// on Anthropic).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub json: bool,
     /// The JSON Schema the answer must follow, sent where the wire can constrain the output
     /// (OpenAI-compatible `response_format: {"type": "json_schema", ...}`, the Responses API's
-    /// `text.format`) unless the model's capabilities say it refuses it
+    /// `text.format`, on Anthropic a forced tool whose input is the answer, for a request
+    /// without tools of its own) unless the model's capabilities say it refuses it
     /// ([`crate::ModelCapabilities::json_schema`]); elsewhere the request is plain JSON mode and
     /// the caller validates. Not part of a recording's key: the prompt already fixes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,10 @@
 //!    request and can compute the answer from the prompt;
 //! 3. otherwise a 400 error saying nothing was scripted for that model.
 //!
+//! As the real APIs do, an Anthropic request that forces a tool (`tool_choice: {"type":
+//! "tool"}`) is answered by a call of that tool: a text reply becomes its `input`. Anthropic
+//! `tools` without an object `input_schema`, or a forced tool not offered, get a 400.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

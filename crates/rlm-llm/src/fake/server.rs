@@ -138,6 +138,7 @@ async fn respond(
         finish_reason,
         ..
     } = reply;
+    let behavior = tools::forced_call(wire, &seen.body, behavior);
     let finish = finish_reason.unwrap_or_else(|| {
         match wire {
             ProviderKind::OpenAi => "stop",
@@ -440,6 +441,9 @@ fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRe
     };
     if wire == ProviderKind::Anthropic && value.get("max_tokens").is_none() {
         return Err("max_tokens: Field required".to_owned());
+    }
+    if wire == ProviderKind::Anthropic {
+        tools::check_anthropic_tools(&value)?;
     }
     let messages = tools::decode_messages(wire, raw_messages, &mut system)?;
     Ok(SeenRequest {

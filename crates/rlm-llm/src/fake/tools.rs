@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::FakeBehavior;
 use super::encode::{anthropic_usage, event, openai_usage, pieces};
 use crate::provider::ProviderKind;
 use crate::tools::ToolCall;
@@ -196,6 +197,62 @@ fn check_pairing(messages: &[Message]) -> Result<(), String> {
             "the conversation ends with unanswered tool calls: {}",
             open.join(", ")
         ))
+    }
+}
+
+/// Anthropic's checks on `tools` and `tool_choice`, with its messages: each tool has a `name`
+/// and an `input_schema` of type `object`, and a `tool_choice` of type `tool` names one of
+/// them.
+pub(crate) fn check_anthropic_tools(body: &Value) -> Result<(), String> {
+    let tools = body.get("tools").and_then(Value::as_array);
+    for (index, tool) in tools.into_iter().flatten().enumerate() {
+        if tool.get("name").and_then(Value::as_str).is_none() {
+            return Err(format!("tools.{index}.custom.name: Field required"));
+        }
+        let Some(schema) = tool.get("input_schema") else {
+            return Err(format!("tools.{index}.custom.input_schema: Field required"));
+        };
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(format!(
+                "tools.{index}.custom.input_schema.type: Input should be 'object'"
+            ));
+        }
+    }
+    if let Some(name) = forced_tool(ProviderKind::Anthropic, body) {
+        let offered = tools
+            .into_iter()
+            .flatten()
+            .any(|tool| tool.get("name").and_then(Value::as_str) == Some(name));
+        if !offered {
+            return Err(format!("Tool '{name}' not found in provided tools"));
+        }
+    }
+    Ok(())
+}
+
+/// The tool an Anthropic request forces (`tool_choice: {"type": "tool", "name": ...}`): the
+/// model answers only by calling it, with no text before the call.
+pub(crate) fn forced_tool(wire: ProviderKind, body: &Value) -> Option<&str> {
+    let choice = body.get("tool_choice")?;
+    if wire != ProviderKind::Anthropic || choice.get("type").and_then(Value::as_str) != Some("tool")
+    {
+        return None;
+    }
+    choice.get("name").and_then(Value::as_str)
+}
+
+/// A model made to call a tool answers with the call: a scripted text is its input.
+pub(crate) fn forced_call(
+    wire: ProviderKind,
+    body: &Value,
+    behavior: FakeBehavior,
+) -> FakeBehavior {
+    match (behavior, forced_tool(wire, body)) {
+        (FakeBehavior::Text(text), Some(name)) => FakeBehavior::ToolCalls {
+            text: String::new(),
+            calls: vec![ToolCall::new("", name, text)],
+        },
+        (behavior, _) => behavior,
     }
 }
 

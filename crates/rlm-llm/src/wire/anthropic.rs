@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::{EventError, Parsed, anthropic_cache, anthropic_tools, count};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, Message, Role, Usage};
+use crate::types::{ChatRequest, JsonSchema, Message, Role, Usage};
 
 /// The API version header value this client speaks.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -12,8 +12,37 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; used when the request sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// Appended to the system prompt in JSON mode: the Messages API has no `response_format`.
+/// Appended to the system prompt in JSON mode without a schema tool: the Messages API has no
+/// `response_format`.
 const JSON_INSTRUCTION: &str = "Answer with one JSON object and nothing else.";
+
+/// The description of the tool a schema goes out as ([`answer_tool`]).
+const ANSWER_TOOL_DESCRIPTION: &str = "Give your answer: its input is the whole answer.";
+
+/// The schema a request's answer is constrained to on this wire, sent as the one tool the
+/// model must call (`tools: [{name, input_schema}]`, `tool_choice: {type: "tool"}`), whose
+/// `input` the client turns back into the reply's text ([`answer_from_tool`]). Only for a
+/// request that offers no tools of its own, and an object schema (the only kind
+/// `input_schema` takes); otherwise the request is plain JSON mode, validated by the caller.
+pub(crate) fn answer_tool(request: &ChatRequest) -> Option<&JsonSchema> {
+    let schema = request.json_schema.as_ref()?;
+    let is_object = schema.schema.get("type").and_then(Value::as_str) == Some("object");
+    (is_object && request.tools.is_empty() && request.tool_choice.is_none()).then_some(schema)
+}
+
+/// Makes the call of the answer tool `name` the reply: its input becomes the text (replacing
+/// any text beside it), and the stop reason the one a plain answer has, so callers see what
+/// a server with `response_format` sends. A reply without the call is left as it is.
+pub(crate) fn answer_from_tool(parsed: &mut Parsed, name: &str) {
+    let Some(position) = parsed.tool_calls.iter().position(|call| call.name == name) else {
+        return;
+    };
+    let call = parsed.tool_calls.remove(position);
+    parsed.text = call.arguments;
+    if parsed.finish_reason.as_deref() == Some("tool_use") {
+        parsed.finish_reason = Some("end_turn".to_owned());
+    }
+}
 
 /// The request body; with `prompt_cache`, cache breakpoints go on the system prompt and the
 /// growing conversation ([`anthropic_cache`]).
@@ -29,6 +58,7 @@ pub(crate) fn request_body(
         .iter()
         .partition(|message| message.role == Role::System);
     let messages = anthropic_tools::messages(&turns);
+    let answer_tool = answer_tool(request);
     let mut body = serde_json::Map::new();
     body.insert("model".into(), json!(model));
     body.insert(
@@ -44,7 +74,7 @@ pub(crate) fn request_body(
                 .iter()
                 .map(|message| message.content.as_str()),
         )
-        .chain(request.json.then_some(JSON_INSTRUCTION))
+        .chain((request.json && answer_tool.is_none()).then_some(JSON_INSTRUCTION))
         .collect();
     if !system_parts.is_empty() {
         let system = system_parts.join("\n\n");
@@ -58,6 +88,17 @@ pub(crate) fn request_body(
         body.insert("stop_sequences".into(), json!(request.stop));
     }
     anthropic_tools::add_tools(&mut body, request);
+    if let Some(schema) = answer_tool {
+        body.insert(
+            "tools".into(),
+            json!([{"name": schema.name, "description": ANSWER_TOOL_DESCRIPTION,
+                "input_schema": schema.schema}]),
+        );
+        body.insert(
+            "tool_choice".into(),
+            json!({"type": "tool", "name": schema.name}),
+        );
+    }
     if prompt_cache {
         anthropic_cache::mark(&mut body);
     }
@@ -163,9 +204,20 @@ pub(crate) struct StreamState {
     pub started: bool,
     usage: WireUsage,
     tool_calls: anthropic_tools::StreamedCalls,
+    /// The answer tool's name ([`answer_tool`]): its input pieces are the answer's text.
+    answer_tool: Option<String>,
 }
 
 impl StreamState {
+    /// A stream whose answer is the input of the tool `name` ([`answer_tool`]): its
+    /// `input_json_delta` pieces are passed on as text as they arrive.
+    pub fn answering_with(name: Option<&str>) -> Self {
+        Self {
+            answer_tool: name.map(str::to_owned),
+            ..Self::default()
+        }
+    }
+
     pub fn on_event(&mut self, event: &SseEvent) -> Result<Option<String>, EventError> {
         if event.data.trim().is_empty() {
             return Ok(None);
@@ -207,7 +259,13 @@ impl StreamState {
             }
             "content_block_delta" if self.tool_calls.on_delta(value) => {
                 self.started = true;
-                Ok(None)
+                let piece = value.pointer("/delta/partial_json").and_then(Value::as_str);
+                let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let answering = self.answer_tool.is_some()
+                    && self.tool_calls.name_at(index) == self.answer_tool.as_deref();
+                Ok(piece
+                    .filter(|piece| answering && !piece.is_empty())
+                    .map(str::to_owned))
             }
             "content_block_delta" => match value.pointer("/delta/text").and_then(Value::as_str) {
                 Some(piece) if !piece.is_empty() => {
@@ -246,12 +304,16 @@ impl StreamState {
         }
     }
 
-    /// What the stream said, tool calls included.
+    /// What the stream said, tool calls included, the answer tool's input as the text.
     pub fn into_parsed(self) -> Parsed {
-        Parsed {
+        let mut parsed = Parsed {
             tool_calls: self.tool_calls.finish(),
             ..self.parsed
+        };
+        if let Some(name) = &self.answer_tool {
+            answer_from_tool(&mut parsed, name);
         }
+        parsed
     }
 }
 

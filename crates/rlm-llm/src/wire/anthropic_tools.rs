@@ -185,6 +185,11 @@ impl StreamedCalls {
         true
     }
 
+    /// The tool name of the content block at `index`, if it is a tool call.
+    pub fn name_at(&self, index: u64) -> Option<&str> {
+        self.blocks.get(&index).map(|(call, _)| call.name.as_str())
+    }
+
     /// The calls in block order. A block that streamed no arguments keeps the `input` it
     /// started with.
     pub fn finish(self) -> Vec<ToolCall> {

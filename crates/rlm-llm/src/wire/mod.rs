@@ -85,12 +85,23 @@ pub(crate) fn request_bytes(
     serde_json::to_vec(&body)
 }
 
-/// Parses a complete (non-streamed) response body.
-pub(crate) fn parse_response(wire: Wire, body: &[u8]) -> Result<Parsed, String> {
+/// Parses a complete (non-streamed) response body; on Anthropic, the input of the tool
+/// `answer_tool` is the answer ([`anthropic::answer_tool`]).
+pub(crate) fn parse_response(
+    wire: Wire,
+    body: &[u8],
+    answer_tool: Option<&str>,
+) -> Result<Parsed, String> {
     match wire {
         Wire::Chat => openai::parse_response(body),
         Wire::Responses => responses::parse_response(body),
-        Wire::Anthropic => anthropic::parse_response(body),
+        Wire::Anthropic => {
+            let mut parsed = anthropic::parse_response(body)?;
+            if let Some(name) = answer_tool {
+                anthropic::answer_from_tool(&mut parsed, name);
+            }
+            Ok(parsed)
+        }
     }
 }
 
@@ -120,11 +131,13 @@ pub(crate) enum StreamDecoder {
 }
 
 impl StreamDecoder {
-    pub fn new(wire: Wire) -> Self {
+    /// A decoder for `wire`; on Anthropic, `answer_tool` names the tool whose input is the
+    /// answer ([`anthropic::answer_tool`]).
+    pub fn new(wire: Wire, answer_tool: Option<&str>) -> Self {
         match wire {
             Wire::Chat => Self::OpenAi(openai::StreamState::default()),
             Wire::Responses => Self::Responses(responses::StreamState::default()),
-            Wire::Anthropic => Self::Anthropic(anthropic::StreamState::default()),
+            Wire::Anthropic => Self::Anthropic(anthropic::StreamState::answering_with(answer_tool)),
         }
     }
 
@@ -206,7 +219,7 @@ mod tests {
 
     /// The usage a stream of `data:` payloads ends with.
     fn streamed(wire: Wire, events: &[&str]) -> Usage {
-        let mut decoder = StreamDecoder::new(wire);
+        let mut decoder = StreamDecoder::new(wire, None);
         for data in events {
             let event = SseEvent {
                 event: String::new(),
@@ -241,7 +254,7 @@ mod tests {
             "cache_read_input_tokens":60,"cache_creation_input_tokens":30}"#;
 
         let body = format!(r#"{{"choices":[{{"message":{{"content":"ok"}}}}],{openai_usage}}}"#);
-        let whole = parse_response(Wire::Chat, body.as_bytes()).unwrap();
+        let whole = parse_response(Wire::Chat, body.as_bytes(), None).unwrap();
         assert_eq!(whole.usage, openai);
         let stream = streamed(
             Wire::Chat,
@@ -254,7 +267,7 @@ mod tests {
         assert_eq!(stream, openai);
 
         let body = format!(r#"{{"content":[{{"type":"text","text":"ok"}}],{anthropic_usage}}}"#);
-        let whole = parse_response(Wire::Anthropic, body.as_bytes()).unwrap();
+        let whole = parse_response(Wire::Anthropic, body.as_bytes(), None).unwrap();
         assert_eq!(whole.usage, anthropic);
         let stream = streamed(
             Wire::Anthropic,

@@ -31,15 +31,120 @@ async fn the_schema_goes_out_as_strict_response_format() {
     assert_eq!(body["response_format"]["json_schema"]["name"], "ids");
     assert_eq!(body["response_format"]["json_schema"]["strict"], true);
     assert_eq!(body["response_format"]["json_schema"]["schema"], schema());
+}
 
-    // Anthropic: no schema field, plain JSON mode (validated by the caller).
-    assert!(!client.constrains_output(&format!("{FAKE_ANTHROPIC}:m")));
-    client
-        .chat(&ask(&format!("{FAKE_ANTHROPIC}:m")))
+/// On Anthropic the schema is the `input_schema` of the one tool the model must call, and the
+/// call's input comes back as the reply's text, whole or streamed, as `response_format` gives
+/// it on OpenAI.
+#[tokio::test]
+async fn anthropic_gets_the_schema_as_a_forced_tool_and_answers_in_text() {
+    let server = server().await;
+    server.respond_with(|_| FakeReply::text(r#"{"ids": [3, 4]}"#));
+    let model = format!("{FAKE_ANTHROPIC}:claude");
+    // Not streamed unless a caller reads the pieces.
+    let client = server
+        .client_builder()
+        .retry(fast_retries(0))
+        .streaming(false)
+        .build()
+        .unwrap();
+    assert!(client.constrains_output(&model));
+    let whole = client.chat(&ask(&model)).await.unwrap();
+    let mut pieces = String::new();
+    let streamed = client
+        .chat_streaming(&ask(&model), &mut |piece| pieces.push_str(piece))
         .await
         .unwrap();
-    let body = &server.requests()[1].body;
-    assert!(!body.to_string().contains("additionalProperties"), "{body}");
+    assert_eq!(pieces, streamed.text, "the pieces are the answer");
+    for answer in [whole, streamed] {
+        let reply: serde_json::Value = serde_json::from_str(&answer.text).unwrap();
+        assert_eq!(reply, json!({"ids": [3, 4]}));
+        assert!(answer.tool_calls.is_empty(), "{:?}", answer.tool_calls);
+        assert_eq!(answer.finish_reason.as_deref(), Some("end_turn"));
+    }
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(!seen[0].stream && seen[1].stream);
+    for request in &seen {
+        let body = &request.body;
+        assert_eq!(body["tools"].as_array().unwrap().len(), 1, "{body}");
+        assert_eq!(body["tools"][0]["name"], "ids");
+        assert_eq!(body["tools"][0]["input_schema"], schema());
+        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "ids"}));
+        assert!(body.get("response_format").is_none(), "{body}");
+        let system = request.system.as_deref().unwrap_or_default();
+        assert!(!system.contains("JSON object"), "{system}");
+    }
+}
+
+/// Anthropic with `json_schema = false`, or a request that brings tools of its own: plain
+/// JSON mode, no answer tool.
+#[tokio::test]
+async fn anthropic_without_the_capability_or_with_tools_is_plain_json_mode() {
+    let server = server().await;
+    server.respond_with(|_| FakeReply::text(r#"{"ids": []}"#));
+    let mut table = CapabilityTable::builtin();
+    let plain = ModelCapabilities {
+        json_schema: false,
+        ..ModelCapabilities::default()
+    };
+    table.insert(format!("{FAKE_ANTHROPIC}:plain"), plain);
+    let client = server
+        .client_builder()
+        .retry(fast_retries(0))
+        .capabilities(table)
+        .build()
+        .unwrap();
+    let model = format!("{FAKE_ANTHROPIC}:plain");
+    assert!(!client.constrains_output(&model));
+    let answer = client.chat(&ask(&model)).await.unwrap();
+    assert_eq!(answer.text, r#"{"ids": []}"#);
+    let with_tool = ask(&format!("{FAKE_ANTHROPIC}:claude")).tool(rlm_llm::ToolDefinition::new(
+        "search",
+        "Search.",
+        json!({"type": "object"}),
+    ));
+    client.chat(&with_tool).await.unwrap();
+    let seen = server.requests();
+    assert!(seen[0].body.get("tools").is_none(), "{}", seen[0].body);
+    assert_eq!(seen[1].tool_names(), ["search"]);
+    assert!(
+        seen[1].body.get("tool_choice").is_none(),
+        "{}",
+        seen[1].body
+    );
+    for request in &seen {
+        let system = request.system.as_deref().unwrap_or_default();
+        assert!(system.contains("JSON object"), "{system}");
+    }
+}
+
+/// A 400 about the answer tool's schema (as Anthropic words it) sends plain JSON mode once
+/// more, remembered for the model.
+#[tokio::test]
+async fn anthropic_refusing_the_schema_falls_back_to_json_mode() {
+    let server = server().await;
+    server.script(
+        "claude",
+        [FakeReply::status(
+            400,
+            "tools.0.custom.input_schema: JSON schema is invalid",
+        )],
+    );
+    server.respond_with(|_| FakeReply::text(r#"{"ids": [5]}"#));
+    let client = client(&server, 0);
+    let model = format!("{FAKE_ANTHROPIC}:claude");
+    let answer = client.chat(&ask(&model)).await.unwrap();
+    assert_eq!(answer.text, r#"{"ids": [5]}"#);
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].body["tool_choice"]["type"], "tool");
+    assert!(
+        seen[1].body.get("tool_choice").is_none(),
+        "{}",
+        seen[1].body
+    );
+    assert!(!client.constrains_output(&model));
 }
 
 /// A 400 refusing `response_format` (as an older server or a strict-mode schema check

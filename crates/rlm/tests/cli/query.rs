@@ -753,3 +753,44 @@ async fn replies_are_constrained_by_schema_and_a_refusal_falls_back_to_json_mode
         "{formats:?}"
     );
 }
+
+/// Against Anthropic's wire the extractor's schema goes out as the one tool the model must
+/// call, its input comes back as the extractor's reply, and the query answers with the
+/// findings, saying its replies were constrained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_replies_are_constrained_by_a_forced_tool() {
+    let dir = loaded_store();
+    let server = FakeServer::start().await.unwrap();
+    server.respond_with(answer);
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command.env("ANTHROPIC_API_KEY", KEY).args([
+        "query",
+        "--model",
+        "anthropic:root",
+        "--subcall-model",
+        "anthropic:sub",
+        "--skip-plan",
+        "How does token refresh fail?",
+    ]);
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        text(&output.stdout).contains("(2 findings seen)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("structured output: extractor replies constrained"),
+        "{stderr}"
+    );
+    let sent = &server.requests_for("sub")[0];
+    assert_eq!(sent.endpoint, "/v1/messages");
+    assert_eq!(sent.body["tool_choice"]["type"], "tool");
+    let name = sent.body["tool_choice"]["name"].clone();
+    assert_eq!(sent.body["tools"][0]["name"], name);
+    assert_eq!(
+        sent.body["tools"][0]["input_schema"]["required"],
+        serde_json::json!(["results"])
+    );
+    assert!(!stderr.contains(KEY), "the API key leaked: {stderr}");
+}
