@@ -13,6 +13,8 @@
 //! `inspect`, the `records` chunker (whole or streamed), the sniffer — reads rows through
 //! [`RowSplitter`], so they agree on every input.
 
+use crate::bitmask::{CHUNK, visit_csv_chunks};
+
 /// How far (bytes) a quoted field may run before it counts as never closing. Python's `csv`
 /// refuses fields over 131,072 characters by default (`csv.field_size_limit()`).
 pub(crate) const QUOTED_FIELD_LIMIT: u64 = 128 * 1024;
@@ -82,25 +84,64 @@ impl RowSplitter {
     /// Reads the next block, reporting each row that ends inside it.
     pub(crate) fn feed(&mut self, block: &[u8], mut on_row: impl FnMut(RowEvent)) {
         let base = self.offset;
-        let mut start = 0;
-        for position in memchr::memchr2_iter(b'"', b'\n', block) {
-            self.absorb(&block[start..position]);
-            start = position + 1;
-            let at = base + position as u64;
-            if block[position] == b'"' {
-                let previous = match position {
-                    0 => self.last_byte,
-                    _ => Some(block[position - 1]),
-                };
-                self.quote(at, previous);
-            } else {
-                self.newline(at, &mut on_row);
+        // Whole 64-byte chunks go by bitmasks, visiting only quotes and newlines; whether the
+        // bytes between two of them hold anything but whitespace is one mask test.
+        let mut content_pending = false;
+        let mut chunk_start = 0;
+        let chunks = visit_csv_chunks(block, |masks| {
+            let content = !masks.whitespace & !masks.quote;
+            let mut events = masks.quote | masks.newline;
+            let mut from = 0;
+            while events != 0 {
+                let at = events.trailing_zeros();
+                let position = chunk_start + at as usize;
+                let before = content & !(!0u64 << at) & (!0u64 << from);
+                self.absorb_content(content_pending || before != 0);
+                content_pending = false;
+                self.event(block, position, base, &mut on_row);
+                from = at + 1;
+                events &= events - 1;
             }
+            if from < 64 {
+                content_pending |= content & (!0u64 << from) != 0;
+            }
+            chunk_start += CHUNK;
+            true
+        });
+        let tail = chunks * CHUNK;
+        let mut start = tail;
+        for position in memchr::memchr2_iter(b'"', b'\n', &block[tail..]) {
+            let position = tail + position;
+            self.absorb_content(content_pending || has_content(&block[start..position]));
+            content_pending = false;
+            start = position + 1;
+            self.event(block, position, base, &mut on_row);
         }
-        self.absorb(&block[start..]);
+        self.absorb_content(content_pending || has_content(&block[start..]));
         self.offset += block.len() as u64;
         if let Some(&last) = block.last() {
             self.last_byte = Some(last);
+        }
+    }
+
+    /// A quote or newline at `position` of a block that starts at offset `base`.
+    #[inline]
+    fn event(
+        &mut self,
+        block: &[u8],
+        position: usize,
+        base: u64,
+        on_row: &mut impl FnMut(RowEvent),
+    ) {
+        let at = base + position as u64;
+        if block[position] == b'"' {
+            let previous = match position {
+                0 => self.last_byte,
+                _ => Some(block[position - 1]),
+            };
+            self.quote(at, previous);
+        } else {
+            self.newline(at, on_row);
         }
     }
 
@@ -134,14 +175,12 @@ impl RowSplitter {
         self.open.is_some()
     }
 
-    /// Notes whether the bytes between two quotes or newlines hold anything but whitespace.
-    fn absorb(&mut self, segment: &[u8]) {
+    /// Notes whether the bytes between two quotes or newlines held anything but whitespace.
+    #[inline]
+    fn absorb_content(&mut self, content: bool) {
         match &mut self.open {
-            Some(field) if !field.line_has_content => {
-                field.line_has_content = has_content(segment);
-            }
-            None if !self.row_has_content => self.row_has_content = has_content(segment),
-            _ => {}
+            Some(field) => field.line_has_content |= content,
+            None => self.row_has_content |= content,
         }
     }
 
@@ -373,5 +412,78 @@ mod tests {
             ["a", "b,c", "say \"hi\"", "27\" wide", "xy", ""]
         );
         assert_eq!(split_fields(b"one\ttwo", b'\t'), ["one", "two"]);
+    }
+
+    /// Every event, in blocks of `size`.
+    fn events(input: &[u8], delimiter: u8, size: usize) -> Vec<RowEvent> {
+        let mut out = Vec::new();
+        let mut splitter = RowSplitter::new(delimiter);
+        for block in input.chunks(size.max(1)) {
+            splitter.feed(block, |event| out.push(event));
+        }
+        splitter.finish(|event| out.push(event));
+        out
+    }
+
+    /// Blocks under 64 bytes are read byte by byte (between quotes and newlines); longer ones
+    /// by 64-byte bitmasks. Both must report the same rows.
+    fn assert_chunks_match_bytes(input: &[u8], delimiter: u8) {
+        let reference = events(input, delimiter, 63);
+        assert_eq!(events(input, delimiter, 1), reference);
+        for size in [64, 65, 130, 4096, input.len()] {
+            assert_eq!(
+                events(input, delimiter, size),
+                reference,
+                "block {size}, input {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn bitmask_chunks_match_the_byte_reader_on_tricky_tables() {
+        let rows: [&[u8]; 8] = [
+            b"1,\"say \"\"hi\"\" there\",x\n",
+            b"2,\"multi\nline, with comma\",y\r\n",
+            b"3,27\" wide,\"\"\"\"\n",
+            b"\n",
+            b"   \t \r\n",
+            b"4,\"  \n  \n\",z\n",
+            b"5,\xff\xfe invalid,\"\xc3\n\"\n",
+            b"6,a\"b,\"c\"d\"\n",
+        ];
+        for row in rows {
+            // Shift the row across every position of a chunk.
+            let input: Vec<u8> = (0..70)
+                .flat_map(|i| [&b"v".repeat(i)[..], row].concat())
+                .collect();
+            assert_chunks_match_bytes(&input, b',');
+        }
+        let mixed: Vec<u8> = (0..40)
+            .flat_map(|i| rows[i % rows.len()].to_vec())
+            .collect();
+        assert_chunks_match_bytes(&mixed, b',');
+        assert_chunks_match_bytes(&mixed, b'\t');
+        assert_chunks_match_bytes(b"", b',');
+        let unclosed = format!("h\n{}\"unclosed\n1\n", "x,".repeat(50));
+        assert_chunks_match_bytes(unclosed.as_bytes(), b',');
+    }
+
+    #[test]
+    fn bitmask_chunks_match_the_byte_reader_on_random_tables() {
+        let alphabet = b"\"\"\",,,\n\n\r \tab1\xc3\xa9";
+        let mut state = 0xD1B5_4A32_D192_ED03u64;
+        for _ in 0..300 {
+            let length = (state % 700) as usize;
+            let input: Vec<u8> = (0..length)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    alphabet[(state % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            assert_chunks_match_bytes(&input, b',');
+        }
     }
 }

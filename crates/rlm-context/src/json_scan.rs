@@ -2,8 +2,13 @@
 //! names (one level of dot paths) of the first elements and of windows spread over the array,
 //! and whether brackets balance. It never builds values, so a multi-gigabyte document costs one
 //! pass and constant memory.
+//!
+//! Bytes are walked one by one while field names are collected; between those records the scan
+//! skims whole 64-byte chunks ([`crate::json_skim`]), which gives the same counts.
 
+use crate::bitmask::{CHUNK, visit_json_chunks};
 use crate::fields::FieldSet;
+use crate::json_skim::{SkimState, skim_chunk};
 use crate::sample::WindowSchedule;
 
 /// Depths whose container kind we remember; deeper levels only move the depth counter.
@@ -34,6 +39,8 @@ pub(crate) struct JsonScanner {
     awaiting_value: bool,
     top_values: u64,
     unbalanced: bool,
+    /// Skim chunks where fields are not collected (off only to test the walk against it).
+    skimming: bool,
     pub(crate) fields: FieldSet,
 }
 
@@ -81,17 +88,74 @@ impl JsonScanner {
             awaiting_value: true,
             top_values: 0,
             unbalanced: false,
+            skimming: true,
             fields: FieldSet::new(field_limit),
         }
     }
 
     pub(crate) fn feed(&mut self, block: &[u8]) {
-        self.scan(block);
+        let mut index = 0;
+        while index < block.len() {
+            if self.skimming && self.can_skim() {
+                index = self.skim(block, index);
+            }
+            index = self.walk(block, index);
+        }
         self.block_start += block.len() as u64;
     }
 
-    fn scan(&mut self, block: &[u8]) {
-        let mut index = 0;
+    /// Whether the state is one [`skim_chunk`] reproduces: inside the top-level array, no field
+    /// collection under way, nothing pending that a value would complete.
+    fn can_skim(&self) -> bool {
+        self.top == Some(b'[')
+            && self.base == 2
+            && self.depth >= 1
+            && self.containers[1] == b'['
+            && (self.depth == 1 || !self.awaiting_value)
+            && self.pending_key.is_none()
+            && self.parent_key.is_none()
+            && !self.collecting()
+    }
+
+    /// Skims whole chunks from `index` until one needs the walk, the next window is near, or
+    /// fewer than 64 bytes are left; returns where the walk takes over.
+    fn skim(&mut self, block: &[u8], index: usize) -> usize {
+        let offset = self.block_start + index as u64;
+        // Elements starting at or after the next window's start are for the walk to see.
+        let before_window = self.windows.next_start().saturating_sub(offset);
+        let room = usize::try_from(before_window).map_or(block.len(), |room| room.min(block.len()));
+        let bytes = &block[index..room.max(index)];
+        let mut state = SkimState {
+            depth: self.depth,
+            in_string: self.in_string,
+            escape: self.escape,
+            awaiting_value: self.awaiting_value,
+        };
+        let mut elements = 0;
+        let skimmed = CHUNK
+            * visit_json_chunks(bytes, |masks| match skim_chunk(state, masks) {
+                Some((next, found)) => {
+                    state = next;
+                    elements += found;
+                    true
+                }
+                None => false,
+            });
+        self.elements += elements;
+        self.depth = state.depth;
+        self.in_string = state.in_string;
+        self.escape = state.escape;
+        self.awaiting_value = state.awaiting_value;
+        // Not collecting, so a string's role no longer matters.
+        self.string_is_key = false;
+        index + skimmed
+    }
+
+    /// Walks bytes from `start` to the end of the block, or until skimming can resume at least
+    /// a chunk further on; returns where it stopped.
+    fn walk(&mut self, block: &[u8], start: usize) -> usize {
+        let resume_at = start + CHUNK;
+        let mut index = start;
         while index < block.len() {
             if self.in_string {
                 index = self.scan_string(block, index);
@@ -114,7 +178,7 @@ impl JsonScanner {
             } else if !is_structural(byte) {
                 match block[index..].iter().position(|&b| is_structural(b)) {
                     Some(offset) => index += offset,
-                    None => return,
+                    None => return block.len(),
                 }
                 continue;
             }
@@ -153,9 +217,13 @@ impl JsonScanner {
                         self.expect_key[d] = self.containers[d] == b'{';
                     }
                     self.awaiting_value = self.depth == 1 && self.top == Some(b'[');
+                    if self.depth == 1 && index >= resume_at && self.skimming && self.can_skim() {
+                        return index;
+                    }
                 }
             }
         }
+        index
     }
 
     /// Consumes string bytes from `index`; returns where scanning continues.
@@ -353,6 +421,136 @@ mod tests {
             result.fields.finish().names,
             ["zeta", "alpha", "esc\"aped", "alpha.k"]
         );
+    }
+
+    /// Everything a scan reports, from a scanner that reads fields of the first `head` elements
+    /// and of `window_records` elements in each of `windows` windows.
+    fn outcome(
+        input: &[u8],
+        skimming: bool,
+        block: usize,
+        (head, windows, window_records): (u64, u64, u64),
+    ) -> (Option<u8>, u64, u64, bool, crate::fields::Fields) {
+        let schedule = WindowSchedule::new(windows, Some(input.len() as u64));
+        let mut scanner = JsonScanner::new(true, head, (schedule, window_records), 100);
+        scanner.skimming = skimming;
+        for chunk in input.chunks(block.max(1)) {
+            scanner.feed(chunk);
+        }
+        let scan = scanner.finish();
+        let fields = scan.fields.finish();
+        (
+            scan.top,
+            scan.elements,
+            scan.top_values,
+            scan.malformed,
+            fields,
+        )
+    }
+
+    /// Skimming gives what the byte walk gives, for several blockings and sampling plans.
+    fn assert_skim_matches_walk(input: &[u8]) {
+        for plan in [(0, 0, 0), (1, 0, 0), (2, 3, 1), (1, 40, 2)] {
+            let walked = outcome(input, false, input.len(), plan);
+            for block in [input.len(), 1, 63, 64, 65, 200, 4096] {
+                assert_eq!(
+                    outcome(input, true, block, plan),
+                    walked,
+                    "plan {plan:?}, block {block}, input {:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        }
+    }
+
+    /// `element` repeated `count` times as an array, each padded so the tricky bytes fall on
+    /// every position of a 64-byte chunk.
+    fn padded_array(element: &str, count: usize) -> Vec<u8> {
+        let elements: Vec<String> = (0..count)
+            .map(|i| format!("{}{element}", " ".repeat(i % 67)))
+            .collect();
+        format!("[{}]", elements.join(",")).into_bytes()
+    }
+
+    #[test]
+    fn skimming_matches_the_walk_on_tricky_arrays() {
+        let long_escape_runs = format!(r#""{0}" "{0}\"x" "{0}\\""#, r"\\".repeat(40));
+        let elements = [
+            r#"{"a": "escaped \" quote", "b": "\\", "c": "\\\\\"", "d": 1}"#,
+            long_escape_runs.as_str(),
+            r#"[[1, [2, [3, [4, [5]]]]], {"x": {"y": {"z": []}}}]"#,
+            r#"{"text": "brackets ] } [ { and, commas: and\nnewlines", "raw": "line
+break"}"#,
+            "{\"crlf\": 1}\r\n",
+            "  17 ",
+            "true , null,\t-1.5e3",
+            r#""adjacent" "strings" 3 4 {}"#,
+            ",, ,",
+            r#"{"k":"\u00e9", "\"key\"": ["\\"]}"#,
+        ];
+        for element in elements {
+            assert_skim_matches_walk(&padded_array(element, 150));
+        }
+        let mixed = elements.join(" ,\n ");
+        assert_skim_matches_walk(&padded_array(&mixed, 60));
+    }
+
+    #[test]
+    fn skimming_matches_the_walk_on_malformed_input() {
+        let base = padded_array(r#"{"a": [1, "x\\"], "b": {"c": "]"}}"#, 120);
+        let inputs = [
+            Vec::new(),
+            b"[".to_vec(),
+            // Truncated in a string, after a backslash, inside nested values.
+            base[..base.len() / 2].to_vec(),
+            base[..base.len() - 7].to_vec(),
+            // Backslashes and invalid UTF-8 outside strings.
+            [
+                &base[..3000],
+                br#" \"oops" "#,
+                b"\xff\xfe ,\\ 5 ",
+                &base[3000..],
+            ]
+            .concat(),
+            // Too many closing brackets, then more top-level values.
+            [&base[..], br#"]]} {"after": 1} [2]"#].concat(),
+            // A quote never closed.
+            [&base[..base.len() - 1], br#", "open"#].concat(),
+        ];
+        for input in inputs {
+            assert_skim_matches_walk(&input);
+        }
+    }
+
+    #[test]
+    fn skimming_matches_the_walk_on_random_input() {
+        let alphabet = b"\\\\\\\"\"\"{}[],,::   \n\r\tab1\xc3\xa9";
+        let mut state = 0x853C_49E6_748F_EA9Bu64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for case in 0..300 {
+            let length = 200 + (next() % 1500) as usize;
+            // Mostly well-formed elements with random bytes spliced in, so that the scan
+            // stays inside the array long enough to skim.
+            let mut input = b"[".to_vec();
+            while input.len() < length {
+                match next() % 8 {
+                    0 => input.push(alphabet[(next() % alphabet.len() as u64) as usize]),
+                    1 => input.extend_from_slice(br#"{"k": "v\\"}, "#),
+                    2 => input.extend_from_slice(b"[1, [2]], "),
+                    3 => input.extend_from_slice(br#""s\"]", "#),
+                    _ => input.extend_from_slice(br#"{"a": {"b": [true]}, "c": 2}, "#),
+                }
+            }
+            if case % 3 != 0 {
+                input.push(b']');
+            }
+            assert_skim_matches_walk(&input);
+        }
     }
 
     #[test]

@@ -16,12 +16,14 @@
 //! assert!(render_hint(&metadata, "context").contains("Records: 2"));
 //! ```
 
+mod bitmask;
 pub mod chunk;
 mod delimited;
 pub mod fence;
 mod fields;
 mod format;
 mod json_scan;
+mod json_skim;
 mod metadata;
 mod records;
 mod render;
