@@ -22,7 +22,9 @@ pub(crate) fn plan() -> Value {
     })
 }
 
-/// An extractor reply for a batch of chunks `ids`: one entry per chunk, its id one of them.
+/// An extractor reply for a batch of chunks `ids`: one entry per chunk (as many entries as
+/// chunks: `minItems`/`maxItems`, which OpenAI's strict mode and llama.cpp's grammars take),
+/// its id one of them.
 pub(crate) fn extraction(ids: &[i64]) -> Value {
     let strings = json!({"type": "array", "items": {"type": "string"}});
     json!({
@@ -30,6 +32,8 @@ pub(crate) fn extraction(ids: &[i64]) -> Value {
         "properties": {
             "results": {
                 "type": "array",
+                "minItems": ids.len(),
+                "maxItems": ids.len(),
                 "items": {
                     "type": "object",
                     "properties": {
@@ -80,6 +84,12 @@ mod tests {
         assert_eq!(
             extraction(&[3, 5])["properties"]["results"]["items"]["properties"]["chunk_id"]["enum"],
             json!([3, 5])
+        );
+        // One entry per chunk, enforced where the server takes array bounds.
+        let results = &extraction(&[3, 5])["properties"]["results"];
+        assert_eq!(
+            (&results["minItems"], &results["maxItems"]),
+            (&json!(2), &json!(2))
         );
         for field in ["queries", "mode", "top_k", "batch_size", "buffers"] {
             let prompt = crate::prompts::QueryPrompts::default().plan;

