@@ -2,8 +2,9 @@
 //!
 //! A configured concurrency is a plain semaphore. A server on this machine that nobody
 //! configured ([`ConcurrencyMode::Auto`]) is first asked what it serves at once (llama.cpp's
-//! `/props` `total_slots`, `server_props.rs`); that number is then the limit. A server that
-//! says nothing (vLLM, SGLang, TGI, a LiteLLM proxy, Ollama) gets an adaptive limit: it starts
+//! `/props` `total_slots`, TGI's `/info`, SGLang's `/get_server_info`: `server_props.rs`); that
+//! number is then the limit. A server that says nothing (vLLM, a LiteLLM proxy, Ollama) gets an
+//! adaptive limit: it starts
 //! at [`ADAPTIVE_START_CONCURRENCY`] and, after each window of successes (as many in a row as
 //! the limit) whose time to the first token stayed within [`LATENCY_TOLERANCE`] times the
 //! fastest seen, doubles (slow start, as TCP's) until the first slower answer or overload, and

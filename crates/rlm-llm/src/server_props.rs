@@ -1,8 +1,13 @@
 //! What a local server says about itself. llama.cpp answers `GET /props` (beside its `/v1`)
 //! with the context window every slot has (`default_generation_settings.n_ctx`) and how many
-//! requests it serves at once (`total_slots`). The probe is asked once per provider per
-//! process, only of OpenAI-compatible servers on this machine (or the `llamacpp` provider), so
-//! a hosted API never sees it; any failure means "nothing reported".
+//! requests it serves at once (`total_slots`). Asked next when `/props` says nothing of that:
+//! Text Generation Inference's `GET /info` (`max_concurrent_requests`, the requests its router
+//! admits at once; more get 429) and SGLang's `GET /get_server_info` (`max_running_requests`,
+//! set or computed at start). vLLM and Ollama say nothing of the kind (their limits,
+//! `max_num_seqs` and `OLLAMA_NUM_PARALLEL`, are not served), so the adaptive limit is theirs.
+//! The probe is asked once per provider per process, only of OpenAI-compatible servers on this
+//! machine (or the `llamacpp` provider), so a hosted API never sees it; any failure means
+//! "nothing reported".
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,6 +61,25 @@ pub(crate) fn parse(body: &[u8]) -> Option<ServerProps> {
     })
 }
 
+/// The concurrency in a TGI `/info` or SGLang `/get_server_info` body (at the top, or in
+/// SGLang's first `internal_states` entry), if it is a positive number.
+pub(crate) fn parse_concurrency(body: &[u8]) -> Option<usize> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let field = |value: &serde_json::Value| {
+        ["max_concurrent_requests", "max_running_requests"]
+            .iter()
+            .find_map(|name| value.get(name).and_then(serde_json::Value::as_u64))
+    };
+    field(&value)
+        .or_else(|| value.pointer("/internal_states/0").and_then(field))
+        .and_then(|count| usize::try_from(count).ok())
+        .filter(|&count| count > 0)
+}
+
+/// The paths after a server's origin that say how many requests it serves at once, after
+/// `/props`: TGI's, then SGLang's.
+const CONCURRENCY_PATHS: [&str; 2] = ["/info", "/get_server_info"];
+
 /// The `/props` URL of a provider worth asking, or `None`.
 fn props_url(config: &ProviderConfig) -> Option<String> {
     if config.kind != ProviderKind::OpenAi
@@ -85,16 +109,33 @@ impl LlmClient {
         if let Some(props) = known.get(&model_ref.provider) {
             return *props;
         }
-        let mut request = self.shared.http.get(&url).timeout(PROBE_TIMEOUT);
-        if let Some(key) = &slot.config.api_key {
-            request = request.bearer_auth(key.expose());
-        }
-        let props = match request.send().await {
-            Ok(response) if response.status().is_success() => {
-                response.bytes().await.ok().and_then(|body| parse(&body))
+        let get = |url: String| {
+            let mut request = self.shared.http.get(url).timeout(PROBE_TIMEOUT);
+            if let Some(key) = &slot.config.api_key {
+                request = request.bearer_auth(key.expose());
             }
-            _ => None,
+            async move {
+                match request.send().await {
+                    Ok(response) if response.status().is_success() => response.bytes().await.ok(),
+                    _ => None,
+                }
+            }
         };
+        let mut props = get(url.clone()).await.and_then(|body| parse(&body));
+        if props.is_none_or(|props| props.total_slots.is_none()) {
+            let origin = url.strip_suffix("/props").unwrap_or(&url);
+            for path in CONCURRENCY_PATHS {
+                let Some(count) = get(format!("{origin}{path}"))
+                    .await
+                    .and_then(|body| parse_concurrency(&body))
+                else {
+                    continue;
+                };
+                let found = props.get_or_insert_with(ServerProps::default);
+                found.total_slots = Some(count);
+                break;
+            }
+        }
         tracing::debug!(provider = %model_ref.provider, ?props, "server properties");
         known.insert(model_ref.provider, props);
         props
@@ -119,6 +160,20 @@ mod tests {
         assert_eq!(parse(old).unwrap().context_window, Some(4_096));
         for nothing in [&b"{}"[..], b"not json", br#"{"n_ctx": 0}"#] {
             assert_eq!(parse(nothing), None);
+        }
+    }
+
+    #[test]
+    fn tgi_and_sglang_say_their_concurrency() {
+        let tgi = br#"{"model_id": "m", "max_concurrent_requests": 128, "max_best_of": 2}"#;
+        assert_eq!(parse_concurrency(tgi), Some(128));
+        let sglang = br#"{"model_path": "m", "max_running_requests": 48, "tp_size": 1}"#;
+        assert_eq!(parse_concurrency(sglang), Some(48));
+        let computed =
+            br#"{"max_running_requests": null, "internal_states": [{"max_running_requests": 4}]}"#;
+        assert_eq!(parse_concurrency(computed), Some(4));
+        for nothing in [&b"{}"[..], b"not json", br#"{"max_running_requests": 0}"#] {
+            assert_eq!(parse_concurrency(nothing), None);
         }
     }
 

@@ -83,6 +83,15 @@ pub(crate) struct State {
     pub(crate) props: Mutex<Option<serde_json::Value>>,
     /// `GET /props` requests seen.
     pub(crate) props_requests: AtomicUsize,
+    /// What `GET /info` (TGI) and `GET /get_server_info` (SGLang) answer, by path; a path
+    /// not set answers 404.
+    pub(crate) info: Mutex<HashMap<String, serde_json::Value>>,
+    /// Requests answered at once ([`FakeServer::set_slots`]); `None`: no limit.
+    pub(crate) slots: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
+    /// The longest a request waited for a slot, in microseconds.
+    pub(crate) longest_queue_wait: std::sync::atomic::AtomicU64,
+    /// Requests that found every slot taken.
+    pub(crate) queued: AtomicUsize,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -147,6 +156,33 @@ impl State {
         }
     }
 
+    /// Waits for a slot when the server has a limited number ([`FakeServer::set_slots`]),
+    /// noting the wait; returns the slot and when the request's work starts (`received`
+    /// without a limit).
+    pub(crate) async fn take_slot(
+        &self,
+        received: std::time::Instant,
+    ) -> (
+        Option<tokio::sync::OwnedSemaphorePermit>,
+        std::time::Instant,
+    ) {
+        let slots = lock(&self.slots).clone();
+        let Some(slots) = slots else {
+            return (None, received);
+        };
+        if let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
+            return (Some(permit), received);
+        }
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let arrived = std::time::Instant::now();
+        // The semaphore is never closed.
+        let permit = slots.acquire_owned().await.ok();
+        let started = std::time::Instant::now();
+        let waited = u64::try_from((started - arrived).as_micros()).unwrap_or(u64::MAX);
+        self.longest_queue_wait.fetch_max(waited, Ordering::SeqCst);
+        (permit, started)
+    }
+
     pub(crate) fn stream_gap(&self) -> Duration {
         lock(&self.stream_gap).unwrap_or(DEFAULT_STREAM_GAP)
     }
@@ -206,6 +242,42 @@ impl FakeServer {
     /// answers 404.
     pub fn set_props(&self, body: serde_json::Value) {
         *lock(&self.state.props) = Some(body);
+    }
+
+    /// Answers `GET /info` as Text Generation Inference does, saying it admits
+    /// `max_concurrent_requests` at once (with the other fields TGI sends).
+    pub fn set_tgi_info(&self, max_concurrent_requests: usize) {
+        let body = serde_json::json!({"model_id": "fake", "model_dtype": "torch.float16",
+            "max_concurrent_requests": max_concurrent_requests, "max_best_of": 2,
+            "max_stop_sequences": 4, "max_input_tokens": 4095, "max_total_tokens": 4096,
+            "router": "text-generation-router", "version": "3.0.0"});
+        lock(&self.state.info).insert("/info".to_owned(), body);
+    }
+
+    /// Answers `GET /get_server_info` as SGLang does, its server arguments including
+    /// `max_running_requests`.
+    pub fn set_sglang_info(&self, max_running_requests: usize) {
+        let body = serde_json::json!({"model_path": "fake", "tp_size": 1,
+            "max_running_requests": max_running_requests, "max_total_num_tokens": 65536,
+            "version": "0.4.0"});
+        lock(&self.state.info).insert("/get_server_info".to_owned(), body);
+    }
+
+    /// Answers at most `slots` requests at once, as a server with that many slots: the others
+    /// wait in a queue, in arrival order, and a reply's latency counts from when its slot was
+    /// taken. The slot is held until the answer is ready to send.
+    pub fn set_slots(&self, slots: usize) {
+        *lock(&self.state.slots) = Some(Arc::new(tokio::sync::Semaphore::new(slots.max(1))));
+    }
+
+    /// Requests that found every slot taken and waited in the queue ([`Self::set_slots`]).
+    pub fn queued_requests(&self) -> usize {
+        self.state.queued.load(Ordering::SeqCst)
+    }
+
+    /// The longest any request waited in the queue for a slot ([`Self::set_slots`]).
+    pub fn longest_queue_wait(&self) -> Duration {
+        Duration::from_micros(self.state.longest_queue_wait.load(Ordering::SeqCst))
     }
 
     /// `GET /props` requests seen so far.

@@ -56,6 +56,7 @@ pub(crate) async fn handle(
         Ok(seen) => Arc::new(seen),
         Err(refusal) => return json_response(400, &[], &refusal),
     };
+    let (_slot, received) = state.take_slot(received).await;
     let reply = state.take_reply(&seen);
     state.delay(&reply, received).await;
     let status = match reply.finish_reason.as_deref() {

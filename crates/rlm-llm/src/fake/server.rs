@@ -40,6 +40,8 @@ pub(crate) async fn spawn(
         .route("/v1/messages", post(anthropic))
         .route(super::responses::PATH, post(super::responses::handle))
         .route("/props", axum::routing::get(props))
+        .route("/info", axum::routing::get(info))
+        .route("/get_server_info", axum::routing::get(info))
         .with_state(state);
     let task = tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, router).await {
@@ -70,6 +72,15 @@ async fn props(AxumState(state): AxumState<Arc<State>>) -> Response {
         HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// TGI's `GET /info` and SGLang's `GET /get_server_info`: what the test set, else 404.
+async fn info(AxumState(state): AxumState<Arc<State>>, uri: axum::http::Uri) -> Response {
+    let body = super::lock(&state.info).get(uri.path()).cloned();
+    match body {
+        Some(body) => json_response(200, &[], &body),
+        None => json_response(404, &[], &serde_json::json!({"detail": "Not Found"})),
+    }
 }
 
 async fn openai(
@@ -119,6 +130,7 @@ async fn handle(
             return json_response(400, &[], &encode::error_body(wire, 400, &message));
         }
     };
+    let (_slot, received) = state.take_slot(received).await;
     let reply = state.take_reply(&seen);
     let cached = state.cache_hit(&seen, &reply);
     state.delay(&reply, received).await;

@@ -121,6 +121,36 @@ async fn a_local_server_gets_as_many_requests_as_it_reports_slots() {
     );
 }
 
+/// Text Generation Inference (`/info` `max_concurrent_requests`) and SGLang
+/// (`/get_server_info` `max_running_requests`) say how many requests they take at once, where
+/// llama.cpp's `/props` is missing: that many go out together, and none waits in the server's
+/// queue (it serves that many).
+#[tokio::test]
+async fn tgi_and_sglang_servers_get_as_many_requests_as_they_say() {
+    for tgi in [true, false] {
+        let server = server().await;
+        if tgi {
+            server.set_tgi_info(6);
+        } else {
+            server.set_sglang_info(6);
+        }
+        server.set_slots(6);
+        server.set_latency(Duration::from_millis(50));
+        server.respond_with(|_| FakeReply::text("ok"));
+        let client = local_client(&server, None);
+        let results = client.chat_batch(&asks(18)).await;
+        assert!(results.iter().all(Result::is_ok));
+        assert_eq!(server.peak_in_flight(), 6, "tgi {tgi}");
+        assert_eq!(server.queued_requests(), 0, "tgi {tgi}");
+        let concurrency = client.concurrency("local").unwrap();
+        assert_eq!(
+            (concurrency.limit, concurrency.source),
+            (6, rlm_llm::ConcurrencySource::Server),
+            "tgi {tgi}"
+        );
+    }
+}
+
 /// A limit the user set wins over what the server reports, which is then not asked.
 #[tokio::test]
 async fn a_configured_limit_wins_over_the_server_report() {
