@@ -62,7 +62,7 @@ pub enum Error {
     },
     /// A grep pattern did not parse.
     #[error("invalid regular expression")]
-    Regex(#[from] regex::Error),
+    Regex(#[source] grep_regex::Error),
     /// A range (lines or bytes) was outside the buffer or reversed.
     #[error("{0}")]
     Range(String),

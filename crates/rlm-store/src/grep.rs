@@ -1,11 +1,18 @@
-//! Regex search over stored buffers with context lines, like ripgrep.
+//! Regex search over stored buffers with context lines, like ripgrep, by ripgrep's own
+//! searcher (`grep-searcher` with a `grep-regex` matcher: literal prefilters, line handling)
+//! streaming each buffer's text out of SQLite, so memory stays flat however large it is.
 
 use std::ops::{ControlFlow, Range};
 
-use regex::RegexBuilder;
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkError, SinkMatch,
+};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::read::buffer_reader;
 use crate::store::Store;
 
 /// Options of [`Store::grep`].
@@ -27,6 +34,9 @@ pub struct GrepOptions {
     pub word: bool,
     /// Stop a buffer after this many matching lines.
     pub max_count: Option<u64>,
+    /// Leave [`GrepLine::Match`]'s `matches` empty: saves a second regex pass over every
+    /// matching line when nothing marks the matches.
+    pub lines_only: bool,
 }
 
 /// One line of output.
@@ -76,184 +86,210 @@ pub struct GrepSummary {
 impl Store {
     /// Calls `emit` for every matching line (and context line) of the selected buffers, in
     /// buffer-name order. Return `Break` from `emit` to stop early.
+    ///
+    /// Patterns match within one line, as ripgrep's do: a pattern that needs a line break
+    /// (`a\nb`) is refused, and classes such as `\s` do not match one.
     pub fn grep(
         &self,
         pattern: &str,
         options: &GrepOptions,
         emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     ) -> Result<GrepSummary> {
-        let mut pattern = if options.fixed_strings {
-            regex::escape(pattern)
-        } else {
-            pattern.to_owned()
-        };
-        if options.word {
-            pattern = format!(r"\b(?:{pattern})\b");
-        }
-        let regex = RegexBuilder::new(&pattern)
-            .case_insensitive(options.ignore_case)
-            .multi_line(true)
-            .build()
-            .map_err(Error::Regex)?;
+        let matcher = matcher(pattern, options)?;
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(options.before)
+            .after_context(options.after)
+            .max_matches(options.max_count)
+            // Stored text is UTF-8 that was checked at load: a NUL is text here.
+            .binary_detection(BinaryDetection::none())
+            .build();
+        let with_context = options.before + options.after > 0;
+        // Streamed through SQLite's small page cache rather than its memory map, which would
+        // leave every page of every buffer read resident: memory stays flat as the store grows.
+        let _unmapped = Unmapped::new(&self.connection)?;
         let mut summary = GrepSummary::default();
-        let mut printed_any = false;
         for buffer in self.filter_buffers(&options.buffers, options.path_glob.as_deref())? {
-            let text = self.text(&buffer)?;
-            let mut lines = LinePrinter {
-                text: &text,
+            let mut sink = LineSink {
                 buffer: &buffer.name,
-                regex: &regex,
-                before: options.before,
-                after: options.after,
-                previous_line: 0,
-                previous_end: 0,
-                counted_position: 0,
-                counted_line: 1,
+                matcher: &matcher,
+                lines_only: options.lines_only,
+                emit: &mut *emit,
+                // As ripgrep: `--` also separates buffers when context lines are shown.
+                break_first: with_context && summary.matched_buffers > 0,
+                matched: 0,
+                stopped: false,
             };
-            let mut search_from = 0;
-            let mut matched = 0;
-            while search_from < text.len() && options.max_count.is_none_or(|max| matched < max) {
-                let Some(found) = regex.find_at(&text, search_from) else {
-                    break;
-                };
-                if found.start() >= text.len() && found.is_empty() {
-                    break;
-                }
-                let line_start =
-                    memchr::memrchr(b'\n', &text.as_bytes()[..found.start()]).map_or(0, |p| p + 1);
-                let line_end = memchr::memchr(b'\n', &text.as_bytes()[found.start()..])
-                    .map_or(text.len(), |p| found.start() + p + 1);
-                if (printed_any
-                    && matched == 0
-                    && options.before + options.after > 0
-                    && emit(GrepLine::Break).is_break())
-                    || lines.print_match(line_start, line_end, emit).is_break()
-                {
-                    return Ok(summary);
-                }
-                matched += 1;
-                printed_any = true;
-                search_from = line_end;
+            let reader = buffer_reader(&self.connection, buffer.id)?;
+            searcher
+                .search_reader(&matcher, reader, &mut sink)
+                .map_err(|error| error.into_store_error(&buffer.name))?;
+            let (matched, stopped) = (sink.matched, sink.stopped);
+            if stopped {
+                return Ok(summary);
             }
             if matched > 0 {
+                summary.matched_lines += matched;
+                summary.matched_buffers += 1;
                 let end = GrepLine::End {
                     buffer: &buffer.name,
                     matched_lines: matched,
                 };
-                if lines.print_after(usize::MAX, emit).is_break() || emit(end).is_break() {
+                if emit(end).is_break() {
                     return Ok(summary);
                 }
-                summary.matched_lines += matched;
-                summary.matched_buffers += 1;
             }
         }
         Ok(summary)
     }
 }
 
-struct LinePrinter<'a> {
-    text: &'a str,
+/// Turns SQLite's memory map off on a connection until dropped.
+struct Unmapped<'a>(&'a rusqlite::Connection);
+
+impl<'a> Unmapped<'a> {
+    fn new(connection: &'a rusqlite::Connection) -> Result<Self> {
+        connection.pragma_update(None, "mmap_size", 0)?;
+        Ok(Self(connection))
+    }
+}
+
+impl Drop for Unmapped<'_> {
+    fn drop(&mut self) {
+        // Reads are only slower without the map; nothing to report if this fails.
+        let _ = self
+            .0
+            .pragma_update(None, "mmap_size", crate::store::MMAP_BYTES);
+    }
+}
+
+/// The pattern as the options shape it, matching within lines.
+fn matcher(pattern: &str, options: &GrepOptions) -> Result<RegexMatcher> {
+    let mut pattern = if options.fixed_strings {
+        regex::escape(pattern)
+    } else {
+        pattern.to_owned()
+    };
+    if options.word {
+        pattern = format!(r"\b(?:{pattern})\b");
+    }
+    RegexMatcherBuilder::new()
+        .case_insensitive(options.ignore_case)
+        // Matches stay within a line.
+        .line_terminator(Some(b'\n'))
+        .build(&pattern)
+        .map_err(Error::Regex)
+}
+
+/// Turns the searcher's lines into [`GrepLine`]s for one buffer.
+struct LineSink<'a> {
     buffer: &'a str,
-    regex: &'a regex::Regex,
-    before: usize,
-    after: usize,
-    /// Last printed line number (0 before the first).
-    previous_line: u64,
-    /// Byte just past the last printed line.
-    previous_end: usize,
-    counted_position: usize,
-    counted_line: u64,
+    matcher: &'a RegexMatcher,
+    lines_only: bool,
+    emit: &'a mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
+    /// Emit a `--` before this buffer's first line.
+    break_first: bool,
+    matched: u64,
+    /// `emit` asked to stop.
+    stopped: bool,
 }
 
-impl LinePrinter<'_> {
-    fn line_number(&mut self, position: usize) -> u64 {
-        let bytes = &self.text.as_bytes()[self.counted_position..position];
-        self.counted_line += memchr::memchr_iter(b'\n', bytes).count() as u64;
-        self.counted_position = position;
-        self.counted_line
+impl LineSink<'_> {
+    /// Emits `line`, after the `--` owed before this buffer's first line; false to stop.
+    fn send(&mut self, line: GrepLine<'_>) -> bool {
+        if std::mem::take(&mut self.break_first) && (self.emit)(GrepLine::Break).is_break() {
+            self.stopped = true;
+            return false;
+        }
+        self.stopped = (self.emit)(line).is_break();
+        !self.stopped
     }
+}
 
-    fn print_match(
+impl Sink for LineSink<'_> {
+    type Error = SearchError;
+
+    fn matched(
         &mut self,
-        start: usize,
-        end: usize,
-        emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let number = self.line_number(start);
-        let after = if self.previous_line == 0 {
-            0
-        } else {
-            (number - self.previous_line - 1).min(self.after as u64)
-        };
-        self.print_after(after as usize, emit)?;
-        let before_first = number
-            .saturating_sub(self.before as u64)
-            .max(self.previous_line + 1);
-        // As ripgrep: `--` separates groups only when context lines are shown.
-        if self.previous_line > 0
-            && before_first > self.previous_line + 1
-            && self.before + self.after > 0
-        {
-            emit(GrepLine::Break)?;
+        _searcher: &Searcher,
+        found: &SinkMatch<'_>,
+    ) -> std::result::Result<bool, SearchError> {
+        let text = line_text(found.bytes());
+        let mut matches = Vec::new();
+        if !self.lines_only {
+            self.matcher
+                .find_iter(text.as_bytes(), |range| {
+                    if !range.is_empty() {
+                        matches.push(range.start()..range.end());
+                    }
+                    true
+                })
+                .map_err(|error| SearchError::Message(error.to_string()))?;
         }
-        let mut before = Vec::new();
-        let mut cursor = start;
-        for _ in before_first..number {
-            let line_start =
-                memchr::memrchr(b'\n', &self.text.as_bytes()[..cursor.saturating_sub(1)])
-                    .map_or(0, |p| p + 1);
-            before.push(line_start..cursor);
-            cursor = line_start;
-        }
-        for (offset, range) in before.into_iter().rev().enumerate() {
-            emit(GrepLine::Context {
-                buffer: self.buffer,
-                line: before_first + offset as u64,
-                text: trim_line(&self.text[range]),
-            })?;
-        }
-        let text = trim_line(&self.text[start..end]);
-        emit(GrepLine::Match {
+        self.matched += 1;
+        Ok(self.send(GrepLine::Match {
             buffer: self.buffer,
-            line: number,
+            line: found.line_number().unwrap_or_default(),
             text,
-            matches: self
-                .regex
-                .find_iter(text)
-                .filter(|found| !found.is_empty())
-                .map(|found| found.range())
-                .collect(),
-        })?;
-        self.previous_line = number;
-        self.previous_end = end;
-        ControlFlow::Continue(())
+            matches,
+        }))
     }
 
-    /// Prints up to `limit` (and at most `after`) lines after the last printed line.
-    fn print_after(
+    fn context(
         &mut self,
-        limit: usize,
-        emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        for _ in 0..limit.min(self.after) {
-            if self.previous_end >= self.text.len() {
-                break;
-            }
-            let end = memchr::memchr(b'\n', &self.text.as_bytes()[self.previous_end..])
-                .map_or(self.text.len(), |p| self.previous_end + p + 1);
-            self.previous_line += 1;
-            emit(GrepLine::Context {
-                buffer: self.buffer,
-                line: self.previous_line,
-                text: trim_line(&self.text[self.previous_end..end]),
-            })?;
-            self.previous_end = end;
-        }
-        ControlFlow::Continue(())
+        _searcher: &Searcher,
+        context: &SinkContext<'_>,
+    ) -> std::result::Result<bool, SearchError> {
+        Ok(self.send(GrepLine::Context {
+            buffer: self.buffer,
+            line: context.line_number().unwrap_or_default(),
+            text: line_text(context.bytes()),
+        }))
+    }
+
+    fn context_break(&mut self, _searcher: &Searcher) -> std::result::Result<bool, SearchError> {
+        Ok(self.send(GrepLine::Break))
     }
 }
 
-fn trim_line(line: &str) -> &str {
-    let line = line.strip_suffix('\n').unwrap_or(line);
-    line.strip_suffix('\r').unwrap_or(line)
+/// A line without its line ending. Stored text is UTF-8 and lines are cut at `\n`, so the
+/// fallback (an empty line) is never taken.
+fn line_text(bytes: &[u8]) -> &str {
+    let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    std::str::from_utf8(line).unwrap_or_default()
+}
+
+/// Why the searcher stopped with an error.
+#[derive(Debug)]
+enum SearchError {
+    Io(std::io::Error),
+    Message(String),
+}
+
+impl SinkError for SearchError {
+    fn error_message<T: std::fmt::Display>(message: T) -> Self {
+        Self::Message(message.to_string())
+    }
+
+    fn error_io(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
+impl SearchError {
+    fn into_store_error(self, buffer: &str) -> Error {
+        match self {
+            Self::Io(source) => Error::Io {
+                action: "cannot read the stored text of",
+                path: buffer.into(),
+                source,
+            },
+            Self::Message(message) => Error::Io {
+                action: "cannot search the stored text of",
+                path: buffer.into(),
+                source: std::io::Error::other(message),
+            },
+        }
+    }
 }

@@ -435,6 +435,14 @@ pub(crate) fn read_blob(
     Ok(bytes)
 }
 
+/// A reader of a buffer's stored text, streamed out of the database.
+pub(crate) fn buffer_reader(
+    connection: &Connection,
+    buffer_id: i64,
+) -> Result<rusqlite::blob::Blob<'_>> {
+    Ok(connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, true)?)
+}
+
 /// The whole text of a buffer (stored text is validated UTF-8 at load).
 pub(crate) fn buffer_text(connection: &Connection, buffer_id: i64) -> Result<String> {
     let bytes = read_blob(connection, buffer_id, 0, usize::MAX)?;

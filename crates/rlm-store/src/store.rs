@@ -41,7 +41,7 @@ pub(crate) const INDEX: &str = "bm25";
 const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How much of the database file SQLite may memory-map for reading.
-const MMAP_BYTES: i64 = 1 << 31;
+pub(crate) const MMAP_BYTES: i64 = 1 << 31;
 
 /// An open store directory: `store.sqlite` (buffers, text, chunks) and `bm25/` (tantivy).
 #[derive(Debug)]

@@ -420,6 +420,8 @@ impl<'a> StoreTools<'a> {
             buffers,
             // One more than kept, so a buffer with too many is seen to be cut.
             max_count: Some(self.limits.max_grep_matches as u64 + 1),
+            // The model gets whole lines; where the pattern matched in them is not passed on.
+            lines_only: true,
             ..GrepOptions::default()
         };
         let mut matches = Vec::new();

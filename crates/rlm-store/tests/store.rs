@@ -504,6 +504,141 @@ fn grep_takes_fixed_strings_words_separate_context_and_a_match_limit() {
     let (first, summary) = grep_lines(&store, "cat", &options(&|o| o.max_count = Some(1)));
     assert_eq!(first, ["2:[cat] con[cat] [cat]", "end f 1"]);
     assert_eq!(summary.matched_lines, 1);
+    let (plain, _) = grep_lines(&store, "cat", &options(&|o| o.lines_only = true));
+    assert_eq!(plain, ["2:cat concat cat", "5:cat", "end f 2"]);
+}
+
+/// What grep should print for one buffer, worked out line by line in the plainest way.
+fn grep_reference(body: &str, pattern: &regex::Regex, before: usize, after: usize) -> Vec<String> {
+    let lines: Vec<&str> = body.lines().collect();
+    let hits: Vec<usize> = (0..lines.len())
+        .filter(|&i| pattern.is_match(lines[i]))
+        .collect();
+    let mut shown = vec![false; lines.len()];
+    for &hit in &hits {
+        let last = (hit + after).min(lines.len() - 1);
+        shown[hit.saturating_sub(before)..=last].fill(true);
+    }
+    let mut out = Vec::new();
+    let mut last: Option<usize> = None;
+    for (i, line) in lines.iter().enumerate().filter(|(i, _)| shown[*i]) {
+        if last.is_some_and(|last| i > last + 1) && before + after > 0 {
+            out.push("--".to_owned());
+        }
+        if hits.binary_search(&i).is_ok() {
+            let mut marked = String::new();
+            let mut at = 0;
+            for found in pattern.find_iter(line).filter(|found| !found.is_empty()) {
+                marked.push_str(&line[at..found.start()]);
+                marked.push_str(&format!("[{}]", found.as_str()));
+                at = found.end();
+            }
+            marked.push_str(&line[at..]);
+            out.push(format!("{}:{marked}", i + 1));
+        } else {
+            out.push(format!("{}-{line}", i + 1));
+        }
+        last = Some(i);
+    }
+    out
+}
+
+#[test]
+fn grep_streams_large_buffers_with_the_same_lines_as_a_line_by_line_reference() {
+    // Several megabytes, so the searcher reads each buffer in many pieces and matches and
+    // their context fall across the pieces' edges; long lines grow its line buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let mut body = String::new();
+    let mut state = 0x2545_f491_u64;
+    for number in 0..30_000u32 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        match state % 97 {
+            0 => body.push_str(&format!("{number} ParseError at offset {state}\n")),
+            1 => body.push_str(&format!("{number} \u{e9}t\u{e9} TimeoutError\r\n")),
+            2 if number % 4 == 0 => body.push_str(&"x".repeat(70_000 + (state % 5_000) as usize)),
+            _ => body.push_str(&format!("{number} ordinary line {}\n", state % 1_000)),
+        }
+        if state % 97 == 2 {
+            body.push('\n');
+        }
+    }
+    let second = "ParseError first\nplain\nplain\nlast ParseError\n";
+    store
+        .load(
+            vec![text("a.log", &body), text("b.log", second)],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    for pattern in [r"[A-Z][a-z]+Error\b", "Timeout", r"line 99\b", r"Error\r?$"] {
+        for (before, after) in [(0, 0), (2, 1), (0, 3)] {
+            let options = GrepOptions {
+                before,
+                after,
+                ..GrepOptions::default()
+            };
+            let (lines, summary) = grep_lines(&store, pattern, &options);
+            // The reference sees lines without their `\r`, as grep prints them and marks them.
+            let regex = regex::Regex::new(pattern).unwrap();
+            let mut expected = grep_reference(&body.replace("\r\n", "\n"), &regex, before, after);
+            let first_count = expected.iter().filter(|line| line.contains(':')).count();
+            if first_count > 0 {
+                expected.push(format!("end a.log {first_count}"));
+            }
+            let second_lines = grep_reference(second, &regex, before, after);
+            let second_count = second_lines
+                .iter()
+                .filter(|line| line.contains(':'))
+                .count();
+            if second_count > 0 {
+                if first_count > 0 && before + after > 0 {
+                    expected.push("--".to_owned());
+                }
+                expected.extend(second_lines);
+                expected.push(format!("end b.log {second_count}"));
+            }
+            assert!(
+                first_count > 10,
+                "{pattern}: the corpus has too few matches"
+            );
+            assert_eq!(lines, expected, "{pattern} with context {before},{after}");
+            assert_eq!(
+                summary.matched_lines,
+                (first_count + second_count) as u64,
+                "{pattern}"
+            );
+        }
+    }
+}
+
+#[test]
+fn grep_keeps_matches_within_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store
+        .load(
+            vec![text("w", "done\r\nnot done yet\r\nalmost\ndone\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    // As ripgrep without `--crlf`: `$` is at the `\n`, so a CRLF line needs `\r?$`.
+    let (lines, _) = grep_lines(&store, "done$", &GrepOptions::default());
+    assert_eq!(lines, ["4:[done]", "end w 1"]);
+    let (lines, _) = grep_lines(&store, r"done\r?$", &GrepOptions::default());
+    assert_eq!(lines, ["1:[done]", "4:[done]", "end w 2"]);
+    // `\s` does not reach into the next line, and an explicit line break is refused.
+    let (spaces, _) = grep_lines(&store, r"almost\s*", &GrepOptions::default());
+    assert_eq!(spaces, ["3:[almost]", "end w 1"]);
+    let refused = store
+        .grep("yet\nalmost", &GrepOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+    assert!(matches!(refused, Error::Regex(_)), "{refused:?}");
 }
 
 #[test]

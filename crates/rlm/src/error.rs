@@ -300,7 +300,10 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         E::AmbiguousBuffer { .. } => CliError::input(err)
             .with_hint("give more of the path, up to the whole name `rlm list` shows")
             .into(),
-        E::UnknownChunk(_) | E::Range(_) | E::Glob { .. } | E::Regex(_) | E::Chunk(_) => {
+        E::Regex(_) => CliError::input(err)
+            .with_hint("patterns use Rust regex syntax and match within one line, as ripgrep's do")
+            .into(),
+        E::UnknownChunk(_) | E::Range(_) | E::Glob { .. } | E::Chunk(_) => {
             CliError::input(err).into()
         }
         E::Interrupted => CliError::interrupted().into(),

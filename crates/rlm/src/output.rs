@@ -66,9 +66,24 @@ pub fn neutralize(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
-/// Whether stdout is a terminal (a person reads it, so data text is neutralised).
+/// Whether stdout is a terminal (a person reads it, so data text is neutralised). Asked once:
+/// commands call this for every line they print.
 pub fn stdout_is_terminal() -> bool {
-    io::stdout().is_terminal()
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL.get_or_init(|| io::stdout().is_terminal())
+}
+
+/// Whether [`stdout`] keeps ANSI colour (the global choice, `NO_COLOR`, a terminal).
+pub fn stdout_color() -> bool {
+    match anstream::ColorChoice::global() {
+        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi => true,
+        anstream::ColorChoice::Never => false,
+        anstream::ColorChoice::Auto => {
+            std::env::var_os(crate::settings::env::NO_COLOR).is_none_or(|v| v.is_empty())
+                && stdout_is_terminal()
+                && capture::target().is_none()
+        }
+    }
 }
 
 /// Data text for stdout: neutralised on a terminal, byte-exact when piped or redirected.

@@ -45,8 +45,18 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
         } else {
             args.max_count
         },
+        // Match ranges are only needed to colour the matches or for `--json`.
+        lines_only: per_buffer || !(global.json || output::stdout_color()),
     };
-    let mut out = output::stdout();
+    // Line by line on a terminal; in blocks into a pipe or file, as ripgrep writes.
+    let mut out: Box<dyn std::io::Write> = if output::stdout_is_terminal() {
+        Box::new(output::stdout())
+    } else {
+        Box::new(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            output::stdout(),
+        ))
+    };
     let mut write_error = None;
     let summary = store
         .grep(&args.pattern, &options, &mut |line| {
@@ -68,6 +78,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
             }
         })
         .map_err(store_error)?;
+    if write_error.is_none() {
+        write_error = out.flush().err();
+    }
     if let Some(err) = write_error {
         return Err(err.into());
     }

@@ -7,6 +7,7 @@
 //! The assertions are on structure — exit codes, usage, stop sequences, JSON, output limits, the
 //! trajectory — never on what the small model says; every command runs under a hard timeout, so
 //! a hang fails the test instead of stalling the suite.
+#![expect(clippy::panic, reason = "a test fails by panicking")]
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};

@@ -20,6 +20,13 @@ fn grep_prints_ripgrep_style_lines() {
         .args(["grep", "no_such_thing_anywhere"])
         .assert()
         .code(1);
+    // A pattern that needs a line break is an input error that says why.
+    let refused = fixture.rlm().args(["grep", "argv\\n"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("invalid regular expression") && stderr.contains("within one line"),
+        "{stderr}"
+    );
 }
 
 #[test]
