@@ -114,16 +114,12 @@ fn depth_one(depth: usize, opens: u64, closes: u64) -> Option<(u64, usize)> {
     let mut rest = brackets;
     while rest != 0 {
         let at = rest.trailing_zeros();
-        if depth == 1 {
-            mask |= bits_between(from, at);
-        }
-        if opens >> at & 1 == 1 {
-            depth += 1;
-        } else {
-            depth -= 1;
-            if depth == 0 {
-                return None;
-            }
+        // Branch-free: which bracket comes next is as good as random.
+        mask |= bits_between(from, at) & 0u64.wrapping_sub(u64::from(depth == 1));
+        let open = (opens >> at & 1) as usize;
+        depth = depth + 2 * open - 1;
+        if depth == 0 {
+            return None;
         }
         from = at + 1;
         rest &= rest - 1;
