@@ -2,7 +2,12 @@
 //! searcher (`grep-searcher` with a `grep-regex` matcher: literal prefilters, line handling)
 //! streaming each buffer's text out of SQLite, so memory stays flat however large it is.
 
+use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
+use std::path::Path;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use rusqlite::OpenFlags;
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -12,8 +17,9 @@ use grep_searcher::{
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::read::BufferInfo;
 use crate::read::buffer_reader;
-use crate::store::Store;
+use crate::store::{Store, open_database};
 
 /// Options of [`Store::grep`].
 #[derive(Debug, Clone, Default)]
@@ -88,7 +94,9 @@ impl Store {
     /// buffer-name order. Return `Break` from `emit` to stop early.
     ///
     /// Patterns match within one line, as ripgrep's do: a pattern that needs a line break
-    /// (`a\nb`) is refused, and classes such as `\s` do not match one.
+    /// (`a\nb`) is refused, and classes such as `\s` do not match one. With several buffers
+    /// and cores, a second thread searches the buffers ahead of the one being printed (on a
+    /// connection of its own) and keeps what it found, up to [`HELD_BYTES`], until their turn.
     pub fn grep(
         &self,
         pattern: &str,
@@ -96,52 +104,352 @@ impl Store {
         emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     ) -> Result<GrepSummary> {
         let matcher = matcher(pattern, options)?;
-        let mut searcher = SearcherBuilder::new()
-            .line_number(true)
-            .before_context(options.before)
-            .after_context(options.after)
-            .max_matches(options.max_count)
-            // Stored text is UTF-8 that was checked at load: a NUL is text here.
-            .binary_detection(BinaryDetection::none())
-            .build();
-        let with_context = options.before + options.after > 0;
+        let buffers = self.filter_buffers(&options.buffers, options.path_glob.as_deref())?;
         // Streamed through SQLite's small page cache rather than its memory map, which would
         // leave every page of every buffer read resident: memory stays flat as the store grows.
         let _unmapped = Unmapped::new(&self.connection)?;
-        let mut summary = GrepSummary::default();
-        for buffer in self.filter_buffers(&options.buffers, options.path_glob.as_deref())? {
-            let mut sink = LineSink {
-                buffer: &buffer.name,
-                matcher: &matcher,
-                lines_only: options.lines_only,
-                emit: &mut *emit,
-                // As ripgrep: `--` also separates buffers when context lines are shown.
-                break_first: with_context && summary.matched_buffers > 0,
-                matched: 0,
-                stopped: false,
-            };
-            let reader = buffer_reader(&self.connection, buffer.id)?;
-            searcher
-                .search_reader(&matcher, reader, &mut sink)
-                .map_err(|error| error.into_store_error(&buffer.name))?;
-            let (matched, stopped) = (sink.matched, sink.stopped);
-            if stopped {
-                return Ok(summary);
-            }
-            if matched > 0 {
-                summary.matched_lines += matched;
-                summary.matched_buffers += 1;
-                let end = GrepLine::End {
-                    buffer: &buffer.name,
-                    matched_lines: matched,
-                };
-                if emit(end).is_break() {
-                    return Ok(summary);
+        let mut printer = Printer {
+            options,
+            emit,
+            summary: GrepSummary::default(),
+        };
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        if buffers.len() < 2 || cores < 2 {
+            let mut searcher = searcher(options);
+            for buffer in &buffers {
+                if printer
+                    .search_here(&mut searcher, &matcher, &self.connection, buffer)?
+                    .is_break()
+                {
+                    break;
                 }
             }
+            return Ok(printer.summary);
         }
-        Ok(summary)
+        let ahead = Ahead::new(buffers.len());
+        let dir = self.dir.as_path();
+        std::thread::scope(|scope| {
+            scope.spawn(|| ahead.work(dir, &matcher, options, &buffers));
+            let result = printer.print_in_order(&ahead, &matcher, &self.connection, &buffers);
+            ahead.stop();
+            result
+        })?;
+        Ok(printer.summary)
     }
+}
+
+/// What the thread searching ahead may hold at once, in bytes of line text: past it, it waits
+/// for the printer, and a buffer whose own lines would pass it is left to the printer.
+#[cfg(not(test))]
+const HELD_BYTES: usize = 16 << 20;
+/// Small in unit tests, so that both limits are reached.
+#[cfg(test)]
+const HELD_BYTES: usize = 2_000;
+
+fn searcher(options: &GrepOptions) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .before_context(options.before)
+        .after_context(options.after)
+        .max_matches(options.max_count)
+        // Stored text is UTF-8 that was checked at load: a NUL is text here.
+        .binary_detection(BinaryDetection::none())
+        .build()
+}
+
+/// Emits the buffers' lines in order, with `--` between buffers and an `End` after each.
+struct Printer<'o, 'e> {
+    options: &'o GrepOptions,
+    emit: &'e mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
+    summary: GrepSummary,
+}
+
+impl Printer<'_, '_> {
+    /// Searches `buffer` on this thread, emitting as lines are found.
+    fn search_here(
+        &mut self,
+        searcher: &mut Searcher,
+        matcher: &RegexMatcher,
+        connection: &rusqlite::Connection,
+        buffer: &BufferInfo,
+    ) -> Result<ControlFlow<()>> {
+        let break_first = self.separated();
+        let mut sink = LineSink {
+            matcher,
+            lines_only: self.options.lines_only,
+            matched: 0,
+            out: Direct {
+                buffer: &buffer.name,
+                emit: &mut *self.emit,
+                break_first,
+                stopped: false,
+            },
+        };
+        let reader = buffer_reader(connection, buffer.id)?;
+        searcher
+            .search_reader(matcher, reader, &mut sink)
+            .map_err(|error| error.into_store_error(&buffer.name))?;
+        let (stopped, matched) = (sink.out.stopped, sink.matched);
+        if stopped {
+            return Ok(ControlFlow::Break(()));
+        }
+        Ok(self.end(&buffer.name, matched))
+    }
+
+    /// Emits what the thread ahead found in `buffer`.
+    fn print_held(&mut self, buffer: &BufferInfo, held: Held) -> ControlFlow<()> {
+        if self.separated() && !held.lines.is_empty() {
+            (self.emit)(GrepLine::Break)?;
+        }
+        for line in &held.lines {
+            (self.emit)(line.as_line(&buffer.name))?;
+        }
+        self.end(&buffer.name, held.matched)
+    }
+
+    /// As ripgrep: `--` also separates buffers when context lines are shown.
+    fn separated(&self) -> bool {
+        self.options.before + self.options.after > 0 && self.summary.matched_buffers > 0
+    }
+
+    fn end(&mut self, buffer: &str, matched: u64) -> ControlFlow<()> {
+        if matched == 0 {
+            return ControlFlow::Continue(());
+        }
+        self.summary.matched_lines += matched;
+        self.summary.matched_buffers += 1;
+        (self.emit)(GrepLine::End {
+            buffer,
+            matched_lines: matched,
+        })
+    }
+
+    /// Prints every buffer in order: what the thread ahead holds for it, or (when it has not
+    /// reached it, or left it) searched here.
+    fn print_in_order(
+        &mut self,
+        ahead: &Ahead,
+        matcher: &RegexMatcher,
+        connection: &rusqlite::Connection,
+        buffers: &[BufferInfo],
+    ) -> Result<()> {
+        let mut searcher = searcher(self.options);
+        for (index, buffer) in buffers.iter().enumerate() {
+            let flow = match ahead.take(index) {
+                Turn::Held(held) => self.print_held(buffer, held),
+                Turn::Failed(error) => return Err(error),
+                Turn::Here => self.search_here(&mut searcher, matcher, connection, buffer)?,
+            };
+            if flow.is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Lines found ahead of the printer, owned until their turn.
+#[derive(Debug, Default)]
+struct Held {
+    lines: Vec<HeldLine>,
+    matched: u64,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+enum HeldLine {
+    Match {
+        line: u64,
+        text: String,
+        matches: Vec<Range<usize>>,
+    },
+    Context {
+        line: u64,
+        text: String,
+    },
+    Break,
+}
+
+impl HeldLine {
+    fn as_line<'a>(&'a self, buffer: &'a str) -> GrepLine<'a> {
+        match self {
+            Self::Match {
+                line,
+                text,
+                matches,
+            } => GrepLine::Match {
+                buffer,
+                line: *line,
+                text,
+                matches: matches.clone(),
+            },
+            Self::Context { line, text } => GrepLine::Context {
+                buffer,
+                line: *line,
+                text,
+            },
+            Self::Break => GrepLine::Break,
+        }
+    }
+}
+
+/// What the printer does with a buffer.
+enum Turn {
+    Held(Held),
+    Failed(Error),
+    Here,
+}
+
+/// The buffers' hand-over between the printer and the thread searching ahead.
+struct Ahead {
+    state: Mutex<AheadState>,
+    changed: Condvar,
+}
+
+struct AheadState {
+    /// The first buffer nobody has taken.
+    next: usize,
+    count: usize,
+    /// The buffer the thread ahead is searching.
+    searching: Option<usize>,
+    /// Finished buffers not printed yet: `None` when left to the printer.
+    done: BTreeMap<usize, Option<Result<Held>>>,
+    held_bytes: usize,
+    stopped: bool,
+}
+
+impl Ahead {
+    fn new(count: usize) -> Self {
+        Self {
+            state: Mutex::new(AheadState {
+                next: 0,
+                count,
+                searching: None,
+                done: BTreeMap::new(),
+                held_bytes: 0,
+                stopped: false,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, AheadState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'a>(&self, state: MutexGuard<'a, AheadState>) -> MutexGuard<'a, AheadState> {
+        self.changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends the thread ahead (the printer is done, stopped or failed).
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.changed.notify_all();
+    }
+
+    /// The printer's turn at buffer `index` (buffers are taken in order).
+    fn take(&self, index: usize) -> Turn {
+        let mut state = self.lock();
+        loop {
+            if let Some(done) = state.done.remove(&index) {
+                let turn = match done {
+                    Some(Ok(held)) => {
+                        state.held_bytes -= held.bytes;
+                        Turn::Held(held)
+                    }
+                    Some(Err(error)) => Turn::Failed(error),
+                    None => Turn::Here,
+                };
+                drop(state);
+                self.changed.notify_all();
+                return turn;
+            }
+            if state.searching == Some(index) {
+                state = self.wait(state);
+                continue;
+            }
+            // Not taken: the printer takes it, and the thread ahead moves past it.
+            state.next = state.next.max(index + 1);
+            return Turn::Here;
+        }
+    }
+
+    /// The thread ahead: takes the next buffer while the printer has room to be behind.
+    fn work(
+        &self,
+        dir: &Path,
+        matcher: &RegexMatcher,
+        options: &GrepOptions,
+        buffers: &[BufferInfo],
+    ) {
+        let Ok(connection) = open_database(dir, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+            return; // The printer searches everything itself.
+        };
+        if connection.pragma_update(None, "mmap_size", 0).is_err() {
+            return;
+        }
+        let mut searcher = searcher(options);
+        loop {
+            let index = {
+                let mut state = self.lock();
+                while !state.stopped && state.next < state.count && state.held_bytes >= HELD_BYTES {
+                    state = self.wait(state);
+                }
+                if state.stopped || state.next >= state.count {
+                    return;
+                }
+                let index = state.next;
+                state.next += 1;
+                state.searching = Some(index);
+                index
+            };
+            let found = hold(
+                &mut searcher,
+                matcher,
+                options,
+                &connection,
+                &buffers[index],
+            );
+            let mut state = self.lock();
+            state.searching = None;
+            if let Some(Ok(held)) = &found {
+                state.held_bytes += held.bytes;
+            }
+            state.done.insert(index, found);
+            drop(state);
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Searches `buffer` into owned lines; `None` when they would pass [`HELD_BYTES`].
+fn hold(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    options: &GrepOptions,
+    connection: &rusqlite::Connection,
+    buffer: &BufferInfo,
+) -> Option<Result<Held>> {
+    let mut sink = LineSink {
+        matcher,
+        lines_only: options.lines_only,
+        matched: 0,
+        out: Held::default(),
+    };
+    let reader = match buffer_reader(connection, buffer.id) {
+        Ok(reader) => reader,
+        Err(error) => return Some(Err(error)),
+    };
+    if let Err(error) = searcher.search_reader(matcher, reader, &mut sink) {
+        return Some(Err(error.into_store_error(&buffer.name)));
+    }
+    if sink.out.bytes > HELD_BYTES {
+        return None;
+    }
+    sink.out.matched = sink.matched;
+    Some(Ok(sink.out))
 }
 
 /// Turns SQLite's memory map off on a connection until dropped.
@@ -181,32 +489,91 @@ fn matcher(pattern: &str, options: &GrepOptions) -> Result<RegexMatcher> {
         .map_err(Error::Regex)
 }
 
-/// Turns the searcher's lines into [`GrepLine`]s for one buffer.
-struct LineSink<'a> {
+/// Where a [`LineSink`] puts lines: false to stop the search.
+trait Lines {
+    fn line(&mut self, line: GrepLine<'_>) -> bool;
+}
+
+/// Straight to the caller.
+struct Direct<'a> {
     buffer: &'a str,
-    matcher: &'a RegexMatcher,
-    lines_only: bool,
     emit: &'a mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     /// Emit a `--` before this buffer's first line.
     break_first: bool,
-    matched: u64,
     /// `emit` asked to stop.
     stopped: bool,
 }
 
-impl LineSink<'_> {
-    /// Emits `line`, after the `--` owed before this buffer's first line; false to stop.
-    fn send(&mut self, line: GrepLine<'_>) -> bool {
+impl Lines for Direct<'_> {
+    fn line(&mut self, line: GrepLine<'_>) -> bool {
         if std::mem::take(&mut self.break_first) && (self.emit)(GrepLine::Break).is_break() {
             self.stopped = true;
             return false;
         }
+        let line = match line {
+            GrepLine::Match {
+                line,
+                text,
+                matches,
+                ..
+            } => GrepLine::Match {
+                buffer: self.buffer,
+                line,
+                text,
+                matches,
+            },
+            GrepLine::Context { line, text, .. } => GrepLine::Context {
+                buffer: self.buffer,
+                line,
+                text,
+            },
+            other => other,
+        };
         self.stopped = (self.emit)(line).is_break();
         !self.stopped
     }
 }
 
-impl Sink for LineSink<'_> {
+impl Lines for Held {
+    fn line(&mut self, line: GrepLine<'_>) -> bool {
+        let held = match line {
+            GrepLine::Match {
+                line,
+                text,
+                matches,
+                ..
+            } => HeldLine::Match {
+                line,
+                text: text.to_owned(),
+                matches,
+            },
+            GrepLine::Context { line, text, .. } => HeldLine::Context {
+                line,
+                text: text.to_owned(),
+            },
+            _ => HeldLine::Break,
+        };
+        self.bytes += match &held {
+            HeldLine::Match { text, matches, .. } => text.len() + 16 * matches.len() + 64,
+            HeldLine::Context { text, .. } => text.len() + 64,
+            HeldLine::Break => 64,
+        };
+        self.lines.push(held);
+        // Past the limit the printer searches this buffer itself.
+        self.bytes <= HELD_BYTES
+    }
+}
+
+/// Turns the searcher's lines into [`GrepLine`]s (with an empty buffer name, which the
+/// [`Lines`] fills in).
+struct LineSink<'a, L> {
+    matcher: &'a RegexMatcher,
+    lines_only: bool,
+    matched: u64,
+    out: L,
+}
+
+impl<L: Lines> Sink for LineSink<'_, L> {
     type Error = SearchError;
 
     fn matched(
@@ -227,8 +594,8 @@ impl Sink for LineSink<'_> {
                 .map_err(|error| SearchError::Message(error.to_string()))?;
         }
         self.matched += 1;
-        Ok(self.send(GrepLine::Match {
-            buffer: self.buffer,
+        Ok(self.out.line(GrepLine::Match {
+            buffer: "",
             line: found.line_number().unwrap_or_default(),
             text,
             matches,
@@ -240,15 +607,15 @@ impl Sink for LineSink<'_> {
         _searcher: &Searcher,
         context: &SinkContext<'_>,
     ) -> std::result::Result<bool, SearchError> {
-        Ok(self.send(GrepLine::Context {
-            buffer: self.buffer,
+        Ok(self.out.line(GrepLine::Context {
+            buffer: "",
             line: context.line_number().unwrap_or_default(),
             text: line_text(context.bytes()),
         }))
     }
 
     fn context_break(&mut self, _searcher: &Searcher) -> std::result::Result<bool, SearchError> {
-        Ok(self.send(GrepLine::Break))
+        Ok(self.out.line(GrepLine::Break))
     }
 }
 
@@ -291,5 +658,137 @@ impl SearchError {
                 source: std::io::Error::other(message),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::Source;
+    use rlm_context::chunk::ChunkOptions;
+
+    fn lines(store: &Store, pattern: &str, options: &GrepOptions) -> Vec<String> {
+        let mut out = Vec::new();
+        store
+            .grep(pattern, options, &mut |line| {
+                out.push(match line {
+                    GrepLine::Match {
+                        buffer, line, text, ..
+                    } => format!("{buffer}:{line}:{text}"),
+                    GrepLine::Context { buffer, line, text } => format!("{buffer}-{line}-{text}"),
+                    GrepLine::Break => "--".to_owned(),
+                    GrepLine::End {
+                        buffer,
+                        matched_lines,
+                    } => format!("end {buffer} {matched_lines}"),
+                });
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn buffers_searched_ahead_print_in_order_whatever_the_hold_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        // Small buffers the thread ahead holds, and big ones whose lines pass the (test-sized)
+        // limit, so the printer searches those itself and the thread ahead waits for room.
+        let sources = (0..40)
+            .map(|number| {
+                let lines = if number % 7 == 3 { 400 } else { 5 };
+                let text: String = (0..lines)
+                    .map(|line| {
+                        format!(
+                            "{number} line {line} {}\n",
+                            if line % 3 == 0 { "hit" } else { "miss" }
+                        )
+                    })
+                    .collect();
+                Source::Text {
+                    name: format!("b{number:02}"),
+                    text,
+                }
+            })
+            .collect();
+        store
+            .load(sources, &ChunkOptions::default(), &mut |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        for (before, after) in [(0, 0), (1, 1)] {
+            let options = GrepOptions {
+                before,
+                after,
+                ..GrepOptions::default()
+            };
+            let mut expected = Vec::new();
+            for number in 0..40 {
+                let lines = if number % 7 == 3 { 400 } else { 5 };
+                let name = format!("b{number:02}");
+                if number > 0 && before + after > 0 {
+                    expected.push("--".to_owned());
+                }
+                let mut last_shown = None;
+                for line in 0..lines {
+                    let hit = |at: i64| (0..lines).contains(&at) && at % 3 == 0;
+                    let shown = (line - before as i64..=line + after as i64).any(hit);
+                    if !shown {
+                        continue;
+                    }
+                    if before + after > 0 && last_shown.is_some_and(|last| line > last + 1) {
+                        expected.push("--".to_owned());
+                    }
+                    let word = if hit(line) { "hit" } else { "miss" };
+                    let mark = if hit(line) { ':' } else { '-' };
+                    expected.push(format!(
+                        "{name}{mark}{}{mark}{number} line {line} {word}",
+                        line + 1
+                    ));
+                    last_shown = Some(line);
+                }
+                expected.push(format!("end {name} {}", (lines + 2) / 3));
+            }
+            assert_eq!(
+                lines(&store, "hit", &options),
+                expected,
+                "context {before},{after}"
+            );
+        }
+    }
+
+    #[test]
+    fn stopping_early_ends_the_thread_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let sources = (0..30)
+            .map(|number| Source::Text {
+                name: format!("b{number:02}"),
+                text: "hit\n".repeat(50),
+            })
+            .collect();
+        store
+            .load(sources, &ChunkOptions::default(), &mut |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        let mut seen = 0;
+        let summary = store
+            .grep("hit", &GrepOptions::default(), &mut |line| {
+                if matches!(line, GrepLine::Match { .. }) {
+                    seen += 1;
+                }
+                if seen == 120 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        // Two whole buffers, then the third stopped on its 20th line.
+        assert_eq!(seen, 120);
+        assert_eq!((summary.matched_buffers, summary.matched_lines), (2, 100));
     }
 }
