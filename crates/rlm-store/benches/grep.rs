@@ -90,7 +90,11 @@ fn corpus(dir: &Path, bytes: usize) {
                         rng.pick(WORDS),
                         rng.pick(WORDS),
                         rng.next() % 1_000,
-                        if rng.next().is_multiple_of(2) { "com" } else { "net" },
+                        if rng.next().is_multiple_of(2) {
+                            "com"
+                        } else {
+                            "net"
+                        },
                         rng.pick(WORDS)
                     );
                 }
