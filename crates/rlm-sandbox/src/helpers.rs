@@ -4,19 +4,49 @@
 //! non-ASCII 50 MB string walks the whole string (the research measured 350 `find` calls at 17 s).
 //! These helpers keep a per-text index (line starts, a char→byte checkpoint table) built once, so
 //! repeated positional access costs O(result) instead of O(text).
+//!
+//! A context's helper text is usually a read-only map of its file ([`TextBytes::Mapped`]), not a
+//! second copy beside the interpreter's string. A mapped file can change under the map (another
+//! process rewrites it in place), so the helpers treat their text as bytes: every position is
+//! bounds-checked, chars are counted by their leading bytes, and what they return is decoded
+//! lossily. A rewritten file gives answers that differ from `context`, never an invalid `str`.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex::bytes::Regex;
 
 /// How often (in chars) the char→byte table keeps a checkpoint.
 const CHECKPOINT_CHARS: usize = 1024;
 
+/// Where a helper text's bytes live.
+#[derive(Debug)]
+pub(crate) enum TextBytes {
+    /// The helpers' own copy: a `text=` argument, or a context that could not be mapped.
+    Owned(String),
+    /// A read-only map of a context file whose bytes equalled the interpreter's string when it
+    /// was read: file pages, touched only when a helper runs and reclaimable by the kernel. The
+    /// file stays open so that a shortened file is noticed before the map is read past its end.
+    Mapped {
+        map: memmap2::Mmap,
+        file: std::fs::File,
+    },
+}
+
+impl TextBytes {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Owned(text) => text.as_bytes(),
+            Self::Mapped { map, .. } => map,
+        }
+    }
+}
+
 /// A text plus lazily built indexes for fast positional access.
 #[derive(Debug)]
 pub(crate) struct IndexedText {
-    text: String,
+    bytes: TextBytes,
     ascii: bool,
     /// Byte offset of the start of every line.
     line_starts: OnceLock<Vec<usize>>,
@@ -32,19 +62,34 @@ pub(crate) struct Match {
     pub text: String,
 }
 
+/// Whether `byte` begins a char: it does not continue a UTF-8 sequence.
+fn starts_char(byte: u8) -> bool {
+    (byte as i8) >= -0x40
+}
+
 /// Chars in `bytes` counted without decoding: every byte that does not continue a sequence.
-fn count_chars(text: &str) -> usize {
-    text.as_bytes()
-        .iter()
-        .filter(|&&byte| (byte as i8) >= -0x40)
-        .count()
+fn count_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| starts_char(byte)).count()
+}
+
+/// Lossy text of helper bytes: borrowed when they are valid UTF-8 (always, unless a mapped file
+/// was rewritten under the map).
+fn decode(bytes: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
 }
 
 impl IndexedText {
+    /// A helper text over its own copy.
     pub(crate) fn new(text: String) -> Self {
         let ascii = text.is_ascii();
+        Self::with_bytes(TextBytes::Owned(text), ascii)
+    }
+
+    /// A helper text over `bytes`; `ascii` says whether they are all ASCII (for a map, known
+    /// from the interpreter's copy, so the file is not read for it).
+    pub(crate) fn with_bytes(bytes: TextBytes, ascii: bool) -> Self {
         Self {
-            text,
+            bytes,
             ascii,
             line_starts: OnceLock::new(),
             checkpoints: OnceLock::new(),
@@ -53,18 +98,51 @@ impl IndexedText {
 
     #[cfg(test)]
     pub(crate) fn as_str(&self) -> &str {
-        &self.text
+        std::str::from_utf8(self.text()).unwrap_or_default()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.bytes, TextBytes::Mapped { .. })
+    }
+
+    /// Whether the helpers can read this text: a mapped file must not have shrunk, since reading
+    /// a page past its new end would end the worker with SIGBUS. Checked before each helper call
+    /// (one `fstat`); a file shortened during the call itself still ends the worker, which the
+    /// session reports.
+    pub(crate) fn check_readable(&self) -> Result<(), String> {
+        let TextBytes::Mapped { map, file } = &self.bytes else {
+            return Ok(());
+        };
+        let size = file
+            .metadata()
+            .map_err(|error| format!("the context file cannot be checked: {error}"))?
+            .len();
+        if size < map.len() as u64 {
+            return Err(format!(
+                "the context file shrank on disk since the session started ({size} bytes, was \
+                 {}); the helpers read it from disk and cannot use it now, but `context` still \
+                 holds the text as it was loaded: use str methods on it",
+                map.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn text(&self) -> &[u8] {
+        self.bytes.as_bytes()
     }
 
     fn line_starts(&self) -> &[usize] {
         self.line_starts.get_or_init(|| {
+            let text = self.text();
             let mut starts = vec![0];
-            starts.extend(memchr::memchr_iter(b'\n', self.text.as_bytes()).map(|at| at + 1));
+            starts.extend(memchr::memchr_iter(b'\n', text).map(|at| at + 1));
             // A trailing newline does not open an extra empty line (like `str.splitlines`).
-            if starts.len() > 1 && starts.last() == Some(&self.text.len()) {
+            if starts.len() > 1 && starts.last() == Some(&text.len()) {
                 starts.pop();
             }
-            if self.text.is_empty() {
+            if text.is_empty() {
                 starts.clear();
             }
             starts
@@ -73,8 +151,13 @@ impl IndexedText {
 
     fn checkpoints(&self) -> &[usize] {
         self.checkpoints.get_or_init(|| {
-            let mut table = Vec::with_capacity(self.text.len() / CHECKPOINT_CHARS + 1);
-            for (chars, (byte, _)) in self.text.char_indices().enumerate() {
+            let text = self.text();
+            let mut table = Vec::with_capacity(text.len() / CHECKPOINT_CHARS + 1);
+            let char_starts = text
+                .iter()
+                .enumerate()
+                .filter(|&(_, &byte)| starts_char(byte));
+            for (chars, (byte, _)) in char_starts.enumerate() {
                 if chars % CHECKPOINT_CHARS == 0 {
                     table.push(byte);
                 }
@@ -91,65 +174,63 @@ impl IndexedText {
     /// Byte offset of char `position`, clamped to the end of the text.
     fn char_to_byte(&self, position: usize) -> usize {
         if self.ascii {
-            return position.min(self.text.len());
+            return position.min(self.text().len());
         }
         let table = self.checkpoints();
         let Some(&base) = table.get(position / CHECKPOINT_CHARS) else {
-            return self.text.len();
+            return self.text().len();
         };
-        let skip = position % CHECKPOINT_CHARS;
-        self.text[base..]
-            .char_indices()
-            .nth(skip)
-            .map_or(self.text.len(), |(offset, _)| base + offset)
+        self.advance(base, position % CHECKPOINT_CHARS)
     }
 
     /// `text[start:end]` by char positions (negative positions are not supported; clamped).
-    pub(crate) fn slice(&self, start: usize, end: usize) -> &str {
+    pub(crate) fn slice(&self, start: usize, end: usize) -> Cow<'_, str> {
         let start_byte = self.char_to_byte(start);
         let end_byte = self.char_to_byte(end.max(start));
-        &self.text[start_byte..end_byte]
+        decode(&self.text()[start_byte..end_byte])
     }
 
     /// Lines `start..end` (0-based, end exclusive), without their line breaks.
-    pub(crate) fn lines(&self, start: usize, end: usize) -> Vec<&str> {
+    pub(crate) fn lines(&self, start: usize, end: usize) -> Vec<Cow<'_, str>> {
         let starts = self.line_starts();
         let end = end.min(starts.len());
         (start.min(end)..end)
-            .map(|index| self.line(index))
+            .map(|index| decode(self.line(index)))
             .collect()
     }
 
-    fn line(&self, index: usize) -> &str {
+    fn line(&self, index: usize) -> &[u8] {
+        let text = self.text();
         let starts = self.line_starts();
         let begin = starts[index];
-        let finish = starts.get(index + 1).map_or(self.text.len(), |&next| next);
-        let line = &self.text[begin..finish];
-        let line = line.strip_suffix('\n').unwrap_or(line);
-        line.strip_suffix('\r').unwrap_or(line)
+        let finish = starts.get(index + 1).map_or(text.len(), |&next| next);
+        let line = &text[begin..finish];
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        line.strip_suffix(b"\r").unwrap_or(line)
     }
 
     /// Regex matches with char positions, at most `limit` of them.
     pub(crate) fn find_all(&self, pattern: &Regex, limit: usize) -> Vec<Match> {
+        let text = self.text();
         let mut matches = Vec::new();
         let (mut byte_cursor, mut char_cursor) = (0, 0);
-        for found in pattern.find_iter(&self.text).take(limit) {
+        for found in pattern.find_iter(text).take(limit) {
             let start = if self.ascii {
                 found.start()
             } else {
-                char_cursor += count_chars(&self.text[byte_cursor..found.start()]);
+                char_cursor += count_chars(&text[byte_cursor..found.start()]);
                 byte_cursor = found.start();
                 char_cursor
             };
             let length = if self.ascii {
                 found.len()
             } else {
-                count_chars(found.as_str())
+                count_chars(found.as_bytes())
             };
             matches.push(Match {
                 start,
                 end: start + length,
-                text: found.as_str().to_owned(),
+                text: decode(found.as_bytes()).into_owned(),
             });
         }
         matches
@@ -161,7 +242,7 @@ impl IndexedText {
     pub(crate) fn grep(&self, pattern: &Regex, context: usize, limit: usize) -> String {
         let starts = self.line_starts();
         let mut hits: Vec<usize> = Vec::new();
-        for found in pattern.find_iter(&self.text) {
+        for found in pattern.find_iter(self.text()) {
             let line = starts
                 .partition_point(|&begin| begin <= found.start())
                 .saturating_sub(1);
@@ -186,7 +267,7 @@ impl IndexedText {
                     break;
                 }
                 let marker = if index == hit { ':' } else { '-' };
-                let _ = writeln!(output, "{index}{marker} {}", self.line(index));
+                let _ = writeln!(output, "{index}{marker} {}", decode(self.line(index)));
                 printed_until = Some(index + 1);
             }
         }
@@ -194,14 +275,15 @@ impl IndexedText {
     }
 
     /// Consecutive pieces of `size` chars, each starting `size - overlap` chars after the last.
-    pub(crate) fn chunks(&self, size: usize, overlap: usize) -> Vec<&str> {
+    pub(crate) fn chunks(&self, size: usize, overlap: usize) -> Vec<Cow<'_, str>> {
+        let text = self.text();
         let step = size.saturating_sub(overlap).max(1);
         let mut pieces = Vec::new();
         let mut start_byte = 0;
         loop {
             let end_byte = self.advance(start_byte, size);
-            pieces.push(&self.text[start_byte..end_byte]);
-            if end_byte >= self.text.len() {
+            pieces.push(decode(&text[start_byte..end_byte]));
+            if end_byte >= text.len() {
                 break;
             }
             start_byte = self.advance(start_byte, step);
@@ -209,15 +291,23 @@ impl IndexedText {
         pieces
     }
 
-    /// Byte offset `chars` chars after `from`.
+    /// Byte offset `chars` chars after `from` (the start of the `chars`-th char after the one at
+    /// `from`), clamped to the end of the text.
     fn advance(&self, from: usize, chars: usize) -> usize {
+        let text = self.text();
         if self.ascii {
-            return (from + chars).min(self.text.len());
+            return from.saturating_add(chars).min(text.len());
         }
-        self.text[from..]
-            .char_indices()
-            .nth(chars)
-            .map_or(self.text.len(), |(offset, _)| from + offset)
+        if chars == 0 {
+            return from.min(text.len());
+        }
+        text.get(from + 1..)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .filter(|&(_, &byte)| starts_char(byte))
+            .nth(chars - 1)
+            .map_or(text.len(), |(offset, _)| from + 1 + offset)
     }
 }
 

@@ -54,6 +54,7 @@
 
 mod confine;
 mod context;
+mod context_text;
 mod error;
 mod helpers;
 mod host;

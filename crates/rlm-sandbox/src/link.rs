@@ -201,6 +201,11 @@ impl WorkerDeath {
                 (_, Some(libc::SIGKILL)) => "was killed".to_owned(),
                 (_, Some(libc::SIGABRT)) => "aborted, most likely at the memory limit".to_owned(),
                 (_, Some(libc::SIGSYS)) => "made a system call the sandbox forbids".to_owned(),
+                // The only file the worker maps is a text context (for the helpers): a fault on
+                // it means the file was shortened on disk while a helper read it.
+                (_, Some(libc::SIGBUS)) => {
+                    "crashed reading a context file that was shortened on disk".to_owned()
+                }
                 (_, Some(signal)) => format!("crashed (signal {signal})"),
                 (Some(code), None) => format!("exited unexpectedly (status {code})"),
                 (None, None) => "stopped".to_owned(),
@@ -241,6 +246,11 @@ mod tests {
         assert_eq!(
             WorkerDeath::classify(None, Some(libc::SIGKILL), "").plain,
             "was killed"
+        );
+        assert!(
+            WorkerDeath::classify(None, Some(libc::SIGBUS), "")
+                .plain
+                .contains("context file"),
         );
     }
 }

@@ -91,13 +91,14 @@ pub(crate) fn serve(channel: &mut dyn WorkerChannel, process_mode: bool) {
     let confine = (os_limits && process_mode).then_some(ConfineSettings {
         allow_reduced_protection,
     });
-    let (mut interpreter, confinement) = match start(&contexts, meta, &limits, confine, functions) {
-        Ok(started) => started,
-        Err(message) => {
-            let _ = channel.send(FromWorker::StartFailed { message });
-            return;
-        }
-    };
+    let (mut interpreter, confinement) =
+        match start(&contexts, meta, &limits, confine, process_mode, functions) {
+            Ok(started) => started,
+            Err(message) => {
+                let _ = channel.send(FromWorker::StartFailed { message });
+                return;
+            }
+        };
     let (protection, reduced_protection) =
         confinement.map_or((None, None), |(applied, reduced)| (Some(applied), reduced));
     if !channel.send(FromWorker::Ready {
@@ -156,32 +157,34 @@ struct ConfineSettings {
 type ConfinementReport = (String, Option<String>);
 
 /// Loads the contexts, then (in a worker process) limits and confines the process, then builds
-/// the interpreter. The order matters: after confinement no file can be opened.
+/// the interpreter. The order matters: after confinement no file can be opened. A worker process
+/// maps text contexts for the native helpers ([`crate::context_text`]).
 fn start(
     contexts: &[ContextFile],
     meta: Option<serde_json::Value>,
     limits: &Limits,
     confine: Option<ConfineSettings>,
+    process_mode: bool,
     functions: Vec<FunctionSpec>,
 ) -> Result<(MontyInterpreter, Option<ConfinementReport>), String> {
     let mut loaded = Vec::with_capacity(contexts.len());
-    let mut text_bytes = 0_u64;
+    // Bytes the interpreter will copy after the address-space cap is set: JSON values become
+    // Monty objects, and a text the helpers could not map is copied for them.
+    let mut copied_bytes = 0_u64;
     for context in contexts {
-        let bytes = std::fs::read(&context.path)
-            .map_err(|error| format!("cannot read context {}: {error}", context.path.display()))?;
         loaded.push(match context.format {
-            // Invalid sequences read as U+FFFD, as `rlm inspect` counts them: a context file with
-            // a stray Latin-1 byte is still worth exploring.
             ContextFormat::Text => {
-                let text = match String::from_utf8(bytes) {
-                    Ok(text) => text,
-                    Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
-                };
-                text_bytes += text.len() as u64;
+                let text = crate::context_text::load(&context.path, process_mode)?;
+                if text.map.is_none() {
+                    copied_bytes += text.text.len() as u64;
+                }
                 ContextData::Text(text)
             }
             ContextFormat::Json => {
-                text_bytes += bytes.len() as u64;
+                let bytes = std::fs::read(&context.path).map_err(|error| {
+                    format!("cannot read context {}: {error}", context.path.display())
+                })?;
+                copied_bytes += bytes.len() as u64;
                 ContextData::Json(serde_json::from_slice(&bytes).map_err(|error| {
                     format!(
                         "context {} is not valid JSON: {error}",
@@ -193,12 +196,13 @@ fn start(
     }
     let mut report = None;
     if let Some(settings) = confine {
-        // Room for what is mapped now, the interpreter's copy of the contexts, and the model's
-        // own data (`memory_bytes`).
+        // Room for what is mapped now (the interpreter's strings and the helpers' file maps are
+        // already in the address space), the copies made after this point, and the model's own
+        // data (`memory_bytes`).
         crate::os_limits::apply(
             limits
                 .memory_bytes
-                .saturating_add(text_bytes.saturating_mul(2)),
+                .saturating_add(copied_bytes.saturating_mul(2)),
         )?;
         let confinement = crate::confine::confine();
         let reduced = confinement.check(settings.allow_reduced_protection)?;

@@ -96,6 +96,63 @@ async fn invalid_utf8_in_a_text_file_reads_as_replacement_characters() {
 }
 
 #[tokio::test]
+async fn helpers_on_an_invalid_utf8_file_use_the_replaced_text() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("latin1.txt");
+    std::fs::write(&path, b"caf\xe9 au lait\nna\xefve ERROR\n").unwrap();
+    let mut session = session_with(Isolation::Process, vec![ContextInput::TextFile(path)]).await;
+    let result = session
+        .execute(
+            "start, end, text = find_all('ERROR')[0]\n\
+             print(context[start:end], slice_text(0, 4) == context[0:4], line_range(1))",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.stdout, "ERROR True ['na\u{fffd}ve ERROR']\n",
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_context_file_shortened_on_disk_is_refused_by_the_helpers_only() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("log.txt");
+    let line = "ünïcode line with ERROR in it\n";
+    std::fs::write(&path, line.repeat(20_000)).unwrap();
+    let mut session = session_with(
+        Isolation::Process,
+        vec![ContextInput::TextFile(path.clone())],
+    )
+    .await;
+    let before = session
+        .execute("print(len(find_all('ERROR', max_matches=100000)), line_count())")
+        .await
+        .unwrap();
+    assert_eq!(before.stdout, "20000 20000\n", "{before:?}");
+    // Log rotation by `copytruncate`: the file the worker mapped is emptied under it.
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let after = session.execute("grep('ERROR')").await.unwrap();
+    assert!(after.worker_restarted.is_none(), "{after:?}");
+    let error = after.exception.unwrap();
+    assert_eq!(error.kind, "OSError");
+    assert!(error.message.contains("shrank"), "{error:?}");
+    let kept = session
+        .execute("print(len(context), context.count('ERROR'))")
+        .await
+        .unwrap();
+    assert_eq!(
+        kept.stdout,
+        format!("{} 20000\n", line.chars().count() * 20_000)
+    );
+}
+
+#[tokio::test]
 async fn llm_calls_are_answered_and_recorded() {
     let host = Arc::new(FakeHost {
         latency: Duration::from_millis(200),

@@ -1,12 +1,16 @@
 //! Peak memory of `rlm run` over one big context file (not a timed test).
 //!
 //! Writes an ASCII NDJSON file (1 GiB by default; `RLM_BENCH_CONTEXT_MB` changes it), answers the
-//! root model from the in-process fake provider with two turns (`n = len(context)`, then
-//! `FINAL_VAR(n)`), and runs the real binary with the sandbox in its default worker process, once
-//! with `--context-file` and once with the file piped to `--context -`.
+//! root model from the in-process fake provider with two turns (`n = len(context)` and a
+//! `find_all` that scans the whole context natively, then `FINAL_VAR(n)`), and runs the real
+//! binary with the sandbox in its default worker process, once with `--context-file` and once with
+//! the file piped to `--context -`.
 //! While it runs, `/proc/<pid>/status` is polled for `VmHWM` (peak resident set) of the `rlm`
 //! process itself and of its sandbox worker, read separately: `/usr/bin/time -v` would report
-//! the larger of the two, because the waited-for worker counts as the host's child.
+//! the larger of the two, because the waited-for worker counts as the host's child. The worker's
+//! `RssAnon` (its own memory) and `RssFile` (file pages it maps: shared with the page cache and
+//! reclaimable) are polled too, each for its largest value, and so is the time until the fake
+//! provider sees the first model request (the worker has loaded the contexts by then).
 //!
 //! Run with `cargo bench -p rlm --bench context_rss`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -46,20 +50,25 @@ fn main() {
         server.script(
             "root",
             [
-                FakeReply::text("```repl\nn = len(context)\nprint(n)\n"),
+                FakeReply::text(
+                    "```repl\nn = len(context)\nprint(n, len(find_all('no such text')))\n",
+                ),
                 FakeReply::text("FINAL_VAR(n)"),
             ],
         );
         let peaks = run(&server, dir.path(), &context, stdin);
         assert_eq!(peaks.answer, (megabytes * MIB).to_string(), "wrong answer");
         println!(
-            "rlm run over {megabytes} MiB ({}), 2 turns, worker-process sandbox: {:.1}s wall",
+            "rlm run over {megabytes} MiB ({}), 2 turns, worker-process sandbox: {:.1}s wall, \
+             worker started after {:.2}s, first model request after {:.2}s",
             if stdin {
                 "--context - from stdin"
             } else {
                 "--context-file"
             },
-            peaks.seconds
+            peaks.seconds,
+            peaks.worker_started,
+            peaks.first_request
         );
         println!(
             "  peak RSS (VmHWM) of the rlm process:    {:>6.0} MiB",
@@ -67,7 +76,12 @@ fn main() {
         );
         println!(
             "  peak RSS (VmHWM) of the sandbox worker: {:>6.0} MiB",
-            peaks.worker as f64 / MIB as f64
+            peaks.worker.high_water as f64 / MIB as f64
+        );
+        println!(
+            "  worker's largest RssAnon / RssFile:     {:>6.0} / {:.0} MiB",
+            peaks.worker.anonymous as f64 / MIB as f64,
+            peaks.worker.file as f64 / MIB as f64
         );
     }
 }
@@ -75,8 +89,38 @@ fn main() {
 struct Peaks {
     answer: String,
     seconds: f64,
+    /// Seconds from the start until the fake provider saw the first request.
+    first_request: f64,
+    /// Seconds from the start until the sandbox worker process was first seen.
+    worker_started: f64,
     host: u64,
-    worker: u64,
+    worker: Memory,
+}
+
+/// Largest values seen of a process's `/proc/<pid>/status` memory fields, in bytes.
+#[derive(Default)]
+struct Memory {
+    high_water: u64,
+    anonymous: u64,
+    file: u64,
+}
+
+impl Memory {
+    fn update(&mut self, pid: u32) {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return;
+        };
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find(|line| line.starts_with(name))
+                .and_then(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .map_or(0, |kilobytes| kilobytes * 1024)
+        };
+        self.high_water = self.high_water.max(field("VmHWM:"));
+        self.anonymous = self.anonymous.max(field("RssAnon:"));
+        self.file = self.file.max(field("RssFile:"));
+    }
 }
 
 /// Runs `rlm run` over `context` (as a file or piped to stdin), polling peak RSS until it exits.
@@ -102,12 +146,19 @@ fn run(server: &FakeServer, dir: &Path, context: &Path, stdin: bool) -> Peaks {
     }
     let mut child = command.arg("How many chars?").spawn().unwrap();
     let pid = child.id();
-    let mut host = 0;
-    let mut worker = 0;
+    let requests_before = server.request_count();
+    let mut first_request = None;
+    let mut worker_started = None;
+    let mut host = Memory::default();
+    let mut worker = Memory::default();
     while child.try_wait().unwrap().is_none() {
-        host = host.max(peak_rss(pid).unwrap_or(0));
+        host.update(pid);
         for id in children(pid) {
-            worker = worker.max(peak_rss(id).unwrap_or(0));
+            worker_started.get_or_insert_with(|| started.elapsed().as_secs_f64());
+            worker.update(id);
+        }
+        if first_request.is_none() && server.request_count() > requests_before {
+            first_request = Some(started.elapsed().as_secs_f64());
         }
         std::thread::sleep(POLL);
     }
@@ -121,7 +172,9 @@ fn run(server: &FakeServer, dir: &Path, context: &Path, stdin: bool) -> Peaks {
     Peaks {
         answer: String::from_utf8_lossy(&output.stdout).trim().to_owned(),
         seconds,
-        host,
+        first_request: first_request.unwrap_or(f64::NAN),
+        worker_started: worker_started.unwrap_or(f64::NAN),
+        host: host.high_water,
         worker,
     }
 }
@@ -156,14 +209,6 @@ fn write_context(path: &Path, bytes: u64) {
         index += 1;
     }
     out.flush().unwrap();
-}
-
-/// `VmHWM` of a live process, in bytes.
-fn peak_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kilobytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kilobytes * 1024)
 }
 
 /// Direct children of a process (its sandbox worker), from every thread's `children` list.

@@ -1,9 +1,10 @@
 //! Converts between Python arguments and the native helpers in [`crate::helpers`].
 
+use std::borrow::Cow;
 use std::ops::Deref;
 
-use monty_types::{MontyException, MontyObject};
-use regex::Regex;
+use monty_types::{ExcType, MontyException, MontyObject};
+use regex::bytes::Regex;
 
 use super::arguments::{Arguments, type_error, type_name, value_error};
 use crate::helpers::IndexedText;
@@ -94,7 +95,7 @@ pub(super) fn call(
             let start = non_negative(call, 0, "start", None)?;
             let end = non_negative(call, 1, "end", None)?;
             let text = text(call, 2, texts)?;
-            Ok(MontyObject::String(text.slice(start, end).to_owned()))
+            Ok(MontyObject::String(text.slice(start, end).into_owned()))
         }
         other => Err(type_error(format!("{other} is not a helper"))),
     }
@@ -127,7 +128,13 @@ fn text<'a>(
         }
     };
     match texts.get(number) {
-        Some(Some(text)) => Ok(TextArgument::Context(text)),
+        Some(Some(text)) => match text.check_readable() {
+            Ok(()) => Ok(TextArgument::Context(text)),
+            Err(message) => Err(MontyException::new(
+                ExcType::OSError,
+                Some(format!("{}(): {message}", call.function)),
+            )),
+        },
         Some(None) => Err(type_error(format!(
             "{}(): context {number} is not a string; pass text=... explicitly",
             call.function
@@ -154,11 +161,11 @@ fn int(value: usize) -> MontyObject {
     MontyObject::Int(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
-fn string_list(items: Vec<&str>) -> MontyObject {
+fn string_list(items: Vec<Cow<'_, str>>) -> MontyObject {
     MontyObject::List(
         items
             .into_iter()
-            .map(|item| MontyObject::String(item.to_owned()))
+            .map(|item| MontyObject::String(item.into_owned()))
             .collect(),
     )
 }

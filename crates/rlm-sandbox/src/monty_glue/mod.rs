@@ -21,7 +21,8 @@ mod percent_format;
 
 use self::arguments::Arguments;
 use self::output::CappedOutput;
-use crate::helpers::IndexedText;
+use crate::context_text::LoadedText;
+use crate::helpers::{IndexedText, TextBytes};
 use crate::host::{FunctionError, FunctionSpec, SubCallKind};
 use crate::limits::Limits;
 use crate::protocol::{Variable, WorkerReport};
@@ -47,7 +48,7 @@ pub(crate) trait HostBridge {
 /// A loaded context, before it becomes a Python value.
 #[derive(Debug)]
 pub(crate) enum ContextData {
-    Text(String),
+    Text(LoadedText),
     Json(serde_json::Value),
 }
 
@@ -136,12 +137,18 @@ impl MontyInterpreter {
                 "context".to_owned()
             };
             let value = match context {
-                ContextData::Text(text) => {
-                    // One copy for the interpreter, one for the helpers: each is made once per
-                    // session, never per execution.
-                    let value = MontyObject::String(text.clone());
-                    texts.push(Some(IndexedText::new(text)));
-                    value
+                ContextData::Text(LoadedText { text, map }) => {
+                    // The interpreter takes the string; the helpers read the file's map, or
+                    // (no map: in-process, or a lossily decoded file) a copy made once here.
+                    let helper_text = match map {
+                        Some((map, file)) => IndexedText::with_bytes(
+                            TextBytes::Mapped { map, file },
+                            text.is_ascii(),
+                        ),
+                        None => IndexedText::new(text.clone()),
+                    };
+                    texts.push(Some(helper_text));
+                    MontyObject::String(text)
                 }
                 ContextData::Json(json) => {
                     texts.push(None);
