@@ -12,7 +12,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 def readme_example() -> str:
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as readme:
         text = readme.read()
-    section = text[text.index("**From Python**") :]
+    section = text[text.index("### From Python") :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

@@ -22,6 +22,7 @@ mod output;
 mod prompt;
 mod prompt_window;
 mod query;
+mod readme;
 mod run;
 mod run_limits;
 mod run_store;

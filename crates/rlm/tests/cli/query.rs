@@ -519,11 +519,12 @@ fn example_answer(seen: &SeenRequest) -> FakeReply {
     ))
 }
 
-/// The README's keyless `rlm query` example: `examples/query.replay.jsonl` replays over the store
-/// loaded from `examples/auth-service`. `RLM_RECORD_EXAMPLES=1` re-records it against the fake
-/// server (after a prompt change). It holds on a machine where an embedding model was imported
-/// (as the README's embedding section has a reader do): the demo loads with `--no-embed`, so the
-/// planner is told what the recording was made with (no semantic search).
+/// The README's keyless `rlm query` example, read from README.md: `examples/query.replay.jsonl`
+/// replays over the store loaded from `examples/auth-service`, printing the report shown there.
+/// `RLM_RECORD_EXAMPLES=1` re-records it against the fake server (after a prompt change). It
+/// holds on a machine where an embedding model was imported (as docs/models.md has a reader do):
+/// the demo loads with `--no-embed`, so the planner is told what the recording was made with (no
+/// semantic search).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_query_example_answers_without_a_key() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -542,8 +543,9 @@ async fn the_readme_query_example_answers_without_a_key() {
             .assert()
             .success();
     }
+    // The README's two commands, run in a copy of the repository's `examples/`.
     rlm_in(dir.path())
-        .args(["load", "--no-embed", "examples/auth-service"])
+        .args(crate::readme::command("load"))
         .assert()
         .success();
     let args = [
@@ -569,8 +571,16 @@ async fn the_readme_query_example_answers_without_a_key() {
             text(&recorded.stderr)
         );
     }
+    std::fs::copy(&recording, dir.path().join("examples/query.replay.jsonl")).unwrap();
+    let documented = crate::readme::command("query --replay");
+    assert!(
+        documented
+            .windows(2)
+            .any(|pair| pair == ["--replay", "examples/query.replay.jsonl"]),
+        "{documented:?}"
+    );
     let mut command = rlm_in(dir.path());
-    command.args(args).arg("--replay").arg(&recording);
+    command.args(&documented).arg("--no-log");
     let replayed = run(command).await;
     let (stdout, stderr) = (text(&replayed.stdout), text(&replayed.stderr));
     assert_eq!(replayed.status.code(), Some(0), "{stderr}");
@@ -581,6 +591,12 @@ async fn the_readme_query_example_answers_without_a_key() {
         .find_map(|line| line.strip_prefix("Chunks cited: "))
         .expect("the report cites chunks");
     assert!(cited.chars().any(|c| c.is_ascii_digit()), "{cited}");
+    // The report the README shows is the one the replay prints.
+    let shown = crate::readme::shown_output("query --replay");
+    assert!(
+        shown.contains(stdout.trim_end()),
+        "README shows:\n{shown}\nprinted:\n{stdout}"
+    );
     assert!(!std::fs::read_to_string(&recording).unwrap().contains(KEY));
 }
 

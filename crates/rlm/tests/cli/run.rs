@@ -322,8 +322,9 @@ fn replay_misses_and_unknown_providers_exit_2() {
     assert!(stderr.contains("hint: known prefixes"), "{stderr}");
 }
 
-/// The README's keyless example: replaying `examples/needle.replay.jsonl` must answer. Set
-/// `RLM_RECORD_EXAMPLES=1` to re-record it against the fake server (after a prompt change).
+/// The README's keyless example, read from README.md: replaying `examples/needle.replay.jsonl`
+/// must answer. Set `RLM_RECORD_EXAMPLES=1` to re-record it against the fake server (after a
+/// prompt change).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_replay_example_answers_without_a_key() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -364,13 +365,19 @@ async fn the_readme_replay_example_answers_without_a_key() {
         let output = run(command).await;
         assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     }
+    // The command as the README prints it (its main job), replaying the recording made above.
+    let documented = crate::readme::command("run --replay");
+    assert!(
+        documented
+            .windows(2)
+            .any(|pair| pair == ["--replay", "examples/needle.replay.jsonl"]),
+        "{documented:?}"
+    );
     let mut command = rlm(&root, None);
     command
         .env_remove("OPENAI_API_KEY")
-        .arg("run")
-        .arg("--replay")
-        .arg(&recording)
-        .args(args);
+        .args(&documented)
+        .arg("--no-log");
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let answer = text(&output.stdout);
