@@ -205,12 +205,10 @@ pub(crate) async fn snapshot(session: &mut dyn ReplSession, run_id: &str) -> Var
     }
 }
 
+/// Restored names stay ASCII: a snapshot is read back into a fresh session, and its names are
+/// written into the first prompt.
 fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    name.is_ascii() && rlm_sandbox::is_identifier(name)
 }
 
 #[cfg(test)]

@@ -76,6 +76,7 @@ pub use crate::host::{
     FunctionError, FunctionParameter, FunctionSpec, Host, RaisedKind, SubCallKind,
 };
 pub use crate::limits::{DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_PROMPT_BYTES, Limits, format_size};
+pub use crate::monty_glue::is_identifier;
 pub use crate::protocol::Variable;
 pub use crate::result::{ExceptionInfo, ExecutionResult, FinalAnswer, SubCall};
 pub use crate::sandbox::{Backend, Isolation, Sandbox, SandboxBuilder, WORKER_ARG, WorkerCommand};

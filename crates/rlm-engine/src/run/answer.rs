@@ -75,7 +75,7 @@ pub(super) async fn resolve_tag(
 ) -> Option<String> {
     match tag? {
         AnswerTag::Text(text) => within(Some(text.clone()), max_bytes, notes),
-        AnswerTag::Variable(name) if !is_identifier(name) => {
+        AnswerTag::Variable(name) if !rlm_sandbox::is_identifier(name) => {
             notes.push(format!(
                 "FINAL_VAR({name}) is not a variable name. Use FINAL_VAR(name) with the name of a \
                  REPL variable, or FINAL(answer) with the answer itself."
@@ -198,12 +198,6 @@ fn python_repr(value: &Value) -> String {
             format!("{{{}}}", entries.join(", "))
         }
     }
-}
-
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -569,7 +569,9 @@ fn json_to_object(value: serde_json::Value) -> MontyObject {
     }
 }
 
-pub(crate) fn is_identifier(name: &str) -> bool {
+/// Whether `name` can name a Python variable: an identifier (Unicode letters, digits and `_`,
+/// not starting with a digit) that is not a keyword.
+pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -609,5 +611,15 @@ mod tests {
         remember_identifiers("for x in lines: _tmp = llm_query(x) + 'été2'", &mut names);
         let names: Vec<_> = names.into_iter().collect();
         assert_eq!(names, vec!["lines", "x", "été2"]);
+    }
+
+    #[test]
+    fn a_variable_name_is_a_python_identifier_and_not_a_keyword() {
+        for name in ["answer", "_x", "été2", "résumé_final"] {
+            assert!(is_identifier(name), "{name}");
+        }
+        for name in ["", "2x", "a-b", "a b", "class", "None", "lambda", "x.y"] {
+            assert!(!is_identifier(name), "{name}");
+        }
     }
 }
