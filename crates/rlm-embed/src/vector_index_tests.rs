@@ -170,6 +170,8 @@ fn integer_dot_product_matches_naive_at_every_length() {
             .map(|(&x, &y)| i32::from(x) * i32::from(y))
             .sum();
         assert_eq!(dot_i8(&a, &b), naive, "length {length}");
+        let bytes: Vec<u8> = b.iter().map(|&y| y as u8).collect();
+        assert_eq!(dot_i8_bytes(&a, &bytes), naive, "bytes, length {length}");
         let extreme = vec![-127i8; length];
         assert_eq!(dot_i8(&extreme, &extreme), 127 * 127 * length as i32);
     }
@@ -208,3 +210,4 @@ fn candidates_do_not_depend_on_scan_order_or_splits() {
     assert_eq!(sorted(backward), expected);
     assert_eq!(sorted(halves), expected);
 }
+
