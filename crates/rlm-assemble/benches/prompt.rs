@@ -20,7 +20,7 @@ use rlm_assemble::prompt::{
     PromptOptions, Stage, Summarizer,
 };
 use rlm_context::tokens::Tokenizer;
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 const FILES: usize = 2_000;
 const MESSAGES: usize = 2_500;

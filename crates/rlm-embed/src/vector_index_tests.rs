@@ -210,4 +210,3 @@ fn candidates_do_not_depend_on_scan_order_or_splits() {
     assert_eq!(sorted(backward), expected);
     assert_eq!(sorted(halves), expected);
 }
-

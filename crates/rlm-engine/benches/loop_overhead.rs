@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rlm_engine::testing::FakeRepl;
 use rlm_engine::{ContextPart, Rlm, RunLimits};
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 const ROUNDS: usize = 7;
 const FAN_OUT: usize = 50;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use rlm_engine::testing::FakeRepl;
 use rlm_engine::{ContextPart, Rlm, RunLimits, Status};
-use rlm_llm::fake::{FAKE_ANTHROPIC, FAKE_OPENAI, FakeReply, FakeServer};
+use rlm_fake::{FAKE_ANTHROPIC, FAKE_OPENAI, FakeReply, FakeServer};
 use rlm_llm::{ModelTotals, PriceTable};
 
 const TURNS: usize = 20;

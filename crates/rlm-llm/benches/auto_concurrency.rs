@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 use rlm_llm::{ChatRequest, LlmClient, ProviderConfig, ProviderKind};
 
 const PROMPTS: usize = 64;

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 use rlm_llm::{ChatRequest, LlmClient};
 
 const CALLS: usize = 1_000;

@@ -29,8 +29,8 @@
 //! - **Secrets**: every [`ApiKey`] registers its value with [`secrets`], whose [`secrets::mask`]
 //!   removes it, and any part of it of 8 characters or more, from errors, recordings and
 //!   whatever else a front end writes (the trajectory, the CLI's stderr).
-//! - **Test support** (feature `test-support`): `fake::FakeServer`, a local server speaking
-//!   both wire formats with scripted replies per model and fault injection.
+//! - **Test support** lives in the dev-only crate `rlm-fake`: `FakeServer`, a local server
+//!   speaking both wire formats with scripted replies per model and fault injection.
 //!
 //! ```no_run
 //! use rlm_llm::{ChatRequest, LlmClient};
@@ -56,8 +56,6 @@ pub mod capabilities;
 pub mod cassette;
 mod client;
 mod error;
-#[cfg(feature = "test-support")]
-pub mod fake;
 mod limiter;
 mod provider;
 pub mod retry;

@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use rlm_context::chunk::ChunkOptions;
-use rlm_llm::fake::{FAKE_OPENAI, FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FAKE_OPENAI, FakeReply, FakeServer, SeenRequest};
 use rlm_llm::{LlmClient, RetryPolicy};
 use rlm_query::{Query, QueryOptions, ScanMode};
 use rlm_store::{Source, Store};

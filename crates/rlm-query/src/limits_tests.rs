@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
 
 use crate::extract::{EXTRACT_TOKENS_PER_CHUNK, reply_cap};
 use crate::tests::{FILES, ids_in, options, store_with, valid_reply};

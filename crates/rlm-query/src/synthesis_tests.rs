@@ -1,7 +1,7 @@
 //! The report writer's tools and the budget's reserve for the report, against the fake
 //! provider on both wire formats.
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FAKE_ANTHROPIC, FakeReply, FakeServer, SeenRequest};
 use rlm_llm::{Budget, Price, PriceTable, Role, ToolCall};
 use rlm_store::Store;
 use rlm_trace::{Record, Trajectory};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rlm_context::chunk::ChunkOptions;
-use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
 use rlm_llm::{Budget, Price, PriceTable};
 use rlm_store::{SearchMode, Source, Store};
 use rlm_trace::{Record, Trajectory};
@@ -670,8 +670,8 @@ async fn bad_input_is_refused() {
 async fn dropping_the_query_cancels_its_calls_in_flight() {
     use std::time::Duration;
 
+    use rlm_fake::FAKE_OPENAI;
     use rlm_llm::ChatRequest;
-    use rlm_llm::fake::FAKE_OPENAI;
 
     let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::start().await.unwrap();

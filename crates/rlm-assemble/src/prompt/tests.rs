@@ -252,7 +252,7 @@ fn unknown_stage_is_coding_with_a_warning() {
 
 #[cfg(feature = "summarize")]
 mod with_model {
-    use rlm_llm::fake::{FakeReply, FakeServer};
+    use rlm_fake::{FakeReply, FakeServer};
 
     use super::*;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rlm_engine::{ContextPart, Rlm, RunLimits, RunResult, SANDBOX_HELPERS_DOC, SandboxRepl};
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 use rlm_llm::{ModelTotals, Usage};
 use serde_json::Value;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rlm_engine::{
     ContextPart, Rlm, RunLimits, RunResult, SANDBOX_HELPERS_DOC, SandboxRepl, Status,
 };
-use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
 use rlm_sandbox::{Isolation, Limits, Sandbox};
 
 mod caching;

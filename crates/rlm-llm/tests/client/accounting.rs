@@ -1,6 +1,6 @@
 //! Usage, cost with unknown prices, and budgets.
 
-use rlm_llm::fake::FakeReply;
+use rlm_fake::FakeReply;
 use rlm_llm::{Budget, ChatRequest, Error, Exhausted, Ledger, Price, PriceTable, Usage};
 
 use crate::{fast_retries, server};

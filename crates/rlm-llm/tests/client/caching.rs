@@ -2,7 +2,7 @@
 //! call reads what the call before wrote (Anthropic breakpoints, OpenAI automatic prefixes),
 //! parsed whole and streamed, priced at the cache rates; and the off switch.
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply, FakeServer, MIN_CACHED_TOKENS};
+use rlm_fake::{FAKE_ANTHROPIC, FakeReply, FakeServer, MIN_CACHED_TOKENS};
 use rlm_llm::{ChatRequest, ChatResponse, LlmClient, Price, PriceTable, Usage};
 
 use crate::server;

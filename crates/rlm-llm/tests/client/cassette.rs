@@ -1,6 +1,6 @@
 //! Record then replay, redaction, and misses.
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::{FAKE_ANTHROPIC, FakeReply};
 use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, Usage};
 
 use crate::server;

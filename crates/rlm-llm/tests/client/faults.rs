@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use rlm_llm::fake::FakeReply;
+use rlm_fake::FakeReply;
 use rlm_llm::{ChatRequest, Error, LlmClient};
 
 use crate::{client, fast_retries, server};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rlm_llm::fake::FakeReply;
+use rlm_fake::FakeReply;
 use rlm_llm::{ChatRequest, Error, LlmClient};
 
 use crate::server;
@@ -78,7 +78,7 @@ async fn a_failed_item_fails_only_itself() {
 
 /// A client whose provider `local` is the fake server on loopback with no concurrency
 /// configured (as `ollama`, `vllm` or `llamacpp` are built in), or `pinned` when given.
-fn local_client(server: &rlm_llm::fake::FakeServer, pinned: Option<usize>) -> LlmClient {
+fn local_client(server: &rlm_fake::FakeServer, pinned: Option<usize>) -> LlmClient {
     let mut provider = rlm_llm::ProviderConfig::new(
         "local",
         rlm_llm::ProviderKind::OpenAi,

@@ -19,7 +19,7 @@ mod wire;
 
 use std::time::Duration;
 
-use rlm_llm::fake::FakeServer;
+use rlm_fake::FakeServer;
 use rlm_llm::{LlmClient, RetryPolicy};
 
 /// A started fake server.

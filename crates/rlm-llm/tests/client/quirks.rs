@@ -1,7 +1,7 @@
 //! Models that refuse parameters: the capability table, one retry without a refused
 //! parameter, and stop sequences applied by the client.
 
-use rlm_llm::fake::FakeReply;
+use rlm_fake::FakeReply;
 use rlm_llm::{CapabilityTable, ChatRequest, ErrorKind, FinishReason, ModelCapabilities};
 
 use crate::{client, fast_retries, server};

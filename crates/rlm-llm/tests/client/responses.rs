@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rlm_llm::fake::FakeReply;
+use rlm_fake::FakeReply;
 use rlm_llm::{
     CapabilityTable, ChatRequest, FinishReason, LlmClient, ModelCapabilities, OpenAiApi, ToolCall,
     ToolDefinition, ToolOutput, Usage,
@@ -77,7 +77,7 @@ async fn responses_only_models_go_to_responses_whole_and_streamed() {
 
 /// A client whose capability table has one configured rule: models starting with `prefix`
 /// go to the Responses API and accept everything else.
-fn client_sending_to_responses(server: &rlm_llm::fake::FakeServer, prefix: &str) -> LlmClient {
+fn client_sending_to_responses(server: &rlm_fake::FakeServer, prefix: &str) -> LlmClient {
     let mut table = CapabilityTable::builtin();
     table.insert(
         prefix,

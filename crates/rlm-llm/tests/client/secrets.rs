@@ -1,7 +1,7 @@
 //! Configured keys never leave the client: not in provider errors (bodies, stream events),
 //! whatever shape the provider echoes them in, nor in recordings.
 
-use rlm_llm::fake::{FakeBehavior, FakeReply, FakeServer};
+use rlm_fake::{FakeBehavior, FakeReply, FakeServer};
 use rlm_llm::{ApiKey, ChatRequest, LlmClient, error_chain};
 
 use crate::{fast_retries, server};

@@ -1,7 +1,7 @@
 //! Structured outputs: a request's JSON Schema goes out in the wire's own form, and a server
 //! that refuses it gets plain JSON mode instead.
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::{FAKE_ANTHROPIC, FakeReply};
 use rlm_llm::{CapabilityTable, ChatRequest, ModelCapabilities};
 use serde_json::json;
 

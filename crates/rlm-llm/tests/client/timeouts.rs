@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::{FAKE_ANTHROPIC, FakeReply};
 use rlm_llm::{ChatRequest, Error, LlmClient, Usage};
 
 use crate::{fast_retries, server};

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rlm_llm::fake::{FAKE_ANTHROPIC, FAKE_OPENAI, FakeReply, FakeServer};
+use rlm_fake::{FAKE_ANTHROPIC, FAKE_OPENAI, FakeReply, FakeServer};
 use rlm_llm::{
     Budget, ChatRequest, ChatResponse, Error, FinishReason, Ledger, LlmClient, ProviderKind, Role,
     TOOL_ROUNDS_USED_UP, ToolCall, ToolChoice, ToolDefinition, ToolOutput, ToolRun, Usage,

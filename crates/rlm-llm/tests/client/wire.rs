@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rlm_llm::fake::{DEFAULT_STREAM_GAP, FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::{DEFAULT_STREAM_GAP, FAKE_ANTHROPIC, FakeReply};
 use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, ProviderKind, Usage};
 
 use crate::{client, server};

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{KEY, output as run, rlm_with_fake, text};
 

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rlm_fake::{FakeReply, FakeServer};
 use rlm_llm::Usage;
-use rlm_llm::fake::{FakeReply, FakeServer};
 use serde_json::Value;
 
 use crate::support::{

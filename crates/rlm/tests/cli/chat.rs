@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{
     KEY, interrupt, output, rlm_with_fake, scripted, spawn_with_fake, text, wait_until,

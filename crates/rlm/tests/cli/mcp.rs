@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rlm_llm::fake::FakeReply;
+use rlm_fake::FakeReply;
 
 use crate::support::{
     KEY, assert_tool_error, rlm_store_process, rlm_with_store, scripted, text, with_fake,
@@ -41,7 +41,7 @@ FINAL_VAR("answer")
 ```"#;
 
 /// The model `query` asks: a plan, extractions (every chunk relevant), then the report.
-fn answer_query(seen: &rlm_llm::fake::SeenRequest) -> FakeReply {
+fn answer_query(seen: &rlm_fake::SeenRequest) -> FakeReply {
     let system = seen.system.as_deref().unwrap_or_default();
     if system.starts_with("You plan a search") {
         return FakeReply::text(

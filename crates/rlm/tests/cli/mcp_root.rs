@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{rlm_process, rlm_store_process, rlm_with_store, with_fake};
 

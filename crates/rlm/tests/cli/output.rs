@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use assert_cmd::Command;
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{
     json_lines, output as run_async, rlm_store_process, rlm_with_fake, rlm_with_store, text, write,

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{KEY, output, rlm_in, rlm_with_fake, text, write};
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{output, rlm_with_fake, text, write};
 

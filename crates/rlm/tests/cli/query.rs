@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
 
 use crate::support::{KEY, output as run, rlm_in, rlm_with_fake, text, write};
 

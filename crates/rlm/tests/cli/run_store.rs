@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{output, rlm_in, rlm_with_fake_store, rlm_with_store, scripted, text, write};
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use assert_cmd::Command;
+use rlm_fake::{FakeReply, FakeServer};
 use rlm_llm::Usage;
-use rlm_llm::fake::{FakeReply, FakeServer};
 
 use crate::support::{output as run, rlm_in, rlm_process, rlm_with_fake, text, with_fake, write};
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{json_lines, output as run, rlm_in, rlm_with_fake, scripted, text};
 

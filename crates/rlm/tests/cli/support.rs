@@ -6,7 +6,7 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 /// The OpenAI key of every fake-provider command; no output may ever contain it.
 pub const KEY: &str = "sk-test-do-not-log-4242";

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use rlm_llm::fake::{FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
 
 use crate::support::{KEY, output as run, rlm_in, rlm_with_fake, text, write};
 

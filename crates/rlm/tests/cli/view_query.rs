@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rlm_llm::fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
 
 use crate::support::{KEY, output as run, rlm_in, rlm_with_fake, text, write};
 use crate::view::{between, browser, half};

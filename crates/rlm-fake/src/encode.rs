@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::provider::ProviderKind;
-use crate::types::Usage;
+use rlm_llm::ProviderKind;
+use rlm_llm::Usage;
 
 /// A complete (non-streamed) success body.
 pub(crate) fn full_body(

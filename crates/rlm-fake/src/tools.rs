@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use super::FakeBehavior;
 use super::encode::{anthropic_usage, event, openai_usage, pieces};
-use crate::provider::ProviderKind;
-use crate::tools::ToolCall;
-use crate::types::{Message, Role, Usage};
+use rlm_llm::ProviderKind;
+use rlm_llm::ToolCall;
+use rlm_llm::{Message, Role, Usage};
 
 /// Pieces a streamed call's arguments are split into.
 const ARGUMENT_PIECES: usize = 3;
@@ -42,7 +42,7 @@ pub(crate) fn decode_messages(
                     .ok_or("a `tool` message has no `tool_call_id`")?;
                 messages.push(Message::tool_result(
                     id,
-                    crate::ToolOutput::ok(text_of(content)?),
+                    rlm_llm::ToolOutput::ok(text_of(content)?),
                 ));
             }
             (ProviderKind::Anthropic, "user") => anthropic_user(content, &mut messages)?,
@@ -115,9 +115,9 @@ fn anthropic_user(content: Option<&Value>, messages: &mut Vec<Message>) -> Resul
                     some => text_of(some)?,
                 };
                 let output = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
-                    crate::ToolOutput::error(content)
+                    rlm_llm::ToolOutput::error(content)
                 } else {
-                    crate::ToolOutput::ok(content)
+                    rlm_llm::ToolOutput::ok(content)
                 };
                 messages.push(Message::tool_result(id, output));
             }
@@ -465,7 +465,7 @@ mod tests {
     #[test]
     fn results_must_answer_the_calls_of_the_turn_before() {
         let call = |id: &str| ToolCall::new(id, "search", "{}");
-        let ok = |id: &str| Message::tool_result(id, crate::ToolOutput::ok("r"));
+        let ok = |id: &str| Message::tool_result(id, rlm_llm::ToolOutput::ok("r"));
         let turn = Message::assistant_tool_calls("", vec![call("a"), call("b")]);
         let user = Message::user("q");
         assert!(check_pairing(&[user.clone(), turn.clone(), ok("b"), ok("a")]).is_ok());

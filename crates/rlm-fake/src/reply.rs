@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::provider::ProviderKind;
-use crate::tools::ToolCall;
-use crate::types::{Message, Role, Usage};
+use rlm_llm::ProviderKind;
+use rlm_llm::ToolCall;
+use rlm_llm::{Message, Role, Usage};
 
 /// A request as the fake server received it, decoded from either wire format.
 #[derive(Debug, Clone)]

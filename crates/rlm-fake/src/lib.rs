@@ -1,4 +1,5 @@
-//! A fake model provider for tests (feature `test-support`).
+//! A fake model provider for tests: a dev-dependency of the crates whose tests and benches call
+//! models, kept out of `rlm-llm` so that nothing of it is built into rlm.
 //!
 //! [`FakeServer`] listens on `127.0.0.1:0` and speaks the wire formats exactly:
 //! `POST /v1/chat/completions` (OpenAI), `POST /v1/responses` (OpenAI's Responses API) and
@@ -17,7 +18,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use rlm_llm::fake::{FakeReply, FakeServer};
+//! use rlm_fake::{FakeReply, FakeServer};
 //! use rlm_llm::ChatRequest;
 //!
 //! let server = FakeServer::start().await?;
@@ -48,8 +49,8 @@ use std::time::Duration;
 pub use cache::MIN_CACHED_TOKENS;
 pub use reply::{FakeBehavior, FakeReply, SeenRequest};
 
-use crate::client::LlmClientBuilder;
-use crate::provider::{ProviderConfig, ProviderKind};
+use rlm_llm::LlmClientBuilder;
+use rlm_llm::{ProviderConfig, ProviderKind};
 
 /// Name of the OpenAI-format provider in [`FakeServer::client_builder`] (also the default).
 pub const FAKE_OPENAI: &str = "fake";
@@ -297,27 +298,27 @@ impl FakeServer {
 
     /// A provider named `name` speaking the OpenAI format to this server. It stands in for a
     /// hosted API, so it gets a hosted API's default concurrency
-    /// ([`crate::DEFAULT_MAX_CONCURRENCY`]), not the one-at-a-time default of a loopback URL.
+    /// ([`rlm_llm::DEFAULT_MAX_CONCURRENCY`]), not the one-at-a-time default of a loopback URL.
     pub fn openai_provider(&self, name: &str) -> ProviderConfig {
         ProviderConfig::new(name, ProviderKind::OpenAi, self.openai_base_url())
-            .max_concurrency(crate::DEFAULT_MAX_CONCURRENCY)
+            .max_concurrency(rlm_llm::DEFAULT_MAX_CONCURRENCY)
     }
 
     /// A provider named `name` speaking the Anthropic format to this server (concurrency as
     /// [`Self::openai_provider`]).
     pub fn anthropic_provider(&self, name: &str) -> ProviderConfig {
         ProviderConfig::new(name, ProviderKind::Anthropic, self.anthropic_base_url())
-            .max_concurrency(crate::DEFAULT_MAX_CONCURRENCY)
+            .max_concurrency(rlm_llm::DEFAULT_MAX_CONCURRENCY)
     }
 
     /// A client builder with providers [`FAKE_OPENAI`] (the default, so bare model names like
     /// `root` go there) and [`FAKE_ANTHROPIC`], and fast retries for tests.
     pub fn client_builder(&self) -> LlmClientBuilder {
-        crate::LlmClient::builder()
+        rlm_llm::LlmClient::builder()
             .provider(self.openai_provider(FAKE_OPENAI))
             .provider(self.anthropic_provider(FAKE_ANTHROPIC))
             .default_provider(FAKE_OPENAI)
-            .retry(crate::RetryPolicy {
+            .retry(rlm_llm::RetryPolicy {
                 max_retries: 3,
                 base_delay: Duration::from_millis(5),
                 max_delay: Duration::from_millis(50),

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::reply::SeenRequest;
-use crate::provider::ProviderKind;
-use crate::types::{Role, Usage};
+use rlm_llm::ProviderKind;
+use rlm_llm::{Role, Usage};
 
 /// Shortest prefix either API caches (Anthropic: Claude Sonnet and Opus; OpenAI: every model).
 pub const MIN_CACHED_TOKENS: u64 = 1024;
@@ -264,6 +264,8 @@ impl Prompt {
                 Role::User => b"u",
                 Role::Assistant => b"a",
                 Role::Tool => b"t",
+                // A role added to rlm-llm later: marked apart from the others.
+                _ => b"?",
             });
             prompt.extend(&message.content);
             for call in &message.tool_calls {

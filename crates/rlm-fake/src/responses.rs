@@ -15,10 +15,10 @@ use super::encode::{self, event, pieces};
 use super::reply::{FakeBehavior, SeenRequest, estimated_usage};
 use super::server::{End, body_response, header_pairs, json_response, paced_response};
 use super::{InFlight, State, tools};
-use crate::ToolOutput;
-use crate::provider::ProviderKind;
-use crate::tools::ToolCall;
-use crate::types::{Message, Usage};
+use rlm_llm::ProviderKind;
+use rlm_llm::ToolCall;
+use rlm_llm::ToolOutput;
+use rlm_llm::{Message, Usage};
 
 /// The path the fake server serves this wire on.
 pub(crate) const PATH: &str = "/v1/responses";
@@ -305,7 +305,7 @@ fn input_messages(items: &[Value], system: &mut Option<String>) -> Result<Vec<Me
                     item.get("arguments").and_then(Value::as_str).unwrap_or(""),
                 );
                 match messages.last_mut() {
-                    Some(last) if last.role == crate::types::Role::Assistant => {
+                    Some(last) if last.role == rlm_llm::Role::Assistant => {
                         last.tool_calls.push(call);
                     }
                     _ => messages.push(Message::assistant_tool_calls("", vec![call])),

@@ -16,7 +16,7 @@ use super::cache::CacheHit;
 use super::reply::{FakeBehavior, FakeReply, SeenRequest, estimated_usage};
 use super::{InFlight, State};
 use super::{encode, tools};
-use crate::provider::ProviderKind;
+use rlm_llm::ProviderKind;
 
 /// Pieces a streamed answer is split into (each its own event and body chunk).
 const STREAM_PIECES: usize = 4;
