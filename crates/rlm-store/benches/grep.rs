@@ -8,7 +8,8 @@
 //! with each side's peak RSS (from `wait4`) and the matching line counts, which must agree.
 //!
 //! Prints figures; asserts nothing about time. Run with `cargo bench -p rlm-store --bench grep`.
-//! `RLM_BENCH_MB` (default `25,100`): corpus sizes in MB; `RLM_BENCH_RUNS` (default 5).
+//! `RLM_BENCH_MB` (default `25,100`): corpus sizes in MB; `RLM_BENCH_RUNS` (default 5);
+//! `RLM_BENCH_RG`: the ripgrep binary (default `rg` on the path).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 // `wait4` for each child's peak RSS.
 #![allow(unsafe_code)]
@@ -237,7 +238,7 @@ fn bench(megabytes: usize, runs: usize) {
             command
         };
         let rg = |threads: &str| {
-            let mut command = Command::new("rg");
+            let mut command = Command::new(ripgrep());
             command.args(["-n", "--no-heading", "--color", "never", "-j", threads]);
             if !flags.is_empty() {
                 command.arg(flags);
@@ -280,15 +281,22 @@ fn bench(megabytes: usize, runs: usize) {
     }
 }
 
+/// `RLM_BENCH_RG`, else `rg` on the path.
+fn ripgrep() -> std::ffi::OsString {
+    std::env::var_os("RLM_BENCH_RG").unwrap_or_else(|| "rg".into())
+}
+
 fn main() {
     if let Ok(spec) = std::env::var(CHILD) {
         child(&spec);
         return;
     }
-    if Command::new("rg").arg("--version").output().is_err() {
+    let Ok(version) = Command::new(ripgrep()).arg("--version").output() else {
         println!("skipped: ripgrep (`rg`) is not installed");
         return;
-    }
+    };
+    let version = String::from_utf8_lossy(&version.stdout);
+    println!("{}", version.lines().next().unwrap_or("ripgrep"));
     let runs = std::env::var("RLM_BENCH_RUNS")
         .ok()
         .and_then(|runs| runs.parse().ok())

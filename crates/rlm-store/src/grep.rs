@@ -235,10 +235,25 @@ impl Printer<'_, '_> {
     ) -> Result<()> {
         let mut searcher = searcher(self.options);
         for (index, buffer) in buffers.iter().enumerate() {
-            let flow = match ahead.take(index) {
-                Turn::Held(held) => self.print_held(buffer, held),
-                Turn::Failed(error) => return Err(error),
-                Turn::Here => self.search_here(&mut searcher, matcher, connection, buffer)?,
+            let flow = loop {
+                match ahead.take(index) {
+                    Turn::Held(held) => break self.print_held(buffer, held),
+                    Turn::Failed(error) => return Err(error),
+                    Turn::Here => {
+                        break self.search_here(&mut searcher, matcher, connection, buffer)?;
+                    }
+                    // The thread ahead has this buffer: search a later one meanwhile.
+                    Turn::Ahead(later) => {
+                        let found = hold(
+                            &mut searcher,
+                            matcher,
+                            self.options,
+                            connection,
+                            &buffers[later],
+                        );
+                        ahead.finish(later, found);
+                    }
+                }
             };
             if flow.is_break() {
                 break;
@@ -293,11 +308,15 @@ impl HeldLine {
     }
 }
 
-/// What the printer does with a buffer.
+/// What the printer does next.
 enum Turn {
+    /// Print what was found in its buffer.
     Held(Held),
     Failed(Error),
+    /// Search its buffer, printing as it goes.
     Here,
+    /// Its buffer is being searched ahead: search this later one into held lines meanwhile.
+    Ahead(usize),
 }
 
 /// The buffers' hand-over between the printer and the thread searching ahead.
@@ -316,6 +335,17 @@ struct AheadState {
     done: BTreeMap<usize, Option<Result<Held>>>,
     held_bytes: usize,
     stopped: bool,
+}
+
+impl AheadState {
+    /// Takes the next buffer nobody has taken, while what is held leaves room.
+    fn claim(&mut self) -> Option<usize> {
+        if self.stopped || self.next >= self.count || self.held_bytes >= HELD_BYTES {
+            return None;
+        }
+        self.next += 1;
+        Some(self.next - 1)
+    }
 }
 
 impl Ahead {
@@ -367,6 +397,9 @@ impl Ahead {
                 return turn;
             }
             if state.searching == Some(index) {
+                if let Some(later) = state.claim() {
+                    return Turn::Ahead(later);
+                }
                 state = self.wait(state);
                 continue;
             }
@@ -390,37 +423,45 @@ impl Ahead {
         if connection.pragma_update(None, "mmap_size", 0).is_err() {
             return;
         }
+        // A clone has a cache pool of its own: sharing one pool, the second thread would take
+        // its slow path on every search.
+        let matcher = matcher.clone();
         let mut searcher = searcher(options);
         loop {
             let index = {
                 let mut state = self.lock();
-                while !state.stopped && state.next < state.count && state.held_bytes >= HELD_BYTES {
+                loop {
+                    if state.stopped || state.next >= state.count {
+                        return;
+                    }
+                    if let Some(index) = state.claim() {
+                        state.searching = Some(index);
+                        break index;
+                    }
                     state = self.wait(state);
                 }
-                if state.stopped || state.next >= state.count {
-                    return;
-                }
-                let index = state.next;
-                state.next += 1;
-                state.searching = Some(index);
-                index
             };
             let found = hold(
                 &mut searcher,
-                matcher,
+                &matcher,
                 options,
                 &connection,
                 &buffers[index],
             );
-            let mut state = self.lock();
-            state.searching = None;
-            if let Some(Ok(held)) = &found {
-                state.held_bytes += held.bytes;
-            }
-            state.done.insert(index, found);
-            drop(state);
-            self.changed.notify_all();
+            self.lock().searching = None;
+            self.finish(index, found);
         }
+    }
+
+    /// Hands over what was found in buffer `index`.
+    fn finish(&self, index: usize, found: Option<Result<Held>>) {
+        let mut state = self.lock();
+        if let Some(Ok(held)) = &found {
+            state.held_bytes += held.bytes;
+        }
+        state.done.insert(index, found);
+        drop(state);
+        self.changed.notify_all();
     }
 }
 
