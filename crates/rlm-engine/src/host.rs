@@ -1,16 +1,17 @@
 //! The engine's answers to the host functions model code calls: plain sub-model calls and
 //! recursive child runs, each checked against the shared budget and recorded for the trajectory.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use futures::FutureExt as _;
-use futures::future::{BoxFuture, join_all};
+use futures::future::join_all;
 use tokio::sync::Semaphore;
 
 use rlm_llm::{ChatRequest, Estimate, UsageReport};
+use rlm_sandbox::Host;
 use rlm_trace::{HostCall, Subcall, UsageSummary};
 
 use crate::context::ContextPart;
@@ -18,7 +19,6 @@ use crate::events::{Event, Progress, SubcallKind};
 use crate::functions::{FunctionError, FunctionSpec, HostFunctions, RaisedKind, call_logged};
 use crate::limits::RunAccount;
 use crate::prompt::{fence, render, truncate};
-use crate::repl::SubcallHost;
 use crate::rlm::Shared;
 use crate::run::{error_chain, run_loop};
 
@@ -46,7 +46,7 @@ impl From<String> for SubcallError {
     }
 }
 
-/// Everything one run needs; also the [`SubcallHost`] its session calls back into.
+/// Everything one run needs; also the sandbox [`Host`] its session calls back into.
 #[derive(Debug)]
 pub(crate) struct RunScope {
     pub shared: Arc<Shared>,
@@ -210,7 +210,7 @@ impl RunScope {
     /// items of a batch are admitted in order; the reservation is released if the future is
     /// dropped.
     async fn plain_call(
-        self: Arc<Self>,
+        &self,
         prompt: String,
         model: Option<String>,
     ) -> Result<String, SubcallError> {
@@ -268,7 +268,7 @@ impl RunScope {
     }
 
     async fn child_run(
-        self: Arc<Self>,
+        &self,
         prompt: String,
         model: Option<String>,
     ) -> Result<String, SubcallError> {
@@ -357,43 +357,36 @@ impl RunScope {
     }
 }
 
-impl SubcallHost for Arc<RunScope> {
-    fn llm_query(
-        &self,
-        prompt: String,
-        model: Option<String>,
-    ) -> BoxFuture<'static, Result<String, String>> {
-        Arc::clone(self)
-            .plain_call(prompt, model)
-            .map(|result| result.map_err(SubcallError::into_message))
-            .boxed()
+/// The sandbox calls back into the run that opened the session: `Arc<RunScope>` is the
+/// session's `Arc<dyn Host>` itself, with no forwarding layer in between.
+#[async_trait::async_trait]
+impl Host for RunScope {
+    async fn llm_query(&self, prompt: String, model: Option<String>) -> Result<String, String> {
+        self.plain_call(prompt, model)
+            .await
+            .map_err(SubcallError::into_message)
     }
 
-    fn llm_query_batched(
+    async fn llm_query_batched(
         &self,
         prompts: Vec<String>,
         model: Option<String>,
-    ) -> BoxFuture<'static, Vec<Result<String, String>>> {
-        fan_out(self, prompts, model, RunScope::plain_call)
+    ) -> Vec<Result<String, String>> {
+        fan_out(self, prompts, model, RunScope::plain_call).await
     }
 
-    fn rlm_query(
-        &self,
-        prompt: String,
-        model: Option<String>,
-    ) -> BoxFuture<'static, Result<String, String>> {
-        Arc::clone(self)
-            .child_run(prompt, model)
-            .map(|result| result.map_err(SubcallError::into_message))
-            .boxed()
+    async fn rlm_query(&self, prompt: String, model: Option<String>) -> Result<String, String> {
+        self.child_run(prompt, model)
+            .await
+            .map_err(SubcallError::into_message)
     }
 
-    fn rlm_query_batched(
+    async fn rlm_query_batched(
         &self,
         prompts: Vec<String>,
         model: Option<String>,
-    ) -> BoxFuture<'static, Vec<Result<String, String>>> {
-        fan_out(self, prompts, model, RunScope::child_run)
+    ) -> Vec<Result<String, String>> {
+        fan_out(self, prompts, model, RunScope::child_run).await
     }
 
     fn functions(&self) -> Vec<FunctionSpec> {
@@ -401,67 +394,59 @@ impl SubcallHost for Arc<RunScope> {
             .map_or_else(Vec::new, |functions| functions.functions())
     }
 
-    fn call_function(
+    async fn call_function(
         &self,
         name: String,
         arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> BoxFuture<'static, Result<serde_json::Value, FunctionError>> {
-        let scope = Arc::clone(self);
-        async move {
-            let Some(functions) = scope.host_functions().cloned() else {
-                return Err(FunctionError::new(
-                    RaisedKind::NameError,
-                    format!("name '{name}' is not defined"),
-                ));
-            };
-            let (result, record) = call_logged(functions, name, arguments).await;
-            scope
-                .host_calls
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(record);
-            result
-        }
-        .boxed()
+    ) -> Result<serde_json::Value, FunctionError> {
+        let Some(functions) = self.host_functions().cloned() else {
+            return Err(FunctionError::new(
+                RaisedKind::NameError,
+                format!("name '{name}' is not defined"),
+            ));
+        };
+        let (result, record) = call_logged(functions, name, arguments).await;
+        self.host_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(record);
+        result
     }
 }
 
 /// Runs one call per prompt concurrently; each item keeps its own result, in prompt order.
 /// Items refused before sending (a spent budget) say how many of the batch were not sent.
-fn fan_out<F, Fut>(
-    scope: &Arc<RunScope>,
+async fn fan_out<'scope, F, Fut>(
+    scope: &'scope RunScope,
     prompts: Vec<String>,
     model: Option<String>,
     call: F,
-) -> BoxFuture<'static, Vec<Result<String, String>>>
+) -> Vec<Result<String, String>>
 where
-    F: Fn(Arc<RunScope>, String, Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<String, SubcallError>> + Send + 'static,
+    F: Fn(&'scope RunScope, String, Option<String>) -> Fut,
+    Fut: Future<Output = Result<String, SubcallError>>,
 {
     let total = prompts.len();
     let calls: Vec<_> = prompts
         .into_iter()
-        .map(|prompt| call(Arc::clone(scope), prompt, model.clone()))
+        .map(|prompt| call(scope, prompt, model.clone()))
         .collect();
-    join_all(calls)
-        .map(move |results| {
-            let refused = results
-                .iter()
-                .filter(|result| matches!(result, Err(SubcallError::Refused(_))))
-                .count();
-            results
-                .into_iter()
-                .map(|result| {
-                    result.map_err(|err| match err {
-                        SubcallError::Refused(reason) => format!(
-                            "budget exhausted: {refused} of {total} prompts not sent ({reason})"
-                        ),
-                        SubcallError::Failed(message) => message,
-                    })
-                })
-                .collect()
+    let results = join_all(calls).await;
+    let refused = results
+        .iter()
+        .filter(|result| matches!(result, Err(SubcallError::Refused(_))))
+        .count();
+    results
+        .into_iter()
+        .map(|result| {
+            result.map_err(|err| match err {
+                SubcallError::Refused(reason) => {
+                    format!("budget exhausted: {refused} of {total} prompts not sent ({reason})")
+                }
+                SubcallError::Failed(message) => message,
+            })
         })
-        .boxed()
+        .collect()
 }
 
 /// What the log keeps of a sub-call's prompt: a preview and its length.

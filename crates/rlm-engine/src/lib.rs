@@ -72,7 +72,7 @@ pub use functions::{FunctionError, FunctionParameter, FunctionSpec, HostFunction
 pub use limits::RunLimits;
 pub use model::ModelClient;
 pub use prompt::Prompts;
-pub use repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+pub use repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec};
 pub use resume::Resume;
 pub use rlm::{
     CODE_BLOCK_STOP, DEFAULT_CHUNK_CHARS, DEFAULT_MAX_CONCURRENT_CHILDREN, DEFAULT_OUTPUT_LIMIT,

@@ -2,7 +2,9 @@
 //!
 //! The product implements these traits over `rlm-sandbox` (Monty); unit tests use a small
 //! in-memory fake. Sub-calls made by model code (`llm_query`, `rlm_query`, ...) come back to the
-//! engine through [`SubcallHost`], which the engine hands to [`ReplFactory::open`].
+//! engine through the sandbox's own [`Host`] trait: the engine's run implements it and hands
+//! itself to [`ReplFactory::open`] in [`SessionSpec::host`]. One trait serves both sides, so a
+//! REPL over `rlm-sandbox` passes the host straight through and a fake REPL calls it directly.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,8 +12,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
+use rlm_sandbox::Host;
+
 use crate::context::ContextPart;
-use crate::functions::{FunctionError, FunctionSpec, RaisedKind};
 
 /// What one execution of a code block produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -93,70 +96,28 @@ pub trait ReplSession: Send + fmt::Debug {
 }
 
 /// What a new session starts with.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionSpec {
     /// The contexts: `context` (= `context_0`) and `context_1 … context_n`.
     pub contexts: Vec<ContextPart>,
     /// The `contextMeta` variable.
     pub context_meta: serde_json::Value,
     /// Where the session's `llm_query`/`rlm_query` calls go.
-    pub host: Arc<dyn SubcallHost>,
+    pub host: Arc<dyn Host>,
+}
+
+impl fmt::Debug for SessionSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `Host` asks no `Debug` of its implementors; the contexts say which session this is.
+        f.debug_struct("SessionSpec")
+            .field("contexts", &self.contexts)
+            .field("context_meta", &self.context_meta)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Opens REPL sessions (one per run; child runs open their own).
 pub trait ReplFactory: Send + Sync + fmt::Debug {
     /// Opens a session holding `spec.contexts`.
     fn open(&self, spec: SessionSpec) -> BoxFuture<'_, Result<Box<dyn ReplSession>, ReplError>>;
-}
-
-/// The engine's side of the host functions model code can call.
-///
-/// Each call answers with the text for the code, or an error string that the sandbox raises (or
-/// returns in place, for one item of a batch). Implemented by the engine; called by the sandbox.
-pub trait SubcallHost: Send + Sync + fmt::Debug {
-    /// `llm_query(prompt, model=None)`: one plain sub-model call.
-    fn llm_query(
-        &self,
-        prompt: String,
-        model: Option<String>,
-    ) -> BoxFuture<'static, Result<String, String>>;
-
-    /// `llm_query_batched(prompts, model=None)`: concurrent sub-model calls; each item fails alone.
-    fn llm_query_batched(
-        &self,
-        prompts: Vec<String>,
-        model: Option<String>,
-    ) -> BoxFuture<'static, Vec<Result<String, String>>>;
-
-    /// `rlm_query(prompt, model=None)`: a recursive run when depth allows, else `llm_query`.
-    fn rlm_query(
-        &self,
-        prompt: String,
-        model: Option<String>,
-    ) -> BoxFuture<'static, Result<String, String>>;
-
-    /// `rlm_query_batched(prompts, model=None)`: concurrent recursive runs.
-    fn rlm_query_batched(
-        &self,
-        prompts: Vec<String>,
-        model: Option<String>,
-    ) -> BoxFuture<'static, Vec<Result<String, String>>>;
-
-    /// Further functions the session binds ([`crate::HostFunctions`]); none by default.
-    fn functions(&self) -> Vec<FunctionSpec> {
-        Vec::new()
-    }
-
-    /// Answers a call of one of [`SubcallHost::functions`].
-    fn call_function(
-        &self,
-        name: String,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> BoxFuture<'static, Result<serde_json::Value, FunctionError>> {
-        let _ = arguments;
-        Box::pin(std::future::ready(Err(FunctionError::new(
-            RaisedKind::NameError,
-            format!("name '{name}' is not defined"),
-        ))))
-    }
 }

@@ -1,17 +1,14 @@
 //! [`ReplFactory`] over `rlm-sandbox`: Monty sessions (in a worker process by default) whose
-//! host functions are answered by the engine's [`SubcallHost`].
-
-use std::fmt;
-use std::sync::Arc;
+//! host functions are answered by the engine's run, the session's [`rlm_sandbox::Host`].
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use rlm_llm::error_chain;
-use rlm_sandbox::{ContextInput, ExecutionResult, Host, Sandbox, Session};
+use rlm_sandbox::{ContextInput, ExecutionResult, Sandbox, Session};
 use serde_json::Value;
 
 use crate::context::ContextSource;
-use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec};
 
 /// What the system prompt says about the sandbox's native helpers (`{{helpers}}`).
 pub const SANDBOX_HELPERS_DOC: &str = "\
@@ -51,62 +48,14 @@ impl ReplFactory for SandboxRepl {
                     ContextSource::Inline(text) => ContextInput::Text(text.to_string()),
                 })
                 .collect();
-            let host: Arc<dyn Host> = Arc::new(HostBridge(spec.host));
-            let session = Session::start(&self.sandbox, contexts, Some(spec.context_meta), host)
-                .await
-                .map_err(|err| ReplError::new(error_chain(&err)))?;
+            let session =
+                Session::start(&self.sandbox, contexts, Some(spec.context_meta), spec.host)
+                    .await
+                    .map_err(|err| ReplError::new(error_chain(&err)))?;
             let session: Box<dyn ReplSession> = Box::new(SandboxSession { session });
             Ok(session)
         }
         .boxed()
-    }
-}
-
-/// Forwards the sandbox's host calls to the engine.
-struct HostBridge(Arc<dyn SubcallHost>);
-
-impl fmt::Debug for HostBridge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("HostBridge").finish_non_exhaustive()
-    }
-}
-
-#[async_trait::async_trait]
-impl Host for HostBridge {
-    async fn llm_query(&self, prompt: String, model: Option<String>) -> Result<String, String> {
-        self.0.llm_query(prompt, model).await
-    }
-
-    async fn llm_query_batched(
-        &self,
-        prompts: Vec<String>,
-        model: Option<String>,
-    ) -> Vec<Result<String, String>> {
-        self.0.llm_query_batched(prompts, model).await
-    }
-
-    async fn rlm_query(&self, prompt: String, model: Option<String>) -> Result<String, String> {
-        self.0.rlm_query(prompt, model).await
-    }
-
-    async fn rlm_query_batched(
-        &self,
-        prompts: Vec<String>,
-        model: Option<String>,
-    ) -> Vec<Result<String, String>> {
-        self.0.rlm_query_batched(prompts, model).await
-    }
-
-    fn functions(&self) -> Vec<rlm_sandbox::FunctionSpec> {
-        self.0.functions()
-    }
-
-    async fn call_function(
-        &self,
-        name: String,
-        arguments: serde_json::Map<String, Value>,
-    ) -> Result<Value, rlm_sandbox::FunctionError> {
-        self.0.call_function(name, arguments).await
     }
 }
 

@@ -7,6 +7,7 @@
 //! `FINAL_VAR("name")`. Values are JSON (`True`/`False`/`None` are accepted).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::time::Duration;
@@ -17,7 +18,7 @@ use rlm_llm::{ChatRequest, ChatResponse, Message, Price, Usage};
 use serde_json::Value;
 
 use crate::model::ModelClient;
-use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec, SubcallHost};
+use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec};
 
 type Responder = dyn Fn(&str, &[Message]) -> Option<String> + Send + Sync;
 
@@ -207,10 +208,17 @@ impl ReplFactory for FakeRepl {
 }
 
 /// A session of the fake line language.
-#[derive(Debug)]
 pub struct FakeSession {
     variables: BTreeMap<String, Value>,
-    host: Arc<dyn SubcallHost>,
+    host: Arc<dyn rlm_sandbox::Host>,
+}
+
+impl fmt::Debug for FakeSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeSession")
+            .field("variables", &self.variables)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FakeSession {

@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::events::Event;
 use crate::host::RunScope;
 use crate::limits::Exhausted;
-use crate::repl::{ReplSession, SessionSpec, SubcallHost};
+use crate::repl::{ReplSession, SessionSpec};
 use crate::resume::{self, Resume};
 use crate::trace::RunLog;
 pub(crate) use rlm_llm::error_chain;
@@ -102,7 +102,7 @@ pub(crate) async fn run_loop(
             log: log.path(),
         },
     );
-    let host: Arc<dyn SubcallHost> = Arc::new(Arc::clone(&scope));
+    let host: Arc<dyn rlm_sandbox::Host> = Arc::<RunScope>::clone(&scope);
     let spec = SessionSpec {
         context_meta: context::meta_value(&contexts),
         contexts,
