@@ -11,6 +11,10 @@ use crate::context::ContextSource;
 use crate::repl::{ExecOutcome, ReplError, ReplFactory, ReplSession, SessionSpec};
 
 /// What the system prompt says about the sandbox's native helpers (`{{helpers}}`).
+///
+/// A summary worded for the model; the reference is [`rlm_sandbox::HELPERS`]. The text is kept
+/// as written rather than generated from that table, so that the prompt (and its cache key)
+/// stays the same; a test checks that it names every helper with its table signature.
 pub const SANDBOX_HELPERS_DOC: &str = "\
 - Native helpers, implemented in Rust and fast on big strings. `text` defaults to `context`; pass
   a context number (`1` for `context_1`) or any string instead. Positions are Python char indexes,
@@ -177,5 +181,21 @@ fn outcome(result: ExecutionResult) -> ExecOutcome {
         error,
         final_answer: result.final_answer.map(|answer| answer.value),
         seconds: result.duration.as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SANDBOX_HELPERS_DOC;
+
+    #[test]
+    fn the_prompt_names_every_sandbox_helper_with_its_signature() {
+        for helper in rlm_sandbox::HELPERS {
+            assert!(
+                SANDBOX_HELPERS_DOC.contains(&format!("`{}`", helper.signature)),
+                "the prompt text does not show `{}`",
+                helper.signature
+            );
+        }
     }
 }

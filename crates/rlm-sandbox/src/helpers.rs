@@ -10,12 +10,93 @@
 //! process rewrites it in place), so the helpers treat their text as bytes: every position is
 //! bounds-checked, chars are counted by their leading bytes, and what they return is decoded
 //! lossily. A rewritten file gives answers that differ from `context`, never an invalid `str`.
+//!
+//! What model code sees — names, signatures, what each returns — is [`HELPERS`], the one
+//! reference; `monty_glue/helper_calls.rs` converts the Python arguments and calls the methods
+//! of [`IndexedText`] below.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use regex::bytes::Regex;
+
+/// One native helper model code can call, as [`HELPERS`] describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Helper {
+    /// The Python name.
+    pub name: &'static str,
+    /// The parameters in positional order; a call with more positional arguments or another
+    /// keyword is refused, as Python would refuse it.
+    pub parameters: &'static [&'static str],
+    /// The Python signature with its defaults, e.g. `line_count(text=None)`.
+    pub signature: &'static str,
+    /// What a call returns.
+    pub returns: &'static str,
+}
+
+/// The native helpers bound in every Monty session: the reference for what model code can call
+/// besides `llm_query` & co. (the crate docs, the engine's prompt text and `ARCHITECTURE.md`
+/// point here; the sessions' argument checks read the parameters from this table).
+///
+/// They are answered in Rust, fast on big strings (see the module docs of `helpers.rs` for why).
+/// Conventions shared by all of them:
+/// - `text` defaults to `context` (= `context_0`); a context number (`1` for `context_1`) or
+///   any `str` may be passed instead.
+/// - Positions are Python char indexes, as `context[i:j]` uses; line numbers start at 0 and a
+///   line range's end is exclusive.
+/// - Patterns use Rust [`regex`](https://docs.rs/regex) syntax: no look-around, no
+///   backreferences. A bad pattern raises `ValueError`.
+/// - A negative count or position raises `ValueError`; a context file that shrank under its
+///   map raises `OSError`.
+pub const HELPERS: &[Helper] = &[
+    Helper {
+        name: "find_all",
+        parameters: &["pattern", "text", "max_matches"],
+        signature: "find_all(pattern, text=None, max_matches=10000)",
+        returns: "a list of `(start, end, match)` tuples, at most `max_matches`",
+    },
+    Helper {
+        name: "grep",
+        parameters: &["pattern", "context_lines", "text", "max_matches"],
+        signature: "grep(pattern, context_lines=0, text=None, max_matches=500)",
+        returns: "a str of the matching lines as `\"12: line\"` rows, with `context_lines` lines \
+                  around each (`\"11- line\"`) and `--` between separate groups; at most \
+                  `max_matches` matching lines",
+    },
+    Helper {
+        name: "line_range",
+        parameters: &["start", "end", "text"],
+        signature: "line_range(start, end=None, text=None)",
+        returns: "a list of the lines `start..end` (to the last line when `end` is None), \
+                  without their line breaks",
+    },
+    Helper {
+        name: "line_count",
+        parameters: &["text"],
+        signature: "line_count(text=None)",
+        returns: "the number of lines, as `len(text.splitlines())` counts `\\n` line ends",
+    },
+    Helper {
+        name: "chunk_text",
+        parameters: &["size", "overlap", "text"],
+        signature: "chunk_text(size, overlap=0, text=None)",
+        returns: "a list of str chunks of `size` chars, each starting `size - overlap` chars \
+                  after the previous one (`ValueError` unless `0 <= overlap < size`)",
+    },
+    Helper {
+        name: "slice_text",
+        parameters: &["start", "end", "text"],
+        signature: "slice_text(start, end, text=None)",
+        returns: "the str `text[start:end]` (positions past the end are clamped)",
+    },
+];
+
+/// The helper called `name`, if there is one.
+pub(crate) fn helper(name: &str) -> Option<&'static Helper> {
+    HELPERS.iter().find(|helper| helper.name == name)
+}
 
 /// How often (in chars) the char→byte table keeps a checkpoint.
 const CHECKPOINT_CHARS: usize = 1024;

@@ -13,13 +13,9 @@
 //!   concurrently; a failed item comes back as `"Error: <message>"` in its place.
 //! - `FINAL_VAR(name)` / `FINAL(text)`: record the final answer ([`ExecutionResult::final_answer`]).
 //! - `SHOW_VARS()`: a dict of the variables defined before the current cell, with type names.
-//! - Native helpers, fast on big strings (positions are Python char indexes; line numbers are
-//!   0-based; `text` defaults to `context`, or takes a context number or a string):
-//!   `find_all(pattern, text=None, max_matches=10000)` → `[(start, end, match)]`,
-//!   `grep(pattern, context_lines=0, text=None, max_matches=500)` → `str` (`"12: line"`),
-//!   `line_range(start, end=None, text=None)` → `list[str]`, `line_count(text=None)`,
-//!   `chunk_text(size, overlap=0, text=None)` → `list[str]`, `slice_text(start, end, text=None)`.
-//!   Patterns use Rust `regex` syntax (no look-around or backreferences).
+//! - Native helpers answered in Rust, fast on big strings (`find_all`, `grep`, `line_range`,
+//!   …): [`HELPERS`] lists them with their signatures, what they return and the conventions
+//!   they share.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -72,6 +68,7 @@ mod worker;
 
 pub use crate::context::ContextInput;
 pub use crate::error::{Error, Result};
+pub use crate::helpers::{HELPERS, Helper};
 pub use crate::host::{
     FunctionError, FunctionParameter, FunctionSpec, Host, RaisedKind, SubCallKind,
 };

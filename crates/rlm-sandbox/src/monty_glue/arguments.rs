@@ -2,8 +2,9 @@
 
 use monty_types::{ExcType, MontyException, MontyObject};
 
-/// Parameter names of every function answered outside Python, in positional order. A call with
-/// more positional arguments or another keyword is refused, as Python would refuse it.
+/// Parameter names of every function answered outside Python, in positional order, besides the
+/// native helpers (whose parameters are in [`crate::HELPERS`]). A call with more positional
+/// arguments or another keyword is refused, as Python would refuse it.
 const SIGNATURES: &[(&str, &[&str])] = &[
     ("llm_query", &["prompt", "model"]),
     ("llm_query_batched", &["prompts", "model"]),
@@ -12,12 +13,6 @@ const SIGNATURES: &[(&str, &[&str])] = &[
     ("FINAL_VAR", &["name"]),
     ("FINAL", &["answer"]),
     ("SHOW_VARS", &[]),
-    ("find_all", &["pattern", "text", "max_matches"]),
-    ("grep", &["pattern", "context_lines", "text", "max_matches"]),
-    ("line_range", &["start", "end", "text"]),
-    ("line_count", &["text"]),
-    ("chunk_text", &["size", "overlap", "text"]),
-    ("slice_text", &["start", "end", "text"]),
 ];
 
 /// Positional and keyword arguments of one host-function call.
@@ -32,10 +27,12 @@ impl Arguments<'_> {
     /// Refuses arguments the function does not take: too many positional ones, an unknown
     /// keyword, or one parameter given twice. Functions without a signature are not checked.
     pub(crate) fn check_signature(&self) -> Result<(), MontyException> {
-        let Some(&(_, parameters)) = SIGNATURES
+        let parameters = SIGNATURES
             .iter()
             .find(|(function, _)| *function == self.function)
-        else {
+            .map(|&(_, parameters)| parameters)
+            .or_else(|| crate::helpers::helper(self.function).map(|helper| helper.parameters));
+        let Some(parameters) = parameters else {
             return Ok(());
         };
         let function = self.function;

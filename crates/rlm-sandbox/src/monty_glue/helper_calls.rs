@@ -31,10 +31,8 @@ impl Deref for TextArgument<'_> {
     }
 }
 
-/// Runs helper `name`. Argument positions follow the Python signatures:
-/// `find_all(pattern, text=None, max_matches=10000)`, `grep(pattern, context_lines=0, text=None,
-/// max_matches=500)`, `line_range(start, end=None, text=None)`, `line_count(text=None)`,
-/// `chunk_text(size, overlap=0, text=None)`, `slice_text(start, end, text=None)`.
+/// Runs helper `name`. Argument positions follow the Python signatures in [`crate::HELPERS`], whose
+/// parameter lists the caller has already checked the call against.
 pub(super) fn call(
     name: &str,
     call: &Arguments<'_>,
@@ -168,4 +166,28 @@ fn string_list(items: Vec<Cow<'_, str>>) -> MontyObject {
             .map(|item| MontyObject::String(item.into_owned()))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helpers::helper;
+
+    #[test]
+    fn the_documented_defaults_are_the_ones_applied() {
+        let find_all = helper("find_all").map(|helper| helper.signature);
+        let grep = helper("grep").map(|helper| helper.signature);
+        assert!(
+            find_all.is_some_and(
+                |signature| signature.contains(&format!("max_matches={DEFAULT_MAX_MATCHES})"))
+            ),
+            "{find_all:?}"
+        );
+        assert!(
+            grep.is_some_and(
+                |signature| signature.contains(&format!("max_matches={DEFAULT_MAX_GREP_LINES})"))
+            ),
+            "{grep:?}"
+        );
+    }
 }

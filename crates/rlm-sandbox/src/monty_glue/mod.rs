@@ -22,7 +22,7 @@ mod percent_format;
 use self::arguments::Arguments;
 use self::output::CappedOutput;
 use crate::context_text::LoadedText;
-use crate::helpers::{IndexedText, TextBytes};
+use crate::helpers::{IndexedText, TextBytes, helper};
 use crate::host::{FunctionError, FunctionSpec, SubCallKind};
 use crate::limits::Limits;
 use crate::protocol::{Variable, WorkerReport};
@@ -52,7 +52,8 @@ pub(crate) enum ContextData {
     Json(serde_json::Value),
 }
 
-/// Names model code can call that are answered outside Python.
+/// Names model code can call that are answered outside Python, besides the native helpers
+/// ([`crate::HELPERS`]).
 const HOST_FUNCTIONS: &[&str] = &[
     "llm_query",
     "llm_query_batched",
@@ -61,12 +62,6 @@ const HOST_FUNCTIONS: &[&str] = &[
     "FINAL_VAR",
     "FINAL",
     "SHOW_VARS",
-    "find_all",
-    "grep",
-    "line_range",
-    "line_count",
-    "chunk_text",
-    "slice_text",
 ];
 
 const PYTHON_KEYWORDS: &[&str] = &[
@@ -418,9 +413,7 @@ impl MontyInterpreter {
                     })
                     .collect::<Vec<_>>(),
             )),
-            "find_all" | "grep" | "line_range" | "line_count" | "chunk_text" | "slice_text" => {
-                helper_calls::call(name, &call, &self.texts)
-            }
+            name if helper(name).is_some() => helper_calls::call(name, &call, &self.texts),
             _ => match SubCallKind::from_python_name(name) {
                 Some(kind) => self.host_call(kind, &call, bridge, state),
                 None => return ExtFunctionResult::NotFound(name.to_owned()),
@@ -594,6 +587,7 @@ fn remember_identifiers(code: &str, names: &mut BTreeSet<String>) {
                 && !candidate.starts_with('_')
                 && !candidate.starts_with(|first: char| first.is_ascii_digit())
                 && !HOST_FUNCTIONS.contains(&candidate.as_str())
+                && helper(&candidate).is_none()
             {
                 names.insert(candidate);
             }
