@@ -114,14 +114,25 @@ async fn the_worker_closes_descriptors_it_inherits() {
         })
         .collect();
     assert_eq!(workers.len(), 1, "{workers:?}");
-    let open: Vec<String> = std::fs::read_dir(workers[0].join("fd"))
+    let open: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(workers[0].join("fd"))
         .unwrap()
         .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            let target = std::fs::read_link(entry.path()).unwrap_or_default();
+            (entry.file_name().to_string_lossy().into_owned(), target)
+        })
         .collect();
     assert!(!open.is_empty(), "the worker's descriptors are readable");
+    // Besides stdio, only what the worker opened itself after closing the rest: the context
+    // file it maps for the helpers (`context_0` in the session's private directory).
     assert!(
-        open.iter().all(|fd| ["0", "1", "2"].contains(&fd.as_str())),
+        open.iter()
+            .all(|(fd, target)| ["0", "1", "2"].contains(&fd.as_str())
+                || target.file_name().is_some_and(|name| name == "context_0")),
         "the worker keeps {open:?}"
+    );
+    assert!(
+        !open.iter().any(|(_, target)| target.ends_with("hostname")),
+        "the worker keeps the inherited descriptor: {open:?}"
     );
 }
