@@ -27,12 +27,17 @@ pub fn init_color(choice: ColorChoice) {
 
 /// Whether stderr gets ANSI colour (for the log formatter, which does not go through anstream).
 pub fn stderr_color() -> bool {
+    color_on(|| std::io::stderr().is_terminal())
+}
+
+/// Colour by the global choice; `auto` means on a terminal (`terminal`) unless `NO_COLOR` is set.
+fn color_on(terminal: impl FnOnce() -> bool) -> bool {
     match anstream::ColorChoice::global() {
         anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi => true,
         anstream::ColorChoice::Never => false,
         anstream::ColorChoice::Auto => {
             std::env::var_os(crate::settings::env::NO_COLOR).is_none_or(|v| v.is_empty())
-                && std::io::stderr().is_terminal()
+                && terminal()
         }
     }
 }
@@ -75,15 +80,7 @@ pub fn stdout_is_terminal() -> bool {
 
 /// Whether [`stdout`] keeps ANSI colour (the global choice, `NO_COLOR`, a terminal).
 pub fn stdout_color() -> bool {
-    match anstream::ColorChoice::global() {
-        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi => true,
-        anstream::ColorChoice::Never => false,
-        anstream::ColorChoice::Auto => {
-            std::env::var_os(crate::settings::env::NO_COLOR).is_none_or(|v| v.is_empty())
-                && stdout_is_terminal()
-                && capture::target().is_none()
-        }
-    }
+    color_on(|| stdout_is_terminal() && capture::target().is_none())
 }
 
 /// Data text for stdout: neutralised on a terminal, byte-exact when piped or redirected.
