@@ -213,7 +213,7 @@ fn is_ascii_identifier_byte(byte: u8) -> bool {
 
 /// Hex strings of [`HEX_WHOLE_ONLY_BYTES`] or more with both digits and letters (hashes,
 /// request ids, UUID groups): their letter/digit "parts" are noise, so they are emitted whole only.
-fn is_hex_id(identifier: &str) -> bool {
+pub fn is_hex_id(identifier: &str) -> bool {
     identifier.len() >= HEX_WHOLE_ONLY_BYTES
         && identifier.bytes().all(|b| b.is_ascii_hexdigit())
         && identifier.bytes().any(|b| b.is_ascii_digit())
@@ -247,6 +247,18 @@ fn class(c: char) -> Class {
     } else {
         Class::Uncased
     }
+}
+
+/// The byte ranges of the parts of one identifier, by the rules [`terms`] splits it with
+/// (whatever its first character or letters: callers judging an identifier's shape want them
+/// even where `terms` emits the whole only).
+pub fn part_ranges(identifier: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let part = next_part(identifier, from)?;
+        from = part.end;
+        Some(part)
+    })
 }
 
 /// The next part of `identifier` at or after byte `from`, as a range relative to `identifier`.
@@ -353,6 +365,18 @@ mod tests {
             collect("550e8400-e29b-41d4"),
             ["550e8400", "e29b", "e", "29", "b", "41d4"]
         );
+    }
+
+    #[test]
+    fn part_ranges_split_any_identifier() {
+        let parts = |identifier: &'static str| -> Vec<&'static str> {
+            part_ranges(identifier)
+                .map(|range| &identifier[range])
+                .collect()
+        };
+        assert_eq!(parts("getLogger_x"), ["get", "Logger", "x"]);
+        assert_eq!(parts("3xYz9"), ["3", "x", "Yz", "9"]);
+        assert_eq!(parts("__"), Vec::<&str>::new());
     }
 
     #[test]

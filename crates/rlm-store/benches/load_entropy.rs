@@ -1,6 +1,8 @@
 //! Loading high-entropy text (base64, hex digests, UUIDs: nearly every long token unique)
 //! against ordinary delimited text of the same size, at two sizes so growth is visible.
 //!
+//! Also searches UUIDs of the high-entropy file, whole and by a part, and checks each is found.
+//!
 //! Prints figures; asserts nothing about time. Run with
 //! `cargo bench -p rlm-store --bench load_entropy`. `RLM_BENCH_MB` (default `10,40`): sizes in
 //! MB of each file.
@@ -11,7 +13,7 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use rlm_context::chunk::ChunkOptions;
-use rlm_store::{Source, Store};
+use rlm_store::{SearchRequest, Source, Store};
 
 /// Deterministic xorshift so the files are the same on every run.
 struct Rng(u64);
@@ -95,7 +97,8 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-fn load(label: &str, name: &str, text: String) {
+/// Loads `text` and prints the figures; returns the store (and its directory) for searches.
+fn load(label: &str, name: &str, text: String) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     let size = text.len();
@@ -122,6 +125,45 @@ fn load(label: &str, name: &str, text: String) {
         status.index_bytes as f64 / 1e6,
         status.chunks
     );
+    (dir, store)
+}
+
+/// 200 UUIDs spread over the high-entropy file.
+fn some_uuids(text: &str) -> Vec<String> {
+    text.lines()
+        .step_by((text.len() / 180 / 200).max(1))
+        .filter_map(|line| line.split(' ').nth(1))
+        .take(200)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Searches UUIDs of the file (whole, then by their first group) and prints the median
+/// time; every one must be found.
+fn search_tokens(store: &Store, uuids: &[String]) {
+    for (label, part) in [("whole", false), ("first group", true)] {
+        let mut times: Vec<f64> = uuids
+            .iter()
+            .map(|uuid| {
+                let query = if part { &uuid[..8] } else { uuid.as_str() };
+                let started = Instant::now();
+                let found = store.search(&SearchRequest::new(query)).unwrap();
+                let seconds = started.elapsed().as_secs_f64();
+                assert!(
+                    found.hits.iter().any(|hit| hit.snippet.contains(query)),
+                    "{query} not found"
+                );
+                seconds
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        println!(
+            "  search a UUID ({label}), {} queries incl. snippets: p50 {:.2} ms, p95 {:.2} ms",
+            times.len(),
+            times[times.len() / 2] * 1e3,
+            times[times.len() * 95 / 100] * 1e3
+        );
+    }
 }
 
 fn main() {
@@ -137,10 +179,9 @@ fn main() {
             "metrics.tsv",
             delimited(megabytes * 1_000_000),
         );
-        load(
-            "high-entropy log",
-            "tokens.log",
-            high_entropy(megabytes * 1_000_000),
-        );
+        let text = high_entropy(megabytes * 1_000_000);
+        let uuids = some_uuids(&text);
+        let (_dir, store) = load("high-entropy log", "tokens.log", text);
+        search_tokens(&store, &uuids);
     }
 }

@@ -14,6 +14,7 @@ use crate::index;
 use crate::leftovers;
 use crate::schema;
 use crate::store::{DATABASE, INDEX, open_database};
+use crate::tokenizer::IndexFormat;
 
 /// One check of a store and its outcome.
 #[derive(Debug, Clone, Serialize)]
@@ -206,6 +207,15 @@ fn bm25(
                 inspection.documents
             ),
             REINDEX,
+        )
+    } else if inspection.format == IndexFormat::RandomLeftOut {
+        Check::ok(
+            NAME,
+            format!(
+                "{} documents, checksums ok; written by an older rlm, which left digests and \
+                 other random-looking tokens out (`rlm reindex` rebuilds it with them)",
+                inspection.documents
+            ),
         )
     } else {
         Check::ok(

@@ -4,10 +4,9 @@
 //! fast field (to map hits back) and the buffer id as an indexed term (to delete a buffer's
 //! documents and to filter searches to a set of buffers before ranking).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rlm_context::words;
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::LogMergePolicy;
@@ -19,7 +18,7 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::error::{Error, Result};
-use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, is_random_looking};
+use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, IndexFormat, query_plan};
 
 /// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
 /// share is full, so this bounds the writer's RSS. Measured loading the 100 MB benchmark corpus
@@ -33,6 +32,13 @@ const WRITER_MEMORY_BYTES: usize = 40 * 1024 * 1024;
 /// segments instead of 1 adds well under a millisecond.
 const MIN_SEGMENTS_PER_MERGE: usize = 16;
 
+/// The commit payload of an index in [`IndexFormat::UniqueHashed`]. Indexes written before it
+/// carry no payload; an index without segments is written in the current format.
+const UNIQUE_HASHED_PAYLOAD: &str = "rlm-index-format 2";
+
+/// Given chunk ids and lower-cased terms, whether each chunk's text holds one of the terms.
+pub(crate) type HoldsTerms<'a> = dyn FnMut(&[i64], &[String]) -> Result<Vec<bool>> + 'a;
+
 pub(crate) struct Bm25Index {
     index: Index,
     /// Opened on first search and reloaded after each commit of this process; opening one per
@@ -41,6 +47,7 @@ pub(crate) struct Bm25Index {
     chunk_id: Field,
     buffer_id: Field,
     text: Field,
+    format: IndexFormat,
 }
 
 impl std::fmt::Debug for Bm25Index {
@@ -50,7 +57,18 @@ impl std::fmt::Debug for Bm25Index {
 }
 
 impl Bm25Index {
+    /// Opens (creating if needed) the index in `path`, in the format its last commit records.
     pub(crate) fn open(path: &Path) -> Result<Self> {
+        Self::open_in(path, None)
+    }
+
+    /// [`Bm25Index::open`] writing an index in `format` whatever it holds, as an older rlm did.
+    #[cfg(test)]
+    pub(crate) fn open_in_format(path: &Path, format: IndexFormat) -> Result<Self> {
+        Self::open_in(path, Some(format))
+    }
+
+    fn open_in(path: &Path, forced_format: Option<IndexFormat>) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(crate::error::io("cannot create", path))?;
         let mut builder = Schema::builder();
         let chunk_id = builder.add_u64_field("chunk_id", NumericOptions::default().set_fast());
@@ -69,15 +87,21 @@ impl Bm25Index {
             source,
         })?;
         let index = Index::open_or_create(directory, builder.build())?;
-        index
-            .tokenizers()
-            .register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer::default()));
+        let format = match forced_format {
+            Some(format) => format,
+            None => format_of(&index)?,
+        };
+        index.tokenizers().register(
+            CODE_TOKENIZER,
+            TextAnalyzer::from(CodeTokenizer::new(format)),
+        );
         Ok(Self {
             index,
             reader: std::sync::OnceLock::new(),
             chunk_id,
             buffer_id,
             text,
+            format,
         })
     }
 
@@ -144,37 +168,22 @@ impl Bm25Index {
     }
 
     /// Top `limit` chunk ids by BM25 among chunks of `buffers` (all documents when `None`),
-    /// best first.
+    /// best first. When the query asks for bucket terms, a hit is kept only if `holds` says its
+    /// chunk's text holds one of the query's terms (asked for each chunk once, a fetch's worth
+    /// at a time); more hits are fetched to make up for the ones dropped.
     pub(crate) fn search(
         &self,
         query: &str,
         buffers: Option<&[i64]>,
         limit: usize,
+        holds: &mut HoldsTerms<'_>,
     ) -> Result<Vec<(i64, f32)>> {
-        let mut terms: Vec<String> = Vec::new();
-        // Whole identifiers only: documents carry both wholes and parts, so `logger` still finds
-        // `getLogger`, while `getLogger` asks for exactly that identifier.
-        // A whole identifier the index leaves out (random-looking) is asked for by its parts.
-        let mut unindexed: Option<std::ops::Range<usize>> = None;
-        for term in words::terms(query) {
-            let wanted = if term.is_part {
-                unindexed.as_ref().is_some_and(|whole| {
-                    whole.start <= term.range.start && term.range.end <= whole.end
-                })
-            } else if is_random_looking(&term.text) {
-                unindexed = Some(term.range.clone());
-                false
-            } else {
-                true
-            };
-            if wanted && !terms.iter().any(|seen| *seen == term.text) {
-                terms.push(term.text.into_owned());
-            }
-        }
-        if terms.is_empty() || buffers.is_some_and(<[i64]>::is_empty) || limit == 0 {
+        let plan = query_plan(query, self.format);
+        if plan.terms.is_empty() || buffers.is_some_and(<[i64]>::is_empty) || limit == 0 {
             return Ok(Vec::new());
         }
-        let should: Vec<(Occur, Box<dyn Query>)> = terms
+        let should: Vec<(Occur, Box<dyn Query>)> = plan
+            .terms
             .iter()
             .map(|term| {
                 let query = TermQuery::new(
@@ -208,33 +217,57 @@ impl Bm25Index {
         // its segment layout (tantivy breaks ties by segment, whose order varies between two
         // loads of the same files). Fetch past `limit` until the hits beyond it score lower, so
         // a tie across the cut is settled by chunk id too.
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
+        let mut checked: HashMap<i64, bool> = HashMap::new();
         let mut fetch = limit.saturating_add(16);
-        let top = loop {
+        let mut hits = loop {
             let top =
                 searcher.search(query.as_ref(), &TopDocs::with_limit(fetch).order_by_score())?;
-            let settled = top.len() < fetch || top[fetch - 1].0 < top[limit - 1].0;
-            if settled {
-                break top;
+            let exhausted = top.len() < fetch;
+            let mut hits = Vec::with_capacity(top.len());
+            for (score, address) in top {
+                let column = searcher
+                    .segment_reader(address.segment_ord)
+                    .fast_fields()
+                    .u64("chunk_id")?;
+                if let Some(id) = column.first(address.doc_id) {
+                    hits.push((id as i64, score));
+                }
+            }
+            if let Some(literal) = &plan.literal {
+                let unchecked: Vec<i64> = hits
+                    .iter()
+                    .map(|&(id, _)| id)
+                    .filter(|id| !checked.contains_key(id))
+                    .collect();
+                if !unchecked.is_empty() {
+                    let answers = holds(&unchecked, literal)?;
+                    checked.extend(unchecked.into_iter().zip(answers));
+                }
+                hits.retain(|(id, _)| checked.get(id).copied().unwrap_or(false));
+            }
+            let settled = hits.len() > limit && hits[hits.len() - 1].1 < hits[limit - 1].1;
+            if exhausted || settled {
+                break hits;
             }
             fetch = fetch.saturating_mul(2);
         };
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let column = searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields()
-                .u64("chunk_id")?;
-            if let Some(id) = column.first(address.doc_id) {
-                hits.push((id as i64, score));
-            }
-        }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
         Ok(hits)
     }
+}
+
+/// The format an index's last commit records (an index without segments is written in the
+/// current one).
+fn format_of(index: &Index) -> Result<IndexFormat> {
+    let metas = index.load_metas()?;
+    Ok(
+        if metas.segments.is_empty() || metas.payload.as_deref() == Some(UNIQUE_HASHED_PAYLOAD) {
+            IndexFormat::UniqueHashed
+        } else {
+            IndexFormat::RandomLeftOut
+        },
+    )
 }
 
 /// What a read-only look at an index directory found.
@@ -246,6 +279,8 @@ pub(crate) struct IndexInspection {
     pub(crate) corrupted: Vec<PathBuf>,
     /// Segment ids of the last commit.
     pub(crate) live_segments: HashSet<String>,
+    /// What it holds for unique-looking tokens.
+    pub(crate) format: IndexFormat,
 }
 
 /// Opens the index at `path` without creating or changing anything, counts its documents and
@@ -267,6 +302,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Option<IndexInspection>> {
     corrupted.sort();
     Ok(Some(IndexInspection {
         documents: reader.searcher().num_docs(),
+        format: format_of(&index)?,
         corrupted,
         live_segments: index
             .searchable_segment_ids()?
@@ -307,7 +343,11 @@ impl Bm25Writer<'_> {
 
     /// Makes the changes durable and visible, then waits for background merges.
     pub(crate) fn commit(mut self) -> Result<()> {
-        self.writer.commit()?;
+        let mut commit = self.writer.prepare_commit()?;
+        if self.index.format == IndexFormat::UniqueHashed {
+            commit.set_payload(UNIQUE_HASHED_PAYLOAD);
+        }
+        commit.commit()?;
         self.writer.wait_merging_threads()?;
         Ok(())
     }

@@ -80,3 +80,76 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::tokenizer::IndexFormat;
+    use crate::{SearchRequest, Source};
+
+    fn load(store: &mut Store, name: &str, text: &str) {
+        let source = Source::Text {
+            name: name.into(),
+            text: text.into(),
+        };
+        store
+            .load(
+                vec![source],
+                &rlm_context::chunk::ChunkOptions::default(),
+                &mut |_| std::ops::ControlFlow::Continue(()),
+            )
+            .unwrap();
+    }
+
+    fn hits(store: &Store, query: &str) -> usize {
+        store.search(&SearchRequest::new(query)).unwrap().hits.len()
+    }
+
+    /// Replaces the store's index with one written as rlm did before bucket terms.
+    fn write_older_index(dir: &Path) {
+        let connection = open_database(dir, OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
+        std::fs::remove_dir_all(dir.join(INDEX)).unwrap();
+        let index =
+            Bm25Index::open_in_format(&dir.join(INDEX), IndexFormat::RandomLeftOut).unwrap();
+        let writer = index.writer().unwrap();
+        add_buffer(&connection, &writer, 1, &mut |_| {}).unwrap();
+        writer.commit().unwrap();
+    }
+
+    fn older_index_reported(dir: &Path) -> bool {
+        crate::diagnose(dir)
+            .iter()
+            .any(|check| check.ok && check.detail.contains("older rlm"))
+    }
+
+    #[test]
+    fn an_older_index_is_searched_and_written_as_before_until_reindexed() {
+        let dir = tempfile::tempdir().unwrap();
+        let digest = "3f9c0d2e1b4a77c2aa01b2c3d4e5f60718293a4b";
+        load(
+            &mut Store::open(dir.path()).unwrap(),
+            "a.log",
+            &format!("digest {digest}\nfn test_2024_11_27_regression() {{}}\n"),
+        );
+        write_older_index(dir.path());
+        assert!(older_index_reported(dir.path()));
+
+        let mut store = Store::open(dir.path()).unwrap();
+        // As before: a random-looking term is not indexed, an identifier is found by its parts.
+        assert_eq!(hits(&store, digest), 0);
+        assert_eq!(hits(&store, "test_2024_11_27_regression"), 1);
+        // A load into it keeps its format, so one index never mixes the two.
+        load(&mut store, "b.log", "request 550e8400 ok\n");
+        assert_eq!(hits(&store, "550e8400"), 1);
+        assert_eq!(hits(&store, "request"), 1);
+        drop(store);
+
+        Store::reindex(dir.path(), &mut |_| {}).unwrap();
+        assert!(!older_index_reported(dir.path()));
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(hits(&store, digest), 1);
+        assert_eq!(hits(&store, "550e8400"), 1);
+        assert_eq!(hits(&store, "test_2024_11_27_regression"), 1);
+    }
+}

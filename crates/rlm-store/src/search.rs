@@ -187,8 +187,7 @@ impl Store {
                 // methods can surface.
                 let depth = request.limit.saturating_mul(4).max(50);
                 let lexical: Vec<i64> = self
-                    .index
-                    .search(&request.query, ids.as_deref(), depth)?
+                    .bm25_search(&request.query, ids.as_deref(), depth)?
                     .into_iter()
                     .map(|(id, _)| id)
                     .collect();
@@ -202,8 +201,7 @@ impl Store {
                 fused
             }
             _ => self
-                .index
-                .search(&request.query, ids.as_deref(), request.limit)?
+                .bm25_search(&request.query, ids.as_deref(), request.limit)?
                 .into_iter()
                 .map(|(id, score)| (id, f64::from(score)))
                 .collect(),
@@ -234,6 +232,33 @@ impl Store {
             });
         }
         Ok(SearchOutcome { hits, mode, notice })
+    }
+}
+
+impl Store {
+    /// BM25 hits, checked against the chunks' text when the query asks for bucket terms (a
+    /// chunk that is gone, as a replaced buffer's leftover documents are, holds nothing).
+    fn bm25_search(
+        &self,
+        query: &str,
+        buffers: Option<&[i64]>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f32)>> {
+        self.index
+            .search(query, buffers, limit, &mut |chunk_ids, terms| {
+                let texts = match self.chunk_texts(chunk_ids) {
+                    Ok(texts) => texts,
+                    // One chunk is gone: ask for each, so the others are still judged.
+                    Err(_) => chunk_ids
+                        .iter()
+                        .map(|&id| self.chunk_text(id).unwrap_or_default())
+                        .collect(),
+                };
+                Ok(texts
+                    .iter()
+                    .map(|text| crate::tokenizer::holds_any(text, terms))
+                    .collect())
+            })
     }
 }
 

@@ -1061,39 +1061,98 @@ fn a_file_over_the_buffer_limit_is_skipped_with_how_to_load_it() {
 }
 
 #[test]
-fn random_looking_tokens_are_found_by_grep_and_identifiers_with_digits_by_search() {
+fn unique_tokens_are_found_whole_and_by_part() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path()).unwrap();
     let digest = "3f9c0d2e1b4a77c2aa01b2c3d4e5f60718293a4b5c6d7e8f9012345678abcdef";
+    let uuid = "550e8400-e29b-41d4-a716-44665544a000";
+    let base64 = "dGhpcyBpc3RyaW5nMTIzNDU2";
     let text_of = format!(
-        "upload done digest={digest}\n\nfn test_2024_11_27_regression() {{}}\n\nother line\n"
+        "upload done digest={digest}\n\nrequest {uuid} failed\n\nkey {base64} rotated\n\n\
+         fn test_2024_11_27_regression() {{}}\n\nother line\n"
     );
     store
         .load(
             vec![text("log.txt", &text_of)],
-            &small_chunks(),
+            &ChunkOptions::default(),
             &mut keep_going,
         )
         .unwrap();
-    // Left out of the index: BM25 does not find the digest ...
-    let by_search = store.search(&SearchRequest::new(digest)).unwrap();
-    assert!(by_search.hits.is_empty(), "{:?}", by_search.hits);
-    // ... grep does, in the stored text.
+    for (query, line) in [
+        (digest, digest),
+        (uuid, uuid),
+        ("550e8400", uuid),
+        ("44665544a000", uuid),
+        ("550E8400", uuid),
+        (base64, base64),
+        ("test_2024_11_27_regression", "test_2024_11_27_regression"),
+        ("regression", "test_2024_11_27_regression"),
+    ] {
+        let found = store.search(&SearchRequest::new(query)).unwrap();
+        assert_eq!(found.hits.len(), 1, "{query}: {:?}", found.hits);
+        assert!(
+            found.hits[0].snippet.contains(line),
+            "{query}: {:?}",
+            found.hits
+        );
+    }
+    // grep finds them in the stored text too.
     let summary = store
         .grep(digest, &GrepOptions::default(), &mut |_| {
             ControlFlow::Continue(())
         })
         .unwrap();
     assert_eq!(summary.matched_lines, 1);
-    // An identifier that looks random is asked for by its parts, so search still finds it.
-    let identifier = store
-        .search(&SearchRequest::new("test_2024_11_27_regression"))
+}
+
+/// A hex id of 8 characters sharing `token`'s bucket.
+fn bucket_neighbour(token: &str) -> String {
+    let wanted = rlm_store::tokenizer::bucket(token);
+    (0u32..)
+        .map(|n| format!("{:08x}", n.wrapping_mul(2_654_435_761) | 0x1000_0000))
+        .find(|candidate| {
+            candidate != token
+                && rlm_context::words::is_hex_id(candidate)
+                && rlm_store::tokenizer::bucket(candidate) == wanted
+        })
+        .unwrap()
+}
+
+#[test]
+fn tokens_sharing_a_bucket_do_not_answer_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let stored = "c0ffee42";
+    let neighbour = bucket_neighbour(stored);
+    let absent_neighbour = bucket_neighbour(&neighbour);
+    assert_ne!(absent_neighbour, stored);
+    let filler: String = (0..40)
+        .map(|n| format!("line {n} of padding\n\n"))
+        .collect();
+    store
+        .load(
+            vec![text("a.log", &format!("{filler}request {stored} ok\n"))],
+            &small_chunks(),
+            &mut keep_going,
+        )
         .unwrap();
+    let found = store.search(&SearchRequest::new(stored)).unwrap();
+    assert_eq!(found.hits.len(), 1, "{:?}", found.hits);
+    // Same bucket, not in the text: no hit.
+    let neighbours = store.search(&SearchRequest::new(&neighbour)).unwrap();
     assert!(
-        identifier.hits[0]
-            .snippet
-            .contains("test_2024_11_27_regression"),
+        neighbours.hits.is_empty(),
+        "{neighbour}: {:?}",
+        neighbours.hits
+    );
+    // With a plain word beside it, only chunks holding one of the words are hits.
+    let mixed = store
+        .search(&SearchRequest::new(format!("{neighbour} padding")))
+        .unwrap();
+    assert!(!mixed.hits.is_empty());
+    assert!(
+        mixed.hits.iter().all(|hit| hit.snippet.contains("padding")),
         "{:?}",
-        identifier.hits
+        mixed.hits
     );
 }
