@@ -202,7 +202,7 @@ impl Printer<'_, '_> {
             (self.emit)(GrepLine::Break)?;
         }
         for line in &held.lines {
-            (self.emit)(line.as_line(&buffer.name))?;
+            (self.emit)(held.as_line(line, &buffer.name))?;
         }
         self.end(&buffer.name, held.matched)
     }
@@ -266,6 +266,8 @@ impl Printer<'_, '_> {
 /// Lines found ahead of the printer, owned until their turn.
 #[derive(Debug, Default)]
 struct Held {
+    /// The lines' texts one after another: one allocation for many lines.
+    text: String,
     lines: Vec<HeldLine>,
     matched: u64,
     bytes: usize,
@@ -275,35 +277,35 @@ struct Held {
 enum HeldLine {
     Match {
         line: u64,
-        text: String,
+        text: Range<usize>,
         matches: Vec<Range<usize>>,
     },
     Context {
         line: u64,
-        text: String,
+        text: Range<usize>,
     },
     Break,
 }
 
-impl HeldLine {
-    fn as_line<'a>(&'a self, buffer: &'a str) -> GrepLine<'a> {
-        match self {
-            Self::Match {
+impl Held {
+    fn as_line<'a>(&'a self, held: &'a HeldLine, buffer: &'a str) -> GrepLine<'a> {
+        match held {
+            HeldLine::Match {
                 line,
                 text,
                 matches,
             } => GrepLine::Match {
                 buffer,
                 line: *line,
-                text,
+                text: &self.text[text.clone()],
                 matches: matches.clone(),
             },
-            Self::Context { line, text } => GrepLine::Context {
+            HeldLine::Context { line, text } => GrepLine::Context {
                 buffer,
                 line: *line,
-                text,
+                text: &self.text[text.clone()],
             },
-            Self::Break => GrepLine::Break,
+            HeldLine::Break => GrepLine::Break,
         }
     }
 }
@@ -577,6 +579,11 @@ impl Lines for Direct<'_> {
 
 impl Lines for Held {
     fn line(&mut self, line: GrepLine<'_>) -> bool {
+        let mut keep = |text: &str| {
+            let start = self.text.len();
+            self.text.push_str(text);
+            start..self.text.len()
+        };
         let held = match line {
             GrepLine::Match {
                 line,
@@ -585,20 +592,22 @@ impl Lines for Held {
                 ..
             } => HeldLine::Match {
                 line,
-                text: text.to_owned(),
+                text: keep(text),
                 matches,
             },
             GrepLine::Context { line, text, .. } => HeldLine::Context {
                 line,
-                text: text.to_owned(),
+                text: keep(text),
             },
             _ => HeldLine::Break,
         };
-        self.bytes += match &held {
-            HeldLine::Match { text, matches, .. } => text.len() + 16 * matches.len() + 64,
-            HeldLine::Context { text, .. } => text.len() + 64,
-            HeldLine::Break => 64,
-        };
+        // The text, the line's own record and its match ranges.
+        self.bytes += 48
+            + match &held {
+                HeldLine::Match { text, matches, .. } => text.len() + 16 * matches.len(),
+                HeldLine::Context { text, .. } => text.len(),
+                HeldLine::Break => 0,
+            };
         self.lines.push(held);
         // Past the limit the printer searches this buffer itself.
         self.bytes <= HELD_BYTES
