@@ -450,14 +450,18 @@ impl Ahead {
                 &connection,
                 &buffers[index],
             );
-            self.lock().searching = None;
             self.finish(index, found);
         }
     }
 
-    /// Hands over what was found in buffer `index`.
+    /// Hands over what was found in buffer `index`. Under the same lock as the result is
+    /// stored, the thread ahead stops being "on" it: the printer never sees the buffer as
+    /// neither searched nor done, which would have it searched twice.
     fn finish(&self, index: usize, found: Option<Result<Held>>) {
         let mut state = self.lock();
+        if state.searching == Some(index) {
+            state.searching = None;
+        }
         if let Some(Ok(held)) = &found {
             state.held_bytes += held.bytes;
         }
