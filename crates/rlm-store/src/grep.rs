@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::OpenFlags;
@@ -250,6 +251,7 @@ impl Printer<'_, '_> {
                             self.options,
                             connection,
                             &buffers[later],
+                            &ahead.stopping,
                         );
                         ahead.finish(later, found);
                     }
@@ -325,6 +327,8 @@ enum Turn {
 struct Ahead {
     state: Mutex<AheadState>,
     changed: Condvar,
+    /// Set with `stopped`, read without the lock by a search in progress (see [`Stoppable`]).
+    stopping: AtomicBool,
 }
 
 struct AheadState {
@@ -362,6 +366,7 @@ impl Ahead {
                 stopped: false,
             }),
             changed: Condvar::new(),
+            stopping: AtomicBool::new(false),
         }
     }
 
@@ -378,6 +383,7 @@ impl Ahead {
     /// Ends the thread ahead (the printer is done, stopped or failed).
     fn stop(&self) {
         self.lock().stopped = true;
+        self.stopping.store(true, Ordering::Relaxed);
         self.changed.notify_all();
     }
 
@@ -449,6 +455,7 @@ impl Ahead {
                 options,
                 &connection,
                 &buffers[index],
+                &self.stopping,
             );
             self.finish(index, found);
         }
@@ -478,6 +485,7 @@ fn hold(
     options: &GrepOptions,
     connection: &rusqlite::Connection,
     buffer: &BufferInfo,
+    stopping: &AtomicBool,
 ) -> Option<Result<Held>> {
     let mut sink = LineSink {
         matcher,
@@ -489,6 +497,7 @@ fn hold(
         Ok(reader) => reader,
         Err(error) => return Some(Err(error)),
     };
+    let reader = Stoppable { reader, stopping };
     if let Err(error) = searcher.search_reader(matcher, reader, &mut sink) {
         return Some(Err(error.into_store_error(&buffer.name)));
     }
@@ -497,6 +506,22 @@ fn hold(
     }
     sink.out.matched = sink.matched;
     Some(Ok(sink.out))
+}
+
+/// A buffer's text that ends early once the printer has stopped (its reader gets end of file),
+/// so a search ahead through a large buffer does not hold up the end of a stopped grep.
+struct Stoppable<'a, R> {
+    reader: R,
+    stopping: &'a AtomicBool,
+}
+
+impl<R: std::io::Read> std::io::Read for Stoppable<'_, R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        self.reader.read(buffer)
+    }
 }
 
 /// Turns SQLite's memory map off on a connection until dropped.
@@ -811,6 +836,20 @@ mod tests {
                 "context {before},{after}"
             );
         }
+    }
+
+    #[test]
+    fn a_search_ahead_reads_no_further_once_the_printer_stops() {
+        use std::io::Read as _;
+        let stopping = AtomicBool::new(false);
+        let mut reader = Stoppable {
+            reader: &b"first part, second part"[..],
+            stopping: &stopping,
+        };
+        let mut buffer = [0u8; 11];
+        assert_eq!(reader.read(&mut buffer).unwrap(), 11);
+        stopping.store(true, Ordering::Relaxed);
+        assert_eq!(reader.read(&mut buffer).unwrap(), 0, "end of file once stopped");
     }
 
     #[test]
