@@ -849,7 +849,11 @@ mod tests {
         let mut buffer = [0u8; 11];
         assert_eq!(reader.read(&mut buffer).unwrap(), 11);
         stopping.store(true, Ordering::Relaxed);
-        assert_eq!(reader.read(&mut buffer).unwrap(), 0, "end of file once stopped");
+        assert_eq!(
+            reader.read(&mut buffer).unwrap(),
+            0,
+            "end of file once stopped"
+        );
     }
 
     #[test]
