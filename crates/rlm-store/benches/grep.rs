@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 use rlm_context::chunk::ChunkOptions;
 use rlm_store::{GrepLine, GrepOptions, Source, Store};
 
+mod common;
+use common::Rng;
+
 const CHILD: &str = "RLM_BENCH_GREP_CHILD";
 
 /// The patterns, with ripgrep's flags and the same options for the store.
@@ -36,21 +39,6 @@ const PATTERNS: &[(&str, &str)] = &[
     (r"\w+@\w+\.(com|org)", ""),
     (r"^2026-\d\d-\d\d \S+ WARN", ""),
 ];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
-    }
-}
 
 /// About `bytes` of logs, source-like lines and prose (some of it not ASCII), in files of ~1 MB.
 fn corpus(dir: &Path, bytes: usize) {

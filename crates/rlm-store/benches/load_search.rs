@@ -21,20 +21,8 @@ use std::time::{Duration, Instant};
 use rlm_context::chunk::{ChunkOptions, Strategy};
 use rlm_store::{SearchRequest, Store};
 
-/// Deterministic xorshift so the corpus is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+mod common;
+use common::{Rng, peak_rss_mb, reset_peak_rss};
 
 const SYLLABLES: &[&str] = &[
     "ka", "lo", "mi", "ne", "ru", "sta", "ter", "vo", "lin", "qua", "der", "pho", "zen", "tri",
@@ -239,22 +227,6 @@ fn generate(dir: &Path, megabytes: usize, words: &[String]) -> u64 {
     written
 }
 
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
 /// User + system CPU seconds of this process so far (all threads), from /proc/self/stat
 /// (clock ticks, 100 per second on Linux).
 fn cpu_seconds() -> f64 {
@@ -269,11 +241,6 @@ fn cpu_seconds() -> f64 {
     };
     // Fields after the name start at "state" (field 3); utime is field 14, stime 15.
     (ticks(11) + ticks(12)) / 100.0
-}
-
-fn reset_peak_rss() {
-    // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 fn directory_size(path: &Path) -> u64 {

@@ -19,6 +19,9 @@ use rlm_context::chunk::{ChunkOptions, Strategy};
 use rlm_embed::{Embedder, ModelId, ModelKind};
 use rlm_store::{SearchMode, SearchRequest, Source, Store};
 
+mod common;
+use common::{Rng, peak_rss_mb, reset_peak_rss};
+
 const DIMENSION: usize = 64;
 
 const WORDS: &[&str] = &[
@@ -27,21 +30,6 @@ const WORDS: &[&str] = &[
     "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "error", "timeout", "retry",
     "connect", "socket", "parser", "cache", "index", "buffer", "worker", "queue", "token",
 ];
-
-/// Deterministic xorshift so the stores are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// Each word is a fixed pseudo-random direction; a text is the normalised sum of its words.
 #[derive(Debug)]
@@ -117,27 +105,6 @@ fn median_and_p95(mut latencies: Vec<Duration>) -> (f64, f64) {
         latencies[((latencies.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
     };
     (at(0.5), at(0.95))
-}
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-fn reset_peak_rss() {
-    // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// Runs every request once per query, returning p50 / p95 in ms and the mean hit count.

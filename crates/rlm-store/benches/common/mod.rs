@@ -1,0 +1,46 @@
+//! What the store's benches share: a deterministic generator and the process's peak RSS.
+// Each bench binary uses part of this module.
+#![allow(dead_code, reason = "each bench binary uses part of this module")]
+
+/// Deterministic xorshift so generated corpora are the same on every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
+/// This process's peak resident set (`VmHWM`) in MB, NaN where /proc does not say.
+pub fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Starts [`peak_rss_mb`] again from the current RSS.
+pub fn reset_peak_rss() {
+    // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
