@@ -41,7 +41,9 @@ pub use metadata::{
     AnalyzeOptions, ContextMetadata, EncodingInfo, Heading, analyze_bytes, analyze_path,
     analyze_reader, endless_kind,
 };
-pub use render::{one_line, render_hint, thousands};
+pub use render::{one_line, render_hint};
+/// Digits grouped as every count in a hint shows them (the workspace's one formatter).
+pub use rlm_types::thousands;
 pub use sniff::looks_binary;
 
 /// Errors of this crate.

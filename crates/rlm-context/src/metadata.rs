@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
+use rlm_types::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
@@ -14,7 +15,6 @@ use crate::json_scan::JsonScanner;
 use crate::records::{
     DelimitedRowCounter, HeadingCounter, LineRecordCounter, UnclosedQuotes, heading_level,
 };
-use crate::render::thousands;
 use crate::sample::{LineSampler, WindowSchedule};
 use crate::scan::{BLOCK_SIZE, BlockReader, TextStats, lossy};
 use crate::sniff::{Verdict, first_rows, sniff};

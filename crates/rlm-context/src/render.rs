@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use rlm_types::thousands;
+
 use crate::format::Format;
 use crate::metadata::ContextMetadata;
 
@@ -148,19 +150,6 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 fn plural(value: u64, unit: &str) -> String {
     let s = if value == 1 { "" } else { "s" };
     format!("{} {unit}{s}", thousands(value))
@@ -169,14 +158,6 @@ fn plural(value: u64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(3_800_000), "3,800,000");
-    }
 
     #[test]
     fn samples_stay_on_one_line() {

@@ -264,8 +264,6 @@ impl Prompt {
                 Role::User => b"u",
                 Role::Assistant => b"a",
                 Role::Tool => b"t",
-                // A role added to rlm-llm later: marked apart from the others.
-                _ => b"?",
             });
             prompt.extend(&message.content);
             for call in &message.tool_calls {

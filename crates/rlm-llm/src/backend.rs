@@ -17,8 +17,8 @@ use crate::capabilities::{self, ModelCapabilities};
 use crate::client::{BackendSlot, LlmClient};
 use crate::error::{Error, Result};
 use crate::provider::ModelRef;
-use crate::types::{ChatRequest, ChatResponse, Usage};
 use crate::usage::{ESTIMATE_BYTES_PER_TOKEN, Price, Reservation};
+use crate::{ChatRequest, ChatResponse, Usage};
 
 /// A provider that answers requests itself rather than over HTTP.
 ///

@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 use crate::provider::{ModelRef, ProviderKind};
 use crate::retry::is_retryable_status;
 use crate::sse::SseParser;
-use crate::types::{ChatRequest, ChatResponse};
 use crate::wire::{self, EventError, Parsed, StreamDecoder, Wire};
+use crate::{ChatRequest, ChatResponse};
 
 /// A failed attempt: the error, whether another attempt may help, and the response headers
 /// (for `retry-after`).

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::{Error, Result};
-use crate::types::{ChatRequest, ChatResponse};
+use crate::{ChatRequest, ChatResponse};
 
 /// Format version written in every line.
 ///
@@ -182,7 +182,7 @@ impl Replayer {
 }
 
 /// Version 1 counted cached prompt tokens beside `input_tokens` rather than inside it.
-fn upgrade_usage_from_version_1(usage: &mut crate::types::Usage) {
+fn upgrade_usage_from_version_1(usage: &mut crate::Usage) {
     usage.input_tokens += usage.cache_read_tokens + usage.cache_write_tokens;
 }
 

@@ -14,8 +14,8 @@ use crate::cassette::{Recorder, Replayer};
 use crate::error::{Error, Result};
 use crate::provider::{BUILTIN_PROVIDERS, ModelRef, ProviderConfig};
 use crate::retry::RetryPolicy;
-use crate::types::{ChatRequest, ChatResponse};
 use crate::usage::{Ledger, Price, PriceTable};
+use crate::{ChatRequest, ChatResponse};
 
 /// Default limit for one attempt until its answer starts: connect, send, the server's queue and
 /// prompt processing, up to the first piece of the answer (for an answer that is not streamed,

@@ -29,6 +29,9 @@
 //! - **Secrets**: every [`ApiKey`] registers its value with [`secrets`], whose [`secrets::mask`]
 //!   removes it, and any part of it of 8 characters or more, from errors, recordings and
 //!   whatever else a front end writes (the trajectory, the CLI's stderr).
+//! - **Types** shared with crates that call no model (the trajectory, the viewer) live in the
+//!   leaf crate `rlm-types` and are re-exported here: [`Message`], [`Usage`], [`ModelTotals`],
+//!   [`ApiKey`], [`secrets`], [`error_chain`], …
 //! - **Test support** lives in the dev-only crate `rlm-fake`: `FakeServer`, a local server
 //!   speaking both wire formats with scripted replies per model and fault injection.
 //!
@@ -64,7 +67,6 @@ mod server_props;
 pub mod sse;
 mod tool_loop;
 mod tools;
-mod types;
 mod usage;
 mod window;
 mod wire;
@@ -75,23 +77,26 @@ pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LlmClient,
     LlmClientBuilder,
 };
-pub use error::{Error, ErrorKind, Result, error_chain};
+pub use error::{Error, ErrorKind, Result};
 pub use limiter::{
     ADAPTIVE_MAX_CONCURRENCY, ADAPTIVE_START_CONCURRENCY, Concurrency, ConcurrencyMode,
     ConcurrencySource, LATENCY_TOLERANCE,
 };
 pub use provider::{
-    ApiKey, BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
+    BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
     ProviderKind, default_concurrency, is_loopback_url,
 };
 pub use retry::RetryPolicy;
 pub use server_props::ServerProps;
 pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};
-pub use tools::{InvalidToolArguments, ToolCall, ToolChoice, ToolDefinition, ToolOutput};
-pub use types::{ChatRequest, ChatResponse, FinishReason, JsonSchema, Message, Role, Usage};
+// The shared vocabulary, at the names this crate has always given it.
+pub use rlm_types::{
+    ApiKey, ChatRequest, ChatResponse, FinishReason, InvalidToolArguments, JsonSchema, Message,
+    ModelTotals, Role, ToolCall, ToolChoice, ToolDefinition, ToolOutput, Usage, UsageReport,
+    error_chain,
+};
 pub use usage::{
     Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted,
-    INPUT_FRAMING_ALLOWANCE, Ledger, ModelTotals, Price, PriceTable, Reservation, Reserved,
-    UsageReport,
+    INPUT_FRAMING_ALLOWANCE, Ledger, Price, PriceTable, Reservation, Reserved,
 };
 pub use window::{ContextWindows, TooLong, WINDOW_BYTES_PER_TOKEN, estimate_input_tokens};

@@ -5,8 +5,7 @@ use std::future::Future;
 
 use crate::client::LlmClient;
 use crate::error::Result;
-use crate::tools::{ToolCall, ToolChoice, ToolOutput};
-use crate::types::{ChatRequest, ChatResponse, Message, Usage};
+use crate::{ChatRequest, ChatResponse, Message, ToolCall, ToolChoice, ToolOutput, Usage};
 
 /// Sent as a user message when the rounds are used up, before the last call (which may not
 /// call tools).

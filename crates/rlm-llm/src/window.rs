@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::types::ChatRequest;
+use crate::ChatRequest;
 
 /// Bytes per token assumed when checking a request against a window. Generous on purpose
 /// (English prose runs about 4 bytes a token): the check refuses what clearly cannot fit and

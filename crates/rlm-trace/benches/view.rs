@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use rlm_llm::{Message, ModelTotals, Role, Usage, UsageReport};
 use rlm_trace::view::{LogView, RunView, write_page};
 use rlm_trace::*;
+use rlm_types::{Message, ModelTotals, Role, Usage, UsageReport};
 
 const TURNS: u32 = 1_000;
 const RUNS: usize = 5;

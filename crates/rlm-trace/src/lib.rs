@@ -7,9 +7,10 @@
 //! and in `docs/trajectory.md`. A child run started by `rlm_query` writes its own file next to
 //! its parent's, and the parent's [`Subcall`] names it.
 //!
-//! Chat messages and usage totals are `rlm-llm`'s types ([`rlm_llm::Message`],
-//! [`rlm_llm::ModelTotals`], [`rlm_llm::UsageReport`]): a log holds the values the model layer
-//! produced, unconverted.
+//! Chat messages and usage totals are the types model calls return ([`rlm_types::Message`],
+//! [`rlm_types::ModelTotals`], [`rlm_types::UsageReport`], which `rlm-llm` re-exports): a log
+//! holds the values the model layer produced, unconverted, and this crate builds without an
+//! HTTP client.
 //!
 //! `rlm query` (`rlm-query`) writes its own record types ([`QueryMetadata`], [`QueryStage`],
 //! [`QueryCall`], [`QueryTool`], [`QueryOutcome`]) with the same writer.
@@ -24,8 +25,8 @@
 //! [`Record::Unknown`], so an older reader can still show a newer log.
 //!
 //! ```
-//! use rlm_llm::UsageReport;
 //! use rlm_trace::{Record, RunOutcome, Status, Trajectory, TrajectoryWriter, UsageSummary};
+//! use rlm_types::UsageReport;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dir = tempfile::tempdir()?;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use rlm_llm::{ModelTotals, UsageReport};
+use rlm_types::{ModelTotals, UsageReport};
 
 use crate::schema::RecordType;
 

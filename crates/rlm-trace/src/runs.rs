@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufRead as _, BufReader, Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use rlm_llm::ModelTotals;
+use rlm_types::ModelTotals;
 use serde::Serialize;
 
 use crate::error::Error;

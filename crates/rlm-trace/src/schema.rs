@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use rlm_llm::{Message, ModelTotals, UsageReport};
+use rlm_types::{Message, ModelTotals, UsageReport};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 

@@ -21,7 +21,7 @@ use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use rlm_llm::Message;
+use rlm_types::Message;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 

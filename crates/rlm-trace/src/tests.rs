@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
-use rlm_llm::{Message, ModelTotals, UsageReport};
+use rlm_types::{Message, ModelTotals, UsageReport};
 use serde_json::{Value, json};
 
 use crate::writer::encode;
@@ -143,7 +143,7 @@ fn written_records_read_back_as_the_same_values() {
 #[test]
 fn configured_keys_are_masked_in_every_line() {
     const KEY: &str = "trace-key-Vb7Nq2Wx9Lm4Kp8";
-    rlm_llm::ApiKey::new(KEY);
+    rlm_types::ApiKey::new(KEY);
     let dir = tempfile::tempdir().unwrap();
     let log = TrajectoryWriter::create(dir.path(), "run").unwrap();
     let mut turn = iteration();

@@ -45,11 +45,11 @@ impl TrajectoryWriter {
 
     /// Appends one record as one line: `type`, `timestamp` and `version` first, then the
     /// record's own fields. Every configured API key, and any part of one of 8 characters or
-    /// more, is masked ([`rlm_llm::secrets::mask`]): a log quotes prompts, replies, program
+    /// more, is masked ([`rlm_types::secrets::mask`]): a log quotes prompts, replies, program
     /// output and errors, any of which may hold one.
     pub fn write<R: RecordType>(&self, record: &R) -> Result<(), Error> {
         let line = encode(record, &timestamp_now())?;
-        let line = rlm_llm::secrets::mask(&line);
+        let line = rlm_types::secrets::mask(&line);
         // A poisoned lock only means another writer panicked between lines; the file is intact.
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         file.write_all(line.as_bytes())

@@ -6,8 +6,10 @@
 
 use std::fmt;
 
+use rlm_types::thousands;
+
 use super::{ESTIMATE_BYTES_PER_TOKEN, Estimate};
-use crate::types::{ChatResponse, Usage};
+use crate::{ChatResponse, Usage};
 
 /// Input tokens allowed beyond one a byte of the prompt: what chat templates, a provider's own
 /// framing and its tool instructions add (Anthropic's tool-use preamble is a few hundred).
@@ -94,19 +96,6 @@ impl fmt::Display for Overrun {
     }
 }
 
-/// `20000` as `20,000`.
-fn thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut shown = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            shown.push(',');
-        }
-        shown.push(digit);
-    }
-    shown
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,8 +156,5 @@ mod tests {
             overrun.to_string(),
             "openai reported 20,000 output tokens for a call to `gpt-4o` capped at 1,024"
         );
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::{EventError, Parsed, anthropic_cache, anthropic_tools, count};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, JsonSchema, Message, Role, Usage};
+use crate::{ChatRequest, JsonSchema, Message, Role, Usage};
 
 /// The API version header value this client speaks.
 pub(crate) const API_VERSION: &str = "2023-06-01";

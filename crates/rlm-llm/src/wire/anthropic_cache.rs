@@ -109,9 +109,8 @@ pub(crate) fn count(body: &Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{ToolCall, ToolDefinition, ToolOutput};
-    use crate::types::{ChatRequest, Message};
     use crate::wire::anthropic::request_body;
+    use crate::{ChatRequest, Message, ToolCall, ToolDefinition, ToolOutput};
 
     /// Whether message `index` of a body ends with a breakpoint.
     fn marked(body: &Value, index: usize) -> bool {

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::tools::{ToolCall, ToolChoice};
-use crate::types::{ChatRequest, Message, Role};
+use crate::{ChatRequest, Message, Role, ToolCall, ToolChoice};
 
 /// Adds `tools` and `tool_choice` to a request body.
 pub(crate) fn add_tools(body: &mut Map<String, Value>, request: &ChatRequest) {
@@ -208,8 +207,8 @@ impl StreamedCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{ToolDefinition, ToolOutput};
     use crate::wire::anthropic::request_body;
+    use crate::{ToolDefinition, ToolOutput};
 
     #[test]
     fn tool_turns_take_the_wire_shape() {

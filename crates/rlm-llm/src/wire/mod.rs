@@ -7,11 +7,11 @@ pub(crate) mod openai;
 mod openai_tools;
 pub(crate) mod responses;
 
+use crate::ToolCall;
 use crate::capabilities::{MaxTokensField, ModelCapabilities, OpenAiApi};
 use crate::provider::ProviderKind;
 use crate::sse::SseEvent;
-use crate::tools::ToolCall;
-use crate::types::{ChatRequest, Usage};
+use crate::{ChatRequest, Usage};
 
 /// What a finished response says, in provider-neutral form.
 #[derive(Debug, Clone, Default, PartialEq)]

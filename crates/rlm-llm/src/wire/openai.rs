@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{EventError, Parsed, count, openai_tools};
 use crate::capabilities::MaxTokensField;
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, Role, Usage};
+use crate::{ChatRequest, Role, Usage};
 
 /// `response_format`: the schema, strict, when the request has one (the caller has already
 /// dropped it for a model that refuses it), else JSON mode when asked.
@@ -402,7 +402,7 @@ struct TypedDelta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Message;
+    use crate::Message;
 
     #[test]
     fn body_carries_every_option() {
@@ -442,15 +442,15 @@ mod tests {
             later_system,
             ChatRequest::new("x")
                 .user("q")
-                .tool(crate::tools::ToolDefinition::new(
+                .tool(crate::ToolDefinition::new(
                     "get_chunks",
                     "Reads chunks",
                     json!({"type": "object", "properties": {"ids": {"type": "array"}}}),
                 ))
-                .tool_choice(crate::tools::ToolChoice::Tool("get_chunks".to_owned())),
+                .tool_choice(crate::ToolChoice::Tool("get_chunks".to_owned())),
             ChatRequest::new("x")
                 .user("q")
-                .tool_choice(crate::tools::ToolChoice::Auto),
+                .tool_choice(crate::ToolChoice::Auto),
         ];
         for request in &requests {
             for stream in [false, true] {
@@ -467,10 +467,9 @@ mod tests {
             }
         }
         let mut tool_turn = ChatRequest::new("x").user("q");
-        tool_turn.messages.push(Message::tool_result(
-            "call_1",
-            crate::tools::ToolOutput::ok("42"),
-        ));
+        tool_turn
+            .messages
+            .push(Message::tool_result("call_1", crate::ToolOutput::ok("42")));
         let plain = |request: &ChatRequest| {
             plain_request_bytes(request, "m", false, MaxTokensField::MaxTokens).is_some()
         };
@@ -478,7 +477,7 @@ mod tests {
         let mut call_turn = ChatRequest::new("x").user("q");
         call_turn.messages.push(Message::assistant_tool_calls(
             "",
-            vec![crate::tools::ToolCall {
+            vec![crate::ToolCall {
                 id: "call_1".to_owned(),
                 name: "f".to_owned(),
                 arguments: "{}".to_owned(),

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::tools::{ToolCall, ToolChoice};
-use crate::types::{ChatRequest, Message, Role};
+use crate::{ChatRequest, Message, Role, ToolCall, ToolChoice};
 
 /// Prefix of a failed tool's content: the format has no error flag.
 const ERROR_PREFIX: &str = "error: ";
@@ -186,7 +185,7 @@ impl StreamedCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{ToolDefinition, ToolOutput};
+    use crate::{ToolDefinition, ToolOutput};
 
     #[test]
     fn tools_choice_and_tool_turns_take_the_wire_shape() {

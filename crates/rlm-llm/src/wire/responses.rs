@@ -14,8 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::{EventError, Parsed, count};
 use crate::sse::SseEvent;
-use crate::tools::{ToolCall, ToolChoice};
-use crate::types::{ChatRequest, Message, Role, Usage};
+use crate::{ChatRequest, Message, Role, ToolCall, ToolChoice, Usage};
 
 /// Prefix of a failed tool's output: the format has no error flag.
 const ERROR_PREFIX: &str = "error: ";
@@ -262,7 +261,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{ToolDefinition, ToolOutput};
+    use crate::{ToolDefinition, ToolOutput};
 
     #[test]
     fn the_request_takes_the_responses_shape() {

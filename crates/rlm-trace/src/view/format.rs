@@ -1,17 +1,7 @@
-//! Numbers and sizes as the page prints them.
+//! Numbers and sizes as the page prints them (counts are [`thousands`], the workspace's one
+//! digit grouping).
 
-/// `1234567` → `1,234,567`.
-pub fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
+use rlm_types::thousands;
 
 /// A length in chars: `850 chars`, `12.3 K chars`, `4.1 M chars`.
 pub fn chars(n: u64) -> String {
@@ -28,7 +18,7 @@ pub fn size_label(text: &str) -> String {
     let lines = if lines == 1 {
         "1 line".to_owned()
     } else {
-        format!("{} lines", count(lines as u64))
+        format!("{} lines", thousands(lines as u64))
     };
     format!("{}, {lines}", chars(text.chars().count() as u64))
 }
@@ -83,9 +73,6 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(999), "999");
-        assert_eq!(count(1_234_567), "1,234,567");
         assert_eq!(chars(12_345), "12.3 K chars");
         assert_eq!(size_label("a\nb"), "3 chars, 2 lines");
         assert_eq!(seconds(0.4251), "0.43 s");

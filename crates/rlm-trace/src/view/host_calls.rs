@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::format::{count, seconds};
+use rlm_types::thousands;
+
+use super::format::seconds;
 use super::html::{plural, text_block};
 use super::markdown::escape;
 use crate::schema::HostCall;
@@ -67,9 +69,9 @@ fn host_call(out: &mut String, call: &HostCall) {
         let items = if call.result_items == 1 {
             String::new()
         } else {
-            format!("{} items, ", count(call.result_items))
+            format!("{} items, ", thousands(call.result_items))
         };
-        format!("{items}{} bytes", count(call.result_bytes))
+        format!("{items}{} bytes", thousands(call.result_bytes))
     };
     let _ = write!(
         out,
@@ -91,7 +93,10 @@ fn host_call(out: &mut String, call: &HostCall) {
     if let Some(result) = &call.result {
         let shown = result.chars().count();
         let label = if call.result_bytes > shown as u64 {
-            format!("result (a preview of {} bytes)", count(call.result_bytes))
+            format!(
+                "result (a preview of {} bytes)",
+                thousands(call.result_bytes)
+            )
         } else {
             "result".to_owned()
         };

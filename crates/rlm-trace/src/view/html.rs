@@ -7,10 +7,11 @@
 
 use std::fmt::Write as _;
 
-use super::format::{chars, count, dollars, seconds, seconds_shown, size_label};
+use rlm_types::{Role, thousands};
+
+use super::format::{chars, dollars, seconds, seconds_shown, size_label};
 use super::load::{ChildRun, RunView, TurnView};
 use super::markdown::{self, escape};
-use rlm_llm::Role;
 
 use crate::schema::{CodeBlock, Status, Subcall};
 
@@ -131,13 +132,13 @@ fn header(out: &mut String, run: &RunView) {
     fact("turns", &run.turns.len().to_string());
     if let Some(outcome) = &run.outcome {
         let total = &outcome.usage.total;
-        fact("sub-calls", &count(outcome.subcalls));
+        fact("sub-calls", &thousands(outcome.subcalls));
         fact(
             "tokens",
             &format!(
                 "{} in, {} out",
-                count(total.usage.input_tokens),
-                count(total.usage.output_tokens)
+                thousands(total.usage.input_tokens),
+                thousands(total.usage.output_tokens)
             ),
         );
         fact("cost", &dollars(total.cost_usd, total.unpriced_calls));
@@ -197,7 +198,7 @@ fn contexts(out: &mut String, run: &RunView) {
             escape(&part.variable),
             escape(part.name.as_deref().unwrap_or("(inline text)")),
             chars(part.chars),
-            count(part.lines)
+            thousands(part.lines)
         );
     }
     out.push_str("</ul></section>");
@@ -208,11 +209,11 @@ fn budget_limit(run: &RunView) -> Option<String> {
     let budget = &run.metadata.budget;
     let status = run.outcome.as_ref()?.status;
     let limit = match status {
-        Status::TokenBudget => format!("{} tokens", count(budget.max_tokens?)),
+        Status::TokenBudget => format!("{} tokens", thousands(budget.max_tokens?)),
         Status::CostBudget => format!("${}", budget.max_cost_usd?),
-        Status::CallBudget => format!("{} model calls", count(budget.max_calls?)),
+        Status::CallBudget => format!("{} model calls", thousands(budget.max_calls?)),
         Status::Timeout => seconds(budget.timeout_seconds?),
-        Status::SubcallBudget => format!("{} sub-calls", count(budget.max_subcalls?)),
+        Status::SubcallBudget => format!("{} sub-calls", thousands(budget.max_subcalls?)),
         Status::ErrorLimit => format!(
             "{} turns in a row with code errors",
             budget.max_consecutive_errors
@@ -230,19 +231,19 @@ fn limits(run: &RunView) -> String {
         format!("depth {}", metadata.max_depth),
     ];
     if let Some(tokens) = budget.max_tokens {
-        parts.push(format!("{} tokens", count(tokens)));
+        parts.push(format!("{} tokens", thousands(tokens)));
     }
     if let Some(cost) = budget.max_cost_usd {
         parts.push(format!("${cost}"));
     }
     if let Some(calls) = budget.max_calls {
-        parts.push(format!("{} calls", count(calls)));
+        parts.push(format!("{} calls", thousands(calls)));
     }
     if let Some(timeout) = budget.timeout_seconds {
         parts.push(seconds(timeout));
     }
     if let Some(subcalls) = budget.max_subcalls {
-        parts.push(format!("{} sub-calls", count(subcalls)));
+        parts.push(format!("{} sub-calls", thousands(subcalls)));
     }
     parts.join(", ")
 }
@@ -279,8 +280,8 @@ fn timeline(out: &mut String, run: &RunView) {
                  style=\"width:{width:.0}px\"></span> {}</span><span>{}</span><span>{}</span>\
                  <span>{}</span><span>{}</span></div>",
                 label,
-                count(usage.usage.input_tokens),
-                count(usage.usage.output_tokens),
+                thousands(usage.usage.input_tokens),
+                thousands(usage.usage.output_tokens),
                 dollars(usage.cost_usd, usage.unpriced_calls),
                 badges(turn),
                 n = iteration.iteration,
@@ -372,8 +373,8 @@ fn turn_section(out: &mut String, turn: &TurnView, prefix: &str) {
          {} out tokens · {}</span> {}</h3>",
         escape(prefix),
         seconds(iteration.seconds),
-        count(usage.usage.input_tokens),
-        count(usage.usage.output_tokens),
+        thousands(usage.usage.input_tokens),
+        thousands(usage.usage.output_tokens),
         dollars(usage.cost_usd, usage.unpriced_calls),
         badges(turn),
     );
@@ -425,7 +426,6 @@ fn prompt_messages(out: &mut String, turn: &TurnView) {
             Role::User => "user",
             Role::Assistant => "assistant",
             Role::Tool => "tool",
-            _ => "other",
         };
         let _ = write!(
             out,
@@ -499,8 +499,8 @@ fn subcall(out: &mut String, call: &Subcall, child: Option<&ChildRun>) {
         call.kind.name(),
         escape(&call.model),
         seconds(call.seconds),
-        count(tokens.0),
-        count(tokens.1),
+        thousands(tokens.0),
+        thousands(tokens.1),
         dollars(call.cost_usd, 0),
     );
     preview_block(out, "prompt", &call.prompt, call.prompt_chars);
@@ -583,7 +583,11 @@ pub(super) fn text_block(out: &mut String, label: &str, text: &str, open: bool) 
 pub(super) fn preview_block(out: &mut String, label: &str, preview: &str, full_chars: u64) {
     let shown = preview.chars().count() as u64;
     let label = if full_chars > shown {
-        format!("{label} (first {} of {})", count(shown), chars(full_chars))
+        format!(
+            "{label} (first {} of {})",
+            thousands(shown),
+            chars(full_chars)
+        )
     } else {
         label.to_owned()
     };
@@ -598,7 +602,7 @@ pub(super) fn cut_note(cut_line: Option<usize>) -> String {
 }
 
 pub(super) fn plural(n: usize, word: &str) -> String {
-    let shown = count(n as u64);
+    let shown = thousands(n as u64);
     match (n, word) {
         (1, _) => format!("1 {word}"),
         (_, "retry") => format!("{shown} retries"),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::VERSION;
 use crate::error::Error;
 use crate::reader::{Entry, Record, parse_line};
-use rlm_llm::{Message, Role, error_chain};
+use rlm_types::{Message, Role, error_chain};
 
 use crate::schema::{Iteration, RunMetadata, RunOutcome, SubcallKind};
 

@@ -120,7 +120,7 @@ fn starts_as_query(path: &Path) -> bool {
 }
 
 /// The page for a log, as one HTML document, with the API keys this process knows masked
-/// ([`rlm_llm::secrets::mask_with`]; a log written before keys were masked may hold one).
+/// ([`rlm_types::secrets::mask_with`]; a log written before keys were masked may hold one).
 pub fn render(log: &LogView) -> String {
     // A fresh nonce per page: the one script the page's policy lets run.
     let nonce = format!("{}{}", crate::new_run_id(), crate::new_run_id());
@@ -129,7 +129,7 @@ pub fn render(log: &LogView) -> String {
         LogView::Query(query) => query_page::page(query, &nonce),
     };
     // After escaping: the mask must be text, not markup.
-    match rlm_llm::secrets::mask_with(&page, "&lt;redacted&gt;") {
+    match rlm_types::secrets::mask_with(&page, "&lt;redacted&gt;") {
         std::borrow::Cow::Borrowed(_) => page,
         std::borrow::Cow::Owned(masked) => masked,
     }

@@ -7,10 +7,10 @@
 
 use std::fmt::Write as _;
 
-use rlm_llm::ModelTotals;
+use rlm_types::{ModelTotals, thousands};
 use serde_json::Value;
 
-use super::format::{count, dollars, seconds};
+use super::format::{dollars, seconds};
 use super::html::{
     controls, cut_note, page_end, page_start, plural, preview, preview_block, text_block,
 };
@@ -93,14 +93,14 @@ fn header(out: &mut String, query: &QueryView) {
     fact("model", &metadata.model);
     fact("extractor model", &metadata.subcall_model);
     fact("store", &metadata.store.display().to_string());
-    fact("model calls", &count(query.calls.len() as u64));
+    fact("model calls", &thousands(query.calls.len() as u64));
     if let Some(outcome) = &query.outcome {
         fact(
             "chunks",
             &format!(
                 "{} selected, {} analysed",
-                count(outcome.chunks_selected as u64),
-                count(outcome.chunks_analyzed as u64)
+                thousands(outcome.chunks_selected as u64),
+                thousands(outcome.chunks_analyzed as u64)
             ),
         );
         if let Some(total) = outcome.usage.get("total") {
@@ -109,8 +109,8 @@ fn header(out: &mut String, query: &QueryView) {
                 "tokens",
                 &format!(
                     "{} in, {} out",
-                    count(total.usage.input_tokens),
-                    count(total.usage.output_tokens)
+                    thousands(total.usage.input_tokens),
+                    thousands(total.usage.output_tokens)
                 ),
             );
             fact("cost", &dollars(total.cost_usd, total.unpriced_calls));
@@ -248,7 +248,7 @@ fn search(out: &mut String, query: &QueryView) {
         let _ = write!(
             out,
             "<p>The log lists the first {} of them.</p>",
-            count(listed as u64)
+            thousands(listed as u64)
         );
     }
     if !hits.is_empty() {
@@ -264,7 +264,7 @@ fn search(out: &mut String, query: &QueryView) {
                 escape(&scalar(&hit["buffer"])),
                 scalar(&hit["start_line"]),
                 scalar(&hit["end_line"]),
-                count(hit["bytes"].as_u64().unwrap_or(0)),
+                thousands(hit["bytes"].as_u64().unwrap_or(0)),
                 id = escape(&scalar(&hit["id"])),
             );
         }
@@ -352,8 +352,8 @@ fn batches(out: &mut String, query: &QueryView) {
             escape(name),
             chunk_links(&chunks),
             calls.len(),
-            count(totals.usage.input_tokens),
-            count(totals.usage.output_tokens),
+            thousands(totals.usage.input_tokens),
+            thousands(totals.usage.output_tokens),
             dollars(totals.cost_usd, totals.unpriced_calls),
         );
     }
@@ -513,11 +513,11 @@ fn usage(out: &mut String, query: &QueryView) {
                 ""
             },
             escape(&stage),
-            count(totals.calls),
-            count(totals.failures),
-            count(totals.retries),
-            count(totals.usage.input_tokens),
-            count(totals.usage.output_tokens),
+            thousands(totals.calls),
+            thousands(totals.failures),
+            thousands(totals.retries),
+            thousands(totals.usage.input_tokens),
+            thousands(totals.usage.output_tokens),
             dollars(totals.cost_usd, totals.unpriced_calls),
             seconds(totals.latency.as_secs_f64()),
         );
@@ -672,8 +672,8 @@ fn chunk_links(ids: &[i64]) -> String {
 fn totals_label(totals: &ModelTotals) -> String {
     format!(
         "{} in / {} out tokens · {}",
-        count(totals.usage.input_tokens),
-        count(totals.usage.output_tokens),
+        thousands(totals.usage.input_tokens),
+        thousands(totals.usage.output_tokens),
         dollars(totals.cost_usd, totals.unpriced_calls)
     )
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::query::{QueryCall, QueryMetadata, QueryOutcome, QueryStage};
 use crate::{Error, TrajectoryWriter};
-use rlm_llm::{ModelTotals, Usage, UsageReport};
+use rlm_types::{ModelTotals, Usage, UsageReport};
 
 const XSS: &str = "<script>alert('x')</script>";
 

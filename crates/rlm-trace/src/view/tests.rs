@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 use crate::schema::*;
 use crate::{Error, TrajectoryWriter};
-use rlm_llm::{Message, ModelTotals, Role, Usage, UsageReport};
+use rlm_types::{Message, ModelTotals, Role, Usage, UsageReport};
 
 const XSS: &str = "<script>alert('x')</script></script><img src=x onerror=alert(1)>";
 
@@ -262,7 +262,7 @@ fn the_page_masks_the_keys_this_process_knows() {
         render(&run.clone().into()).contains(KEY),
         "the log holds it raw"
     );
-    rlm_llm::ApiKey::new(KEY);
+    rlm_types::ApiKey::new(KEY);
     let html = render(&run.into());
     assert!(html.contains("the key &lt;redacted&gt;"), "{html}");
     assert!(!html.contains("<redacted>"), "the mask is text, not markup");

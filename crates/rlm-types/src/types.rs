@@ -1,4 +1,4 @@
-//! Provider-neutral request and response types.
+//! Provider-neutral request and response types (sent and read by `rlm-llm`'s clients).
 
 use std::time::Duration;
 
@@ -7,9 +7,12 @@ use serde::{Deserialize, Serialize};
 use crate::tools::{ToolCall, ToolChoice, ToolDefinition, ToolOutput};
 
 /// Who wrote a message.
+///
+/// Not `#[non_exhaustive]`, though it lives apart from the code that sends it: `rlm-llm`'s wire
+/// encoders match every role, and a new one must be encoded there on purpose, not fall into a
+/// catch-all arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum Role {
     /// Instructions for the whole conversation. A request carries its system prompt in
     /// [`ChatRequest::system`]; the role exists so that a transcript
@@ -100,7 +103,7 @@ pub struct JsonSchema {
 /// A chat request, independent of the provider that will serve it.
 ///
 /// `model` is a model reference such as `anthropic:claude-sonnet-4-5`, `openai:gpt-4o-mini`,
-/// `ollama:qwen2.5:7b` or a bare name resolved by [`crate::ModelRef::parse`].
+/// `ollama:qwen2.5:7b` or a bare name resolved by `rlm_llm::ModelRef::parse`.
 ///
 /// The system prompt belongs in [`ChatRequest::system`]. A [`Role::System`] message in
 /// `messages` is still sent sensibly (OpenAI keeps it in place, Anthropic appends it to the
@@ -126,7 +129,7 @@ pub struct ChatRequest {
     /// (OpenAI-compatible `response_format: {"type": "json_schema", ...}`, the Responses API's
     /// `text.format`, on Anthropic a forced tool whose input is the answer, for a request
     /// without tools of its own) unless the model's capabilities say it refuses it
-    /// ([`crate::ModelCapabilities::json_schema`]); elsewhere the request is plain JSON mode and
+    /// (`rlm_llm::ModelCapabilities::json_schema`); elsewhere the request is plain JSON mode and
     /// the caller validates. Not part of a recording's key: the prompt already fixes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_schema: Option<JsonSchema>,
@@ -340,7 +343,7 @@ pub struct ChatResponse {
     pub finish_reason: Option<String>,
     pub usage: Usage,
     /// `usage` is an estimate from the texts' sizes: the provider reported no counts (a
-    /// [`crate::ChatBackend`] such as MCP sampling).
+    /// `rlm_llm::ChatBackend` such as MCP sampling).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub usage_estimated: bool,
     /// Cost in US dollars, `None` when the price of the model is unknown.
