@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a context is, as far as structure goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Format {

@@ -54,6 +54,7 @@ impl Default for AnalyzeOptions {
 
 /// A heading of a Markdown outline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Heading {
     pub level: u8,
     pub text: String,
@@ -61,6 +62,7 @@ pub struct Heading {
 
 /// Encoding facts worth telling a reader.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EncodingInfo {
     /// The input is valid UTF-8.
     pub valid_utf8: bool,
@@ -76,6 +78,7 @@ pub struct EncodingInfo {
 
 /// What a context is: everything a model needs before its first step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ContextMetadata {
     /// File name, `<stdin>`, or `None` for unnamed inline text.
     pub source: Option<String>,

@@ -11,6 +11,7 @@ use crate::select::SelectedChunk;
 
 /// A chunk's findings as the synthesis gets them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ChunkFindings {
     /// The chunk.
     pub chunk_id: i64,

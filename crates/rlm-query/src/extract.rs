@@ -34,6 +34,7 @@ pub struct ChunkExtraction {
 
 /// A batch whose reply could not be used (its chunks were split or reported one by one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BatchFailure {
     /// `3` for the fourth batch, `3.2` for the second half of it, and so on.
     pub batch: String,
@@ -45,6 +46,7 @@ pub struct BatchFailure {
 
 /// A chunk no extractor reply covered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ChunkFailure {
     /// The chunk.
     pub chunk_id: i64,

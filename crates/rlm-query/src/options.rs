@@ -36,6 +36,7 @@ pub const MAX_PLAN_BATCH_SIZE: usize = 50;
 /// Which chunks go to the extractors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum ScanMode {
@@ -48,6 +49,7 @@ pub enum ScanMode {
 
 /// How relevant an extractor judged a chunk, lowest first (so `Ord` sorts by relevance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Relevance {
     /// Nothing to do with the question.

@@ -22,6 +22,7 @@ use crate::tools::ToolCallSummary;
 
 /// How a query ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum QueryStatus {
@@ -49,14 +50,31 @@ impl QueryStatus {
 
 /// Usage of each stage; every call is counted, failed and repeated ones included.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StageUsage {
     /// The planner call.
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
     pub plan: UsageReport,
     /// Every extractor call.
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
     pub extract: UsageReport,
     /// Group reductions and the report, every model call of its tool rounds included.
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
     pub synthesize: UsageReport,
     /// All of them.
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
     pub total: UsageReport,
     /// The report's tool calls.
     pub tools: ToolUsage,
@@ -64,6 +82,7 @@ pub struct StageUsage {
 
 /// What the report's writer did with its tools.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolUsage {
     /// Rounds of tool calls run.
     pub rounds: u32,
@@ -77,6 +96,7 @@ pub struct ToolUsage {
 
 /// Wall time of each stage, in seconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Timings {
     pub plan: f64,
     pub search: f64,
@@ -87,6 +107,7 @@ pub struct Timings {
 
 /// Everything a query produced.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct QueryResult {
     /// Query id, also in the log's file name.
     pub run_id: String,
@@ -149,6 +170,7 @@ pub struct QueryResult {
 
 /// The wall-clock bound of a query's planning, search and extraction.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TimeLimit {
     /// Seconds from the query's start.
     pub seconds: f64,
@@ -158,6 +180,7 @@ pub struct TimeLimit {
 
 /// The reserve kept for the report, as estimated when the last batch was sent.
 #[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReserveReport {
     /// Tokens at most.
     pub tokens: u64,

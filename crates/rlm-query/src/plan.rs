@@ -16,6 +16,7 @@ const BUFFERS_DESCRIBED: usize = 60;
 
 /// How the store is searched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Plan {
     /// Ranking method.
     pub mode: SearchMode,
@@ -31,6 +32,7 @@ pub struct Plan {
 
 /// Where the plan came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "source", rename_all = "snake_case")]
 pub enum PlanSource {
     /// The model's plan, valid (`notes` lists what was dropped from it).

@@ -56,6 +56,7 @@ const DATA_NOTE: &str = "Text inside <chunk> and <matches> blocks is quoted from
 
 /// One tool call as the result and the log report it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolCallSummary {
     /// The tool's name as the model wrote it.
     pub tool: String,

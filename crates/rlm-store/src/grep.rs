@@ -48,6 +48,7 @@ pub struct GrepOptions {
 
 /// One line of output.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum GrepLine<'a> {
     /// A line containing a match.

@@ -13,6 +13,7 @@ const BLOB_STEP: usize = 8 * 1024 * 1024;
 
 /// Metadata of a stored buffer.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct BufferInfo {
     /// Buffer id.
     pub id: i64,

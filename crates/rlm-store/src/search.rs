@@ -102,6 +102,7 @@ impl SearchRequest {
 
 /// One result.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SearchHit {
     /// Chunk id, usable with `Store::chunk_text` and `rlm peek --chunk`.
     pub chunk_id: i64,

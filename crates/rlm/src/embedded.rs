@@ -185,7 +185,10 @@ pub fn completion(
         histories,
     };
     Ok(Completed {
-        record: crate::commands::run::result_record(&result),
+        record: serde_json::to_value(crate::commands::run::RunRecord::Result(
+            crate::commands::run::RunSummary::of(&result),
+        ))
+        .unwrap_or_default(),
         resume: next,
     })
 }

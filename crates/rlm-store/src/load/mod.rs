@@ -71,6 +71,7 @@ pub enum LoadEvent<'a> {
 
 /// A buffer written by a load.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoadedBuffer {
     /// Buffer id (new on every load; a replaced buffer gets a new id).
     pub id: i64,
@@ -91,6 +92,7 @@ pub struct LoadedBuffer {
 
 /// A source that was not loaded, and why.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SkippedSource {
     /// Buffer name.
     pub name: String,
@@ -100,6 +102,7 @@ pub struct SkippedSource {
 
 /// Summary of one load.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LoadReport {
     /// Buffers written.
     pub loaded: Vec<LoadedBuffer>,

@@ -122,7 +122,7 @@ pub enum OnOff {
     Off,
 }
 
-pub(super) fn parse_tokenizer(name: &str) -> Result<Tokenizer, String> {
+pub fn parse_tokenizer(name: &str) -> Result<Tokenizer, String> {
     name.parse()
         .map_err(|error: rlm_context::tokens::UnknownTokenizer| error.to_string())
 }

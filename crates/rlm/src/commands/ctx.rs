@@ -106,6 +106,63 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: CtxArgs) -> anyhow::Res
     }
 }
 
+/// What `rlm ctx plan|budget|assemble --json` prints: one record with the plan.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CtxRecord {
+    /// The prompt's plan.
+    Ctx {
+        /// `plan`, `budget` or `assemble`.
+        command: String,
+        /// Parts in order with their tokens and status, the totals, the digest and the stale
+        /// parts.
+        #[cfg_attr(
+            feature = "mcp",
+            schemars(with = "serde_json::Map<String, serde_json::Value>")
+        )]
+        plan: rlm_assemble::Plan,
+        /// Files written (`assemble`: build/prompt.mdctx, build/ctxplan.json).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        written: Vec<String>,
+        /// Parts whose tokens had to be counted (not in the cache).
+        counted_parts: usize,
+    },
+}
+
+impl From<PlanReport> for CtxRecord {
+    fn from(report: PlanReport) -> Self {
+        Self::Ctx {
+            command: report.command.to_owned(),
+            plan: report.plan,
+            written: report.written,
+            counted_parts: report.counted_parts,
+        }
+    }
+}
+
+/// Assembles the prompt of the ctx directory `dir` (`rlm ctx assemble`): writes
+/// build/prompt.mdctx and build/ctxplan.json and returns the plan, with its warnings as notes.
+pub fn assemble(
+    sources: &Sources,
+    dir: &std::path::Path,
+    build: BuildArgs,
+) -> anyhow::Result<super::Outcome<CtxRecord>> {
+    let opened = match sources.root() {
+        Some(root) => Ctx::open_within(dir, root),
+        None => Ctx::open(dir),
+    };
+    let report = opened
+        .and_then(|ctx| with_build(ctx, build))
+        .and_then(|ctx| ctx.assemble())
+        .map_err(to_cli_error)?;
+    let notes = stale_warnings(&report);
+    Ok(super::Outcome {
+        notes,
+        ..super::Outcome::success(vec![CtxRecord::from(report)])
+    })
+}
+
 fn with_build(mut ctx: Ctx, build: BuildArgs) -> rlm_assemble::Result<Ctx> {
     if let Some(tokenizer) = build.tokenizer {
         ctx = ctx.with_tokenizer(tokenizer);
@@ -146,37 +203,51 @@ impl Printable {
 
 /// A plan, with a warning when parts that `status` calls stale go into the prompt.
 fn output_plan(report: PlanReport) -> Printable {
-    let stale = &report.plan.stale;
-    let mut warnings = Vec::new();
-    if !stale.is_empty() {
-        let listed: Vec<String> = stale
-            .iter()
-            .map(|part| {
-                let label = part.freshness.label();
-                let why = label.strip_prefix("stale: ").unwrap_or(&label);
-                format!("{} ({why})", part.name)
-            })
-            .collect();
-        let parts = if stale.len() == 1 {
-            "part goes"
+    let warnings = stale_warnings(&report);
+    let text = report.to_string();
+    let record = CtxRecord::from(report);
+    let print = Box::new(move |json| {
+        if json {
+            crate::output::print_json(&record)
         } else {
-            "parts go"
-        };
-        warnings.push(format!(
+            let mut out = crate::output::stdout();
+            write!(out, "{}", crate::output::for_stdout(&text))?;
+            out.flush()?;
+            Ok(())
+        }
+    });
+    Printable { print, warnings }
+}
+
+/// A warning and a hint when parts that `status` calls stale go into the prompt.
+fn stale_warnings(report: &PlanReport) -> Vec<String> {
+    let stale = &report.plan.stale;
+    if stale.is_empty() {
+        return Vec::new();
+    }
+    let listed: Vec<String> = stale
+        .iter()
+        .map(|part| {
+            let label = part.freshness.label();
+            let why = label.strip_prefix("stale: ").unwrap_or(&label);
+            format!("{} ({why})", part.name)
+        })
+        .collect();
+    let parts = if stale.len() == 1 {
+        "part goes"
+    } else {
+        "parts go"
+    };
+    vec![
+        format!(
             "warning: {} stale {parts} into the prompt: {}",
             stale.len(),
             listed.join(", ")
-        ));
-        warnings.push(
-            "hint: `rlm ctx rebase` re-finds moved ranges; re-adding a part refreshes it; \
-             `rlm ctx status` shows every part"
-                .to_owned(),
-        );
-    }
-    Printable {
-        warnings,
-        ..output(report)
-    }
+        ),
+        "hint: `rlm ctx rebase` re-finds moved ranges; re-adding a part refreshes it; \
+         `rlm ctx status` shows every part"
+            .to_owned(),
+    ]
 }
 
 fn output<T: Serialize + Display + 'static>(report: T) -> Printable {

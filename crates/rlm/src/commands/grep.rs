@@ -20,23 +20,31 @@ const BUFFER: anstyle::Style =
 const LINE: anstyle::Style =
     anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Green)));
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Result<ExitCode> {
+/// Greps the store as `args` say and gives `emit` each line of output as it is found: matches,
+/// context lines and breaks, and each matching buffer's `end` (only the `end`s with
+/// `--count` or `--files-with-matches`). Match ranges are computed only when `ranges` is set.
+/// Stops early when `emit` fails; exit code 1 when nothing matched, as grep's.
+pub fn execute(
+    sources: &Sources,
+    args: &GrepArgs,
+    ranges: bool,
+    emit: &mut dyn FnMut(&GrepLine<'_>) -> std::io::Result<()>,
+) -> anyhow::Result<ExitCode> {
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     // Only names or counts: the lines themselves are not needed.
     let per_buffer = args.files_with_matches || args.count;
+    let context = |one_side: Option<usize>| {
+        if per_buffer {
+            0
+        } else {
+            one_side.unwrap_or(args.context)
+        }
+    };
     let options = GrepOptions {
-        buffers: args.buffers,
-        path_glob: args.path_glob,
-        before: if per_buffer {
-            0
-        } else {
-            args.before_context.unwrap_or(args.context)
-        },
-        after: if per_buffer {
-            0
-        } else {
-            args.after_context.unwrap_or(args.context)
-        },
+        buffers: args.buffers.clone(),
+        path_glob: args.path_glob.clone(),
+        before: context(args.before_context),
+        after: context(args.after_context),
         ignore_case: args.ignore_case,
         fixed_strings: args.fixed_strings,
         word: args.word_regexp,
@@ -45,9 +53,35 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
         } else {
             args.max_count
         },
-        // Match ranges are only needed to colour the matches or for `--json`.
-        lines_only: per_buffer || !(global.json || output::stdout_color()),
+        lines_only: per_buffer || !ranges,
     };
+    let mut emit_error = None;
+    let summary = store
+        .grep(&args.pattern, &options, &mut |line| {
+            if per_buffer && !matches!(line, GrepLine::End { .. }) {
+                return ControlFlow::Continue(());
+            }
+            match emit(&line) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(err) => {
+                    emit_error = Some(err);
+                    ControlFlow::Break(())
+                }
+            }
+        })
+        .map_err(store_error)?;
+    if let Some(err) = emit_error {
+        return Err(err.into());
+    }
+    // Like grep and ripgrep: exit 1 when nothing matched.
+    Ok(if summary.matched_lines > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::error::EXIT_FAILED)
+    })
+}
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Result<ExitCode> {
     // Line by line on a terminal; in blocks into a pipe or file, as ripgrep writes.
     let mut out: Box<dyn std::io::Write> = if output::stdout_is_terminal() {
         Box::new(output::stdout())
@@ -57,39 +91,17 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Re
             output::stdout(),
         ))
     };
-    let mut write_error = None;
-    let summary = store
-        .grep(&args.pattern, &options, &mut |line| {
-            let result = if per_buffer && !matches!(line, GrepLine::End { .. }) {
-                Ok(())
-            } else if global.json {
-                serde_json::to_writer(&mut out, &line)
-                    .map_err(std::io::Error::from)
-                    .and_then(|()| writeln!(out))
-            } else {
-                write_line(&mut out, &line, args.files_with_matches, args.count)
-            };
-            match result {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(err) => {
-                    write_error = Some(err);
-                    ControlFlow::Break(())
-                }
-            }
-        })
-        .map_err(store_error)?;
-    if write_error.is_none() {
-        write_error = out.flush().err();
-    }
-    if let Some(err) = write_error {
-        return Err(err.into());
-    }
-    // Like grep and ripgrep: exit 1 when nothing matched.
-    Ok(if summary.matched_lines > 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(crate::error::EXIT_FAILED)
-    })
+    // Match ranges are only needed to colour the matches or for `--json`.
+    let ranges = global.json || output::stdout_color();
+    let code = execute(sources, &args, ranges, &mut |line| {
+        if global.json {
+            output::write_json(&mut out, line)
+        } else {
+            write_line(&mut out, line, args.files_with_matches, args.count)
+        }
+    })?;
+    out.flush()?;
+    Ok(code)
 }
 
 fn write_line(

@@ -6,21 +6,58 @@ use std::process::ExitCode;
 
 use rlm_context::{AnalyzeOptions, ContextMetadata, analyze_bytes, analyze_path, analyze_reader};
 
-use crate::cli::{GlobalArgs, InspectArgs};
-use crate::error::{self, CliError};
+use super::Outcome;
+use crate::cli::{GlobalArgs, InspectArgs, SAMPLE_CHARS};
+use crate::error::{self, CliError, input_error};
+
+/// What `rlm inspect --json` prints: one record per file, or one for the inline text.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InspectRecord {
+    /// What the text is: format, size, lines, records, fields and a sample.
+    Metadata {
+        /// The name the text would have in a run (`context`, `context_0`, ...).
+        variable: String,
+        #[serde(flatten)]
+        metadata: ContextMetadata,
+    },
+}
 
 pub fn run(global: &GlobalArgs, args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let outcome = execute(args)?;
+    for record in &outcome.records {
+        print(global, record)?;
+    }
+    Ok(outcome.code)
+}
+
+/// Describes the files (or the inline text) of `args`; a path that cannot be read among
+/// several is reported and the others are described, with exit code 2.
+pub fn execute(args: InspectArgs) -> anyhow::Result<Outcome<InspectRecord>> {
+    if !SAMPLE_CHARS.contains(&args.sample_chars) {
+        return Err(input_error(format!(
+            "the sample size must be from {} to {} characters, not {}",
+            SAMPLE_CHARS.start(),
+            SAMPLE_CHARS.end(),
+            args.sample_chars
+        ))
+        .into());
+    }
     let options = AnalyzeOptions {
         sample_chars: args.sample_chars as usize,
         ..AnalyzeOptions::default()
     };
+    let record = |metadata, variable: &str| InspectRecord::Metadata {
+        variable: variable.to_owned(),
+        metadata,
+    };
     if let Some(text) = &args.text {
         let metadata = analyze_bytes(text.as_bytes(), args.name.as_deref(), &options);
-        print(global, &metadata, "context")?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Outcome::success(vec![record(metadata, "context")]));
     }
     let several = args.paths.len() > 1;
-    let mut failures = 0usize;
+    let mut outcome = Outcome::success(Vec::new());
     for (index, path) in args.paths.iter().enumerate() {
         let variable = if several {
             format!("context_{index}")
@@ -28,20 +65,16 @@ pub fn run(global: &GlobalArgs, args: InspectArgs) -> anyhow::Result<ExitCode> {
             "context".to_owned()
         };
         match inspect_one(path, args.name.as_deref(), &options) {
-            Ok(metadata) => print(global, &metadata, &variable)?,
+            Ok(metadata) => outcome.records.push(record(metadata, &variable)),
             Err(err) if several => {
                 // Report and go on: one bad path should not hide the others' results.
                 error::report(&err);
-                failures += 1;
+                outcome.code = ExitCode::from(error::EXIT_USAGE);
             }
             Err(err) => return Err(err),
         }
     }
-    Ok(if failures > 0 {
-        ExitCode::from(error::EXIT_USAGE)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(outcome)
 }
 
 fn inspect_one(
@@ -110,16 +143,11 @@ fn refuse_endless_stdin() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print(global: &GlobalArgs, metadata: &ContextMetadata, variable: &str) -> anyhow::Result<()> {
+fn print(global: &GlobalArgs, record: &InspectRecord) -> anyhow::Result<()> {
     if global.json {
-        let mut line = serde_json::Map::new();
-        line.insert("type".to_owned(), "metadata".into());
-        line.insert("variable".to_owned(), variable.into());
-        if let serde_json::Value::Object(fields) = serde_json::to_value(metadata)? {
-            line.extend(fields);
-        }
-        return crate::output::print_json(&line);
+        return crate::output::print_json(record);
     }
+    let InspectRecord::Metadata { variable, metadata } = record;
     let mut out = crate::output::stdout();
     let hint = rlm_context::render_hint(metadata, variable);
     write!(out, "{}", crate::output::for_stdout(&hint))?;

@@ -3,19 +3,44 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use rlm_store::BufferInfo;
+
+use super::Outcome;
 use crate::cli::{GlobalArgs, ListArgs};
 use crate::error::store_error;
 use crate::output::{self, human_bytes};
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Result<ExitCode> {
+/// What `rlm list --json` prints: one record per stored buffer.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BufferRecord {
+    /// A stored buffer.
+    Buffer(BufferInfo),
+}
+
+/// The stored buffers, in id order.
+pub fn execute(sources: &Sources, args: &ListArgs) -> anyhow::Result<Outcome<BufferRecord>> {
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let buffers = store.list().map_err(store_error)?;
+    Ok(Outcome::success(
+        buffers.into_iter().map(BufferRecord::Buffer).collect(),
+    ))
+}
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Result<ExitCode> {
+    let outcome = execute(sources, &args)?;
     if global.json {
-        for buffer in &buffers {
-            output::print_record("buffer", buffer)?;
+        for record in &outcome.records {
+            output::print_json(record)?;
         }
     }
+    let buffers: Vec<&BufferInfo> = outcome
+        .records
+        .iter()
+        .map(|BufferRecord::Buffer(buffer)| buffer)
+        .collect();
     if buffers.is_empty() {
         output::terminal_note(
             global.quiet,

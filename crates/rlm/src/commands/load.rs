@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use rlm_store::{LoadEvent, LoadReport, Source};
 
+use super::Outcome;
 use crate::cli::{GlobalArgs, LoadArgs};
 use crate::error::{CliError, EXIT_USAGE, input_error, store_error};
 use crate::output::{self, count, human_bytes, neutralize};
@@ -64,8 +65,34 @@ fn collect(paths: &[PathBuf], settings: &LoadSettings) -> Collected {
     collected
 }
 
+/// What `rlm load --json` prints: one record for the whole load.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LoadRecord {
+    /// What the load wrote, left alone, skipped and removed.
+    Load(LoadReport),
+}
+
 pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Result<ExitCode> {
-    let settings = LoadSettings::resolve(&args, sources)?;
+    let outcome = execute(global, sources, &args)?;
+    if global.json {
+        for record in &outcome.records {
+            output::print_json(record)?;
+        }
+    }
+    Ok(outcome.code)
+}
+
+/// Loads what `args` names, with progress and the closing summary on stderr as `global`
+/// says. A path that cannot be read, or a named file that cannot be stored, is reported and
+/// the rest is loaded, with exit code 2.
+pub fn execute(
+    global: &GlobalArgs,
+    sources: &Sources,
+    args: &LoadArgs,
+) -> anyhow::Result<Outcome<LoadRecord>> {
+    let settings = LoadSettings::resolve(args, sources)?;
     let Collected {
         sources: mut inputs,
         mut named,
@@ -90,7 +117,10 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
         inputs[0].rename(name.clone());
     }
     if inputs.is_empty() && failed {
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(Outcome {
+            code: ExitCode::from(EXIT_USAGE),
+            ..Outcome::success(Vec::new())
+        });
     }
     rlm_store::release_freed_memory_promptly();
     let mut store = settings.store.open()?;
@@ -173,9 +203,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
     if !global.quiet {
         print_skips(&mut stderr, &skipped_by_reason);
     }
-    if global.json {
-        output::print_record("load", &report)?;
-    } else if !global.quiet {
+    if !global.json && !global.quiet {
         print_summary(&mut stderr, &report, started.elapsed());
     }
     if settings.embed != EmbedOnLoad::Never && !report.loaded.is_empty() {
@@ -189,10 +217,13 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
             loaded_bytes,
         )?;
     }
-    Ok(if failed {
-        ExitCode::from(EXIT_USAGE)
-    } else {
-        ExitCode::SUCCESS
+    Ok(Outcome {
+        code: if failed {
+            ExitCode::from(EXIT_USAGE)
+        } else {
+            ExitCode::SUCCESS
+        },
+        ..Outcome::success(vec![LoadRecord::Load(report)])
     })
 }
 

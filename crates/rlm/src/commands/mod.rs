@@ -6,33 +6,68 @@ mod chat;
 mod chunk;
 mod completions;
 mod config;
-mod ctx;
+pub(crate) mod ctx;
 mod delete;
 mod doctor;
 mod embed;
-mod grep;
-mod inspect;
-mod list;
-mod load;
+pub(crate) mod grep;
+pub(crate) mod inspect;
+pub(crate) mod list;
+pub(crate) mod load;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod models;
-mod peek;
+pub(crate) mod peek;
 mod prompt;
-mod query;
+pub(crate) mod query;
 mod reindex;
 pub(crate) mod run;
 mod runs;
-mod search;
+pub(crate) mod search;
 mod sessions;
 mod show;
 mod status;
 mod view;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 use crate::settings::Sources;
+
+/// What a command produced for its caller: the records `--json` prints, in order, and how it
+/// ended. The CLI prints them, as JSON Lines or as text; `rlm mcp` returns them to its client
+/// as they are, so a tool's result and its output schema come from the same types.
+#[derive(Debug)]
+pub struct Outcome<R> {
+    pub records: Vec<R>,
+    /// Lines a person should read besides the records (`note: …`, `warning: …`): the CLI
+    /// prints them on stderr, `rlm mcp` after the records in the text it returns.
+    pub notes: Vec<String>,
+    pub code: ExitCode,
+}
+
+impl<R> Outcome<R> {
+    /// `records`, exit code 0.
+    pub fn success(records: Vec<R>) -> Self {
+        Self {
+            records,
+            notes: Vec::new(),
+            code: ExitCode::SUCCESS,
+        }
+    }
+
+    /// Prints the notes on stderr, unless `quiet`.
+    pub fn print_notes(&self, quiet: bool) {
+        if quiet {
+            return;
+        }
+        let mut stderr = anstream::stderr();
+        for note in &self.notes {
+            let _ = writeln!(stderr, "{}", crate::output::neutralize(note));
+        }
+    }
+}
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     // Nothing is read yet: the configuration files are loaded when a command first asks.

@@ -3,23 +3,73 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use super::Outcome;
 use crate::cli::{GlobalArgs, PeekArgs};
 use crate::error::{CliError, input_error, store_error};
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Result<ExitCode> {
+/// What `rlm peek --json` prints: one record with the text.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PeekRecord {
+    /// Part of a buffer.
+    Text {
+        /// Buffer name.
+        buffer: String,
+        /// What was read.
+        range: PeekRange,
+        text: String,
+    },
+}
+
+/// Which part of a buffer a peek read.
+#[derive(Debug, Default, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+pub struct PeekRange {
+    /// The chunk read, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<i64>,
+    /// First and last line, 1-based inclusive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<[u64; 2]>,
+    /// Byte range, end exclusive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<[u64; 2]>,
+}
+
+/// Reads the part of a buffer `args` names: a chunk, a line range or a byte range.
+pub fn execute(sources: &Sources, args: &PeekArgs) -> anyhow::Result<Outcome<PeekRecord>> {
+    if args.chunk.is_some()
+        && (args.buffer.is_some() || args.lines.is_some() || args.bytes.is_some())
+    {
+        return Err(input_error("a chunk id names its own buffer and range: give it alone").into());
+    }
+    if args.lines.is_some() && args.bytes.is_some() {
+        return Err(input_error("give a line range or a byte range, not both").into());
+    }
+    if args.chunk.is_none() && args.lines.is_none() && args.bytes.is_none() {
+        return Err(input_error(
+            "peek needs what to read: a line range (--lines), a byte range (--bytes) or a \
+             chunk id (--chunk)",
+        )
+        .into());
+    }
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
-    let (buffer_name, text, description) = if let Some(id) = args.chunk {
+    let (buffer, text, range) = if let Some(id) = args.chunk {
         let chunk = store.chunk(id).map_err(store_error)?;
         let text = store.chunk_text(id).map_err(store_error)?;
-        let description = serde_json::json!({
-            "chunk": chunk.id, "lines": [chunk.start_line, chunk.end_line],
-            "bytes": [chunk.bytes.start, chunk.bytes.end],
-        });
-        (chunk.buffer, text, description)
+        let range = PeekRange {
+            chunk: Some(chunk.id),
+            lines: Some([chunk.start_line, chunk.end_line]),
+            bytes: Some([chunk.bytes.start, chunk.bytes.end]),
+        };
+        (chunk.buffer, text, range)
     } else {
-        let name = args.buffer.as_deref().unwrap_or_default();
+        let Some(name) = args.buffer.as_deref() else {
+            return Err(input_error("peek needs a buffer (name or id) or a chunk id").into());
+        };
         let buffer = store.buffer(name).map_err(store_error)?;
         if let Some(lines) = &args.lines {
             let (first, last) = parse_range(lines, "lines")?;
@@ -34,11 +84,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Re
             let text = store
                 .read_lines(&buffer, first, last)
                 .map_err(store_error)?;
-            (
-                buffer.name,
-                text,
-                serde_json::json!({ "lines": [first, last] }),
-            )
+            let range = PeekRange {
+                lines: Some([first, last]),
+                ..PeekRange::default()
+            };
+            (buffer.name, text, range)
         } else {
             let (start, end) = parse_range(args.bytes.as_deref().unwrap_or(":"), "bytes")?;
             let start = start.unwrap_or(0);
@@ -49,27 +99,37 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Re
             // Past the end is clamped, as --lines is.
             let (start, end) = (start.min(buffer.bytes), end.min(buffer.bytes));
             let text = store.read_bytes(&buffer, start..end).map_err(store_error)?;
-            (
-                buffer.name,
-                text,
-                serde_json::json!({ "bytes": [start, end] }),
-            )
+            let range = PeekRange {
+                bytes: Some([start, end]),
+                ..PeekRange::default()
+            };
+            (buffer.name, text, range)
         }
     };
-    if global.json {
-        output::print_json(&serde_json::json!({
-            "type": "text", "buffer": buffer_name, "range": description, "text": text,
-        }))?;
-    } else {
+    Ok(Outcome::success(vec![PeekRecord::Text {
+        buffer,
+        range,
+        text,
+    }]))
+}
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Result<ExitCode> {
+    let outcome = execute(sources, &args)?;
+    for record in &outcome.records {
+        if global.json {
+            output::print_json(record)?;
+            continue;
+        }
         // Buffer text is data: byte-exact into a pipe, neutralised on a terminal.
+        let PeekRecord::Text { text, .. } = record;
         let mut out = output::raw_stdout();
-        out.write_all(output::for_stdout(&text).as_bytes())?;
+        out.write_all(output::for_stdout(text).as_bytes())?;
         if !text.is_empty() && !text.ends_with('\n') {
             writeln!(out)?;
         }
         out.flush()?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(outcome.code)
 }
 
 /// Parses `A:B`, `A:` or `:B` into optional ends.

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use rlm_query::{Query, QueryResult, QueryStatus};
 use rlm_store::SearchMode;
 
+use super::Outcome;
 use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, QueryArgs};
 use crate::error::{self, CliError, llm_error, store_error};
@@ -16,8 +17,51 @@ use crate::output::count;
 use crate::query_progress::QueryProgress;
 use crate::settings::{QuerySettings, Sources};
 
+/// What `rlm query --json` prints: one record with the report.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum QueryRecord {
+    /// The report and how it was made.
+    Result(QueryResult),
+}
+
 pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::Result<ExitCode> {
-    let mut settings = QuerySettings::resolve(&args, sources)?;
+    let result = complete(global, sources, &args)?;
+    report(global, result)
+}
+
+/// Runs the query as `args` say and returns its record as `--json` gives it: exit code 0
+/// with a report, 1 without one.
+pub fn execute(
+    global: &GlobalArgs,
+    sources: &Sources,
+    args: &QueryArgs,
+) -> anyhow::Result<Outcome<QueryRecord>> {
+    let result = complete(global, sources, args)?;
+    let code = json_exit_code(&result);
+    Ok(Outcome {
+        code,
+        ..Outcome::success(vec![QueryRecord::Result(result)])
+    })
+}
+
+/// The query's exit code in `--json` mode.
+fn json_exit_code(result: &QueryResult) -> ExitCode {
+    if result.status == QueryStatus::Answered {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(error::EXIT_FAILED)
+    }
+}
+
+/// The query run to its end.
+fn complete(
+    global: &GlobalArgs,
+    sources: &Sources,
+    args: &QueryArgs,
+) -> anyhow::Result<QueryResult> {
+    let mut settings = QuerySettings::resolve(args, sources)?;
     let store = settings.store.open_existing()?;
     // Loading a model takes a second or two: only when vectors exist and may be searched.
     let vectors = store.embedding_status().map_err(store_error)?;
@@ -60,8 +104,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
     });
     // The query's log is closed (`interrupted`) as its future is dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    let result = outcome.map_err(CliError::stopped)?.map_err(query_error)?;
-    report(global, &result)
+    outcome.map_err(CliError::stopped)?.map_err(query_error)
 }
 
 /// The smallest window of `models`: `[run.context_windows]`'s (`configured`), else what a
@@ -91,14 +134,8 @@ async fn smallest_window(
 }
 
 /// Prints the report (or the JSON result) and picks the exit code.
-fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode> {
-    if global.json {
-        let mut value = serde_json::to_value(result)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("type".into(), "result".into());
-        }
-        crate::output::print_json(&value)?;
-    } else {
+fn report(global: &GlobalArgs, result: QueryResult) -> anyhow::Result<ExitCode> {
+    if !global.json {
         let mut out = crate::output::raw_stdout();
         writeln!(
             out,
@@ -158,6 +195,11 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
             );
         }
     }
+    if global.json {
+        let code = json_exit_code(&result);
+        crate::output::print_json(&QueryRecord::Result(result))?;
+        return Ok(code);
+    }
     let hint = match result.status {
         QueryStatus::Answered => return Ok(ExitCode::SUCCESS),
         QueryStatus::NoEvidence => "try other words, --mode bm25, a wider --path, or --scan all",
@@ -166,9 +208,6 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
         }
         _ => "the report call failed; the findings were printed instead",
     };
-    if global.json {
-        return Ok(ExitCode::from(error::EXIT_FAILED));
-    }
     Err(
         CliError::failed(anyhow::anyhow!("no report: {}", result.status.name()))
             .with_hint(hint)

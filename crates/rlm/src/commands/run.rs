@@ -1,6 +1,7 @@
 //! `rlm run`: the recursive language model loop over one or more contexts.
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rlm_engine::{RunResult, Status};
 
+use serde::Serialize;
+
+use super::Outcome;
 use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::error::{self, CliError, llm_error, store_error};
@@ -17,7 +21,44 @@ use crate::settings::{RunSettings, Sources, StoreSettings};
 use crate::store_functions::StoreFunctions;
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut settings = RunSettings::resolve(&args, sources)?;
+    let result = complete(global, sources, &args)?;
+    report(global, result)
+}
+
+/// Runs the loop as `args` say and returns its record as `--json` gives it: exit code 0 for
+/// an answer the model reached within its turns, 1 otherwise; a failed root model is an error.
+pub fn execute(
+    global: &GlobalArgs,
+    sources: &Sources,
+    args: &RunArgs,
+) -> anyhow::Result<Outcome<RunRecord>> {
+    let mut result = complete(global, sources, args)?;
+    let code = json_exit_code(&mut result)?;
+    Ok(Outcome {
+        code,
+        ..Outcome::success(vec![RunRecord::Result(RunSummary::of(&result))])
+    })
+}
+
+/// The run's exit code in `--json` mode, or its model error.
+fn json_exit_code(result: &mut RunResult) -> anyhow::Result<ExitCode> {
+    let status = result.outcome.status;
+    if status == Status::Answered {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The model layer's error keeps its kind: a missing key or a replay miss is the user's to
+    // fix (exit 2), in JSON mode too, with the same hint `rlm chat` gives.
+    if !status.is_answered()
+        && let Some(model_error) = result.error.take()
+    {
+        return Err(llm_error(model_error).context(format!("no answer: {status}")));
+    }
+    Ok(ExitCode::from(error::EXIT_FAILED))
+}
+
+/// The loop run to its end as `args` say, its session saved.
+fn complete(global: &GlobalArgs, sources: &Sources, args: &RunArgs) -> anyhow::Result<RunResult> {
+    let mut settings = RunSettings::resolve(args, sources)?;
     // Before any model is asked: a missing or damaged store is the user's to fix.
     let functions = match &settings.store {
         Some(store) => Some(store_functions(store, sources)?),
@@ -104,7 +145,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
     }
     // The sandbox workers that read standard input's copy are gone now.
     drop(spool);
-    report(global, result)
+    Ok(result)
 }
 
 /// The store's host functions for `--store`: the store must exist; its vectors' model is
@@ -128,35 +169,100 @@ fn store_functions(
     Ok(Arc::new(functions))
 }
 
-/// The `--json` result record of a run (also what the Python package's `completion` returns).
-pub(crate) fn result_record(result: &RunResult) -> serde_json::Value {
-    serde_json::json!({
-        "type": "result",
-        "status": result.outcome.status,
-        "answer": result.outcome.answer,
-        "partial_answer": result.outcome.partial_answer,
-        "iterations": result.outcome.iterations,
-        "usage": {
-            "models": result.outcome.usage.models,
-            "total": result.outcome.usage.total,
-            "subcalls": result.outcome.subcalls,
-        },
-        "tokens": result.outcome.usage.total.usage.total(),
-        "cache_read_tokens": result.outcome.usage.total.usage.cache_read_tokens,
-        "cache_write_tokens": result.outcome.usage.total.usage.cache_write_tokens,
-        "cost_usd": result.outcome.usage.total.cost_usd,
-        "cost_is_partial": result.outcome.usage.total.cost_is_partial(),
-        "seconds": result.outcome.seconds,
-        "log": result.trajectory,
-        "run_id": result.outcome.run_id,
-        "error": result.outcome.error,
-    })
+/// What `rlm run --json` prints: one record with the outcome (also what the Python package's
+/// `completion` returns).
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunRecord {
+    /// How the run ended and what it cost.
+    Result(RunSummary),
+}
+
+/// How a run ended and what it cost.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+pub struct RunSummary {
+    /// `answered`, `forced_answer`, `iteration_limit`, `token_budget`, `cost_budget`,
+    /// `call_budget`, `timeout`, `subcall_budget`, `error_limit`, `model_error` or
+    /// `interrupted`.
+    #[cfg_attr(feature = "mcp", schemars(with = "String"))]
+    pub status: Status,
+    /// The answer, or null when the run ended without one.
+    pub answer: Option<String>,
+    /// What the model had in `answer` when a budget stopped it, if anything.
+    pub partial_answer: Option<String>,
+    /// Root-model turns taken.
+    pub iterations: u32,
+    /// Tokens and cost per model and in total, and the sub-calls made.
+    pub usage: RunUsage,
+    /// Input and output tokens over the whole run.
+    pub tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// Dollars over priced calls.
+    pub cost_usd: f64,
+    /// Whether some call's price was unknown (then `cost_usd` is a lower bound).
+    pub cost_is_partial: bool,
+    pub seconds: f64,
+    /// The trajectory file, when logging.
+    pub log: Option<PathBuf>,
+    pub run_id: String,
+    /// Why the root model failed, when it did.
+    pub error: Option<String>,
+}
+
+/// A run's model usage.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+pub struct RunUsage {
+    /// Per model reference (`provider:model`): calls, tokens and cost.
+    #[cfg_attr(
+        feature = "mcp",
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
+    pub models: std::collections::BTreeMap<String, rlm_llm::ModelTotals>,
+    /// All models together.
+    #[cfg_attr(
+        feature = "mcp",
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
+    pub total: rlm_llm::ModelTotals,
+    /// Sub-calls made by the run and below it.
+    pub subcalls: u64,
+}
+
+impl RunSummary {
+    pub fn of(result: &RunResult) -> Self {
+        let outcome = &result.outcome;
+        let total = &outcome.usage.total;
+        Self {
+            status: outcome.status,
+            answer: outcome.answer.clone(),
+            partial_answer: outcome.partial_answer.clone(),
+            iterations: outcome.iterations,
+            usage: RunUsage {
+                models: outcome.usage.models.clone(),
+                total: total.clone(),
+                subcalls: outcome.subcalls,
+            },
+            tokens: total.usage.total(),
+            cache_read_tokens: total.usage.cache_read_tokens,
+            cache_write_tokens: total.usage.cache_write_tokens,
+            cost_usd: total.cost_usd,
+            cost_is_partial: total.cost_is_partial(),
+            seconds: outcome.seconds,
+            log: result.trajectory.clone(),
+            run_id: outcome.run_id.clone(),
+            error: outcome.error.clone(),
+        }
+    }
 }
 
 /// Prints the answer (or the JSON result) and picks the exit code.
 fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode> {
     if global.json {
-        crate::output::print_json(&result_record(&result))?;
+        crate::output::print_json(&RunRecord::Result(RunSummary::of(&result)))?;
     } else if let Some(answer) = &result.outcome.answer {
         // Byte-exact into a pipe or file; control characters neutralised on a terminal.
         let mut out = crate::output::raw_stdout();
@@ -182,12 +288,12 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
             );
         }
     }
+    if global.json {
+        return json_exit_code(&mut result);
+    }
     if result.outcome.status == Status::ForcedAnswer {
         // Printed above, but not an answer the model reached within its turns: a partial
         // result, said so on stderr and by the exit code.
-        if global.json {
-            return Ok(ExitCode::from(error::EXIT_FAILED));
-        }
         return Err(CliError::failed(anyhow::anyhow!(
             "the answer above is partial: the model gave it only when its turns ran out"
         ))
@@ -197,14 +303,9 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
     if result.outcome.status.is_answered() {
         return Ok(ExitCode::SUCCESS);
     }
-    // The model layer's error keeps its kind: a missing key or a replay miss is the user's to
-    // fix (exit 2), in JSON mode too, with the same hint `rlm chat` gives.
     if let Some(model_error) = result.error.take() {
         let message = format!("no answer: {}", result.outcome.status);
         return Err(llm_error(model_error).context(message));
-    }
-    if global.json {
-        return Ok(ExitCode::from(error::EXIT_FAILED));
     }
     let hint = match &result.outcome.partial_answer {
         Some(partial) => format!("best partial answer: {partial}"),

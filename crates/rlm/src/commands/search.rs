@@ -3,7 +3,9 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use rlm_store::SearchMode;
+use rlm_store::{SearchHit, SearchMode};
+
+use super::Outcome;
 
 use super::embed::stored_model_embedder;
 use crate::cli::{GlobalArgs, SearchArgs};
@@ -16,8 +18,25 @@ const MATCH: anstyle::Style = anstyle::Style::new()
     .bold()
     .fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Red)));
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let settings = SearchSettings::resolve(&args, sources)?;
+/// What `rlm search --json` prints: one record per hit, best first.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SearchRecord {
+    /// A ranked chunk.
+    Hit {
+        /// 1 for the best hit.
+        rank: u32,
+        /// The ranking that ran (BM25 when semantic was asked for without vectors).
+        mode: SearchMode,
+        #[serde(flatten)]
+        hit: SearchHit,
+    },
+}
+
+/// The hits for a search, and the store's notice when it ranked otherwise than asked.
+pub fn execute(sources: &Sources, args: &SearchArgs) -> anyhow::Result<Outcome<SearchRecord>> {
+    let settings = SearchSettings::resolve(args, sources)?;
     let store = settings.store.open_existing()?;
     let request = settings.request;
     // Loading a model costs up to a second or two; only do it when vectors exist to search.
@@ -34,37 +53,39 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::
     let outcome = store
         .search_with(&request, embedder.as_deref())
         .map_err(store_error)?;
-    if let Some(notice) = &outcome.notice
-        && !global.quiet
-    {
-        let mut stderr = anstream::stderr();
-        let _ = writeln!(stderr, "note: {}", output::neutralize(&notice.to_string()));
+    let mode = outcome.mode;
+    let records = (1..)
+        .zip(outcome.hits)
+        .map(|(rank, hit)| SearchRecord::Hit { rank, mode, hit })
+        .collect();
+    let mut result = Outcome::success(records);
+    if result.records.is_empty() {
+        result
+            .notes
+            .push("note: no chunk matches the query".to_owned());
     }
-    if outcome.hits.is_empty() && !global.quiet {
-        // Stdout stays an empty stream; say why on stderr, for people and scripts alike.
-        let mut stderr = anstream::stderr();
-        let _ = writeln!(stderr, "note: no chunk matches the query");
-    }
+    let notice = outcome.notice.map(|notice| format!("note: {notice}"));
+    result.notes.splice(0..0, notice);
+    Ok(result)
+}
+
+pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let outcome = execute(sources, &args)?;
+    // With no hits stdout stays an empty stream; a note says why, for people and scripts.
+    outcome.print_notes(global.quiet);
     let mut out = output::stdout();
     if global.json {
-        for (rank, hit) in outcome.hits.iter().enumerate() {
-            let mut value = serde_json::to_value(hit)?;
-            if let Some(object) = value.as_object_mut() {
-                object.insert("type".into(), "hit".into());
-                object.insert("rank".into(), (rank + 1).into());
-                object.insert("mode".into(), serde_json::to_value(outcome.mode)?);
-            }
-            serde_json::to_writer(&mut out, &value)?;
-            writeln!(out)?;
+        for record in &outcome.records {
+            output::write_json(&mut out, record)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     let bold = anstyle::Style::new().bold();
-    for (rank, hit) in outcome.hits.iter().enumerate() {
+    for SearchRecord::Hit { rank, hit, .. } in &outcome.records {
         writeln!(
             out,
             "{:>3}. {bold}{}{bold:#}:{}-{}  chunk {}  score {:.3}",
-            rank + 1,
+            rank,
             output::for_stdout(&hit.buffer),
             hit.start_line,
             hit.end_line,

@@ -239,7 +239,7 @@ async fn the_python_sdk_client_calls_tools_and_pages_resources() {
 
     // Bad input: tool errors with the CLI's messages, and the session goes on.
     assert_tool_error(&seen["wrong_type"], "invalid type");
-    assert_tool_error(&seen["missing"], "required");
+    assert_tool_error(&seen["missing"], "peek needs a buffer");
     assert_tool_error(&seen["outside"], "outside the server's root");
     assert_tool_error(&seen["store_error"], "no-such-buffer");
     // A path the command reports and goes on after: its error is the result's text.

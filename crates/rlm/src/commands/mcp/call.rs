@@ -1,63 +1,60 @@
-//! Running one tool call: the `rlm` command it stands for, on a thread of its own with its
-//! stdout collected, turned into an MCP tool result.
+//! Running one tool call: its command's entry point on a thread of its own, with anything it
+//! prints and the errors it reports collected, turned into an MCP tool result.
 //!
 //! A thread per call keeps calls apart: a command builds its own async runtime (which cannot
-//! start on a runtime's thread), its stdout goes to its own buffer, and a panic ends that
+//! start on a runtime's thread), its output goes to its own buffer, and a panic ends that
 //! thread only, so the session goes on.
 
-use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser as _;
 use rlm_context::root::FileRoot;
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use super::progress::Reporter;
-use crate::cli::Cli;
+use super::tools::Job;
+use crate::cli::{ColorChoice, GlobalArgs};
+use crate::commands::Outcome;
 use crate::error::Shown;
 use crate::observers::observe;
 use crate::output::capture::{self, Captured};
 use crate::settings::{ModelBackend, Sources};
 
-/// What a finished command left: its result, what it printed and the errors it reported.
-type Finished = (anyhow::Result<ExitCode>, Captured);
+/// What a finished command left: its outcome, and what it printed and reported.
+type Finished = (anyhow::Result<Outcome<serde_json::Value>>, Captured);
 
 /// The command a tool call stands for.
 pub struct Call {
-    /// The global flags (`--json`, …).
-    pub global: Vec<OsString>,
-    /// The subcommand and its arguments.
-    pub arguments: Vec<OsString>,
+    pub job: Job,
+    /// The server's `--config`.
+    pub config: Option<PathBuf>,
     /// Where the command may read and write files (`Root::fence`).
     pub root: FileRoot,
 }
 
-/// Runs `rlm GLOBAL… ARGUMENTS…` in this process, confined to the call's root, and returns
-/// its result for the client; with a `reporter`, the command's progress goes to the client as
+/// Runs the call's command in this process, confined to the call's root, and returns its
+/// result for the client; with a `reporter`, the command's progress goes to the client as
 /// it runs; `backends` are model providers offered to it besides the configured ones.
 pub async fn command(
     call: Call,
     reporter: Option<Reporter>,
     backends: Vec<ModelBackend>,
 ) -> CallToolResult {
-    let Call {
-        global,
-        arguments,
-        root,
-    } = call;
-    let mut argv = vec![OsString::from("rlm")];
-    argv.extend(global);
-    argv.extend(arguments);
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(cli) => cli,
-        Err(err) => return refusal(err.render().to_string().trim_end()),
-    };
+    let Call { job, config, root } = call;
     let dispatch = move || {
         let sources = backends.into_iter().fold(
-            Sources::from_process(cli.global.config.clone()).with_root(root),
+            Sources::from_process(config.clone()).with_root(root),
             Sources::with_model_backend,
         );
-        crate::commands::dispatch_with(cli, sources)
+        // As `rlm --json --quiet --color never`: records, no progress on stderr, no colour.
+        let global = GlobalArgs {
+            verbose: 0,
+            quiet: true,
+            json: true,
+            color: ColorChoice::Never,
+            config,
+        };
+        job(&global, &sources)
     };
     let Some(reporter) = reporter else {
         return isolated(dispatch).await;
@@ -82,7 +79,7 @@ pub async fn command(
 /// Runs `command` on a thread of its own with its stdout collected; a panic becomes a tool
 /// error and ends only that thread.
 async fn isolated(
-    command: impl FnOnce() -> anyhow::Result<ExitCode> + Send + 'static,
+    command: impl FnOnce() -> anyhow::Result<Outcome<serde_json::Value>> + Send + 'static,
 ) -> CallToolResult {
     let (sender, receiver) = tokio::sync::oneshot::channel::<Finished>();
     let started = std::thread::Builder::new()
@@ -110,43 +107,38 @@ pub fn refusal(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(rlm_llm::secrets::mask(message))])
 }
 
-/// The records a command printed (`--json` lines) as structured content, its text and the
-/// errors it reported as text, and an error when it failed.
-fn finished(result: anyhow::Result<ExitCode>, captured: &Captured) -> CallToolResult {
+/// The command's records as structured content and, one JSON line each, as text, followed by
+/// its notes, anything it printed and the errors it reported and went on after; an error when
+/// it failed.
+fn finished(
+    result: anyhow::Result<Outcome<serde_json::Value>>,
+    captured: &Captured,
+) -> CallToolResult {
     let Captured { printed, reported } = captured;
-    let code = match result {
-        Ok(code) => code,
+    let outcome = match result {
+        Ok(outcome) => outcome,
         Err(err) => {
             let mut errors = reported.clone();
             errors.push(Shown::of(&err).plain());
             return refusal(&errors.join("\n"));
         }
     };
-    let mut text = String::from_utf8_lossy(printed);
-    let records: Vec<serde_json::Value> = text
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| serde_json::Value::from(line)))
-        .collect();
+    let mut lines: Vec<String> = outcome.records.iter().map(ToString::to_string).collect();
+    lines.extend(outcome.notes.iter().cloned());
+    let printed = String::from_utf8_lossy(printed);
+    lines.extend(printed.lines().map(str::to_owned));
     // Errors the command reported and went on after (a path `load` could not read) follow
-    // the records in the text, as a terminal shows them beside the output.
-    if !reported.is_empty() {
-        let text = text.to_mut();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&reported.join("\n"));
-    }
-    let mut result = if code == ExitCode::SUCCESS {
-        CallToolResult::success(vec![ContentBlock::text(text.into_owned())])
+    // the records, as a terminal shows them beside the output.
+    lines.extend(reported.iter().cloned());
+    let text = rlm_llm::secrets::mask(&lines.join("\n")).into_owned();
+    let mut result = if outcome.code == ExitCode::SUCCESS {
+        CallToolResult::success(vec![ContentBlock::text(text)])
     } else {
         // The command ran and said why it failed in its records (e.g. a run without an
         // answer within its budget).
-        CallToolResult::error(vec![ContentBlock::text(
-            rlm_llm::secrets::mask(&text).into_owned(),
-        )])
+        CallToolResult::error(vec![ContentBlock::text(text)])
     };
-    result.structured_content = Some(serde_json::json!({ "records": records }));
+    result.structured_content = Some(serde_json::json!({ "records": outcome.records }));
     result
 }
 
@@ -159,6 +151,14 @@ mod tests {
         value[0]["text"].as_str().unwrap().to_owned()
     }
 
+    /// An outcome with `records`, ending with `code`.
+    fn outcome(records: Vec<serde_json::Value>, code: ExitCode) -> Outcome<serde_json::Value> {
+        Outcome {
+            code,
+            ..Outcome::success(records)
+        }
+    }
+
     #[tokio::test]
     async fn a_panicking_call_is_a_tool_error_and_the_next_call_works() {
         let panicked = isolated(|| panic!("a bug")).await;
@@ -166,11 +166,12 @@ mod tests {
         assert!(text(&panicked).contains("panicked"), "{}", text(&panicked));
 
         let next = isolated(|| {
-            crate::output::print_record("hit", &serde_json::json!({ "rank": 1 }))?;
-            Ok(ExitCode::SUCCESS)
+            let hit = serde_json::json!({ "type": "hit", "rank": 1 });
+            Ok(outcome(vec![hit], ExitCode::SUCCESS))
         })
         .await;
         assert_eq!(next.is_error, Some(false));
+        assert_eq!(text(&next), r#"{"type":"hit","rank":1}"#);
         let records = &next.structured_content.unwrap()["records"];
         assert_eq!(records[0]["type"], "hit");
         assert_eq!(records[0]["rank"], 1);
@@ -182,7 +183,7 @@ mod tests {
             let unreadable = crate::error::input_error("cannot read /root/~")
                 .with_hint("check the path")
                 .into();
-            Ok(crate::error::report(&unreadable))
+            Ok(outcome(Vec::new(), crate::error::report(&unreadable)))
         })
         .await;
         assert_eq!(failed.is_error, Some(true));
@@ -191,24 +192,25 @@ mod tests {
             "error: cannot read /root/~\nhint: check the path"
         );
 
-        // Beside records, and before the error that ended the command.
+        // Before the error that ended the command.
         let both = isolated(|| {
-            crate::output::print_record("load", &serde_json::json!({ "loaded": [] }))?;
             crate::error::report(&crate::error::input_error("cannot read a").into());
             Err(crate::error::input_error("cannot read b").into())
         })
         .await;
         assert_eq!(text(&both), "error: cannot read a\nerror: cannot read b");
+        // After the records and the notes.
         let partial = isolated(|| {
-            crate::output::print_record("load", &serde_json::json!({ "loaded": [] }))?;
-            Ok(crate::error::report(
-                &crate::error::input_error("cannot read a").into(),
-            ))
+            let code = crate::error::report(&crate::error::input_error("cannot read a").into());
+            let mut partial = outcome(vec![serde_json::json!({ "type": "load" })], code);
+            partial.notes.push("note: skipped 2 files".to_owned());
+            Ok(partial)
         })
         .await;
+        assert_eq!(partial.is_error, Some(true));
         assert_eq!(
             text(&partial),
-            "{\"type\":\"load\",\"loaded\":[]}\nerror: cannot read a"
+            "{\"type\":\"load\"}\nnote: skipped 2 files\nerror: cannot read a"
         );
         assert_eq!(
             partial.structured_content.unwrap()["records"][0]["type"],

@@ -9,7 +9,6 @@
 
 mod call;
 mod http;
-mod outputs;
 mod progress;
 mod resources;
 mod root;
@@ -17,7 +16,6 @@ mod sampling;
 mod stdio;
 mod tools;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -96,55 +94,6 @@ struct Server {
 }
 
 impl Server {
-    /// The global flags every command runs with: JSON records, no progress or colour, and the
-    /// server's own `--config`.
-    fn global_arguments(&self) -> Vec<OsString> {
-        let mut global: Vec<OsString> = ["--json", "--quiet", "--color", "never"]
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        if let Some(config) = &self.config {
-            global.push("--config".into());
-            global.push(config.into());
-        }
-        global
-    }
-
-    /// `command_line` working over the store the server was started with (`rlm mcp --store
-    /// DIR`), as the resources do: store commands get `--store=DIR`, and `run`'s `--store`
-    /// alone (the tool's `store: true`) becomes `--store=DIR`. Without `--store` the commands
-    /// find the same store the server does (`RLM_STORE`, else `.rlm` in the root).
-    fn on_server_store(&self, mut command_line: Vec<OsString>) -> Vec<OsString> {
-        let Some(store) = &self.store else {
-            return command_line;
-        };
-        let mut flag = OsString::from("--store=");
-        flag.push(store);
-        let Some(command) = command_line.first().and_then(|word| word.to_str()) else {
-            return command_line;
-        };
-        match command {
-            "load" | "list" | "search" | "grep" | "peek" | "query" => {
-                command_line.insert(1, flag);
-            }
-            "run" => {
-                // Only before `--`: what follows is the question.
-                let options = command_line
-                    .iter()
-                    .position(|word| word == "--")
-                    .unwrap_or(command_line.len());
-                if let Some(bare) = command_line[..options]
-                    .iter_mut()
-                    .find(|word| *word == "--store")
-                {
-                    *bare = flag;
-                }
-            }
-            _ => {}
-        }
-        command_line
-    }
-
     /// Runs `f` over the server's store on a blocking thread, or gives `without` when there is
     /// no store yet (or the CLI's error when that is `None`); errors are the CLI's messages.
     async fn with_store<T: Send + 'static>(
@@ -226,9 +175,12 @@ impl ServerHandler for Server {
             ));
         };
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let result = match (spec.command_line)(arguments, &self.root) {
-            Ok(command_line) => {
-                let command_line = self.on_server_store(command_line);
+        let place = tools::Place {
+            root: &self.root,
+            store: self.store.as_deref(),
+        };
+        let result = match (spec.prepare)(arguments, &place) {
+            Ok(job) => {
                 let reporter = progress::Reporter::for_request(&context);
                 // `run` may be answered by the client's own model (`sampling.rs`).
                 let backends = match spec.name {
@@ -236,8 +188,8 @@ impl ServerHandler for Server {
                     _ => Vec::new(),
                 };
                 let call = call::Call {
-                    global: self.global_arguments(),
-                    arguments: command_line,
+                    job,
+                    config: self.config.clone(),
                     root: self.root.fence().clone(),
                 };
                 call::command(call, reporter, backends).await

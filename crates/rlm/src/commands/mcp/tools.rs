@@ -1,33 +1,96 @@
 //! The tools `rlm mcp` offers: each one's arguments (deserialized and described as a JSON
-//! schema) and the `rlm` command line they stand for. The command itself runs unchanged
-//! (`call.rs`), so a tool answers exactly as the CLI would, with its `--json` records.
+//! schema) and the command it runs. A tool builds its command's own arguments as typed
+//! values and calls the command's entry point (`commands::x::execute`), which returns the
+//! records `--json` prints; its output schema is derived from those same record types, so
+//! the two cannot drift.
 
-use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::outputs::{self, Records};
 use super::root::Root;
 use super::sampling;
+use crate::cli::{
+    BuildArgs, DEFAULT_SAMPLE_CHARS, GlobalArgs, GrepArgs, InspectArgs, ListArgs, LoadArgs,
+    PeekArgs, QueryArgs, RunArgs, SearchArgs, StoreLocation,
+};
+use crate::commands::{self, Outcome};
+use crate::settings::Sources;
 
-/// One tool: its name, what it is for, its argument and result schemas, and its command line.
+/// A tool's structured result: the records its command printed with `--json`, in order.
+#[derive(JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "only its schema is used: results are built as JSON values"
+)]
+struct Records<T> {
+    /// The records the command printed with `--json` (one JSON Lines record each), in order.
+    records: Vec<T>,
+}
+
+/// A prepared call: runs the command with the call's global flags and sources, and gives its
+/// records as JSON values (each serialized from the tool's record type).
+pub type Job =
+    Box<dyn FnOnce(&GlobalArgs, &Sources) -> anyhow::Result<Outcome<serde_json::Value>> + Send>;
+
+/// Where a call works: the server's root, and the store it was started with, if any.
+pub struct Place<'a> {
+    pub root: &'a Root,
+    /// `rlm mcp --store DIR`: the store every store command uses, and `run`'s `store: true`.
+    pub store: Option<&'a Path>,
+}
+
+impl Place<'_> {
+    /// The store location a store command gets: the server's store, else what the command
+    /// finds by itself (`RLM_STORE`, else `.rlm` in the root).
+    fn location(&self) -> StoreLocation {
+        StoreLocation {
+            store: self.store.map(Path::to_path_buf),
+        }
+    }
+}
+
+/// One tool: its name, what it is for, its argument and result schemas, and its command.
 pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub schema: fn() -> serde_json::Map<String, serde_json::Value>,
     /// The schema of its `structuredContent`: `{"records": [...]}` of its command's records.
     pub output_schema: fn() -> serde_json::Map<String, serde_json::Value>,
-    /// The `rlm` arguments (after the global ones) for a call, or why the call is refused.
-    pub command_line: fn(serde_json::Value, &Root) -> Result<Vec<OsString>, String>,
+    /// The command for a call, or why the call is refused.
+    pub prepare: fn(serde_json::Value, &Place<'_>) -> Result<Job, String>,
 }
 
-/// A tool's arguments: how they turn into an `rlm` command line.
+/// A tool's arguments: the command they stand for.
 trait Arguments: for<'de> Deserialize<'de> + JsonSchema {
-    /// The records its command prints with `--json` (see `outputs.rs`).
+    /// The records its command returns (and prints with `--json`).
     type Record: JsonSchema;
 
-    fn command_line(self, root: &Root) -> Result<Command, String>;
+    /// The command with its arguments (paths checked against the root), ready to run.
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String>;
+}
+
+/// A job that runs `execute` and serializes its records, of the tool's record type.
+fn job<R: Serialize + 'static>(
+    execute: impl FnOnce(&GlobalArgs, &Sources) -> anyhow::Result<Outcome<R>> + Send + 'static,
+) -> Job {
+    Box::new(move |global, sources| {
+        let Outcome {
+            records,
+            notes,
+            code,
+        } = execute(global, sources)?;
+        let records = records
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?;
+        Ok(Outcome {
+            records,
+            notes,
+            code,
+        })
+    })
 }
 
 fn spec<A: Arguments>(name: &'static str, description: &'static str) -> ToolSpec {
@@ -35,18 +98,51 @@ fn spec<A: Arguments>(name: &'static str, description: &'static str) -> ToolSpec
         name,
         description,
         schema: schema_of::<A>,
-        output_schema: schema_of::<Records<A::Record>>,
-        command_line: |arguments, root| {
+        output_schema: output_schema_of::<Records<A::Record>>,
+        prepare: |arguments, place| {
             let arguments: A = serde_json::from_value(arguments)
                 .map_err(|err| format!("error: invalid arguments: {err}"))?;
-            Ok(arguments.command_line(root)?.0)
+            arguments.prepare(place)
         },
     }
 }
 
-/// The JSON schema schemars derives for `T`, in standard JSON Schema only.
+/// `A` with every field at the default its command line declares (clap's attributes, the one
+/// place defaults are written), given `required`, the words its required arguments need. A
+/// tool then sets the fields its call gives, as typed values.
+fn defaults<A: clap::Args + clap::FromArgMatches>(required: &[&str]) -> Result<A, String> {
+    let command = A::augment_args(clap::Command::new("rlm").no_binary_name(true));
+    command
+        .try_get_matches_from(required)
+        .and_then(|matches| A::from_arg_matches(&matches))
+        .map_err(|err| format!("error: {}", err.kind()))
+}
+
+/// A number of seconds, checked as the command line checks `--timeout`.
+fn seconds(value: Option<f64>, name: &str) -> Result<Option<f64>, String> {
+    value
+        .map(|value| {
+            crate::cli::parse_seconds(&value.to_string())
+                .map_err(|err| format!("error: invalid `{name}`: {err}"))
+        })
+        .transpose()
+}
+
+/// The JSON schema of `T` as arguments are read, in standard JSON Schema only.
 fn schema_of<T: JsonSchema>() -> serde_json::Map<String, serde_json::Value> {
-    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    schema_with::<T>(schemars::generate::SchemaSettings::default())
+}
+
+/// The JSON schema of `T` as it is written (a field left out when empty is not required), in
+/// standard JSON Schema only.
+fn output_schema_of<T: JsonSchema>() -> serde_json::Map<String, serde_json::Value> {
+    schema_with::<T>(schemars::generate::SchemaSettings::default().for_serialize())
+}
+
+fn schema_with<T: JsonSchema>(
+    settings: schemars::generate::SchemaSettings,
+) -> serde_json::Map<String, serde_json::Value> {
+    let schema = settings.into_generator().into_root_schema_for::<T>();
     match serde_json::to_value(schema) {
         Ok(serde_json::Value::Object(mut object)) => {
             drop_rust_formats(&mut object);
@@ -158,43 +254,6 @@ pub fn all() -> Vec<ToolSpec> {
     ]
 }
 
-/// An `rlm` command line under construction.
-struct Command(Vec<OsString>);
-
-impl Command {
-    fn new(words: &[&str]) -> Self {
-        Self(words.iter().map(OsString::from).collect())
-    }
-
-    fn arg(mut self, value: impl Into<OsString>) -> Self {
-        self.0.push(value.into());
-        self
-    }
-
-    fn flag(self, name: &str, on: bool) -> Self {
-        if on { self.arg(name) } else { self }
-    }
-
-    fn option(self, name: &str, value: Option<impl ToString>) -> Self {
-        match value {
-            Some(value) => self.arg(name).arg(value.to_string()),
-            None => self,
-        }
-    }
-
-    fn each(mut self, name: &str, values: &[String]) -> Self {
-        for value in values {
-            self = self.arg(name).arg(value);
-        }
-        self
-    }
-
-    /// A value that must not be read as a flag (a query or pattern starting with `-`).
-    fn positional(self, value: &str) -> Self {
-        self.arg("--").arg(value)
-    }
-}
-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct InspectArguments {
@@ -210,17 +269,21 @@ struct InspectArguments {
 }
 
 impl Arguments for InspectArguments {
-    type Record = outputs::InspectRecord;
+    type Record = commands::inspect::InspectRecord;
 
-    fn command_line(self, root: &Root) -> Result<Command, String> {
-        let mut command = Command::new(&["inspect"])
-            .option("--text", self.text)
-            .option("--name", self.name)
-            .option("--sample-chars", self.sample_chars);
-        for path in &self.paths {
-            command = command.arg(root.inside(path)?);
-        }
-        Ok(command)
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let paths = self
+            .paths
+            .iter()
+            .map(|path| place.root.inside(path))
+            .collect::<Result<Vec<PathBuf>, String>>()?;
+        let args = InspectArgs {
+            paths,
+            text: self.text,
+            name: self.name,
+            sample_chars: self.sample_chars.unwrap_or(DEFAULT_SAMPLE_CHARS),
+        };
+        Ok(job(move |_, _| commands::inspect::execute(args)))
     }
 }
 
@@ -242,22 +305,28 @@ struct LoadArguments {
 }
 
 impl Arguments for LoadArguments {
-    type Record = outputs::LoadRecord;
+    type Record = commands::load::LoadRecord;
 
-    fn command_line(self, root: &Root) -> Result<Command, String> {
-        let mut command = Command::new(&["load"])
-            .option("--name", self.name)
-            .each("--include", &self.include)
-            .each("--exclude", &self.exclude)
-            .option("--chunk-size", self.chunk_size)
-            .arg("--");
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
         if self.paths.is_empty() {
             return Err("error: `paths` needs at least one file or directory".to_owned());
         }
-        for path in &self.paths {
-            command = command.arg(root.inside(path)?);
+        let mut args: LoadArgs = defaults(&["."])?;
+        args.paths = self
+            .paths
+            .iter()
+            .map(|path| place.root.inside(path))
+            .collect::<Result<_, _>>()?;
+        args.name = self.name;
+        args.include = self.include;
+        args.exclude = self.exclude;
+        if let Some(size) = self.chunk_size {
+            args.chunking.chunk_size = size;
         }
-        Ok(command)
+        args.location = place.location();
+        Ok(job(move |global, sources| {
+            commands::load::execute(global, sources, &args)
+        }))
     }
 }
 
@@ -266,10 +335,15 @@ impl Arguments for LoadArguments {
 struct ListArguments {}
 
 impl Arguments for ListArguments {
-    type Record = outputs::BufferRecord;
+    type Record = commands::list::BufferRecord;
 
-    fn command_line(self, _root: &Root) -> Result<Command, String> {
-        Ok(Command::new(&["list"]))
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let args = ListArgs {
+            location: place.location(),
+        };
+        Ok(job(move |_, sources| {
+            commands::list::execute(sources, &args)
+        }))
     }
 }
 
@@ -290,15 +364,30 @@ struct SearchArguments {
 }
 
 impl Arguments for SearchArguments {
-    type Record = outputs::SearchRecord;
+    type Record = commands::search::SearchRecord;
 
-    fn command_line(self, _root: &Root) -> Result<Command, String> {
-        Ok(Command::new(&["search"])
-            .option("--mode", self.mode.map(rlm_store::SearchMode::as_str))
-            .option("--top", self.k)
-            .each("--buffer", &self.buffers)
-            .option("--path", self.path)
-            .positional(&self.query))
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let args = self.search_args(place)?;
+        Ok(job(move |_, sources| {
+            commands::search::execute(sources, &args)
+        }))
+    }
+}
+
+impl SearchArguments {
+    fn search_args(self, place: &Place<'_>) -> Result<SearchArgs, String> {
+        let mut args: SearchArgs = defaults(&["query"])?;
+        args.query = vec![self.query];
+        if let Some(mode) = self.mode {
+            args.mode = mode;
+        }
+        if let Some(top) = self.k {
+            args.top = top;
+        }
+        args.buffers = self.buffers;
+        args.path_glob = self.path;
+        args.location = place.location();
+        Ok(args)
     }
 }
 
@@ -331,20 +420,36 @@ struct GrepArguments {
 }
 
 impl Arguments for GrepArguments {
-    type Record = outputs::GrepRecord;
+    /// Its records are serialized from `GrepLine`s as they are found.
+    type Record = rlm_store::GrepLine<'static>;
 
-    fn command_line(self, _root: &Root) -> Result<Command, String> {
-        Ok(Command::new(&["grep"])
-            .each("--buffer", &self.buffers)
-            .option("--path", self.path)
-            .option("--context", self.context)
-            .flag("--ignore-case", self.ignore_case)
-            .flag("--fixed-strings", self.fixed_strings)
-            .flag("--word-regexp", self.word_regexp)
-            .flag("--files-with-matches", self.files_with_matches)
-            .flag("--count", self.count)
-            .option("--max-count", self.max_count)
-            .positional(&self.pattern))
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let mut args: GrepArgs = defaults(&["pattern"])?;
+        args.pattern = self.pattern;
+        args.buffers = self.buffers;
+        args.path_glob = self.path;
+        args.context = self.context.unwrap_or(0);
+        args.ignore_case = self.ignore_case;
+        args.fixed_strings = self.fixed_strings;
+        args.word_regexp = self.word_regexp;
+        args.files_with_matches = self.files_with_matches;
+        args.count = self.count;
+        args.max_count = self.max_count;
+        args.location = place.location();
+        if args.files_with_matches && args.count {
+            return Err("error: `files_with_matches` and `count` cannot be used together".into());
+        }
+        Ok(Box::new(move |_, sources| {
+            let mut records = Vec::new();
+            let code = commands::grep::execute(sources, &args, true, &mut |line| {
+                records.push(serde_json::to_value(line)?);
+                Ok(())
+            })?;
+            Ok(Outcome {
+                code,
+                ..Outcome::success(records)
+            })
+        }))
     }
 }
 
@@ -362,17 +467,19 @@ struct PeekArguments {
 }
 
 impl Arguments for PeekArguments {
-    type Record = outputs::PeekRecord;
+    type Record = commands::peek::PeekRecord;
 
-    fn command_line(self, _root: &Root) -> Result<Command, String> {
-        let command = Command::new(&["peek"])
-            .option("--lines", self.lines)
-            .option("--bytes", self.bytes)
-            .option("--chunk", self.chunk);
-        Ok(match self.buffer {
-            Some(buffer) => command.positional(&buffer),
-            None => command,
-        })
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let args = PeekArgs {
+            buffer: self.buffer,
+            lines: self.lines,
+            bytes: self.bytes,
+            chunk: self.chunk,
+            location: place.location(),
+        };
+        Ok(job(move |_, sources| {
+            commands::peek::execute(sources, &args)
+        }))
     }
 }
 
@@ -422,38 +529,48 @@ enum StoreChoice {
 }
 
 impl Arguments for RunArguments {
-    type Record = outputs::RunRecord;
+    type Record = commands::run::RunRecord;
 
-    fn command_line(self, root: &Root) -> Result<Command, String> {
-        let store = match self.store {
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let args = self.run_args(place)?;
+        Ok(job(move |global, sources| {
+            commands::run::execute(global, sources, &args)
+        }))
+    }
+}
+
+impl RunArguments {
+    fn run_args(self, place: &Place<'_>) -> Result<RunArgs, String> {
+        let mut args: RunArgs = defaults(&["question"])?;
+        args.query = self.query;
+        args.context = self.context;
+        args.context_files = self
+            .context_files
+            .iter()
+            .map(|path| place.root.inside(path))
+            .collect::<Result<_, _>>()?;
+        args.store = match self.store {
             None | Some(StoreChoice::Default(false)) => None,
-            Some(StoreChoice::Default(true)) => Some(OsString::from("--store")),
-            Some(StoreChoice::Directory(dir)) => {
-                let mut flag = OsString::from("--store=");
-                flag.push(root.inside(&dir)?);
-                Some(flag)
-            }
+            // `true`: the server's store, or the one the store commands find.
+            Some(StoreChoice::Default(true)) => Some(place.store.map(Path::to_path_buf)),
+            Some(StoreChoice::Directory(dir)) => Some(Some(place.root.inside(&dir)?)),
         };
-        let mut command = Command::new(&["run"])
-            .option("--context", self.context)
-            .option("--model", self.model.map(sampling::model_argument))
-            .option(
-                "--subcall-model",
-                self.subcall_model.map(sampling::model_argument),
-            )
-            .option("--max-iterations", self.max_iterations)
-            .option("--max-depth", self.max_depth)
-            .option("--max-cost", self.max_cost)
-            .option("--max-tokens", self.max_tokens)
-            .option("--timeout", self.timeout_seconds)
-            .option("--max-subcalls", self.max_subcalls);
-        if let Some(store) = store {
-            command = command.arg(store);
+        let run_loop = &mut args.run_loop;
+        run_loop.llm.model = self.model.map(sampling::model_argument);
+        run_loop.llm.subcall_model = self.subcall_model.map(sampling::model_argument);
+        if let Some(turns) = self.max_iterations {
+            run_loop.max_iterations = turns;
         }
-        for path in &self.context_files {
-            command = command.arg("--context-file").arg(root.inside(path)?);
+        if let Some(depth) = self.max_depth {
+            run_loop.max_depth = depth;
         }
-        Ok(command.positional(&self.query))
+        run_loop.budget.max_cost = self.max_cost;
+        run_loop.budget.max_tokens = self
+            .max_tokens
+            .map(|tokens| i64::try_from(tokens).unwrap_or(i64::MAX));
+        run_loop.max_time = seconds(self.timeout_seconds, "timeout_seconds")?;
+        run_loop.max_subcalls = self.max_subcalls;
+        Ok(args)
     }
 }
 
@@ -469,15 +586,22 @@ struct CtxArguments {
 }
 
 impl Arguments for CtxArguments {
-    type Record = outputs::CtxRecord;
+    type Record = commands::ctx::CtxRecord;
 
-    fn command_line(self, root: &Root) -> Result<Command, String> {
-        let dir = root.inside(self.dir.as_deref().unwrap_or("ctx"))?;
-        Ok(Command::new(&["ctx", "--dir"])
-            .arg(dir)
-            .arg("assemble")
-            .option("--budget", self.budget)
-            .option("--tokenizer", self.tokenizer))
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let dir = place.root.inside(self.dir.as_deref().unwrap_or("ctx"))?;
+        let tokenizer = self
+            .tokenizer
+            .map(|name| crate::cli::parse_tokenizer(&name))
+            .transpose()
+            .map_err(|err| format!("error: invalid `tokenizer`: {err}"))?;
+        let build = BuildArgs {
+            budget: self.budget,
+            tokenizer,
+        };
+        Ok(job(move |_, sources| {
+            commands::ctx::assemble(sources, &dir, build)
+        }))
     }
 }
 
@@ -494,7 +618,7 @@ struct QueryArguments {
     /// Model as `provider:model` (default from rlm's configuration).
     model: Option<String>,
     /// `search` (ranked chunks, default) or `all` (every chunk of the selected buffers).
-    scan: Option<String>,
+    scan: Option<rlm_query::ScanMode>,
     /// Chunks to read per search.
     top_k: Option<usize>,
     /// Spending limit in US dollars.
@@ -506,19 +630,23 @@ struct QueryArguments {
 }
 
 impl Arguments for QueryArguments {
-    type Record = outputs::QueryRecord;
+    type Record = commands::query::QueryRecord;
 
-    fn command_line(self, _root: &Root) -> Result<Command, String> {
-        Ok(Command::new(&["query"])
-            .each("--buffer", &self.buffers)
-            .option("--path", self.path)
-            .option("--model", self.model)
-            .option("--scan", self.scan)
-            .option("--top-k", self.top_k)
-            .option("--max-cost", self.max_cost)
-            .option("--max-tokens", self.max_tokens)
-            .option("--timeout", self.timeout_seconds)
-            .positional(&self.question))
+    fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
+        let mut args: QueryArgs = defaults(&["question"])?;
+        args.question = self.question;
+        args.buffers = self.buffers;
+        args.path = self.path;
+        args.llm.model = self.model;
+        args.scan = self.scan;
+        args.top_k = self.top_k;
+        args.budget.max_cost = self.max_cost;
+        args.budget.max_tokens = self.max_tokens;
+        args.timeout = seconds(self.timeout_seconds, "timeout_seconds")?;
+        args.location = place.location();
+        Ok(job(move |global, sources| {
+            commands::query::execute(global, sources, &args)
+        }))
     }
 }
 
@@ -526,35 +654,88 @@ impl Arguments for QueryArguments {
 mod tests {
     use super::*;
 
-    fn command_line(tool: &str, arguments: serde_json::Value, root: &Root) -> Vec<String> {
-        let spec = all().into_iter().find(|spec| spec.name == tool).unwrap();
-        let words = (spec.command_line)(arguments, root).unwrap();
-        words
-            .into_iter()
-            .map(|word| word.into_string().unwrap())
-            .collect()
+    fn run_args(arguments: serde_json::Value, place: &Place<'_>) -> Result<RunArgs, String> {
+        serde_json::from_value::<RunArguments>(arguments)
+            .unwrap()
+            .run_args(place)
     }
 
     #[test]
     fn run_over_the_store_names_the_default_store_or_a_directory_inside_the_root() {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path()).unwrap();
-        let run = |store: serde_json::Value| {
-            command_line(
-                "run",
-                serde_json::json!({ "query": "q", "store": store }),
-                &root,
-            )
+        let place = Place {
+            root: &root,
+            store: None,
         };
-        assert_eq!(run(true.into()), ["run", "--store", "--", "q"]);
-        assert_eq!(run(false.into()), ["run", "--", "q"]);
-        let named = format!("--store={}", root.dir().join("stores/a").display());
-        assert_eq!(run("stores/a".into()), ["run", named.as_str(), "--", "q"]);
+        let store = |store: serde_json::Value, place: &Place<'_>| {
+            run_args(serde_json::json!({ "query": "q", "store": store }), place)
+                .unwrap()
+                .store
+        };
+        assert_eq!(store(true.into(), &place), Some(None));
+        assert_eq!(store(false.into(), &place), None);
+        let named = root.dir().join("stores/a");
+        assert_eq!(store("stores/a".into(), &place), Some(Some(named)));
+        // `true` on a server started with a store is that store.
+        let server_store = dir.path().join("kept");
+        let on_server_store = Place {
+            root: &root,
+            store: Some(&server_store),
+        };
+        assert_eq!(
+            store(true.into(), &on_server_store),
+            Some(Some(server_store.clone()))
+        );
 
-        let spec = all().into_iter().find(|spec| spec.name == "run").unwrap();
         let outside = serde_json::json!({ "query": "q", "store": "../elsewhere" });
-        let refusal = (spec.command_line)(outside, &root).unwrap_err();
+        let refusal = run_args(outside, &place).unwrap_err();
         assert!(refusal.contains("outside the server's root"), "{refusal}");
+    }
+
+    #[test]
+    fn a_call_gets_the_defaults_the_command_line_declares_and_the_values_it_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        let place = Place {
+            root: &root,
+            store: None,
+        };
+        let run = run_args(serde_json::json!({ "query": "why?" }), &place).unwrap();
+        assert_eq!(run.query, "why?");
+        assert_eq!(run.run_loop.max_iterations, 30);
+        assert_eq!(run.run_loop.max_depth, 1);
+        assert_eq!(run.run_loop.max_time, None);
+        let given =
+            serde_json::json!({ "query": "q", "max_iterations": 4, "timeout_seconds": 2.5 });
+        let run = run_args(given, &place).unwrap();
+        assert_eq!(run.run_loop.max_iterations, 4);
+        assert_eq!(run.run_loop.max_time, Some(2.5));
+        // Seconds are checked as `--timeout` checks them.
+        let negative = serde_json::json!({ "query": "q", "timeout_seconds": -1.0 });
+        let refusal = run_args(negative, &place).unwrap_err();
+        assert!(refusal.contains("timeout_seconds"), "{refusal}");
+
+        let search = |arguments: serde_json::Value| {
+            serde_json::from_value::<SearchArguments>(arguments)
+                .unwrap()
+                .search_args(&place)
+                .unwrap()
+        };
+        let plain = search(serde_json::json!({ "query": "-x y" }));
+        assert_eq!(plain.query, ["-x y"]);
+        assert_eq!(plain.top, 10);
+        assert_eq!(plain.mode, rlm_store::SearchMode::Bm25);
+        let server_store = dir.path().join("kept");
+        let on_server_store = Place {
+            root: &root,
+            store: Some(&server_store),
+        };
+        let args = serde_json::from_value::<SearchArguments>(serde_json::json!({ "query": "q" }))
+            .unwrap()
+            .search_args(&on_server_store)
+            .unwrap();
+        assert_eq!(args.location.store, Some(server_store.clone()));
     }
 
     #[test]
@@ -620,14 +801,15 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path()).unwrap();
-        let words = command_line(
-            "search",
-            serde_json::json!({ "query": "q", "mode": "hybrid" }),
-            &root,
-        );
-        assert!(
-            words.windows(2).any(|pair| pair == ["--mode", "hybrid"]),
-            "{words:?}"
-        );
+        let place = Place {
+            root: &root,
+            store: None,
+        };
+        let arguments = serde_json::json!({ "query": "q", "mode": "hybrid" });
+        let args = serde_json::from_value::<SearchArguments>(arguments)
+            .unwrap()
+            .search_args(&place)
+            .unwrap();
+        assert_eq!(args.mode, rlm_store::SearchMode::Hybrid);
     }
 }
