@@ -8,8 +8,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use crate::cli::{ConfigAction, ConfigArgs, GlobalArgs};
-use crate::settings::shown::{self, Origin};
-use crate::settings::{Sources, files};
+use crate::settings::{Origin, Sources, files, shown};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ConfigArgs) -> anyhow::Result<ExitCode> {
     match args.action.unwrap_or(ConfigAction::Show) {
@@ -74,7 +73,7 @@ fn show(global: &GlobalArgs, sources: &Sources) -> anyhow::Result<()> {
     let assignments: Vec<String> = settings
         .iter()
         .map(|setting| {
-            let value = match (&setting.value, setting.note) {
+            let value = match (&setting.value, &setting.note) {
                 (Some(value), _) => value.to_string(),
                 (None, Some(note)) => format!("({note})"),
                 (None, None) => "(none)".to_owned(),
@@ -89,12 +88,13 @@ fn show(global: &GlobalArgs, sources: &Sources) -> anyhow::Result<()> {
         .unwrap_or(0);
     for (assignment, setting) in assignments.iter().zip(&settings) {
         let origin = match &setting.origin {
+            Origin::Flag { flag } => (*flag).to_owned(),
             Origin::Env { variable } => format!("env {variable}"),
             Origin::File { path } => path.display().to_string(),
             Origin::Default => "default".to_owned(),
         };
         // A value with a note (an automatic one) says how it is decided.
-        let origin = match (&setting.value, setting.note) {
+        let origin = match (&setting.value, &setting.note) {
             (Some(_), Some(note)) => format!("{origin}: {note}"),
             _ => origin,
         };

@@ -10,8 +10,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use rlm_embed::{Embedder, LoadOptions, ModelsDir};
 
-use super::Sources;
-use super::env;
+use super::{Sources, catalog, env};
 use crate::error::{CliError, embed_error};
 
 /// The `[embed]` section with environment and flag overrides applied.
@@ -27,24 +26,20 @@ pub struct EmbeddingSettings {
 impl EmbeddingSettings {
     /// `model_flag` is a command's `--model`; it wins over the environment and the files.
     pub fn resolve(model_flag: Option<&str>, sources: &Sources) -> anyhow::Result<Self> {
-        let section: rlm_embed::EmbedSettings = sources.section("embed")?;
-        let env = sources.env();
-        let root = env
-            .path(env::RLM_MODELS_DIR)
-            .or(section.models_dir)
-            .or_else(|| sources.dirs().models())
+        let root = catalog::EMBED_MODELS_DIR
+            .read(sources)?
+            .value
             .ok_or_else(|| {
                 CliError::input(anyhow::anyhow!("no models directory: HOME is not set"))
                     .with_hint(format!("set {} or [embed] models_dir", env::RLM_MODELS_DIR))
             })?;
-        let model = model_flag
-            .map(str::to_owned)
-            .or_else(|| env.var(env::RLM_EMBED_MODEL))
-            .or(section.model);
+        let model = catalog::EMBED_MODEL
+            .resolve(model_flag.map(str::to_owned), sources)?
+            .value;
         Ok(Self {
             models_dir: ModelsDir::new(root),
             model,
-            runtime: env.path(env::RLM_ONNXRUNTIME).or(section.runtime),
+            runtime: catalog::EMBED_RUNTIME.read(sources)?.value,
         })
     }
 

@@ -2,13 +2,12 @@
 //!
 //! Precedence, highest first: flags > environment > project file (`rlm.toml` in the current
 //! directory or an ancestor) > user file (`$XDG_CONFIG_HOME/rlm/config.toml`) > defaults.
-//! Files are merged table by table here; each `*Settings::resolve` then applies env and flags
-//! on top of the section it reads (see `LoadedConfig::section`).
+//! Files are merged table by table here; each setting's descriptor (`catalog.rs`) then reads
+//! its key from the merged table ([`LoadedConfig::lookup`]) below the flag and the environment.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use serde::de::DeserializeOwned;
 
 use crate::error::CliError;
 
@@ -91,21 +90,6 @@ impl LoadedConfig {
             .find(|(layer, _)| lookup(layer, dotted).is_some())
             .map(|(_, path)| path.as_path())?;
         Some((value, file))
-    }
-
-    /// Deserializes one `[section]`, or its default when absent.
-    pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
-        match self.table.get(name) {
-            None => Ok(T::default()),
-            Some(value) => value.clone().try_into().map_err(|err: toml::de::Error| {
-                CliError::input(anyhow::anyhow!("invalid [{name}] section: {err}"))
-                    .with_hint(format!(
-                        "configuration files read: {}",
-                        self.describe_files()
-                    ))
-                    .into()
-            }),
-        }
     }
 
     pub fn describe_files(&self) -> String {

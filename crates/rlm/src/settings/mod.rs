@@ -11,6 +11,8 @@
 //! temporary directory instead of touching the process environment.
 
 pub mod backends;
+pub mod catalog;
+pub mod check;
 pub mod embedding;
 pub mod env;
 pub mod files;
@@ -19,6 +21,7 @@ pub mod llm;
 pub mod prompt;
 pub mod query;
 pub mod run;
+pub mod setting;
 pub mod shown;
 pub mod size;
 pub mod store;
@@ -28,7 +31,6 @@ use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 use rlm_context::root::FileRoot;
-use serde::de::DeserializeOwned;
 
 pub use backends::ModelBackend;
 pub use embedding::EmbeddingSettings;
@@ -39,6 +41,7 @@ pub use llm::{ChatSettings, LlmSettings};
 pub use prompt::PromptSettings;
 pub use query::QuerySettings;
 pub use run::{ContextSource, LoopSettings, RunSettings};
+pub use setting::{Origin, Setting, Value};
 pub use store::{EmbedOnLoad, LoadSettings, SearchSettings, StoreSettings};
 pub use view::{ViewSettings, ViewTarget};
 
@@ -54,6 +57,8 @@ pub struct Sources {
     /// Where the project file search starts.
     cwd: Option<PathBuf>,
     config: OnceCell<LoadedConfig>,
+    /// What in the files is not in force once they are merged, found when they are read.
+    problems: OnceCell<Vec<check::Problem>>,
     /// Providers the front end offers besides the configured ones (`rlm mcp`'s sampling).
     model_backends: Vec<ModelBackend>,
     /// The directory every file a command reads or writes must resolve into (`rlm mcp
@@ -84,6 +89,7 @@ impl Sources {
             explicit_config,
             cwd,
             config: OnceCell::new(),
+            problems: OnceCell::new(),
             model_backends: Vec::new(),
             root: None,
             providers: Vec::new(),
@@ -172,23 +178,51 @@ impl Sources {
             }
         }
         let loaded = LoadedConfig::load(self.explicit_config(), &candidates)?;
-        let loaded = self.config.get_or_init(|| loaded);
-        for (path, table) in loaded.layers() {
-            for problem in check_file(table) {
-                // Even with --quiet: a setting the user wrote is not in force.
-                eprintln!(
-                    "warning: {}: {}",
-                    path.display(),
-                    crate::output::neutralize(&problem)
-                );
-            }
+        let problems: Vec<check::Problem> = loaded
+            .layers()
+            .flat_map(|(path, table)| check::check_file(path, table))
+            .collect();
+        for problem in &problems {
+            // Even with --quiet: a setting the user wrote is not in force.
+            eprintln!(
+                "warning: {}: {}",
+                problem.path.display(),
+                crate::output::neutralize(&problem.message)
+            );
         }
-        Ok(loaded)
+        // A command refuses only what is still wrong once the files are merged: a bad value
+        // one file sets and a later file replaces is warned about, not in force.
+        let merged = check::check_file(Path::new(""), &loaded.table);
+        let refused = problems
+            .into_iter()
+            .filter(|problem| merged.iter().any(|m| m.message == problem.message))
+            .collect();
+        let _ = self.problems.set(refused);
+        Ok(self.config.get_or_init(|| loaded))
     }
 
-    /// One `[section]` of the merged files, or its default when absent.
-    pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> anyhow::Result<T> {
-        self.config()?.section(name)
+    /// The merged files, for a setting in `table` (`llm`, `prompt.rlm`): refused when a file
+    /// has a problem in its section (an unknown key, a value of the wrong type), which the
+    /// warning about it named.
+    pub fn checked_config(&self, table: &str) -> anyhow::Result<&LoadedConfig> {
+        let config = self.config()?;
+        let section = table.split('.').next().unwrap_or(table);
+        let problem = self
+            .problems
+            .get()
+            .into_iter()
+            .flatten()
+            .find(|problem| problem.section.as_deref() == Some(section));
+        if let Some(problem) = problem {
+            let path = problem.path.display();
+            return Err(crate::error::CliError::input(anyhow::anyhow!(
+                "invalid [{section}] section in {path}: {}",
+                problem.message
+            ))
+            .with_hint(format!("fix or remove it in {path}"))
+            .into());
+        }
+        Ok(config)
     }
 
     /// A command's compiled-in prompts with the overrides `load` finds in the prompts
@@ -202,11 +236,7 @@ impl Sources {
         P: Default,
         E: Into<anyhow::Error>,
     {
-        let dir = self
-            .env()
-            .path(env::RLM_PROMPT_DIR)
-            .or_else(|| self.dirs().prompts());
-        let Some(dir) = dir else {
+        let Some(dir) = catalog::PROMPT_DIR.environment_path(None, self).value else {
             return Ok(P::default());
         };
         let (prompts, used) = load(&dir).map_err(crate::error::CliError::input)?;
@@ -303,43 +333,6 @@ pub fn budget(args: &crate::cli::BudgetArgs) -> anyhow::Result<(Option<f64>, Opt
     Ok((args.max_cost, max_tokens))
 }
 
-/// The sections a configuration file may have, each checked by deserializing it alone.
-const SECTIONS: &[&str] = &["embed", "llm", "prompt", "query", "run", "sandbox"];
-
-/// What in one configuration file is not in force: unknown sections and top-level keys, and
-/// sections with unknown keys or wrong types (the message names the key). Each file is checked
-/// on its own, so a problem is reported against the file that has it.
-fn check_file(table: &toml::Table) -> Vec<String> {
-    fn check<T: DeserializeOwned>(name: &str, value: &toml::Value) -> Option<String> {
-        value
-            .clone()
-            .try_into::<T>()
-            .err()
-            .map(|err| format!("[{name}]: {}", err.message().trim_end()))
-    }
-    let mut problems = Vec::new();
-    for (name, value) in table {
-        let problem = match name.as_str() {
-            "embed" => check::<rlm_embed::EmbedSettings>(name, value),
-            "llm" => check::<llm::LlmConfig>(name, value),
-            "prompt" => check::<prompt::PromptConfig>(name, value),
-            "query" => check::<query::QueryConfig>(name, value),
-            "run" => check::<run::RunConfig>(name, value),
-            "sandbox" => check::<run::SandboxConfig>(name, value),
-            _ if value.is_table() => Some(format!(
-                "unknown section [{name}], ignored (sections: {})",
-                SECTIONS.join(", ")
-            )),
-            _ => Some(format!(
-                "unknown top-level key `{name}`, ignored (settings go in a section: {})",
-                SECTIONS.join(", ")
-            )),
-        };
-        problems.extend(problem);
-    }
-    problems
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -433,6 +426,33 @@ pub(crate) mod tests {
         let table = &sources.config().unwrap().table;
         assert_eq!(table["llm"]["model"].as_str(), Some("explicit"));
         assert!(table["llm"].get("max_retries").is_none());
+    }
+
+    /// A section with a problem in the merged files is refused by the commands that read it,
+    /// naming the file; a bad value a later file replaces is not in force, and other sections
+    /// are read.
+    #[test]
+    fn a_section_with_a_problem_is_refused_once_the_files_are_merged() {
+        let replaced = Layout::new(
+            Some("[llm]\nmax_retries = 'three'\n"),
+            Some("[llm]\nmax_retries = 2\n"),
+        );
+        let sources = replaced.sources(&[]);
+        assert_eq!(catalog::LLM_MAX_RETRIES.read(&sources).unwrap().value, 2);
+
+        let layout = Layout::new(
+            None,
+            Some("[llm]\nmax_retries = 'three'\n[query]\ntop_k = 3\n"),
+        );
+        let sources = layout.sources(&[]);
+        let err = catalog::LLM_MODEL.read(&sources).unwrap_err().to_string();
+        let file = layout.path("project/rlm.toml");
+        assert!(
+            err.starts_with(&format!("invalid [llm] section in {}: ", file.display()))
+                && err.contains("[llm] max_retries: invalid type: string \"three\""),
+            "{err}"
+        );
+        assert_eq!(catalog::QUERY_TOP_K.read(&sources).unwrap().value, Some(3));
     }
 
     #[test]

@@ -27,42 +27,12 @@
 //! libraries = 40
 //! ```
 
-use std::collections::BTreeMap;
-
 use rlm_assemble::prompt::{ItemKind, PromptOptions, PromptTexts};
 use rlm_context::tokens::Tokenizer;
-use serde::Deserialize;
 
-use super::env;
-use super::{LlmSettings, Sources};
+use super::{LlmSettings, Origin, Setting, Sources, catalog};
 use crate::cli::PromptBuildArgs;
 use crate::error::input_error;
-
-/// The `[prompt]` section.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptConfig {
-    pub system_prompt_budget: Option<i64>,
-    pub agent_prompt_budget: Option<i64>,
-    pub chat_history_budget: Option<i64>,
-    pub other_context_budget: Option<i64>,
-    pub total_budget: Option<i64>,
-    pub tokenizer: Option<String>,
-    #[serde(default)]
-    pub rlm: PromptModelConfig,
-    #[serde(default)]
-    pub context_priority: BTreeMap<String, i64>,
-}
-
-/// The `[prompt.rlm]` table.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptModelConfig {
-    pub model: Option<String>,
-    pub threshold_percentage: Option<i64>,
-    pub recent_share_percentage: Option<i64>,
-    pub window_tokens: Option<i64>,
-}
 
 /// Everything `rlm prompt` runs with.
 #[derive(Debug)]
@@ -78,10 +48,9 @@ pub struct PromptSettings {
 
 impl PromptSettings {
     pub fn resolve(args: &PromptBuildArgs, sources: &Sources) -> anyhow::Result<Self> {
-        let config: PromptConfig = sources.section("prompt")?;
         let llm = LlmSettings::resolve(&args.llm, sources)?;
-        let window_tokens_set = args.window_tokens.or(config.rlm.window_tokens).is_some();
-        let mut options = Self::merge(args, config, sources.env())?;
+        let mut options = Self::merge(args, sources)?;
+        let window = catalog::PROMPT_WINDOW_TOKENS.resolve(args.window_tokens, sources)?;
         options.texts = sources.prompts_with_overrides(PromptTexts::with_overrides_from)?;
         options.cache_dir = sources
             .dirs()
@@ -91,71 +60,57 @@ impl PromptSettings {
         Ok(Self {
             options,
             llm,
-            window_tokens_set,
+            window_tokens_set: window.origin != Origin::Default,
         })
     }
 
-    /// Flags > environment > `config` > defaults, for everything but the texts and the cache.
-    fn merge(
-        args: &PromptBuildArgs,
-        config: PromptConfig,
-        environment: &env::Environment,
-    ) -> anyhow::Result<PromptOptions> {
+    /// Flags > environment > files > defaults, for everything but the texts and the cache.
+    fn merge(args: &PromptBuildArgs, sources: &Sources) -> anyhow::Result<PromptOptions> {
         let mut options = PromptOptions::default();
         let budgets = &mut options.budgets;
-        for (flag, key, value, slot) in [
+        for (setting, flag, slot) in [
             (
-                "--system-budget",
-                "system_prompt_budget",
-                args.system_budget.or(config.system_prompt_budget),
+                &catalog::PROMPT_SYSTEM_BUDGET,
+                args.system_budget,
                 &mut budgets.system,
             ),
             (
-                "--agent-budget",
-                "agent_prompt_budget",
-                args.agent_budget.or(config.agent_prompt_budget),
+                &catalog::PROMPT_AGENT_BUDGET,
+                args.agent_budget,
                 &mut budgets.agent,
             ),
             (
-                "--history-budget",
-                "chat_history_budget",
-                args.history_budget.or(config.chat_history_budget),
+                &catalog::PROMPT_HISTORY_BUDGET,
+                args.history_budget,
                 &mut budgets.history,
             ),
             (
-                "--context-budget",
-                "other_context_budget",
-                args.context_budget.or(config.other_context_budget),
+                &catalog::PROMPT_CONTEXT_BUDGET,
+                args.context_budget,
                 &mut budgets.other,
             ),
         ] {
-            if let Some(value) = value {
-                *slot = positive(value, flag, key)?;
-            }
+            *slot = positive(setting.resolve(flag, sources)?.value, setting)?;
         }
-        if let Some(total) = args.budget_total.or(config.total_budget) {
-            budgets.total = Some(positive(total, "--budget-total", "total_budget")?);
+        let total = &catalog::PROMPT_TOTAL_BUDGET;
+        if let Some(value) = total.resolve(args.budget_total, sources)?.value {
+            budgets.total = Some(positive(value, total)?);
         }
         let history = &mut options.history;
-        if let Some(value) = args.threshold.or(config.rlm.threshold_percentage) {
-            history.threshold_percentage = percent(value, "--threshold", "threshold_percentage")?;
-        }
-        if let Some(value) = args.recent_share.or(config.rlm.recent_share_percentage) {
-            history.recent_share_percentage =
-                percent(value, "--recent-share", "recent_share_percentage")?;
-        }
-        if let Some(value) = args.window_tokens.or(config.rlm.window_tokens) {
-            history.window_tokens =
-                positive(value, "--window-tokens", "[prompt.rlm] window_tokens")?;
-        }
+        let threshold = &catalog::PROMPT_THRESHOLD;
+        history.threshold_percentage =
+            percent(threshold.resolve(args.threshold, sources)?.value, threshold)?;
+        let share = &catalog::PROMPT_RECENT_SHARE;
+        history.recent_share_percentage =
+            percent(share.resolve(args.recent_share, sources)?.value, share)?;
+        let window = &catalog::PROMPT_WINDOW_TOKENS;
+        history.window_tokens =
+            positive(window.resolve(args.window_tokens, sources)?.value, window)?;
         history.refresh = args.refresh_summary;
-        history.model = args
-            .llm
-            .model
-            .clone()
-            .or_else(|| environment.var(env::RLM_PROMPT_MODEL))
-            .or(config.rlm.model);
-        for (key, value) in config.context_priority {
+        history.model = catalog::PROMPT_MODEL
+            .resolve(args.llm.model.clone(), sources)?
+            .value;
+        for (key, value) in catalog::PROMPT_CONTEXT_PRIORITY.read(sources)? {
             let kind = ItemKind::from_key(&key).ok_or_else(|| {
                 let known: Vec<&str> = ItemKind::ALL.iter().map(|kind| kind.key()).collect();
                 input_error(format!(
@@ -170,41 +125,45 @@ impl PromptSettings {
             })?;
             options.priorities.set(kind, priority);
         }
-        options.tokenizer = match (args.tokenizer, config.tokenizer) {
-            (Some(tokenizer), _) => tokenizer,
-            (None, Some(name)) => name
+        options.tokenizer = match args.tokenizer {
+            Some(tokenizer) => tokenizer,
+            None => catalog::PROMPT_TOKENIZER
+                .read(sources)?
+                .value
                 .parse::<Tokenizer>()
                 .map_err(|error| input_error(format!("[prompt] tokenizer: {error}")))?,
-            (None, None) => Tokenizer::default(),
         };
         Ok(options)
     }
 }
 
-fn positive(value: i64, flag: &str, key: &str) -> anyhow::Result<u64> {
+/// A setting by its flag and its file key: `--history-budget ([prompt] chat_history_budget)`.
+fn named<T, R>(setting: &Setting<T, R>) -> String {
+    let (table, name) = setting.table_and_name();
+    format!("{} ([{table}] {name})", setting.flag.unwrap_or_default())
+}
+
+fn positive<T, R>(value: i64, setting: &Setting<T, R>) -> anyhow::Result<u64> {
     u64::try_from(value)
         .ok()
         .filter(|value| *value > 0)
         .ok_or_else(|| {
-            let name = if flag.is_empty() {
-                key.to_owned()
-            } else {
-                format!("{flag} ([prompt] {key})")
-            };
             input_error(format!(
-                "{name} must be a positive number of tokens, not {value}"
+                "{} must be a positive number of tokens, not {value}",
+                named(setting)
             ))
             .into()
         })
 }
 
-fn percent(value: i64, flag: &str, key: &str) -> anyhow::Result<u32> {
+fn percent<T, R>(value: i64, setting: &Setting<T, R>) -> anyhow::Result<u32> {
     u32::try_from(value)
         .ok()
         .filter(|value| (1..=100).contains(value))
         .ok_or_else(|| {
             input_error(format!(
-                "{flag} ([prompt.rlm] {key}) must be between 1 and 100, not {value}"
+                "{} must be between 1 and 100, not {value}",
+                named(setting)
             ))
             .into()
         })

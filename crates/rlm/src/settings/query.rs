@@ -13,25 +13,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rlm_query::{QueryOptions, QueryPrompts, Threshold};
-use serde::Deserialize;
+use rlm_query::{QueryOptions, QueryPrompts};
 
-use super::env;
-use super::{LlmSettings, Sources, StoreSettings};
+use super::{LlmSettings, Sources, StoreSettings, catalog};
 use crate::cli::QueryArgs;
 use crate::error::{CliError, input_error};
-
-/// The `[query]` configuration section. A value set here is the user's choice, so it wins
-/// over the plan like a flag does.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QueryConfig {
-    pub batch_size: Option<usize>,
-    pub top_k: Option<usize>,
-    pub max_concurrency: Option<usize>,
-    pub threshold: Option<Threshold>,
-    pub max_tool_rounds: Option<i64>,
-}
 
 /// Everything `rlm query` runs with.
 #[derive(Debug)]
@@ -55,53 +41,49 @@ impl QuerySettings {
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
         let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
-        let section: QueryConfig = sources.section("query")?;
-
-        let batch_size = args.batch_size.or(section.batch_size);
-        if batch_size == Some(0) {
-            return Err(
-                CliError::input(anyhow::anyhow!("--batch-size must be at least 1"))
-                    .with_hint("use --batch-size N with N from 1 (one chunk per call) to about 50")
-                    .into(),
-            );
+        let batch_size = catalog::QUERY_BATCH_SIZE.resolve(args.batch_size, sources)?;
+        if batch_size.value == Some(0) {
+            return Err(CliError::input(anyhow::anyhow!(
+                "{} must be at least 1",
+                catalog::QUERY_BATCH_SIZE.named_by(&batch_size.origin)
+            ))
+            .with_hint("use --batch-size N with N from 1 (one chunk per call) to about 50")
+            .into());
         }
-        let top_k = args.top_k.or(section.top_k);
-        if top_k == Some(0) {
-            return Err(input_error("--top-k must be at least 1").into());
+        let top_k = catalog::QUERY_TOP_K.resolve(args.top_k, sources)?;
+        if top_k.value == Some(0) {
+            let named = catalog::QUERY_TOP_K.named_by(&top_k.origin);
+            return Err(input_error(format!("{named} must be at least 1")).into());
         }
-        let max_concurrency = match args.llm.max_concurrency {
-            Some(n) => Some(n as usize),
-            None => env_concurrency(sources)?,
-        }
-        .or(section.max_concurrency)
-        .unwrap_or(rlm_query::DEFAULT_MAX_CONCURRENCY);
-        if max_concurrency == 0 {
-            return Err(input_error("max_concurrency in [query] must be at least 1").into());
+        let flag = args.llm.max_concurrency.map(|n| n as usize);
+        let concurrency = catalog::QUERY_MAX_CONCURRENCY.resolve(flag, sources)?;
+        if concurrency.value == 0 {
+            let named = catalog::QUERY_MAX_CONCURRENCY.named_by(&concurrency.origin);
+            return Err(input_error(format!("{named} must be at least 1")).into());
         }
         let (max_cost, max_tokens) = super::budget(&args.budget)?;
-
-        let max_tool_rounds = match args.max_tool_rounds.or(section.max_tool_rounds) {
-            None => rlm_query::DEFAULT_MAX_TOOL_ROUNDS,
-            Some(rounds) => u32::try_from(rounds)
-                .ok()
-                .filter(|rounds| *rounds <= rlm_query::MAX_TOOL_ROUNDS)
-                .ok_or_else(|| {
-                    CliError::input(anyhow::anyhow!(
-                        "--max-tool-rounds {rounds} is not between 0 and {}",
-                        rlm_query::MAX_TOOL_ROUNDS
-                    ))
-                    .with_hint("use --max-tool-rounds 0 to write the report without tools")
-                })?,
-        };
+        let rounds = catalog::QUERY_MAX_TOOL_ROUNDS.resolve(args.max_tool_rounds, sources)?;
+        let max_tool_rounds = u32::try_from(rounds.value)
+            .ok()
+            .filter(|rounds| *rounds <= rlm_query::MAX_TOOL_ROUNDS)
+            .ok_or_else(|| {
+                CliError::input(anyhow::anyhow!(
+                    "{} {} is not between 0 and {}",
+                    catalog::QUERY_MAX_TOOL_ROUNDS.named_by(&rounds.origin),
+                    rounds.value,
+                    rlm_query::MAX_TOOL_ROUNDS
+                ))
+                .with_hint("use --max-tool-rounds 0 to write the report without tools")
+            })?;
 
         let mut options = QueryOptions::new(model, subcall_model);
         options.mode = args.mode;
         options.scan = args.scan.unwrap_or_default();
-        options.top_k = top_k;
-        options.batch_size = batch_size;
+        options.top_k = top_k.value;
+        options.batch_size = batch_size.value;
         options.buffers.clone_from(&args.buffers);
         options.path_glob.clone_from(&args.path);
-        options.max_concurrency = max_concurrency;
+        options.max_concurrency = concurrency.value;
         options.budget = rlm_llm::Budget {
             max_tokens,
             max_cost_usd: max_cost,
@@ -109,7 +91,9 @@ impl QuerySettings {
         };
         options.timeout = args.timeout.map(Duration::from_secs_f64);
         options.skip_plan = args.skip_plan;
-        options.threshold = args.threshold.or(section.threshold).unwrap_or_default();
+        options.threshold = catalog::QUERY_THRESHOLD
+            .resolve(args.threshold, sources)?
+            .value;
         options.max_tool_rounds = max_tool_rounds;
         // Every call of the query obeys the user's output cap, below its own.
         options.max_output_tokens = llm.max_output_tokens;
@@ -130,16 +114,10 @@ impl QuerySettings {
     }
 }
 
-fn env_concurrency(sources: &Sources) -> anyhow::Result<Option<usize>> {
-    Ok(sources
-        .env()
-        .number::<u32>(env::RLM_MAX_CONCURRENCY)?
-        .map(|n| n as usize))
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser as _;
+    use rlm_query::Threshold;
 
     use super::*;
     use crate::cli::{Cli, Command};

@@ -4,17 +4,14 @@
 //! Prompt overrides come from `RLM_PROMPT_DIR`, else `$XDG_CONFIG_HOME/rlm/prompts`; the
 //! trajectory goes to `--log DIR`, else `$XDG_STATE_HOME/rlm/runs` (none with `--no-log`).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use rlm_engine::{Prompts, RunLimits};
 use rlm_llm::ContextWindows;
-use serde::Deserialize;
 
-use super::env;
-use super::size::{SizeValue, parse_size};
-use super::{LlmSettings, Sources, StoreSettings};
+use super::size::SizeValue;
+use super::{LlmSettings, Setting, Sources, StoreSettings, catalog};
 use crate::cli::{LoopArgs, RunArgs, StoreLocation};
 use crate::error::{CliError, input_error};
 
@@ -63,20 +60,18 @@ impl LoopSettings {
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
         let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
-        let section: RunConfig = sources.section("run")?;
-        let limits = limits(args, &section)?;
-        let context_windows = context_windows(&section)?;
-        let allowed_models = if args.allow_models.is_empty() {
-            section.allow_models
-        } else {
-            args.allow_models.clone()
-        };
-        let block_timeout = match (args.block_timeout, section.block_timeout) {
-            // clap has checked the flag with the same rule.
-            (Some(seconds), _) => block_seconds(seconds, "--block-timeout")?,
-            (None, Some(seconds)) => block_seconds(seconds, "block_timeout in [run]")?,
-            (None, None) => DEFAULT_BLOCK_TIMEOUT,
-        };
+        let limits = limits(args, sources)?;
+        let context_windows = context_windows(sources)?;
+        // The flag replaces the list; an empty flag list is no flag.
+        let allow_flag = (!args.allow_models.is_empty()).then(|| args.allow_models.clone());
+        let allowed_models = catalog::RUN_ALLOW_MODELS
+            .resolve(allow_flag, sources)?
+            .value;
+        let block = catalog::RUN_BLOCK_TIMEOUT.resolve(args.block_timeout, sources)?;
+        let block_timeout = block_seconds(
+            block.value,
+            &catalog::RUN_BLOCK_TIMEOUT.named_by(&block.origin),
+        )?;
         let prompts = sources.prompts_with_overrides(Prompts::with_overrides_from)?;
         let log_dir = if args.no_log {
             None
@@ -84,15 +79,10 @@ impl LoopSettings {
             args.log.clone().or_else(|| sources.dirs().runs())
         };
         // A flag can only allow; the environment can also deny what a file allows.
-        let allow_reduced_protection = args.allow_reduced_protection
-            || match sources.env().switch(env::RLM_ALLOW_REDUCED_PROTECTION)? {
-                Some(allow) => allow,
-                None => {
-                    sources
-                        .section::<SandboxConfig>("sandbox")?
-                        .allow_reduced_protection
-                }
-            };
+        let allow_flag = args.allow_reduced_protection.then_some(true);
+        let allow_reduced_protection = catalog::SANDBOX_ALLOW_REDUCED_PROTECTION
+            .resolve(allow_flag, sources)?
+            .value;
         Ok(Self {
             llm,
             model,
@@ -113,34 +103,6 @@ impl LoopSettings {
 pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest per-block time limit accepted: a day, as for the run's `--timeout`.
 const MAX_BLOCK_SECONDS: f64 = 86_400.0;
-
-/// The `[sandbox]` configuration section.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
-    /// Same as `--allow-reduced-protection`.
-    #[serde(default)]
-    allow_reduced_protection: bool,
-}
-
-/// The `[run]` configuration section.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunConfig {
-    /// Models code may name with `model=` (replaced, not extended, by `--allow-model`).
-    #[serde(default)]
-    pub allow_models: Vec<String>,
-    /// Same as `--block-timeout`, in seconds.
-    pub block_timeout: Option<f64>,
-    /// Same as `--max-prompt-size`.
-    pub max_prompt_size: Option<SizeValue>,
-    /// Same as `--max-answer-size`.
-    pub max_answer_size: Option<SizeValue>,
-    /// Context windows in tokens by model prefix (`"ollama:llama3" = 8192`), over the
-    /// built-in ones; a request that clearly does not fit is not sent.
-    #[serde(default)]
-    pub context_windows: BTreeMap<String, u64>,
-}
 
 /// Where one context comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,30 +171,18 @@ fn block_seconds(seconds: f64, origin: &str) -> anyhow::Result<Duration> {
 }
 
 /// The run's limits, from the budget flags (sizes: flag, else the `[run]` section).
-pub fn limits(args: &LoopArgs, section: &RunConfig) -> anyhow::Result<RunLimits> {
-    let defaults = RunLimits::default();
-    let size = |flag: &Option<String>, key: &Option<SizeValue>, name: &str, default: usize| {
-        let parsed = match (flag, key) {
-            (Some(text), _) => parse_size(text).map_err(|err| format!("--{name}: {err}")),
-            (None, Some(value)) => value
-                .bytes()
-                .map_err(|err| format!("[run] {}: {err}", name.replace('-', "_"))),
-            (None, None) => Ok(default),
-        };
-        parsed.map_err(input_error)
+fn limits(args: &LoopArgs, sources: &Sources) -> anyhow::Result<RunLimits> {
+    let size = |setting: &Setting<SizeValue, SizeValue>, flag: &Option<String>| {
+        let size = setting.resolve(flag.clone().map(SizeValue::Text), sources)?;
+        size.value.bytes().map_err(|err| {
+            anyhow::Error::from(input_error(format!(
+                "{}: {err}",
+                setting.named_by(&size.origin)
+            )))
+        })
     };
-    let max_prompt_bytes = size(
-        &args.max_prompt_size,
-        &section.max_prompt_size,
-        "max-prompt-size",
-        defaults.max_prompt_bytes,
-    )?;
-    let max_answer_bytes = size(
-        &args.max_answer_size,
-        &section.max_answer_size,
-        "max-answer-size",
-        defaults.max_answer_bytes,
-    )?;
+    let max_prompt_bytes = size(&catalog::RUN_MAX_PROMPT_SIZE, &args.max_prompt_size)?;
+    let max_answer_bytes = size(&catalog::RUN_MAX_ANSWER_SIZE, &args.max_answer_size)?;
     let (max_cost, max_tokens) = super::budget(&args.budget)?;
     if args.max_errors == 0 {
         return Err(input_error("--max-errors must be at least 1").into());
@@ -263,27 +213,27 @@ pub fn limits(args: &LoopArgs, section: &RunConfig) -> anyhow::Result<RunLimits>
 /// The windows `[run.context_windows]` sets (and only those), for commands that ask a server
 /// for a window when the configuration gives none (`rlm query`).
 pub fn configured_windows(sources: &Sources) -> anyhow::Result<ContextWindows> {
-    let section: RunConfig = sources.section("run")?;
+    let configured = catalog::RUN_CONTEXT_WINDOWS.read(sources)?;
     // Checked as `rlm run` checks them (a zero window is refused).
-    context_windows(&section)?;
+    context_windows(sources)?;
     let mut windows = ContextWindows::empty();
-    for (model, &tokens) in &section.context_windows {
-        windows.insert(model.clone(), tokens);
+    for (model, tokens) in configured {
+        windows.insert(model, tokens);
     }
     Ok(windows)
 }
 
 /// The built-in context windows with `[run.context_windows]` on top.
-fn context_windows(section: &RunConfig) -> anyhow::Result<ContextWindows> {
+fn context_windows(sources: &Sources) -> anyhow::Result<ContextWindows> {
     let mut windows = ContextWindows::builtin();
-    for (model, &tokens) in &section.context_windows {
+    for (model, tokens) in catalog::RUN_CONTEXT_WINDOWS.read(sources)? {
         if tokens == 0 {
             return Err(input_error(format!(
                 "[run.context_windows] {model:?} = 0: a window needs at least one token"
             ))
             .into());
         }
-        windows.insert(model.clone(), tokens);
+        windows.insert(model, tokens);
     }
     Ok(windows)
 }

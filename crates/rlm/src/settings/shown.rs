@@ -1,31 +1,16 @@
-//! What `rlm config show` prints: every setting this version reads from the environment and
-//! the files, its effective value and where that value came from (an environment variable,
-//! a configuration file, or the default). Flags are per command and not shown here.
+//! What `rlm config show` prints: every setting of the catalog (`catalog.rs`), resolved by its
+//! descriptor as a command resolves it, with where its value came from (an environment
+//! variable, a configuration file, or the default); the providers as `LlmSettings` merges them;
+//! the entries the files set in the other tables. Flags are per command and not shown here.
 //!
 //! API keys are never shown: a key setting says only whether a key is set and where from.
 //! The *name* of a key variable (`api_key_env`) is not a secret and is shown.
 
-use std::path::{Path, PathBuf};
-
-use rlm_llm::{BUILTIN_PROVIDERS, RetryPolicy};
+use rlm_llm::BUILTIN_PROVIDERS;
 use serde::Serialize;
 
-use super::env;
-use super::run::DEFAULT_BLOCK_TIMEOUT;
-use super::store::DEFAULT_STORE_DIR;
-use super::{LoadedConfig, Sources};
-
-/// Where an effective value came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "source", rename_all = "snake_case")]
-pub enum Origin {
-    /// An environment variable.
-    Env { variable: String },
-    /// A configuration file (the highest-precedence one that sets it).
-    File { path: PathBuf },
-    /// Nothing set it.
-    Default,
-}
+use super::setting::Origin;
+use super::{LoadedConfig, Sources, catalog};
 
 /// One setting as shown.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,198 +21,28 @@ pub struct Shown {
     pub value: Option<toml::Value>,
     #[serde(flatten)]
     pub origin: Origin,
-    /// What an unset value means, when that is not plain "none".
+    /// What an unset value means, when that is not plain "none"; how an automatic value is
+    /// decided; why a value is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<&'static str>,
+    pub note: Option<String>,
 }
 
-/// A setting read from one file key, one environment variable (optional) and a default.
-struct Plain {
-    key: &'static str,
-    variable: Option<&'static str>,
-    default: Option<toml::Value>,
-    note: Option<&'static str>,
-}
-
-impl Plain {
-    fn new(key: &'static str, variable: Option<&'static str>) -> Self {
-        Self {
-            key,
-            variable,
-            default: None,
-            note: None,
-        }
-    }
-
-    fn default(mut self, value: impl Into<toml::Value>) -> Self {
-        self.default = Some(value.into());
-        self
-    }
-
-    fn note(mut self, note: &'static str) -> Self {
-        self.note = Some(note);
-        self
-    }
-}
-
-/// Every setting with its effective value and origin, in a stable order.
+/// Every setting in the catalog with its effective value and origin, in the catalog's order;
+/// the tables of named entries list what the files set in them.
 pub fn settings(sources: &Sources, config: &LoadedConfig) -> Vec<Shown> {
-    let seconds = |duration: std::time::Duration| duration.as_secs_f64();
-    let plain = [
-        Plain::new("llm.model", Some(env::RLM_MODEL)),
-        Plain::new("llm.subcall_model", Some(env::RLM_SUBCALL_MODEL)).note("the same as llm.model"),
-        Plain::new("llm.max_concurrency", Some(env::RLM_MAX_CONCURRENCY))
-            .note("per provider: see llm.providers.*.max_concurrency"),
-        Plain::new("llm.timeout_secs", Some(env::RLM_TIMEOUT))
-            .default(seconds(rlm_llm::DEFAULT_REQUEST_TIMEOUT)),
-        Plain::new("llm.idle_timeout_secs", Some(env::RLM_IDLE_TIMEOUT))
-            .default(seconds(rlm_llm::DEFAULT_IDLE_TIMEOUT)),
-        Plain::new("llm.stream", Some(env::RLM_STREAM)).default(true),
-        Plain::new("llm.max_retries", Some(env::RLM_MAX_RETRIES))
-            .default(i64::from(RetryPolicy::default().max_retries)),
-        Plain::new("llm.default_provider", None),
-        Plain::new("llm.prompt_cache", Some(env::RLM_PROMPT_CACHE)).default(true),
-        Plain::new("llm.record", Some(env::RLM_RECORD)),
-        Plain::new("llm.replay", Some(env::RLM_REPLAY)),
-        Plain::new("run.allow_models", None).default(toml::Value::Array(Vec::new())),
-        Plain::new("run.block_timeout", None).default(seconds(DEFAULT_BLOCK_TIMEOUT)),
-        Plain::new(
-            "sandbox.allow_reduced_protection",
-            Some(env::RLM_ALLOW_REDUCED_PROTECTION),
-        )
-        .default(false),
-        Plain::new("embed.model", Some(env::RLM_EMBED_MODEL))
-            .note("the only imported model, if there is one"),
-        Plain {
-            default: path_value(sources.dirs().models().as_deref()),
-            ..Plain::new("embed.models_dir", Some(env::RLM_MODELS_DIR))
-        },
-        Plain::new("embed.runtime", Some(env::RLM_ONNXRUNTIME))
-            .note("the library recorded when the model was imported"),
-    ];
-    let mut shown: Vec<Shown> = plain
-        .into_iter()
-        .map(|setting| resolve(sources, config, setting))
-        .collect();
-    // Not file settings, but part of what a command runs with.
-    shown.push(environment_only(
-        sources,
-        "store",
-        env::RLM_STORE,
-        DEFAULT_STORE_DIR,
-    ));
-    shown.push(environment_only(
-        sources,
-        "prompt_dir",
-        env::RLM_PROMPT_DIR,
-        &path_value(sources.dirs().prompts().as_deref())
-            .and_then(|value| value.as_str().map(str::to_owned))
-            .unwrap_or_default(),
-    ));
-    for name in provider_names(config) {
-        shown.extend(provider(sources, config, &name));
-    }
-    let listed: std::collections::HashSet<String> =
-        shown.iter().map(|setting| setting.key.clone()).collect();
-    shown.extend(
-        set_in_files(config)
-            .into_iter()
-            .filter(|setting| !listed.contains(&setting.key)),
-    );
-    shown
-}
-
-/// Every other value the files set, as dotted keys with the file that set it (`query.top_k`,
-/// `prompt.rlm.threshold_percentage`, `llm.prices.m.input`): all of it is in force for the
-/// commands that read it. Providers are listed by [`provider`]; secrets show as `<set>`.
-fn set_in_files(config: &LoadedConfig) -> Vec<Shown> {
-    fn leaves(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
-        for (key, value) in table {
-            let dotted = format!("{prefix}{key}");
-            match value {
-                toml::Value::Table(inner) => leaves(&format!("{dotted}."), inner, out),
-                _ => out.push(dotted),
-            }
-        }
-    }
-    let mut keys = Vec::new();
-    leaves("", &config.table, &mut keys);
-    keys.into_iter()
-        .filter(|key| !key.starts_with("llm.providers."))
-        .filter(|key| {
-            let section = key.split('.').next().unwrap_or_default();
-            super::SECTIONS.contains(&section)
-        })
-        .filter_map(|key| {
-            let (value, path) = config.lookup(&key)?;
-            let last = key.rsplit('.').next().unwrap_or(&key);
-            let value = if super::files::is_secret_key(last) {
-                toml::Value::String("<set>".to_owned())
-            } else {
-                value.clone()
-            };
-            Some(Shown {
-                key,
-                value: Some(value),
-                origin: Origin::File {
-                    path: path.to_path_buf(),
-                },
-                note: None,
-            })
-        })
+    catalog::ALL
+        .iter()
+        .flat_map(|described| described.show(sources, config))
         .collect()
 }
 
-fn path_value(path: Option<&Path>) -> Option<toml::Value> {
-    path.map(|path| toml::Value::String(path.display().to_string()))
-}
-
-/// Environment > files > default for one plain setting.
-fn resolve(sources: &Sources, config: &LoadedConfig, setting: Plain) -> Shown {
-    let from_env = setting
-        .variable
-        .and_then(|variable| Some((variable, sources.env().var(variable)?)));
-    let (value, origin) = match from_env {
-        Some((variable, value)) => (
-            Some(toml::Value::String(value)),
-            Origin::Env {
-                variable: variable.to_owned(),
-            },
-        ),
-        None => match config.lookup(setting.key) {
-            Some((value, path)) => (
-                Some(value.clone()),
-                Origin::File {
-                    path: path.to_path_buf(),
-                },
-            ),
-            None => (setting.default, Origin::Default),
-        },
-    };
-    Shown {
-        key: setting.key.to_owned(),
-        note: value.is_none().then_some(setting.note).flatten(),
-        value,
-        origin,
-    }
-}
-
-fn environment_only(sources: &Sources, key: &str, variable: &str, default: &str) -> Shown {
-    let (value, origin) = match sources.env().var(variable) {
-        Some(value) => (
-            value,
-            Origin::Env {
-                variable: variable.to_owned(),
-            },
-        ),
-        None => (default.to_owned(), Origin::Default),
-    };
-    Shown {
-        key: key.to_owned(),
-        value: (!value.is_empty()).then_some(toml::Value::String(value)),
-        origin,
-        note: None,
-    }
+/// `[llm.providers]` as `LlmSettings::resolve` merges it: every built-in provider, then those
+/// only the files define, each field with where it came from.
+pub fn providers(sources: &Sources, config: &LoadedConfig, _: &'static str) -> Vec<Shown> {
+    provider_names(config)
+        .iter()
+        .flat_map(|name| provider(sources, config, name))
+        .collect()
 }
 
 /// The built-in providers, then those only the files define.
@@ -319,11 +134,10 @@ fn provider(sources: &Sources, config: &LoadedConfig, name: &str) -> Vec<Shown> 
         },
     };
     let concurrency = max_concurrency(sources, config, &base_url.0, file("max_concurrency"));
-    let automatic = concurrency.0 == Some(toml::Value::String(AUTOMATIC.to_owned()));
-    let mut concurrency = shown("max_concurrency", concurrency);
-    if automatic {
-        concurrency.note = Some(AUTOMATIC_NOTE);
-    }
+    let concurrency = Shown {
+        key: key("max_concurrency"),
+        ..concurrency
+    };
     vec![
         shown("kind", kind),
         shown("base_url", base_url),
@@ -340,41 +154,49 @@ const AUTOMATIC: &str = "auto";
 const AUTOMATIC_NOTE: &str =
     "on this machine: the server's /props total_slots, else adaptive 1-16 (halved on 429/503)";
 
-/// A provider's concurrency as `LlmSettings::resolve` sets it: the environment variable over
-/// the provider's own file key over `llm.max_concurrency` over the default for its base URL
+/// A provider's concurrency as `LlmSettings::resolve` sets it: the flag's variable over the
+/// provider's own file key over `llm.max_concurrency` over the default for its base URL
 /// ([`AUTOMATIC`] on this machine).
 fn max_concurrency(
     sources: &Sources,
     config: &LoadedConfig,
     base_url: &Option<toml::Value>,
     own: Option<(toml::Value, Origin)>,
-) -> (Option<toml::Value>, Origin) {
-    if let Some(value) = sources.env().var(env::RLM_MAX_CONCURRENCY) {
-        let origin = Origin::Env {
-            variable: env::RLM_MAX_CONCURRENCY.to_owned(),
-        };
-        return (Some(toml::Value::String(value)), origin);
-    }
-    let shared = || {
-        config.lookup("llm.max_concurrency").map(|(value, path)| {
-            let origin = Origin::File {
-                path: path.to_path_buf(),
+) -> Shown {
+    let shared = catalog::LLM_MAX_CONCURRENCY.shown(sources, config);
+    match (&shared.origin, own) {
+        (Origin::Env { .. }, _) => return shared,
+        (_, Some((value, origin))) => {
+            return Shown {
+                value: Some(value),
+                origin,
+                note: None,
+                ..shared
             };
-            (value.clone(), origin)
-        })
-    };
-    if let Some((value, origin)) = own.or_else(shared) {
-        return (Some(value), origin);
+        }
+        (Origin::File { .. }, None) => return shared,
+        _ => {}
     }
     let url = base_url
         .as_ref()
         .and_then(toml::Value::as_str)
         .unwrap_or("");
-    let value = match rlm_llm::default_concurrency(url) {
-        (_, rlm_llm::ConcurrencyMode::Auto) => toml::Value::String(AUTOMATIC.to_owned()),
-        (fixed, _) => toml::Value::Integer(i64::try_from(fixed).unwrap_or(i64::MAX)),
+    let (value, note) = match rlm_llm::default_concurrency(url) {
+        (_, rlm_llm::ConcurrencyMode::Auto) => (
+            toml::Value::String(AUTOMATIC.to_owned()),
+            Some(AUTOMATIC_NOTE.to_owned()),
+        ),
+        (fixed, _) => (
+            toml::Value::Integer(i64::try_from(fixed).unwrap_or(i64::MAX)),
+            None,
+        ),
     };
-    (Some(value), Origin::Default)
+    Shown {
+        value: Some(value),
+        origin: Origin::Default,
+        note,
+        ..shared
+    }
 }
 
 #[cfg(test)]
@@ -414,14 +236,14 @@ mod tests {
             }
         );
         let timeout = find(&shown, "llm.timeout_secs");
-        assert_eq!(timeout.value, Some("42".into()));
+        assert_eq!(timeout.value, Some(42.0.into()), "as a command reads it");
         assert_eq!(
             timeout.origin,
             Origin::Env {
                 variable: "RLM_TIMEOUT".into()
             }
         );
-        assert_eq!(find(&shown, "run.block_timeout").value, Some(5.into()));
+        assert_eq!(find(&shown, "run.block_timeout").value, Some(5.0.into()));
         let sandbox = find(&shown, "sandbox.allow_reduced_protection");
         assert_eq!(
             (&sandbox.value, &sandbox.origin),
@@ -429,7 +251,7 @@ mod tests {
         );
         let subcall = find(&shown, "llm.subcall_model");
         assert_eq!(
-            (&subcall.value, subcall.note),
+            (&subcall.value, subcall.note.as_deref()),
             (&None, Some("the same as llm.model"))
         );
     }
@@ -455,7 +277,7 @@ mod tests {
         );
         let lmstudio = find(&shown, "llm.providers.lmstudio.max_concurrency");
         assert_eq!(lmstudio.value, Some("auto".into()));
-        assert!(lmstudio.note.unwrap().contains("total_slots"));
+        assert!(lmstudio.note.as_deref().unwrap().contains("total_slots"));
         assert_eq!(
             value("llm.providers.openai.max_concurrency"),
             Some(16.into())
@@ -474,7 +296,7 @@ mod tests {
         let sources = layout.sources(&[("RLM_MAX_CONCURRENCY", "2")]);
         let shown = settings(&sources, sources.config().unwrap());
         let ollama = find(&shown, "llm.providers.ollama.max_concurrency");
-        assert_eq!(ollama.value, Some("2".into()));
+        assert_eq!(ollama.value, Some(2.into()));
         assert!(matches!(ollama.origin, Origin::Env { .. }), "{ollama:?}");
     }
 

@@ -1,13 +1,19 @@
 //! Sizes in bytes as users write them: `10MB`, `512KiB`, `2G`, `1000000`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A size from a configuration file: a number of bytes or a string with a unit.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum SizeValue {
     Bytes(u64),
     Text(String),
+}
+
+impl From<usize> for SizeValue {
+    fn from(bytes: usize) -> Self {
+        Self::Bytes(u64::try_from(bytes).unwrap_or(u64::MAX))
+    }
 }
 
 impl SizeValue {

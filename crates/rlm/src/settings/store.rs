@@ -9,8 +9,7 @@ use rlm_context::chunk::ChunkOptions;
 use rlm_context::root::FileRoot;
 use rlm_store::{SearchRequest, Store, WalkOptions};
 
-use super::Sources;
-use super::env;
+use super::{Sources, catalog};
 use crate::cli::{ChunkingArgs, LoadArgs, SearchArgs, StoreLocation};
 use crate::error::{CliError, input_error};
 
@@ -29,13 +28,10 @@ impl StoreSettings {
     pub fn resolve(location: &StoreLocation, sources: &Sources) -> Self {
         // On the command line clap has already read RLM_STORE into `location.store`; the
         // lookup here gives other front ends the same precedence.
-        let dir = location
-            .store
-            .clone()
-            .or_else(|| sources.env().path(env::RLM_STORE))
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
         Self {
-            dir,
+            dir: catalog::STORE
+                .environment_path(location.store.clone(), sources)
+                .value,
             root: sources.root().cloned(),
         }
     }
@@ -136,10 +132,7 @@ impl LoadSettings {
             } else if args.embed {
                 EmbedOnLoad::Always
             } else {
-                let section: rlm_embed::EmbedSettings = sources.section("embed")?;
-                let mib = section
-                    .load_auto_limit_mb
-                    .unwrap_or(DEFAULT_EMBED_AUTO_LIMIT_MB);
+                let mib = catalog::EMBED_LOAD_AUTO_LIMIT_MB.read(sources)?.value;
                 EmbedOnLoad::Auto {
                     max_bytes: mib.saturating_mul(1024 * 1024),
                 }

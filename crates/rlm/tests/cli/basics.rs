@@ -275,7 +275,7 @@ fn unknown_sections_keys_and_wrong_types_in_a_config_file_are_warned_about() {
     );
     assert!(stderr.contains("unknown top-level key `top`"), "{stderr}");
     assert!(
-        stderr.contains("[run]: unknown field `max_answer_sise`"),
+        stderr.contains("[run]: unknown key `max_answer_sise` (known: allow_models, "),
         "{stderr}"
     );
 
@@ -283,7 +283,7 @@ fn unknown_sections_keys_and_wrong_types_in_a_config_file_are_warned_about() {
     let assert = rlm(dir.path()).args(["config", "show"]).assert().success();
     let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
     assert!(
-        stderr.contains("[llm]: invalid type: string \"three\""),
+        stderr.contains("[llm] max_retries: invalid type: string \"three\""),
         "{stderr}"
     );
 
@@ -301,14 +301,14 @@ fn config_show_lists_every_value_the_files_set() {
     write(
         dir.path(),
         "rlm.toml",
-        "[query]\ntop_k = 5\n[prompt.rlm]\nthreshold_percentage = 70\n[run.context_windows]\nm = 4096\n[llm.prices.m]\ninput = 1.5\n",
+        "[query]\ntop_k = 5\n[prompt.rlm]\nthreshold_percentage = 70\n[run.context_windows]\nm = 4096\n[llm.prices.m]\ninput_per_mtok = 1.5\noutput_per_mtok = 2.0\n",
     );
     let stdout = stdout_of(rlm(dir.path()).args(["config", "show"]).assert().success());
     for line in [
         "query.top_k = 5",
         "prompt.rlm.threshold_percentage = 70",
         "run.context_windows.m = 4096",
-        "llm.prices.m.input = 1.5",
+        "llm.prices.m.input_per_mtok = 1.5",
     ] {
         let found = stdout
             .lines()
@@ -316,6 +316,54 @@ fn config_show_lists_every_value_the_files_set() {
             .unwrap_or_else(|| panic!("{line} missing: {stdout}"));
         assert!(found.ends_with("rlm.toml"), "{found}");
     }
+}
+
+/// `config show` lists the settings nobody set too, each with its default or what unset means,
+/// as the commands read them; a value a command would refuse is shown as written, with why,
+/// and the command itself refuses it.
+#[test]
+fn config_show_lists_unset_settings_and_says_why_a_value_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = |env: &[(&str, &str)]| {
+        let mut command = rlm(dir.path());
+        command.envs(env.iter().copied());
+        stdout_of(command.args(["config", "show"]).assert().success())
+    };
+    let text = shown(&[("RLM_MAX_RETRIES", "2")]);
+    for (start, end) in [
+        ("query.top_k = (the plan decides)", "# default"),
+        (
+            "llm.max_output_tokens = (8192, 32768 for reasoning models)",
+            "# default",
+        ),
+        ("prompt.rlm.window_tokens = 100000", "# default"),
+        ("llm.max_retries = 2", "# env RLM_MAX_RETRIES"),
+    ] {
+        assert!(
+            text.lines()
+                .any(|line| line.starts_with(start) && line.ends_with(end)),
+            "{start} … {end}: {text}"
+        );
+    }
+    let text = shown(&[("RLM_TIMEOUT", "soon")]);
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("llm.timeout_secs = \"soon\"")
+                && line.ends_with(
+                    "# env RLM_TIMEOUT: refused: RLM_TIMEOUT=soon is not a valid number"
+                )),
+        "{text}"
+    );
+    let assert = rlm(dir.path())
+        .env("RLM_TIMEOUT", "soon")
+        .args(["chat", "--model", "openai:x", "hi"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("RLM_TIMEOUT=soon is not a valid number"),
+        "{stderr}"
+    );
 }
 
 /// `config show` gives every setting's effective value and its source — the environment, a
