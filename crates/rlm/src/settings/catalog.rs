@@ -12,7 +12,7 @@ use rlm_llm::{ModelCapabilities, Price, RetryPolicy};
 use rlm_query::Threshold;
 
 use super::env;
-use super::llm::ProviderFileConfig;
+use super::providers::ProviderFileConfig;
 use super::setting::{Described, Map, Setting};
 use super::size::SizeValue;
 

@@ -43,27 +43,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use rlm_llm::{
-    ApiKey, CapabilityTable, ChatRequest, LlmClient, MaxTokensField, PriceTable, ProviderConfig,
-    ProviderKind, RetryPolicy,
+    CapabilityTable, ChatRequest, LlmClient, MaxTokensField, PriceTable, ProviderConfig,
+    RetryPolicy,
 };
-use serde::Deserialize;
 
 use super::env;
-use super::{ModelBackend, Origin, Sources, Value, catalog};
+use super::{ModelBackend, Sources, catalog};
 use crate::cli::{ChatArgs, LlmArgs};
 use crate::error::{CliError, input_error, llm_error};
-
-/// One `[llm.providers.NAME]` table. Missing fields keep the built-in provider's values.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderFileConfig {
-    pub kind: Option<ProviderKind>,
-    pub base_url: Option<String>,
-    /// Redacted in `Debug` by `ApiKey`.
-    pub api_key: Option<ApiKey>,
-    pub api_key_env: Option<String>,
-    pub max_concurrency: Option<u32>,
-}
 
 /// Merged model settings. `Debug` shows no secrets (keys are `ApiKey`).
 #[derive(Debug, Clone)]
@@ -229,7 +216,7 @@ impl LlmSettings {
             subcall_model,
             record,
             replay,
-            providers: merge_providers(sources, &concurrency)?,
+            providers: super::providers::merge(sources, &concurrency)?,
             default_provider: catalog::LLM_DEFAULT_PROVIDER.read(sources)?.value,
             request_timeout: positive_duration(timeout, "timeout")?,
             idle_timeout: positive_duration(idle, "idle timeout")?,
@@ -307,76 +294,6 @@ impl LlmSettings {
     }
 }
 
-/// The providers: the built-in ones configured from the environment, then `[llm.providers.*]`
-/// over them (or added), each with its concurrency (the flag or variable wins over a
-/// provider's own `max_concurrency`, which wins over `[llm] max_concurrency`).
-fn merge_providers(
-    sources: &Sources,
-    concurrency: &Value<Option<u32>>,
-) -> anyhow::Result<Vec<ProviderConfig>> {
-    let env = sources.env();
-    let (explicit_concurrency, configured_concurrency) = match concurrency.origin {
-        Origin::Flag { .. } | Origin::Env { .. } => (concurrency.value, None),
-        Origin::File { .. } | Origin::Default => (None, concurrency.value),
-    };
-    let mut providers: Vec<ProviderConfig> = rlm_llm::BUILTIN_PROVIDERS
-        .iter()
-        .map(|builtin| builtin.configure(&|name| env.var(name)))
-        .collect();
-    let mut pinned = std::collections::HashSet::new();
-    for (name, file) in catalog::LLM_PROVIDERS.read(sources)? {
-        let existing = providers.iter().position(|p| p.name == name);
-        let base = match existing {
-            Some(index) => providers.remove(index),
-            None => {
-                let kind = file.kind.ok_or_else(|| {
-                    CliError::input(anyhow::anyhow!(
-                        "[llm.providers.{name}] needs `kind` (\"openai\" or \"anthropic\") and `base_url`"
-                    ))
-                })?;
-                let base_url = file.base_url.clone().ok_or_else(|| {
-                    input_error(format!("[llm.providers.{name}] needs `base_url`"))
-                })?;
-                ProviderConfig::new(name.clone(), kind, base_url)
-            }
-        };
-        let mut merged = base;
-        if let Some(kind) = file.kind {
-            merged.kind = kind;
-        }
-        if let Some(url) = file.base_url {
-            merged.base_url = url.trim_end_matches('/').to_owned();
-            // The default follows the URL the provider ends up with.
-            merged = merged.default_concurrency();
-        }
-        if let Some(variable) = file.api_key_env {
-            merged.api_key = env.var(&variable).map(ApiKey::new);
-            merged.api_key_env = Some(variable);
-        }
-        // An environment key (already in `merged`) wins over one written in a file.
-        if merged.api_key.is_none() {
-            merged.api_key = file.api_key;
-        }
-        if let Some(max) = file.max_concurrency {
-            merged = merged.max_concurrency(max as usize);
-            pinned.insert(name.clone());
-        }
-        providers.push(merged);
-    }
-    let fallback_concurrency = explicit_concurrency.or(configured_concurrency);
-    for provider in &mut providers {
-        let chosen = match (explicit_concurrency, pinned.contains(&provider.name)) {
-            (Some(n), _) => Some(n),
-            (None, true) => None,
-            (None, false) => fallback_concurrency,
-        };
-        if let Some(n) = chosen {
-            *provider = provider.clone().max_concurrency(n as usize);
-        }
-    }
-    Ok(providers)
-}
-
 /// `seconds` as a duration, or an input error naming `what` when it is not positive.
 fn positive_duration(seconds: f64, what: &str) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(seconds)
@@ -434,7 +351,7 @@ impl ChatSettings {
 
 #[cfg(test)]
 mod tests {
-    use rlm_llm::ModelCapabilities;
+    use rlm_llm::{ModelCapabilities, ProviderKind};
 
     use super::*;
 

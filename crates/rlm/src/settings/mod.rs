@@ -19,6 +19,7 @@ pub mod files;
 pub mod inspection;
 pub mod llm;
 pub mod prompt;
+pub mod providers;
 pub mod query;
 pub mod run;
 pub mod setting;

@@ -211,6 +211,12 @@ impl<T: SettingValue, R: Resolved<T>> Setting<T, R> {
         self.resolve(None, sources)
     }
 
+    /// The value in force without a flag, as `rlm config show` reads it: problems elsewhere in
+    /// its section do not hide it.
+    pub fn peek(&self, sources: &Sources, config: &LoadedConfig) -> anyhow::Result<Value<R>> {
+        self.resolve_in(None, sources, self.in_files.then_some(config))
+    }
+
     fn resolve_in(
         &self,
         flag: Option<T>,
@@ -262,8 +268,7 @@ impl<T: SettingValue, R: Resolved<T>> Setting<T, R> {
     /// The setting as `rlm config show` prints it: resolved as a command would without a
     /// flag; a value a command would refuse is shown as written, with why.
     pub fn shown(&self, sources: &Sources, config: &LoadedConfig) -> Shown {
-        let config = self.in_files.then_some(config);
-        match self.resolve_in(None, sources, config) {
+        match self.peek(sources, config) {
             Ok(Value { value, origin }) => {
                 let value = value.get().map(|value| {
                     // A value no TOML type holds (a u64 over i64::MAX) is shown as text.
@@ -283,7 +288,7 @@ impl<T: SettingValue, R: Resolved<T>> Setting<T, R> {
                 }
             }
             Err(err) => {
-                let written = self.written(sources, config);
+                let written = self.written(sources, self.in_files.then_some(config));
                 let (value, origin) = written.map_or((None, Origin::Default), |(value, origin)| {
                     (Some(value), origin)
                 });
@@ -383,16 +388,24 @@ impl<V: DeserializeOwned> Map<V> {
     pub fn read(&self, sources: &Sources) -> anyhow::Result<BTreeMap<String, V>> {
         let (table, _) = self.key.rsplit_once('.').unwrap_or(("", self.key));
         let config = sources.checked_config(table)?;
+        self.entries(config)
+            .into_iter()
+            .map(|(name, entry)| Ok((name, entry?)))
+            .collect()
+    }
+
+    /// Each entry the merged files set, or why it does not read as a `V`.
+    pub fn entries(&self, config: &LoadedConfig) -> Vec<(String, anyhow::Result<V>)> {
         let Some((toml::Value::Table(entries), _)) = config.lookup(self.key) else {
-            return Ok(BTreeMap::new());
+            return Vec::new();
         };
         entries
             .iter()
             .map(|(name, value)| {
                 let entry = V::deserialize(value.clone()).map_err(|err| {
-                    input_error(format!("[{}] {name}: {}", self.key, err.message()))
-                })?;
-                Ok((name.clone(), entry))
+                    input_error(format!("[{}] {name}: {}", self.key, err.message())).into()
+                });
+                (name.clone(), entry)
             })
             .collect()
     }

@@ -9,8 +9,8 @@
 use rlm_llm::BUILTIN_PROVIDERS;
 use serde::Serialize;
 
-use super::setting::Origin;
-use super::{LoadedConfig, Sources, catalog};
+use super::providers::MergedProvider;
+use super::{LoadedConfig, Origin, Sources, Value, catalog};
 
 /// One setting as shown.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,114 +36,83 @@ pub fn settings(sources: &Sources, config: &LoadedConfig) -> Vec<Shown> {
         .collect()
 }
 
-/// `[llm.providers]` as `LlmSettings::resolve` merges it: every built-in provider, then those
-/// only the files define, each field with where it came from.
-pub fn providers(sources: &Sources, config: &LoadedConfig, _: &'static str) -> Vec<Shown> {
-    provider_names(config)
-        .iter()
-        .flat_map(|name| provider(sources, config, name))
+/// `[llm.providers]` as `LlmSettings::resolve` merges it (`providers::merge_all`): every
+/// built-in provider, then those only the files define, each field with where it came from. A
+/// provider the files describe wrongly is one line saying why.
+pub fn providers(sources: &Sources, config: &LoadedConfig, key: &'static str) -> Vec<Shown> {
+    // A refused value is shown on its own line (llm.max_concurrency); here it sets nothing.
+    let concurrency = catalog::LLM_MAX_CONCURRENCY
+        .peek(sources, config)
+        .unwrap_or(Value {
+            value: None,
+            origin: Origin::Default,
+        });
+    let files = catalog::LLM_PROVIDERS.entries(config);
+    let mut merged = super::providers::merge_all(sources.env(), config, files, &concurrency);
+    // Built-in providers first, in their own order, then the others.
+    merged.sort_by_key(|(name, _)| {
+        BUILTIN_PROVIDERS
+            .iter()
+            .position(|builtin| builtin.name == name)
+            .unwrap_or(BUILTIN_PROVIDERS.len())
+    });
+    merged
+        .into_iter()
+        .flat_map(|(name, provider)| match provider {
+            Ok(provider) => provider_lines(&format!("{key}.{name}"), provider),
+            Err(err) => vec![Shown {
+                key: format!("{key}.{name}"),
+                value: None,
+                origin: config.lookup(&format!("{key}.{name}")).map_or(
+                    Origin::Default,
+                    |(_, path)| Origin::File {
+                        path: path.to_path_buf(),
+                    },
+                ),
+                note: Some(format!("refused: {err}")),
+            }],
+        })
         .collect()
 }
 
-/// The built-in providers, then those only the files define.
-fn provider_names(config: &LoadedConfig) -> Vec<String> {
-    let mut names: Vec<String> = BUILTIN_PROVIDERS
-        .iter()
-        .map(|builtin| builtin.name.to_owned())
-        .collect();
-    if let Some(toml::Value::Table(table)) = config.lookup("llm.providers").map(|(value, _)| value)
-    {
-        for name in table.keys() {
-            if !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names
-}
-
-/// One provider's kind, base URL, key variable and whether a key is set, as
-/// `LlmSettings::resolve` merges them: a file's `base_url` over the URL variable over the
-/// built-in URL; the key from `api_key_env` (file, else built-in), else a file's `api_key`.
-fn provider(sources: &Sources, config: &LoadedConfig, name: &str) -> Vec<Shown> {
-    let builtin = BUILTIN_PROVIDERS.iter().find(|b| b.name == name);
-    let key = |field: &str| format!("llm.providers.{name}.{field}");
-    let file = |field: &str| {
-        config.lookup(&key(field)).map(|(value, path)| {
-            (
-                value.clone(),
-                Origin::File {
-                    path: path.to_path_buf(),
-                },
-            )
-        })
-    };
-    let env_value = |variable: &str| {
-        sources
-            .env()
-            .var(variable)
-            .filter(|value| !value.trim().is_empty())
-    };
-    let default = |value: Option<String>| (value.map(toml::Value::String), Origin::Default);
-    let shown = |field: &str, (value, origin): (Option<toml::Value>, Origin)| Shown {
-        key: key(field),
+/// One provider's kind, base URL, key variable, whether a key is set (never the key), and
+/// concurrency.
+fn provider_lines(prefix: &str, provider: MergedProvider) -> Vec<Shown> {
+    let config = provider.config;
+    let line = |field: &str, value: Option<toml::Value>, origin: Origin| Shown {
+        key: format!("{prefix}.{field}"),
         value,
         origin,
         note: None,
     };
-
-    let kind = file("kind")
-        .map(|(v, o)| (Some(v), o))
-        .unwrap_or_else(|| default(builtin.map(|b| b.kind.to_string())));
-    let base_url = file("base_url")
-        .map(|(v, o)| (Some(v), o))
-        .or_else(|| {
-            let variable = builtin?.base_url_env?;
-            let value = env_value(variable)?;
-            Some((
-                Some(toml::Value::String(value)),
-                Origin::Env {
-                    variable: variable.to_owned(),
-                },
-            ))
-        })
-        .unwrap_or_else(|| default(builtin.map(|b| b.base_url.to_owned())));
-    let key_variable = file("api_key_env")
-        .map(|(v, o)| (Some(v), o))
-        .unwrap_or_else(|| default(builtin.and_then(|b| b.api_key_env).map(str::to_owned)));
-    let variable_name = key_variable
-        .0
-        .as_ref()
-        .and_then(toml::Value::as_str)
-        .map(str::to_owned);
-    // Only whether a key is set, and where: never its value.
-    let set = || Some(toml::Value::String("<set>".to_owned()));
-    let api_key = match variable_name
-        .as_deref()
-        .and_then(|v| Some((v, env_value(v)?)))
-    {
-        Some((variable, _)) => (
-            set(),
-            Origin::Env {
-                variable: variable.to_owned(),
-            },
-        ),
-        None => match file("api_key") {
-            Some((_, origin)) => (set(), origin),
-            None => (None, Origin::Default),
-        },
-    };
-    let concurrency = max_concurrency(sources, config, &base_url.0, file("max_concurrency"));
-    let concurrency = Shown {
-        key: key("max_concurrency"),
-        ..concurrency
+    let text = |text: String| Some(toml::Value::String(text));
+    let automatic = config.concurrency_mode == rlm_llm::ConcurrencyMode::Auto;
+    let concurrency = if automatic {
+        toml::Value::String(AUTOMATIC.to_owned())
+    } else {
+        toml::Value::Integer(i64::try_from(config.max_concurrency).unwrap_or(i64::MAX))
     };
     vec![
-        shown("kind", kind),
-        shown("base_url", base_url),
-        shown("api_key_env", key_variable),
-        shown("api_key", api_key),
-        concurrency,
+        line("kind", text(config.kind.to_string()), provider.kind),
+        line("base_url", text(config.base_url), provider.base_url),
+        line(
+            "api_key_env",
+            config.api_key_env.and_then(text),
+            provider.api_key_env,
+        ),
+        line(
+            "api_key",
+            config.api_key.and(text("<set>".to_owned())),
+            provider.api_key,
+        ),
+        Shown {
+            note: automatic.then(|| AUTOMATIC_NOTE.to_owned()),
+            ..line(
+                "max_concurrency",
+                Some(concurrency),
+                provider.max_concurrency,
+            )
+        },
     ]
 }
 
@@ -153,51 +122,6 @@ const AUTOMATIC: &str = "auto";
 /// Why: what the limit will be ([`rlm_llm::ConcurrencyMode::Auto`]).
 const AUTOMATIC_NOTE: &str =
     "on this machine: the server's /props total_slots, else adaptive 1-16 (halved on 429/503)";
-
-/// A provider's concurrency as `LlmSettings::resolve` sets it: the flag's variable over the
-/// provider's own file key over `llm.max_concurrency` over the default for its base URL
-/// ([`AUTOMATIC`] on this machine).
-fn max_concurrency(
-    sources: &Sources,
-    config: &LoadedConfig,
-    base_url: &Option<toml::Value>,
-    own: Option<(toml::Value, Origin)>,
-) -> Shown {
-    let shared = catalog::LLM_MAX_CONCURRENCY.shown(sources, config);
-    match (&shared.origin, own) {
-        (Origin::Env { .. }, _) => return shared,
-        (_, Some((value, origin))) => {
-            return Shown {
-                value: Some(value),
-                origin,
-                note: None,
-                ..shared
-            };
-        }
-        (Origin::File { .. }, None) => return shared,
-        _ => {}
-    }
-    let url = base_url
-        .as_ref()
-        .and_then(toml::Value::as_str)
-        .unwrap_or("");
-    let (value, note) = match rlm_llm::default_concurrency(url) {
-        (_, rlm_llm::ConcurrencyMode::Auto) => (
-            toml::Value::String(AUTOMATIC.to_owned()),
-            Some(AUTOMATIC_NOTE.to_owned()),
-        ),
-        (fixed, _) => (
-            toml::Value::Integer(i64::try_from(fixed).unwrap_or(i64::MAX)),
-            None,
-        ),
-    };
-    Shown {
-        value: Some(value),
-        origin: Origin::Default,
-        note,
-        ..shared
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -298,6 +222,34 @@ mod tests {
         let ollama = find(&shown, "llm.providers.ollama.max_concurrency");
         assert_eq!(ollama.value, Some(2.into()));
         assert!(matches!(ollama.origin, Origin::Env { .. }), "{ollama:?}");
+    }
+
+    /// The providers are shown as the commands merge them: a base URL as it is used (no
+    /// trailing slash), and a provider the commands refuse as one line saying why.
+    #[test]
+    fn providers_are_shown_as_merged_and_a_refused_one_says_why() {
+        let layout = Layout::new(
+            None,
+            Some(
+                "[llm.providers.local]\nkind = 'openai'\nbase_url = 'http://h/v1/'\n\
+                 [llm.providers.broken]\nbase_url = 'http://b/v1'\n",
+            ),
+        );
+        let sources = layout.sources(&[]);
+        let shown = settings(&sources, sources.config().unwrap());
+        let url = find(&shown, "llm.providers.local.base_url");
+        assert_eq!(url.value, Some("http://h/v1".into()));
+        let broken = find(&shown, "llm.providers.broken");
+        assert_eq!(broken.value, None);
+        assert!(matches!(broken.origin, Origin::File { .. }), "{broken:?}");
+        let note = broken.note.as_deref().unwrap();
+        assert!(
+            note.starts_with("refused: [llm.providers.broken] needs `kind`"),
+            "{note}"
+        );
+        let err = crate::settings::LlmSettings::resolve(&crate::cli::LlmArgs::default(), &sources)
+            .unwrap_err();
+        assert!(note.ends_with(&err.to_string()), "{note} / {err}");
     }
 
     #[test]
