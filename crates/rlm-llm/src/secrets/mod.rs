@@ -1,7 +1,7 @@
 //! Secrets kept out of everything this process writes: the process-wide registry and its
 //! [`mask`] are the shared vocabulary's ([`rlm_types::secrets`], re-exported here whole, so a
 //! key registered through either crate is masked by both). What this crate adds is for text a
-//! provider wrote: [`mask_provider_text`] also masks words that look like keys.
+//! provider wrote: `mask_provider_text` (crate-private) also masks words that look like keys.
 //!
 //! ```
 //! use rlm_llm::secrets;
