@@ -1,14 +1,12 @@
 //! A code block's calls of host functions that are not model calls (`rlm run --store`:
 //! `buffers`, `search`, `get_chunks`, `grep`, `read`): name, arguments, result size and
-//! preview, error. Every text from the log is escaped.
+//! preview, error. Every text from the log is escaped (maud's `html!`).
 
-use std::fmt::Write as _;
-
+use maud::{Markup, html};
 use rlm_types::thousands;
 
 use super::format::seconds;
-use super::html::{plural, text_block};
-use super::markdown::escape;
+use super::parts::{plural, text_block};
 use crate::schema::HostCall;
 
 /// A code block's host calls are listed open up to this many, folded past it.
@@ -20,9 +18,9 @@ const RESULT_OPEN_CHARS: usize = 300;
 
 /// A code block's calls of host functions (a store's `search`, `grep`, …), in call order:
 /// listed open when few, folded under a summary of their names when many.
-pub(super) fn render(out: &mut String, calls: &[HostCall]) {
+pub(super) fn render(calls: &[HostCall]) -> Markup {
     if calls.is_empty() {
-        return;
+        return html! {};
     }
     let mut names: Vec<(&str, usize)> = Vec::new();
     for call in calls {
@@ -39,29 +37,18 @@ pub(super) fn render(out: &mut String, calls: &[HostCall]) {
         })
         .collect();
     let failed = calls.iter().filter(|call| call.error.is_some()).count();
-    let failed = if failed > 0 {
-        format!(", {failed} failed")
-    } else {
-        String::new()
-    };
-    let _ = write!(
-        out,
-        "<details class=\"host-calls\"{}><summary>{}: {}{failed}</summary>",
-        if calls.len() <= HOST_CALLS_OPEN {
-            " open"
-        } else {
-            ""
-        },
-        escape(&plural(calls.len(), "host call")),
-        escape(&names.join(", ")),
-    );
-    for call in calls {
-        host_call(out, call);
+    html! {
+        details class="host-calls" open[calls.len() <= HOST_CALLS_OPEN] {
+            summary {
+                (plural(calls.len(), "host call")) ": " (names.join(", "))
+                @if failed > 0 { ", " (failed) " failed" }
+            }
+            @for call in calls { (host_call(call)) }
+        }
     }
-    out.push_str("</details>");
 }
 
-fn host_call(out: &mut String, call: &HostCall) {
+fn host_call(call: &HostCall) -> Markup {
     let inline = call.arguments.chars().count() <= ARGUMENTS_INLINE_CHARS;
     let outcome = if call.error.is_some() {
         "failed".to_owned()
@@ -73,46 +60,47 @@ fn host_call(out: &mut String, call: &HostCall) {
         };
         format!("{items}{} bytes", thousands(call.result_bytes))
     };
-    let _ = write!(
-        out,
-        "<div class=\"host-call{}\"><div class=\"host-call-head\"><code>{}({})</code> · {} · {}\
-         </div>",
-        if call.error.is_some() { " failed" } else { "" },
-        escape(&call.name),
-        if inline {
-            escape(&call.arguments)
-        } else {
-            "…".to_owned()
-        },
-        seconds(call.seconds),
-        escape(&outcome),
-    );
-    if !inline {
-        text_block(out, "arguments", &call.arguments, false);
-    }
-    if let Some(result) = &call.result {
-        let shown = result.chars().count();
-        let label = if call.result_bytes > shown as u64 {
-            format!(
-                "result (a preview of {} bytes)",
-                thousands(call.result_bytes)
-            )
-        } else {
-            "result".to_owned()
-        };
-        if shown > RESULT_OPEN_CHARS {
-            let _ = write!(
-                out,
-                "<details class=\"text result\"><summary>{}</summary><pre>{}</pre></details>",
-                escape(&label),
-                escape(result)
-            );
-        } else {
-            text_block(out, &label, result, false);
+    let class = if call.error.is_some() {
+        "host-call failed"
+    } else {
+        "host-call"
+    };
+    html! {
+        div class=(class) {
+            div class="host-call-head" {
+                code {
+                    (call.name) "("
+                    @if inline { (call.arguments) } @else { "…" }
+                    ")"
+                }
+                " · " (seconds(call.seconds)) " · " (outcome)
+            }
+            @if !inline { (text_block("arguments", &call.arguments, false)) }
+            @if let Some(result) = &call.result { (result_block(call, result)) }
+            @if let Some(error) = &call.error { pre class="error" { (error) } }
         }
     }
-    if let Some(error) = &call.error {
-        let _ = write!(out, "<pre class=\"error\">{}</pre>", escape(error));
+}
+
+/// A call's result preview, labelled with the full size when it was cut, folded when long.
+fn result_block(call: &HostCall, result: &str) -> Markup {
+    let shown = result.chars().count();
+    let label = if call.result_bytes > shown as u64 {
+        format!(
+            "result (a preview of {} bytes)",
+            thousands(call.result_bytes)
+        )
+    } else {
+        "result".to_owned()
+    };
+    html! {
+        @if shown > RESULT_OPEN_CHARS {
+            details class="text result" {
+                summary { (label) }
+                pre { (result) }
+            }
+        } @else {
+            (text_block(&label, result, false))
+        }
     }
-    out.push_str("</div>");
 }

@@ -1,323 +1,303 @@
-//! A small, safe Markdown subset for model replies, and light code highlighting.
+//! Markdown of model replies and query reports: CommonMark (with tables and strikethrough),
+//! parsed by pulldown-cmark and written by its HTML writer, after the events are made fit for
+//! a page that must neither run nor load anything:
 //!
-//! Every piece of text goes through [`escape`]: no HTML from the input survives, and links are
-//! shown as text (a report must not point anywhere). What is rendered: fenced code blocks
-//! (highlighted), ATX headings, bullet and numbered lists, block quotes, paragraphs, and inline
-//! `code`, **bold** and *italic*.
+//! - HTML in the text, blocks and inline alike, is shown as text, never passed through: an
+//!   HTML block becomes a `<pre class="html">` of its source.
+//! - Nothing points anywhere: a link is its text followed by its destination in parentheses, as
+//!   text (an autolink is its address, once); an image is `[image: description]` and its
+//!   address, as text. A `javascript:` link or a tracking image cannot act, and the page's
+//!   policy is never put to the test.
+//! - Code blocks are [`code_block`]s: the language as a `language-…` class, Python (and the
+//!   REPL's `repl` blocks) highlighted.
+//! - Headings move one level down (the page's own sections are `<h2>`), and a line break inside
+//!   a paragraph stays one, as the model wrote it.
+//! - A report's citations (`[chunk 12]`, `[chunks 3, 4]`) link to the chunk's row of the page
+//!   ([`render_report`]).
+//!
+//! The only markup added to the writer's output is written here, with the text in it escaped.
 
-use std::fmt::Write as _;
+use maud::{Markup, PreEscaped, Render, html};
+use pulldown_cmark::{
+    CodeBlockKind, CowStr, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd,
+    TextMergeStream,
+};
 
-/// Escapes text for HTML content and double- or single-quoted attribute values. Control
-/// characters (but newline, tab and carriage return) and bidi controls are shown as `\u{202e}`.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 16);
-    escape_into(&mut out, text);
-    out
+pub use super::highlight::code_block;
+
+/// A model's reply as HTML.
+pub fn render(text: &str) -> Markup {
+    write_html(text, false)
 }
 
-/// [`escape`], appending to `out`.
-pub fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' | '\t' | '\r' => out.push(c),
-            // Shown, not obeyed: an escape sequence or a bidi override (U+202E) in a log must
-            // not hide or reorder the text around it.
-            c if c.is_control() || rlm_context::fence::is_bidi_control(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            _ => out.push(c),
-        }
+/// A query's report as HTML, its citations linked to the chunks' rows.
+pub fn render_report(text: &str) -> Markup {
+    write_html(text, true)
+}
+
+fn write_html(text: &str, citations: bool) -> Markup {
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let events = TextMergeStream::new(made_safe(Parser::new_ext(text, options)).into_iter());
+    let mut out = String::with_capacity(text.len() + text.len() / 2);
+    if citations {
+        pulldown_cmark::html::push_html(&mut out, events.map(link_citations));
+    } else {
+        pulldown_cmark::html::push_html(&mut out, events);
     }
+    PreEscaped(out)
 }
 
-/// Renders a Markdown text as HTML.
-pub fn render(text: &str) -> String {
-    let mut out = String::new();
-    let mut lines = text.lines().peekable();
-    let mut paragraph: Vec<&str> = Vec::new();
-    while let Some(line) = lines.next() {
-        let trimmed = line.trim_start();
-        if let Some(info) = trimmed.strip_prefix("```") {
-            flush_paragraph(&mut out, &mut paragraph);
-            let language = info.split_whitespace().next().unwrap_or("");
-            let mut code = String::new();
-            for inner in lines.by_ref() {
-                if inner.trim_start().starts_with("```") {
-                    break;
+/// A link or image being read: where it pointed, and whether its text is that address.
+struct Destination<'a> {
+    url: CowStr<'a>,
+    image: bool,
+    autolink: bool,
+}
+
+/// The parser's events with every HTML event turned into text, links and images into text,
+/// code blocks into highlighted [`code_block`]s, headings one level down and soft line breaks
+/// hard. Every `Html` event in the result is markup written here.
+fn made_safe<'a>(parser: Parser<'a>) -> Vec<Event<'a>> {
+    let mut events = Vec::new();
+    // A code block being read: its language and its text so far.
+    let mut code: Option<(String, String)> = None;
+    let mut destinations: Vec<Destination<'a>> = Vec::new();
+    for event in parser {
+        if let Some((language, body)) = &mut code {
+            match event {
+                Event::Text(text) => body.push_str(&text),
+                Event::End(TagEnd::CodeBlock) => {
+                    let block = code_block(body, language).into_string();
+                    events.push(Event::Html(block.into()));
+                    code = None;
                 }
-                code.push_str(inner);
-                code.push('\n');
+                // A code block holds only text.
+                _ => {}
             }
-            out.push_str(&code_block(&code, language));
-        } else if trimmed.is_empty() {
-            flush_paragraph(&mut out, &mut paragraph);
-        } else if let Some((level, title)) = heading(trimmed) {
-            flush_paragraph(&mut out, &mut paragraph);
-            let _ = write!(out, "<h{level}>{}</h{level}>", inline(title));
-        } else if list_item(trimmed).is_some() {
-            flush_paragraph(&mut out, &mut paragraph);
-            let ordered = list_item(trimmed).is_some_and(|(ordered, _)| ordered);
-            out.push_str(if ordered { "<ol>" } else { "<ul>" });
-            let mut current = Some(trimmed);
-            while let Some(item) = current {
-                let Some((_, body)) = list_item(item) else {
-                    break;
+            continue;
+        }
+        match event {
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let language = match kind {
+                    CodeBlockKind::Fenced(info) => {
+                        info.split_whitespace().next().unwrap_or("").to_owned()
+                    }
+                    CodeBlockKind::Indented => String::new(),
                 };
-                let _ = write!(out, "<li>{}</li>", inline(body));
-                current = lines
-                    .next_if(|next| {
-                        list_item(next.trim_start()).is_some_and(|(kind, _)| kind == ordered)
-                    })
-                    .map(str::trim_start);
+                code = Some((language, String::new()));
             }
-            out.push_str(if ordered { "</ol>" } else { "</ul>" });
-        } else if let Some(quote) = trimmed.strip_prefix('>') {
-            flush_paragraph(&mut out, &mut paragraph);
-            let _ = write!(out, "<blockquote>{}</blockquote>", inline(quote.trim()));
-        } else {
-            paragraph.push(line);
-        }
-    }
-    flush_paragraph(&mut out, &mut paragraph);
-    out
-}
-
-fn flush_paragraph(out: &mut String, paragraph: &mut Vec<&str>) {
-    if paragraph.is_empty() {
-        return;
-    }
-    out.push_str("<p>");
-    for (index, line) in paragraph.iter().enumerate() {
-        if index > 0 {
-            out.push_str("<br>");
-        }
-        out.push_str(&inline(line));
-    }
-    out.push_str("</p>");
-    paragraph.clear();
-}
-
-fn heading(line: &str) -> Option<(usize, &str)> {
-    let level = line.bytes().take_while(|&b| b == b'#').count();
-    let rest = &line[level..];
-    ((1..=6).contains(&level) && rest.starts_with(' ')).then(|| (level.min(4) + 1, rest.trim()))
-}
-
-/// `(ordered, body)` for a list item line.
-fn list_item(line: &str) -> Option<(bool, &str)> {
-    for bullet in ["- ", "* ", "+ "] {
-        if let Some(body) = line.strip_prefix(bullet) {
-            return Some((false, body));
-        }
-    }
-    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
-    if (1..=9).contains(&digits) {
-        let rest = &line[digits..];
-        if let Some(body) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
-            return Some((true, body));
-        }
-    }
-    None
-}
-
-/// Inline markup: `code`, **bold**, *italic*; everything else escaped as is.
-fn inline(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        let Some(at) = rest.find(['`', '*']) else {
-            escape_into(&mut out, rest);
-            break;
-        };
-        escape_into(&mut out, &rest[..at]);
-        rest = &rest[at..];
-        let (marker, tag) = if rest.starts_with('`') {
-            ("`", "code")
-        } else if rest.starts_with("**") {
-            ("**", "strong")
-        } else {
-            ("*", "em")
-        };
-        let body_start = marker.len();
-        match rest[body_start..].find(marker) {
-            Some(end) if end > 0 => {
-                let body = &rest[body_start..body_start + end];
-                if tag == "code" {
-                    let _ = write!(out, "<code>{}</code>", escape(body));
-                } else {
-                    let _ = write!(out, "<{tag}>{}</{tag}>", inline(body));
+            Event::Html(html) | Event::InlineHtml(html) => events.push(Event::Text(html)),
+            Event::Start(Tag::HtmlBlock) => events.push(Event::Html("<pre class=\"html\">".into())),
+            Event::End(TagEnd::HtmlBlock) => events.push(Event::Html("</pre>\n".into())),
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            }) => destinations.push(Destination {
+                url: dest_url,
+                image: false,
+                autolink: matches!(link_type, LinkType::Autolink | LinkType::Email),
+            }),
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                events.push(Event::Text("[image: ".into()));
+                destinations.push(Destination {
+                    url: dest_url,
+                    image: true,
+                    autolink: false,
+                });
+            }
+            Event::End(TagEnd::Link | TagEnd::Image) => {
+                if let Some(destination) = destinations.pop() {
+                    let close = if destination.image { "]" } else { "" };
+                    if !destination.autolink {
+                        let shown = format!("{close} ({})", destination.url);
+                        events.push(Event::Text(shown.into()));
+                    }
                 }
-                rest = &rest[body_start + end + marker.len()..];
             }
-            _ => {
-                escape_into(&mut out, marker);
-                rest = &rest[marker.len()..];
+            Event::Start(Tag::Heading { level, .. }) => events.push(Event::Start(Tag::Heading {
+                level: lower(level),
+                id: None,
+                classes: Vec::new(),
+                attrs: Vec::new(),
+            })),
+            Event::End(TagEnd::Heading(level)) => {
+                events.push(Event::End(TagEnd::Heading(lower(level))));
             }
+            Event::SoftBreak => events.push(Event::HardBreak),
+            other => events.push(other),
         }
     }
-    out
+    events
 }
 
-/// A code block: `<pre><code>` with highlighting for Python-like languages.
-pub fn code_block(code: &str, language: &str) -> String {
-    let body = match language {
-        "" | "repl" | "python" | "py" => highlight_python(code),
-        _ => escape(code),
+/// A heading's level on the page: one below the text's, at most `<h5>`.
+fn lower(level: HeadingLevel) -> HeadingLevel {
+    match level {
+        HeadingLevel::H1 => HeadingLevel::H2,
+        HeadingLevel::H2 => HeadingLevel::H3,
+        HeadingLevel::H3 => HeadingLevel::H4,
+        _ => HeadingLevel::H5,
+    }
+}
+
+/// A text event with its citations (`[chunk 12]`, `[chunks 3, 4]`) written as links to the
+/// chunks' rows, the rest of it escaped; an id marked `(not read)` stays text, as there is
+/// nothing to point at. Other events, and texts without a citation, are left as they are.
+fn link_citations(event: Event<'_>) -> Event<'_> {
+    let Event::Text(text) = &event else {
+        return event;
     };
-    format!("<pre class=\"code\"><code>{body}</code></pre>")
-}
-
-const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
-
-const HOST_FUNCTIONS: &[&str] = &[
-    "llm_query",
-    "llm_query_batched",
-    "rlm_query",
-    "FINAL",
-    "FINAL_VAR",
-    "print",
-];
-
-/// Python highlighting by a small scanner: comments, strings, numbers, keywords and the REPL's
-/// host functions get a class; the rest is escaped text.
-pub fn highlight_python(code: &str) -> String {
-    let mut out = String::with_capacity(code.len() * 5 / 4);
-    let bytes = code.as_bytes();
-    let mut at = 0;
-    while at < code.len() {
-        let c = bytes[at];
-        let end = if c == b'#' {
-            code[at..].find('\n').map_or(code.len(), |n| at + n)
-        } else if c == b'"' || c == b'\'' {
-            string_end(code, at)
-        } else if c.is_ascii_digit() {
-            at + code[at..]
-                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '.' || ch == '_'))
-                .unwrap_or(code.len() - at)
-        } else if c.is_ascii_alphabetic() || c == b'_' {
-            at + code[at..]
-                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
-                .unwrap_or(code.len() - at)
-        } else {
-            // One character (a whole UTF-8 sequence) of plain text.
-            at + code[at..].chars().next().map_or(1, char::len_utf8)
+    if !text.contains("[chunk") {
+        return event;
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut linked = false;
+    let mut rest: &str = text;
+    while let Some(at) = rest.find("[chunk") {
+        rest[..at].render_to(&mut out);
+        let citation = &rest[at..];
+        let Some(end) = citation_end(citation) else {
+            out.push_str("[chunk");
+            rest = &citation["[chunk".len()..];
+            continue;
         };
-        let token = &code[at..end];
-        let class = match c {
-            b'#' => Some("c"),
-            b'"' | b'\'' => Some("s"),
-            b'0'..=b'9' => Some("n"),
-            _ if KEYWORDS.contains(&token) => Some("k"),
-            _ if HOST_FUNCTIONS.contains(&token) => Some("f"),
-            _ => None,
-        };
-        match class {
-            Some(class) => {
-                let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(token));
+        out.push('[');
+        let mut words = citation[1..end].split_inclusive([' ', ',']).peekable();
+        while let Some(word) = words.next() {
+            let digits = word.trim_end_matches([' ', ',']);
+            let unread = words.peek().is_some_and(|next| next.starts_with("(not"));
+            match digits.parse::<i64>() {
+                Ok(id) if !unread => {
+                    html! { a class="chunk" href={ "#chunk-" (id) } { (id) } }.render_to(&mut out);
+                    out.push_str(&word[digits.len()..]);
+                    linked = true;
+                }
+                _ => word.render_to(&mut out),
             }
-            None => escape_into(&mut out, token),
         }
-        at = end;
+        out.push(']');
+        rest = &citation[end + 1..];
     }
-    out
+    rest.render_to(&mut out);
+    if linked {
+        Event::InlineHtml(out.into())
+    } else {
+        event
+    }
 }
 
-/// The end (exclusive) of the string literal starting at `start`: single or triple quoted,
-/// with backslash escapes; an unclosed string runs to the end of its line (or of the code, for
-/// a triple-quoted one).
-fn string_end(code: &str, start: usize) -> usize {
-    let quote = &code[start..=start];
-    let triple = quote.repeat(3);
-    let bytes = code.as_bytes();
-    if code[start..].starts_with(&triple) {
-        let from = start + 3;
-        return code[from..]
-            .find(triple.as_str())
-            .map_or(code.len(), |n| from + n + 3);
-    }
-    let mut at = start + 1;
-    while at < code.len() {
-        match bytes[at] {
-            b'\\' => at += 2,
-            b'\n' => return at,
-            b if b == bytes[start] => return at + 1,
-            _ => at += 1,
-        }
-    }
-    code.len()
+/// Where the citation `text` starts with ends (its `]`), if it is one: `[chunk N]` or
+/// `[chunks N, M]`, the inside made of letters, digits, spaces, commas, dashes and brackets.
+fn citation_end(text: &str) -> Option<usize> {
+    text.find(']').filter(|end| {
+        let inside = &text[1..*end];
+        inside
+            .strip_prefix("chunks ")
+            .or_else(|| inside.strip_prefix("chunk "))
+            .is_some_and(|ids| {
+                ids.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || " ,-()".contains(c))
+            })
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn reply(text: &str) -> String {
+        render(text).into_string()
+    }
+
     #[test]
     fn no_markup_from_the_input_survives() {
         let nasty = "<script>alert(1)</script> **<img src=x onerror=alert(2)>** `</code><b>` \"'&";
-        let html = render(&format!(
-            "{nasty}\n\n```repl\nprint('</script>')  # <b>\n```\n"
+        let html = reply(&format!(
+            "{nasty}\n\n<div onclick=\"x()\">block\n<b>html</b></div>\n\n\
+             ```repl\nprint('</script>')  # <b>\n```\n"
         ));
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("<b>"), "{html}");
+        assert!(!html.contains("<div"), "{html}");
         assert!(
             html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
             "{html}"
         );
-        assert!(html.contains("&quot;&#39;&amp;"), "{html}");
-        assert!(html.contains("&lt;/script&gt;"), "{html}");
-    }
-
-    #[test]
-    fn bidi_and_control_characters_are_shown_not_obeyed() {
-        assert_eq!(
-            escape("invoice\u{202E}fdp.exe\u{1b}[2J\u{2066}x\ty\n"),
-            "invoice\\u{202e}fdp.exe\\u{1b}[2J\\u{2066}x\ty\n"
-        );
-        // Joiners inside words (emoji, Persian) are kept.
-        assert_eq!(escape("a\u{200D}b\u{200C}c"), "a\u{200D}b\u{200C}c");
-    }
-
-    #[test]
-    fn renders_the_common_subset() {
-        let html = render(
-            "# Title\nSome **bold** and *it* and `x < 1`.\nnext line\n\n- a\n- b\n1. one\n> quoted",
-        );
-        assert_eq!(
-            html,
-            "<h2>Title</h2><p>Some <strong>bold</strong> and <em>it</em> and \
-             <code>x &lt; 1</code>.<br>next line</p><ul><li>a</li><li>b</li></ul>\
-             <ol><li>one</li></ol><blockquote>quoted</blockquote>"
-        );
-        // Unmatched markers stay as text.
-        assert_eq!(render("2 * 3 and `open"), "<p>2 * 3 and `open</p>");
-    }
-
-    #[test]
-    fn python_tokens_get_classes() {
-        let html = highlight_python("x = llm_query(\"a\\\"b\")  # done\nif n > 10: pass\n");
-        assert_eq!(
-            html,
-            "x = <span class=\"f\">llm_query</span>(<span class=\"s\">&quot;a\\&quot;b&quot;</span>)  \
-             <span class=\"c\"># done</span>\n<span class=\"k\">if</span> n &gt; \
-             <span class=\"n\">10</span>: <span class=\"k\">pass</span>\n"
-        );
-        // A triple-quoted string spans lines; an unclosed one ends at its line; non-ASCII is kept.
-        let html = highlight_python("s = '''a\nb''' + 'open\né = 1");
-        assert!(html.contains("<span class=\"s\">&#39;&#39;&#39;a\nb&#39;&#39;&#39;</span>"));
         assert!(
-            html.contains("<span class=\"s\">&#39;open</span>\né"),
+            html.contains("<pre class=\"html\">&lt;div onclick="),
             "{html}"
         );
+        assert!(html.contains("&lt;/script&gt;"), "{html}");
+        assert!(html.contains("\"'&amp;"), "{html}");
+    }
+
+    #[test]
+    fn links_and_images_point_nowhere() {
+        let html = reply(
+            "[x](javascript:alert(1)) and [docs](https://example.invalid/a \"t\") \
+             <https://example.invalid/auto> ![pixel](https://tracker.invalid/p.png)\n\n\
+             [ref]\n\n[ref]: javascript:alert(2)",
+        );
+        assert!(!html.contains("<a"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("href"), "{html}");
+        assert!(!html.contains("src="), "{html}");
+        assert!(html.contains("x (javascript:alert(1))"), "{html}");
+        assert!(html.contains("docs (https://example.invalid/a)"), "{html}");
+        assert!(html.contains(" https://example.invalid/auto "), "{html}");
+        assert!(
+            html.contains("[image: pixel] (https://tracker.invalid/p.png)"),
+            "{html}"
+        );
+        assert!(html.contains("ref (javascript:alert(2))"), "{html}");
+    }
+
+    #[test]
+    fn renders_commonmark_with_the_page_s_conventions() {
+        let html = reply(
+            "# Title\nSome **bold** and *it* and `x < 1`.\nnext line\n\n- a\n- b\n\n1. one\n\n\
+             > quoted\n\n| a | b |\n|---|---|\n| 1 | ~~2~~ |\n\n```rust\nlet x = 1;\n```",
+        );
+        for part in [
+            "<h2>Title</h2>",
+            "<p>Some <strong>bold</strong> and <em>it</em> and <code>x &lt; 1</code>.<br />\nnext line</p>",
+            "<ul>\n<li>a</li>\n<li>b</li>\n</ul>",
+            "<ol>\n<li>one</li>\n</ol>",
+            "<blockquote>\n<p>quoted</p>\n</blockquote>",
+            "<td><del>2</del></td>",
+            "<pre class=\"code\"><code class=\"language-rust\">let x = 1;\n</code></pre>",
+        ] {
+            assert!(html.contains(part), "{part} not in {html}");
+        }
+        // Unmatched markers stay as text.
+        assert_eq!(reply("2 * 3 and `open"), "<p>2 * 3 and `open</p>\n");
+    }
+
+    #[test]
+    fn citations_link_to_chunks_and_nothing_else_does() {
+        let html = render_report(
+            "See [chunk 11] and [chunks 12, 13], not [chunk 9 (not read)] nor [chunky 4] \
+             nor [chunk <b>]; `[chunk 5]` is code.",
+        )
+        .into_string();
+        assert!(
+            html.contains("[chunk <a class=\"chunk\" href=\"#chunk-11\">11</a>]"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "[chunks <a class=\"chunk\" href=\"#chunk-12\">12</a>, \
+                 <a class=\"chunk\" href=\"#chunk-13\">13</a>]"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("[chunk 9 (not read)]"), "{html}");
+        assert!(html.contains("[chunky 4]"), "{html}");
+        assert!(html.contains("[chunk &lt;b&gt;]"), "{html}");
+        assert!(html.contains("<code>[chunk 5]</code>"), "{html}");
+        // A reply's citations are text.
+        assert!(!reply("[chunk 11]").contains("<a"));
     }
 }

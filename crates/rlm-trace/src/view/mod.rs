@@ -6,7 +6,11 @@
 //! turns, and per turn the new prompt messages, the reply (Markdown, code highlighted), each
 //! code block with its output, error, host calls (a store's `search`, `grep`, …) and
 //! sub-calls, and child runs folded inside the sub-call that started them. A query's page ([`QueryView`]) shows its plan, search hits, extractor
-//! batches, findings, report and usage per stage. Every text from the log is escaped.
+//! batches, findings, report and usage per stage.
+//!
+//! Pages are maud templates (`html!` escapes every value it splices); replies and reports are
+//! Markdown by pulldown-cmark, with the HTML they hold shown as text and links and images
+//! pointing nowhere. Control and bidi characters are shown as escapes (`\u{202e}`), not obeyed.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,10 +34,12 @@
 //! ```
 
 mod format;
+mod highlight;
 mod host_calls;
 mod html;
 mod load;
 mod markdown;
+mod parts;
 mod query;
 mod query_page;
 
@@ -41,7 +47,6 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 
 pub use load::{ChildRun, RunView, TurnView};
-pub use markdown::escape;
 pub use query::{OtherRecord, QueryView};
 
 use crate::error::Error;
@@ -128,7 +133,8 @@ pub fn render(log: &LogView) -> String {
         LogView::Run(run) => html::page(run, &nonce),
         LogView::Query(query) => query_page::page(query, &nonce),
     };
-    // After escaping: the mask must be text, not markup.
+    // After escaping: what shows a control character, and the mask, are text, not markup.
+    let page = parts::show_controls(page);
     match rlm_types::secrets::mask_with(&page, "&lt;redacted&gt;") {
         std::borrow::Cow::Borrowed(_) => page,
         std::borrow::Cow::Owned(masked) => masked,

@@ -184,7 +184,8 @@ fn a_run_with_a_child_renders_everything_escaped() {
     assert!(!html.contains("<img"));
     assert!(!html.contains("<b>rows"));
     assert!(html.contains("How many &lt;b&gt;rows&lt;/b&gt;?"));
-    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    // `'` needs no escape in text, nor in the double-quoted attributes maud writes.
+    assert!(html.contains("&lt;script&gt;alert('x')&lt;/script&gt;"));
     assert!(html.contains("<details class=\"child\"><summary>Child run <code>abc.1</code>"));
     assert!(html.contains("re-asked"));
     assert!(html.contains("prompt (first 64 of 9.0 K chars)"));
@@ -588,4 +589,54 @@ fn a_forced_answer_is_partial_and_an_unpriced_run_costs_unknown() {
     assert!(!html.contains("status ok"));
     assert!(html.contains("<dt>cost</dt><dd>unknown</dd>"), "{html}");
     assert!(!html.contains("$0.00"));
+}
+
+/// A reply's HTML, links and images are text on the page, and bidi controls anywhere in the
+/// log are shown, not obeyed.
+#[test]
+fn a_reply_s_html_links_and_bidi_controls_are_shown_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TrajectoryWriter::create(dir.path(), "rlm_x_md").unwrap();
+    log.write(&metadata("md", 0, "rename invoice\u{202E}fdp.exe?"))
+        .unwrap();
+    let reply = "<script>alert('block')</script>\n\nSee [the docs](javascript:alert(1)) and \
+                 <a href=\"https://evil.invalid\">this</a> ![pixel](https://tracker.invalid/p.png) \
+                 <script>alert('inline')</script> \u{2066}hidden\u{2069}.";
+    log.write(&turn(1, vec![message(Role::User, "go")], reply, vec![]))
+        .unwrap();
+    let run = RunView::load(log.path()).unwrap();
+    let html = render(&run.into());
+
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<script").count(), 1, "only the page's own");
+    assert!(!html.contains("<a href=\"https"), "{html}");
+    assert!(!html.to_lowercase().contains("href=\"javascript"), "{html}");
+    let turn = section(&html, "<section class=\"turn\"", "</section>");
+    assert!(
+        turn.contains("<pre class=\"html\">&lt;script&gt;alert('block')&lt;/script&gt;"),
+        "{turn}"
+    );
+    assert!(
+        turn.contains("&lt;script&gt;alert('inline')&lt;/script&gt;"),
+        "{turn}"
+    );
+    assert!(
+        turn.contains("the docs (javascript:alert(1))"),
+        "the link is text: {turn}"
+    );
+    assert!(
+        turn.contains("&lt;a href=&quot;https://evil.invalid&quot;&gt;this&lt;/a&gt;")
+            || turn.contains("&lt;a href=\"https://evil.invalid\"&gt;this&lt;/a&gt;"),
+        "{turn}"
+    );
+    assert!(
+        turn.contains("[image: pixel] (https://tracker.invalid/p.png)"),
+        "{turn}"
+    );
+    assert!(turn.contains("\\u{2066}hidden\\u{2069}"), "{turn}");
+    assert!(html.contains("rename invoice\\u{202e}fdp.exe?"), "{html}");
+    assert!(
+        !html.contains(['\u{202E}', '\u{2066}', '\u{2069}']),
+        "a bidi control left as is"
+    );
 }
