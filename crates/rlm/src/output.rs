@@ -267,24 +267,6 @@ pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Re
     out.write_all(b"\n")
 }
 
-/// Prints one JSON Lines record on stdout: `value`'s fields after `"type": kind`.
-pub fn print_record(kind: &str, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    print_json(&record(kind, value)?)
-}
-
-/// `value` (an object) with `"type": kind` as its first field.
-pub fn record(kind: &str, value: &impl serde::Serialize) -> anyhow::Result<serde_json::Value> {
-    let mut object = serde_json::Map::new();
-    object.insert("type".to_owned(), kind.into());
-    match serde_json::to_value(value)? {
-        serde_json::Value::Object(fields) => object.extend(fields),
-        other => {
-            object.insert("value".to_owned(), other);
-        }
-    }
-    Ok(serde_json::Value::Object(object))
-}
-
 /// A note on stderr for a person at a terminal (empty results and the like); silent when
 /// stderr is not a terminal or `--quiet` is given, so scripts see only the data stream.
 pub fn terminal_note(quiet: bool, message: &str) {
@@ -407,11 +389,5 @@ mod tests {
         );
         assert_eq!(neutralize("héllo ✓\n"), "héllo ✓\n");
         assert_eq!(neutralize("a\u{202E}b\u{2067}c"), "a\\u{202e}b\\u{2067}c");
-    }
-
-    #[test]
-    fn record_puts_the_type_first() {
-        let value = record("buffer", &serde_json::json!({"name": "a"})).unwrap();
-        assert_eq!(value.to_string(), r#"{"type":"buffer","name":"a"}"#);
     }
 }

@@ -65,17 +65,16 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Re
     });
     let response = outcome.map_err(CliError::stopped)??;
     if json {
-        crate::output::print_json(&serde_json::json!({
-            "type": "answer",
-            "text": response.text,
-            "model": response.model,
-            "finish_reason": response.finish_reason,
-            "usage": response.usage,
-            "cost_usd": response.cost_usd,
-            "latency_ms": response.latency.as_millis() as u64,
-            "retries": response.retries,
-            "replayed": response.replayed,
-        }))?;
+        crate::output::print_json(&ChatRecord::Answer {
+            text: &response.text,
+            model: &response.model,
+            finish_reason: response.finish_reason.as_deref(),
+            usage: &response.usage,
+            cost_usd: response.cost_usd,
+            latency_ms: u64::try_from(response.latency.as_millis()).unwrap_or(u64::MAX),
+            retries: response.retries,
+            replayed: response.replayed,
+        })?;
     } else {
         writeln!(crate::output::raw_stdout())?;
         // A warning, printed even with `--quiet`: the answer on stdout is not all of it.
@@ -122,4 +121,21 @@ fn usage_line(response: &ChatResponse) -> String {
         response.latency.as_secs_f64(),
         response.retries,
     )
+}
+
+/// What `rlm chat --json` prints: one record with the answer and what it cost.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatRecord<'a> {
+    Answer {
+        text: &'a str,
+        model: &'a str,
+        finish_reason: Option<&'a str>,
+        usage: &'a rlm_llm::Usage,
+        cost_usd: Option<f64>,
+        latency_ms: u64,
+        retries: u32,
+        /// Whether the answer came from a `--replay` cassette.
+        replayed: bool,
+    },
 }

@@ -42,22 +42,21 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
     let mut out = output::stdout();
     if global.json {
         for (index, chunk) in chunking.chunks.iter().enumerate() {
-            serde_json::to_writer(
-                &mut out,
-                &serde_json::json!({
-                    "type": "chunk",
-                    "index": index,
-                    "strategy": chunking.strategy,
-                    "bytes": [chunk.range.start, chunk.range.end],
-                    "lines": [chunk.start_line, chunk.end_line],
-                    "header_bytes": chunk.header.as_ref().map(|h| [h.start, h.end]),
-                    // The same count the text preview shows: the chunk's own text; a repeated
-                    // CSV header is counted apart.
-                    "chars": text[chunk.range.clone()].chars().count(),
-                    "header_chars": chunk.header.as_ref().map(|h| text[h.clone()].chars().count()),
-                }),
-            )?;
-            writeln!(out)?;
+            let record = ChunkRecord::Chunk {
+                index,
+                strategy: chunking.strategy,
+                bytes: [chunk.range.start, chunk.range.end],
+                lines: [chunk.start_line, chunk.end_line],
+                header_bytes: chunk.header.as_ref().map(|h| [h.start, h.end]),
+                // The same count the text preview shows: the chunk's own text; a repeated
+                // CSV header is counted apart.
+                chars: text[chunk.range.clone()].chars().count(),
+                header_chars: chunk
+                    .header
+                    .as_ref()
+                    .map(|h| text[h.clone()].chars().count()),
+            };
+            output::write_json(&mut out, &record)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -86,4 +85,22 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `rlm chunk --json` prints: one record per chunk, in order.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChunkRecord {
+    Chunk {
+        index: usize,
+        strategy: chunk::Strategy,
+        /// Byte range `[start, end)` in the file.
+        bytes: [usize; 2],
+        /// First and last line, 1-based.
+        lines: [u64; 2],
+        /// The CSV header repeated before the chunk, when one is.
+        header_bytes: Option<[usize; 2]>,
+        chars: usize,
+        header_chars: Option<usize>,
+    },
 }

@@ -3,6 +3,8 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use serde::Serialize;
+
 use crate::cli::{DeleteArgs, GlobalArgs};
 use crate::error::store_error;
 use crate::output;
@@ -13,7 +15,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteArgs) -> anyhow::
     let deleted = store.delete(&args.buffers).map_err(store_error)?;
     if global.json {
         for buffer in &deleted {
-            output::print_record("deleted", buffer)?;
+            output::print_json(&DeleteRecord::Deleted(buffer))?;
         }
     } else if !global.quiet {
         let mut stderr = anstream::stderr();
@@ -23,4 +25,11 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteArgs) -> anyhow::
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `rlm delete --json` prints: one record per buffer removed.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum DeleteRecord<'a> {
+    Deleted(&'a rlm_store::BufferInfo),
 }

@@ -3,6 +3,8 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use serde::Serialize;
+
 use crate::cli::{DoctorArgs, GlobalArgs};
 use crate::error::EXIT_FAILED;
 use crate::output;
@@ -15,12 +17,12 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorArgs) -> anyhow::
     let problems = checks.iter().filter(|check| !check.ok).count();
     if global.json {
         for check in &checks {
-            output::print_record("check", check)?;
+            output::print_json(&DoctorRecord::Check(check))?;
         }
-        output::print_record(
-            "summary",
-            &serde_json::json!({ "store": settings.dir, "problems": problems }),
-        )?;
+        output::print_json(&DoctorRecord::Summary {
+            store: &settings.dir,
+            problems,
+        })?;
     } else {
         let mut out = output::stdout();
         writeln!(out, "store: {}", settings.dir.display())?;
@@ -48,4 +50,17 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorArgs) -> anyhow::
         eprintln!("{}", output::count(problems as u64, "problem"));
     }
     Ok(ExitCode::from(EXIT_FAILED))
+}
+
+/// What `rlm doctor --json` prints: each check, then a summary.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum DoctorRecord<'a> {
+    /// One check, with its fix when it found a problem.
+    Check(&'a rlm_store::Check),
+    /// The store looked at and how many checks found a problem.
+    Summary {
+        store: &'a std::path::Path,
+        problems: usize,
+    },
 }

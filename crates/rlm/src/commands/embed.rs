@@ -22,7 +22,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: EmbedArgs) -> anyhow::R
     };
     let progress = embed_chunks(global, &mut store, embedder.as_ref(), args.reset)?;
     if global.json {
-        output::print_record("embed", &progress)?;
+        output::print_json(&EmbedRecord::Embed(&progress))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -82,4 +82,11 @@ pub fn stored_model_embedder(
         return Ok(Some(embedder));
     }
     EmbeddingSettings::resolve(flag, sources)?.open_embedder()
+}
+
+/// What `rlm embed --json` prints: one record with what was embedded.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum EmbedRecord<'a> {
+    Embed(&'a rlm_store::EmbedProgress),
 }

@@ -72,3 +72,28 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Re
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_says_its_type_first_then_the_fields_of_what_it_holds() {
+        let buffer = BufferInfo {
+            id: 7,
+            name: "a.txt".to_owned(),
+            path: None,
+            bytes: 3,
+            lines: 1,
+            chunks: 1,
+            strategy: "text".to_owned(),
+            sha256: "ab".to_owned(),
+            loaded_at: 0,
+        };
+        let line = serde_json::to_string(&BufferRecord::Buffer(buffer)).unwrap();
+        assert!(
+            line.starts_with(r#"{"type":"buffer","id":7,"name":"a.txt","#),
+            "{line}"
+        );
+    }
+}

@@ -20,9 +20,10 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ModelsArgs) -> anyhow::
                 .remove(&remove.name)
                 .map_err(embed_error)?;
             if global.json {
-                crate::output::print_json(&serde_json::json!({
-                    "type": "removed", "name": remove.name, "dir": dir,
-                }))?;
+                crate::output::print_json(&ModelRecord::Removed {
+                    name: &remove.name,
+                    dir: &dir,
+                })?;
             } else {
                 writeln!(
                     crate::output::stdout(),
@@ -52,7 +53,10 @@ fn run_import(
     let manifest =
         rlm_embed::import(&args.path, resolved.models_dir.root(), &options).map_err(embed_error)?;
     if global.json {
-        crate::output::print_json(&model_json(&manifest, None))?;
+        crate::output::print_json(&ModelRecord::Model {
+            manifest: &manifest,
+            default: None,
+        })?;
     } else {
         let mut out = crate::output::stdout();
         writeln!(
@@ -80,13 +84,18 @@ fn run_list(global: &GlobalArgs, resolved: &EmbeddingSettings) -> anyhow::Result
     let default = resolved.model.as_deref();
     if global.json {
         for model in &models {
-            let value = match &model.manifest {
-                Ok(manifest) => model_json(manifest, default),
-                Err(problem) => serde_json::json!({
-                    "type": "model", "name": model.name, "dir": model.dir, "problem": problem,
-                }),
+            let record = match &model.manifest {
+                Ok(manifest) => ModelRecord::Model {
+                    manifest,
+                    default: default.map(|default| manifest.name == default),
+                },
+                Err(problem) => ModelRecord::Unreadable {
+                    name: &model.name,
+                    dir: &model.dir,
+                    problem,
+                },
             };
-            crate::output::print_json(&value)?;
+            crate::output::print_json(&record)?;
         }
     }
     if models.is_empty() {
@@ -125,13 +134,27 @@ fn run_list(global: &GlobalArgs, resolved: &EmbeddingSettings) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-fn model_json(manifest: &Manifest, default: Option<&str>) -> serde_json::Value {
-    let mut value = serde_json::to_value(manifest).unwrap_or(serde_json::Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("type".to_owned(), "model".into());
-        if let Some(default) = default {
-            object.insert("default".to_owned(), (manifest.name == default).into());
-        }
-    }
-    value
+/// What `rlm models import|list|remove --json` prints: a record per model.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ModelRecord<'a> {
+    /// An imported model's manifest and, in the list, whether it is the default.
+    Model {
+        #[serde(flatten)]
+        manifest: &'a Manifest,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        default: Option<bool>,
+    },
+    /// A model directory whose manifest cannot be read (listed as `type: model`).
+    #[serde(rename = "model")]
+    Unreadable {
+        name: &'a str,
+        dir: &'a std::path::Path,
+        problem: &'a str,
+    },
+    /// A model `remove` deleted.
+    Removed {
+        name: &'a str,
+        dir: &'a std::path::Path,
+    },
 }

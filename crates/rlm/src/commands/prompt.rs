@@ -68,7 +68,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
     }
     if dry_run {
         if global.json {
-            crate::output::print_record("plan", &built.plan)?;
+            crate::output::print_json(&PromptRecord::Plan(&built.plan))?;
         } else {
             print_stdout(&plan_text(&built.plan, ItemLines::Each))?;
         }
@@ -78,14 +78,13 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
     match &args.output {
         Some(path) => std::fs::write(path, &prompt)
             .with_context(|| format!("cannot write the prompt to {}", path.display()))?,
-        None if global.json => crate::output::print_record(
-            "prompt",
-            &serde_json::json!({ "messages": built.messages }),
-        )?,
+        None if global.json => crate::output::print_json(&PromptRecord::Prompt {
+            messages: &built.messages,
+        })?,
         None => print_stdout(&prompt)?,
     }
     if global.json {
-        crate::output::print_record("plan", &built.plan)?;
+        crate::output::print_json(&PromptRecord::Plan(&built.plan))?;
     } else if !global.quiet {
         // On stderr beside the prompt the plan is progress, not data: one line per kind of
         // item unless -v asks for each (2,000 files would be 2,000 lines).
@@ -256,7 +255,9 @@ fn render(built: &BuiltPrompt, format: PromptFormat) -> anyhow::Result<String> {
     };
     Ok(match format {
         PromptFormat::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({ "messages": built.messages }))? + "\n"
+            serde_json::to_string_pretty(&Messages {
+                messages: &built.messages,
+            })? + "\n"
         }
         PromptFormat::Text => format!("{}{}", content("system"), content("user")),
         PromptFormat::Mdctx => format!(
@@ -446,4 +447,19 @@ fn to_cli_error(error: rlm_assemble::Error) -> CliError {
     };
     let input = error.is_input();
     CliError::classified(error, input, hint)
+}
+
+/// What `rlm prompt build --json` prints: the prompt (unless `--output` takes it), then its
+/// plan; with `--dry-run` the plan alone.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum PromptRecord<'a> {
+    Prompt { messages: &'a [ChatMessage] },
+    Plan(&'a PromptPlan),
+}
+
+/// The prompt as `--format json` writes it: the chat API's `messages`.
+#[derive(serde::Serialize)]
+struct Messages<'a> {
+    messages: &'a [ChatMessage],
 }

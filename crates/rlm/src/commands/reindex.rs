@@ -47,8 +47,10 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexArgs) -> anyhow:
     }
     let mut store = settings.open()?;
     let status = store.embedding_status().map_err(store_error)?;
-    let mut vectors =
-        serde_json::json!({ "model": status.model, "embedded_chunks": status.embedded_chunks });
+    let mut vectors = Vectors {
+        model: status.model.clone(),
+        embedded_chunks: status.embedded_chunks,
+    };
     if let Some(model) = status.model.as_deref()
         && status.embedded_chunks < status.chunks
     {
@@ -58,7 +60,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexArgs) -> anyhow:
         match embedder {
             Some(embedder) => {
                 let progress = embed_chunks(global, &mut store, embedder.as_ref(), false)?;
-                vectors["embedded_chunks"] = (status.embedded_chunks + progress.done).into();
+                vectors.embedded_chunks = status.embedded_chunks + progress.done;
             }
             None => {
                 if !global.quiet {
@@ -73,9 +75,28 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexArgs) -> anyhow:
         }
     }
     if global.json {
-        let mut record = output::record("reindex", &report)?;
-        record["vectors"] = vectors;
-        output::print_json(&record)?;
+        output::print_json(&ReindexRecord::Reindex {
+            report: &report,
+            vectors,
+        })?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `rlm reindex --json` prints: one record with what was indexed again.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ReindexRecord<'a> {
+    Reindex {
+        #[serde(flatten)]
+        report: &'a rlm_store::ReindexReport,
+        vectors: Vectors,
+    },
+}
+
+/// The store's vectors after a reindex: their model and how many chunks have one.
+#[derive(serde::Serialize)]
+struct Vectors {
+    model: Option<String>,
+    embedded_chunks: u64,
 }

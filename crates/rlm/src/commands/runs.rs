@@ -3,9 +3,11 @@
 //! end (the log's `variables` line).
 
 use std::io::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 
 use rlm_trace::{RunSummary, Trajectory, TurnSummary, VariableInfo};
+use serde::Serialize;
 
 use super::view::{find_log, trace_error};
 use crate::cli::{GlobalArgs, RunsAction, RunsArgs, RunsListArgs, RunsShowArgs};
@@ -41,7 +43,7 @@ fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::
     }
     if global.json {
         for summary in &runs {
-            output::print_record("run", summary)?;
+            output::print_json(&ListedRecord::Run(summary))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -114,45 +116,36 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
              child run, or was logged by an older rlm)",
         );
     }
-    let contexts: Vec<serde_json::Value> = metadata
-        .contexts
-        .parts
-        .iter()
-        .map(|part| {
-            serde_json::json!({
-                "variable": part.variable,
-                "name": part.name,
-                "chars": part.chars,
-                "lines": part.lines,
-                "format": part.metadata.as_ref().and_then(|m| m.get("format")).cloned(),
-            })
-        })
-        .collect();
     if global.json {
-        output::print_json(&serde_json::json!({
-            "type": "run",
-            "run_id": metadata.run_id,
-            "log": path,
-            "model": metadata.root_model,
-            "subcall_model": metadata.subcall_model,
-            "question": metadata.query,
-            "contexts": contexts,
-            "status": outcome.map(|o| o.status),
-            "answer": outcome.and_then(|o| o.answer.clone()),
-            "turns": outcome.map(|o| o.iterations),
-            "usage": outcome.map(|o| &o.usage.total),
-            "cost_usd": outcome.map(|o| o.usage.total.cost_usd),
-            "seconds": outcome.map(|o| o.seconds),
-        }))?;
+        let contexts = metadata
+            .contexts
+            .parts
+            .iter()
+            .map(ShownContext::of)
+            .collect();
+        output::print_json(&ShownRecord::Run {
+            run_id: &metadata.run_id,
+            log: &path,
+            model: &metadata.root_model,
+            subcall_model: &metadata.subcall_model,
+            question: &metadata.query,
+            contexts,
+            status: outcome.map(|o| o.status),
+            answer: outcome.and_then(|o| o.answer.as_deref()),
+            turns: outcome.map(|o| o.iterations),
+            usage: outcome.map(|o| &o.usage.total),
+            cost_usd: outcome.map(|o| o.usage.total.cost_usd),
+            seconds: outcome.map(|o| o.seconds),
+        })?;
         for turn in &turns {
-            output::print_record("turn", turn)?;
+            output::print_json(&ShownRecord::Turn(turn))?;
         }
         if args.vars {
             for variable in variables
                 .map(|v| v.variables.as_slice())
                 .unwrap_or_default()
             {
-                output::print_json(&variable_json(variable))?;
+                output::print_json(&VariableRecord::of(variable))?;
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -296,18 +289,88 @@ fn indent(out: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A variable as `--json` prints it: without its literal (the whole value).
-pub(super) fn variable_json(variable: &VariableInfo) -> serde_json::Value {
-    serde_json::json!({
-        "type": "variable",
-        "name": variable.name,
-        "python_type": variable.type_name,
-        "length": variable.length,
-        "repr_bytes": variable.repr_bytes,
-        "preview": variable.preview,
-        "restorable": variable.literal.is_some(),
-        "not_restorable": variable.not_restorable,
-    })
+/// What `rlm runs list --json` prints: a record per run, newest first.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ListedRecord<'a> {
+    Run(&'a RunSummary),
+}
+
+/// What `rlm runs show --json` prints: the run, its turns, then its variables with `--vars`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ShownRecord<'a> {
+    /// The run: its models, question, contexts and how it ended (`null`s while unfinished).
+    Run {
+        run_id: &'a str,
+        log: &'a Path,
+        model: &'a str,
+        subcall_model: &'a str,
+        question: &'a str,
+        contexts: Vec<ShownContext<'a>>,
+        status: Option<rlm_trace::Status>,
+        answer: Option<&'a str>,
+        turns: Option<u32>,
+        usage: Option<&'a rlm_llm::ModelTotals>,
+        cost_usd: Option<f64>,
+        seconds: Option<f64>,
+    },
+    /// One turn: its code, output, sub-calls and usage.
+    Turn(&'a TurnSummary),
+}
+
+/// A context of a run as `runs show --json` gives it.
+#[derive(Serialize)]
+struct ShownContext<'a> {
+    variable: &'a str,
+    name: Option<&'a str>,
+    chars: u64,
+    lines: u64,
+    /// The detected format, as `rlm inspect` names it.
+    format: Option<&'a serde_json::Value>,
+}
+
+impl<'a> ShownContext<'a> {
+    fn of(part: &'a rlm_trace::ContextInfo) -> Self {
+        Self {
+            variable: &part.variable,
+            name: part.name.as_deref(),
+            chars: part.chars,
+            lines: part.lines,
+            format: part.metadata.as_ref().and_then(|m| m.get("format")),
+        }
+    }
+}
+
+/// A REPL variable as `--json` prints it: without its literal (the whole value).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum VariableRecord<'a> {
+    Variable {
+        name: &'a str,
+        python_type: &'a str,
+        length: Option<u64>,
+        repr_bytes: Option<u64>,
+        preview: &'a str,
+        /// Whether a later run can restore it (its literal was kept).
+        restorable: bool,
+        /// Why it cannot be restored, when it cannot.
+        not_restorable: Option<&'a str>,
+    },
+}
+
+impl<'a> VariableRecord<'a> {
+    pub(super) fn of(variable: &'a VariableInfo) -> Self {
+        Self::Variable {
+            name: &variable.name,
+            python_type: &variable.type_name,
+            length: variable.length,
+            repr_bytes: variable.repr_bytes,
+            preview: &variable.preview,
+            restorable: variable.literal.is_some(),
+            not_restorable: variable.not_restorable.as_deref(),
+        }
+    }
 }
 
 /// The status as one word for the list (`answered`, `iteration_limit`, …).

@@ -1,9 +1,11 @@
 //! `rlm sessions list|show|rm`: the sessions `rlm run --session NAME` continues.
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rlm_trace::{ContextState, SessionFile};
+use rlm_trace::{ContextState, Question, SessionContext, SessionFile};
+use serde::Serialize;
 
 use crate::cli::{GlobalArgs, SessionsAction, SessionsArgs};
 use crate::error::CliError;
@@ -25,7 +27,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsArgs) -> anyhow
             }
             if global.json {
                 for session in &sessions {
-                    output::print_json(&summary(session))?;
+                    output::print_json(&ListedRecord::Session(Summary::of(session)))?;
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -69,23 +71,24 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsArgs) -> anyhow
                 })
                 .collect();
             if global.json {
-                let mut record = summary(&session);
-                record["type"] = "session".into();
-                record["dir"] = serde_json::to_value(store.dir().join(&session.name))?;
-                record["contexts"] = session
-                    .contexts
-                    .iter()
-                    .zip(&states)
-                    .map(|(context, state)| {
-                        let mut value = serde_json::to_value(context).unwrap_or_default();
-                        value["state"] = (*state).into();
-                        value
-                    })
-                    .collect();
-                record["questions"] = serde_json::to_value(&session.questions)?;
-                output::print_json(&record)?;
+                let summary = Summary::of(&session);
+                output::print_json(&ShownRecord::Session {
+                    name: summary.name,
+                    questions: &session.questions,
+                    created: summary.created,
+                    updated: summary.updated,
+                    model: summary.model,
+                    last_run_id: summary.last_run_id,
+                    dir: store.dir().join(&session.name),
+                    contexts: session
+                        .contexts
+                        .iter()
+                        .zip(&states)
+                        .map(|(context, state)| ShownContext { context, state })
+                        .collect(),
+                })?;
                 for variable in &variables.variables {
-                    output::print_json(&super::runs::variable_json(variable))?;
+                    output::print_json(&super::runs::VariableRecord::of(variable))?;
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -150,10 +153,9 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsArgs) -> anyhow
                 return Err(missing(&args.name));
             }
             if global.json {
-                output::print_json(&serde_json::json!({
-                    "type": "removed",
-                    "session": args.name,
-                }))?;
+                output::print_json(&ListedRecord::Removed {
+                    session: &args.name,
+                })?;
             } else if !global.quiet {
                 eprintln!("removed session {}", for_stdout(&args.name));
             }
@@ -162,16 +164,66 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsArgs) -> anyhow
     Ok(ExitCode::SUCCESS)
 }
 
-fn summary(session: &SessionFile) -> serde_json::Value {
-    serde_json::json!({
-        "type": "session",
-        "name": session.name,
-        "questions": session.questions.len(),
-        "created": session.created,
-        "updated": session.updated,
-        "model": session.model,
-        "last_run_id": session.questions.last().map(|q| &q.run_id),
-    })
+/// What `rlm sessions list|rm --json` prints.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ListedRecord<'a> {
+    /// A session in the list.
+    Session(Summary<'a>),
+    /// A session `rm` removed.
+    Removed { session: &'a str },
+}
+
+/// A session in one line.
+#[derive(Serialize)]
+struct Summary<'a> {
+    name: &'a str,
+    /// How many questions it has answered.
+    questions: usize,
+    created: &'a str,
+    updated: &'a str,
+    model: &'a str,
+    last_run_id: Option<&'a str>,
+}
+
+impl<'a> Summary<'a> {
+    fn of(session: &'a SessionFile) -> Self {
+        Self {
+            name: &session.name,
+            questions: session.questions.len(),
+            created: &session.created,
+            updated: &session.updated,
+            model: &session.model,
+            last_run_id: session.questions.last().map(|q| q.run_id.as_str()),
+        }
+    }
+}
+
+/// What `rlm sessions show --json` prints first (its variables follow).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ShownRecord<'a> {
+    /// The session whole: its questions and its contexts with their state on disk.
+    Session {
+        name: &'a str,
+        questions: &'a [Question],
+        created: &'a str,
+        updated: &'a str,
+        model: &'a str,
+        last_run_id: Option<&'a str>,
+        /// Where it is kept.
+        dir: PathBuf,
+        contexts: Vec<ShownContext<'a>>,
+    },
+}
+
+/// A session's context and whether its file changed since (`unchanged`, `changed`,
+/// `missing` or `unreadable`).
+#[derive(Serialize)]
+struct ShownContext<'a> {
+    #[serde(flatten)]
+    context: &'a SessionContext,
+    state: &'a str,
 }
 
 fn missing(name: &str) -> anyhow::Error {

@@ -3,6 +3,9 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use rlm_store::{BufferInfo, ChunkInfo};
+use serde::Serialize;
+
 use crate::cli::{GlobalArgs, ShowArgs};
 use crate::error::store_error;
 use crate::output::{self, human_bytes};
@@ -23,14 +26,15 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowArgs) -> anyhow::Re
     };
     if global.json {
         // JSON Lines: the buffer, then each chunk, then its text, each with a `type`.
-        output::print_record("buffer", &buffer)?;
+        output::print_json(&ShowRecord::Buffer(&buffer))?;
         for chunk in chunks.iter().flatten() {
-            output::print_record("chunk", chunk)?;
+            output::print_json(&ShowRecord::Chunk(chunk))?;
         }
-        if let Some(text) = text {
-            output::print_json(&serde_json::json!({
-                "type": "text", "buffer": buffer.name, "text": text,
-            }))?;
+        if let Some(text) = &text {
+            output::print_json(&ShowRecord::Text {
+                buffer: &buffer.name,
+                text,
+            })?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -63,4 +67,14 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowArgs) -> anyhow::Re
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `rlm show --json` prints: the buffer, then each chunk (`--chunks`), then its text
+/// (`--text`).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ShowRecord<'a> {
+    Buffer(&'a BufferInfo),
+    Chunk(&'a ChunkInfo),
+    Text { buffer: &'a str, text: &'a str },
 }

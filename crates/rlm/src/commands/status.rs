@@ -3,7 +3,8 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use rlm_store::IndexHealth;
+use rlm_store::{IndexHealth, StoreStatus};
+use serde::Serialize;
 
 use crate::cli::{GlobalArgs, StatusArgs};
 use crate::error::store_error;
@@ -14,7 +15,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let status = store.status().map_err(store_error)?;
     if global.json {
-        output::print_record("status", &status)?;
+        output::print_json(&StatusRecord::Status(&status))?;
         return Ok(exit_code(&status.index_health));
     }
     let mut out = output::stdout();
@@ -66,4 +67,11 @@ fn exit_code(health: &IndexHealth) -> ExitCode {
         IndexHealth::OutOfStep { .. } => ExitCode::from(crate::error::EXIT_FAILED),
         IndexHealth::UpToDate | IndexHealth::Pending { .. } => ExitCode::SUCCESS,
     }
+}
+
+/// What `rlm status --json` prints: one record.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StatusRecord<'a> {
+    Status(&'a StoreStatus),
 }

@@ -45,25 +45,22 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Re
         );
     }
     if global.json {
-        let mut json = serde_json::json!({
-            "type": "view",
-            "path": output,
-            "log": log,
-            "run_id": view.run_id(),
-            "complete": view.is_complete(),
-        });
-        match &view {
-            LogView::Run(run) => {
-                json["kind"] = "run".into();
-                json["turns"] = run.turns.len().into();
-                json["turns_with_children"] = run.total_turns().into();
-            }
-            LogView::Query(query) => {
-                json["kind"] = "query".into();
-                json["calls"] = query.calls.len().into();
-            }
-        }
-        output::print_json(&json)?;
+        let shown = match &view {
+            LogView::Run(run) => Shown::Run {
+                turns: run.turns.len(),
+                turns_with_children: run.total_turns(),
+            },
+            LogView::Query(query) => Shown::Query {
+                calls: query.calls.len(),
+            },
+        };
+        output::print_json(&ViewRecord::View {
+            path: &output,
+            log: &log,
+            run_id: view.run_id(),
+            complete: view.is_complete(),
+            shown,
+        })?;
     } else {
         let mut out = output::stdout();
         writeln!(out, "{}", output::for_stdout(&output.display().to_string()))?;
@@ -265,4 +262,34 @@ fn note(quiet: bool, message: &str) {
     if !quiet {
         let _ = writeln!(anstream::stderr(), "note: {}", output::neutralize(message));
     }
+}
+
+/// What `rlm view --json` prints: one record naming the page written.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ViewRecord<'a> {
+    View {
+        /// The HTML page.
+        path: &'a Path,
+        /// The log it shows.
+        log: &'a Path,
+        run_id: &'a str,
+        /// Whether the log has its closing record.
+        complete: bool,
+        #[serde(flatten)]
+        shown: Shown,
+    },
+}
+
+/// What kind of log the page shows and how much of it.
+#[derive(serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Shown {
+    /// An `rlm run`: its root turns, and turns with its child runs'.
+    Run {
+        turns: usize,
+        turns_with_children: usize,
+    },
+    /// An `rlm query`: its model calls.
+    Query { calls: usize },
 }

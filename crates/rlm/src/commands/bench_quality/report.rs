@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use rlm_engine::{RunResult, Status};
 use rlm_llm::ModelTotals;
-use serde_json::json;
 
 use super::kind_name;
 use super::tasks::{Task, TaskSpec};
@@ -126,7 +125,10 @@ impl Printer {
     /// A generated task, for `--dry-run`.
     pub fn listed(&mut self, index: usize, task: &Task) -> anyhow::Result<()> {
         if self.json {
-            return crate::output::print_json(&task_json(index, task));
+            return crate::output::print_json(&BenchRecord::Task {
+                task: TaskFields::of(index, task),
+                result: None,
+            });
         }
         let mut out = crate::output::stdout();
         self.header_once(&mut out, || {
@@ -180,33 +182,28 @@ impl Printer {
             seconds: outcome.seconds,
         });
         if self.json {
-            let mut record = task_json(index, task);
             let usage = &outcome.usage;
-            let fields = [
-                ("answer", json!(outcome.answer)),
-                ("score", json!(score)),
-                ("failed", json!(failed)),
-                ("status", json!(outcome.status)),
-                ("error", json!(outcome.error)),
-                ("iterations", json!(outcome.iterations)),
-                ("input_tokens", json!(usage.usage.input_tokens)),
-                ("output_tokens", json!(usage.usage.output_tokens)),
-                ("cache_read_tokens", json!(usage.usage.cache_read_tokens)),
-                ("cache_write_tokens", json!(usage.usage.cache_write_tokens)),
-                ("cost_usd", json!(usage.cost_usd)),
-                ("cost_is_partial", json!(usage.cost_is_partial())),
-                ("seconds", json!(outcome.seconds)),
-                ("run_id", json!(outcome.run_id)),
-                ("log", json!(outcome.log)),
-            ];
-            if let Some(object) = record.as_object_mut() {
-                object.extend(
-                    fields
-                        .into_iter()
-                        .map(|(key, value)| (key.to_owned(), value)),
-                );
-            }
-            return crate::output::print_json(&record);
+            let result = TaskResult {
+                answer: outcome.answer.as_deref(),
+                score,
+                failed,
+                status: outcome.status,
+                error: outcome.error.as_deref(),
+                iterations: outcome.iterations,
+                input_tokens: usage.usage.input_tokens,
+                output_tokens: usage.usage.output_tokens,
+                cache_read_tokens: usage.usage.cache_read_tokens,
+                cache_write_tokens: usage.usage.cache_write_tokens,
+                cost_usd: usage.cost_usd,
+                cost_is_partial: usage.cost_is_partial(),
+                seconds: outcome.seconds,
+                run_id: outcome.run_id.as_deref(),
+                log: outcome.log.as_deref(),
+            };
+            return crate::output::print_json(&BenchRecord::Task {
+                task: TaskFields::of(index, task),
+                result: Some(result),
+            });
         }
         let mut out = crate::output::stdout();
         self.header_once(&mut out, || {
@@ -261,30 +258,32 @@ impl Printer {
         let mean = |count: usize, sum: f64| (count > 0).then(|| sum / count as f64);
         let mean_score = mean(tasks, self.scored.iter().map(|task| task.score).sum());
         if self.json {
-            let kinds: serde_json::Map<String, serde_json::Value> = by_kind
+            let by_kind = by_kind
                 .iter()
                 .map(|(kind, (count, sum))| {
-                    let value = json!({"tasks": count, "mean_score": mean(*count, *sum)});
-                    ((*kind).to_owned(), value)
+                    let kind_score = KindScore {
+                        tasks: *count,
+                        mean_score: mean(*count, *sum),
+                    };
+                    (*kind, kind_score)
                 })
                 .collect();
-            return crate::output::print_json(&json!({
-                "type": "summary",
-                "tasks": tasks,
-                "failed": self.failed(),
-                "mean_score": mean_score,
-                "by_kind": kinds,
-                "input_tokens": total.usage.input_tokens,
-                "output_tokens": total.usage.output_tokens,
-                "cache_read_tokens": total.usage.cache_read_tokens,
-                "cost_usd": total.cost_usd,
-                "cost_is_partial": total.cost_is_partial(),
-                "seconds": seconds,
-                "model": self.model,
-                "seed": self.seed,
-                "haystack": self.haystack,
-                "interrupted": interrupted,
-            }));
+            return crate::output::print_json(&BenchRecord::Summary {
+                tasks,
+                failed: self.failed(),
+                mean_score,
+                by_kind,
+                input_tokens: total.usage.input_tokens,
+                output_tokens: total.usage.output_tokens,
+                cache_read_tokens: total.usage.cache_read_tokens,
+                cost_usd: total.cost_usd,
+                cost_is_partial: total.cost_is_partial(),
+                seconds,
+                model: self.model.as_deref(),
+                seed: self.seed,
+                haystack: &self.haystack,
+                interrupted,
+            });
         }
         let mut out = crate::output::stdout();
         let kinds: Vec<String> = by_kind
@@ -330,20 +329,91 @@ fn echoes_context_hint(answer: &str) -> bool {
     answer.contains("[Context available in ")
 }
 
-/// A task's generated part as JSON: what `--dry-run` prints, and the start of a result.
-fn task_json(index: usize, task: &Task) -> serde_json::Value {
-    json!({
-        "type": "task",
-        "index": index,
-        "kind": kind_name(task.spec.kind),
-        "size": task.spec.size,
-        "context_chars": task.context.chars().count(),
-        "depth_percent": task.spec.depth,
-        "label": task.label,
-        "repetition": task.spec.repetition,
-        "question": task.question,
-        "truth": task.truth.to_json(),
-    })
+/// What `rlm bench-quality --json` prints: a record per task (generated, with `--dry-run`;
+/// else as it ends, with its result), then a summary.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BenchRecord<'a> {
+    Task {
+        #[serde(flatten)]
+        task: TaskFields<'a>,
+        #[serde(flatten)]
+        result: Option<TaskResult<'a>>,
+    },
+    /// The mean score and the totals of the tasks that ran.
+    Summary {
+        tasks: usize,
+        failed: usize,
+        mean_score: Option<f64>,
+        by_kind: BTreeMap<&'a str, KindScore>,
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cost_usd: f64,
+        cost_is_partial: bool,
+        seconds: f64,
+        model: Option<&'a str>,
+        seed: u64,
+        haystack: &'a str,
+        interrupted: bool,
+    },
+}
+
+/// A task as generated: what it asks and the truth it is scored against.
+#[derive(serde::Serialize)]
+struct TaskFields<'a> {
+    index: usize,
+    kind: &'static str,
+    size: usize,
+    context_chars: usize,
+    depth_percent: Option<u8>,
+    label: Option<&'a str>,
+    repetition: u32,
+    question: &'a str,
+    truth: serde_json::Value,
+}
+
+impl<'a> TaskFields<'a> {
+    fn of(index: usize, task: &'a Task) -> Self {
+        Self {
+            index,
+            kind: kind_name(task.spec.kind),
+            size: task.spec.size,
+            context_chars: task.context.chars().count(),
+            depth_percent: task.spec.depth,
+            label: task.label,
+            repetition: task.spec.repetition,
+            question: &task.question,
+            truth: task.truth.to_json(),
+        }
+    }
+}
+
+/// How a task's run ended and what it cost.
+#[derive(serde::Serialize)]
+struct TaskResult<'a> {
+    answer: Option<&'a str>,
+    score: f64,
+    failed: bool,
+    status: Option<Status>,
+    error: Option<&'a str>,
+    iterations: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    cache_read_tokens: u64,
+    cache_write_tokens: u64,
+    cost_usd: f64,
+    cost_is_partial: bool,
+    seconds: f64,
+    run_id: Option<&'a str>,
+    log: Option<&'a std::path::Path>,
+}
+
+/// One kind's tasks and mean score.
+#[derive(serde::Serialize)]
+struct KindScore {
+    tasks: usize,
+    mean_score: Option<f64>,
 }
 
 /// A task's size and where it looks: `64k needle at 50%`, `8k count of "billing"`.
