@@ -28,10 +28,8 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ConfigArgs) -> anyhow::
             let mut out = crate::output::stdout();
             for (path, state) in paths {
                 if global.json {
-                    crate::output::write_json(
-                        &mut out,
-                        &serde_json::json!({ "type": "config_file", "path": path, "state": state }),
-                    )?;
+                    let record = ConfigRecord::ConfigFile { path: &path, state };
+                    crate::output::write_json(&mut out, &record)?;
                 } else {
                     let path = path.display().to_string();
                     writeln!(out, "{} ({state})", crate::output::for_stdout(&path))?;
@@ -52,16 +50,13 @@ fn show(global: &GlobalArgs, sources: &Sources) -> anyhow::Result<()> {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        crate::output::write_json(
-            &mut out,
-            &serde_json::json!({
-                "type": "config", "files": files, "config": files::redacted(&loaded.table),
-            }),
-        )?;
+        let config = ConfigRecord::Config {
+            files,
+            config: files::redacted(&loaded.table),
+        };
+        crate::output::write_json(&mut out, &config)?;
         for setting in &settings {
-            let mut line = serde_json::to_value(setting)?;
-            line["type"] = "setting".into();
-            crate::output::write_json(&mut out, &line)?;
+            crate::output::write_json(&mut out, &ConfigRecord::Setting(setting))?;
         }
         return Ok(());
     }
@@ -102,4 +97,23 @@ fn show(global: &GlobalArgs, sources: &Sources) -> anyhow::Result<()> {
         writeln!(out, "{}", crate::output::for_stdout(&line))?;
     }
     Ok(())
+}
+
+/// What `rlm config show|paths --json` prints.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ConfigRecord<'a> {
+    /// `paths`: a configuration file rlm reads, and whether it is there (`found`, `absent`,
+    /// or `explicit` for `--config`).
+    ConfigFile {
+        path: &'a std::path::Path,
+        state: &'a str,
+    },
+    /// `show`, first: the files read and their merged content, secrets redacted.
+    Config {
+        files: Vec<String>,
+        config: toml::Table,
+    },
+    /// `show`: one setting in force, its value and where it came from.
+    Setting(&'a shown::Shown),
 }
