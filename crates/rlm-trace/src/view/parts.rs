@@ -153,18 +153,26 @@ pub(super) fn preview(text: &str, max: usize) -> String {
 /// the finished page covers every text in it, Markdown included; the page's own markup, style
 /// and script hold none of these characters.
 pub(super) fn show_controls(page: String) -> String {
+    let bytes = page.as_bytes();
     let mut shown: Option<String> = None;
     let mut kept = 0;
-    for (at, c) in page.char_indices() {
-        let obeyed = matches!(c, '\n' | '\t' | '\r')
-            || !(c.is_control() || rlm_context::fence::is_bidi_control(c));
-        if obeyed {
+    let mut at = 0;
+    while at < bytes.len() {
+        if !MAY_START_SHOWN[usize::from(bytes[at])] {
+            at += 1;
             continue;
         }
-        let out = shown.get_or_insert_with(|| String::with_capacity(page.len() + 64));
-        out.push_str(&page[kept..at]);
-        let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-        kept = at + c.len_utf8();
+        // A byte the table marks starts a character (it is never a continuation byte).
+        let Some(c) = page[at..].chars().next() else {
+            break;
+        };
+        if is_shown_escaped(c) {
+            let out = shown.get_or_insert_with(|| String::with_capacity(page.len() + 64));
+            out.push_str(&page[kept..at]);
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            kept = at + c.len_utf8();
+        }
+        at += c.len_utf8();
     }
     match shown {
         None => page,
@@ -174,6 +182,29 @@ pub(super) fn show_controls(page: String) -> String {
         }
     }
 }
+
+/// Whether `c` is shown as its escape: a control character (`Cc`) but newline, tab and
+/// carriage return, or a bidi control.
+fn is_shown_escaped(c: char) -> bool {
+    !matches!(c, '\n' | '\t' | '\r') && (c.is_control() || rlm_context::fence::is_bidi_control(c))
+}
+
+/// The first bytes of every character [`is_shown_escaped`] is true of: the ASCII controls,
+/// `0xC2` (U+0080–U+009F), `0xD8` (U+061C) and `0xE2` (U+200E–U+2069). The scan looks at the
+/// character only where one of them starts, so a page costs about a table lookup a byte.
+const MAY_START_SHOWN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = !matches!(byte as u8, b'\n' | b'\t' | b'\r');
+        byte += 1;
+    }
+    table[0x7F] = true;
+    table[0xC2] = true;
+    table[0xD8] = true;
+    table[0xE2] = true;
+    table
+};
 
 #[cfg(test)]
 mod tests {
@@ -191,6 +222,19 @@ mod tests {
             "a\u{200D}b\u{200C}c"
         );
         assert_eq!(show_controls("plain — text".to_owned()), "plain — text");
+        assert_eq!(show_controls("\u{85}\u{7f}é".to_owned()), "\\u{85}\\u{7f}é");
+    }
+
+    /// The byte table lets through the first byte of every character that is shown escaped.
+    #[test]
+    fn the_scan_sees_every_character_it_must_show() {
+        let mut buffer = [0; 4];
+        let missed: Vec<char> = (0..=u32::from(char::MAX))
+            .filter_map(char::from_u32)
+            .filter(|&c| is_shown_escaped(c))
+            .filter(|c| !MAY_START_SHOWN[usize::from(c.encode_utf8(&mut buffer).as_bytes()[0])])
+            .collect();
+        assert_eq!(missed, Vec::<char>::new());
     }
 
     #[test]
