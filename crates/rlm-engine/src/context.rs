@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use rlm_context::{
     AnalyzeOptions, ContextMetadata, Format, analyze_bytes, analyze_reader, one_line, render_hint,
+    thousands,
 };
 
 /// Where a context's text is.
@@ -308,14 +309,14 @@ pub fn describe(parts: &[ContextPart]) -> String {
     if parts.len() == 1 {
         out.push_str(&format!(
             "The REPL variable `context` (also `context_0`) is a str of {} chars.\n",
-            group_digits(total)
+            thousands(total as u64)
         ));
     } else {
         out.push_str(&format!(
             "There are {} contexts, {} chars in total: `context_0` … `context_{}` (str each); \
              `context` is `context_0`.\n",
             parts.len(),
-            group_digits(total),
+            thousands(total as u64),
             parts.len() - 1
         ));
     }
@@ -338,8 +339,8 @@ pub fn describe(parts: &[ContextPart]) -> String {
             out.push_str(&format!(
                 "[{}] {name}: {} chars, {} lines{ascii}\n",
                 variable_name(index),
-                group_digits(size.chars),
-                group_digits(size.lines),
+                thousands(size.chars as u64),
+                thousands(size.lines as u64),
             ));
         }
         if let Some(hint) = part.hint.as_deref().filter(|h| !h.trim().is_empty()) {
@@ -382,11 +383,6 @@ pub fn contexts_info(parts: &[ContextPart]) -> rlm_trace::Contexts {
 pub fn meta_value(parts: &[ContextPart]) -> serde_json::Value {
     // Plain data with string keys: serializing it cannot fail.
     serde_json::to_value(contexts_info(parts)).unwrap_or_default()
-}
-
-/// `1234567` → `1,234,567` (the same grouping as the `rlm inspect` hint).
-pub fn group_digits(value: usize) -> String {
-    rlm_context::thousands(value as u64)
 }
 
 #[cfg(test)]
@@ -472,14 +468,6 @@ mod tests {
         assert_eq!(part.size(), PartSize::measure(&input));
         assert_eq!(part.name(), Some("<stdin>"));
         assert_eq!(part.source().path(), Some(spool_path.as_path()));
-    }
-
-    #[test]
-    fn groups_digits() {
-        assert_eq!(group_digits(0), "0");
-        assert_eq!(group_digits(999), "999");
-        assert_eq!(group_digits(1000), "1,000");
-        assert_eq!(group_digits(52_428_800), "52,428,800");
     }
 
     #[test]

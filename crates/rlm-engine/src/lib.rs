@@ -63,9 +63,7 @@ mod trace;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
-pub use context::{
-    ContextPart, ContextSource, PartSize, describe as describe_contexts, group_digits,
-};
+pub use context::{ContextPart, ContextSource, PartSize, describe as describe_contexts};
 pub use error::Error;
 pub use events::{Event, EventSink, Progress, SubcallKind};
 pub use functions::{FunctionError, FunctionParameter, FunctionSpec, HostFunctions, RaisedKind};

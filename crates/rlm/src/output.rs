@@ -310,7 +310,7 @@ pub fn cache_note(usage: &rlm_llm::Usage) -> String {
     ]
     .into_iter()
     .filter(|(tokens, _)| *tokens > 0)
-    .map(|(tokens, verb)| format!("{} {verb}", rlm_engine::group_digits(tokens as usize)))
+    .map(|(tokens, verb)| format!("{} {verb}", rlm_context::thousands(tokens)))
     .collect();
     if parts.is_empty() {
         String::new()

@@ -4,7 +4,8 @@ use std::io::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rlm_engine::{Event, EventSink, Progress, group_digits};
+use rlm_context::thousands;
+use rlm_engine::{Event, EventSink, Progress};
 
 use crate::output::neutralize;
 
@@ -53,7 +54,7 @@ impl StderrProgress {
 fn totals(progress: &Progress) -> String {
     format!(
         "{} tokens · {}",
-        group_digits(progress.tokens as usize),
+        thousands(progress.tokens),
         crate::output::cost(progress.cost_usd, progress.unpriced_calls)
     )
 }
@@ -95,8 +96,8 @@ impl EventSink for StderrProgress {
                 *depth,
                 &format!(
                     "{dim}model: {} in / {} out{} · total {}{dim:#}",
-                    group_digits(usage.input_tokens as usize),
-                    group_digits(usage.output_tokens as usize),
+                    thousands(usage.input_tokens),
+                    thousands(usage.output_tokens),
                     crate::output::cache_note(usage),
                     totals(progress)
                 ),
@@ -126,7 +127,7 @@ impl EventSink for StderrProgress {
                 let line_count = output.lines().count();
                 let mut text = format!(
                     "{dim}→ {} chars, {} line{} of output in {:.2}s{dim:#}",
-                    group_digits(output.chars().count()),
+                    thousands(output.chars().count() as u64),
                     line_count,
                     if line_count == 1 { "" } else { "s" },
                     outcome.seconds

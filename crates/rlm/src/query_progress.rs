@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rlm_engine::group_digits;
+use rlm_context::thousands;
 use rlm_query::{QueryEvent, QueryEvents};
 
 use crate::output::{neutralize, usd};
@@ -121,7 +121,7 @@ impl QueryEvents for QueryProgress {
                     });
                 self.line(&format!(
                     "extracting: {chunks} chunks in {calls} calls, up to {} tokens, {cost}",
-                    group_digits(*tokens as usize)
+                    thousands(*tokens)
                 ));
             }
             QueryEvent::TimeLimit {
@@ -189,7 +189,7 @@ impl QueryEvents for QueryProgress {
                 };
                 self.line(&format!(
                     "batches {done}/{total}{out} · {findings} findings{failed} · {} tokens · {}",
-                    group_digits(*tokens as usize),
+                    thousands(*tokens),
                     crate::output::cost(*cost_usd, *unpriced_calls)
                 ));
             }

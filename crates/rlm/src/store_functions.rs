@@ -229,8 +229,8 @@ fn describe(store: &Store, buffers: &[BufferInfo], semantic: bool) -> String {
         "The data is a store of {} buffers ({} bytes, {} chunks). Search modes: {}.\n\
          Buffers (name · format · bytes · lines · chunks):\n",
         buffers.len(),
-        rlm_engine::group_digits(bytes as usize),
-        rlm_engine::group_digits(chunks as usize),
+        rlm_context::thousands(bytes),
+        rlm_context::thousands(chunks),
         if semantic {
             "bm25, semantic, hybrid"
         } else {
@@ -242,7 +242,7 @@ fn describe(store: &Store, buffers: &[BufferInfo], semantic: bool) -> String {
             "- {} · {} · {} · {} · {}\n",
             rlm_context::one_line(&buffer.name),
             format_of(store, buffer),
-            rlm_engine::group_digits(buffer.bytes as usize),
+            rlm_context::thousands(buffer.bytes),
             buffer.lines,
             buffer.chunks,
         ));

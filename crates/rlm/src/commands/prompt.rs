@@ -215,7 +215,7 @@ fn summary_progress(event: &SummaryProgress) -> String {
         } => format!(
             "summary: call {number} ({purpose}) answered in {:.1}s, {} tokens out",
             took.as_secs_f64(),
-            rlm_engine::group_digits(*output_tokens as usize)
+            rlm_context::thousands(*output_tokens)
         ),
         SummaryProgress::Failed {
             number,

@@ -185,7 +185,7 @@ fn report(global: &GlobalArgs, result: QueryResult) -> anyhow::Result<ExitCode> 
             result.status.name(),
             count(result.chunks_analyzed as u64, "chunk"),
             result.chunks_selected,
-            rlm_engine::group_digits(total.usage.total() as usize),
+            rlm_context::thousands(total.usage.total()),
             result.timings.total
         );
         if let Some(path) = &result.log {

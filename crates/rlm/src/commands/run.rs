@@ -277,7 +277,7 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
             result.outcome.status,
             count(u64::from(result.outcome.iterations), "turn"),
             count(total.calls, "model call"),
-            rlm_engine::group_digits(total.usage.total() as usize),
+            rlm_context::thousands(total.usage.total()),
             crate::output::cache_note(&total.usage),
             result.outcome.seconds
         );

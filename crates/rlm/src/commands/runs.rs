@@ -165,7 +165,7 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
             "{}: {} · {} chars · {}",
             part.variable,
             for_stdout(part.name.as_deref().unwrap_or("(unnamed)")),
-            rlm_engine::group_digits(part.chars as usize),
+            rlm_context::thousands(part.chars),
             count(part.lines, "line"),
         )?;
     }
@@ -178,7 +178,7 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
                 outcome.status,
                 count(u64::from(outcome.iterations), "turn"),
                 count(total.calls, "model call"),
-                rlm_engine::group_digits(total.usage.total() as usize),
+                rlm_context::thousands(total.usage.total()),
                 output::totals_cost(total),
                 outcome.seconds
             )?;
@@ -238,7 +238,7 @@ fn print_turn(out: &mut impl std::io::Write, turn: &TurnSummary) -> std::io::Res
         "\n── turn {} · {} · {} tokens · {:.1}s",
         turn.turn,
         count(turn.usage.calls, "call"),
-        rlm_engine::group_digits(turn.usage.usage.total() as usize),
+        rlm_context::thousands(turn.usage.usage.total()),
         turn.seconds
     )?;
     if turn.code_blocks.is_empty() {

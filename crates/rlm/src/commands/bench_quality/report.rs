@@ -448,8 +448,8 @@ pub fn size_name(size: usize) -> String {
 fn tokens(usage: &ModelTotals) -> String {
     format!(
         "{} / {}",
-        rlm_engine::group_digits(usage.usage.input_tokens as usize),
-        rlm_engine::group_digits(usage.usage.output_tokens as usize)
+        rlm_context::thousands(usage.usage.input_tokens),
+        rlm_context::thousands(usage.usage.output_tokens)
     )
 }
 

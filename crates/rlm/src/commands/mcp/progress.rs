@@ -8,7 +8,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rlm_engine::{Event, EventSink, group_digits};
+use rlm_context::thousands;
+use rlm_engine::{Event, EventSink};
 use rlm_query::{QueryEvent, QueryEvents};
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
@@ -114,7 +115,7 @@ impl Turn {
         format!(
             "turn {number}: {}, {} tokens",
             count(self.subcalls, "sub-call"),
-            group_digits(self.tokens as usize)
+            thousands(self.tokens)
         )
     }
 }
@@ -187,7 +188,7 @@ impl QueryEvents for QueryProgress {
             let message = format!(
                 "batch {done}/{total}: {}, {} tokens",
                 count(*findings as u64, "finding"),
-                group_digits(*tokens as usize)
+                thousands(*tokens)
             );
             self.updates
                 .send(*done as u64, Some(*total as u64), message);
