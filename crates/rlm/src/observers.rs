@@ -11,10 +11,6 @@ use rlm_query::QueryEvents;
 
 /// The receivers of one command's events.
 #[derive(Clone, Default)]
-#[cfg_attr(
-    not(feature = "mcp"),
-    expect(dead_code, reason = "only `rlm mcp` observes commands")
-)]
 pub struct Observers {
     /// `rlm run`'s engine events.
     pub run: Option<Arc<dyn EventSink>>,

@@ -19,12 +19,18 @@ mod view;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use bench_quality::{BenchQualityArgs, TaskKind};
-pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff, parse_tokenizer};
-pub use inspect::{DEFAULT_SAMPLE_CHARS, InspectArgs, SAMPLE_CHARS};
+#[cfg(feature = "mcp")]
+pub use ctx::parse_tokenizer;
+pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
+#[cfg(feature = "mcp")]
+pub use inspect::DEFAULT_SAMPLE_CHARS;
+pub use inspect::{InspectArgs, SAMPLE_CHARS};
 pub use inspection::{
     RunsAction, RunsArgs, RunsListArgs, RunsShowArgs, SessionsAction, SessionsArgs,
 };
-pub use llm::{ChatArgs, LlmArgs, parse_seconds};
+#[cfg(feature = "mcp")]
+pub use llm::parse_seconds;
+pub use llm::{ChatArgs, LlmArgs};
 #[cfg(feature = "mcp")]
 pub use mcp::McpArgs;
 pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};

@@ -143,6 +143,10 @@ impl From<PlanReport> for CtxRecord {
 
 /// Assembles the prompt of the ctx directory `dir` (`rlm ctx assemble`): writes
 /// build/prompt.mdctx and build/ctxplan.json and returns the plan, with its warnings as notes.
+#[cfg_attr(
+    not(feature = "mcp"),
+    expect(dead_code, reason = "only `rlm mcp` calls it")
+)]
 pub fn assemble(
     sources: &Sources,
     dir: &std::path::Path,

@@ -33,6 +33,10 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
 
 /// Runs the query as `args` say and returns its record as `--json` gives it: exit code 0
 /// with a report, 1 without one.
+#[cfg_attr(
+    not(feature = "mcp"),
+    expect(dead_code, reason = "only `rlm mcp` calls it")
+)]
 pub fn execute(
     global: &GlobalArgs,
     sources: &Sources,

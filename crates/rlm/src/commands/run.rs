@@ -27,6 +27,10 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
 
 /// Runs the loop as `args` say and returns its record as `--json` gives it: exit code 0 for
 /// an answer the model reached within its turns, 1 otherwise; a failed root model is an error.
+#[cfg_attr(
+    not(feature = "mcp"),
+    expect(dead_code, reason = "only `rlm mcp` calls it")
+)]
 pub fn execute(
     global: &GlobalArgs,
     sources: &Sources,
