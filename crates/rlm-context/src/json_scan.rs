@@ -6,7 +6,7 @@
 //! Bytes are walked one by one while field names are collected; between those records the scan
 //! skims whole 64-byte chunks ([`crate::json_skim`]), which gives the same counts.
 
-use crate::bitmask::{CHUNK, visit_json_chunks};
+use crate::bitmask::{CHUNK, StringState, fold_json_chunks};
 use crate::fields::FieldSet;
 use crate::json_skim::{SkimState, skim_chunk};
 use crate::sample::WindowSchedule;
@@ -125,30 +125,24 @@ impl JsonScanner {
         let before_window = self.windows.next_start().saturating_sub(offset);
         let room = usize::try_from(before_window).map_or(block.len(), |room| room.min(block.len()));
         let bytes = &block[index..room.max(index)];
-        let mut state = SkimState {
-            depth: self.depth,
+        let strings = StringState {
             in_string: self.in_string,
             escape: self.escape,
-            awaiting_value: self.awaiting_value,
         };
-        let mut elements = 0;
-        let skimmed = CHUNK
-            * visit_json_chunks(bytes, |masks| match skim_chunk(state, masks) {
-                Some((next, found)) => {
-                    state = next;
-                    elements += found;
-                    true
-                }
-                None => false,
-            });
-        self.elements += elements;
+        let state = SkimState {
+            depth: self.depth,
+            awaiting_value: self.awaiting_value,
+            elements: self.elements,
+        };
+        let (chunks, strings, state) = fold_json_chunks(bytes, (strings, state), skim_chunk);
+        self.elements = state.elements;
         self.depth = state.depth;
-        self.in_string = state.in_string;
-        self.escape = state.escape;
         self.awaiting_value = state.awaiting_value;
+        self.in_string = strings.in_string;
+        self.escape = strings.escape;
         // Not collecting, so a string's role no longer matters.
         self.string_is_key = false;
-        index + skimmed
+        index + chunks * CHUNK
     }
 
     /// Walks bytes from `start` to the end of the block, or until skimming can resume at least
