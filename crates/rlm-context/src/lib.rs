@@ -18,6 +18,7 @@
 
 mod bitmask;
 pub mod chunk;
+mod counts;
 mod delimited;
 pub mod fence;
 mod fields;

@@ -1,8 +1,9 @@
 //! The single streaming pass: blocks that end on character boundaries, and the byte, character,
 //! line and encoding counts every format needs.
 //!
-//! Counting is written as plain loops over a block so the compiler vectorises them; with 1 MiB
-//! blocks the pass stays in cache and its memory use does not depend on the input size.
+//! Line feeds, CR LF pairs and characters are counted in one SIMD pass over a block
+//! ([`crate::counts`]), validity by `simdutf8`; with 1 MiB blocks the passes stay in cache and
+//! memory use does not depend on the input size.
 
 use std::borrow::Cow;
 use std::io::{self, Read};
@@ -116,23 +117,21 @@ impl TextStats {
         }
         let offset = self.bytes;
         self.bytes += block.len() as u64;
-        self.newlines += count_byte(block, b'\n');
+        let counts = crate::counts::count(block);
+        self.newlines += counts.newlines;
+        self.crlf += counts.crlf;
         if self.last_byte == Some(b'\r') && block[0] == b'\n' {
             self.crlf += 1;
         }
-        for position in memchr::memchr_iter(b'\r', block) {
-            if block.get(position + 1) == Some(&b'\n') {
-                self.crlf += 1;
-            }
-        }
         self.last_byte = block.last().copied();
-        self.count_chars(block, offset);
+        self.count_chars(block, offset, counts.char_starts);
     }
 
-    fn count_chars(&mut self, block: &[u8], offset: u64) {
+    /// Counts characters, given the block's `char_starts` (its characters if it is valid).
+    fn count_chars(&mut self, block: &[u8], offset: u64, char_starts: u64) {
         // Fast path: SIMD validation; the precise walk below only runs on invalid input.
         if simdutf8::basic::from_utf8(block).is_ok() {
-            self.chars += count_char_starts(block);
+            self.chars += char_starts;
             return;
         }
         let mut rest = block;
@@ -168,11 +167,6 @@ pub(crate) fn lossy(bytes: &[u8]) -> Cow<'_, str> {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),
     }
-}
-
-/// How many times `needle` occurs (SIMD, chosen at run time).
-pub(crate) fn count_byte(haystack: &[u8], needle: u8) -> u64 {
-    bytecount::count(haystack, needle) as u64
 }
 
 /// Characters in valid UTF-8: every byte that is not a continuation byte starts one.
