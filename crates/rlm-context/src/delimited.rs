@@ -13,7 +13,7 @@
 //! `inspect`, the `records` chunker (whole or streamed), the sniffer — reads rows through
 //! [`RowSplitter`], so they agree on every input.
 
-use crate::bitmask::{CHUNK, visit_csv_chunks};
+use crate::bitmask::{CHUNK, Kernel, visit_csv_chunks};
 
 /// How far (bytes) a quoted field may run before it counts as never closing. Python's `csv`
 /// refuses fields over 131,072 characters by default (`csv.field_size_limit()`).
@@ -65,6 +65,8 @@ pub(crate) struct RowSplitter {
     /// The field whose closing quote is at this offset: a quote right after it is an escaped
     /// quote (`""`) and reopens it.
     closed: Option<(u64, OpenField)>,
+    /// What computes the chunk masks.
+    kernel: Kernel,
 }
 
 impl RowSplitter {
@@ -78,6 +80,7 @@ impl RowSplitter {
             row_has_content: false,
             open: None,
             closed: None,
+            kernel: Kernel::best(),
         }
     }
 
@@ -88,7 +91,7 @@ impl RowSplitter {
         // bytes between two of them hold anything but whitespace is one mask test.
         let mut content_pending = false;
         let mut chunk_start = 0;
-        let chunks = visit_csv_chunks(block, |masks| {
+        let chunks = visit_csv_chunks(self.kernel, block, |masks| {
             let content = !masks.whitespace & !masks.quote;
             let mut events = masks.quote | masks.newline;
             let mut from = 0;
@@ -415,9 +418,10 @@ mod tests {
     }
 
     /// Every event, in blocks of `size`.
-    fn events(input: &[u8], delimiter: u8, size: usize) -> Vec<RowEvent> {
+    fn events(input: &[u8], delimiter: u8, size: usize, kernel: Kernel) -> Vec<RowEvent> {
         let mut out = Vec::new();
         let mut splitter = RowSplitter::new(delimiter);
+        splitter.kernel = kernel;
         for block in input.chunks(size.max(1)) {
             splitter.feed(block, |event| out.push(event));
         }
@@ -426,17 +430,19 @@ mod tests {
     }
 
     /// Blocks under 64 bytes are read byte by byte (between quotes and newlines); longer ones
-    /// by 64-byte bitmasks. Both must report the same rows.
+    /// by 64-byte bitmasks, whichever kernel computes them. All must report the same rows.
     fn assert_chunks_match_bytes(input: &[u8], delimiter: u8) {
-        let reference = events(input, delimiter, 63);
-        assert_eq!(events(input, delimiter, 1), reference);
-        for size in [64, 65, 130, 4096, input.len()] {
-            assert_eq!(
-                events(input, delimiter, size),
-                reference,
-                "block {size}, input {:?}",
-                String::from_utf8_lossy(input)
-            );
+        let reference = events(input, delimiter, 63, Kernel::Portable);
+        assert_eq!(events(input, delimiter, 1, Kernel::Portable), reference);
+        for kernel in Kernel::available() {
+            for size in [64, 65, 130, 4096, input.len()] {
+                assert_eq!(
+                    events(input, delimiter, size, kernel),
+                    reference,
+                    "{kernel:?}, block {size}, input {:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
         }
     }
 

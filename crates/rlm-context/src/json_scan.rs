@@ -6,7 +6,7 @@
 //! Bytes are walked one by one while field names are collected; between those records the scan
 //! skims whole 64-byte chunks ([`crate::json_skim`]), which gives the same counts.
 
-use crate::bitmask::{CHUNK, StringState, fold_json_chunks};
+use crate::bitmask::{CHUNK, JsonState, Kernel, fold_json_chunks};
 use crate::fields::FieldSet;
 use crate::json_skim::{SkimState, skim_chunk};
 use crate::sample::WindowSchedule;
@@ -41,6 +41,8 @@ pub(crate) struct JsonScanner {
     unbalanced: bool,
     /// Skim chunks where fields are not collected (off only to test the walk against it).
     skimming: bool,
+    /// What computes the chunk masks while skimming.
+    kernel: Kernel,
     pub(crate) fields: FieldSet,
 }
 
@@ -89,6 +91,7 @@ impl JsonScanner {
             top_values: 0,
             unbalanced: false,
             skimming: true,
+            kernel: Kernel::best(),
             fields: FieldSet::new(field_limit),
         }
     }
@@ -125,21 +128,21 @@ impl JsonScanner {
         let before_window = self.windows.next_start().saturating_sub(offset);
         let room = usize::try_from(before_window).map_or(block.len(), |room| room.min(block.len()));
         let bytes = &block[index..room.max(index)];
-        let strings = StringState {
+        let json = JsonState {
             in_string: self.in_string,
             escape: self.escape,
+            depth: self.depth,
         };
         let state = SkimState {
-            depth: self.depth,
             awaiting_value: self.awaiting_value,
             elements: self.elements,
         };
-        let (chunks, strings, state) = fold_json_chunks(bytes, (strings, state), skim_chunk);
+        let (chunks, json, state) = fold_json_chunks(self.kernel, bytes, (json, state), skim_chunk);
         self.elements = state.elements;
-        self.depth = state.depth;
         self.awaiting_value = state.awaiting_value;
-        self.in_string = strings.in_string;
-        self.escape = strings.escape;
+        self.in_string = json.in_string;
+        self.escape = json.escape;
+        self.depth = json.depth;
         // Not collecting, so a string's role no longer matters.
         self.string_is_key = false;
         index + chunks * CHUNK
@@ -418,16 +421,18 @@ mod tests {
     }
 
     /// Everything a scan reports, from a scanner that reads fields of the first `head` elements
-    /// and of `window_records` elements in each of `windows` windows.
+    /// and of `window_records` elements in each of `windows` windows, skimming with `kernel` (or
+    /// walking every byte).
     fn outcome(
         input: &[u8],
-        skimming: bool,
+        kernel: Option<Kernel>,
         block: usize,
         (head, windows, window_records): (u64, u64, u64),
     ) -> (Option<u8>, u64, u64, bool, crate::fields::Fields) {
         let schedule = WindowSchedule::new(windows, Some(input.len() as u64));
         let mut scanner = JsonScanner::new(true, head, (schedule, window_records), 100);
-        scanner.skimming = skimming;
+        scanner.skimming = kernel.is_some();
+        scanner.kernel = kernel.unwrap_or(Kernel::Portable);
         for chunk in input.chunks(block.max(1)) {
             scanner.feed(chunk);
         }
@@ -442,17 +447,20 @@ mod tests {
         )
     }
 
-    /// Skimming gives what the byte walk gives, for several blockings and sampling plans.
+    /// Skimming with every kernel gives what the byte walk gives, for several blockings and
+    /// sampling plans.
     fn assert_skim_matches_walk(input: &[u8]) {
         for plan in [(0, 0, 0), (1, 0, 0), (2, 3, 1), (1, 40, 2)] {
-            let walked = outcome(input, false, input.len(), plan);
-            for block in [input.len(), 1, 63, 64, 65, 200, 4096] {
-                assert_eq!(
-                    outcome(input, true, block, plan),
-                    walked,
-                    "plan {plan:?}, block {block}, input {:?}",
-                    String::from_utf8_lossy(input)
-                );
+            let walked = outcome(input, None, input.len(), plan);
+            for kernel in Kernel::available() {
+                for block in [input.len(), 1, 63, 64, 65, 200, 4096] {
+                    assert_eq!(
+                        outcome(input, Some(kernel), block, plan),
+                        walked,
+                        "{kernel:?}, plan {plan:?}, block {block}, input {:?}",
+                        String::from_utf8_lossy(input)
+                    );
+                }
             }
         }
     }
