@@ -213,7 +213,18 @@ fn bm25(
             NAME,
             format!(
                 "{} documents, checksums ok; written by an older rlm, which left digests and \
-                 other random-looking tokens out (`rlm reindex` rebuilds it with them)",
+                 other random-looking tokens out and kept no buffer names, so `--path` filters \
+                 read the buffer table (`rlm reindex` rebuilds it with both)",
+                inspection.documents
+            ),
+        )
+    } else if !inspection.buffer_names {
+        Check::ok(
+            NAME,
+            format!(
+                "{} documents, checksums ok; written by an older rlm, which kept no buffer \
+                 names, so `--path` filters read the buffer table and are slower on many \
+                 buffers (`rlm reindex` rebuilds it with them)",
                 inspection.documents
             ),
         )

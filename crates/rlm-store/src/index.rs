@@ -1,8 +1,11 @@
 //! The BM25 index: one tantivy document per chunk, text indexed with the code tokenizer.
 //!
 //! Text is not stored in the index (it lives once, in SQLite); documents hold the chunk id as a
-//! fast field (to map hits back) and the buffer id as an indexed term (to delete a buffer's
-//! documents and to filter searches to a set of buffers before ranking).
+//! fast field (to map hits back), the buffer id as an indexed term (to delete a buffer's
+//! documents and to filter searches to a set of buffers before ranking), and the buffer's name
+//! and path as fast fields (to filter searches by a `--path` glob inside the index, see
+//! [`crate::name_filter`]). Indexes written before the names were added have no such fields;
+//! their `--path` filters go through the buffer table until `rlm reindex` rebuilds them.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -10,14 +13,20 @@ use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::LogMergePolicy;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::query::{
+    BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
+    FAST, Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, DocSet as _, Index, IndexReader, IndexWriter, ReloadPolicy, Score, TantivyDocument,
+    Term,
+};
 
 use crate::error::{Error, Result};
+use crate::name_filter::{BufferGlob, FilteredSearch, NAME_FIELD, PATH_FIELD};
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, IndexFormat, query_plan};
 
 /// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
@@ -36,6 +45,27 @@ const MIN_SEGMENTS_PER_MERGE: usize = 16;
 /// carry no payload; an index without segments is written in the current format.
 const UNIQUE_HASHED_PAYLOAD: &str = "rlm-index-format 2";
 
+/// Which documents a search may return.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DocumentFilter<'a> {
+    /// Every document (all are live).
+    All,
+    /// Documents of these buffer ids.
+    Buffers(&'a [i64]),
+    /// Documents whose buffer name or path matches the glob (only for an index with
+    /// [`Bm25Index::has_buffer_names`], and all documents live).
+    Glob(&'a BufferGlob),
+}
+
+/// The buffer a document belongs to, as the index records it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IndexedBuffer<'a> {
+    pub(crate) id: i64,
+    pub(crate) name: &'a str,
+    /// The file it was read from, if any.
+    pub(crate) path: Option<&'a str>,
+}
+
 /// Given chunk ids and lower-cased terms, whether each chunk's text holds one of the terms.
 pub(crate) type HoldsTerms<'a> = dyn FnMut(&[i64], &[String]) -> Result<Vec<bool>> + 'a;
 
@@ -47,6 +77,8 @@ pub(crate) struct Bm25Index {
     chunk_id: Field,
     buffer_id: Field,
     text: Field,
+    /// The buffer name and path fields; `None` in an index written before they existed.
+    names: Option<(Field, Field)>,
     format: IndexFormat,
 }
 
@@ -59,34 +91,46 @@ impl std::fmt::Debug for Bm25Index {
 impl Bm25Index {
     /// Opens (creating if needed) the index in `path`, in the format its last commit records.
     pub(crate) fn open(path: &Path) -> Result<Self> {
-        Self::open_in(path, None)
+        Self::open_in(path, None, true)
     }
 
     /// [`Bm25Index::open`] writing an index in `format` whatever it holds, as an older rlm did.
     #[cfg(test)]
     pub(crate) fn open_in_format(path: &Path, format: IndexFormat) -> Result<Self> {
-        Self::open_in(path, Some(format))
+        Self::open_in(path, Some(format), true)
     }
 
-    fn open_in(path: &Path, forced_format: Option<IndexFormat>) -> Result<Self> {
+    /// [`Bm25Index::open`] creating an index whose documents carry no buffer names, as rlm
+    /// wrote them before [`crate::name_filter`].
+    #[cfg(test)]
+    pub(crate) fn open_without_buffer_names(path: &Path) -> Result<Self> {
+        Self::open_in(path, None, false)
+    }
+
+    fn open_in(
+        path: &Path,
+        forced_format: Option<IndexFormat>,
+        buffer_names: bool,
+    ) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(crate::error::io("cannot create", path))?;
-        let mut builder = Schema::builder();
-        let chunk_id = builder.add_u64_field("chunk_id", NumericOptions::default().set_fast());
-        let buffer_id = builder.add_u64_field("buffer_id", INDEXED);
-        let indexing = TextFieldIndexing::default()
-            .set_tokenizer(CODE_TOKENIZER)
-            // BM25 needs term frequencies only; positions would grow the index for phrase
-            // queries we do not offer.
-            .set_index_option(IndexRecordOption::WithFreqs);
-        let text = builder.add_text_field(
-            "text",
-            TextOptions::default().set_indexing_options(indexing),
-        );
         let directory = MmapDirectory::open(path).map_err(|source| Error::IndexDirectory {
             path: path.to_owned(),
             source,
         })?;
-        let index = Index::open_or_create(directory, builder.build())?;
+        // An existing index keeps the schema it was written with, older ones included.
+        let index = if Index::exists(&directory).map_err(tantivy::TantivyError::from)? {
+            Index::open(directory)?
+        } else {
+            Index::open_or_create(directory, schema(buffer_names))?
+        };
+        let schema = index.schema();
+        let chunk_id = schema.get_field("chunk_id")?;
+        let buffer_id = schema.get_field("buffer_id")?;
+        let text = schema.get_field("text")?;
+        let names = schema
+            .get_field(NAME_FIELD)
+            .ok()
+            .zip(schema.get_field(PATH_FIELD).ok());
         let format = match forced_format {
             Some(format) => format,
             None => format_of(&index)?,
@@ -101,8 +145,15 @@ impl Bm25Index {
             chunk_id,
             buffer_id,
             text,
+            names,
             format,
         })
+    }
+
+    /// Whether documents carry their buffer's name and path, so a glob filter can run inside
+    /// the index ([`DocumentFilter::Glob`]).
+    pub(crate) fn has_buffer_names(&self) -> bool {
+        self.names.is_some()
     }
 
     pub(crate) fn writer(&self) -> Result<Bm25Writer<'_>> {
@@ -167,19 +218,19 @@ impl Bm25Index {
             .collect()
     }
 
-    /// Top `limit` chunk ids by BM25 among chunks of `buffers` (all documents when `None`),
-    /// best first. When the query asks for bucket terms, a hit is kept only if `holds` says its
+    /// Top `limit` chunk ids by BM25 among the documents `filter` lets through, best first. When the query asks for bucket terms, a hit is kept only if `holds` says its
     /// chunk's text holds one of the query's terms (asked for each chunk once, a fetch's worth
     /// at a time); more hits are fetched to make up for the ones dropped.
     pub(crate) fn search(
         &self,
         query: &str,
-        buffers: Option<&[i64]>,
+        filter: DocumentFilter<'_>,
         limit: usize,
         holds: &mut HoldsTerms<'_>,
     ) -> Result<Vec<(i64, f32)>> {
         let plan = query_plan(query, self.format);
-        if plan.terms.is_empty() || buffers.is_some_and(<[i64]>::is_empty) || limit == 0 {
+        let no_buffers = matches!(filter, DocumentFilter::Buffers(buffers) if buffers.is_empty());
+        if plan.terms.is_empty() || no_buffers || limit == 0 {
             return Ok(Vec::new());
         }
         let should: Vec<(Occur, Box<dyn Query>)> = plan
@@ -194,9 +245,9 @@ impl Bm25Index {
             })
             .collect();
         let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
-        let query: Box<dyn Query> = match buffers {
-            None => text_query,
-            Some(buffers) => {
+        let query: Box<dyn Query> = match filter {
+            DocumentFilter::All | DocumentFilter::Glob(_) => text_query,
+            DocumentFilter::Buffers(buffers) => {
                 let filter = TermSetQuery::new(
                     buffers
                         .iter()
@@ -213,6 +264,13 @@ impl Bm25Index {
             }
         };
         let searcher = self.reader()?.searcher();
+        let mut filtered = match filter {
+            DocumentFilter::Glob(glob) => {
+                Some(FilteredSearch::new(&searcher, query.as_ref(), glob)?)
+            }
+            _ => None,
+        };
+        let scores = TermScores::new(&searcher, self.text, &plan.terms)?;
         // Equal scores are ordered by chunk id, so the same store answers the same way whatever
         // its segment layout (tantivy breaks ties by segment, whose order varies between two
         // loads of the same files). Fetch past `limit` until the hits beyond it score lower, so
@@ -220,9 +278,14 @@ impl Bm25Index {
         let mut checked: HashMap<i64, bool> = HashMap::new();
         let mut fetch = limit.saturating_add(16);
         let mut hits = loop {
-            let top =
-                searcher.search(query.as_ref(), &TopDocs::with_limit(fetch).order_by_score())?;
+            let top = match &mut filtered {
+                Some(filtered) => filtered.top(fetch)?,
+                None => {
+                    searcher.search(query.as_ref(), &TopDocs::with_limit(fetch).order_by_score())?
+                }
+            };
             let exhausted = top.len() < fetch;
+            let top = scores.rescore(&searcher, top)?;
             let mut hits = Vec::with_capacity(top.len());
             for (score, address) in top {
                 let column = searcher
@@ -245,16 +308,110 @@ impl Bm25Index {
                 }
                 hits.retain(|(id, _)| checked.get(id).copied().unwrap_or(false));
             }
-            let settled = hits.len() > limit && hits[hits.len() - 1].1 < hits[limit - 1].1;
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            // Ranking chose the fetched hits by its own sums, which may differ from the exact
+            // ones in the last bits: a hit beyond the fetch may tie the limit-th exactly only
+            // if the last fetched is that close to it.
+            let settled = hits.len() > limit
+                && hits[hits.len() - 1].1 < hits[limit - 1].1 * (1.0 - SETTLED_MARGIN);
             if exhausted || settled {
                 break hits;
             }
             fetch = fetch.saturating_mul(2);
         };
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
         Ok(hits)
     }
+}
+
+/// Relative score difference that certainly exceeds the rounding differences between two
+/// ways of summing the same term scores.
+const SETTLED_MARGIN: f32 = 1e-5;
+
+/// Each query term's BM25 weight, to score a hit the same way whichever way it was found.
+///
+/// tantivy sums a document's term scores in an order that depends on how it was reached (the
+/// pruned top-k loop orders term scorers by their position, an intersection by clause), so two
+/// documents with equal scores, or one document found filtered and unfiltered, could differ
+/// in the last bit and equal scores would not be ordered by chunk id. Hits are scored again as
+/// the sum of their term scores in query order.
+struct TermScores {
+    weights: Vec<Box<dyn tantivy::query::Weight>>,
+}
+
+impl TermScores {
+    fn new(searcher: &tantivy::Searcher, text: Field, terms: &[String]) -> Result<Self> {
+        let scoring = EnableScoring::enabled_from_searcher(searcher);
+        let weights = terms
+            .iter()
+            .map(|term| {
+                TermQuery::new(
+                    Term::from_field_text(text, term),
+                    IndexRecordOption::WithFreqs,
+                )
+                .weight(scoring)
+            })
+            .collect::<tantivy::Result<_>>()?;
+        Ok(Self { weights })
+    }
+
+    /// The hits with their scores summed in query order.
+    fn rescore(
+        &self,
+        searcher: &tantivy::Searcher,
+        mut hits: Vec<(Score, DocAddress)>,
+    ) -> Result<Vec<(Score, DocAddress)>> {
+        hits.sort_by_key(|(_, address)| (address.segment_ord, address.doc_id));
+        let mut start = 0;
+        while start < hits.len() {
+            let segment_ord = hits[start].1.segment_ord;
+            let end = hits[start..]
+                .iter()
+                .position(|(_, address)| address.segment_ord != segment_ord)
+                .map_or(hits.len(), |offset| start + offset);
+            let segment = searcher.segment_reader(segment_ord);
+            let group = &mut hits[start..end];
+            group.iter_mut().for_each(|(score, _)| *score = 0.0);
+            for weight in &self.weights {
+                let mut scorer = weight.scorer(segment, 1.0)?;
+                for (score, address) in group.iter_mut() {
+                    let mut current = scorer.doc();
+                    if current < address.doc_id {
+                        current = scorer.seek(address.doc_id);
+                    }
+                    if current == address.doc_id {
+                        *score += scorer.score();
+                    }
+                }
+            }
+            start = end;
+        }
+        Ok(hits)
+    }
+}
+
+/// The schema of a new index (`buffer_names` is false only to write an index as older rlm
+/// versions did).
+fn schema(buffer_names: bool) -> Schema {
+    let mut builder = Schema::builder();
+    builder.add_u64_field("chunk_id", NumericOptions::default().set_fast());
+    builder.add_u64_field("buffer_id", INDEXED);
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer(CODE_TOKENIZER)
+        // BM25 needs term frequencies only; positions would grow the index for phrase
+        // queries we do not offer.
+        .set_index_option(IndexRecordOption::WithFreqs);
+    builder.add_text_field(
+        "text",
+        TextOptions::default().set_indexing_options(indexing),
+    );
+    // Columns only (no terms): each segment keeps one sorted dictionary of the names its
+    // documents hold and one ordinal per document.
+    if buffer_names {
+        builder.add_text_field(NAME_FIELD, FAST);
+        builder.add_text_field(PATH_FIELD, FAST);
+    }
+    builder.build()
 }
 
 /// The format an index's last commit records (an index without segments is written in the
@@ -281,6 +438,8 @@ pub(crate) struct IndexInspection {
     pub(crate) live_segments: HashSet<String>,
     /// What it holds for unique-looking tokens.
     pub(crate) format: IndexFormat,
+    /// Whether its documents carry their buffer's name and path.
+    pub(crate) buffer_names: bool,
 }
 
 /// Opens the index at `path` without creating or changing anything, counts its documents and
@@ -303,6 +462,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Option<IndexInspection>> {
     Ok(Some(IndexInspection {
         documents: reader.searcher().num_docs(),
         format: format_of(&index)?,
+        buffer_names: index.schema().get_field(NAME_FIELD).is_ok(),
         corrupted,
         live_segments: index
             .searchable_segment_ids()?
@@ -324,11 +484,22 @@ impl Bm25Writer<'_> {
             .delete_term(Term::from_field_u64(self.index.buffer_id, buffer_id as u64));
     }
 
-    pub(crate) fn add_chunk(&self, chunk_id: i64, buffer_id: i64, text: &str) -> Result<()> {
+    pub(crate) fn add_chunk(
+        &self,
+        chunk_id: i64,
+        buffer: &IndexedBuffer<'_>,
+        text: &str,
+    ) -> Result<()> {
         let mut document = TantivyDocument::new();
         document.add_u64(self.index.chunk_id, chunk_id as u64);
-        document.add_u64(self.index.buffer_id, buffer_id as u64);
+        document.add_u64(self.index.buffer_id, buffer.id as u64);
         document.add_text(self.index.text, text);
+        if let Some((name, path)) = self.index.names {
+            document.add_text(name, buffer.name);
+            if let Some(buffer_path) = buffer.path {
+                document.add_text(path, buffer_path);
+            }
+        }
         self.writer.add_document(document)?;
         Ok(())
     }

@@ -36,6 +36,7 @@ mod index;
 mod leftovers;
 mod load;
 mod memory;
+mod name_filter;
 mod read;
 mod reindex;
 mod schema;

@@ -1,4 +1,5 @@
-//! Search: filters resolved to buffer ids first, then BM25 (and, when a model is present,
+//! Search: filters resolved first (a `--path` glob inside the BM25 index when it holds buffer
+//! names, else to buffer ids from the buffer table), then BM25 (and, when a model is present,
 //! semantic) ranking inside that set, fused by reciprocal rank.
 
 use std::collections::HashMap;
@@ -8,6 +9,8 @@ use rlm_embed::Embedder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::index::DocumentFilter;
+use crate::name_filter::BufferGlob;
 use crate::snippet::{QueryTerms, snippet};
 use crate::store::Store;
 
@@ -151,7 +154,7 @@ impl Store {
     ) -> Result<SearchOutcome> {
         // An index that lost documents would answer "no match" for text the store holds.
         self.ensure_index_in_step()?;
-        let ids = self.candidate_buffers(&request.buffers, request.path_glob.as_deref())?;
+        let candidates = self.candidates(request)?;
         let mut notice = None;
         let mut mode = request.mode;
         if mode != SearchMode::Bm25 {
@@ -177,36 +180,7 @@ impl Store {
                 ));
             }
         }
-        let ranked: Vec<(i64, f64)> = match (mode, embedder) {
-            (SearchMode::Semantic, Some(embedder)) => self
-                .semantic_search(embedder, &request.query, ids.as_deref(), request.limit)?
-                .into_iter()
-                .map(|(id, score)| (id, f64::from(score)))
-                .collect(),
-            (SearchMode::Hybrid, Some(embedder)) => {
-                // Fuse deeper lists than asked for, so a chunk ranked moderately by both
-                // methods can surface.
-                let depth = request.limit.saturating_mul(4).max(50);
-                let lexical: Vec<i64> = self
-                    .bm25_search(&request.query, ids.as_deref(), depth)?
-                    .into_iter()
-                    .map(|(id, _)| id)
-                    .collect();
-                let semantic: Vec<i64> = self
-                    .semantic_search(embedder, &request.query, ids.as_deref(), depth)?
-                    .into_iter()
-                    .map(|(id, _)| id)
-                    .collect();
-                let mut fused = reciprocal_rank_fusion(&[lexical, semantic], request.rrf_k);
-                fused.truncate(request.limit);
-                fused
-            }
-            _ => self
-                .bm25_search(&request.query, ids.as_deref(), request.limit)?
-                .into_iter()
-                .map(|(id, score)| (id, f64::from(score)))
-                .collect(),
-        };
+        let ranked = self.rank(request, mode, embedder, &candidates)?;
         let texts = QueryTerms::texts(&request.query);
         let weights = self.index.inverse_document_frequencies(&texts)?;
         let terms = QueryTerms::new(&request.query, |term| {
@@ -236,17 +210,109 @@ impl Store {
     }
 }
 
+/// The buffers a search may return.
+enum Candidates {
+    /// Every document in the index (all are live).
+    All,
+    /// Chunks of these buffer ids.
+    Buffers(Vec<i64>),
+    /// Chunks of buffers whose name or path matches, decided inside the BM25 index; a vector
+    /// search resolves the glob to buffer ids.
+    Glob(Box<BufferGlob>),
+}
+
+impl Candidates {
+    fn document_filter(&self) -> DocumentFilter<'_> {
+        match self {
+            Candidates::All => DocumentFilter::All,
+            Candidates::Buffers(ids) => DocumentFilter::Buffers(ids),
+            Candidates::Glob(glob) => DocumentFilter::Glob(glob),
+        }
+    }
+}
+
 impl Store {
+    /// Resolves the request's filters. A `--path` glob alone stays a glob for the index to
+    /// match when its documents carry buffer names and every document is live (no index
+    /// work queued, so no document of a deleted buffer is left); otherwise the filters become
+    /// buffer ids read from the buffer table.
+    fn candidates(&self, request: &SearchRequest) -> Result<Candidates> {
+        if let Some(glob) = request.path_glob.as_deref()
+            && request.buffers.is_empty()
+            && self.index.has_buffer_names()
+            && self.pending_index_work()? == 0
+        {
+            return Ok(Candidates::Glob(Box::new(BufferGlob::new(glob)?)));
+        }
+        Ok(
+            match self.candidate_buffers(&request.buffers, request.path_glob.as_deref())? {
+                None => Candidates::All,
+                Some(ids) => Candidates::Buffers(ids),
+            },
+        )
+    }
+
+    /// Chunk ids with their scores, best first, by `mode` (BM25 when no embedder is given).
+    fn rank(
+        &self,
+        request: &SearchRequest,
+        mode: SearchMode,
+        embedder: Option<&dyn Embedder>,
+        candidates: &Candidates,
+    ) -> Result<Vec<(i64, f64)>> {
+        let filter = candidates.document_filter();
+        let Some(embedder) = embedder.filter(|_| mode != SearchMode::Bm25) else {
+            return Ok(self
+                .bm25_search(&request.query, filter, request.limit)?
+                .into_iter()
+                .map(|(id, score)| (id, f64::from(score)))
+                .collect());
+        };
+        // The vector file is grouped by buffer id, so a vector search takes ids.
+        let resolved;
+        let ids = match candidates {
+            Candidates::All => None,
+            Candidates::Buffers(ids) => Some(ids.as_slice()),
+            Candidates::Glob(_) => {
+                resolved = self.candidate_buffers(&[], request.path_glob.as_deref())?;
+                resolved.as_deref()
+            }
+        };
+        if mode == SearchMode::Semantic {
+            return Ok(self
+                .semantic_search(embedder, &request.query, ids, request.limit)?
+                .into_iter()
+                .map(|(id, score)| (id, f64::from(score)))
+                .collect());
+        }
+        // Fuse deeper lists than asked for, so a chunk ranked moderately by both methods can
+        // surface.
+        let depth = request.limit.saturating_mul(4).max(50);
+        let lexical: Vec<i64> = self
+            .bm25_search(&request.query, filter, depth)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let semantic: Vec<i64> = self
+            .semantic_search(embedder, &request.query, ids, depth)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let mut fused = reciprocal_rank_fusion(&[lexical, semantic], request.rrf_k);
+        fused.truncate(request.limit);
+        Ok(fused)
+    }
+
     /// BM25 hits, checked against the chunks' text when the query asks for bucket terms (a
     /// chunk that is gone, as a replaced buffer's leftover documents are, holds nothing).
     fn bm25_search(
         &self,
         query: &str,
-        buffers: Option<&[i64]>,
+        filter: DocumentFilter<'_>,
         limit: usize,
     ) -> Result<Vec<(i64, f32)>> {
         self.index
-            .search(query, buffers, limit, &mut |chunk_ids, terms| {
+            .search(query, filter, limit, &mut |chunk_ids, terms| {
                 let texts = match self.chunk_texts(chunk_ids) {
                     Ok(texts) => texts,
                     // One chunk is gone: ask for each, so the others are still judged.

@@ -128,44 +128,52 @@ impl Store {
             return Ok(Some(ids));
         }
         // A glob's literal prefix bounds the names and paths it can match: both columns are
-        // indexed, so only those rows are read (a glob starting with a wildcard reads them all).
-        let prefix = matcher
-            .as_ref()
-            .map(|matcher| literal_prefix(matcher.glob().glob()));
-        let mut statement = match prefix {
-            Some(Some(_)) => self.connection.prepare_cached(
-                "SELECT id, name, path FROM buffers WHERE name >= ?1 AND name < ?2
-                 UNION
-                 SELECT id, name, path FROM buffers WHERE path >= ?1 AND path < ?2",
-            )?,
-            _ => self
-                .connection
-                .prepare_cached("SELECT id, name, path FROM buffers")?,
-        };
-        let mut rows = match prefix {
-            Some(Some((low, high))) => statement.query(rusqlite::params![
-                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(low)),
-                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(&high)),
-            ])?,
-            _ => statement.query([])?,
+        // indexed, so only those entries are read, each index on its own (a buffer matches when
+        // its name or its path does, and a matching name or path lies in the prefix's range),
+        // without visiting the table. A glob starting with a wildcard reads every row.
+        let Some(matcher) = matcher else {
+            let mut statement = self.connection.prepare_cached("SELECT id FROM buffers")?;
+            let ids = statement
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            return Ok(Some(ids));
         };
         let mut ids = Vec::new();
-        while let Some(row) = rows.next()? {
-            let wanted = match &matcher {
-                None => true,
-                Some(matcher) => {
-                    let name = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
-                    let path = row
-                        .get_ref(2)?
-                        .as_str_or_null()
-                        .map_err(rusqlite::Error::from)?;
-                    matcher.is_match(name) || path.is_some_and(|path| matcher.is_match(path))
+        let Some((low, high)) = literal_prefix(matcher.glob().glob()) else {
+            let mut statement = self
+                .connection
+                .prepare_cached("SELECT id, name, path FROM buffers")?;
+            let mut rows = statement.query([])?;
+            while let Some(row) = rows.next()? {
+                let name = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                let path = row
+                    .get_ref(2)?
+                    .as_str_or_null()
+                    .map_err(rusqlite::Error::from)?;
+                if matcher.is_match(name) || path.is_some_and(|path| matcher.is_match(path)) {
+                    ids.push(row.get(0)?);
                 }
-            };
-            if wanted {
-                ids.push(row.get(0)?);
+            }
+            return Ok(Some(ids));
+        };
+        for query in [
+            "SELECT id, name FROM buffers WHERE name >= ?1 AND name < ?2",
+            "SELECT id, path FROM buffers WHERE path >= ?1 AND path < ?2",
+        ] {
+            let mut statement = self.connection.prepare_cached(query)?;
+            let mut rows = statement.query(rusqlite::params![
+                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(low)),
+                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(&high)),
+            ])?;
+            while let Some(row) = rows.next()? {
+                let value = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                if matcher.is_match(value) {
+                    ids.push(row.get(0)?);
+                }
             }
         }
+        ids.sort_unstable();
+        ids.dedup();
         Ok(Some(ids))
     }
 
@@ -198,7 +206,7 @@ impl Store {
 /// The bytes every match of `glob` starts with, and the first byte string past all strings
 /// with that prefix (the prefix with its last byte raised by one; UTF-8 never has a 0xFF byte,
 /// and SQLite compares text byte by byte). `None` when the glob starts with a special character.
-fn literal_prefix(glob: &str) -> Option<(&[u8], Vec<u8>)> {
+pub(crate) fn literal_prefix(glob: &str) -> Option<(&[u8], Vec<u8>)> {
     let end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
     let prefix = &glob.as_bytes()[..end];
     let (&last, head) = prefix.split_last()?;

@@ -8,9 +8,10 @@
 //! the writer is dropped and tantivy discards what it was fed. Once tantivy has committed, the
 //! queue rows are removed. Replaying the queue is idempotent (every add deletes the buffer's
 //! documents first), so a crash between the two commits is repaired by the next writer, which
-//! replays what is left when it opens the store. Searches are always restricted to buffer ids
-//! that exist in SQLite, so a replaced or deleted buffer's leftover documents are never returned,
-//! and a buffer replaced by a new load gets a new id.
+//! replays what is left when it opens the store. While index work is queued, searches are
+//! restricted to buffer ids that exist in SQLite, so a replaced or deleted buffer's leftover
+//! documents are never returned (with none queued, every document is live), and a buffer
+//! replaced by a new load gets a new id.
 //!
 //! # Concurrency
 //! Writers (load, delete, index replay) take an exclusive lock on `DIR/lock` and wait for it, so
@@ -27,7 +28,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
 
 use crate::error::{Error, Result, io};
-use crate::index::{Bm25Index, Bm25Writer};
+use crate::index::{Bm25Index, Bm25Writer, IndexedBuffer};
 use crate::leftovers;
 use crate::schema;
 
@@ -251,6 +252,14 @@ pub(crate) fn add_buffer(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
     let text = crate::read::buffer_text(connection, buffer_id)?;
+    let (name, path): (String, Option<String>) = connection
+        .prepare_cached("SELECT name, path FROM buffers WHERE id = ?1")?
+        .query_row([buffer_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let buffer = IndexedBuffer {
+        id: buffer_id,
+        name: &name,
+        path: path.as_deref(),
+    };
     let mut statement = connection
         .prepare_cached("SELECT id, start, end FROM chunks WHERE buffer_id = ?1 ORDER BY seq")?;
     let rows = statement.query_map([buffer_id], |row| {
@@ -264,7 +273,7 @@ pub(crate) fn add_buffer(
     for row in rows {
         let (chunk_id, start, end) = row?;
         let body = text.get(start..end).unwrap_or_default();
-        writer.add_chunk(chunk_id, buffer_id, body)?;
+        writer.add_chunk(chunk_id, &buffer, body)?;
         done += 1;
         if done % 1024 == 0 {
             progress(done);
@@ -504,7 +513,15 @@ mod tests {
         let writer = store.index.writer().unwrap();
         for id in 0..500 {
             writer
-                .add_chunk(10_000 + id, 9_999, "text of a load that was killed")
+                .add_chunk(
+                    10_000 + id,
+                    &IndexedBuffer {
+                        id: 9_999,
+                        name: "killed.md",
+                        path: None,
+                    },
+                    "text of a load that was killed",
+                )
                 .unwrap();
         }
         writer.flush_without_commit().unwrap();

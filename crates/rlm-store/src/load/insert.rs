@@ -10,7 +10,7 @@ use rusqlite::{OptionalExtension as _, Transaction, params};
 use super::LoadedBuffer;
 use super::index_queue::{queue_add, queue_delete};
 use crate::error::Result;
-use crate::index::Bm25Writer;
+use crate::index::{Bm25Writer, IndexedBuffer};
 
 /// A buffer about to be inserted.
 pub(super) struct NewBuffer<'a> {
@@ -27,6 +27,17 @@ pub(super) struct StoredBuffer {
     pub sha256: String,
     /// The chunk options it was loaded with, as JSON.
     pub options_key: String,
+}
+
+impl<'a> NewBuffer<'a> {
+    /// The buffer as the index records it, once its row has `id`.
+    pub fn indexed(&self, id: i64) -> IndexedBuffer<'a> {
+        IndexedBuffer {
+            id,
+            name: self.name,
+            path: self.path,
+        }
+    }
 }
 
 impl StoredBuffer {
@@ -117,7 +128,7 @@ pub(super) fn insert_whole(
         options_key,
     )?;
     crate::read::write_buffer_text(transaction, id, text)?;
-    let mut rows = ChunkRows::new(transaction, writer, id)?;
+    let mut rows = ChunkRows::new(transaction, writer, buffer.indexed(id))?;
     for chunk in chunking.chunks {
         let body = text.get(chunk.range.clone()).unwrap_or_default();
         rows.add(chunk, body)?;
@@ -166,7 +177,7 @@ pub(super) struct ChunkRows<'a> {
     statement: rusqlite::CachedStatement<'a>,
     transaction: &'a Transaction<'a>,
     writer: Option<&'a Bm25Writer<'a>>,
-    buffer_id: i64,
+    buffer: IndexedBuffer<'a>,
     /// Chunks stored so far.
     pub count: u64,
 }
@@ -175,7 +186,7 @@ impl<'a> ChunkRows<'a> {
     pub fn new(
         transaction: &'a Transaction<'a>,
         writer: Option<&'a Bm25Writer<'a>>,
-        buffer_id: i64,
+        buffer: IndexedBuffer<'a>,
     ) -> Result<Self> {
         let statement = transaction.prepare_cached(
             "INSERT INTO chunks (buffer_id, seq, start, end, start_line, end_line, header_start, header_end)
@@ -185,7 +196,7 @@ impl<'a> ChunkRows<'a> {
             statement,
             transaction,
             writer,
-            buffer_id,
+            buffer,
             count: 0,
         })
     }
@@ -193,7 +204,7 @@ impl<'a> ChunkRows<'a> {
     /// Stores `chunk`, whose text (without header) is `body`.
     pub fn add(&mut self, chunk: Chunk, body: &str) -> Result<()> {
         self.statement.execute(params![
-            self.buffer_id,
+            self.buffer.id,
             self.count as i64,
             chunk.range.start as i64,
             chunk.range.end as i64,
@@ -203,7 +214,7 @@ impl<'a> ChunkRows<'a> {
             chunk.header.as_ref().map(|h| h.end as i64),
         ])?;
         if let Some(writer) = self.writer {
-            writer.add_chunk(self.transaction.last_insert_rowid(), self.buffer_id, body)?;
+            writer.add_chunk(self.transaction.last_insert_rowid(), &self.buffer, body)?;
         }
         self.count += 1;
         Ok(())

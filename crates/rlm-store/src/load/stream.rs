@@ -171,7 +171,7 @@ pub(super) fn insert_streamed(
         params![id, rusqlite::blob::ZeroBlob(file.size)],
     )?;
     let mut blob = transaction.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", id, false)?;
-    let mut rows = ChunkRows::new(transaction, writer, id)?;
+    let mut rows = ChunkRows::new(transaction, writer, buffer.indexed(id))?;
     let mut add = |chunk: Chunk, body: &str| rows.add(chunk, body);
     let mut chunker = StreamChunker::new(Some(buffer.name), options)?;
     let mut hasher = Sha256::new();

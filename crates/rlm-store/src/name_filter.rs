@@ -1,0 +1,550 @@
+//! `--path` inside the BM25 index: each document carries its buffer's name and path as fast
+//! (columnar) fields, so a glob is matched against the distinct names of each segment, never
+//! against the buffer table, and ranking skips the documents it rules out.
+//!
+//! Resolving the glob to buffer ids in SQLite first cost a pass over every buffer whose name
+//! or path could match (all of them for a glob starting with a wildcard) and a term set of
+//! that many ids for tantivy to union; at 100k buffers a filter to a tenth of them took 15-25x
+//! the unfiltered query. Here, per segment and per column (names, paths):
+//!
+//! - which values match: the values are sorted, so a glob that is a literal prefix and `*`
+//!   is a range of value ordinals found by two lookups, and any other glob with a literal
+//!   prefix reads only the values in that prefix's range. A glob starting with a wildcard
+//!   matches values one by one: all of them when a sample says few match, else only the
+//!   values of documents the ranking reaches (most of those match, so few are asked), until
+//!   that has cost as much as reading them all.
+//! - how ranking uses it: when few values match, the matching documents are listed (one read
+//!   of the column) and only those are scored; otherwise the filter runs inside tantivy's
+//!   top-k loop, which keeps its block-max pruning: a document is checked (one column read)
+//!   only when its score could enter the top k.
+
+use std::collections::BinaryHeap;
+use std::ops::{Bound, Range};
+
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::query::{EnableScoring, Query, Weight};
+use tantivy::{
+    BitSet, DocAddress, DocId, DocSet as _, Score, Searcher, SegmentReader, TERMINATED,
+    TantivyError,
+};
+
+use crate::error::Result;
+use crate::select::{compile_glob, literal_prefix};
+
+/// The fast field holding each document's buffer name.
+pub(crate) const NAME_FIELD: &str = "buffer_name";
+
+/// The fast field holding each document's buffer path (absent for buffers read from stdin or
+/// given as text).
+pub(crate) const PATH_FIELD: &str = "buffer_path";
+
+/// Matching values at or below this share of a segment's values (names and paths together)
+/// make its matching documents listed and scored alone; above it, the filter runs inside the
+/// pruned top-k loop. Measured at 100k buffers (`benches/search_scale.rs`): a tenth runs at
+/// 1.1x the unfiltered query in the loop, a thousandth at 2.2x in the loop and below 1x listed.
+const LISTED_SHARE: u64 = 16;
+
+/// Values sampled (evenly spaced) to guess whether a glob without a literal prefix matches
+/// few values of a column.
+const SAMPLED_VALUES: u64 = 64;
+
+/// A glob without a literal prefix is matched value by value as ranking reaches documents
+/// until this share of the column's values were looked up (each lookup decodes part of a
+/// dictionary block, ~20x the cost of a value read in order); then all values are matched in
+/// one pass.
+const LOOKUP_SHARE: u64 = 32;
+
+/// A `--path` glob, ready to be matched against a segment's names and paths.
+#[derive(Debug)]
+pub(crate) struct BufferGlob {
+    matcher: globset::GlobMatcher,
+    /// The bytes every match starts with, and the first byte string past all that do.
+    prefix: Option<(Vec<u8>, Vec<u8>)>,
+    /// Every string starting with the prefix matches (the glob is the prefix and `*`).
+    prefix_is_enough: bool,
+    /// Text every match contains (the glob's longest run of literal characters), looked for
+    /// before the glob's regex runs: a glob starting with `*` is matched against every value,
+    /// and most values of a narrow one do not contain it.
+    required: Option<memchr::memmem::Finder<'static>>,
+}
+
+impl BufferGlob {
+    /// Compiles `glob` as [`compile_glob`] does (`*` crosses `/`).
+    pub(crate) fn new(glob: &str) -> Result<Self> {
+        let matcher = compile_glob(glob)?;
+        let prefix = literal_prefix(glob).map(|(low, high)| (low.to_vec(), high));
+        // `*` is `.*` and `/**` is `/.*` with `.` matching every byte, so either after the
+        // literal prefix accepts whatever follows it.
+        let rest = &glob[prefix.as_ref().map_or(0, |(low, _)| low.len())..];
+        let prefix_is_enough = prefix.is_some() && matches!(rest, "*" | "**");
+        let required = required_literal(glob)
+            .map(|literal| memchr::memmem::Finder::new(literal.as_bytes()).into_owned());
+        Ok(Self {
+            matcher,
+            prefix,
+            prefix_is_enough,
+            required,
+        })
+    }
+
+    /// Whether a name or path matches, as the buffer-table filter decides it.
+    fn is_match(&self, value: &[u8]) -> bool {
+        self.required
+            .as_ref()
+            .is_none_or(|required| required.find(value).is_some())
+            && std::str::from_utf8(value).is_ok_and(|text| self.matcher.is_match(text))
+    }
+
+    /// Which values of `column` match, as far as can be told before ranking.
+    fn matching(&self, column: &StrColumn) -> Result<Matching> {
+        let dictionary = column.dictionary();
+        let values = dictionary.num_terms() as u64;
+        match &self.prefix {
+            Some((low, high)) if self.prefix_is_enough => {
+                let (start, end) = dictionary
+                    .term_bounds_to_ord(Bound::Included(low.as_slice()), Bound::Excluded(high))
+                    .map_err(TantivyError::from)?;
+                let start = match start {
+                    Bound::Included(ordinal) => ordinal,
+                    Bound::Excluded(ordinal) => ordinal.saturating_add(1),
+                    Bound::Unbounded => 0,
+                };
+                let end = match end {
+                    Bound::Included(ordinal) => ordinal.saturating_add(1),
+                    Bound::Excluded(ordinal) => ordinal,
+                    Bound::Unbounded => values,
+                };
+                Ok(Matching::Range(start.min(values)..end.min(values)))
+            }
+            Some((low, high)) => self.walk(column, Some((low, high))),
+            None if self.few_match(column)? => self.walk(column, None),
+            None => Ok(Matching::Lazy(Lookups::new(column))),
+        }
+    }
+
+    /// Matches the values of `column` in order, those from `low` to before `high` or all.
+    fn walk(&self, column: &StrColumn, bounds: Option<(&[u8], &[u8])>) -> Result<Matching> {
+        let dictionary = column.dictionary();
+        let mut range = dictionary.range();
+        if let Some((low, high)) = bounds {
+            range = range.ge(low).lt(high);
+        }
+        let mut matching = BitSet::with_max_value(dictionary.num_terms() as u32);
+        let mut stream = range.into_stream().map_err(TantivyError::from)?;
+        while stream.advance() {
+            if self.is_match(stream.key()) {
+                matching.insert(stream.term_ord() as u32);
+            }
+        }
+        Ok(Matching::Set(matching))
+    }
+
+    /// Whether evenly spaced values of `column` suggest that few of its values match.
+    fn few_match(&self, column: &StrColumn) -> Result<bool> {
+        let values = column.dictionary().num_terms() as u64;
+        let sampled = values.min(SAMPLED_VALUES);
+        let mut value = String::new();
+        let mut matched = 0;
+        for step in 0..sampled {
+            column
+                .ord_to_str(step * values / sampled, &mut value)
+                .map_err(TantivyError::from)?;
+            matched += u64::from(self.is_match(value.as_bytes()));
+        }
+        Ok(matched * LISTED_SHARE <= sampled)
+    }
+
+    /// How one segment's documents are filtered; `None` when none of them can match.
+    fn for_segment(&self, segment: &SegmentReader) -> Result<Option<Route>> {
+        let mut columns = Vec::with_capacity(2);
+        for field in [NAME_FIELD, PATH_FIELD] {
+            // A segment none of whose buffers has a path has no path column.
+            let Some(column) = segment.fast_fields().str(field)? else {
+                continue;
+            };
+            let matching = self.matching(&column)?;
+            if !matching.is_empty() {
+                columns.push(ColumnFilter {
+                    ordinals: column.ords().clone(),
+                    values: column.dictionary().num_terms() as u64,
+                    matching,
+                });
+            }
+        }
+        if columns.is_empty() {
+            return Ok(None);
+        }
+        let filter = SegmentFilter { columns };
+        Ok(Some(match filter.known_share() {
+            Some((matched, values)) if matched * LISTED_SHARE <= values => {
+                Route::Listed(filter.documents(segment.max_doc()))
+            }
+            _ => Route::Checked(filter),
+        }))
+    }
+}
+
+/// The longest run of characters `glob` matches only literally, which every match therefore
+/// contains; `None` for a glob with escapes (kept simple) or without such a run.
+///
+/// Runs end at `*`, `?`, a class and an alternation (whose text is skipped). A `/` next to
+/// `**` is left out of the run it touches: `**/` at the start may match nothing at all.
+fn required_literal(glob: &str) -> Option<String> {
+    if glob.contains('\\') {
+        return None;
+    }
+    let glob = glob.replace("/**", "**").replace("**/", "**");
+    let mut runs = vec![String::new()];
+    let mut characters = glob.chars();
+    while let Some(character) = characters.next() {
+        match character {
+            '*' | '?' => runs.push(String::new()),
+            '[' => {
+                // A class: a `]` first (after an optional `!` or `^`) is a member.
+                let mut members = 0;
+                let mut negation_allowed = true;
+                for member in characters.by_ref() {
+                    if negation_allowed && matches!(member, '!' | '^') {
+                        negation_allowed = false;
+                        continue;
+                    }
+                    negation_allowed = false;
+                    if member == ']' && members > 0 {
+                        break;
+                    }
+                    members += 1;
+                }
+                runs.push(String::new());
+            }
+            '{' => {
+                for member in characters.by_ref() {
+                    if member == '}' {
+                        break;
+                    }
+                }
+                runs.push(String::new());
+            }
+            _ => runs.last_mut()?.push(character),
+        }
+    }
+    runs.into_iter()
+        .max_by_key(String::len)
+        .filter(|run| !run.is_empty())
+}
+
+/// Which values of one column of one segment match, by ordinal.
+enum Matching {
+    Range(Range<u64>),
+    Set(BitSet),
+    /// Not known yet: each value is matched when a document holding it is first checked.
+    Lazy(Lookups),
+}
+
+impl Matching {
+    fn is_empty(&self) -> bool {
+        match self {
+            Matching::Range(range) => range.is_empty(),
+            Matching::Set(set) => set.len() == 0,
+            Matching::Lazy(_) => false,
+        }
+    }
+
+    /// Whether the value at `ordinal` matches, when known.
+    fn contains(&self, ordinal: u64) -> Option<bool> {
+        match self {
+            Matching::Range(range) => Some(range.contains(&ordinal)),
+            Matching::Set(set) => Some(
+                u32::try_from(ordinal)
+                    .is_ok_and(|ordinal| ordinal < set.max_value() && set.contains(ordinal)),
+            ),
+            Matching::Lazy(_) => None,
+        }
+    }
+
+    /// How many values match, when known.
+    fn known_count(&self) -> Option<u64> {
+        match self {
+            Matching::Range(range) => Some(range.end - range.start),
+            Matching::Set(set) => Some(set.len() as u64),
+            Matching::Lazy(_) => None,
+        }
+    }
+}
+
+/// Values of a column matched one at a time, remembered by ordinal.
+struct Lookups {
+    column: StrColumn,
+    /// Per ordinal: 0 not looked up yet, 1 matches, 2 does not.
+    verdicts: Vec<u8>,
+    /// Lookups left before matching every value at once is cheaper.
+    left: u64,
+    value: String,
+}
+
+impl Lookups {
+    fn new(column: &StrColumn) -> Self {
+        let values = column.dictionary().num_terms() as u64;
+        Self {
+            column: column.clone(),
+            verdicts: vec![0; values as usize],
+            left: values / LOOKUP_SHARE,
+            value: String::new(),
+        }
+    }
+}
+
+/// One column of one segment: each document's value ordinal and which ordinals match.
+struct ColumnFilter {
+    ordinals: Column<u64>,
+    values: u64,
+    matching: Matching,
+}
+
+impl ColumnFilter {
+    fn accepts(&mut self, document: DocId, glob: &BufferGlob) -> Result<bool> {
+        let Some(ordinal) = self.ordinals.first(document) else {
+            return Ok(false);
+        };
+        if let Some(known) = self.matching.contains(ordinal) {
+            return Ok(known);
+        }
+        let Matching::Lazy(lookups) = &mut self.matching else {
+            return Ok(false);
+        };
+        let Some(verdict) = lookups.verdicts.get(ordinal as usize).copied() else {
+            return Ok(false);
+        };
+        if verdict != 0 {
+            return Ok(verdict == 1);
+        }
+        if lookups.left == 0 {
+            // Enough lookups: match every value in one pass, and answer from that.
+            self.matching = glob.walk(&lookups.column, None)?;
+            return self.accepts(document, glob);
+        }
+        lookups.left -= 1;
+        lookups
+            .column
+            .ord_to_str(ordinal, &mut lookups.value)
+            .map_err(TantivyError::from)?;
+        let matches = glob.is_match(lookups.value.as_bytes());
+        lookups.verdicts[ordinal as usize] = if matches { 1 } else { 2 };
+        Ok(matches)
+    }
+}
+
+/// The name and path columns of one segment, with what matches in each.
+struct SegmentFilter {
+    columns: Vec<ColumnFilter>,
+}
+
+impl SegmentFilter {
+    fn accepts(&mut self, document: DocId, glob: &BufferGlob) -> Result<bool> {
+        for column in &mut self.columns {
+            if column.accepts(document, glob)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Matching values and all values over the columns, when every column's are known.
+    fn known_share(&self) -> Option<(u64, u64)> {
+        let mut matched = 0;
+        let mut values = 0;
+        for column in &self.columns {
+            matched += column.matching.known_count()?;
+            values += column.values;
+        }
+        Some((matched, values))
+    }
+
+    /// The segment's documents whose value matches in a column whose matching values are
+    /// known, in order: each column read in blocks.
+    fn documents(&self, max_doc: DocId) -> Vec<DocId> {
+        const BLOCK: u32 = 1024;
+        let mut accepted = vec![false; max_doc as usize];
+        let mut documents: Vec<DocId> = Vec::with_capacity(BLOCK as usize);
+        let mut ordinals = vec![None; BLOCK as usize];
+        for column in &self.columns {
+            for start in (0..max_doc).step_by(BLOCK as usize) {
+                documents.clear();
+                documents.extend(start..start.saturating_add(BLOCK).min(max_doc));
+                let ordinals = &mut ordinals[..documents.len()];
+                ordinals.fill(None);
+                column.ordinals.first_vals(&documents, ordinals);
+                for (&document, ordinal) in documents.iter().zip(ordinals.iter()) {
+                    if ordinal
+                        .is_some_and(|ordinal| column.matching.contains(ordinal) == Some(true))
+                    {
+                        accepted[document as usize] = true;
+                    }
+                }
+            }
+        }
+        (0..max_doc)
+            .filter(|&document| accepted[document as usize])
+            .collect()
+    }
+}
+
+/// How a segment's documents are filtered while ranking.
+enum Route {
+    /// Few match: these documents are scored, the others never looked at.
+    Listed(Vec<DocId>),
+    /// Many match: each document the pruned top-k loop reaches is checked.
+    Checked(SegmentFilter),
+}
+
+/// A BM25 query whose top documents may only come from buffers a glob matches: the glob is
+/// matched against each segment's values once, then [`FilteredSearch::top`] can be asked for
+/// deeper lists without matching again.
+pub(crate) struct FilteredSearch<'a> {
+    searcher: &'a Searcher,
+    glob: &'a BufferGlob,
+    weight: Box<dyn Weight>,
+    segments: Vec<(u32, Route)>,
+}
+
+impl<'a> FilteredSearch<'a> {
+    pub(crate) fn new(
+        searcher: &'a Searcher,
+        query: &dyn Query,
+        glob: &'a BufferGlob,
+    ) -> Result<Self> {
+        let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+        let mut segments = Vec::new();
+        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+            if let Some(route) = glob.for_segment(segment)? {
+                segments.push((ordinal as u32, route));
+            }
+        }
+        Ok(Self {
+            searcher,
+            glob,
+            weight,
+            segments,
+        })
+    }
+
+    /// The best `limit` documents the glob accepts, by score (as tantivy's `TopDocs` orders
+    /// them: equal scores in no particular order, which the caller settles).
+    pub(crate) fn top(&mut self, limit: usize) -> Result<Vec<(Score, DocAddress)>> {
+        let mut best = TopScores::new(limit);
+        for (ordinal, route) in &mut self.segments {
+            let segment = self.searcher.segment_reader(*ordinal);
+            let alive = segment.alive_bitset();
+            let deleted = |document| alive.is_some_and(|alive| alive.is_deleted(document));
+            match route {
+                Route::Listed(documents) => {
+                    let mut scorer = self.weight.scorer(segment, 1.0)?;
+                    for &document in documents.iter() {
+                        let mut current = scorer.doc();
+                        if current < document {
+                            current = scorer.seek(document);
+                        }
+                        if current == TERMINATED {
+                            break;
+                        }
+                        if current == document && !deleted(document) {
+                            best.push(scorer.score(), DocAddress::new(*ordinal, document));
+                        }
+                    }
+                }
+                Route::Checked(filter) => {
+                    let mut threshold = best.threshold();
+                    let mut failed = None;
+                    // tantivy calls back only for documents scoring above the threshold it
+                    // was last given, so a document the filter rejects leaves the threshold
+                    // where it was and the pruning stays exact for the ones it accepts.
+                    self.weight
+                        .for_each_pruning(threshold, segment, &mut |document, score| {
+                            if failed.is_some() || deleted(document) {
+                                return threshold;
+                            }
+                            match filter.accepts(document, self.glob) {
+                                Ok(true) => {
+                                    best.push(score, DocAddress::new(*ordinal, document));
+                                    threshold = best.threshold();
+                                }
+                                Ok(false) => {}
+                                Err(error) => failed = Some(error),
+                            }
+                            threshold
+                        })?;
+                    if let Some(error) = failed {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        Ok(best.into_sorted())
+    }
+}
+
+/// The `limit` highest scores seen, as a min-heap.
+struct TopScores {
+    limit: usize,
+    heap: BinaryHeap<Entry>,
+}
+
+struct Entry(Score, DocAddress);
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Reversed, so the heap's top is the lowest score.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0)
+    }
+}
+
+impl TopScores {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            heap: BinaryHeap::with_capacity(limit.saturating_add(1)),
+        }
+    }
+
+    fn push(&mut self, score: Score, address: DocAddress) {
+        if self.heap.len() < self.limit {
+            self.heap.push(Entry(score, address));
+        } else if self.heap.peek().is_some_and(|lowest| score > lowest.0) {
+            self.heap.pop();
+            self.heap.push(Entry(score, address));
+        }
+    }
+
+    /// The score a document must beat to enter: the lowest kept once `limit` are kept.
+    fn threshold(&self) -> Score {
+        match self.heap.peek() {
+            Some(lowest) if self.heap.len() >= self.limit => lowest.0,
+            _ => Score::MIN,
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(Score, DocAddress)> {
+        // `into_sorted_vec` is ascending by `Ord`, which is descending by score.
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|Entry(score, address)| (score, address))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,288 @@
+//! Filtered searches against unfiltered ones, over a new index and one written before the
+//! buffer names were indexed.
+#![allow(clippy::unwrap_used)]
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use rlm_context::chunk::{ChunkOptions, Strategy};
+use rusqlite::OpenFlags;
+
+use crate::index::Bm25Index;
+use crate::store::{INDEX, add_buffer, open_database};
+use crate::{SearchHit, SearchRequest, Source, Store};
+
+const WORDS: &[&str] = &[
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+    "kilo", "lima",
+];
+
+fn options() -> ChunkOptions {
+    // Small fixed chunks, so buffers have several.
+    ChunkOptions {
+        strategy: Strategy::Fixed,
+        size: 80,
+        ..ChunkOptions::default()
+    }
+}
+
+fn text(seed: usize) -> String {
+    let mut state = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut text = String::new();
+    for word in 0..(20 + seed % 40) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        text.push_str(WORDS[(state % WORDS.len() as u64) as usize]);
+        text.push(if word % 9 == 8 { '\n' } else { ' ' });
+    }
+    text
+}
+
+fn load(store: &mut Store, sources: Vec<Source>) {
+    store
+        .load(sources, &options(), &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+}
+
+/// A store of 600 files (names relative, paths absolute) in `logs/`, `src/dNN/` and
+/// `docs/`, plus text buffers (no path) whose names test the edges of a prefix, loaded in
+/// several batches (several segments) with some files then changed (deleted documents).
+fn corpus(dir: &Path, files: &Path) -> Store {
+    let mut store = Store::open(dir).unwrap();
+    let names: Vec<String> = (0..600)
+        .map(|index| match index % 10 {
+            0 => format!("logs/app{index:03}.log"),
+            1..=7 => format!("src/d{:02}/file{index:03}.txt", index % 23),
+            _ => format!("docs/page{index:03}.md"),
+        })
+        .collect();
+    for batch in names.chunks(150) {
+        let sources = batch
+            .iter()
+            .map(|name| {
+                let path = files.join(name);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                let seed = name.bytes().map(usize::from).sum::<usize>() + name.len();
+                std::fs::write(&path, text(seed)).unwrap();
+                Source::File {
+                    path,
+                    name: name.clone(),
+                }
+            })
+            .collect();
+        load(&mut store, sources);
+    }
+    let edges = [
+        "logs",
+        "logs/",
+        "logs0",
+        "logs.txt",
+        "log",
+        "logs/a\nb.log",
+        "logs/é.log",
+        "élan",
+    ];
+    let sources = edges
+        .iter()
+        .enumerate()
+        .map(|(index, name)| Source::Text {
+            name: (*name).to_owned(),
+            text: text(1000 + index),
+        })
+        .collect();
+    load(&mut store, sources);
+    // Changed files replace their buffers: their old documents are deleted.
+    let changed: Vec<Source> = names
+        .iter()
+        .step_by(7)
+        .map(|name| {
+            let path = files.join(name);
+            std::fs::write(&path, text(name.len() * 31 + 7)).unwrap();
+            Source::File {
+                path,
+                name: name.clone(),
+            }
+        })
+        .collect();
+    load(&mut store, changed);
+    store
+}
+
+fn globs(files: &Path) -> Vec<String> {
+    let mut globs: Vec<String> = [
+        "logs/*",        // a tenth, a prefix: a range checked in the top-k loop
+        "logs/**",       // the same range
+        "src/d07/*",     // few, a prefix: listed
+        "src/d0[0-4]/*", // a prefix then a class: the prefix's values matched one by one
+        "*/d07/*",       // few, no prefix: sampled, all matched, listed
+        "*.txt",         // most, no prefix: matched as ranking reaches them
+        "*[02468].txt",  // half, no prefix
+        "{logs,docs}/*", // an alternation
+        "log*",          // names sharing the prefix with others
+        "logs/?.log",    // nothing but the edge names
+        "*é*",           // non-ASCII
+        "nothing/*",     // matches nothing
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // Paths only (names are relative).
+    globs.push(format!("{}/docs/*", files.display()));
+    globs.push(format!("{}/*7.txt", files.display()));
+    globs
+}
+
+fn hits(store: &Store, query: &str, limit: usize, glob: Option<&str>) -> Vec<SearchHit> {
+    let request = SearchRequest {
+        limit,
+        path_glob: glob.map(str::to_owned),
+        ..SearchRequest::new(query)
+    };
+    store.search(&request).unwrap().hits
+}
+
+/// Filtered searches return exactly the unfiltered ranking's hits in the filtered buffers.
+fn assert_filters_match_unfiltered(store: &Store, files: &Path) {
+    for query in ["alpha", "golf kilo", "bravo delta hotel lima", "juliet"] {
+        let everything = hits(store, query, 100_000, None);
+        assert!(everything.len() > 500, "{query}: {}", everything.len());
+        for glob in globs(files) {
+            let wanted: HashSet<String> = store
+                .filter_buffers(&[], Some(&glob))
+                .unwrap()
+                .into_iter()
+                .map(|buffer| buffer.name)
+                .collect();
+            for limit in [1, 10, 100_000] {
+                let expected: Vec<(i64, f64)> = everything
+                    .iter()
+                    .filter(|hit| wanted.contains(&hit.buffer))
+                    .take(limit)
+                    .map(|hit| (hit.chunk_id, hit.score))
+                    .collect();
+                let found: Vec<(i64, f64)> = hits(store, query, limit, Some(&glob))
+                    .iter()
+                    .map(|hit| (hit.chunk_id, hit.score))
+                    .collect();
+                let ids = |list: &[(i64, f64)]| list.iter().map(|h| h.0).collect::<Vec<_>>();
+                assert_eq!(
+                    ids(&found),
+                    ids(&expected),
+                    "{query:?} --path {glob:?} -k {limit}"
+                );
+                for ((_, found), (_, expected)) in found.iter().zip(&expected) {
+                    assert!((found - expected).abs() < 1e-5, "{found} vs {expected}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_required_literal_is_in_every_match() {
+    let cases = [
+        ("*/dir007/*", Some("/dir007/")),
+        ("**/tests/*.rs", Some("tests/")),
+        ("src/**", Some("src")),
+        ("a/**/b.txt", Some("b.txt")),
+        ("*.{rs,py}", Some(".")),
+        ("[ab]cd*", Some("cd")),
+        ("[]x]yz", Some("yz")),
+        ("[!]]q?", Some("q")),
+        ("a\\*b", None),
+        ("*", None),
+    ];
+    let names = [
+        "tests/a.rs",
+        "x/tests/b.rs",
+        "src",
+        "src/",
+        "src/a",
+        "a/b.txt",
+        "a/x/y/b.txt",
+        "m.rs",
+        "acd",
+        "]yz",
+        "xyz",
+        "qq",
+        "q]",
+        "zz/dir007/",
+        "/dir007/x",
+    ];
+    for (glob, literal) in cases {
+        assert_eq!(super::required_literal(glob).as_deref(), literal, "{glob}");
+        let matcher = crate::select::compile_glob(glob).unwrap();
+        for name in names {
+            if matcher.is_match(name) {
+                assert!(
+                    literal.is_none_or(|literal| name.contains(literal)),
+                    "{glob} {name}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_filtered_search_returns_the_unfiltered_hits_of_the_filtered_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let store = corpus(dir.path(), files.path());
+    assert!(store.index.has_buffer_names());
+    assert_filters_match_unfiltered(&store, files.path());
+}
+
+#[test]
+fn an_index_without_buffer_names_filters_through_the_buffer_table_until_reindexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    drop(corpus(dir.path(), files.path()));
+    // The same documents, written as rlm wrote them before the names were indexed.
+    {
+        let connection = open_database(dir.path(), OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
+        std::fs::remove_dir_all(dir.path().join(INDEX)).unwrap();
+        let index = Bm25Index::open_without_buffer_names(&dir.path().join(INDEX)).unwrap();
+        let writer = index.writer().unwrap();
+        let mut statement = connection.prepare("SELECT id FROM buffers").unwrap();
+        let ids: Vec<i64> = statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for id in ids {
+            add_buffer(&connection, &writer, id, &mut |_| {}).unwrap();
+        }
+        writer.commit().unwrap();
+    }
+    let older = |dir: &Path| {
+        crate::diagnose(dir)
+            .iter()
+            .any(|check| check.ok && check.detail.contains("kept no buffer names"))
+    };
+    assert!(older(dir.path()));
+    let mut store = Store::open(dir.path()).unwrap();
+    assert!(!store.index.has_buffer_names());
+    assert_filters_match_unfiltered(&store, files.path());
+    // A load into it keeps its schema.
+    load(
+        &mut store,
+        vec![Source::Text {
+            name: "logs/late.log".into(),
+            text: text(4242),
+        }],
+    );
+    assert!(!store.index.has_buffer_names());
+    assert!(
+        hits(&store, "alpha", 100_000, Some("logs/late*"))
+            .iter()
+            .all(|hit| hit.buffer == "logs/late.log")
+    );
+    assert_filters_match_unfiltered(&store, files.path());
+    drop(store);
+
+    Store::reindex(dir.path(), &mut |_| {}).unwrap();
+    assert!(!older(dir.path()));
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.index.has_buffer_names());
+    assert_filters_match_unfiltered(&store, files.path());
+}
