@@ -39,8 +39,13 @@ pub(crate) fn skim_chunk(state: SkimState, masks: &JsonMasks) -> Option<SkimStat
     if masks.backslash & !in_string != 0 {
         return None;
     }
-    let outside = !in_string;
     let at_depth_one = masks.depth_one;
+    if at_depth_one == 0 && !state.awaiting_value {
+        // Nothing at depth 1 and no value awaited: no element starts here (the usual chunk
+        // inside a record; a branch that predicts well either way).
+        return Some(state);
+    }
+    let outside = !in_string;
     let opens = masks.open & outside;
     let string_starts = masks.quote & in_string;
     let commas_at_one = masks.comma & outside & at_depth_one;
