@@ -13,7 +13,7 @@
 //! `inspect`, the `records` chunker (whole or streamed), the sniffer — reads rows through
 //! [`RowSplitter`], so they agree on every input.
 
-use crate::bitmask::{CHUNK, Kernel, visit_csv_chunks};
+use crate::bitmask::{CHUNK, CsvMasks, Kernel, visit_csv_chunks};
 
 /// How far (bytes) a quoted field may run before it counts as never closing. Python's `csv`
 /// refuses fields over 131,072 characters by default (`csv.field_size_limit()`).
@@ -85,13 +85,36 @@ impl RowSplitter {
     }
 
     /// Reads the next block, reporting each row that ends inside it.
-    pub(crate) fn feed(&mut self, block: &[u8], mut on_row: impl FnMut(RowEvent)) {
+    pub(crate) fn feed(&mut self, block: &[u8], on_row: impl FnMut(RowEvent)) {
+        self.feed_with::<false>(block, on_row);
+    }
+
+    /// As [`Self::feed`], for a caller that only counts the rows with content: the rows of whole
+    /// chunks without quotes, read outside a quoted field, are counted here instead of reported
+    /// one by one. Returns that count.
+    pub(crate) fn feed_counting(&mut self, block: &[u8], on_row: impl FnMut(RowEvent)) -> u64 {
+        self.feed_with::<true>(block, on_row)
+    }
+
+    fn feed_with<const COUNTING: bool>(
+        &mut self,
+        block: &[u8],
+        mut on_row: impl FnMut(RowEvent),
+    ) -> u64 {
         let base = self.offset;
         // Whole 64-byte chunks go by bitmasks, visiting only quotes and newlines; whether the
         // bytes between two of them hold anything but whitespace is one mask test.
         let mut content_pending = false;
         let mut chunk_start = 0;
+        let mut counted = 0;
         let chunks = visit_csv_chunks(self.kernel, block, |masks| {
+            if COUNTING && masks.quote == 0 && self.open.is_none() {
+                self.absorb_content(content_pending);
+                content_pending = false;
+                counted += self.count_plain_rows(masks, base + chunk_start as u64);
+                chunk_start += CHUNK;
+                return true;
+            }
             let content = !masks.whitespace & !masks.quote;
             let mut events = masks.quote | masks.newline;
             let mut from = 0;
@@ -125,6 +148,34 @@ impl RowSplitter {
         if let Some(&last) = block.last() {
             self.last_byte = Some(last);
         }
+        counted
+    }
+
+    /// The rows with content that end in a chunk without quotes read outside a quoted field
+    /// (starting at offset `chunk_offset`), and the state after it.
+    #[inline]
+    fn count_plain_rows(&mut self, masks: &CsvMasks, chunk_offset: u64) -> u64 {
+        let newlines = masks.newline;
+        let content = !masks.whitespace;
+        if newlines == 0 {
+            self.row_has_content |= content != 0;
+            return 0;
+        }
+        // A row's part in the chunk starts at the chunk's start or after a newline. Adding its
+        // start bit to the other whitespace carries to the first byte that is not: content, or
+        // the newline that ends a blank row. Those landings come in the order of the rows.
+        let spaces = masks.whitespace & !newlines;
+        let landings = spaces.wrapping_add(newlines << 1 | 1) & !spaces;
+        let mut blank = landings & newlines;
+        // The first row may have had content before the chunk.
+        let first = landings & landings.wrapping_neg();
+        blank &= !(first & 0u64.wrapping_sub(u64::from(self.row_has_content)));
+        let last_newline = 63 - newlines.leading_zeros();
+        let after_last = (!0u64).checked_shl(last_newline + 1).unwrap_or(0);
+        self.row_has_content = content & after_last != 0;
+        self.row_start = chunk_offset + u64::from(last_newline) + 1;
+        self.newlines += u64::from(newlines.count_ones());
+        u64::from(newlines.count_ones() - blank.count_ones())
     }
 
     /// A quote or newline at `position` of a block that starts at offset `base`.
@@ -473,6 +524,73 @@ mod tests {
         assert_chunks_match_bytes(b"", b',');
         let unclosed = format!("h\n{}\"unclosed\n1\n", "x,".repeat(50));
         assert_chunks_match_bytes(unclosed.as_bytes(), b',');
+    }
+
+    /// Rows with content (a row of an unclosed field counts), from the reported events.
+    fn content_rows(events: &[RowEvent]) -> u64 {
+        events
+            .iter()
+            .map(|event| match *event {
+                RowEvent::Row { has_content, .. } => u64::from(has_content),
+                RowEvent::Unclosed { content_lines, .. } => 1 + content_lines,
+            })
+            .sum()
+    }
+
+    /// Counting whole quote-free chunks in bulk gives the rows the events report, whatever the
+    /// blocking and kernel.
+    fn assert_counting_matches_events(input: &[u8], delimiter: u8) {
+        let reference = content_rows(&events(input, delimiter, 63, Kernel::Portable));
+        for kernel in Kernel::available() {
+            for size in [1, 64, 65, 130, 4096, input.len()] {
+                let mut splitter = RowSplitter::new(delimiter);
+                splitter.kernel = kernel;
+                let mut reported = Vec::new();
+                let mut counted = 0;
+                for block in input.chunks(size.max(1)) {
+                    counted += splitter.feed_counting(block, |event| reported.push(event));
+                }
+                splitter.finish(|event| reported.push(event));
+                assert_eq!(
+                    counted + content_rows(&reported),
+                    reference,
+                    "{kernel:?}, block {size}, input {:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn counting_plain_chunks_matches_the_reported_rows() {
+        // Blank and whitespace-only rows at every position of a chunk, rows spanning chunks,
+        // CRLF, a chunk with no newline, quoted fields before and after plain chunks.
+        let rows: [&[u8]; 7] = [
+            b"1,plain,row\n",
+            b"\n",
+            b"  \t \r\n",
+            b"2,crlf\r\n",
+            b"3,\"quoted\nfield\",x\n",
+            &[b'w'; 70],
+            b"\n\n \n",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200 {
+            let mut input = Vec::new();
+            while input.len() < 600 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                input.extend_from_slice(rows[(state % rows.len() as u64) as usize]);
+                input.extend(std::iter::repeat_n(b' ', (state >> 8) as usize % 5));
+            }
+            assert_counting_matches_events(&input, b',');
+        }
+        assert_counting_matches_events(&b"\n".repeat(200), b',');
+        assert_counting_matches_events(&b" ".repeat(200), b',');
+        assert_counting_matches_events(&[&b"x".repeat(64)[..], &b"\n".repeat(64)].concat(), b',');
+        let unclosed = format!("h\n{}\"unclosed\n1\n{}", "x,".repeat(50), "y\n".repeat(40));
+        assert_counting_matches_events(unclosed.as_bytes(), b',');
     }
 
     #[test]

@@ -65,7 +65,8 @@ impl DelimitedRowCounter {
             rows,
             unclosed,
         } = self;
-        splitter.feed(block, |event| count(event, rows, unclosed));
+        let counted = splitter.feed_counting(block, |event| count(event, rows, unclosed));
+        *rows += counted;
     }
 
     /// Rows (header included) and the quoted fields that never closed.
