@@ -13,7 +13,7 @@
 //! `inspect`, the `records` chunker (whole or streamed), the sniffer — reads rows through
 //! [`RowSplitter`], so they agree on every input.
 
-use crate::bitmask::{CHUNK, CsvMasks, Kernel, visit_csv_chunks};
+use crate::bitmask::{CHUNK, CsvMasks, Kernel, fold_csv_chunks};
 
 /// How far (bytes) a quoted field may run before it counts as never closing. Python's `csv`
 /// refuses fields over 131,072 characters by default (`csv.field_size_limit()`).
@@ -69,6 +69,53 @@ pub(crate) struct RowSplitter {
     kernel: Kernel,
 }
 
+/// What [`RowSplitter`] carries from chunk to chunk of a block, kept in registers while it
+/// counts quote-free chunks in bulk: a copy of its row state, written back before anything else
+/// reads the rows.
+#[derive(Debug, Clone, Copy)]
+struct ChunkWalk {
+    /// Where the chunk starts in the block.
+    chunk_start: usize,
+    /// The bytes after the last quote or newline so far hold content not yet noted.
+    content_pending: bool,
+    /// Rows with content counted in bulk.
+    counted: u64,
+    row_has_content: bool,
+    row_start: u64,
+    newlines: u64,
+}
+
+impl ChunkWalk {
+    /// Counts the rows with content that end in a chunk without quotes read outside a quoted
+    /// field, in a block that starts at offset `base`.
+    #[inline]
+    fn count_plain_rows(&mut self, masks: &CsvMasks, base: u64) {
+        self.row_has_content |= self.content_pending;
+        self.content_pending = false;
+        let newlines = masks.newline;
+        let content = !masks.whitespace;
+        if newlines == 0 {
+            self.row_has_content |= content != 0;
+            return;
+        }
+        // A row's part in the chunk starts at the chunk's start or after a newline. Adding its
+        // start bit to the other whitespace carries to the first byte that is not: content, or
+        // the newline that ends a blank row. Those landings come in the order of the rows.
+        let spaces = masks.whitespace & !newlines;
+        let landings = spaces.wrapping_add(newlines << 1 | 1) & !spaces;
+        let mut blank = landings & newlines;
+        // The first row may have had content before the chunk.
+        let first = landings & landings.wrapping_neg();
+        blank &= !(first & 0u64.wrapping_sub(u64::from(self.row_has_content)));
+        let last_newline = 63 - newlines.leading_zeros();
+        let after_last = (!0u64).checked_shl(last_newline + 1).unwrap_or(0);
+        self.row_has_content = content & after_last != 0;
+        self.row_start = base + self.chunk_start as u64 + u64::from(last_newline) + 1;
+        self.newlines += u64::from(newlines.count_ones());
+        self.counted += u64::from(newlines.count_ones() - blank.count_ones());
+    }
+}
+
 impl RowSplitter {
     pub(crate) fn new(delimiter: u8) -> Self {
         Self {
@@ -104,36 +151,33 @@ impl RowSplitter {
         let base = self.offset;
         // Whole 64-byte chunks go by bitmasks, visiting only quotes and newlines; whether the
         // bytes between two of them hold anything but whitespace is one mask test.
-        let mut content_pending = false;
-        let mut chunk_start = 0;
-        let mut counted = 0;
-        let chunks = visit_csv_chunks(self.kernel, block, |masks| {
+        let start = ChunkWalk {
+            chunk_start: 0,
+            content_pending: false,
+            counted: 0,
+            row_has_content: self.row_has_content,
+            row_start: self.row_start,
+            newlines: self.newlines,
+        };
+        let (chunks, walk) = fold_csv_chunks(self.kernel, block, start, |mut walk, masks| {
             if COUNTING && masks.quote == 0 && self.open.is_none() {
-                self.absorb_content(content_pending);
-                content_pending = false;
-                counted += self.count_plain_rows(masks, base + chunk_start as u64);
-                chunk_start += CHUNK;
-                return true;
+                walk.count_plain_rows(masks, base);
+            } else {
+                self.row_has_content = walk.row_has_content;
+                self.row_start = walk.row_start;
+                self.newlines = walk.newlines;
+                walk.content_pending = self.chunk_events(block, base, &walk, masks, &mut on_row);
+                walk.row_has_content = self.row_has_content;
+                walk.row_start = self.row_start;
+                walk.newlines = self.newlines;
             }
-            let content = !masks.whitespace & !masks.quote;
-            let mut events = masks.quote | masks.newline;
-            let mut from = 0;
-            while events != 0 {
-                let at = events.trailing_zeros();
-                let position = chunk_start + at as usize;
-                let before = content & !(!0u64 << at) & (!0u64 << from);
-                self.absorb_content(content_pending || before != 0);
-                content_pending = false;
-                self.event(block, position, base, &mut on_row);
-                from = at + 1;
-                events &= events - 1;
-            }
-            if from < 64 {
-                content_pending |= content & (!0u64 << from) != 0;
-            }
-            chunk_start += CHUNK;
-            true
+            walk.chunk_start += CHUNK;
+            walk
         });
+        self.row_has_content = walk.row_has_content;
+        self.row_start = walk.row_start;
+        self.newlines = walk.newlines;
+        let mut content_pending = walk.content_pending;
         let tail = chunks * CHUNK;
         let mut start = tail;
         for position in memchr::memchr2_iter(b'"', b'\n', &block[tail..]) {
@@ -148,34 +192,38 @@ impl RowSplitter {
         if let Some(&last) = block.last() {
             self.last_byte = Some(last);
         }
-        counted
+        walk.counted
     }
 
-    /// The rows with content that end in a chunk without quotes read outside a quoted field
-    /// (starting at offset `chunk_offset`), and the state after it.
+    /// Reads the quotes and newlines of `walk`'s chunk one by one; returns whether the chunk
+    /// ends with content not yet noted.
     #[inline]
-    fn count_plain_rows(&mut self, masks: &CsvMasks, chunk_offset: u64) -> u64 {
-        let newlines = masks.newline;
-        let content = !masks.whitespace;
-        if newlines == 0 {
-            self.row_has_content |= content != 0;
-            return 0;
+    fn chunk_events(
+        &mut self,
+        block: &[u8],
+        base: u64,
+        walk: &ChunkWalk,
+        masks: &CsvMasks,
+        on_row: &mut impl FnMut(RowEvent),
+    ) -> bool {
+        let content = !masks.whitespace & !masks.quote;
+        let mut content_pending = walk.content_pending;
+        let mut events = masks.quote | masks.newline;
+        let mut from = 0;
+        while events != 0 {
+            let at = events.trailing_zeros();
+            let position = walk.chunk_start + at as usize;
+            let before = content & !(!0u64 << at) & (!0u64 << from);
+            self.absorb_content(content_pending || before != 0);
+            content_pending = false;
+            self.event(block, position, base, on_row);
+            from = at + 1;
+            events &= events - 1;
         }
-        // A row's part in the chunk starts at the chunk's start or after a newline. Adding its
-        // start bit to the other whitespace carries to the first byte that is not: content, or
-        // the newline that ends a blank row. Those landings come in the order of the rows.
-        let spaces = masks.whitespace & !newlines;
-        let landings = spaces.wrapping_add(newlines << 1 | 1) & !spaces;
-        let mut blank = landings & newlines;
-        // The first row may have had content before the chunk.
-        let first = landings & landings.wrapping_neg();
-        blank &= !(first & 0u64.wrapping_sub(u64::from(self.row_has_content)));
-        let last_newline = 63 - newlines.leading_zeros();
-        let after_last = (!0u64).checked_shl(last_newline + 1).unwrap_or(0);
-        self.row_has_content = content & after_last != 0;
-        self.row_start = chunk_offset + u64::from(last_newline) + 1;
-        self.newlines += u64::from(newlines.count_ones());
-        u64::from(newlines.count_ones() - blank.count_ones())
+        if from < 64 {
+            content_pending |= content & (!0u64 << from) != 0;
+        }
+        content_pending
     }
 
     /// A quote or newline at `position` of a block that starts at offset `base`.

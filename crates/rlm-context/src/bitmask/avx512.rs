@@ -38,17 +38,18 @@ pub(super) fn fold_json_chunks<S: Copy, F: FnMut(S, &JsonMasks) -> Option<S>>(
     Ok(unsafe { fold_json_avx512(chunks, start, step) })
 }
 
-/// Visits `chunks` if the CPU has AVX-512; hands `visit` back if it does not.
+/// Folds over `chunks` if the CPU has AVX-512; hands `step` back if it does not.
 #[inline]
-pub(super) fn visit_csv_chunks<F: FnMut(&CsvMasks) -> bool>(
+pub(super) fn fold_csv_chunks<S: Copy, F: FnMut(S, &CsvMasks) -> S>(
     chunks: &[[u8; CHUNK]],
-    visit: F,
-) -> Result<usize, F> {
+    start: S,
+    step: F,
+) -> Result<S, F> {
     if !supported() {
-        return Err(visit);
+        return Err(step);
     }
-    // SAFETY: the CPU has the features `visit_csv_avx512` is compiled for, checked above.
-    Ok(unsafe { visit_csv_avx512(chunks, visit) })
+    // SAFETY: the CPU has the features `fold_csv_avx512` is compiled for, checked above.
+    Ok(unsafe { fold_csv_avx512(chunks, start, step) })
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx2,popcnt,bmi1,bmi2,pclmulqdq")]
@@ -61,8 +62,12 @@ fn fold_json_avx512<S: Copy>(
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx2,popcnt,bmi1,bmi2")]
-fn visit_csv_avx512(chunks: &[[u8; CHUNK]], visit: impl FnMut(&CsvMasks) -> bool) -> usize {
-    super::visit_all(chunks, |chunk| csv_chunk(chunk), visit)
+fn fold_csv_avx512<S: Copy>(
+    chunks: &[[u8; CHUNK]],
+    start: S,
+    step: impl FnMut(S, &CsvMasks) -> S,
+) -> S {
+    super::fold_classified(chunks, start, |chunk| csv_chunk(chunk), step)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,popcnt,bmi1,bmi2,pclmulqdq")]

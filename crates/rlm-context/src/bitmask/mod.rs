@@ -169,43 +169,48 @@ fn fold_all<S: Copy>(
     (chunks.len(), json, state)
 }
 
-/// Calls `visit` with the masks of each whole chunk of `bytes`, in order, until it returns
-/// `false`; returns the number of chunks it accepted.
+/// Folds `step` over the masks of each whole chunk of `bytes`, in order, from `start`; returns
+/// the number of chunks and the state after the last.
 ///
-/// `kernel` computes the masks (the plain loop if the CPU lacks what it needs). `visit` is
-/// inlined into the SIMD loop, so its arithmetic is compiled for the same CPU features.
+/// `kernel` computes the masks (the plain loop if the CPU lacks what it needs). `step` is inlined
+/// into the SIMD loop, so its arithmetic is compiled for the same CPU features, and its state
+/// stays in registers.
 #[inline]
-pub(crate) fn visit_csv_chunks(
+pub(crate) fn fold_csv_chunks<S: Copy>(
     kernel: Kernel,
     bytes: &[u8],
-    visit: impl FnMut(&CsvMasks) -> bool,
-) -> usize {
+    start: S,
+    step: impl FnMut(S, &CsvMasks) -> S,
+) -> (usize, S) {
     let (chunks, _) = bytes.as_chunks::<CHUNK>();
     #[cfg(target_arch = "x86_64")]
-    let visit = match kernel {
-        Kernel::Avx512 => match avx512::visit_csv_chunks(chunks, visit) {
-            Ok(accepted) => return accepted,
-            Err(visit) => visit,
+    let step = match kernel {
+        Kernel::Avx512 => match avx512::fold_csv_chunks(chunks, start, step) {
+            Ok(state) => return (chunks.len(), state),
+            Err(step) => step,
         },
-        Kernel::Avx2 => match avx2::visit_csv_chunks(chunks, visit) {
-            Ok(accepted) => return accepted,
-            Err(visit) => visit,
+        Kernel::Avx2 => match avx2::fold_csv_chunks(chunks, start, step) {
+            Ok(state) => return (chunks.len(), state),
+            Err(step) => step,
         },
-        Kernel::Portable => visit,
+        Kernel::Portable => step,
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = kernel;
-    visit_all(chunks, portable::csv_chunk, visit)
+    (
+        chunks.len(),
+        fold_classified(chunks, start, portable::csv_chunk, step),
+    )
 }
 
 #[inline(always)]
-fn visit_all<M>(
+fn fold_classified<S: Copy, M>(
     chunks: &[[u8; CHUNK]],
+    start: S,
     classify: impl Fn(&[u8; CHUNK]) -> M,
-    mut visit: impl FnMut(&M) -> bool,
-) -> usize {
+    mut step: impl FnMut(S, &M) -> S,
+) -> S {
     chunks
         .iter()
-        .take_while(|chunk| visit(&classify(chunk)))
-        .count()
+        .fold(start, |state, chunk| step(state, &classify(chunk)))
 }
