@@ -1,8 +1,9 @@
 //! Context metadata speed and memory, against `wc -l` on the same file.
 //!
 //! Run: `cargo bench -p rlm-context --bench inspect` (sizes: `RLM_BENCH_MB`, default 1024 for
-//! NDJSON; CSV and JSON-array files are a quarter of that). Prints medians of 5 runs with a warm
-//! page cache, the ratio to `wc -l`, and the peak RSS growth during analysis.
+//! NDJSON; CSV and JSON-array files are a quarter of that; runs: `RLM_BENCH_RUNS`, default 5).
+//! Prints medians of the runs with a warm page cache, the ratio to `wc -l`, and the peak RSS
+//! growth during analysis.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -11,13 +12,16 @@ use std::time::{Duration, Instant};
 
 use rlm_context::{AnalyzeOptions, analyze_path};
 
-const RUNS: usize = 5;
-
 fn main() -> std::io::Result<()> {
     let megabytes: u64 = std::env::var("RLM_BENCH_MB")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1024);
+    let runs: usize = std::env::var("RLM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&runs| runs > 0)
+        .unwrap_or(5);
     let dir = tempfile::tempdir()?;
     println!(
         "rlm inspect benchmark ({} cores)",
@@ -31,7 +35,7 @@ fn main() -> std::io::Result<()> {
         "format", "MB", "wall", "wc wall", "ratio", "cpu", "wc cpu", "ratio", "GB/s", "RSS +MB"
     );
     let small = generate(dir.path(), "seed.ndjson", 4, ndjson_line)?;
-    report("ndjson 4MB", &small)?;
+    report("ndjson 4MB", &small, runs)?;
     let files = [
         (
             "ndjson",
@@ -47,12 +51,12 @@ fn main() -> std::io::Result<()> {
         ),
     ];
     for (name, path) in &files {
-        report(name, path)?;
+        report(name, path, runs)?;
     }
     Ok(())
 }
 
-fn report(name: &str, path: &Path) -> std::io::Result<()> {
+fn report(name: &str, path: &Path, runs: usize) -> std::io::Result<()> {
     let bytes = std::fs::metadata(path)?.len();
     // Warm the page cache so both tools read from memory.
     wc_lines(path)?;
@@ -61,7 +65,7 @@ fn report(name: &str, path: &Path) -> std::io::Result<()> {
     let mut wc_times = Vec::new();
     let mut wc_cpu = Vec::new();
     let mut peak_growth = 0;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let (wall, cpu) = wc_lines(path)?;
         wc_times.push(wall);
         wc_cpu.push(cpu);
