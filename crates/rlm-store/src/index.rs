@@ -26,7 +26,10 @@ use tantivy::{
 };
 
 use crate::error::{Error, Result};
-use crate::name_filter::{BufferGlob, FilteredSearch, NAME_FIELD, PATH_FIELD};
+use crate::name_filter::{
+    BufferGlob, FilteredSearch, NAME_FIELD, PATH_FIELD, REVERSED_NAME_FIELD, REVERSED_PATH_FIELD,
+    reversed,
+};
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, IndexFormat, query_plan};
 
 /// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
@@ -77,8 +80,9 @@ pub(crate) struct Bm25Index {
     chunk_id: Field,
     buffer_id: Field,
     text: Field,
-    /// The buffer name and path fields; `None` in an index written before they existed.
-    names: Option<(Field, Field)>,
+    /// The buffer name, path, reversed name and reversed path fields; `None` in an index
+    /// written before they existed.
+    names: Option<[Field; 4]>,
     format: IndexFormat,
 }
 
@@ -127,10 +131,15 @@ impl Bm25Index {
         let chunk_id = schema.get_field("chunk_id")?;
         let buffer_id = schema.get_field("buffer_id")?;
         let text = schema.get_field("text")?;
-        let names = schema
-            .get_field(NAME_FIELD)
-            .ok()
-            .zip(schema.get_field(PATH_FIELD).ok());
+        let field = |name| schema.get_field(name).ok();
+        let names = (|| {
+            Some([
+                field(NAME_FIELD)?,
+                field(PATH_FIELD)?,
+                field(REVERSED_NAME_FIELD)?,
+                field(REVERSED_PATH_FIELD)?,
+            ])
+        })();
         let format = match forced_format {
             Some(format) => format,
             None => format_of(&index)?,
@@ -408,8 +417,14 @@ fn schema(buffer_names: bool) -> Schema {
     // Columns only (no terms): each segment keeps one sorted dictionary of the names its
     // documents hold and one ordinal per document.
     if buffer_names {
-        builder.add_text_field(NAME_FIELD, FAST);
-        builder.add_text_field(PATH_FIELD, FAST);
+        for field in [
+            NAME_FIELD,
+            PATH_FIELD,
+            REVERSED_NAME_FIELD,
+            REVERSED_PATH_FIELD,
+        ] {
+            builder.add_text_field(field, FAST);
+        }
     }
     builder.build()
 }
@@ -462,7 +477,14 @@ pub(crate) fn inspect(path: &Path) -> Result<Option<IndexInspection>> {
     Ok(Some(IndexInspection {
         documents: reader.searcher().num_docs(),
         format: format_of(&index)?,
-        buffer_names: index.schema().get_field(NAME_FIELD).is_ok(),
+        buffer_names: [
+            NAME_FIELD,
+            PATH_FIELD,
+            REVERSED_NAME_FIELD,
+            REVERSED_PATH_FIELD,
+        ]
+        .iter()
+        .all(|field| index.schema().get_field(field).is_ok()),
         corrupted,
         live_segments: index
             .searchable_segment_ids()?
@@ -494,10 +516,12 @@ impl Bm25Writer<'_> {
         document.add_u64(self.index.chunk_id, chunk_id as u64);
         document.add_u64(self.index.buffer_id, buffer.id as u64);
         document.add_text(self.index.text, text);
-        if let Some((name, path)) = self.index.names {
+        if let Some([name, path, reversed_name, reversed_path]) = self.index.names {
             document.add_text(name, buffer.name);
+            document.add_text(reversed_name, reversed(buffer.name));
             if let Some(buffer_path) = buffer.path {
                 document.add_text(path, buffer_path);
+                document.add_text(reversed_path, reversed(buffer_path));
             }
         }
         self.writer.add_document(document)?;

@@ -9,10 +9,11 @@
 //!
 //! - which values match: the values are sorted, so a glob that is a literal prefix and `*`
 //!   is a range of value ordinals found by two lookups, and any other glob with a literal
-//!   prefix reads only the values in that prefix's range. A glob starting with a wildcard
-//!   matches values one by one: all of them when a sample says few match, else only the
-//!   values of documents the ranking reaches (most of those match, so few are asked), until
-//!   that has cost as much as reading them all.
+//!   prefix reads only the values in that prefix's range. `*` and a literal suffix (`*.rs`) is
+//!   such a range too, in a second pair of columns holding each value reversed. Any other glob
+//!   starting with a wildcard matches values one by one: all of them when a sample says few
+//!   match, else only the values of documents the ranking reaches (most of those match, so few
+//!   are asked), until that has cost as much as reading them all.
 //! - how ranking uses it: when few values match, the matching documents are listed (one read
 //!   of the column) and only those are scored; otherwise the filter runs inside tantivy's
 //!   top-k loop, which keeps its block-max pruning: a document is checked (one column read)
@@ -38,14 +39,31 @@ pub(crate) const NAME_FIELD: &str = "buffer_name";
 /// given as text).
 pub(crate) const PATH_FIELD: &str = "buffer_path";
 
+/// [`NAME_FIELD`] with its characters in reverse order, so a suffix is a prefix.
+pub(crate) const REVERSED_NAME_FIELD: &str = "buffer_name_reversed";
+
+/// [`PATH_FIELD`] with its characters in reverse order.
+pub(crate) const REVERSED_PATH_FIELD: &str = "buffer_path_reversed";
+
+/// The name and path fields, each with its reversed twin.
+const COLUMNS: [(&str, &str); 2] = [
+    (NAME_FIELD, REVERSED_NAME_FIELD),
+    (PATH_FIELD, REVERSED_PATH_FIELD),
+];
+
+/// `value` with its characters in reverse order.
+pub(crate) fn reversed(value: &str) -> String {
+    value.chars().rev().collect()
+}
+
 /// Matching values at or below this share of a segment's values (names and paths together)
 /// make its matching documents listed and scored alone; above it, the filter runs inside the
 /// pruned top-k loop. Measured at 100k buffers (`benches/search_scale.rs`): a tenth runs at
 /// 1.1x the unfiltered query in the loop, a thousandth at 2.2x in the loop and below 1x listed.
 const LISTED_SHARE: u64 = 16;
 
-/// Values sampled (evenly spaced) to guess whether a glob without a literal prefix matches
-/// few values of a column.
+/// Values sampled (evenly spaced, in the largest segment; each costs a dictionary lookup) to
+/// guess whether a glob without a literal prefix or suffix matches few values of a column.
 const SAMPLED_VALUES: u64 = 64;
 
 /// A glob without a literal prefix is matched value by value as ranking reaches documents
@@ -62,6 +80,9 @@ pub(crate) struct BufferGlob {
     prefix: Option<(Vec<u8>, Vec<u8>)>,
     /// Every string starting with the prefix matches (the glob is the prefix and `*`).
     prefix_is_enough: bool,
+    /// For a glob that is `*` and a literal suffix: the suffix reversed, and the first byte
+    /// string past all that start with it.
+    reversed_suffix: Option<(Vec<u8>, Vec<u8>)>,
     /// Text every match contains (the glob's longest run of literal characters), looked for
     /// before the glob's regex runs: a glob starting with `*` is matched against every value,
     /// and most values of a narrow one do not contain it.
@@ -79,10 +100,17 @@ impl BufferGlob {
         let prefix_is_enough = prefix.is_some() && matches!(rest, "*" | "**");
         let required = required_literal(glob)
             .map(|literal| memchr::memmem::Finder::new(literal.as_bytes()).into_owned());
+        // `*` is `.*`, `.` matching every byte: `*x` matches exactly the values ending in x.
+        let reversed_suffix = glob
+            .strip_prefix('*')
+            .filter(|suffix| !suffix.is_empty() && !suffix.contains(['*', '?', '[', '{', '\\']))
+            .map(reversed)
+            .and_then(|suffix| literal_prefix(&suffix).map(|(low, high)| (low.to_vec(), high)));
         Ok(Self {
             matcher,
             prefix,
             prefix_is_enough,
+            reversed_suffix,
             required,
         })
     }
@@ -95,30 +123,25 @@ impl BufferGlob {
             && std::str::from_utf8(value).is_ok_and(|text| self.matcher.is_match(text))
     }
 
-    /// Which values of `column` match, as far as can be told before ranking.
-    fn matching(&self, column: &StrColumn) -> Result<Matching> {
-        let dictionary = column.dictionary();
-        let values = dictionary.num_terms() as u64;
-        match &self.prefix {
-            Some((low, high)) if self.prefix_is_enough => {
-                let (start, end) = dictionary
-                    .term_bounds_to_ord(Bound::Included(low.as_slice()), Bound::Excluded(high))
-                    .map_err(TantivyError::from)?;
-                let start = match start {
-                    Bound::Included(ordinal) => ordinal,
-                    Bound::Excluded(ordinal) => ordinal.saturating_add(1),
-                    Bound::Unbounded => 0,
-                };
-                let end = match end {
-                    Bound::Included(ordinal) => ordinal.saturating_add(1),
-                    Bound::Excluded(ordinal) => ordinal,
-                    Bound::Unbounded => values,
-                };
-                Ok(Matching::Range(start.min(values)..end.min(values)))
-            }
-            Some((low, high)) => self.walk(column, Some((low, high))),
-            None if self.few_match(column)? => self.walk(column, None),
-            None => Ok(Matching::Lazy(Lookups::new(column))),
+    /// Which values of `column` match, as far as can be told before ranking. `few` is
+    /// whether a sample of this column's values found few matching, taken in the first
+    /// (largest) segment that needed it and kept for the others.
+    fn matching(&self, column: &StrColumn, few: &mut Option<bool>) -> Result<Matching> {
+        if let Some((low, high)) = &self.prefix {
+            return if self.prefix_is_enough {
+                starting_with(column, low, high)
+            } else {
+                self.walk(column, Some((low, high)))
+            };
+        }
+        let few = match few {
+            Some(few) => *few,
+            None => *few.insert(self.few_match(column)?),
+        };
+        if few {
+            self.walk(column, None)
+        } else {
+            Ok(Matching::Lazy(Lookups::new(column)))
         }
     }
 
@@ -154,15 +177,28 @@ impl BufferGlob {
         Ok(matched * LISTED_SHARE <= sampled)
     }
 
-    /// How one segment's documents are filtered; `None` when none of them can match.
-    fn for_segment(&self, segment: &SegmentReader) -> Result<Option<Route>> {
+    /// How one segment's documents are filtered; `None` when none of them can match. `few`
+    /// holds, per column, what [`BufferGlob::matching`] sampled.
+    fn for_segment(
+        &self,
+        segment: &SegmentReader,
+        few: &mut [Option<bool>; 2],
+    ) -> Result<Option<Route>> {
         let mut columns = Vec::with_capacity(2);
-        for field in [NAME_FIELD, PATH_FIELD] {
+        for ((field, reversed_field), few) in COLUMNS.into_iter().zip(few) {
+            let field = if self.reversed_suffix.is_some() {
+                reversed_field
+            } else {
+                field
+            };
             // A segment none of whose buffers has a path has no path column.
             let Some(column) = segment.fast_fields().str(field)? else {
                 continue;
             };
-            let matching = self.matching(&column)?;
+            let matching = match &self.reversed_suffix {
+                Some((low, high)) => starting_with(&column, low, high)?,
+                None => self.matching(&column, few)?,
+            };
             if !matching.is_empty() {
                 columns.push(ColumnFilter {
                     ordinals: column.ords().clone(),
@@ -182,6 +218,26 @@ impl BufferGlob {
             _ => Route::Checked(filter),
         }))
     }
+}
+
+/// The ordinals of the values of `column` from `low` to before `high`.
+fn starting_with(column: &StrColumn, low: &[u8], high: &[u8]) -> Result<Matching> {
+    let dictionary = column.dictionary();
+    let values = dictionary.num_terms() as u64;
+    let (start, end) = dictionary
+        .term_bounds_to_ord(Bound::Included(low), Bound::Excluded(high))
+        .map_err(TantivyError::from)?;
+    let start = match start {
+        Bound::Included(ordinal) => ordinal,
+        Bound::Excluded(ordinal) => ordinal.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match end {
+        Bound::Included(ordinal) => ordinal.saturating_add(1),
+        Bound::Excluded(ordinal) => ordinal,
+        Bound::Unbounded => values,
+    };
+    Ok(Matching::Range(start.min(values)..end.min(values)))
 }
 
 /// The longest run of characters `glob` matches only literally, which every match therefore
@@ -413,10 +469,15 @@ impl<'a> FilteredSearch<'a> {
         glob: &'a BufferGlob,
     ) -> Result<Self> {
         let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+        // The largest segment first, so a sample is taken where it says the most.
+        let mut ordinals: Vec<u32> = (0..searcher.segment_readers().len() as u32).collect();
+        ordinals
+            .sort_by_key(|&ordinal| std::cmp::Reverse(searcher.segment_reader(ordinal).max_doc()));
+        let mut few = [None; 2];
         let mut segments = Vec::new();
-        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
-            if let Some(route) = glob.for_segment(segment)? {
-                segments.push((ordinal as u32, route));
+        for ordinal in ordinals {
+            if let Some(route) = glob.for_segment(searcher.segment_reader(ordinal), &mut few)? {
+                segments.push((ordinal, route));
             }
         }
         Ok(Self {

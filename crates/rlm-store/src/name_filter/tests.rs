@@ -116,7 +116,11 @@ fn globs(files: &Path) -> Vec<String> {
         "src/d07/*",     // few, a prefix: listed
         "src/d0[0-4]/*", // a prefix then a class: the prefix's values matched one by one
         "*/d07/*",       // few, no prefix: sampled, all matched, listed
-        "*.txt",         // most, no prefix: matched as ranking reaches them
+        "*.txt",         // most, a literal suffix: a range of the reversed values
+        "*7.txt",        // few, a literal suffix
+        "*\nb.log",      // a suffix holding a line break
+        "*é.log",        // a non-ASCII suffix
+        "*.[tm]?*",      // most, no prefix or suffix: matched as ranking reaches them
         "*[02468].txt",  // half, no prefix
         "{logs,docs}/*", // an alternation
         "log*",          // names sharing the prefix with others
