@@ -17,10 +17,15 @@ use super::avx2::prefix_xor;
 use super::structure::complete;
 use super::{CHUNK, CsvMasks, JsonMasks, JsonState};
 
-/// Whether the CPU has what the functions below are compiled for.
+/// Whether the CPU has what the functions below are compiled for, and is one this kernel is
+/// meant for: the first AVX-512 CPUs (Skylake-SP and its successors up to Cascade Lake) lower
+/// their clock for 512-bit work, which can cost the rest of the process more than the kernel
+/// saves, so VBMI (Ice Lake, Zen 4 and later), which they lack, is asked for too, as simdjson's
+/// AVX-512 kernel does. Those CPUs keep the AVX2 kernel.
 pub(super) fn supported() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
         && super::avx2::supported()
 }
 

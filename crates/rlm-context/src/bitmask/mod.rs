@@ -5,8 +5,8 @@
 //!
 //! Three kernels give the same masks, and the tests hold the SIMD ones to the plain loop:
 //!
-//! - AVX-512 (BW; checked at run time): one compare into a mask register per byte class, and the
-//!   depth as a prefix sum of the brackets over the chunk's 64 bytes;
+//! - AVX-512 (BW, on CPUs with VBMI too; checked at run time): one compare into a mask register
+//!   per byte class, and the depth as a prefix sum of the brackets over the chunk's 64 bytes;
 //! - AVX2 (checked at run time): two compares and two mask moves per class, and the depth from
 //!   the brackets one by one;
 //! - elsewhere a plain loop.
