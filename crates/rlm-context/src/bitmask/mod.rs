@@ -104,7 +104,7 @@ impl Kernel {
             if avx512::supported() {
                 kernels.push(Self::Avx512);
             } else {
-                eprintln!("note: this CPU has no AVX-512; that kernel is not tested");
+                eprintln!("note: this CPU lacks AVX-512 BW or VBMI; that kernel is not tested");
             }
         }
         kernels
