@@ -21,8 +21,8 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
-    DocAddress, DocSet as _, Index, IndexReader, IndexWriter, ReloadPolicy, Score, TantivyDocument,
-    Term,
+    DocAddress, DocId, DocSet as _, Index, IndexReader, IndexWriter, ReloadPolicy, Score,
+    TantivyDocument, Term,
 };
 
 use crate::error::{Error, Result};
@@ -279,7 +279,7 @@ impl Bm25Index {
             }
             _ => None,
         };
-        let scores = TermScores::new(&searcher, self.text, &plan.terms)?;
+        let mut scores = TermScores::new(&searcher, self.text, &plan.terms);
         // Equal scores are ordered by chunk id, so the same store answers the same way whatever
         // its segment layout (tantivy breaks ties by segment, whose order varies between two
         // loads of the same files). Fetch past `limit` until the hits beyond it score lower, so
@@ -294,7 +294,7 @@ impl Bm25Index {
                 }
             };
             let exhausted = top.len() < fetch;
-            let top = scores.rescore(&searcher, top)?;
+            let top = scores.rescore(top)?;
             let mut hits = Vec::with_capacity(top.len());
             for (score, address) in top {
                 let column = searcher
@@ -342,58 +342,76 @@ const SETTLED_MARGIN: f32 = 1e-5;
 /// tantivy sums a document's term scores in an order that depends on how it was reached (the
 /// pruned top-k loop orders term scorers by their position, an intersection by clause), so two
 /// documents with equal scores, or one document found filtered and unfiltered, could differ
-/// in the last bit and equal scores would not be ordered by chunk id. Hits are scored again as
-/// the sum of their term scores in query order.
-struct TermScores {
-    weights: Vec<Box<dyn tantivy::query::Weight>>,
+/// in the last bit and equal scores would not be ordered by chunk id. Hits whose scores are
+/// that close to another's are scored again as the sum of their term scores in query order;
+/// the others are far enough apart that no rounding can reorder them.
+struct TermScores<'a> {
+    searcher: &'a tantivy::Searcher,
+    text: Field,
+    terms: &'a [String],
+    /// Made on first use: most result lists have no near ties.
+    weights: Option<Vec<Box<dyn tantivy::query::Weight>>>,
 }
 
-impl TermScores {
-    fn new(searcher: &tantivy::Searcher, text: Field, terms: &[String]) -> Result<Self> {
-        let scoring = EnableScoring::enabled_from_searcher(searcher);
-        let weights = terms
-            .iter()
-            .map(|term| {
-                TermQuery::new(
-                    Term::from_field_text(text, term),
-                    IndexRecordOption::WithFreqs,
-                )
-                .weight(scoring)
-            })
-            .collect::<tantivy::Result<_>>()?;
-        Ok(Self { weights })
+impl<'a> TermScores<'a> {
+    fn new(searcher: &'a tantivy::Searcher, text: Field, terms: &'a [String]) -> Self {
+        Self {
+            searcher,
+            text,
+            terms,
+            weights: None,
+        }
     }
 
-    /// The hits with their scores summed in query order.
-    fn rescore(
-        &self,
-        searcher: &tantivy::Searcher,
-        mut hits: Vec<(Score, DocAddress)>,
-    ) -> Result<Vec<(Score, DocAddress)>> {
-        hits.sort_by_key(|(_, address)| (address.segment_ord, address.doc_id));
-        let mut start = 0;
-        while start < hits.len() {
-            let segment_ord = hits[start].1.segment_ord;
-            let end = hits[start..]
-                .iter()
-                .position(|(_, address)| address.segment_ord != segment_ord)
-                .map_or(hits.len(), |offset| start + offset);
-            let segment = searcher.segment_reader(segment_ord);
-            let group = &mut hits[start..end];
-            group.iter_mut().for_each(|(score, _)| *score = 0.0);
-            for weight in &self.weights {
+    /// The hits (best first) with the scores of near ties summed in query order.
+    fn rescore(&mut self, mut hits: Vec<(Score, DocAddress)>) -> Result<Vec<(Score, DocAddress)>> {
+        let near = |a: Score, b: Score| (a - b).abs() <= a.abs().max(b.abs()) * SETTLED_MARGIN;
+        // (segment, document, position in `hits`) of each hit near another's score.
+        let mut tied: Vec<(u32, DocId, usize)> = (0..hits.len())
+            .filter(|&index| {
+                (index > 0 && near(hits[index - 1].0, hits[index].0))
+                    || (index + 1 < hits.len() && near(hits[index].0, hits[index + 1].0))
+            })
+            .map(|index| (hits[index].1.segment_ord, hits[index].1.doc_id, index))
+            .collect();
+        if tied.is_empty() {
+            return Ok(hits);
+        }
+        let weights = match &mut self.weights {
+            Some(weights) => weights,
+            None => {
+                let scoring = EnableScoring::enabled_from_searcher(self.searcher);
+                let weights = self
+                    .terms
+                    .iter()
+                    .map(|term| {
+                        TermQuery::new(
+                            Term::from_field_text(self.text, term),
+                            IndexRecordOption::WithFreqs,
+                        )
+                        .weight(scoring)
+                    })
+                    .collect::<tantivy::Result<_>>()?;
+                self.weights.insert(weights)
+            }
+        };
+        // Document order within each segment, so each term's postings are read forwards.
+        tied.sort_unstable();
+        for group in tied.chunk_by(|a, b| a.0 == b.0) {
+            let segment = self.searcher.segment_reader(group[0].0);
+            group.iter().for_each(|&(_, _, index)| hits[index].0 = 0.0);
+            for weight in weights.iter() {
                 let mut scorer = weight.scorer(segment, 1.0)?;
-                for (score, address) in group.iter_mut() {
+                for &(_, document, index) in group {
                     let mut current = scorer.doc();
-                    if current < address.doc_id {
-                        current = scorer.seek(address.doc_id);
+                    if current < document {
+                        current = scorer.seek(document);
                     }
-                    if current == address.doc_id {
-                        *score += scorer.score();
+                    if current == document {
+                        hits[index].0 += scorer.score();
                     }
                 }
             }
-            start = end;
         }
         Ok(hits)
     }
