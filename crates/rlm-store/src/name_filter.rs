@@ -14,8 +14,9 @@
 //!   starting with a wildcard matches values one by one: all of them when a sample says few
 //!   match, else only the values of documents the ranking reaches (most of those match, so few
 //!   are asked), until that has cost as much as reading them all.
-//! - how ranking uses it: when few values match, the matching documents are listed (one read
-//!   of the column) and only those are scored; otherwise the filter runs inside tantivy's
+//! - how ranking uses it: when a sample of the segment's documents says few match, the matching
+//!   documents are listed (one read of the columns) and only those are scored; otherwise (or
+//!   while which values match is not known yet) the filter runs inside tantivy's
 //!   top-k loop, which keeps its block-max pruning: a document is checked (one column read)
 //!   only when its score could enter the top k.
 
@@ -56,11 +57,17 @@ pub(crate) fn reversed(value: &str) -> String {
     value.chars().rev().collect()
 }
 
-/// Matching values at or below this share of a segment's values (names and paths together)
-/// make its matching documents listed and scored alone; above it, the filter runs inside the
-/// pruned top-k loop. Measured at 100k buffers (`benches/search_scale.rs`): a tenth runs at
-/// 1.1x the unfiltered query in the loop, a thousandth at 2.2x in the loop and below 1x listed.
+/// Matching documents at or below this share of a segment's documents (estimated from
+/// [`SAMPLED_DOCUMENTS`]) make its matching documents listed and scored alone; above it, the
+/// filter runs inside the pruned top-k loop. Measured at 100k buffers
+/// (`benches/search_scale.rs`): a tenth runs at 1.1x the unfiltered query in the loop, a
+/// thousandth at 2.2x in the loop and below 1x listed.
 const LISTED_SHARE: u64 = 16;
+
+/// Documents checked (evenly spaced) to estimate the share of a segment's documents that
+/// match: the share of names says little when buffers differ in size (a hundred 2 MB logs
+/// among ten thousand small files are a fifth of the chunks).
+const SAMPLED_DOCUMENTS: u32 = 256;
 
 /// Values sampled (evenly spaced, in the largest segment; each costs a dictionary lookup) to
 /// guess whether a glob without a literal prefix or suffix matches few values of a column.
@@ -202,7 +209,6 @@ impl BufferGlob {
             if !matching.is_empty() {
                 columns.push(ColumnFilter {
                     ordinals: column.ords().clone(),
-                    values: column.dictionary().num_terms() as u64,
                     matching,
                 });
             }
@@ -211,11 +217,10 @@ impl BufferGlob {
             return Ok(None);
         }
         let filter = SegmentFilter { columns };
-        Ok(Some(match filter.known_share() {
-            Some((matched, values)) if matched * LISTED_SHARE <= values => {
-                Route::Listed(filter.documents(segment.max_doc()))
-            }
-            _ => Route::Checked(filter),
+        Ok(Some(if filter.few_documents(segment.max_doc()) {
+            Route::Listed(filter.documents(segment.max_doc()))
+        } else {
+            Route::Checked(filter)
         }))
     }
 }
@@ -316,15 +321,6 @@ impl Matching {
             Matching::Lazy(_) => None,
         }
     }
-
-    /// How many values match, when known.
-    fn known_count(&self) -> Option<u64> {
-        match self {
-            Matching::Range(range) => Some(range.end - range.start),
-            Matching::Set(set) => Some(set.len() as u64),
-            Matching::Lazy(_) => None,
-        }
-    }
 }
 
 /// Values of a column matched one at a time, remembered by ordinal.
@@ -352,7 +348,6 @@ impl Lookups {
 /// One column of one segment: each document's value ordinal and which ordinals match.
 struct ColumnFilter {
     ordinals: Column<u64>,
-    values: u64,
     matching: Matching,
 }
 
@@ -404,15 +399,31 @@ impl SegmentFilter {
         Ok(false)
     }
 
-    /// Matching values and all values over the columns, when every column's are known.
-    fn known_share(&self) -> Option<(u64, u64)> {
-        let mut matched = 0;
-        let mut values = 0;
-        for column in &self.columns {
-            matched += column.matching.known_count()?;
-            values += column.values;
+    /// Whether every column's matching values are known and a sample of the segment's
+    /// documents says few of them match.
+    fn few_documents(&self, max_doc: DocId) -> bool {
+        let known = |document| {
+            self.columns.iter().any(|column| {
+                column
+                    .ordinals
+                    .first(document)
+                    .and_then(|ordinal| column.matching.contains(ordinal))
+                    == Some(true)
+            })
+        };
+        if self
+            .columns
+            .iter()
+            .any(|column| matches!(column.matching, Matching::Lazy(_)))
+        {
+            return false;
         }
-        Some((matched, values))
+        let sampled = max_doc.min(SAMPLED_DOCUMENTS);
+        let accepted = (0..sampled)
+            .map(|step| (u64::from(step) * u64::from(max_doc) / u64::from(sampled)) as DocId)
+            .filter(|&document| known(document))
+            .count() as u64;
+        accepted * LISTED_SHARE <= u64::from(sampled)
     }
 
     /// The segment's documents whose value matches in a column whose matching values are
