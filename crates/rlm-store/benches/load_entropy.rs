@@ -16,7 +16,7 @@ use rlm_context::chunk::ChunkOptions;
 use rlm_store::{SearchRequest, Source, Store};
 
 mod common;
-use common::{Rng, peak_rss_mb, reset_peak_rss};
+use common::{ResidentSampler, Rng, peak_rss_mb, reset_peak_rss};
 
 const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -75,6 +75,7 @@ fn load(label: &str, name: &str, text: String) -> (tempfile::TempDir, Store) {
     let size = text.len();
     std::fs::write(&path, text).unwrap();
     reset_peak_rss();
+    let sampler = ResidentSampler::start();
     let started = Instant::now();
     let mut store = Store::open(dir.path().join("store")).unwrap();
     let sources = vec![Source::File {
@@ -87,9 +88,11 @@ fn load(label: &str, name: &str, text: String) -> (tempfile::TempDir, Store) {
         })
         .unwrap();
     let seconds = started.elapsed().as_secs_f64();
+    let (anonymous, mapped) = sampler.finish();
     let status = store.status().unwrap();
     println!(
-        "{label} {:.0} MB: {seconds:.2} s ({:.1} MB/s), peak RSS {:.0} MB, index {:.1} MB, {} chunks",
+        "{label} {:.0} MB: {seconds:.2} s ({:.1} MB/s), peak RSS {:.0} MB (heap {anonymous:.0}, \
+         mapped files {mapped:.0}), index {:.1} MB, {} chunks",
         size as f64 / 1e6,
         size as f64 / 1e6 / seconds,
         peak_rss_mb(),

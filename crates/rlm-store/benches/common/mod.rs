@@ -44,3 +44,47 @@ pub fn reset_peak_rss() {
     // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
+
+/// Peaks of this process's anonymous (heap) and file-backed resident memory, sampled every
+/// 10 ms by a thread while it lives. `VmHWM` adds the two; they differ in kind: the file-backed
+/// part is pages of memory-mapped index files, which the kernel drops under pressure.
+#[allow(dead_code, reason = "not every bench splits its peak")]
+pub struct ResidentSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(f64, f64)>,
+}
+
+#[allow(dead_code, reason = "not every bench splits its peak")]
+impl ResidentSampler {
+    pub fn start() -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut anonymous, mut file) = (0.0_f64, 0.0_f64);
+            loop {
+                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+                anonymous = anonymous.max(status_mb(&status, "RssAnon:"));
+                file = file.max(status_mb(&status, "RssFile:"));
+                if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    return (anonymous, file);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        });
+        Self { stop, thread }
+    }
+
+    /// The peaks in MB: (anonymous, file-backed); 0 where /proc does not say.
+    pub fn finish(self) -> (f64, f64) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or((0.0, 0.0))
+    }
+}
+
+fn status_mb(status: &str, key: &str) -> f64 {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
