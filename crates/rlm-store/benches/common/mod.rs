@@ -85,6 +85,13 @@ fn status_mb(status: &str, key: &str) -> f64 {
     status
         .lines()
         .find_map(|line| line.strip_prefix(key))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .map_or(0.0, |kb| kb / 1024.0)
 }
