@@ -98,7 +98,8 @@ impl Store {
     /// Patterns match within one line, as ripgrep's do: a pattern that needs a line break
     /// (`a\nb`) is refused, and classes such as `\s` do not match one. With several buffers
     /// and cores, a second thread searches the buffers ahead of the one being printed (on a
-    /// connection of its own) and keeps what it found, up to [`HELD_BYTES`], until their turn.
+    /// connection of its own) and keeps what it found, up to 16 MiB of line text, until their
+    /// turn.
     pub fn grep(
         &self,
         pattern: &str,
