@@ -228,6 +228,17 @@ fn bm25(
                 inspection.documents
             ),
         )
+    } else if !inspection.path_components {
+        Check::ok(
+            NAME,
+            format!(
+                "{} documents, checksums ok; written by an older rlm, which kept no path \
+                 components, so a `--path` glob with neither a literal prefix nor suffix \
+                 (`*/tests/*`) matches every buffer name and is slower on many buffers \
+                 (`rlm reindex` rebuilds it with them)",
+                inspection.documents
+            ),
+        )
     } else {
         Check::ok(
             NAME,

@@ -4,8 +4,11 @@
 //! fast field (to map hits back), the buffer id as an indexed term (to delete a buffer's
 //! documents and to filter searches to a set of buffers before ranking), and the buffer's name
 //! and path as fast fields (to filter searches by a `--path` glob inside the index, see
-//! [`crate::name_filter`]). Indexes written before the names were added have no such fields;
-//! their `--path` filters go through the buffer table until `rlm reindex` rebuilds them.
+//! [`crate::name_filter`]), with their `/`-separated components as terms of one more field (to
+//! find the few documents a glob like `*/dir007/*` can match by their postings). Indexes
+//! written before the names were added have no such fields; their `--path` filters go through
+//! the buffer table until `rlm reindex` rebuilds them. Indexes written with the names but
+//! before the components match such globs against every name and path.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,8 +30,8 @@ use tantivy::{
 
 use crate::error::{Error, Result};
 use crate::name_filter::{
-    BufferGlob, FilteredSearch, NAME_FIELD, PATH_FIELD, REVERSED_NAME_FIELD, REVERSED_PATH_FIELD,
-    reversed,
+    BufferGlob, COMPONENT_FIELD, FilteredSearch, NAME_FIELD, PATH_FIELD, REVERSED_NAME_FIELD,
+    REVERSED_PATH_FIELD, component_terms, reversed,
 };
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, IndexFormat, query_plan};
 
@@ -83,7 +86,25 @@ pub(crate) struct Bm25Index {
     /// The buffer name, path, reversed name and reversed path fields; `None` in an index
     /// written before they existed.
     names: Option<[Field; 4]>,
+    /// The field of the components of buffer names and paths; `None` in an index written
+    /// before it existed.
+    components: Option<Field>,
     format: IndexFormat,
+}
+
+/// What a new index's documents carry of their buffer (older rlm versions carried less).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the older layouts are written only by tests")
+)]
+pub(crate) enum BufferFields {
+    /// Its id only.
+    Id,
+    /// Its id, name and path.
+    Names,
+    /// Its id, name, path and their components.
+    NamesAndComponents,
 }
 
 impl std::fmt::Debug for Bm25Index {
@@ -95,26 +116,26 @@ impl std::fmt::Debug for Bm25Index {
 impl Bm25Index {
     /// Opens (creating if needed) the index in `path`, in the format its last commit records.
     pub(crate) fn open(path: &Path) -> Result<Self> {
-        Self::open_in(path, None, true)
+        Self::open_in(path, None, BufferFields::NamesAndComponents)
     }
 
     /// [`Bm25Index::open`] writing an index in `format` whatever it holds, as an older rlm did.
     #[cfg(test)]
     pub(crate) fn open_in_format(path: &Path, format: IndexFormat) -> Result<Self> {
-        Self::open_in(path, Some(format), true)
+        Self::open_in(path, Some(format), BufferFields::NamesAndComponents)
     }
 
-    /// [`Bm25Index::open`] creating an index whose documents carry no buffer names, as rlm
-    /// wrote them before [`crate::name_filter`].
+    /// [`Bm25Index::open`] creating an index whose documents carry only `fields` of their
+    /// buffer, as older rlm versions wrote them.
     #[cfg(test)]
-    pub(crate) fn open_without_buffer_names(path: &Path) -> Result<Self> {
-        Self::open_in(path, None, false)
+    pub(crate) fn open_with_buffer_fields(path: &Path, fields: BufferFields) -> Result<Self> {
+        Self::open_in(path, None, fields)
     }
 
     fn open_in(
         path: &Path,
         forced_format: Option<IndexFormat>,
-        buffer_names: bool,
+        fields: BufferFields,
     ) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(crate::error::io("cannot create", path))?;
         let directory = MmapDirectory::open(path).map_err(|source| Error::IndexDirectory {
@@ -125,7 +146,7 @@ impl Bm25Index {
         let index = if Index::exists(&directory).map_err(tantivy::TantivyError::from)? {
             Index::open(directory)?
         } else {
-            Index::open_or_create(directory, schema(buffer_names))?
+            Index::open_or_create(directory, schema(fields))?
         };
         let schema = index.schema();
         let chunk_id = schema.get_field("chunk_id")?;
@@ -140,6 +161,7 @@ impl Bm25Index {
                 field(REVERSED_PATH_FIELD)?,
             ])
         })();
+        let components = field(COMPONENT_FIELD);
         let format = match forced_format {
             Some(format) => format,
             None => format_of(&index)?,
@@ -155,6 +177,7 @@ impl Bm25Index {
             buffer_id,
             text,
             names,
+            components,
             format,
         })
     }
@@ -163,6 +186,18 @@ impl Bm25Index {
     /// the index ([`DocumentFilter::Glob`]).
     pub(crate) fn has_buffer_names(&self) -> bool {
         self.names.is_some()
+    }
+
+    /// Whether documents carry the components of their buffer's name and path as terms.
+    #[cfg(test)]
+    pub(crate) fn has_path_components(&self) -> bool {
+        self.components.is_some()
+    }
+
+    /// A searcher on the last commit this process saw.
+    #[cfg(test)]
+    pub(crate) fn searcher(&self) -> Result<tantivy::Searcher> {
+        Ok(self.reader()?.searcher())
     }
 
     pub(crate) fn writer(&self) -> Result<Bm25Writer<'_>> {
@@ -417,9 +452,9 @@ impl<'a> TermScores<'a> {
     }
 }
 
-/// The schema of a new index (`buffer_names` is false only to write an index as older rlm
-/// versions did).
-fn schema(buffer_names: bool) -> Schema {
+/// The schema of a new index (`fields` is less than [`BufferFields::NamesAndComponents`] only
+/// to write an index as older rlm versions did).
+fn schema(fields: BufferFields) -> Schema {
     let mut builder = Schema::builder();
     builder.add_u64_field("chunk_id", NumericOptions::default().set_fast());
     builder.add_u64_field("buffer_id", INDEXED);
@@ -434,7 +469,7 @@ fn schema(buffer_names: bool) -> Schema {
     );
     // Columns only (no terms): each segment keeps one sorted dictionary of the names its
     // documents hold and one ordinal per document.
-    if buffer_names {
+    if fields >= BufferFields::Names {
         for field in [
             NAME_FIELD,
             PATH_FIELD,
@@ -443,6 +478,17 @@ fn schema(buffer_names: bool) -> Schema {
         ] {
             builder.add_text_field(field, FAST);
         }
+    }
+    // Terms only (no column, no norms, no frequencies): a glob asks which documents hold one.
+    if fields >= BufferFields::NamesAndComponents {
+        let indexing = TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false);
+        builder.add_text_field(
+            COMPONENT_FIELD,
+            TextOptions::default().set_indexing_options(indexing),
+        );
     }
     builder.build()
 }
@@ -473,6 +519,8 @@ pub(crate) struct IndexInspection {
     pub(crate) format: IndexFormat,
     /// Whether its documents carry their buffer's name and path.
     pub(crate) buffer_names: bool,
+    /// Whether its documents carry the components of their buffer's name and path as terms.
+    pub(crate) path_components: bool,
 }
 
 /// Opens the index at `path` without creating or changing anything, counts its documents and
@@ -503,6 +551,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Option<IndexInspection>> {
         ]
         .iter()
         .all(|field| index.schema().get_field(field).is_ok()),
+        path_components: index.schema().get_field(COMPONENT_FIELD).is_ok(),
         corrupted,
         live_segments: index
             .searchable_segment_ids()?
@@ -540,6 +589,11 @@ impl Bm25Writer<'_> {
             if let Some(buffer_path) = buffer.path {
                 document.add_text(path, buffer_path);
                 document.add_text(reversed_path, reversed(buffer_path));
+            }
+        }
+        if let Some(components) = self.index.components {
+            for component in component_terms(buffer.name, buffer.path) {
+                document.add_text(components, component);
             }
         }
         self.writer.add_document(document)?;

@@ -1,6 +1,7 @@
 //! `--path` inside the BM25 index: each document carries its buffer's name and path as fast
-//! (columnar) fields, so a glob is matched against the distinct names of each segment, never
-//! against the buffer table, and ranking skips the documents it rules out.
+//! (columnar) fields, and their `/`-separated components as terms, so a glob is matched against
+//! the distinct names of each segment (or the few its components lead to), never against the
+//! buffer table, and ranking skips the documents it rules out.
 //!
 //! Resolving the glob to buffer ids in SQLite first cost a pass over every buffer whose name
 //! or path could match (all of them for a glob starting with a wildcard) and a term set of
@@ -8,17 +9,25 @@
 //! the unfiltered query. Here, per segment and per column (names, paths):
 //!
 //! - which values match: the values are sorted, so a glob that is a literal prefix and `*`
-//!   is a range of value ordinals found by two lookups, and any other glob with a literal
-//!   prefix reads only the values in that prefix's range. `*` and a literal suffix (`*.rs`) is
-//!   such a range too, in a second pair of columns holding each value reversed. Any other glob
-//!   starting with a wildcard matches values one by one: all of them when a sample says few
-//!   match, else only the values of documents the ranking reaches (most of those match, so few
-//!   are asked), until that has cost as much as reading them all.
+//!   is a range of value ordinals found by two lookups. `*` and a literal suffix (`*.rs`) is
+//!   such a range too, in a second pair of columns holding each value reversed. A glob naming
+//!   a whole component (`dir007` in `*/dir007/*`) or the start of one (`*/dir00*`, see
+//!   [`components`]) takes its candidate documents from the postings of that component (the
+//!   rarest, intersected with the others), when they are few (as for listing, below): only
+//!   the candidates' values are matched, each read once in dictionary order, and the
+//!   documents whose value matches are listed. Any other glob with a literal prefix reads only
+//!   the values in that prefix's range. Any other glob starting with a wildcard matches values
+//!   one by one: all of them when a sample says few match, else only the values of documents
+//!   the ranking reaches (most of those match, so few are asked), until that has cost as much
+//!   as reading them all.
 //! - how ranking uses it: when a sample of the segment's documents says few match, the matching
 //!   documents are listed (one read of the columns) and only those are scored; otherwise (or
 //!   while which values match is not known yet) the filter runs inside tantivy's
 //!   top-k loop, which keeps its block-max pruning: a document is checked (one column read)
 //!   only when its score could enter the top k.
+//!
+//! An index written before the components were indexed has no component field: its globs
+//! take the other ways, as they did then.
 
 use std::collections::BinaryHeap;
 use std::ops::{Bound, Range};
@@ -32,6 +41,11 @@ use tantivy::{
 
 use crate::error::Result;
 use crate::select::{compile_glob, literal_prefix};
+
+mod components;
+
+pub(crate) use components::{COMPONENT_FIELD, component_terms};
+use components::{GlobComponents, skip_class};
 
 /// The fast field holding each document's buffer name.
 pub(crate) const NAME_FIELD: &str = "buffer_name";
@@ -94,6 +108,9 @@ pub(crate) struct BufferGlob {
     /// before the glob's regex runs: a glob starting with `*` is matched against every value,
     /// and most values of a narrow one do not contain it.
     required: Option<memchr::memmem::Finder<'static>>,
+    /// The components every match holds or has one starting with, to find candidate
+    /// documents by term (see [`components`]).
+    components: GlobComponents,
 }
 
 impl BufferGlob {
@@ -119,6 +136,7 @@ impl BufferGlob {
             prefix_is_enough,
             reversed_suffix,
             required,
+            components: GlobComponents::new(glob),
         })
     }
 
@@ -191,6 +209,9 @@ impl BufferGlob {
         segment: &SegmentReader,
         few: &mut [Option<bool>; 2],
     ) -> Result<Option<Route>> {
+        if let Some(documents) = self.by_components(segment)? {
+            return Ok((!documents.is_empty()).then_some(Route::Listed(documents)));
+        }
         let mut columns = Vec::with_capacity(2);
         for ((field, reversed_field), few) in COLUMNS.into_iter().zip(few) {
             let field = if self.reversed_suffix.is_some() {
@@ -222,6 +243,65 @@ impl BufferGlob {
         } else {
             Route::Checked(filter)
         }))
+    }
+
+    /// For a glob that is neither a range of values nor a range of reversed values: the
+    /// matching documents of `segment`, found among the documents holding its components
+    /// when few enough hold them (else `None`, as in an index written before components were
+    /// indexed).
+    fn by_components(&self, segment: &SegmentReader) -> Result<Option<Vec<DocId>>> {
+        if self.prefix_is_enough || self.reversed_suffix.is_some() || self.components.is_empty() {
+            return Ok(None);
+        }
+        let Ok(field) = segment.schema().get_field(COMPONENT_FIELD) else {
+            return Ok(None);
+        };
+        // As many as would be listed and scored alone (see `LISTED_SHARE`).
+        let most = (u64::from(segment.max_doc()) / LISTED_SHARE) as u32;
+        let Some(candidates) = self.components.candidates(segment, field, most)? else {
+            return Ok(None);
+        };
+        let mut accepted = vec![false; candidates.len()];
+        for (field, _) in COLUMNS {
+            if let Some(column) = segment.fast_fields().str(field)? {
+                self.accept_matching(&column, &candidates, &mut accepted)?;
+            }
+        }
+        Ok(Some(
+            candidates
+                .into_iter()
+                .zip(accepted)
+                .filter_map(|(document, accepted)| accepted.then_some(document))
+                .collect(),
+        ))
+    }
+
+    /// Marks the `candidates` (in order) whose value in `column` matches: each distinct
+    /// value decoded once, in dictionary order, so a block of the dictionary is decoded at
+    /// most once, not once per value as a lookup by ordinal would.
+    fn accept_matching(
+        &self,
+        column: &StrColumn,
+        candidates: &[DocId],
+        accepted: &mut [bool],
+    ) -> Result<()> {
+        let mut ordinals = vec![None; candidates.len()];
+        column.ords().first_vals(candidates, &mut ordinals);
+        let mut distinct: Vec<u64> = ordinals.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut verdicts = Vec::with_capacity(distinct.len());
+        column
+            .dictionary()
+            .sorted_ords_to_term_cb(&distinct, |value| verdicts.push(self.is_match(value)))
+            .map_err(TantivyError::from)?;
+        for (accepted, ordinal) in accepted.iter_mut().zip(&ordinals) {
+            let matches = ordinal
+                .and_then(|ordinal| distinct.binary_search(&ordinal).ok())
+                .and_then(|position| verdicts.get(position).copied());
+            *accepted |= matches == Some(true);
+        }
+        Ok(())
     }
 }
 
@@ -261,20 +341,7 @@ fn required_literal(glob: &str) -> Option<String> {
         match character {
             '*' | '?' => runs.push(String::new()),
             '[' => {
-                // A class: a `]` first (after an optional `!` or `^`) is a member.
-                let mut members = 0;
-                let mut negation_allowed = true;
-                for member in characters.by_ref() {
-                    if negation_allowed && matches!(member, '!' | '^') {
-                        negation_allowed = false;
-                        continue;
-                    }
-                    negation_allowed = false;
-                    if member == ']' && members > 0 {
-                        break;
-                    }
-                    members += 1;
-                }
+                skip_class(&mut characters);
                 runs.push(String::new());
             }
             '{' => {

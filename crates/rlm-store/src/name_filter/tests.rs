@@ -1,5 +1,5 @@
-//! Filtered searches against unfiltered ones, over a new index and one written before the
-//! buffer names were indexed.
+//! Filtered searches against unfiltered ones, over a new index and ones written before the
+//! buffer names, or their components, were indexed.
 #![allow(clippy::unwrap_used)]
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -8,7 +8,7 @@ use std::path::Path;
 use rlm_context::chunk::{ChunkOptions, Strategy};
 use rusqlite::OpenFlags;
 
-use crate::index::Bm25Index;
+use crate::index::{Bm25Index, BufferFields};
 use crate::store::{INDEX, add_buffer, open_database};
 use crate::{SearchHit, SearchRequest, Source, Store};
 
@@ -127,12 +127,31 @@ fn globs(files: &Path) -> Vec<String> {
         "logs/?.log",    // nothing but the edge names
         "*é*",           // non-ASCII
         "nothing/*",     // matches nothing
+        // Components as terms (few documents hold them, so they are listed by their postings):
+        "*/d08/*",            // a component in the middle
+        "*/src/d08/*",        // several components, intersected
+        "**/d08/*",           // after `**/`
+        "*/d08/**",           // before `/**`
+        "src/**/file008.txt", // at the start and at the end, around `/**/`
+        "*/*/app010.log",     // at the end only (not a literal suffix: `*/*` before it)
+        "*/d07/[!/]*.txt",    // before a class holding `/`
+        "*/d0[7*]/*",         // the start of a component, then a class holding `*`
+        "*[/]d07/*",          // after a class holding `/`: no component (checked alike)
+        "*/app01*",           // the start of a component: a range of terms
+        "*/file1?7.txt",      // the start of a component at the end
+        "*/d0*",              // a range held by too many documents: not used
+        "*/logs/*.log",       // a component held by a tenth: not used
+        "?ogs/é.log",         // a non-ASCII component
+        "?ogs/a\nb.*",        // a component holding a line break
+        "*/nothing/*",        // a component no document holds
     ]
     .map(str::to_owned)
     .to_vec();
     // Paths only (names are relative).
     globs.push(format!("{}/docs/*", files.display()));
     globs.push(format!("{}/*7.txt", files.display()));
+    globs.push(format!("{}/src/*/file1?7.txt", files.display()));
+    globs.push(format!("*{}/src/d08/*", files.display()));
     globs
 }
 
@@ -227,6 +246,194 @@ fn the_required_literal_is_in_every_match() {
     }
 }
 
+/// Writes the index of the store in `dir` again, its documents carrying only `fields` of their
+/// buffers (in batches, so it has several segments), as an older rlm wrote them.
+fn rewrite_index(dir: &Path, fields: BufferFields) {
+    let connection = open_database(dir, OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
+    std::fs::remove_dir_all(dir.join(INDEX)).unwrap();
+    let index = Bm25Index::open_with_buffer_fields(&dir.join(INDEX), fields).unwrap();
+    let mut statement = connection.prepare("SELECT id FROM buffers").unwrap();
+    let ids: Vec<i64> = statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    for batch in ids.chunks(200) {
+        let writer = index.writer().unwrap();
+        for &id in batch {
+            add_buffer(&connection, &writer, id, &mut |_| {}).unwrap();
+        }
+        writer.commit().unwrap();
+    }
+}
+
+/// Per glob and segment of `store`, how many documents the postings of the glob's components
+/// listed (`None` where they were not used); each list is checked against every document's
+/// name and path matched one by one, deleted documents included.
+fn found_by_components(store: &Store, globs: &[&str]) -> Vec<Vec<Option<usize>>> {
+    let searcher = store.index.searcher().unwrap();
+    globs
+        .iter()
+        .map(|&glob| {
+            let buffer_glob = super::BufferGlob::new(glob).unwrap();
+            let matcher = crate::select::compile_glob(glob).unwrap();
+            let mut found = Vec::new();
+            for segment in searcher.segment_readers() {
+                let Some(documents) = buffer_glob.by_components(segment).unwrap() else {
+                    found.push(None);
+                    continue;
+                };
+                found.push(Some(documents.len()));
+                let mut expected = Vec::new();
+                for document in 0..segment.max_doc() {
+                    let mut matches = false;
+                    for (field, _) in super::COLUMNS {
+                        let Some(column) = segment.fast_fields().str(field).unwrap() else {
+                            continue;
+                        };
+                        if let Some(ordinal) = column.ords().first(document) {
+                            let mut value = String::new();
+                            column.ord_to_str(ordinal, &mut value).unwrap();
+                            matches |= matcher.is_match(&value);
+                        }
+                    }
+                    if matches {
+                        expected.push(document);
+                    }
+                }
+                assert_eq!(documents, expected, "{glob}");
+            }
+            found
+        })
+        .collect()
+}
+
+#[test]
+fn a_glob_names_the_components_every_match_holds() {
+    let cases: [(&str, &[&str], &[&str]); 14] = [
+        ("*/dir007/*", &["dir007"], &[]),
+        ("src/**/b.txt", &["src", "b.txt"], &[]),
+        ("**/tests/*.rs", &["tests"], &[]),
+        ("**/tests/**", &["tests"], &[]),
+        ("*/dir00*", &[], &["dir00"]),
+        ("logs/*.txt", &["logs"], &[]),
+        ("*/d[0/]7/x", &["x"], &["d"]),
+        ("*[/]d07/*", &[], &[]),
+        ("a/{b,c}/x", &["a"], &[]),
+        ("{a,b}/x", &[], &[]),
+        ("a\\*b/c", &[], &[]),
+        ("?ogs/é.log", &["é.log"], &[]),
+        ("a,b/c]d/e", &["a,b", "e"], &["c"]),
+        ("*//x*", &[], &["x"]),
+    ];
+    let names = [
+        "x/dir007/y",
+        "dir007/",
+        "/dir007",
+        "src/b.txt",
+        "src/a/b/b.txt",
+        "tests/a.rs",
+        "a/tests/b/c.rs",
+        "tests",
+        "a/tests",
+        "q/dir001",
+        "dir00",
+        "logs/a.txt",
+        "logs/a/b.txt",
+        "r/d/7/x",
+        "r/d07/x",
+        "a/d07/x",
+        "/d07/",
+        "a/b/x",
+        "a/c/x",
+        "b/x",
+        "logs/é.log",
+        "a,b/c]d/e",
+        "//x",
+        "a//xy",
+    ];
+    let mut matched = 0;
+    for (glob, whole, starts) in cases {
+        let components = super::GlobComponents::new(glob);
+        assert_eq!(components.whole, whole, "{glob}");
+        assert_eq!(components.starts, starts, "{glob}");
+        let matcher = crate::select::compile_glob(glob).unwrap();
+        for name in names {
+            if !matcher.is_match(name) {
+                continue;
+            }
+            matched += 1;
+            let terms = super::component_terms(name, None);
+            for component in whole {
+                assert!(terms.contains(component), "{glob} {name}");
+            }
+            for start in starts {
+                assert!(
+                    terms.iter().any(|term| term.starts_with(start)),
+                    "{glob} {name}"
+                );
+            }
+        }
+    }
+    assert!(matched >= 20, "{matched}");
+}
+
+#[test]
+fn long_components_are_cut_alike_in_documents_and_globs() {
+    let long = format!("{}é{}", "a".repeat(255), "b".repeat(300));
+    let name = format!("x/{long}/y");
+    let terms = super::component_terms(&name, Some("/x/z"));
+    assert_eq!(terms, ["a".repeat(255).as_str(), "x", "y", "z"]);
+    let components = super::GlobComponents::new(&format!("*/{long}/*"));
+    assert_eq!(components.whole, ["a".repeat(255)]);
+}
+
+#[test]
+fn globs_holding_components_list_their_documents_from_the_postings() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let store = corpus(dir.path(), files.path());
+    assert!(store.index.has_path_components());
+    // Each glob with the segments it must have been listed in at least.
+    let used = [
+        ("*/d08/*", 3),
+        ("*/src/d08/*", 3),
+        ("**/d08/*", 3),
+        ("src/**/d08/*.txt", 3),
+        ("src/**/file017.txt", 1),
+        ("*/*/app010.log", 1),
+        ("*/d08/[f*]ile*", 3),
+        ("*/app01*", 1),
+    ];
+    let globs: Vec<&str> = used.iter().map(|(glob, _)| *glob).collect();
+    for ((glob, least), found) in used.iter().zip(found_by_components(&store, &globs)) {
+        let listed = found.iter().filter(|found| found.is_some_and(|n| n > 0));
+        assert!(listed.count() >= *least, "{glob}: {found:?}");
+    }
+    let nothing = found_by_components(&store, &["*/nothing/*"]);
+    assert!(
+        nothing[0].iter().all(|found| *found == Some(0)),
+        "{nothing:?}"
+    );
+    // A range or a component held by too many documents, or no component: matched as before
+    // (but a segment holding none of the components is known to hold no match).
+    let unused = [
+        "*/d0*",
+        "*/logs/*.log",
+        "*[/]d07/*",
+        "*.[tm]?*",
+        "logs/*",
+        "*.txt",
+    ];
+    for (glob, found) in unused.iter().zip(found_by_components(&store, &unused)) {
+        assert!(
+            found.iter().all(|found| found.unwrap_or(0) == 0),
+            "{glob}: {found:?}"
+        );
+        assert!(found.iter().any(Option::is_none), "{glob}: {found:?}");
+    }
+}
+
 #[test]
 fn a_filtered_search_returns_the_unfiltered_hits_of_the_filtered_buffers() {
     let dir = tempfile::tempdir().unwrap();
@@ -242,22 +449,7 @@ fn an_index_without_buffer_names_filters_through_the_buffer_table_until_reindexe
     let files = tempfile::tempdir().unwrap();
     drop(corpus(dir.path(), files.path()));
     // The same documents, written as rlm wrote them before the names were indexed.
-    {
-        let connection = open_database(dir.path(), OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
-        std::fs::remove_dir_all(dir.path().join(INDEX)).unwrap();
-        let index = Bm25Index::open_without_buffer_names(&dir.path().join(INDEX)).unwrap();
-        let writer = index.writer().unwrap();
-        let mut statement = connection.prepare("SELECT id FROM buffers").unwrap();
-        let ids: Vec<i64> = statement
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        for id in ids {
-            add_buffer(&connection, &writer, id, &mut |_| {}).unwrap();
-        }
-        writer.commit().unwrap();
-    }
+    rewrite_index(dir.path(), BufferFields::Id);
     let older = |dir: &Path| {
         crate::diagnose(dir)
             .iter()
@@ -288,5 +480,49 @@ fn an_index_without_buffer_names_filters_through_the_buffer_table_until_reindexe
     assert!(!older(dir.path()));
     let store = Store::open(dir.path()).unwrap();
     assert!(store.index.has_buffer_names());
+    assert_filters_match_unfiltered(&store, files.path());
+}
+
+#[test]
+fn an_index_without_path_components_matches_every_name_until_reindexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    drop(corpus(dir.path(), files.path()));
+    // The same documents, written as rlm wrote them before the components were indexed.
+    rewrite_index(dir.path(), BufferFields::Names);
+    let older = |dir: &Path| {
+        crate::diagnose(dir)
+            .iter()
+            .any(|check| check.ok && check.detail.contains("kept no path components"))
+    };
+    assert!(older(dir.path()));
+    let mut store = Store::open(dir.path()).unwrap();
+    assert!(store.index.has_buffer_names());
+    assert!(!store.index.has_path_components());
+    assert!(store.index.searcher().unwrap().segment_readers().len() > 1);
+    let found = found_by_components(&store, &["*/d08/*"]);
+    assert!(found[0].iter().all(Option::is_none), "{found:?}");
+    assert_filters_match_unfiltered(&store, files.path());
+    // A load into it keeps its schema.
+    load(
+        &mut store,
+        vec![Source::Text {
+            name: "late/d08/late.log".into(),
+            text: text(4243),
+        }],
+    );
+    assert!(!store.index.has_path_components());
+    assert!(
+        hits(&store, "alpha", 100_000, Some("*/d08/late*"))
+            .iter()
+            .all(|hit| hit.buffer == "late/d08/late.log")
+    );
+    assert_filters_match_unfiltered(&store, files.path());
+    drop(store);
+
+    Store::reindex(dir.path(), &mut |_| {}).unwrap();
+    assert!(!older(dir.path()));
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.index.has_path_components());
     assert_filters_match_unfiltered(&store, files.path());
 }
