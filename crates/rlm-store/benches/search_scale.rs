@@ -246,7 +246,7 @@ fn filters(buffers: usize, queries: &[String]) {
     drop(store);
     let store = Store::open(dir.path()).unwrap();
     let one = format!("src/dir{:03}/file{:06}.txt", 7, 7);
-    let cases: [(&str, Option<&str>, Option<&str>); 7] = [
+    let cases: [(&str, Option<&str>, Option<&str>); 8] = [
         ("bm25 top-10, no filter", None, None),
         ("bm25 top-10 --buffer (one)", None, Some(one.as_str())),
         (
@@ -272,6 +272,11 @@ fn filters(buffers: usize, queries: &[String]) {
         (
             "bm25 top-10 --path '*/dir007/*' (a thousandth, neither)",
             Some("*/dir007/*"),
+            None,
+        ),
+        (
+            "bm25 top-10 --path '*/dir00*' (a hundredth, neither)",
+            Some("*/dir00*"),
             None,
         ),
     ];
