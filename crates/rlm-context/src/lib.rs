@@ -26,6 +26,7 @@ mod format;
 mod json_scan;
 mod json_skim;
 mod metadata;
+mod read_ahead;
 mod records;
 mod render;
 pub mod root;

@@ -3,7 +3,10 @@
 //!
 //! Line feeds, CR LF pairs and characters are counted in one SIMD pass over a block
 //! ([`crate::counts`]), validity by `simdutf8`; with 1 MiB blocks the passes stay in cache and
-//! memory use does not depend on the input size.
+//! memory use does not depend on the input size. The blocks come from [`BlockReader`] on the
+//! scanning thread, or, for a file of more than a few blocks, from
+//! [`crate::read_ahead::with_read_ahead`], whose thread copies the next blocks out of the page
+//! cache while this one scans; both cut the blocks with [`BlockSource::fill`].
 
 use std::borrow::Cow;
 use std::io::{self, Read};
@@ -11,39 +14,89 @@ use std::io::{self, Read};
 /// Size of one block of the pass, and of the prefix used for structure.
 pub(crate) const BLOCK_SIZE: usize = 1 << 20;
 
+/// A source of blocks that never end inside a UTF-8 sequence (for valid text): [`BlockReader`]
+/// on the calling thread, or [`crate::read_ahead::ReadAheadBlocks`] filled by a second thread.
+pub(crate) trait Blocks {
+    /// The next block and whether it is the last one, or `None` at the end.
+    fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>>;
+}
+
 /// Reads a stream as blocks that never end inside a UTF-8 sequence (for valid text).
 pub(crate) struct BlockReader<R> {
-    reader: R,
+    source: BlockSource<R>,
     buffer: Vec<u8>,
     /// Bytes held back from the previous block because they began an unfinished sequence.
     carry: usize,
     /// Length of the block handed out last (its bytes start at 0).
     filled: usize,
-    at_eof: bool,
 }
 
 impl<R: Read> BlockReader<R> {
     pub(crate) fn new(reader: R, block_size: usize) -> Self {
         Self {
-            reader,
-            buffer: vec![0; block_size.max(8)],
+            source: BlockSource::new(reader),
+            buffer: vec![0; block_size.max(MIN_BLOCK_SIZE)],
             carry: 0,
             filled: 0,
-            at_eof: false,
         }
     }
+}
 
-    /// The next block and whether it is the last one, or `None` at the end. Fills the buffer
-    /// as far as the input allows.
-    pub(crate) fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+impl<R: Read> Blocks for BlockReader<R> {
+    /// Fills the buffer as far as the input allows.
+    fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>> {
         // Move the held-back tail of the previous block to the front.
         if self.filled > 0 {
             let end = self.filled + self.carry;
             self.buffer.copy_within(self.filled..end, 0);
         }
-        let mut len = self.carry;
-        while len < self.buffer.len() && !self.at_eof {
-            match self.reader.read(&mut self.buffer[len..]) {
+        let Some(filled) = self.source.fill(&mut self.buffer, self.carry)? else {
+            self.filled = 0;
+            self.carry = 0;
+            return Ok(None);
+        };
+        self.filled = filled.end;
+        self.carry = filled.len - filled.end;
+        Ok(Some((&self.buffer[..filled.end], filled.last)))
+    }
+}
+
+/// The smallest block: room for the longest UTF-8 sequence held back and more.
+pub(crate) const MIN_BLOCK_SIZE: usize = 8;
+
+/// Reading a block from a stream, the part both [`Blocks`] share.
+pub(crate) struct BlockSource<R> {
+    reader: R,
+    at_eof: bool,
+}
+
+/// A buffer [`BlockSource::fill`] filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Filled {
+    /// Bytes in the buffer, the carried ones included.
+    pub len: usize,
+    /// Where the block ends: before an unfinished UTF-8 sequence at the tail, unless the input
+    /// ended. The bytes from here to `len` start the next block.
+    pub end: usize,
+    /// The input ended while filling this block.
+    pub last: bool,
+}
+
+impl<R: Read> BlockSource<R> {
+    pub(crate) fn new(reader: R) -> Self {
+        Self {
+            reader,
+            at_eof: false,
+        }
+    }
+
+    /// Fills `buffer` after its first `carried` bytes (the previous block's held-back tail)
+    /// until it is full or the input ends; `None` when there is nothing left. Reads interrupted
+    /// by a signal are retried.
+    pub(crate) fn fill(&mut self, buffer: &mut [u8], carried: usize) -> io::Result<Option<Filled>> {
+        let mut len = carried;
+        while len < buffer.len() && !self.at_eof {
+            match self.reader.read(&mut buffer[len..]) {
                 Ok(0) => self.at_eof = true,
                 Ok(n) => len += n,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
@@ -51,18 +104,18 @@ impl<R: Read> BlockReader<R> {
             }
         }
         if len == 0 {
-            self.filled = 0;
-            self.carry = 0;
             return Ok(None);
         }
-        let cut = if self.at_eof {
+        let end = if self.at_eof {
             len
         } else {
-            char_boundary_before(&self.buffer[..len])
+            char_boundary_before(&buffer[..len])
         };
-        self.filled = cut;
-        self.carry = len - cut;
-        Ok(Some((&self.buffer[..cut], self.at_eof)))
+        Ok(Some(Filled {
+            len,
+            end,
+            last: self.at_eof,
+        }))
     }
 }
 

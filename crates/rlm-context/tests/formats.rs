@@ -367,6 +367,34 @@ fn large_inputs_span_many_blocks_and_count_exactly() {
     assert!(metadata.notes.is_empty(), "{:?}", metadata.notes);
 }
 
+/// Files past a few blocks are read ahead on a second thread; the result must be the one-thread
+/// pass's, whatever block edges the 1 MiB blocks land on.
+#[test]
+fn large_files_read_ahead_give_the_same_metadata_as_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = |i: usize| format!(r#"{{"id":{i},"text":"naïve 日本 🎉","n":{{"k":{i}}}}}"#);
+    let records: Vec<String> = (0..150_000).map(record).collect();
+    let array = format!("[{}]", records.join(",\n"));
+    let ndjson = records.join("\n");
+    let csv = (0..200_000).fold(String::from("id,note\n"), |mut csv, i| {
+        csv.push_str(&format!("{i},\"café, 日本\nsecond line\"\n"));
+        csv
+    });
+    for (name, content) in [
+        ("big.json", array),
+        ("big.ndjson", ndjson),
+        ("big.csv", csv),
+    ] {
+        assert!(content.len() > 5 << 20, "{name} is {} bytes", content.len());
+        let path = dir.path().join(name);
+        std::fs::write(&path, &content).unwrap();
+        let from_file = analyze_path(&path, &AnalyzeOptions::default()).unwrap();
+        let in_memory = analyze_bytes(content.as_bytes(), Some(name), &AnalyzeOptions::default());
+        assert_eq!(from_file, in_memory, "{name}");
+        assert!(from_file.records.unwrap() >= 150_000, "{name}");
+    }
+}
+
 #[test]
 fn paths_directories_and_missing_files() {
     let dir = tempfile::tempdir().unwrap();
