@@ -3,9 +3,10 @@
 //! The kernel's copy in `read()` is about as long as the whole of `wc -l` and, on one thread,
 //! comes on top of the scan. [`with_read_ahead`] moves the reads to a scoped thread that fills
 //! a few recycled buffers ahead of the scan, so with a free core the pass takes about as long as
-//! the longer of the two rather than their sum. The blocks are those [`BlockReader`] gives: the
-//! same [`BlockSource::fill`] cuts them, and the bytes an unfinished UTF-8 sequence leaves at a
-//! block's end are moved to the start of the next buffer.
+//! the longer of the two rather than their sum. With no free core it is a loss (the threads take
+//! turns and each block moves between caches): see `BENCHMARKS.md`. The blocks are those
+//! [`BlockReader`] gives: the same [`BlockSource::fill`] cuts them, and the bytes an unfinished
+//! UTF-8 sequence leaves at a block's end are moved to the start of the next buffer.
 //!
 //! [`BlockReader`]: crate::scan::BlockReader
 
