@@ -131,8 +131,8 @@ impl Sources {
     /// These sources with `backend` offered to every model client built from them.
     #[must_use]
     #[cfg_attr(
-        not(feature = "mcp"),
-        expect(dead_code, reason = "only `rlm mcp` offers a backend (sampling)")
+        all(not(feature = "mcp"), not(test)),
+        expect(dead_code, reason = "only `rlm mcp` (and tests) offer a backend (sampling)")
     )]
     pub fn with_model_backend(mut self, backend: ModelBackend) -> Self {
         self.model_backends.push(backend);
