@@ -25,18 +25,7 @@ impl Rng {
 /// This process's peak resident set (`VmHWM`) in MB, NaN where /proc does not say.
 pub fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+    status_mb(&status, "VmHWM:").unwrap_or(f64::NAN)
 }
 
 /// Starts [`peak_rss_mb`] again from the current RSS.
@@ -63,8 +52,8 @@ impl ResidentSampler {
             let (mut anonymous, mut file) = (0.0_f64, 0.0_f64);
             loop {
                 let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-                anonymous = anonymous.max(status_mb(&status, "RssAnon:"));
-                file = file.max(status_mb(&status, "RssFile:"));
+                anonymous = anonymous.max(status_mb(&status, "RssAnon:").unwrap_or(0.0));
+                file = file.max(status_mb(&status, "RssFile:").unwrap_or(0.0));
                 if flag.load(std::sync::atomic::Ordering::Relaxed) {
                     return (anonymous, file);
                 }
@@ -81,7 +70,8 @@ impl ResidentSampler {
     }
 }
 
-fn status_mb(status: &str, key: &str) -> f64 {
+/// The value of `key` (a line of /proc's `status`, in kB) in MB.
+fn status_mb(status: &str, key: &str) -> Option<f64> {
     status
         .lines()
         .find_map(|line| line.strip_prefix(key))
@@ -93,5 +83,5 @@ fn status_mb(status: &str, key: &str) -> f64 {
                 .parse::<f64>()
                 .ok()
         })
-        .map_or(0.0, |kb| kb / 1024.0)
+        .map(|kb| kb / 1024.0)
 }
