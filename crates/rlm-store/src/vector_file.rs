@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io::{BufWriter, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rlm_embed::{Candidates, QuantizedQuery};
 use rusqlite::Connection;
@@ -135,14 +136,17 @@ impl VectorFile {
             .min(MAX_THREADS)
             .min(total.div_ceil(ROWS_PER_THREAD) as usize)
             .max(1);
-        let parts = split(&ranges, total.div_ceil(threads as u64));
-        let candidates = if parts.len() == 1 {
-            self.scan(&parts[0], &query, k)?
+        let blocks = blocks(&ranges, self.rows_per_block());
+        // Threads take the next block as they finish one rather than a fixed share: when another
+        // process holds one core, the thread beside it does less and the other more, and the
+        // query is not as slow as the slower share.
+        let next = AtomicUsize::new(0);
+        let candidates = if threads == 1 {
+            self.scan(&blocks, &next, &query, k)?
         } else {
             std::thread::scope(|scope| {
-                let handles: Vec<_> = parts
-                    .iter()
-                    .map(|part| scope.spawn(|| self.scan(part, &query, k)))
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| scope.spawn(|| self.scan(&blocks, &next, &query, k)))
                     .collect();
                 let mut merged = Candidates::for_top(k);
                 for handle in handles {
@@ -166,25 +170,33 @@ impl VectorFile {
         Ok(ids)
     }
 
-    fn scan(&self, ranges: &[(u64, u64)], query: &QuantizedQuery, k: usize) -> Result<Candidates> {
+    /// Rows read and scored at once.
+    fn rows_per_block(&self) -> u64 {
+        (BLOCK_BYTES / (4 + self.dimension)).max(1) as u64
+    }
+
+    /// Scores the blocks not yet taken, taking them one at a time through `next`, and keeps
+    /// the best. Which thread scores a block does not matter: [`Candidates`] keeps the same set
+    /// whatever the order and split.
+    fn scan(
+        &self,
+        blocks: &[(u64, u64)],
+        next: &AtomicUsize,
+        query: &QuantizedQuery,
+        k: usize,
+    ) -> Result<Candidates> {
         let row_bytes = 4 + self.dimension;
-        let rows_per_block = (BLOCK_BYTES / row_bytes).max(1) as u64;
-        let mut block = vec![0u8; rows_per_block as usize * row_bytes];
+        let mut block = vec![0u8; self.rows_per_block() as usize * row_bytes];
         let mut candidates = Candidates::for_top(k);
-        for &(start, end) in ranges {
-            let mut row = start;
-            while row < end {
-                let count = rows_per_block.min(end - row);
-                let bytes = &mut block[..count as usize * row_bytes];
-                self.file
-                    .read_exact_at(bytes, HEADER_BYTES + row * row_bytes as u64)
-                    .map_err(self.read_error())?;
-                for (offset, record) in bytes.chunks_exact(row_bytes).enumerate() {
-                    let scale = f32::from_le_bytes([record[0], record[1], record[2], record[3]]);
-                    let score = query.score_bytes(&record[4..], scale);
-                    candidates.offer(score, (row + offset as u64) as usize);
-                }
-                row += count;
+        while let Some(&(start, end)) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let bytes = &mut block[..(end - start) as usize * row_bytes];
+            self.file
+                .read_exact_at(bytes, HEADER_BYTES + start * row_bytes as u64)
+                .map_err(self.read_error())?;
+            for (offset, record) in bytes.chunks_exact(row_bytes).enumerate() {
+                let scale = f32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+                let score = query.score_bytes(&record[4..], scale);
+                candidates.offer(score, (start + offset as u64) as usize);
             }
         }
         Ok(candidates)
@@ -199,25 +211,17 @@ impl VectorFile {
     }
 }
 
-/// Cuts `ranges` into consecutive parts of about `rows_per_part` rows each.
-fn split(ranges: &[(u64, u64)], rows_per_part: u64) -> Vec<Vec<(u64, u64)>> {
-    let mut parts = vec![Vec::new()];
-    let mut filled = 0;
+/// Cuts `ranges` of rows into blocks of at most `rows_per_block` rows, in order.
+fn blocks(ranges: &[(u64, u64)], rows_per_block: u64) -> Vec<(u64, u64)> {
+    let mut blocks = Vec::new();
     for &(mut start, end) in ranges {
         while start < end {
-            if filled == rows_per_part {
-                parts.push(Vec::new());
-                filled = 0;
-            }
-            let take = (end - start).min(rows_per_part - filled);
-            if let Some(part) = parts.last_mut() {
-                part.push((start, start + take));
-            }
-            filled += take;
-            start += take;
+            let stop = end.min(start + rows_per_block);
+            blocks.push((start, stop));
+            start = stop;
         }
     }
-    parts
+    blocks
 }
 
 /// Writes the vector file of `connection`'s current vectors (a temporary name renamed into
@@ -306,4 +310,102 @@ fn write_to(path: &Path, connection: &Connection, dimension: usize) -> Result<()
     file.write_all(&header).map_err(&failed)?;
     file.sync_all().map_err(&failed)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    const GENERATION: i64 = 7;
+    const DIMENSION: usize = 8;
+
+    /// A vector file of `rows` pseudo-random rows in three buffers (ids 1, 2, 3), written in
+    /// the layout the module doc gives; the chunk id of row `r` is `10 r`.
+    fn vector_file(dir: &Path, rows: u64) -> VectorFile {
+        let row_bytes = 4 + DIMENSION as u64;
+        let ids_offset = HEADER_BYTES + rows * row_bytes;
+        let mut bytes = MAGIC.to_vec();
+        for word in [GENERATION as u64, DIMENSION as u64, rows, 3, ids_offset] {
+            bytes.extend(word.to_le_bytes());
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        for _ in 0..rows {
+            bytes.extend(0.01_f32.to_le_bytes());
+            for _ in 0..DIMENSION {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                bytes.push(state as u8);
+            }
+        }
+        for row in 0..rows {
+            bytes.extend((row as i64 * 10).to_le_bytes());
+        }
+        let (first, second) = (rows / 3, rows / 2);
+        for (buffer, start, count) in [
+            (1, 0, first),
+            (2, first, second),
+            (3, first + second, rows - first - second),
+        ] {
+            bytes.extend(i64::to_le_bytes(buffer));
+            bytes.extend(u64::to_le_bytes(start));
+            bytes.extend(u64::to_le_bytes(count));
+        }
+        std::fs::write(dir.join(VECTOR_FILE), bytes).unwrap();
+        VectorFile::open(dir, GENERATION, DIMENSION).unwrap()
+    }
+
+    #[test]
+    fn blocks_cover_the_ranges_in_order() {
+        assert_eq!(
+            blocks(&[(0, 5), (9, 10), (12, 19)], 3),
+            [(0, 3), (3, 5), (9, 10), (12, 15), (15, 18), (18, 19)]
+        );
+        assert!(blocks(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn threads_taking_blocks_keep_what_one_pass_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        // Enough rows for several threads (where the machine has the cores) and many blocks.
+        let rows = 5 * ROWS_PER_THREAD;
+        let file = vector_file(dir.path(), rows);
+        let query: Vec<f32> = (0..DIMENSION).map(|i| (i as f32 - 3.5) / 4.0).collect();
+        let quantized = QuantizedQuery::new(&query);
+        let (first, second) = (rows / 3, rows / 2);
+        for (buffers, ranges) in [
+            (None, vec![(0, rows)]),
+            (
+                Some(&[1_i64, 3][..]),
+                vec![(0, first), (first + second, rows)],
+            ),
+            (Some(&[2_i64][..]), vec![(first, first + second)]),
+        ] {
+            for k in [1, 10, 100] {
+                let mut one_pass = Candidates::for_top(k);
+                for (start, end) in &ranges {
+                    for row in *start..*end {
+                        let mut record = vec![0u8; 4 + DIMENSION];
+                        file.file
+                            .read_exact_at(&mut record, HEADER_BYTES + row * (4 + DIMENSION as u64))
+                            .unwrap();
+                        let scale =
+                            f32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+                        one_pass.offer(quantized.score_bytes(&record[4..], scale), row as usize);
+                    }
+                }
+                let mut expected: Vec<i64> = one_pass
+                    .into_positions()
+                    .into_iter()
+                    .map(|row| row as i64 * 10)
+                    .collect();
+                expected.sort_unstable();
+                let mut found = file.candidates(&query, buffers, k).unwrap();
+                found.sort_unstable();
+                assert_eq!(found, expected, "{buffers:?}, k {k}");
+            }
+        }
+    }
 }
