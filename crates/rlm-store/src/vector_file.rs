@@ -33,7 +33,7 @@ const MAGIC: &[u8; 8] = b"RLMVEC\x00\x01";
 const HEADER_BYTES: u64 = 48;
 /// Bytes read per block of rows: small enough to stay in a core's L2 cache while it is scored.
 const BLOCK_BYTES: usize = 256 * 1024;
-/// Below this many rows one thread scans; above, the rows are split between threads.
+/// Rows a scan thread is started for: below this many one thread scans them all.
 const ROWS_PER_THREAD: u64 = 65_536;
 /// Scan threads at most.
 const MAX_THREADS: usize = 4;
