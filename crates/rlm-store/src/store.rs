@@ -41,6 +41,14 @@ pub(crate) const INDEX: &str = "bm25";
 /// How long a command waits for SQLite locks held by another process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The page size of a new database. A buffer's text past its first page is a chain of overflow
+/// pages that `rlm grep` streams with one read each: 16 KiB pages make a quarter of the reads of
+/// SQLite's 4 KiB (10-30% less time for a literal pattern, whose search is mostly those reads)
+/// and a quarter of the hops to reach a chunk's offset. The cost is the unused tail of each
+/// text's last page: +5.6% on a corpus of 18 KB source files, +0.2% on 1 MB logs (64 KiB pages
+/// cost +29% on small files). Stores made before keep their 4 KiB pages and work the same.
+const PAGE_BYTES: i64 = 16 * 1024;
+
 /// How much of the database file SQLite may memory-map for reading.
 pub(crate) const MMAP_BYTES: i64 = 1 << 31;
 
@@ -348,6 +356,8 @@ fn create_database(dir: &Path) -> Result<()> {
     ));
     let _ = std::fs::remove_file(&temporary);
     let mut connection = Connection::open(&temporary)?;
+    // Before the first table: a database's page size is fixed once it holds one.
+    connection.pragma_update(None, "page_size", PAGE_BYTES)?;
     connection.pragma_update(None, "foreign_keys", "ON")?;
     schema::migrate(&mut connection)?;
     connection.close().map_err(|(_, error)| error)?;
@@ -424,6 +434,41 @@ fn damaged(dir: &Path, reason: &str) -> Error {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_new_database_has_large_pages_and_an_old_one_keeps_its_own() {
+        let page_size = |connection: &Connection| -> i64 {
+            connection
+                .pragma_query_value(None, "page_size", |row| row.get(0))
+                .unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        stored(dir.path(), "# a\n\nsome text\n");
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(page_size(&store.connection), PAGE_BYTES);
+        // A store made with SQLite's default pages still opens, loads and reads as before.
+        let old = tempfile::tempdir().unwrap();
+        stored(old.path(), "# a\n\nsome text\n");
+        let database = old.path().join(DATABASE);
+        let connection = Connection::open(&database).unwrap();
+        connection
+            .pragma_update(None, "journal_mode", "DELETE")
+            .unwrap();
+        connection.pragma_update(None, "page_size", 4096).unwrap();
+        connection.execute_batch("VACUUM").unwrap();
+        assert_eq!(page_size(&connection), 4096);
+        drop(connection);
+        stored(old.path(), &"line of the old store\n".repeat(2000));
+        let store = Store::open(old.path()).unwrap();
+        assert_eq!(page_size(&store.connection), 4096);
+        let buffer = store.buffer("a.md").unwrap();
+        assert!(
+            store
+                .text(&buffer)
+                .unwrap()
+                .starts_with("line of the old store")
+        );
+    }
 
     /// A store with one buffer in `dir`.
     fn stored(dir: &Path, text: &str) {

@@ -132,7 +132,10 @@ impl Sources {
     #[must_use]
     #[cfg_attr(
         all(not(feature = "mcp"), not(test)),
-        expect(dead_code, reason = "only `rlm mcp` (and tests) offer a backend (sampling)")
+        expect(
+            dead_code,
+            reason = "only `rlm mcp` (and tests) offer a backend (sampling)"
+        )
     )]
     pub fn with_model_backend(mut self, backend: ModelBackend) -> Self {
         self.model_backends.push(backend);
