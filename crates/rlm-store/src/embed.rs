@@ -156,20 +156,48 @@ impl Store {
         buffers: Option<&[i64]>,
         limit: usize,
     ) -> Result<Vec<(i64, f32)>> {
+        let (hits, ()) =
+            self.semantic_search_beside(embedder, query, buffers, limit, |_| Ok(()))?;
+        Ok(hits)
+    }
+
+    /// [`semantic_search`](Self::semantic_search), running `beside` (a hybrid search's BM25
+    /// half) on this thread while other threads scan the vector file, so the query takes the
+    /// longer of the two rather than their sum.
+    pub(crate) fn semantic_search_beside<T>(
+        &self,
+        embedder: &dyn Embedder,
+        query: &str,
+        buffers: Option<&[i64]>,
+        limit: usize,
+        beside: impl FnOnce(&Self) -> Result<T>,
+    ) -> Result<(Vec<(i64, f32)>, T)> {
         let Some(stored) = self.embedding_model()? else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), beside(self)?));
         };
         stored.ensure_same(embedder.model_id())?;
         let dimension = embedder.dimension();
         let query_vector = embedder.embed_one(query)?;
         let Some(file) = self.current_vector_file(dimension)? else {
-            return self.semantic_search_in_rows(stored, &query_vector, buffers, limit);
+            let other = beside(self)?;
+            let hits = self.semantic_search_in_rows(stored, &query_vector, buffers, limit)?;
+            return Ok((hits, other));
         };
+        let (candidates, other) = std::thread::scope(|scope| {
+            let scan = scope.spawn(|| file.candidates(&query_vector, buffers, limit));
+            let other = beside(self);
+            // A scan only reads and scores; a panic there is a bug, passed on.
+            let candidates = scan
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (candidates, other)
+        });
+        let (candidates, other) = (candidates?, other?);
         let mut statement = self
             .connection
             .prepare_cached("SELECT vector FROM embeddings WHERE chunk_id = ?1")?;
         let mut hits = Vec::new();
-        for id in file.candidates(&query_vector, buffers, limit)? {
+        for id in candidates {
             // A chunk deleted since the file was opened is no longer a result.
             let Some(bytes) = statement
                 .query_row([id], |row| row.get::<_, Vec<u8>>(0))
@@ -182,7 +210,7 @@ impl Store {
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(limit);
-        Ok(hits)
+        Ok((hits, other))
     }
 
     /// The generation of the stored vectors (see `vector_file.rs`).

@@ -288,16 +288,12 @@ impl Store {
         // Fuse deeper lists than asked for, so a chunk ranked moderately by both methods can
         // surface.
         let depth = request.limit.saturating_mul(4).max(50);
-        let lexical: Vec<i64> = self
-            .bm25_search(&request.query, filter, depth)?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        let semantic: Vec<i64> = self
-            .semantic_search(embedder, &request.query, ids, depth)?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
+        let (semantic, lexical) =
+            self.semantic_search_beside(embedder, &request.query, ids, depth, |store| {
+                store.bm25_search(&request.query, filter, depth)
+            })?;
+        let lexical: Vec<i64> = lexical.into_iter().map(|(id, _)| id).collect();
+        let semantic: Vec<i64> = semantic.into_iter().map(|(id, _)| id).collect();
         let mut fused = reciprocal_rank_fusion(&[lexical, semantic], request.rrf_k);
         fused.truncate(request.limit);
         Ok(fused)

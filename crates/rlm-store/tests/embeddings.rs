@@ -343,3 +343,38 @@ fn a_filtered_semantic_search_equals_the_search_of_those_buffers_alone() {
         }
     }
 }
+
+#[test]
+fn a_hybrid_search_fuses_the_bm25_and_semantic_lists_it_would_get_alone() {
+    // The two halves run at once (BM25 beside the vector file's scan); the fused list must be
+    // what the two searches give one after the other.
+    let (_dir, store, model) = embedded_store(120);
+    let ids = |mode: SearchMode, query: &str, buffers: &[&str], limit: usize| -> Vec<i64> {
+        let mut request = SearchRequest::new(query);
+        request.mode = mode;
+        request.limit = limit;
+        request.buffers = buffers.iter().map(|name| (*name).to_owned()).collect();
+        let outcome = store.search_with(&request, Some(&model)).unwrap();
+        assert_eq!(outcome.mode, mode);
+        outcome.hits.into_iter().map(|hit| hit.chunk_id).collect()
+    };
+    for query in ["apple banana", "kilo lima olive", "peach"] {
+        for buffers in [&[][..], &["second"][..]] {
+            for limit in [3, 10] {
+                let depth = (limit * 4).max(50);
+                let lists = [
+                    ids(SearchMode::Bm25, query, buffers, depth),
+                    ids(SearchMode::Semantic, query, buffers, depth),
+                ];
+                let mut fused = rlm_store::reciprocal_rank_fusion(&lists, rlm_store::DEFAULT_RRF_K);
+                fused.truncate(limit);
+                let expected: Vec<i64> = fused.into_iter().map(|(id, _)| id).collect();
+                assert_eq!(
+                    ids(SearchMode::Hybrid, query, buffers, limit),
+                    expected,
+                    "{query} in {buffers:?}, limit {limit}"
+                );
+            }
+        }
+    }
+}
