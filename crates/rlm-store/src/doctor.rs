@@ -208,44 +208,42 @@ fn bm25(
             ),
             REINDEX,
         )
-    } else if inspection.format == IndexFormat::RandomLeftOut {
-        Check::ok(
-            NAME,
-            format!(
-                "{} documents, checksums ok; written by an older rlm, which left digests and \
-                 other random-looking tokens out and kept no buffer names, so `--path` filters \
-                 read the buffer table (`rlm reindex` rebuilds it with both)",
-                inspection.documents
-            ),
-        )
-    } else if !inspection.buffer_names {
-        Check::ok(
-            NAME,
-            format!(
-                "{} documents, checksums ok; written by an older rlm, which kept no buffer \
-                 names, so `--path` filters read the buffer table and are slower on many \
-                 buffers (`rlm reindex` rebuilds it with them)",
-                inspection.documents
-            ),
-        )
-    } else if !inspection.path_components {
-        Check::ok(
-            NAME,
-            format!(
-                "{} documents, checksums ok; written by an older rlm, which kept no path \
-                 components, so a `--path` glob with neither a literal prefix nor suffix \
-                 (`*/tests/*`) matches every buffer name and is slower on many buffers \
-                 (`rlm reindex` rebuilds it with them)",
-                inspection.documents
-            ),
-        )
     } else {
-        Check::ok(
-            NAME,
-            format!("{} documents, checksums ok", inspection.documents),
-        )
+        let documents = inspection.documents;
+        match older_index_note(&inspection) {
+            Some(why) => Check::ok(
+                NAME,
+                format!(
+                    "{documents} documents, checksums ok; written by an older rlm, which {why}"
+                ),
+            ),
+            None => Check::ok(NAME, format!("{documents} documents, checksums ok")),
+        }
     };
     (check, Some(inspection.live_segments))
+}
+
+/// What an index written by an older rlm lacks and costs, if it is one (`rlm reindex` mends it).
+fn older_index_note(inspection: &index::IndexInspection) -> Option<&'static str> {
+    if inspection.format == IndexFormat::RandomLeftOut {
+        Some(
+            "left digests and other random-looking tokens out and kept no buffer names, so \
+             `--path` filters read the buffer table (`rlm reindex` rebuilds it with both)",
+        )
+    } else if !inspection.buffer_names {
+        Some(
+            "kept no buffer names, so `--path` filters read the buffer table and are slower on \
+             many buffers (`rlm reindex` rebuilds it with them)",
+        )
+    } else if !inspection.path_components {
+        Some(
+            "kept no path components, so a `--path` glob with neither a literal prefix nor \
+             suffix (`*/tests/*`) matches every buffer name and is slower on many buffers \
+             (`rlm reindex` rebuilds it with them)",
+        )
+    } else {
+        None
+    }
 }
 
 fn vectors(connection: &Connection, chunks: u64) -> Check {
