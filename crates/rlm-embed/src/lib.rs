@@ -65,6 +65,7 @@ mod models_dir;
 #[cfg(feature = "onnx")]
 mod onnx;
 mod pooling;
+mod record_dots;
 mod static_model;
 mod vector_bytes;
 mod vector_index;

@@ -9,6 +9,7 @@ use std::collections::BinaryHeap;
 
 use crate::error::{Error, Result};
 use crate::manifest::ModelId;
+use crate::record_dots;
 
 /// One search result: a caller id and its cosine similarity (dot product of unit vectors).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -203,7 +204,26 @@ impl QuantizedQuery {
     /// [`score`](Self::score) of a row kept as bytes (each the `i8` value's two's complement,
     /// as `value as u8` writes it), e.g. read from a file.
     pub fn score_bytes(&self, row: &[u8], row_scale: f32) -> f32 {
-        dot_i8_bytes(&self.values, row) as f32 * row_scale * self.scale
+        record_dots::dot(&self.values, row) as f32 * row_scale * self.scale
+    }
+
+    /// Appends to `scores` the [`score_bytes`](Self::score_bytes) of each record of `records`:
+    /// a little-endian `f32` row scale, then the row's bytes, `4 + dimension` bytes in all (a
+    /// shorter tail is ignored). The same scores, several rows at a time where the CPU allows.
+    pub fn score_records(&self, records: &[u8], scores: &mut Vec<f32>) {
+        let mut dots =
+            Vec::with_capacity(records.len() / (record_dots::SCALE_BYTES + self.values.len()));
+        record_dots::dots(&self.values, records, &mut dots);
+        let record_bytes = record_dots::SCALE_BYTES + self.values.len();
+        scores.extend(
+            dots.iter()
+                .zip(records.chunks_exact(record_bytes))
+                .map(|(&dot, record)| {
+                    let row_scale =
+                        f32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+                    dot as f32 * row_scale * self.scale
+                }),
+        );
     }
 }
 
@@ -236,6 +256,29 @@ impl Candidates {
         } else if self.heap.peek().is_some_and(|worst| candidate < *worst) {
             self.heap.pop();
             self.heap.push(candidate);
+        }
+    }
+
+    /// Offers each of `scores` at its position counted from `first_position`: what
+    /// [`offer`](Self::offer) does for each in turn, with a quick test for the many rows of a
+    /// scan whose score is below the worst kept.
+    pub fn offer_scores(&mut self, scores: &[f32], first_position: usize) {
+        let mut worst = self.worst_kept();
+        for (offset, &score) in scores.iter().enumerate() {
+            // Strictly lower than the worst kept cannot be kept, whatever the positions.
+            if score < worst {
+                continue;
+            }
+            self.offer(score, first_position + offset);
+            worst = self.worst_kept();
+        }
+    }
+
+    /// The score a candidate must reach to be considered: the worst kept once full.
+    fn worst_kept(&self) -> f32 {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.wanted => worst.score,
+            _ => f32::NEG_INFINITY,
         }
     }
 
@@ -318,26 +361,6 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
             .iter()
             .zip(&b[tail_start..])
             .map(|(&x, &y)| i32::from(x) * i32::from(y))
-            .sum::<i32>()
-}
-
-/// [`dot_i8`] with `b` as bytes; `y as i8` is free, so this vectorizes the same way.
-fn dot_i8_bytes(a: &[i8], b: &[u8]) -> i32 {
-    let mut total = 0i32;
-    let blocks = a.chunks_exact(16).zip(b.chunks_exact(16));
-    for (x, y) in blocks {
-        let mut block = 0i32;
-        for lane in 0..16 {
-            block += i32::from(i16::from(x[lane]) * i16::from(y[lane] as i8));
-        }
-        total += block;
-    }
-    let tail_start = a.len() - a.len() % 16;
-    total
-        + a[tail_start..]
-            .iter()
-            .zip(&b[tail_start..])
-            .map(|(&x, &y)| i32::from(x) * i32::from(y as i8))
             .sum::<i32>()
 }
 

@@ -171,9 +171,34 @@ fn integer_dot_product_matches_naive_at_every_length() {
             .sum();
         assert_eq!(dot_i8(&a, &b), naive, "length {length}");
         let bytes: Vec<u8> = b.iter().map(|&y| y as u8).collect();
-        assert_eq!(dot_i8_bytes(&a, &bytes), naive, "bytes, length {length}");
+        assert_eq!(
+            crate::record_dots::dot(&a, &bytes),
+            naive,
+            "bytes, length {length}"
+        );
         let extreme = vec![-127i8; length];
         assert_eq!(dot_i8(&extreme, &extreme), 127 * 127 * length as i32);
+    }
+}
+
+#[test]
+fn scores_of_records_are_the_scores_of_their_rows() {
+    for dimension in [3usize, 64, 100] {
+        let query = QuantizedQuery::new(&unit_vectors(1, dimension, 5)[0]);
+        let mut records = Vec::new();
+        let mut expected = Vec::new();
+        for vector in unit_vectors(11, dimension, dimension as u64) {
+            let mut row = Vec::new();
+            let scale = quantize(&vector, &mut row);
+            let bytes: Vec<u8> = row.iter().map(|&value| value as u8).collect();
+            expected.push(query.score_bytes(&bytes, scale));
+            records.extend(scale.to_le_bytes());
+            records.extend(bytes);
+        }
+        let mut scores = vec![9.0];
+        query.score_records(&records, &mut scores);
+        assert_eq!(scores[0], 9.0, "appends");
+        assert_eq!(scores[1..], expected[..], "dimension {dimension}");
     }
 }
 
@@ -200,6 +225,12 @@ fn candidates_do_not_depend_on_scan_order_or_splits() {
         }
     }
     halves.merge(second);
+    // In runs, as a scan offers its blocks; last run first, so that ties with the worst kept
+    // come with lower positions, which win them.
+    let mut runs = Candidates::for_top(10);
+    for (run, part) in scores.chunks(37).enumerate().rev() {
+        runs.offer_scores(part, run * 37);
+    }
     let sorted = |candidates: Candidates| {
         let mut positions = candidates.into_positions();
         positions.sort_unstable();
@@ -209,4 +240,11 @@ fn candidates_do_not_depend_on_scan_order_or_splits() {
     assert_eq!(expected.len(), 40);
     assert_eq!(sorted(backward), expected);
     assert_eq!(sorted(halves), expected);
+    assert_eq!(sorted(runs), expected);
+    // All tied: the lowest positions are kept, however late they come.
+    let mut tied = Candidates::for_top(10);
+    for run in (0..10).rev() {
+        tied.offer_scores(&[1.0; 10], run * 10);
+    }
+    assert_eq!(sorted(tied), (0..40).collect::<Vec<_>>());
 }

@@ -187,17 +187,16 @@ impl VectorFile {
     ) -> Result<Candidates> {
         let row_bytes = 4 + self.dimension;
         let mut block = vec![0u8; self.rows_per_block() as usize * row_bytes];
+        let mut scores = Vec::with_capacity(self.rows_per_block() as usize);
         let mut candidates = Candidates::for_top(k);
         while let Some(&(start, end)) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
             let bytes = &mut block[..(end - start) as usize * row_bytes];
             self.file
                 .read_exact_at(bytes, HEADER_BYTES + start * row_bytes as u64)
                 .map_err(self.read_error())?;
-            for (offset, record) in bytes.chunks_exact(row_bytes).enumerate() {
-                let scale = f32::from_le_bytes([record[0], record[1], record[2], record[3]]);
-                let score = query.score_bytes(&record[4..], scale);
-                candidates.offer(score, (start + offset as u64) as usize);
-            }
+            scores.clear();
+            query.score_records(bytes, &mut scores);
+            candidates.offer_scores(&scores, start as usize);
         }
         Ok(candidates)
     }
