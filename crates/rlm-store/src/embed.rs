@@ -9,6 +9,7 @@
 //! vectors changed; filters pick the buffers' rows before ranking.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use rlm_embed::{Embedder, ModelId, VectorIndex, dot_f32, vector_from_bytes, vector_to_bytes};
 use rusqlite::{OptionalExtension as _, params};
@@ -162,8 +163,8 @@ impl Store {
     }
 
     /// [`semantic_search`](Self::semantic_search), running `beside` (a hybrid search's BM25
-    /// half) on this thread while other threads scan the vector file, so the query takes the
-    /// longer of the two rather than their sum.
+    /// half) on this thread while other threads start scanning the vector file; this thread
+    /// then scans beside them.
     pub(crate) fn semantic_search_beside<T>(
         &self,
         embedder: &dyn Embedder,
@@ -183,16 +184,8 @@ impl Store {
             let hits = self.semantic_search_in_rows(stored, &query_vector, buffers, limit)?;
             return Ok((hits, other));
         };
-        let (candidates, other) = std::thread::scope(|scope| {
-            let scan = scope.spawn(|| file.candidates(&query_vector, buffers, limit));
-            let other = beside(self);
-            // A scan only reads and scores; a panic there is a bug, passed on.
-            let candidates = scan
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (candidates, other)
-        });
-        let (candidates, other) = (candidates?, other?);
+        let (candidates, other) =
+            Arc::new(file).candidates_beside(&query_vector, buffers, limit, || beside(self))?;
         let mut statement = self
             .connection
             .prepare_cached("SELECT vector FROM embeddings WHERE chunk_id = ?1")?;

@@ -18,6 +18,7 @@ use std::io::{BufWriter, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use rlm_embed::{Candidates, QuantizedQuery};
 use rusqlite::Connection;
@@ -103,62 +104,56 @@ impl VectorFile {
 
     /// Candidate chunk ids of a top-`k` search for `query` among the chunks of `buffers` (all
     /// when `None`), by the int8 scan; the caller re-scores them exactly.
+    #[cfg(test)]
     pub(crate) fn candidates(
-        &self,
+        self: &Arc<Self>,
         query: &[f32],
         buffers: Option<&[i64]>,
         k: usize,
     ) -> Result<Vec<i64>> {
-        let ranges: Vec<(u64, u64)> = match buffers {
-            None => vec![(0, self.rows)],
-            Some(buffers) => {
-                let allowed: HashSet<i64> = buffers.iter().copied().collect();
-                let mut ranges: Vec<(u64, u64)> = Vec::new();
-                for &(buffer, first, count) in &self.buffers {
-                    if count == 0 || !allowed.contains(&buffer) {
-                        continue;
-                    }
-                    match ranges.last_mut() {
-                        Some(last) if last.1 == first => last.1 = first + count,
-                        _ => ranges.push((first, first + count)),
-                    }
-                }
-                ranges
-            }
-        };
+        Ok(self.candidates_beside(query, buffers, k, || Ok(()))?.0)
+    }
+
+    /// [`candidates`](Self::candidates), running `beside` (a hybrid search's BM25 half) on
+    /// the calling thread while helper threads start on the scan, which the calling thread
+    /// then joins.
+    ///
+    /// Whoever is running takes the next block, so a query never waits for a thread that has
+    /// not started: on a machine whose cores are busy a new thread can wait several
+    /// milliseconds for its first turn, and by then the calling thread may have scanned
+    /// everything. A helper that starts after the last block is taken has nothing to do.
+    pub(crate) fn candidates_beside<T>(
+        self: &Arc<Self>,
+        query: &[f32],
+        buffers: Option<&[i64]>,
+        k: usize,
+        beside: impl FnOnce() -> Result<T>,
+    ) -> Result<(Vec<i64>, T)> {
+        let ranges = self.ranges(buffers);
         let total: u64 = ranges.iter().map(|(start, end)| end - start).sum();
         if total == 0 || k == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), beside()?));
         }
-        let query = QuantizedQuery::new(query);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(MAX_THREADS)
             .min(total.div_ceil(ROWS_PER_THREAD) as usize)
             .max(1);
-        let blocks = blocks(&ranges, self.rows_per_block());
-        // Threads take the next block as they finish one rather than a fixed share: when another
-        // process holds one core, the thread beside it does less and the other more, and the
-        // query is not as slow as the slower share.
-        let next = AtomicUsize::new(0);
-        let candidates = if threads == 1 {
-            self.scan(&blocks, &next, &query, k)?
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads)
-                    .map(|_| scope.spawn(|| self.scan(&blocks, &next, &query, k)))
-                    .collect();
-                let mut merged = Candidates::for_top(k);
-                for handle in handles {
-                    // A scan thread only reads and scores; a panic there is a bug, passed on.
-                    let part = handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-                    merged.merge(part);
-                }
-                Ok::<_, Error>(merged)
-            })?
+        let scan = Arc::new(Scan::new(
+            Arc::clone(self),
+            QuantizedQuery::new(query),
+            k,
+            blocks(&ranges, self.rows_per_block()),
+        ));
+        scan.start_helpers(threads - 1);
+        let other = match beside() {
+            Ok(other) => other,
+            Err(error) => {
+                scan.stop();
+                return Err(error);
+            }
         };
+        let candidates = scan.finish()?;
         let mut ids = Vec::new();
         let mut bytes = [0u8; 8];
         for position in candidates.into_positions() {
@@ -167,38 +162,31 @@ impl VectorFile {
                 .map_err(self.read_error())?;
             ids.push(i64::from_le_bytes(bytes));
         }
-        Ok(ids)
+        Ok((ids, other))
+    }
+
+    /// The row ranges of `buffers` (all rows when `None`), adjacent ones joined.
+    fn ranges(&self, buffers: Option<&[i64]>) -> Vec<(u64, u64)> {
+        let Some(buffers) = buffers else {
+            return vec![(0, self.rows)];
+        };
+        let allowed: HashSet<i64> = buffers.iter().copied().collect();
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for &(buffer, first, count) in &self.buffers {
+            if count == 0 || !allowed.contains(&buffer) {
+                continue;
+            }
+            match ranges.last_mut() {
+                Some(last) if last.1 == first => last.1 = first + count,
+                _ => ranges.push((first, first + count)),
+            }
+        }
+        ranges
     }
 
     /// Rows read and scored at once.
     fn rows_per_block(&self) -> u64 {
         (BLOCK_BYTES / (4 + self.dimension)).max(1) as u64
-    }
-
-    /// Scores the blocks not yet taken, taking them one at a time through `next`, and keeps
-    /// the best. Which thread scores a block does not matter: [`Candidates`] keeps the same set
-    /// whatever the order and split.
-    fn scan(
-        &self,
-        blocks: &[(u64, u64)],
-        next: &AtomicUsize,
-        query: &QuantizedQuery,
-        k: usize,
-    ) -> Result<Candidates> {
-        let row_bytes = 4 + self.dimension;
-        let mut block = vec![0u8; self.rows_per_block() as usize * row_bytes];
-        let mut scores = Vec::with_capacity(self.rows_per_block() as usize);
-        let mut candidates = Candidates::for_top(k);
-        while let Some(&(start, end)) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
-            let bytes = &mut block[..(end - start) as usize * row_bytes];
-            self.file
-                .read_exact_at(bytes, HEADER_BYTES + start * row_bytes as u64)
-                .map_err(self.read_error())?;
-            scores.clear();
-            query.score_records(bytes, &mut scores);
-            candidates.offer_scores(&scores, start as usize);
-        }
-        Ok(candidates)
     }
 
     fn read_error(&self) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -207,6 +195,148 @@ impl VectorFile {
             path: self.path.clone(),
             source,
         }
+    }
+}
+
+/// One query's scan of the vector file, shared by the calling thread and its helpers.
+struct Scan {
+    file: Arc<VectorFile>,
+    query: QuantizedQuery,
+    k: usize,
+    blocks: Vec<(u64, u64)>,
+    /// The next block to take; at or past the end when none is left (or the scan stopped).
+    next: AtomicUsize,
+    state: Mutex<ScanState>,
+    /// Signalled whenever a thread adds what it kept to `state`.
+    progress: Condvar,
+}
+
+#[derive(Default)]
+struct ScanState {
+    kept: Option<Candidates>,
+    /// Blocks whose rows are in `kept`.
+    blocks_done: usize,
+    /// The first read error, which ends the scan.
+    error: Option<Error>,
+    /// A helper's panic, passed on to the calling thread: a scan only reads and scores, so a
+    /// panic there is a bug.
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl Scan {
+    fn new(
+        file: Arc<VectorFile>,
+        query: QuantizedQuery,
+        k: usize,
+        blocks: Vec<(u64, u64)>,
+    ) -> Self {
+        Self {
+            file,
+            query,
+            k,
+            blocks,
+            next: AtomicUsize::new(0),
+            state: Mutex::new(ScanState::default()),
+            progress: Condvar::new(),
+        }
+    }
+
+    /// Starts up to `count` helper threads (fewer if the system refuses one: the calling
+    /// thread scans whatever they do not).
+    fn start_helpers(self: &Arc<Self>, count: usize) {
+        for _ in 0..count {
+            let scan = Arc::clone(self);
+            let started = std::thread::Builder::new()
+                .name("rlm-vector-scan".into())
+                .spawn(move || {
+                    let outcome =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan.work()));
+                    if let Err(panic) = outcome {
+                        scan.stop();
+                        scan.lock().panic.get_or_insert(panic);
+                        scan.progress.notify_all();
+                    }
+                });
+            if started.is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Takes blocks until none is left, then adds what it kept to the shared state.
+    fn work(&self) {
+        let row_bytes = 4 + self.file.dimension;
+        let mut block = vec![0u8; self.file.rows_per_block() as usize * row_bytes];
+        let mut scores = Vec::with_capacity(self.file.rows_per_block() as usize);
+        let mut kept = Candidates::for_top(self.k);
+        let mut done = 0;
+        let mut failed = None;
+        while let Some(&(start, end)) = self.blocks.get(self.next.fetch_add(1, Ordering::Relaxed)) {
+            let bytes = &mut block[..(end - start) as usize * row_bytes];
+            if let Err(error) = self
+                .file
+                .file
+                .read_exact_at(bytes, HEADER_BYTES + start * row_bytes as u64)
+            {
+                failed = Some(self.file.read_error()(error));
+                self.stop();
+                break;
+            }
+            scores.clear();
+            self.query.score_records(bytes, &mut scores);
+            kept.offer_scores(&scores, start as usize);
+            done += 1;
+        }
+        let mut state = self.lock();
+        match &mut state.kept {
+            Some(all) => all.merge(kept),
+            None => state.kept = Some(kept),
+        }
+        state.blocks_done += done;
+        if let Some(error) = failed {
+            state.error.get_or_insert(error);
+        }
+        drop(state);
+        self.progress.notify_all();
+    }
+
+    /// Leaves the blocks not yet taken untaken.
+    fn stop(&self) {
+        self.next.store(self.blocks.len(), Ordering::Relaxed);
+    }
+
+    /// Scans on the calling thread too, then waits for the blocks helpers took and returns
+    /// everything kept. Which thread scored a block does not matter: [`Candidates`] keeps the
+    /// same set whatever the order and split.
+    fn finish(&self) -> Result<Candidates> {
+        self.work();
+        let mut state = self.lock();
+        loop {
+            if let Some(panic) = state.panic.take() {
+                drop(state);
+                std::panic::resume_unwind(panic);
+            }
+            if let Some(error) = state.error.take() {
+                return Err(error);
+            }
+            if state.blocks_done >= self.blocks.len() {
+                return Ok(state
+                    .kept
+                    .take()
+                    .unwrap_or_else(|| Candidates::for_top(self.k)));
+            }
+            state = self
+                .progress
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ScanState> {
+        // Nothing panics while holding the lock; a poisoned one still holds whole counts.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -365,12 +495,23 @@ mod tests {
         assert!(blocks(&[], 3).is_empty());
     }
 
+    /// Chunk ids of the rows `candidates` kept, sorted (row `r` holds chunk `10 r`).
+    fn ids_of(candidates: Candidates) -> Vec<i64> {
+        let mut ids: Vec<i64> = candidates
+            .into_positions()
+            .into_iter()
+            .map(|row| row as i64 * 10)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     #[test]
     fn threads_taking_blocks_keep_what_one_pass_keeps() {
         let dir = tempfile::tempdir().unwrap();
         // Enough rows for several threads (where the machine has the cores) and many blocks.
         let rows = 5 * ROWS_PER_THREAD;
-        let file = vector_file(dir.path(), rows);
+        let file = Arc::new(vector_file(dir.path(), rows));
         let query: Vec<f32> = (0..DIMENSION).map(|i| (i as f32 - 3.5) / 4.0).collect();
         let quantized = QuantizedQuery::new(&query);
         let (first, second) = (rows / 3, rows / 2);
@@ -382,6 +523,7 @@ mod tests {
             ),
             (Some(&[2_i64][..]), vec![(first, first + second)]),
         ] {
+            assert_eq!(file.ranges(buffers), ranges);
             for k in [1, 10, 100] {
                 let mut one_pass = Candidates::for_top(k);
                 for (start, end) in &ranges {
@@ -395,16 +537,55 @@ mod tests {
                         one_pass.offer(quantized.score_bytes(&record[4..], scale), row as usize);
                     }
                 }
-                let mut expected: Vec<i64> = one_pass
-                    .into_positions()
-                    .into_iter()
-                    .map(|row| row as i64 * 10)
-                    .collect();
-                expected.sort_unstable();
+                let expected = ids_of(one_pass);
                 let mut found = file.candidates(&query, buffers, k).unwrap();
                 found.sort_unstable();
                 assert_eq!(found, expected, "{buffers:?}, k {k}");
+                // The calling thread alone (as when no helper gets a core before it is done),
+                // and beside three helpers.
+                for helpers in [0, 3] {
+                    let scan = Arc::new(Scan::new(
+                        Arc::clone(&file),
+                        quantized.clone(),
+                        k,
+                        blocks(&ranges, file.rows_per_block()),
+                    ));
+                    scan.start_helpers(helpers);
+                    let kept = scan.finish().unwrap();
+                    assert_eq!(
+                        ids_of(kept),
+                        expected,
+                        "{buffers:?}, k {k}, {helpers} helpers"
+                    );
+                }
             }
         }
+    }
+
+    #[test]
+    fn beside_runs_on_the_calling_thread_and_its_error_ends_the_search() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = Arc::new(vector_file(dir.path(), 3 * ROWS_PER_THREAD));
+        let query = vec![0.5; DIMENSION];
+        let caller = std::thread::current().id();
+        let (mut ids, ran_on) = file
+            .candidates_beside(&query, None, 10, || Ok(std::thread::current().id()))
+            .unwrap();
+        assert_eq!(ran_on, caller);
+        let mut alone = file.candidates(&query, None, 10).unwrap();
+        ids.sort_unstable();
+        alone.sort_unstable();
+        assert_eq!(ids.len(), 40);
+        assert_eq!(ids, alone);
+        let failed = file.candidates_beside(&query, None, 10, || -> Result<()> {
+            Err(Error::UnknownChunk(7))
+        });
+        assert!(matches!(failed, Err(Error::UnknownChunk(7))), "{failed:?}");
+        // Nothing to scan: `beside` still runs.
+        let (ids, value) = file
+            .candidates_beside(&query, Some(&[]), 10, || Ok(42))
+            .unwrap();
+        assert!(ids.is_empty());
+        assert_eq!(value, 42);
     }
 }
