@@ -12,10 +12,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
-use tantivy::indexer::LogMergePolicy;
+use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery,
 };
@@ -28,7 +30,9 @@ use tantivy::{
     TantivyDocument, Term,
 };
 
+use crate::document_queue::{CountingTokenizer, DocumentQueue, Waited};
 use crate::error::{Error, Result};
+use crate::merge_policy::BoundedMergePolicy;
 use crate::name_filter::{
     BufferGlob, COMPONENT_FIELD, FilteredSearch, NAME_FIELD, PATH_FIELD, REVERSED_NAME_FIELD,
     REVERSED_PATH_FIELD, component_terms, reversed,
@@ -42,10 +46,9 @@ use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, IndexFormat, query_plan};
 /// are flushed and merging them costs 45% more time.
 const WRITER_MEMORY_BYTES: usize = 40 * 1024 * 1024;
 
-/// Segments of one size class merged at once. tantivy's default (8) merges the ~12 segments a
-/// 100 MB load flushes while the load runs, which cost 60% more load time; searching 16 small
-/// segments instead of 1 adds well under a millisecond.
-const MIN_SEGMENTS_PER_MERGE: usize = 16;
+/// Merges run one at a time (tantivy's default is 4), so a load holds at most one merge's
+/// memory (see [`BoundedMergePolicy`]) whatever the file's size.
+const MERGE_THREADS: usize = 1;
 
 /// The commit payload of an index in [`IndexFormat::UniqueHashed`]. Indexes written before it
 /// carry no payload; an index without segments is written in the current format.
@@ -77,6 +80,11 @@ pub(crate) type HoldsTerms<'a> = dyn FnMut(&[i64], &[String]) -> Result<Vec<bool
 
 pub(crate) struct Bm25Index {
     index: Index,
+    /// The index directory.
+    path: PathBuf,
+    /// Text bytes the indexing threads of this process have taken up (see
+    /// [`crate::document_queue`]).
+    taken_up: Arc<AtomicU64>,
     /// Opened on first search and reloaded after each commit of this process; opening one per
     /// query would cost more than the query.
     reader: std::sync::OnceLock<IndexReader>,
@@ -166,12 +174,18 @@ impl Bm25Index {
             Some(format) => format,
             None => format_of(&index)?,
         };
+        let taken_up = Arc::new(AtomicU64::new(0));
         index.tokenizers().register(
             CODE_TOKENIZER,
-            TextAnalyzer::from(CodeTokenizer::new(format)),
+            TextAnalyzer::from(CountingTokenizer::new(
+                CodeTokenizer::new(format),
+                taken_up.clone(),
+            )),
         );
         Ok(Self {
             index,
+            path: path.to_owned(),
+            taken_up,
             reader: std::sync::OnceLock::new(),
             chunk_id,
             buffer_id,
@@ -202,15 +216,17 @@ impl Bm25Index {
 
     pub(crate) fn writer(&self) -> Result<Bm25Writer<'_>> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
-        let writer: IndexWriter = self
-            .index
-            .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?;
-        let mut policy = LogMergePolicy::default();
-        policy.set_min_num_segments(MIN_SEGMENTS_PER_MERGE);
-        writer.set_merge_policy(Box::new(policy));
+        let options = IndexWriterOptions::builder()
+            .num_worker_threads(threads)
+            .memory_budget_per_thread(WRITER_MEMORY_BYTES / threads)
+            .num_merge_threads(MERGE_THREADS)
+            .build();
+        let writer: IndexWriter = self.index.writer_with_options(options)?;
+        writer.set_merge_policy(Box::new(BoundedMergePolicy::new(self.path.clone())));
         Ok(Bm25Writer {
             index: self,
             writer,
+            queue: DocumentQueue::new(self.taken_up.clone()),
         })
     }
 
@@ -561,10 +577,15 @@ pub(crate) fn inspect(path: &Path) -> Result<Option<IndexInspection>> {
     }))
 }
 
+/// Bytes of a document besides its text and its buffer's name and path (twice each, plus their
+/// components): two numbers and each value's length.
+const DOCUMENT_OVERHEAD_BYTES: usize = 64;
+
 /// An open index writer; dropping it without [`Bm25Writer::commit`] discards its changes.
 pub(crate) struct Bm25Writer<'a> {
     index: &'a Bm25Index,
     writer: IndexWriter,
+    queue: DocumentQueue,
 }
 
 impl Bm25Writer<'_> {
@@ -579,7 +600,11 @@ impl Bm25Writer<'_> {
         buffer: &IndexedBuffer<'_>,
         text: &str,
     ) -> Result<()> {
-        let mut document = TantivyDocument::new();
+        // Sized for its values: tantivy's default (1 KB, doubled as needed) would hold a 2 KB
+        // chunk in 4 KB, and up to 10,000 documents wait in its queue.
+        let names = buffer.name.len() + buffer.path.map_or(0, str::len);
+        let mut document =
+            TantivyDocument::with_capacity(text.len() + 3 * names + DOCUMENT_OVERHEAD_BYTES);
         document.add_u64(self.index.chunk_id, chunk_id as u64);
         document.add_u64(self.index.buffer_id, buffer.id as u64);
         document.add_text(self.index.text, text);
@@ -597,6 +622,9 @@ impl Bm25Writer<'_> {
             }
         }
         self.writer.add_document(document)?;
+        if self.queue.sent(text.len() as u64) == Waited::Stalled {
+            tracing::debug!("the indexing threads took up no text for a while; not waiting");
+        }
         Ok(())
     }
 
@@ -617,5 +645,35 @@ impl Bm25Writer<'_> {
         commit.commit()?;
         self.writer.wait_merging_threads()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+
+    #[test]
+    fn the_indexing_threads_count_every_chunk_they_take_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Bm25Index::open(dir.path()).unwrap();
+        let buffer = IndexedBuffer {
+            id: 1,
+            name: "app.log",
+            path: Some("/var/log/app.log"),
+        };
+        let texts: Vec<String> = (0..500)
+            .map(|n| format!("request {n} failed with timeout {}", "x".repeat(n % 50)))
+            .collect();
+        let writer = index.writer().unwrap();
+        for (id, text) in texts.iter().enumerate() {
+            writer.add_chunk(id as i64, &buffer, text).unwrap();
+        }
+        writer.commit().unwrap();
+        let total: usize = texts.iter().map(String::len).sum();
+        assert_eq!(index.taken_up.load(Ordering::Relaxed), total as u64);
+        assert_eq!(index.document_count().unwrap(), 500);
     }
 }

@@ -29,6 +29,7 @@
 
 mod admin;
 mod doctor;
+mod document_queue;
 mod embed;
 mod error;
 mod grep;
@@ -36,6 +37,7 @@ mod index;
 mod leftovers;
 mod load;
 mod memory;
+mod merge_policy;
 mod name_filter;
 mod read;
 mod reindex;
