@@ -14,7 +14,7 @@ use std::arch::x86_64::{
 };
 
 use super::avx2::prefix_xor;
-use super::structure::complete;
+use super::structure::{complete, stays_deep};
 use super::{CHUNK, CsvMasks, JsonMasks, JsonState};
 
 /// Whether the CPU has what the functions below are compiled for, and is one this kernel is
@@ -122,8 +122,7 @@ fn csv_chunk(chunk: &[u8; CHUNK]) -> CsvMasks {
 pub(super) fn depth_one(depth: usize, opens: u64, closes: u64) -> Option<(u64, usize)> {
     let closing = closes.count_ones() as usize;
     let deeper = depth + opens.count_ones() as usize;
-    if depth > closing + 1 {
-        // Too deep for the closing brackets here to reach depth 1.
+    if stays_deep(depth, opens, closes) {
         return Some((0, deeper - closing));
     }
     // Now `depth <= 65`, and every sum of the chunk's steps is within ±64: bytes hold them all.

@@ -71,8 +71,7 @@ pub(super) fn prefix_xor(mut bits: u64) -> u64 {
 pub(super) fn depth_one(depth: usize, opens: u64, closes: u64) -> Option<(u64, usize)> {
     let brackets = opens | closes;
     let closing = closes.count_ones() as usize;
-    if depth > closing + 1 {
-        // Too deep for the closing brackets here to reach depth 1.
+    if stays_deep(depth, opens, closes) {
         return Some((0, depth + opens.count_ones() as usize - closing));
     }
     let mut entries = 0u64;
@@ -89,6 +88,21 @@ pub(super) fn depth_one(depth: usize, opens: u64, closes: u64) -> Option<(u64, u
         rest ^= bracket;
     }
     Some((depth_one_runs(depth, brackets, entries), after))
+}
+
+/// Whether the depth, `depth` where the chunk starts, stays above 1 through the chunk's
+/// brackets, by a bound cheaper than the depth of every byte: the closing brackets before the
+/// first opening one take the depth down one each, and after that opening bracket the depth is
+/// at least one more than the start minus all the closing brackets. Inside records of an array
+/// this passes most chunks with a nested value, `{..}` or `[..]`, that opens and closes in them
+/// (a bound by the closing brackets alone would not).
+#[inline(always)]
+pub(super) fn stays_deep(depth: usize, opens: u64, closes: u64) -> bool {
+    // Up to and including the first opening bracket (every bit if there is none).
+    let to_first_open = opens ^ opens.wrapping_sub(1);
+    let before_first_open = (closes & to_first_open).count_ones() as usize;
+    let closing = closes.count_ones() as usize;
+    depth > before_first_open + 1 && depth > closing
 }
 
 /// The bytes read at depth 1, given the brackets after which the depth is 1 (`entries`).

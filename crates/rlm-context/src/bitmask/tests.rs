@@ -1,4 +1,4 @@
-use super::structure::{depth_one, escaped_bytes, prefix_xor};
+use super::structure::{depth_one, escaped_bytes, prefix_xor, stays_deep};
 use super::*;
 
 fn xorshift(state: &mut u64) -> u64 {
@@ -276,6 +276,30 @@ fn depth_one_marks_bytes_outside_nested_values() {
     assert_eq!(depth_one(3, 1, 0), Some((0, 4)));
     assert_eq!(depth_one(1, 0, 1), None);
     assert_eq!(depth_one(2, 0, 1 << 63), Some((0, 1)));
+}
+
+#[test]
+fn a_nested_value_that_opens_and_closes_in_the_chunk_stays_deep() {
+    // `{..}` inside a record at depth 2: the closing bracket alone would allow depth 1.
+    assert!(stays_deep(2, 1 << 2, 1 << 5));
+    // `]}` closing the record: it does reach depth 1.
+    assert!(!stays_deep(2, 1 << 2, 1 << 5 | 1 << 6));
+    // A closing bracket before the first opening one.
+    assert!(!stays_deep(2, 1 << 9, 1 << 5));
+    assert!(stays_deep(3, 1 << 9, 1 << 5));
+    // Whenever the bound says so, the walk never reaches depth 1.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    for depth in [1, 2, 3, 4, 9] {
+        for _ in 0..5_000 {
+            let brackets = xorshift(&mut state) & xorshift(&mut state) & xorshift(&mut state);
+            let opens = brackets & xorshift(&mut state);
+            let closes = brackets & !opens;
+            if stays_deep(depth, opens, closes) {
+                let walked = depth_one_by_walking(depth, opens, closes);
+                assert_eq!(walked.map(|(mask, _)| mask), Some(0), "depth {depth}");
+            }
+        }
+    }
 }
 
 /// [`depth_one`] byte by byte.
