@@ -12,12 +12,12 @@ use crate::delimited::{QUOTED_FIELD_LIMIT, split_fields};
 use crate::fields::FieldSet;
 use crate::format::Format;
 use crate::json_scan::JsonScanner;
-use crate::read_ahead::with_read_ahead;
+use crate::read_ahead::{a_core_is_free, with_read_ahead};
 use crate::records::{
     DelimitedRowCounter, HeadingCounter, LineRecordCounter, UnclosedQuotes, heading_level,
 };
 use crate::sample::{LineSampler, WindowSchedule};
-use crate::scan::{BLOCK_SIZE, BlockReader, Blocks, TextStats, lossy};
+use crate::scan::{BLOCK_SIZE, Block, BlockFacts, BlockReader, Blocks, TextStats, lossy};
 use crate::sniff::{Verdict, first_rows, sniff};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -159,8 +159,8 @@ pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMeta
 /// millisecond).
 const READ_AHEAD_MIN_BYTES: u64 = 4 * BLOCK_SIZE as u64;
 
-/// The pass over a file, reading ahead on a second thread when the file is large and the
-/// process may use more than one CPU (on one, the two threads would only take turns). A FIFO
+/// The pass over a file, reading ahead on a second thread when the file is large and a core is
+/// free for it ([`a_core_is_free`]; otherwise the two threads would only take turns). A FIFO
 /// (no size) is read on this thread: a small one would pay for the thread, and its writer, not
 /// the copy, usually sets the pace.
 fn analyze_file(
@@ -170,7 +170,7 @@ fn analyze_file(
     size: Option<u64>,
 ) -> io::Result<ContextMetadata> {
     let large = size.is_some_and(|size| size > READ_AHEAD_MIN_BYTES);
-    if large && std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1) {
+    if large && a_core_is_free() {
         with_read_ahead(file, BLOCK_SIZE, |blocks| {
             analyze_blocks(blocks, name, options, size)
         })
@@ -251,7 +251,12 @@ fn analyze_blocks(
     options: &AnalyzeOptions,
     size_hint: Option<u64>,
 ) -> io::Result<ContextMetadata> {
-    let Some((first, complete)) = blocks.next_block()? else {
+    let Some(Block {
+        bytes: first,
+        last: complete,
+        facts,
+    }) = blocks.next_block()?
+    else {
         return Ok(Analysis::new(name, Verdict::empty()).finish());
     };
     let bom = first.starts_with(BOM);
@@ -263,9 +268,9 @@ fn analyze_blocks(
     let size_hint = size_hint.or(complete.then_some(first.len() as u64));
     let windows = WindowSchedule::new(options.field_windows, size_hint);
     analysis.inspect_prefix(prefix, complete, options, windows);
-    analysis.feed(first, prefix);
-    while let Some((block, _)) = blocks.next_block()? {
-        analysis.feed(block, block);
+    analysis.feed(first, prefix, facts);
+    while let Some(block) = blocks.next_block()? {
+        analysis.feed(block.bytes, block.bytes, block.facts);
     }
     Ok(analysis.finish())
 }
@@ -405,8 +410,8 @@ impl Analysis {
             .unwrap_or_default()
     }
 
-    fn feed(&mut self, block: &[u8], content: &[u8]) {
-        self.stats.feed(block);
+    fn feed(&mut self, block: &[u8], content: &[u8], facts: Option<BlockFacts>) {
+        self.stats.feed(block, facts);
         match &mut self.counter {
             Counter::None => {}
             Counter::Ndjson(counter, sampler) => {
@@ -685,6 +690,25 @@ mod tests {
             }
             let whole = analyze_bytes(input.as_bytes(), Some("input"), &AnalyzeOptions::default());
             assert_eq!(threaded(input.as_bytes(), BLOCK_SIZE), whole);
+        }
+    }
+
+    #[test]
+    fn read_ahead_counts_invalid_utf8_and_crlf_as_the_plain_pass() {
+        // CR LF pairs and invalid sequences fall on block edges at these sizes; the reading
+        // thread's counts of each block must add up as the scan's own do.
+        let mut input = Vec::new();
+        for i in 0..300 {
+            input.extend_from_slice(format!("line {i} é\r\n").as_bytes());
+            if i % 7 == 0 {
+                input.extend_from_slice(b"bad \xff\xfe cut \xe2\x82 end\r\n");
+            }
+        }
+        for block_size in [8, 13, 61, 1000, BLOCK_SIZE] {
+            let expected = plain(&input, block_size);
+            assert!(!expected.encoding.valid_utf8);
+            assert_eq!(expected.encoding.crlf_lines, 343);
+            assert_eq!(threaded(&input, block_size), expected, "block {block_size}");
         }
     }
 

@@ -4,7 +4,9 @@
 //! comes on top of the scan. [`with_read_ahead`] moves the reads to a scoped thread that fills
 //! a few recycled buffers ahead of the scan, so with a free core the pass takes about as long as
 //! the longer of the two rather than their sum. With no free core it is a loss (the threads take
-//! turns and each block moves between caches): see `BENCHMARKS.md`. The blocks are those
+//! turns and each block moves between caches): see `BENCHMARKS.md`. The reading thread also works
+//! out each block's [`BlockFacts`] (its line and character counts and whether it is valid UTF-8)
+//! after reading it, work taken off the scan, the slower side. The blocks are those
 //! [`BlockReader`] gives: the same [`BlockSource::fill`] cuts them, and the bytes an unfinished
 //! UTF-8 sequence leaves at a block's end are moved to the start of the next buffer.
 //!
@@ -14,7 +16,32 @@ use std::io::{self, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
-use crate::scan::{BlockSource, Blocks, MIN_BLOCK_SIZE};
+use crate::scan::{Block, BlockFacts, BlockSource, Blocks, MIN_BLOCK_SIZE};
+
+/// Whether a second thread would have a core to itself: the process may use more than one CPU
+/// and, where Linux says how many tasks are runnable right now (the fourth field of
+/// `/proc/loadavg`, this thread included), fewer than that many are. With every core busy the
+/// read-ahead is a loss (JSON array 2.29× `wc -l` on one thread against 2.50× with the thread,
+/// `BENCHMARKS.md`). The count is of one instant and of the whole machine, so a short burst of
+/// other work can tip it either way; it costs a read of a small in-memory file, a few
+/// microseconds against the milliseconds of a file worth reading ahead.
+pub(crate) fn a_core_is_free() -> bool {
+    let cpus = thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cpus < 2 {
+        return false;
+    }
+    match std::fs::read_to_string("/proc/loadavg") {
+        Ok(loadavg) => runnable_tasks(&loadavg).is_none_or(|runnable| runnable < cpus),
+        // Not Linux, or no procfs: nothing says the cores are busy.
+        Err(_) => true,
+    }
+}
+
+/// The runnable tasks in the text of `/proc/loadavg`: `0.85 1.82 2.76 4/95 26463` has 4.
+fn runnable_tasks(loadavg: &str) -> Option<usize> {
+    let (runnable, _) = loadavg.split_whitespace().nth(3)?.split_once('/')?;
+    runnable.parse().ok()
+}
 
 /// Buffers in flight: one being scanned, one being filled, one ready, so neither side waits on
 /// the other's jitter. Each is a block, so memory use stays a few blocks whatever the input.
@@ -26,6 +53,7 @@ struct FilledBlock {
     /// Where the block ends in `buffer` (the rest of the buffer is not part of it).
     end: usize,
     last: bool,
+    facts: BlockFacts,
 }
 
 /// What the reading thread sends: a block, the end of the input (`None`), or the read's error.
@@ -98,10 +126,12 @@ fn read_blocks<R: Read>(
             Ok(Some(block)) => {
                 carry.clear();
                 carry.extend_from_slice(&buffer[block.end..block.len]);
+                let facts = BlockFacts::of(&buffer[..block.end]);
                 Ok(Some(FilledBlock {
                     buffer,
                     end: block.end,
                     last: block.last,
+                    facts,
                 }))
             }
             Ok(None) => Ok(None),
@@ -125,7 +155,7 @@ pub(crate) struct ReadAheadBlocks {
 }
 
 impl Blocks for ReadAheadBlocks {
-    fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+    fn next_block(&mut self) -> io::Result<Option<Block<'_>>> {
         if let Some(block) = self.current.take() {
             // The channel has room for every buffer there is, so it is never full; if the
             // reading thread has ended the buffer is dropped, and the receive below says why.
@@ -137,7 +167,11 @@ impl Blocks for ReadAheadBlocks {
         match self.filled.recv() {
             Ok(Ok(Some(block))) => {
                 let block = self.current.insert(block);
-                Ok(Some((&block.buffer[..block.end], block.last)))
+                Ok(Some(Block {
+                    bytes: &block.buffer[..block.end],
+                    last: block.last,
+                    facts: Some(block.facts),
+                }))
             }
             Ok(Ok(None)) => {
                 self.ended = true;
@@ -161,14 +195,18 @@ mod tests {
     /// Every block and its last-block flag, then what the call after the end returned.
     type Transcript = (Vec<(Vec<u8>, bool)>, Option<(Vec<u8>, bool)>);
 
+    /// Also checks that facts sent with a block are the block's.
     fn transcript(blocks: &mut impl Blocks) -> io::Result<Transcript> {
         let mut seen = Vec::new();
-        while let Some((block, last)) = blocks.next_block()? {
-            seen.push((block.to_vec(), last));
+        while let Some(block) = blocks.next_block()? {
+            if let Some(facts) = block.facts {
+                assert_eq!(facts, BlockFacts::of(block.bytes));
+            }
+            seen.push((block.bytes.to_vec(), block.last));
         }
         let after_end = blocks
             .next_block()?
-            .map(|(block, last)| (block.to_vec(), last));
+            .map(|block| (block.bytes.to_vec(), block.last));
         Ok((seen, after_end))
     }
 
@@ -248,6 +286,15 @@ mod tests {
     }
 
     #[test]
+    fn runnable_tasks_are_the_fourth_field_of_loadavg() {
+        assert_eq!(runnable_tasks("0.85 1.82 2.76 4/95 26463\n"), Some(4));
+        assert_eq!(runnable_tasks("3.37 2.35 2.88 12/118 27017"), Some(12));
+        assert_eq!(runnable_tasks("0.85 1.82 2.76"), None);
+        assert_eq!(runnable_tasks("0.85 1.82 2.76 x/95 1"), None);
+        assert_eq!(runnable_tasks(""), None);
+    }
+
+    #[test]
     fn empty_input_gives_no_block() {
         assert_eq!(threaded(&b""[..], 16).unwrap(), (Vec::new(), None));
         assert_eq!(plain(&b""[..], 16).unwrap(), (Vec::new(), None));
@@ -298,7 +345,7 @@ mod tests {
             let mut bytes = 0;
             let err = loop {
                 match blocks.next_block() {
-                    Ok(Some((block, _))) => bytes += block.len(),
+                    Ok(Some(block)) => bytes += block.bytes.len(),
                     Ok(None) => panic!("the input has no end"),
                     Err(err) => break err,
                 }
@@ -327,7 +374,7 @@ mod tests {
         // Many blocks: the reading thread is waiting for a buffer when the consumer stops.
         let text = multibyte_text().repeat(100);
         let first = with_read_ahead(text.as_bytes(), 16, |blocks| {
-            Ok(blocks.next_block()?.map(|(block, _)| block.to_vec()))
+            Ok(blocks.next_block()?.map(|block| block.bytes.to_vec()))
         })
         .unwrap();
         let (expected, _) = plain(text.as_bytes(), 16).unwrap();

@@ -11,14 +11,46 @@
 use std::borrow::Cow;
 use std::io::{self, Read};
 
+use crate::counts::ByteCounts;
+
 /// Size of one block of the pass, and of the prefix used for structure.
 pub(crate) const BLOCK_SIZE: usize = 1 << 20;
 
 /// A source of blocks that never end inside a UTF-8 sequence (for valid text): [`BlockReader`]
 /// on the calling thread, or [`crate::read_ahead::ReadAheadBlocks`] filled by a second thread.
 pub(crate) trait Blocks {
-    /// The next block and whether it is the last one, or `None` at the end.
-    fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>>;
+    /// The next block, or `None` at the end.
+    fn next_block(&mut self) -> io::Result<Option<Block<'_>>>;
+}
+
+/// A block of the pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Block<'a> {
+    pub bytes: &'a [u8],
+    /// The input ended with this block.
+    pub last: bool,
+    /// The block's [`BlockFacts`], if its reader worked them out.
+    pub facts: Option<BlockFacts>,
+}
+
+/// What [`TextStats`] learns from a block by itself, so that the read-ahead thread can work it
+/// out right after the read, while the scan is busy with the block before: the scan is the
+/// slower side, and the bytes are still in the reading core's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockFacts {
+    counts: ByteCounts,
+    /// The block is valid UTF-8 (it is text by itself: blocks end on character boundaries).
+    valid: bool,
+}
+
+impl BlockFacts {
+    pub(crate) fn of(block: &[u8]) -> Self {
+        Self {
+            counts: crate::counts::count(block),
+            // SIMD validation; the precise walk of `TextStats` only runs on invalid input.
+            valid: simdutf8::basic::from_utf8(block).is_ok(),
+        }
+    }
 }
 
 /// Reads a stream as blocks that never end inside a UTF-8 sequence (for valid text).
@@ -44,7 +76,7 @@ impl<R: Read> BlockReader<R> {
 
 impl<R: Read> Blocks for BlockReader<R> {
     /// Fills the buffer as far as the input allows.
-    fn next_block(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+    fn next_block(&mut self) -> io::Result<Option<Block<'_>>> {
         // Move the held-back tail of the previous block to the front.
         if self.filled > 0 {
             let end = self.filled + self.carry;
@@ -57,7 +89,11 @@ impl<R: Read> Blocks for BlockReader<R> {
         };
         self.filled = filled.end;
         self.carry = filled.len - filled.end;
-        Ok(Some((&self.buffer[..filled.end], filled.last)))
+        Ok(Some(Block {
+            bytes: &self.buffer[..filled.end],
+            last: filled.last,
+            facts: None,
+        }))
     }
 }
 
@@ -164,29 +200,30 @@ impl TextStats {
         }
     }
 
-    pub(crate) fn feed(&mut self, block: &[u8]) {
+    /// Counts `block`, given its `facts` if they are known already.
+    pub(crate) fn feed(&mut self, block: &[u8], facts: Option<BlockFacts>) {
         if block.is_empty() {
             return;
         }
+        let facts = facts.unwrap_or_else(|| BlockFacts::of(block));
         let offset = self.bytes;
         self.bytes += block.len() as u64;
-        let counts = crate::counts::count(block);
+        let counts = facts.counts;
         self.newlines += counts.newlines;
         self.crlf += counts.crlf;
         if self.last_byte == Some(b'\r') && block[0] == b'\n' {
             self.crlf += 1;
         }
         self.last_byte = block.last().copied();
-        self.count_chars(block, offset, counts.char_starts);
+        if facts.valid {
+            self.chars += counts.char_starts;
+        } else {
+            self.count_invalid_chars(block, offset);
+        }
     }
 
-    /// Counts characters, given the block's `char_starts` (its characters if it is valid).
-    fn count_chars(&mut self, block: &[u8], offset: u64, char_starts: u64) {
-        // Fast path: SIMD validation; the precise walk below only runs on invalid input.
-        if simdutf8::basic::from_utf8(block).is_ok() {
-            self.chars += char_starts;
-            return;
-        }
+    /// Counts the characters of a block that is not valid UTF-8, and its invalid sequences.
+    fn count_invalid_chars(&mut self, block: &[u8], offset: u64) {
         let mut rest = block;
         let mut consumed = 0u64;
         loop {
@@ -234,8 +271,8 @@ mod tests {
     fn stats_in_blocks(input: &[u8], block_size: usize) -> TextStats {
         let mut reader = BlockReader::new(input, block_size);
         let mut stats = TextStats::default();
-        while let Some((block, _)) = reader.next_block().unwrap() {
-            stats.feed(block);
+        while let Some(block) = reader.next_block().unwrap() {
+            stats.feed(block.bytes, None);
         }
         stats
     }
