@@ -31,16 +31,23 @@ fn portable(query: &[i8], records: &[u8], out: &mut Vec<i32>) {
     );
 }
 
-/// Integer dot product of `query` with a row kept as bytes. Quantized values lie in
-/// [-127, 127], so each product fits in i16; multiplying in i16 and widening per block of 16
-/// lets LLVM use 16-bit SIMD multiplies (pmullw/pmaddwd on x86-64) instead of 32-bit ones.
+/// Integer dot product of `query` with a row kept as bytes.
 pub(crate) fn dot(query: &[i8], row: &[u8]) -> i32 {
+    dot_of(query, row, |byte| byte as i8)
+}
+
+/// Integer dot product of `query` with a row whose values `value` reads (an `i8` as itself, a
+/// byte as its two's complement). Quantized values lie in [-127, 127], so each product fits in
+/// i16; multiplying in i16 and widening per block of 16 lets LLVM use 16-bit SIMD multiplies
+/// (pmullw/pmaddwd on x86-64) instead of 32-bit ones.
+#[inline(always)]
+pub(crate) fn dot_of<T: Copy>(query: &[i8], row: &[T], value: impl Fn(T) -> i8) -> i32 {
     let mut total = 0i32;
     let blocks = query.chunks_exact(16).zip(row.chunks_exact(16));
     for (x, y) in blocks {
         let mut block = 0i32;
         for lane in 0..16 {
-            block += i32::from(i16::from(x[lane]) * i16::from(y[lane] as i8));
+            block += i32::from(i16::from(x[lane]) * i16::from(value(y[lane])));
         }
         total += block;
     }
@@ -49,7 +56,7 @@ pub(crate) fn dot(query: &[i8], row: &[u8]) -> i32 {
         + query[tail_start..]
             .iter()
             .zip(&row[tail_start..])
-            .map(|(&x, &y)| i32::from(x) * i32::from(y as i8))
+            .map(|(&x, &y)| i32::from(x) * i32::from(value(y)))
             .sum::<i32>()
 }
 

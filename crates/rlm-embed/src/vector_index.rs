@@ -342,26 +342,9 @@ pub fn quantize(vector: &[f32], out: &mut Vec<i8>) -> f32 {
     scale
 }
 
-/// Integer dot product. Quantized values lie in [-127, 127], so each product fits in i16;
-/// multiplying in i16 and widening per block of 16 lets LLVM use 16-bit SIMD multiplies
-/// (pmullw/pmaddwd on x86-64) instead of 32-bit ones.
+/// Integer dot product of two quantized rows ([`record_dots::dot_of`]).
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    let mut total = 0i32;
-    let blocks = a.chunks_exact(16).zip(b.chunks_exact(16));
-    for (x, y) in blocks {
-        let mut block = 0i32;
-        for lane in 0..16 {
-            block += i32::from(i16::from(x[lane]) * i16::from(y[lane]));
-        }
-        total += block;
-    }
-    let tail_start = a.len() - a.len() % 16;
-    total
-        + a[tail_start..]
-            .iter()
-            .zip(&b[tail_start..])
-            .map(|(&x, &y)| i32::from(x) * i32::from(y))
-            .sum::<i32>()
+    record_dots::dot_of(a, b, |value| value)
 }
 
 /// f32 dot product with independent accumulators so it vectorizes without fast-math: the exact
