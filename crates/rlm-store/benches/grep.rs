@@ -153,14 +153,22 @@ fn child(spec: &str) {
     );
     let store = Store::open(store).unwrap();
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let mut number = itoa::Buffer::new();
     store
         .grep(pattern, &options(flags), &mut |line| {
+            // As `rlm grep` writes an uncoloured line.
             if let GrepLine::Match {
                 buffer, line, text, ..
             } = line
             {
-                let _ = writeln!(out, "{buffer}:{line}:{text}");
+                let _ = out
+                    .write_all(buffer.as_bytes())
+                    .and_then(|()| out.write_all(b":"))
+                    .and_then(|()| out.write_all(number.format(line).as_bytes()))
+                    .and_then(|()| out.write_all(b":"))
+                    .and_then(|()| out.write_all(text.as_bytes()))
+                    .and_then(|()| out.write_all(b"\n"));
             }
             ControlFlow::Continue(())
         })

@@ -39,6 +39,7 @@ mod load;
 mod memory;
 mod merge_policy;
 mod name_filter;
+mod page_reader;
 mod read;
 mod reindex;
 mod schema;

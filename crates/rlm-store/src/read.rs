@@ -103,6 +103,17 @@ impl Store {
         .collect()
     }
 
+    /// All buffers, by name, with `chunks` left 0: for callers that never read it (`grep`),
+    /// spared [`Store::list`]'s pass over the whole chunk index.
+    pub(crate) fn list_uncounted(&self) -> Result<Vec<BufferInfo>> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT b.id, b.name, b.path, b.size, b.line_count, 0, b.strategy, b.sha256, b.loaded_at
+             FROM buffers b ORDER BY b.name",
+        )?;
+        let rows = statement.query_map([], buffer_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// The whole text of a buffer.
     pub fn text(&self, buffer: &BufferInfo) -> Result<String> {
         buffer_text(&self.connection, buffer.id)
@@ -434,14 +445,6 @@ pub(crate) fn read_blob(
     let mut bytes = vec![0; end - start];
     blob.read_at_exact(&mut bytes, start)?;
     Ok(bytes)
-}
-
-/// A reader of a buffer's stored text, streamed out of the database.
-pub(crate) fn buffer_reader(
-    connection: &Connection,
-    buffer_id: i64,
-) -> Result<rusqlite::blob::Blob<'_>> {
-    Ok(connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, true)?)
 }
 
 /// The whole text of a buffer (stored text is validated UTF-8 at load).

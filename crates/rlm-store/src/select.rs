@@ -184,8 +184,27 @@ impl Store {
         names: &[String],
         path_glob: Option<&str>,
     ) -> Result<Vec<BufferInfo>> {
+        self.filter_listed(names, path_glob, Self::list)
+    }
+
+    /// As [`Store::filter_buffers`], but when every buffer is listed their `chunks` are 0
+    /// ([`Store::list_uncounted`]).
+    pub(crate) fn filter_buffers_uncounted(
+        &self,
+        names: &[String],
+        path_glob: Option<&str>,
+    ) -> Result<Vec<BufferInfo>> {
+        self.filter_listed(names, path_glob, Self::list_uncounted)
+    }
+
+    fn filter_listed(
+        &self,
+        names: &[String],
+        path_glob: Option<&str>,
+        list: fn(&Self) -> Result<Vec<BufferInfo>>,
+    ) -> Result<Vec<BufferInfo>> {
         let mut buffers = if names.is_empty() {
-            self.list()?
+            list(self)?
         } else {
             let mut buffers = names
                 .iter()
