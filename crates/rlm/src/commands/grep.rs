@@ -82,26 +82,70 @@ pub fn execute(
 }
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Result<ExitCode> {
+    let colour = output::stdout_color();
+    // Without colour nothing written here is an escape: the lines go out as they are (into a
+    // pipe byte for byte, as ripgrep's), not through a stream that scans every byte for
+    // escapes to strip.
+    let stream = if colour {
+        output::stdout()
+    } else {
+        output::raw_stdout()
+    };
     // Line by line on a terminal; in blocks into a pipe or file, as ripgrep writes.
     let mut out: Box<dyn std::io::Write> = if output::stdout_is_terminal() {
-        Box::new(output::stdout())
+        Box::new(stream)
     } else {
-        Box::new(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            output::stdout(),
-        ))
+        Box::new(std::io::BufWriter::with_capacity(64 * 1024, stream))
     };
     // Match ranges are only needed to colour the matches or for `--json`.
-    let ranges = global.json || output::stdout_color();
+    let ranges = global.json || colour;
     let code = execute(sources, &args, ranges, &mut |line| {
         if global.json {
             output::write_json(&mut out, line)
-        } else {
+        } else if colour {
             write_line(&mut out, line, args.files_with_matches, args.count)
+        } else {
+            write_plain_line(&mut out, line, args.files_with_matches, args.count)
         }
     })?;
     out.flush()?;
     Ok(code)
+}
+
+/// A line as [`write_line`] writes it, without the colours. A grep can print millions of
+/// lines, so a match's line is written piece by piece rather than through `fmt`.
+fn write_plain_line(
+    out: &mut impl std::io::Write,
+    line: &GrepLine<'_>,
+    files_with_matches: bool,
+    count: bool,
+) -> std::io::Result<()> {
+    let (buffer, line, text, mark) = match line {
+        // Without colour no match ranges were asked for.
+        GrepLine::Match {
+            buffer, line, text, ..
+        } => (buffer, line, text, b":"),
+        GrepLine::Context { buffer, line, text } => (buffer, line, text, b"-"),
+        GrepLine::Break => return out.write_all(b"--\n"),
+        GrepLine::End { .. } if !files_with_matches && !count => return Ok(()),
+        GrepLine::End {
+            buffer,
+            matched_lines,
+        } => {
+            out.write_all(output::for_stdout(buffer).as_bytes())?;
+            if !files_with_matches {
+                out.write_all(b":")?;
+                out.write_all(itoa::Buffer::new().format(*matched_lines).as_bytes())?;
+            }
+            return out.write_all(b"\n");
+        }
+    };
+    out.write_all(output::for_stdout(buffer).as_bytes())?;
+    out.write_all(mark)?;
+    out.write_all(itoa::Buffer::new().format(*line).as_bytes())?;
+    out.write_all(mark)?;
+    out.write_all(output::for_stdout(text).as_bytes())?;
+    out.write_all(b"\n")
 }
 
 fn write_line(

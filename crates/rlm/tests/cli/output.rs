@@ -106,6 +106,15 @@ fn piped_data_is_byte_exact_and_diagnostics_are_neutralised() {
         .output()
         .unwrap();
     assert_eq!(text(&peek.stdout), format!("line 0 needle {HOSTILE}\n"));
+    let grep = store
+        .rlm()
+        .args(["grep", "-m", "2", "needle"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&grep.stdout),
+        format!("hostile.txt:1:line 0 needle {HOSTILE}\nhostile.txt:2:line 1 needle {HOSTILE}\n")
+    );
     let shown = store
         .rlm()
         .args(["show", "hostile.txt", "--text"])
