@@ -76,6 +76,17 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// A buffer size limit that is zero or more than SQLite holds in one value
+    /// ([`Store::set_max_buffer_bytes`](crate::Store::set_max_buffer_bytes)).
+    #[error(
+        "a buffer limit of {requested} bytes is outside what the store can hold: 1 to {ceiling} bytes"
+    )]
+    BufferLimit {
+        /// The limit asked for.
+        requested: u64,
+        /// The most one buffer can hold.
+        ceiling: u64,
+    },
     /// The database was written by a newer rlm.
     #[error("the store schema version {found} is newer than this rlm understands ({supported})")]
     SchemaTooNew {

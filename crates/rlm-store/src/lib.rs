@@ -57,8 +57,8 @@ pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};
 pub use grep::{GrepLine, GrepOptions, GrepSummary};
 pub use load::{
-    LoadEvent, LoadReport, LoadedBuffer, MAX_BUFFER_BYTES, SkippedSource, Source, WalkOptions,
-    collect_sources, collect_sources_with,
+    LoadEvent, LoadReport, LoadedBuffer, SkippedSource, Source, WalkOptions,
+    check_max_buffer_bytes, collect_sources, collect_sources_with,
 };
 pub use memory::release_freed_memory_promptly;
 pub use read::{BufferInfo, ChunkInfo};

@@ -61,6 +61,36 @@ pub struct Store {
     /// Set once [`Store::ensure_index_in_step`] has passed: this process's own writes keep the
     /// index in step, so repeated searches count the chunks once.
     pub(crate) index_checked: AtomicBool,
+    /// The largest buffer a load stores ([`Store::set_max_buffer_bytes`]).
+    pub(crate) buffer_limit: BufferLimit,
+}
+
+/// Bytes of SQLite's value limit left to the rest of a text's record (its header is a few
+/// bytes), so a text of exactly [`BufferLimit::ceiling`] bytes still fits.
+const RECORD_HEADROOM: u64 = 64;
+
+/// How large a buffer's text may be: what the load allows, and what SQLite can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BufferLimit {
+    /// Sources larger than this are skipped.
+    pub max: u64,
+    /// The most this build's SQLite holds in one value, less the record's header.
+    pub ceiling: u64,
+}
+
+impl BufferLimit {
+    /// The limit of `connection`'s SQLite, asked at run time: 2,147,483,576 bytes when built
+    /// with this workspace's `.cargo/config.toml`, 999,999,936 with SQLite's default.
+    pub(crate) fn of(connection: &Connection) -> Result<Self> {
+        let length = connection.limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH)?;
+        let ceiling = u64::try_from(length)
+            .unwrap_or(0)
+            .saturating_sub(RECORD_HEADROOM);
+        Ok(Self {
+            max: ceiling,
+            ceiling,
+        })
+    }
 }
 
 /// Events reported while the BM25 index catches up with SQLite.
@@ -115,11 +145,13 @@ impl Store {
             path: index_path,
             source: Box::new(source),
         })?;
+        let buffer_limit = BufferLimit::of(&connection)?;
         let mut store = Self {
             dir,
             connection,
             index,
             index_checked: AtomicBool::new(false),
+            buffer_limit,
         };
         let has_leftovers = !leftovers::find(&store.dir, Some(&store.index)).is_empty();
         if (store.pending_index_work()? > 0 || has_leftovers)

@@ -1041,23 +1041,71 @@ fn a_filtered_search_equals_the_unfiltered_search_then_filtered() {
 #[test]
 fn a_file_over_the_buffer_limit_is_skipped_with_how_to_load_it() {
     let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    // SQLite as this workspace builds it holds values of up to 2 GiB, not its default 1 GB.
+    assert!(
+        store.buffer_ceiling() > 2_147_000_000,
+        "{}",
+        store.buffer_ceiling()
+    );
+    assert_eq!(store.max_buffer_bytes(), store.buffer_ceiling());
     let big = dir.path().join("big.log");
     // Sparse: the size is checked before anything is read.
     std::fs::File::create(&big)
         .unwrap()
-        .set_len(rlm_store::MAX_BUFFER_BYTES + 1)
+        .set_len(store.buffer_ceiling() + 1)
         .unwrap();
     let sources = rlm_store::collect_sources(&[big]).unwrap();
-    let mut store = Store::open(dir.path().join("store")).unwrap();
     let report = store
         .load(sources, &small_chunks(), &mut keep_going)
         .unwrap();
     assert!(report.loaded.is_empty());
     let reason = &report.skipped[0].reason;
+    let ceiling = store.buffer_ceiling();
     assert!(
-        reason.contains("1000000000-byte buffer limit") && reason.contains("split -C 900M"),
+        reason.contains(&format!("{ceiling}-byte buffer limit")) && reason.contains("split -C 1G"),
         "{reason}"
     );
+}
+
+#[test]
+fn a_lowered_buffer_limit_skips_larger_files_and_pipes_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    let ceiling = store.buffer_ceiling();
+    for absurd in [0, ceiling + 1, u64::MAX] {
+        let result = store.set_max_buffer_bytes(absurd);
+        assert!(
+            matches!(result, Err(Error::BufferLimit { requested, .. }) if requested == absurd),
+            "{absurd}: {result:?}"
+        );
+    }
+    assert_eq!(store.max_buffer_bytes(), ceiling);
+    store.set_max_buffer_bytes(100).unwrap();
+    let fits = dir.path().join("fits.txt");
+    std::fs::write(&fits, "a".repeat(99) + "\n").unwrap();
+    let over = dir.path().join("over.txt");
+    std::fs::write(&over, "a".repeat(100) + "\n").unwrap();
+    let mut sources = rlm_store::collect_sources(&[fits, over]).unwrap();
+    sources.push(Source::reader(
+        "pipe",
+        std::io::Cursor::new(vec![b'b'; 101]),
+    ));
+    let report = store
+        .load(sources, &small_chunks(), &mut keep_going)
+        .unwrap();
+    let loaded: Vec<&str> = report.loaded.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(loaded.len(), 1, "{loaded:?}");
+    assert!(loaded[0].ends_with("fits.txt"), "{loaded:?}");
+    assert_eq!(report.skipped.len(), 2, "{:?}", report.skipped);
+    for skipped in &report.skipped {
+        assert!(
+            skipped.reason.contains(&format!(
+                "100-byte limit set for this load (a buffer can hold up to {ceiling} bytes)"
+            )),
+            "{skipped:?}"
+        );
+    }
 }
 
 #[test]

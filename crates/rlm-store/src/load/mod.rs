@@ -23,15 +23,27 @@ pub use walk::{WalkOptions, collect_sources, collect_sources_with};
 
 use crate::error::{Error, Result};
 use crate::index::Bm25Writer;
-use crate::store::{IndexProgress, Store};
+use crate::store::{BufferLimit, IndexProgress, Store};
 use insert::{NewBuffer, StoredBuffer, insert_whole, remove_missing};
 use source::{Content, prepare, remove_stale_spools};
 use stream::{FileScan, Streaming, insert_streamed};
 
-/// SQLite's default maximum size of one value; a buffer is stored as one value. Not a setting:
-/// SQLite can lower this limit at run time but not raise it past what it was compiled with, so
-/// a bigger file is skipped with a reason saying to split it (`split -C 900M`).
-pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000;
+/// Checks a buffer size limit before any store is opened (`rlm load --max-file-size`): as
+/// [`Store::set_max_buffer_bytes`] will, against what this build's SQLite holds in one value.
+pub fn check_max_buffer_bytes(bytes: u64) -> Result<()> {
+    let ceiling = BufferLimit::of(&Connection::open_in_memory()?)?.ceiling;
+    check_buffer_limit(bytes, ceiling)
+}
+
+fn check_buffer_limit(bytes: u64, ceiling: u64) -> Result<()> {
+    if bytes == 0 || bytes > ceiling {
+        return Err(Error::BufferLimit {
+            requested: bytes,
+            ceiling,
+        });
+    }
+    Ok(())
+}
 
 /// What happens during a load, for progress display. Return `ControlFlow::Break` from the
 /// callback to cancel: the transaction is rolled back and nothing is written.
@@ -115,6 +127,27 @@ pub struct LoadReport {
 }
 
 impl Store {
+    /// The largest source, in bytes of text, a load stores as a buffer; a larger one is skipped
+    /// with a reason. By default [`Store::buffer_ceiling`].
+    pub fn max_buffer_bytes(&self) -> u64 {
+        self.buffer_limit.max
+    }
+
+    /// The most one buffer can hold: a buffer's text is one SQLite value, and this is the
+    /// largest value this build of SQLite takes, less its record's header. 2,147,483,576 bytes
+    /// (2 GiB) as this workspace builds SQLite, 999,999,936 with SQLite's default build.
+    pub fn buffer_ceiling(&self) -> u64 {
+        self.buffer_limit.ceiling
+    }
+
+    /// Makes later loads skip sources over `bytes` of text (`rlm load --max-file-size`).
+    /// [`Error::BufferLimit`] unless `bytes` is from 1 to [`Store::buffer_ceiling`].
+    pub fn set_max_buffer_bytes(&mut self, bytes: u64) -> Result<()> {
+        check_buffer_limit(bytes, self.buffer_limit.ceiling)?;
+        self.buffer_limit.max = bytes;
+        Ok(())
+    }
+
     /// Loads `sources` in one SQLite transaction and indexes them for BM25.
     ///
     /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
@@ -165,7 +198,7 @@ impl Store {
                 prune: directories,
             },
             options,
-            Streaming::default(),
+            Streaming::within(self.buffer_limit),
             &self.dir,
             progress,
         )?;
@@ -353,6 +386,57 @@ mod tests {
         assert_eq!(hits.hits[0].buffer, "piped.txt");
     }
 
+    /// A text of exactly the ceiling fits in SQLite's value limit beside its record's header,
+    /// read whole or streamed; one byte more is skipped. SQLite's limit is lowered here so the
+    /// texts are small; the headroom is the same at 2 GiB.
+    #[test]
+    fn a_text_of_exactly_the_ceiling_fits_in_sqlite_whole_and_streamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path().join("store")).unwrap();
+        store
+            .connection
+            .set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 10_000)
+            .unwrap();
+        let limit = BufferLimit::of(&store.connection).unwrap();
+        assert!((9_000..=10_000).contains(&limit.ceiling), "{limit:?}");
+        let size = usize::try_from(limit.ceiling).unwrap();
+        let line = "0123456789abcdef ".repeat(4) + "\n";
+        let text: String = line.repeat(size / line.len() + 1)[..size - 1].to_owned() + "\n";
+        let fits = dir.path().join("fits.log");
+        std::fs::write(&fits, &text).unwrap();
+        let over = dir.path().join("over.log");
+        std::fs::write(&over, text.clone() + "x").unwrap();
+        for above in [u64::MAX, 0] {
+            let streaming = Streaming {
+                above,
+                piece: 4099,
+                limit,
+            };
+            let sources: Vec<Source> = [&fits, &over]
+                .into_iter()
+                .map(|path| Source::File {
+                    path: path.clone(),
+                    name: format!("{above}-{}", path.file_name().unwrap().to_string_lossy()),
+                })
+                .collect();
+            let report = write_sources(
+                &mut store.connection,
+                None,
+                sources,
+                &ChunkOptions::default(),
+                streaming,
+                dir.path(),
+                &mut keep_going,
+            )
+            .unwrap();
+            assert_eq!(report.loaded.len(), 1, "{above}: {report:?}");
+            assert_eq!(report.loaded[0].bytes, limit.ceiling);
+            assert_eq!(report.skipped.len(), 1, "{above}: {report:?}");
+            let stored = store.buffer(&report.loaded[0].name).unwrap();
+            assert_eq!(store.text(&stored).unwrap(), text);
+        }
+    }
+
     /// A reader that fails after some bytes, as a broken pipe does.
     struct Failing(usize);
 
@@ -376,6 +460,7 @@ mod tests {
         let streaming = Streaming {
             above: 1000,
             piece: 777,
+            ..Streaming::default()
         };
         let spool_dir = dir.path().join("spool");
         std::fs::create_dir(&spool_dir).unwrap();

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rlm_context::chunk::{ChunkOptions, StreamChunker};
 use sha2::{Digest as _, Sha256};
 
-use super::MAX_BUFFER_BYTES;
 use super::decode::{Replacements, binary_reason, decode_whole};
 use super::stream::{Scanned, Streaming, scan_file};
 use crate::error::{Result, io};
+use crate::store::BufferLimit;
 
 /// Something to load.
 #[non_exhaustive]
@@ -146,6 +146,7 @@ pub(super) fn prepare(
     spool_dir: &Path,
 ) -> Result<Result<Prepared, String>> {
     let streams = StreamChunker::supports(options);
+    let limit = streaming.limit;
     match source {
         Source::Text { text, .. } => {
             let text = std::mem::take(text);
@@ -156,20 +157,20 @@ pub(super) fn prepare(
                 .map_err(io("cannot read", &*path))?
                 .len();
             if streams && size > streaming.above {
-                let scanned = scan_file(path, streaming.piece)?;
+                let scanned = scan_file(path, streaming.piece, limit)?;
                 return Ok(scanned.map(|scanned| Prepared::scanned(scanned, None)));
             }
-            if size > MAX_BUFFER_BYTES {
-                return Ok(Err(too_large()));
+            if size > limit.max {
+                return Ok(Err(too_large(limit)));
             }
             let bytes = std::fs::read(&*path).map_err(io("cannot read", &*path))?;
-            Ok(text_from_bytes(bytes).map(Prepared::whole))
+            Ok(text_from_bytes(bytes, limit).map(Prepared::whole))
         }
         Source::Reader { origin, reader, .. } if streams => {
-            match spool(reader, origin, spool_dir, streaming.above)? {
-                Ok(bytes) => Ok(text_from_bytes(bytes).map(Prepared::whole)),
+            match spool(reader, origin, spool_dir, streaming.above, limit.max)? {
+                Ok(bytes) => Ok(text_from_bytes(bytes, limit).map(Prepared::whole)),
                 Err(spool) => {
-                    let scanned = scan_file(&spool.0, streaming.piece)?;
+                    let scanned = scan_file(&spool.0, streaming.piece, limit)?;
                     Ok(scanned.map(|scanned| Prepared::scanned(scanned, Some(spool))))
                 }
             }
@@ -179,32 +180,41 @@ pub(super) fn prepare(
             reader
                 .read_to_end(&mut bytes)
                 .map_err(io("cannot read", origin.as_str()))?;
-            Ok(text_from_bytes(bytes).map(Prepared::whole))
+            Ok(text_from_bytes(bytes, limit).map(Prepared::whole))
         }
     }
 }
 
-/// The skip reason of a source over [`MAX_BUFFER_BYTES`], with the way past it: the limit is
-/// SQLite's compiled maximum for one value, so it cannot be raised at run time, only avoided.
-pub(super) fn too_large() -> String {
-    format!(
-        "larger than the {MAX_BUFFER_BYTES}-byte buffer limit (a buffer is one SQLite value); \
-         split it into parts under the limit, e.g. `split -C 900M FILE FILE.part-`, and load those"
-    )
+/// The skip reason of a source over `limit`, with the way past it: a lowered limit can be
+/// raised; the ceiling is the most SQLite holds in one value, so a file over it is split.
+pub(super) fn too_large(limit: BufferLimit) -> String {
+    let BufferLimit { max, ceiling } = limit;
+    if max < ceiling {
+        format!(
+            "larger than the {max}-byte limit set for this load (a buffer can hold up to \
+             {ceiling} bytes)"
+        )
+    } else {
+        format!(
+            "larger than the {ceiling}-byte buffer limit (a buffer is one SQLite value, and that \
+             is the most one holds); split it into parts under the limit, e.g. \
+             `split -C 1G FILE FILE.part-`, and load those"
+        )
+    }
 }
 
 /// The text of a source read whole; `Err` is a reason to skip it.
-fn text_from_bytes(bytes: Vec<u8>) -> Result<(String, Replacements), String> {
-    if bytes.len() as u64 > MAX_BUFFER_BYTES {
-        return Err(too_large());
+fn text_from_bytes(bytes: Vec<u8>, limit: BufferLimit) -> Result<(String, Replacements), String> {
+    if bytes.len() as u64 > limit.max {
+        return Err(too_large(limit));
     }
     if let Some(reason) = binary_reason(&bytes) {
         return Err(reason);
     }
     let (text, replacements) = decode_whole(bytes);
     // Each replaced byte can grow to three.
-    if text.len() as u64 > MAX_BUFFER_BYTES {
-        return Err(too_large());
+    if text.len() as u64 > limit.max {
+        return Err(too_large(limit));
     }
     Ok((text, replacements))
 }
@@ -241,12 +251,13 @@ pub(super) fn remove_stale_spools(dir: &Path) {
 }
 
 /// Reads `input` whole if it is at most `above` bytes; otherwise copies it (up to one byte past
-/// the buffer limit, so an endless pipe cannot fill the disk) to a file in `dir`.
+/// `max`, the buffer limit, so an endless pipe cannot fill the disk) to a file in `dir`.
 fn spool(
     input: &mut dyn Read,
     origin: &str,
     dir: &Path,
     above: u64,
+    max: u64,
 ) -> Result<Result<Vec<u8>, Spool>> {
     // One process may hold several stores' write locks, so the name is unique per process.
     static SPOOLS: AtomicU64 = AtomicU64::new(0);
@@ -266,7 +277,7 @@ fn spool(
     let spool = Spool(path.clone());
     let mut file = std::fs::File::create(&path).map_err(io("cannot create", &path))?;
     file.write_all(&head).map_err(io("cannot write", &path))?;
-    let rest = (MAX_BUFFER_BYTES + 1).saturating_sub(head.len() as u64);
+    let rest = max.saturating_add(1).saturating_sub(head.len() as u64);
     drop(head);
     // Not `io::copy`: a failing reader and a full disk are different errors.
     let mut input = input.take(rest);
@@ -293,10 +304,10 @@ mod tests {
     #[test]
     fn big_reader_input_is_spooled_to_the_store_and_removed_after() {
         let dir = tempfile::tempdir().unwrap();
-        let small = spool(&mut &b"short input"[..], "pipe", dir.path(), 64).unwrap();
+        let small = spool(&mut &b"short input"[..], "pipe", dir.path(), 64, 1000).unwrap();
         assert_eq!(small.unwrap(), b"short input");
         let input: Vec<u8> = (0..200u8).collect();
-        let spooled = spool(&mut &input[..], "pipe", dir.path(), 64)
+        let spooled = spool(&mut &input[..], "pipe", dir.path(), 64, 1000)
             .unwrap()
             .unwrap_err();
         assert!(spooled.0.starts_with(dir.path()));

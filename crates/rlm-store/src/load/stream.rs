@@ -11,9 +11,10 @@ use sha2::{Digest as _, Sha256};
 use super::decode::{BINARY_SNIFF_BYTES, Replacements, binary_reason, decode_lossy};
 use super::insert::{ChunkRows, NewBuffer, finish_buffer, insert_buffer_row};
 use super::source::{Content, too_large};
-use super::{LoadEvent, LoadedBuffer, MAX_BUFFER_BYTES};
+use super::{LoadEvent, LoadedBuffer};
 use crate::error::{Error, Result, io};
 use crate::index::Bm25Writer;
+use crate::store::BufferLimit;
 
 /// Files larger than this are read, hashed and chunked in pieces rather than held whole.
 const STREAM_ABOVE_BYTES: u64 = 16 << 20;
@@ -28,14 +29,29 @@ pub(super) struct Streaming {
     pub above: u64,
     /// Bytes read at a time.
     pub piece: usize,
+    /// Sources whose text is larger than this are skipped.
+    pub limit: BufferLimit,
 }
 
-impl Default for Streaming {
-    fn default() -> Self {
+impl Streaming {
+    /// Streams files over 16 MiB in 4 MiB pieces and skips sources over `limit`.
+    pub(super) fn within(limit: BufferLimit) -> Self {
         Self {
             above: STREAM_ABOVE_BYTES,
             piece: STREAM_PIECE_BYTES,
+            limit,
         }
+    }
+}
+
+#[cfg(test)]
+impl Default for Streaming {
+    /// No size limit: the tests that use this are about streaming, not the limit.
+    fn default() -> Self {
+        Self::within(BufferLimit {
+            max: u64::MAX,
+            ceiling: u64::MAX,
+        })
     }
 }
 
@@ -57,13 +73,17 @@ pub(super) struct Scanned {
 
 /// First pass over a big file: checks it as a whole read does (binary, size) and hashes the
 /// text it decodes to and counts its lines without holding it. The `Err` is a reason to skip it.
-pub(super) fn scan_file(path: &Path, piece: usize) -> Result<Result<Scanned, String>> {
+pub(super) fn scan_file(
+    path: &Path,
+    piece: usize,
+    limit: BufferLimit,
+) -> Result<Result<Scanned, String>> {
     if std::fs::metadata(path)
         .map_err(io("cannot read", path))?
         .len()
-        > MAX_BUFFER_BYTES
+        > limit.max
     {
-        return Ok(Err(too_large()));
+        return Ok(Err(too_large(limit)));
     }
     let mut hasher = Sha256::new();
     let mut size = 0u64;
@@ -82,8 +102,8 @@ pub(super) fn scan_file(path: &Path, piece: usize) -> Result<Result<Scanned, Str
         Err(reason) => return Ok(Err(reason)),
     };
     // Replacement characters can make the text larger than the file.
-    if size > MAX_BUFFER_BYTES {
-        return Ok(Err(too_large()));
+    if size > limit.max {
+        return Ok(Err(too_large(limit)));
     }
     let lines = newlines + u64::from(last.is_some_and(|byte| byte != b'\n'));
     Ok(Ok(Scanned {
@@ -310,6 +330,7 @@ mod tests {
             Streaming {
                 above: u64::MAX,
                 piece: 1 << 20,
+                ..Streaming::default()
             },
         );
         // Odd piece size: reads end inside multi-byte characters and inside records.
@@ -318,6 +339,7 @@ mod tests {
             Streaming {
                 above: 0,
                 piece: 4099,
+                ..Streaming::default()
             },
         );
         let expected = stored(&whole);
@@ -378,10 +400,12 @@ mod tests {
         let whole = Streaming {
             above: u64::MAX,
             piece: 1 << 20,
+            ..Streaming::default()
         };
         let streamed = Streaming {
             above: 0,
             piece: 1000,
+            ..Streaming::default()
         };
         for (report, text) in [load(whole, "whole"), load(streamed, "streamed")] {
             assert_eq!(text, String::from_utf8_lossy(&bytes));
@@ -412,6 +436,7 @@ mod tests {
         let streaming = Streaming {
             above: 0,
             piece: 8192,
+            ..Streaming::default()
         };
         let mut store = Store::open(dir.path().join("store")).unwrap();
         let mut seen = Vec::new();

@@ -53,6 +53,10 @@ pub struct LoadArgs {
     /// In directories, do not honour .gitignore and .ignore files.
     #[arg(long)]
     pub no_ignore: bool,
+    /// Skip files (and stdin) larger than this (`500MB`, `2GiB`, bytes); default and most: what
+    /// one buffer holds, 2,147,483,576 bytes. Split a larger file (`split -C 1G`).
+    #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
+    pub max_file_size: Option<u64>,
     #[command(flatten)]
     pub chunking: ChunkingArgs,
     /// Do not compute embeddings now (run `rlm embed` later).
@@ -230,4 +234,10 @@ pub struct EmbedArgs {
     pub reset: bool,
     #[command(flatten)]
     pub location: StoreLocation,
+}
+
+/// A size from `--max-file-size`.
+fn parse_file_size(text: &str) -> Result<u64, String> {
+    let bytes = crate::settings::size::parse_size(text)?;
+    Ok(u64::try_from(bytes).unwrap_or(u64::MAX))
 }

@@ -123,7 +123,18 @@ pub fn execute(
         });
     }
     rlm_store::release_freed_memory_promptly();
+    let limit_error = |err| {
+        CliError::input(anyhow::Error::new(err))
+            .with_hint("leave --max-file-size out for the most one buffer holds")
+    };
+    if let Some(bytes) = args.max_file_size {
+        // Before the store is opened, so a refused flag creates nothing.
+        rlm_store::check_max_buffer_bytes(bytes).map_err(limit_error)?;
+    }
     let mut store = settings.store.open()?;
+    if let Some(bytes) = args.max_file_size {
+        store.set_max_buffer_bytes(bytes).map_err(limit_error)?;
+    }
     let started = Instant::now();
     let live = !global.quiet && std::io::stderr().is_terminal();
     // Progress lines are redrawn in place on a terminal only.

@@ -155,6 +155,42 @@ fn a_named_binary_file_is_an_error_and_walked_ones_are_summarised() {
 }
 
 #[test]
+fn max_file_size_skips_larger_files_and_absurd_sizes_are_refused() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path("big.log"), "x".repeat(5000) + "\n").unwrap();
+    for absurd in ["0", "-1", "3GiB", "ten"] {
+        let flag = format!("--max-file-size={absurd}");
+        let (code, _, stderr) = run(fixture.rlm().args(["load", "project", &flag]));
+        assert_eq!(code, Some(2), "{absurd}: {stderr}");
+        assert!(
+            stderr.contains("--max-file-size") || stderr.contains("buffer limit"),
+            "{absurd}: {stderr}"
+        );
+        assert!(
+            !fixture.path("store").exists(),
+            "{absurd}: a store was created"
+        );
+    }
+    let (code, _, stderr) = run(fixture.rlm().args([
+        "load",
+        "big.log",
+        "project/src/app.py",
+        "--max-file-size",
+        "4KB",
+    ]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: cannot load big.log: larger than the 4000-byte limit set for this load"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("loaded 1 buffer, "), "{stderr}");
+    let (code, _, stderr) = run(fixture.rlm().args(["load", "big.log"]));
+    assert_eq!(code, Some(0), "without the flag the file loads: {stderr}");
+}
+
+#[test]
 fn a_latin1_log_loads_with_replacement_characters_and_a_note() {
     let fixture = Fixture::new();
     std::fs::write(
