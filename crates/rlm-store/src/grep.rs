@@ -11,7 +11,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use rusqlite::OpenFlags;
 
 use grep_matcher::Matcher;
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkError, SinkMatch,
 };
@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::page_reader::PageReader;
 use crate::read::BufferInfo;
 use crate::store::{Store, open_database};
+
+mod line_matcher;
+use line_matcher::LineMatcher;
 
 /// Options of [`Store::grep`].
 #[derive(Debug, Clone, Default)]
@@ -116,6 +119,7 @@ impl Store {
             options,
             emit,
             summary: GrepSummary::default(),
+            batch: Batch::default(),
         };
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         if buffers.len() < 2 || cores < 2 {
@@ -166,6 +170,8 @@ struct Printer<'o, 'e> {
     options: &'o GrepOptions,
     emit: &'e mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     summary: GrepSummary,
+    /// Lines found here, on their way to `emit`: one allocation for every buffer.
+    batch: Batch,
 }
 
 impl Printer<'_, '_> {
@@ -173,27 +179,26 @@ impl Printer<'_, '_> {
     fn search_here(
         &mut self,
         searcher: &mut Searcher,
-        matcher: &RegexMatcher,
+        matcher: &LineMatcher,
         texts: &Texts<'_>,
         buffer: &BufferInfo,
     ) -> Result<ControlFlow<()>> {
         let break_first = self.separated();
-        let mut sink = LineSink {
-            matcher,
-            lines_only: self.options.lines_only,
-            matched: 0,
-            out: Direct {
-                buffer: &buffer.name,
-                emit: &mut *self.emit,
-                break_first,
-                stopped: false,
-            },
+        let direct = Direct {
+            buffer: &buffer.name,
+            emit: &mut *self.emit,
+            break_first,
+            stopped: false,
         };
+        let batch = std::mem::take(&mut self.batch);
+        let mut sink = LineSink::new(matcher, self.options.lines_only, direct, batch);
         let reader = texts.reader(buffer.id)?;
         searcher
             .search_reader(matcher, reader, &mut sink)
             .map_err(|error| error.into_store_error(&buffer.name))?;
+        sink.hand_over();
         let (stopped, matched) = (sink.out.stopped, sink.matched);
+        self.batch = sink.batch;
         if stopped {
             return Ok(ControlFlow::Break(()));
         }
@@ -201,13 +206,11 @@ impl Printer<'_, '_> {
     }
 
     /// Emits what the thread ahead found in `buffer`.
-    fn print_held(&mut self, buffer: &BufferInfo, held: Held) -> ControlFlow<()> {
-        if self.separated() && !held.lines.is_empty() {
+    fn print_held(&mut self, buffer: &BufferInfo, held: &mut Held) -> ControlFlow<()> {
+        if self.separated() && !held.batch.lines.is_empty() {
             (self.emit)(GrepLine::Break)?;
         }
-        for line in &held.lines {
-            (self.emit)(held.as_line(line, &buffer.name))?;
-        }
+        held.batch.emit(&buffer.name, &mut *self.emit)?;
         self.end(&buffer.name, held.matched)
     }
 
@@ -233,7 +236,7 @@ impl Printer<'_, '_> {
     fn print_in_order(
         &mut self,
         ahead: &Ahead,
-        matcher: &RegexMatcher,
+        matcher: &LineMatcher,
         texts: &Texts<'_>,
         buffers: &[BufferInfo],
     ) -> Result<()> {
@@ -241,7 +244,11 @@ impl Printer<'_, '_> {
         for (index, buffer) in buffers.iter().enumerate() {
             let flow = loop {
                 match ahead.take(index) {
-                    Turn::Held(held) => break self.print_held(buffer, held),
+                    Turn::Held(mut held) => {
+                        let flow = self.print_held(buffer, &mut held);
+                        ahead.give_back(held.batch);
+                        break flow;
+                    }
                     Turn::Failed(error) => return Err(error),
                     Turn::Here => {
                         break self.search_here(&mut searcher, matcher, texts, buffer)?;
@@ -254,7 +261,7 @@ impl Printer<'_, '_> {
                             self.options,
                             texts,
                             &buffers[later],
-                            &ahead.stopping,
+                            ahead,
                         );
                         ahead.finish(later, found);
                     }
@@ -269,12 +276,21 @@ impl Printer<'_, '_> {
 }
 
 /// Lines found ahead of the printer, owned until their turn.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Held {
-    /// The lines' texts one after another: one allocation for many lines.
-    text: String,
-    lines: Vec<HeldLine>,
+    batch: Batch,
     matched: u64,
+}
+
+/// Lines the searcher found, their texts one after another in one allocation, so that one
+/// UTF-8 check covers them all: checked one at a time, lines under 64 bytes went to the
+/// standard library's byte-by-byte check, 6–10% of the CPU of a grep matching many lines.
+#[derive(Debug, Default)]
+struct Batch {
+    /// The lines' texts, without their line endings.
+    text: Vec<u8>,
+    lines: Vec<HeldLine>,
+    /// What the batch holds, roughly: the text, each line's record and its match ranges.
     bytes: usize,
 }
 
@@ -292,26 +308,78 @@ enum HeldLine {
     Break,
 }
 
-impl Held {
-    fn as_line<'a>(&'a self, held: &'a HeldLine, buffer: &'a str) -> GrepLine<'a> {
-        match held {
-            HeldLine::Match {
-                line,
-                text,
-                matches,
-            } => GrepLine::Match {
-                buffer,
-                line: *line,
-                text: &self.text[text.clone()],
-                matches: matches.clone(),
-            },
-            HeldLine::Context { line, text } => GrepLine::Context {
-                buffer,
-                line: *line,
-                text: &self.text[text.clone()],
-            },
-            HeldLine::Break => GrepLine::Break,
+impl Batch {
+    fn push_match(&mut self, line: u64, bytes: &[u8], matches: Vec<Range<usize>>) {
+        let text = self.keep(bytes);
+        self.bytes += 16 * matches.len();
+        self.lines.push(HeldLine::Match {
+            line,
+            text,
+            matches,
+        });
+    }
+
+    fn push_context(&mut self, line: u64, bytes: &[u8]) {
+        let text = self.keep(bytes);
+        self.lines.push(HeldLine::Context { line, text });
+    }
+
+    fn push_break(&mut self) {
+        self.bytes += 48;
+        self.lines.push(HeldLine::Break);
+    }
+
+    /// Appends a line's text (without its line ending), counting it and its record.
+    fn keep(&mut self, bytes: &[u8]) -> Range<usize> {
+        let bytes = without_line_ending(bytes);
+        let start = self.text.len();
+        self.text.extend_from_slice(bytes);
+        self.bytes += 48 + bytes.len();
+        start..self.text.len()
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+        self.bytes = 0;
+    }
+
+    /// Emits the lines (moving out their match ranges) as lines of `buffer`, until `emit`
+    /// asks to stop.
+    fn emit(
+        &mut self,
+        buffer: &str,
+        emit: &mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let Self { text, lines, .. } = self;
+        // Stored text is UTF-8 (checked at load) cut at `\n`, so this passes and each line
+        // starts and ends on a character boundary; were it not, each line is checked alone.
+        let checked = simdutf8::basic::from_utf8(text).ok();
+        let text = |range: &Range<usize>| match checked {
+            Some(checked) => checked.get(range.clone()).unwrap_or_default(),
+            None => line_text(&text[range.clone()]),
+        };
+        for held in lines {
+            emit(match held {
+                HeldLine::Match {
+                    line,
+                    text: range,
+                    matches,
+                } => GrepLine::Match {
+                    buffer,
+                    line: *line,
+                    text: text(range),
+                    matches: std::mem::take(matches),
+                },
+                HeldLine::Context { line, text: range } => GrepLine::Context {
+                    buffer,
+                    line: *line,
+                    text: text(range),
+                },
+                HeldLine::Break => GrepLine::Break,
+            })?;
         }
+        ControlFlow::Continue(())
     }
 }
 
@@ -332,7 +400,14 @@ struct Ahead {
     changed: Condvar,
     /// Set with `stopped`, read without the lock by a search in progress (see [`Stoppable`]).
     stopping: AtomicBool,
+    /// Batches printed, emptied for the next buffers searched ahead: allocating each anew
+    /// (growing to the buffer's lines, freed once printed) cost 5–7% of the CPU of a grep
+    /// matching many lines in page faults and unmapping.
+    spare: Mutex<Vec<Batch>>,
 }
+
+/// Printed batches kept for reuse, at most.
+const SPARE_BATCHES: usize = 2;
 
 struct AheadState {
     /// The first buffer nobody has taken.
@@ -370,6 +445,22 @@ impl Ahead {
             }),
             changed: Condvar::new(),
             stopping: AtomicBool::new(false),
+            spare: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An empty batch, reused when one was given back.
+    fn spare_batch(&self) -> Batch {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps a printed batch for a later buffer.
+    fn give_back(&self, mut batch: Batch) {
+        batch.clear();
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < SPARE_BATCHES {
+            spare.push(batch);
         }
     }
 
@@ -397,7 +488,7 @@ impl Ahead {
             if let Some(done) = state.done.remove(&index) {
                 let turn = match done {
                     Some(Ok(held)) => {
-                        state.held_bytes -= held.bytes;
+                        state.held_bytes -= held.batch.bytes;
                         Turn::Held(held)
                     }
                     Some(Err(error)) => Turn::Failed(error),
@@ -424,7 +515,7 @@ impl Ahead {
     fn work(
         &self,
         dir: &Path,
-        matcher: &RegexMatcher,
+        matcher: &LineMatcher,
         options: &GrepOptions,
         buffers: &[BufferInfo],
     ) {
@@ -458,7 +549,7 @@ impl Ahead {
                 options,
                 &texts,
                 &buffers[index],
-                &self.stopping,
+                self,
             );
             self.finish(index, found);
         }
@@ -473,7 +564,7 @@ impl Ahead {
             state.searching = None;
         }
         if let Some(Ok(held)) = &found {
-            state.held_bytes += held.bytes;
+            state.held_bytes += held.batch.bytes;
         }
         state.done.insert(index, found);
         drop(state);
@@ -484,18 +575,14 @@ impl Ahead {
 /// Searches `buffer` into owned lines; `None` when they would pass [`HELD_BYTES`].
 fn hold(
     searcher: &mut Searcher,
-    matcher: &RegexMatcher,
+    matcher: &LineMatcher,
     options: &GrepOptions,
     texts: &Texts<'_>,
     buffer: &BufferInfo,
-    stopping: &AtomicBool,
+    ahead: &Ahead,
 ) -> Option<Result<Held>> {
-    let mut sink = LineSink {
-        matcher,
-        lines_only: options.lines_only,
-        matched: 0,
-        out: Held::default(),
-    };
+    let stopping = &ahead.stopping;
+    let mut sink = LineSink::new(matcher, options.lines_only, Keep, ahead.spare_batch());
     let reader = match texts.reader(buffer.id) {
         Ok(reader) => reader,
         Err(error) => return Some(Err(error)),
@@ -504,11 +591,13 @@ fn hold(
     if let Err(error) = searcher.search_reader(matcher, reader, &mut sink) {
         return Some(Err(error.into_store_error(&buffer.name)));
     }
-    if sink.out.bytes > HELD_BYTES {
+    if sink.batch.bytes > HELD_BYTES {
         return None;
     }
-    sink.out.matched = sink.matched;
-    Some(Ok(sink.out))
+    Some(Ok(Held {
+        batch: sink.batch,
+        matched: sink.matched,
+    }))
 }
 
 /// A buffer's text that ends early once the printer has stopped (its reader gets end of file),
@@ -563,7 +652,7 @@ impl Drop for Texts<'_> {
 }
 
 /// The pattern as the options shape it, matching within lines.
-fn matcher(pattern: &str, options: &GrepOptions) -> Result<RegexMatcher> {
+fn matcher(pattern: &str, options: &GrepOptions) -> Result<LineMatcher> {
     let mut pattern = if options.fixed_strings {
         regex::escape(pattern)
     } else {
@@ -572,24 +661,28 @@ fn matcher(pattern: &str, options: &GrepOptions) -> Result<RegexMatcher> {
     if options.word {
         pattern = format!(r"\b(?:{pattern})\b");
     }
-    RegexMatcherBuilder::new()
+    let mut builder = RegexMatcherBuilder::new();
+    builder
         .case_insensitive(options.ignore_case)
         // `^` and `$` mean a line's start and end, as in ripgrep. Without this they are anchors
         // of the whole text, and grep-regex then cannot search a block of lines at once: every
         // line is matched on its own, twice the time for `^2026-\d\d WARN`.
         .multi_line(true)
         // Matches stay within a line.
-        .line_terminator(Some(b'\n'))
-        .build(&pattern)
-        .map_err(Error::Regex)
+        .line_terminator(Some(b'\n'));
+    LineMatcher::new(&builder, &pattern, options.ignore_case).map_err(Error::Regex)
 }
 
-/// Where a [`LineSink`] puts lines: false to stop the search.
+/// Where a [`LineSink`] hands its lines.
 trait Lines {
-    fn line(&mut self, line: GrepLine<'_>) -> bool;
+    /// Whether the lines gathered are to be handed over now.
+    fn full(&self, batch: &Batch) -> bool;
+
+    /// Takes the lines of a full batch: false to stop the search.
+    fn take(&mut self, batch: &mut Batch) -> bool;
 }
 
-/// Straight to the caller.
+/// Straight to the caller, a batch at a time.
 struct Direct<'a> {
     buffer: &'a str,
     emit: &'a mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
@@ -599,80 +692,72 @@ struct Direct<'a> {
     stopped: bool,
 }
 
+/// Lines a [`Direct`] gathers before emitting them: a UTF-8 check is a bigger share of a
+/// small batch, and a caller waits for no more than this.
+const DIRECT_BATCH_BYTES: usize = 64 << 10;
+
 impl Lines for Direct<'_> {
-    fn line(&mut self, line: GrepLine<'_>) -> bool {
-        if std::mem::take(&mut self.break_first) && (self.emit)(GrepLine::Break).is_break() {
-            self.stopped = true;
-            return false;
+    fn full(&self, batch: &Batch) -> bool {
+        batch.bytes >= DIRECT_BATCH_BYTES
+    }
+
+    fn take(&mut self, batch: &mut Batch) -> bool {
+        if batch.lines.is_empty() || self.stopped {
+            return !self.stopped;
         }
-        let line = match line {
-            GrepLine::Match {
-                line,
-                text,
-                matches,
-                ..
-            } => GrepLine::Match {
-                buffer: self.buffer,
-                line,
-                text,
-                matches,
-            },
-            GrepLine::Context { line, text, .. } => GrepLine::Context {
-                buffer: self.buffer,
-                line,
-                text,
-            },
-            other => other,
-        };
-        self.stopped = (self.emit)(line).is_break();
+        self.stopped = (std::mem::take(&mut self.break_first)
+            && (self.emit)(GrepLine::Break).is_break())
+            || batch.emit(self.buffer, &mut *self.emit).is_break();
+        batch.clear();
         !self.stopped
     }
 }
 
-impl Lines for Held {
-    fn line(&mut self, line: GrepLine<'_>) -> bool {
-        let mut keep = |text: &str| {
-            let start = self.text.len();
-            self.text.push_str(text);
-            start..self.text.len()
-        };
-        let held = match line {
-            GrepLine::Match {
-                line,
-                text,
-                matches,
-                ..
-            } => HeldLine::Match {
-                line,
-                text: keep(text),
-                matches,
-            },
-            GrepLine::Context { line, text, .. } => HeldLine::Context {
-                line,
-                text: keep(text),
-            },
-            _ => HeldLine::Break,
-        };
-        // The text, the line's own record and its match ranges.
-        self.bytes += 48
-            + match &held {
-                HeldLine::Match { text, matches, .. } => text.len() + 16 * matches.len(),
-                HeldLine::Context { text, .. } => text.len(),
-                HeldLine::Break => 0,
-            };
-        self.lines.push(held);
-        // Past the limit the printer searches this buffer itself.
-        self.bytes <= HELD_BYTES
+/// Kept whole for the printer ([`Held`]), up to [`HELD_BYTES`].
+struct Keep;
+
+impl Lines for Keep {
+    fn full(&self, batch: &Batch) -> bool {
+        batch.bytes > HELD_BYTES
+    }
+
+    /// Past the limit the printer searches this buffer itself.
+    fn take(&mut self, _batch: &mut Batch) -> bool {
+        false
     }
 }
 
-/// Turns the searcher's lines into [`GrepLine`]s (with an empty buffer name, which the
-/// [`Lines`] fills in).
+/// Gathers the searcher's lines into a [`Batch`] for its [`Lines`].
 struct LineSink<'a, L> {
-    matcher: &'a RegexMatcher,
+    matcher: &'a LineMatcher,
     lines_only: bool,
     matched: u64,
+    batch: Batch,
     out: L,
+}
+
+impl<'a, L: Lines> LineSink<'a, L> {
+    /// Into `batch` (emptied first: its allocation is what is reused).
+    fn new(matcher: &'a LineMatcher, lines_only: bool, out: L, mut batch: Batch) -> Self {
+        batch.clear();
+        Self {
+            matcher,
+            lines_only,
+            matched: 0,
+            batch,
+            out,
+        }
+    }
+
+    /// Hands over the batch when full: false to stop the search.
+    fn handed_over_when_full(&mut self) -> bool {
+        !self.out.full(&self.batch) || self.out.take(&mut self.batch)
+    }
+
+    /// Hands over the lines left at the end of the buffer.
+    fn hand_over(&mut self) {
+        self.out.take(&mut self.batch);
+    }
 }
 
 impl<L: Lines> Sink for LineSink<'_, L> {
@@ -683,11 +768,11 @@ impl<L: Lines> Sink for LineSink<'_, L> {
         _searcher: &Searcher,
         found: &SinkMatch<'_>,
     ) -> std::result::Result<bool, SearchError> {
-        let text = line_text(found.bytes());
+        let bytes = found.bytes();
         let mut matches = Vec::new();
         if !self.lines_only {
             self.matcher
-                .find_iter(text.as_bytes(), |range| {
+                .find_iter(without_line_ending(bytes), |range| {
                     if !range.is_empty() {
                         matches.push(range.start()..range.end());
                     }
@@ -696,12 +781,9 @@ impl<L: Lines> Sink for LineSink<'_, L> {
                 .map_err(|error| SearchError::Message(error.to_string()))?;
         }
         self.matched += 1;
-        Ok(self.out.line(GrepLine::Match {
-            buffer: "",
-            line: found.line_number().unwrap_or_default(),
-            text,
-            matches,
-        }))
+        let line = found.line_number().unwrap_or_default();
+        self.batch.push_match(line, bytes, matches);
+        Ok(self.handed_over_when_full())
     }
 
     fn context(
@@ -709,26 +791,28 @@ impl<L: Lines> Sink for LineSink<'_, L> {
         _searcher: &Searcher,
         context: &SinkContext<'_>,
     ) -> std::result::Result<bool, SearchError> {
-        Ok(self.out.line(GrepLine::Context {
-            buffer: "",
-            line: context.line_number().unwrap_or_default(),
-            text: line_text(context.bytes()),
-        }))
+        let line = context.line_number().unwrap_or_default();
+        self.batch.push_context(line, context.bytes());
+        Ok(self.handed_over_when_full())
     }
 
     fn context_break(&mut self, _searcher: &Searcher) -> std::result::Result<bool, SearchError> {
-        Ok(self.out.line(GrepLine::Break))
+        self.batch.push_break();
+        Ok(self.handed_over_when_full())
     }
 }
 
-/// A line without its line ending. Stored text is UTF-8 and lines are cut at `\n`, so the
-/// fallback (an empty line) is never taken. Validated by `simdutf8`: the standard library's
-/// check goes byte by byte past the first non-ASCII character, and was a sixth of the CPU of a
-/// grep matching many lines.
-fn line_text(bytes: &[u8]) -> &str {
+/// A line without its line ending (`\n` or `\r\n`).
+fn without_line_ending(bytes: &[u8]) -> &[u8] {
     let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    simdutf8::basic::from_utf8(line).unwrap_or_default()
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// A line's text checked on its own, when its batch's check failed. Stored text is UTF-8 that
+/// was checked at load and lines are cut at `\n`, so neither that nor the fallback (an empty
+/// line) happens.
+fn line_text(bytes: &[u8]) -> &str {
+    simdutf8::basic::from_utf8(bytes).unwrap_or_default()
 }
 
 /// Why the searcher stopped with an error.
