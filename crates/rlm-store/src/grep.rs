@@ -18,9 +18,9 @@ use grep_searcher::{
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::page_reader::PageReader;
 use crate::read::BufferInfo;
 use crate::store::{Store, open_database};
+use crate::text::TextStream;
 
 mod line_matcher;
 use line_matcher::LineMatcher;
@@ -617,7 +617,7 @@ impl<R: std::io::Read> std::io::Read for Stoppable<'_, R> {
 }
 
 /// Buffers' texts streamed out of a connection with SQLite's memory map off (back on when
-/// dropped, if `remap`) and read a whole page at a time ([`PageReader`]).
+/// dropped, if `remap`), piece by piece, each read a whole page at a time ([`TextStream`]).
 struct Texts<'c> {
     connection: &'c rusqlite::Connection,
     page_size: usize,
@@ -635,8 +635,8 @@ impl<'c> Texts<'c> {
         })
     }
 
-    fn reader(&self, buffer_id: i64) -> Result<PageReader<'c>> {
-        PageReader::open(self.connection, buffer_id, self.page_size)
+    fn reader(&self, buffer_id: i64) -> Result<TextStream<'c>> {
+        TextStream::open(self.connection, buffer_id, self.page_size)
     }
 }
 

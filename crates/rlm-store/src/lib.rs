@@ -47,6 +47,7 @@ mod search;
 mod select;
 mod snippet;
 mod store;
+mod text;
 pub mod tokenizer;
 pub mod tools;
 mod vector_file;

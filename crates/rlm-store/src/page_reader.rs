@@ -11,10 +11,7 @@
 
 use std::io::Read;
 
-use rusqlite::Connection;
 use rusqlite::blob::Blob;
-
-use crate::error::Result;
 
 /// A reader of a buffer's stored text.
 pub(crate) struct PageReader<'c> {
@@ -24,20 +21,20 @@ pub(crate) struct PageReader<'c> {
 }
 
 impl<'c> PageReader<'c> {
-    /// The text of buffer `buffer_id`, in a database of `page_size`-byte pages.
-    pub(crate) fn open(
-        connection: &'c Connection,
-        buffer_id: i64,
-        page_size: usize,
-    ) -> Result<Self> {
-        let blob =
-            connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, true)?;
+    /// The value `blob` (a row of a table keyed by its row id alone, as `buffer_pieces` and
+    /// `buffer_text` are), in a database of `page_size`-byte pages.
+    pub(crate) fn new(blob: Blob<'c>, page_size: usize) -> Self {
         let layout = Layout::of(blob.len(), page_size);
-        Ok(Self {
+        Self {
             blob,
             position: 0,
             layout,
-        })
+        }
+    }
+
+    /// The blob handle, to be moved to another row.
+    pub(crate) fn into_blob(self) -> Blob<'c> {
+        self.blob
     }
 }
 
@@ -114,6 +111,8 @@ fn varint_length(value: u64) -> usize {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use rusqlite::Connection;
+
     use super::*;
 
     fn table(page_size: usize) -> Connection {
@@ -180,7 +179,10 @@ mod tests {
             .execute("INSERT INTO buffer_text VALUES (7, ?1)", [&stored])
             .unwrap();
         for size in [1, 100, 4092, 5000, 65_536, 200_000] {
-            let mut reader = PageReader::open(&connection, 7, 4096).unwrap();
+            let blob = connection
+                .blob_open(rusqlite::MAIN_DB, "buffer_text", "text", 7, true)
+                .unwrap();
+            let mut reader = PageReader::new(blob, 4096);
             let layout = reader.layout;
             let mut read = Vec::new();
             let mut buffer = vec![0; size];

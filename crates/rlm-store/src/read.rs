@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::store::Store;
+use crate::text::TextReader;
 
-/// Bytes written to or read from a text blob per call.
+/// Bytes of text read per step while [`Store::read_lines`] looks for its lines.
 const BLOB_STEP: usize = 8 * 1024 * 1024;
 
 /// Metadata of a stored buffer.
@@ -151,26 +152,13 @@ impl Store {
             )));
         }
         // Start scanning at the last chunk that begins before the first line, not at byte 0.
-        let (mut position, mut line): (u64, u64) = self
-            .connection
-            .query_row(
-                "SELECT start, start_line FROM chunks WHERE buffer_id = ?1 AND start_line < ?2
-                 ORDER BY start DESC LIMIT 1",
-                params![buffer.id, first as i64],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?
-            .unwrap_or((0, 1));
+        let (mut position, mut line) = self.scan_start(buffer.id, first)?;
+        let mut reader = TextReader::new(&self.connection);
         let mut start = (first == 1).then_some(0);
         let mut end = None;
         'scan: while position < buffer.bytes {
             let step_end = (position + BLOB_STEP as u64).min(buffer.bytes);
-            let piece = read_blob(
-                &self.connection,
-                buffer.id,
-                position as usize,
-                step_end as usize,
-            )?;
+            let piece = reader.read(buffer.id, position, step_end)?;
             for newline in memchr::memchr_iter(b'\n', &piece) {
                 // `line` is the line holding `position`; a newline starts the next one.
                 line += 1;
@@ -192,8 +180,41 @@ impl Store {
             )));
         };
         let end = end.unwrap_or(buffer.bytes);
-        let bytes = read_blob(&self.connection, buffer.id, start as usize, end as usize)?;
+        let bytes = reader.read(buffer.id, start, end)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Where [`Store::read_lines`] starts looking for line `first`: the start and first line of
+    /// the last chunk that begins on an earlier line, else the text's start. A binary search
+    /// over the chunks' order, in which their lines grow (one key lookup per step): sorting
+    /// the chunks by line read all of a buffer's chunks, 23 ms for the 130,000 of 256 MB. Any
+    /// chunk on an earlier line would do; the last one leaves the least to scan.
+    fn scan_start(&self, buffer_id: i64, first: u64) -> Result<(u64, u64)> {
+        let chunks: Option<u64> = self
+            .connection
+            .prepare_cached("SELECT max(seq) + 1 FROM chunks WHERE buffer_id = ?1")?
+            .query_row([buffer_id], |row| row.get(0))?;
+        let mut at_seq = self.connection.prepare_cached(
+            "SELECT start, start_line FROM chunks WHERE buffer_id = ?1 AND seq = ?2",
+        )?;
+        let (mut low, mut high) = (0, chunks.unwrap_or(0));
+        let mut found = (0, 1);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let chunk: Option<(u64, u64)> = at_seq
+                .query_row(params![buffer_id, middle as i64], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .optional()?;
+            match chunk {
+                Some((start, line)) if line < first => {
+                    found = (start, line);
+                    low = middle + 1;
+                }
+                _ => high = middle,
+            }
+        }
+        Ok(found)
     }
 
     /// Every chunk of a buffer, in order.
@@ -311,15 +332,15 @@ impl Store {
         let mut statement = self.connection.prepare_cached(
             "SELECT buffer_id, start, end, header_start, header_end FROM chunks WHERE id = ?1",
         )?;
-        let mut blob: Option<(i64, rusqlite::blob::Blob<'_>)> = None;
+        let mut reader = TextReader::new(&self.connection);
         let mut texts = Vec::with_capacity(ids.len());
         for &id in ids {
             let (buffer_id, start, end, header_start, header_end): (
                 i64,
-                usize,
-                usize,
-                Option<usize>,
-                Option<usize>,
+                u64,
+                u64,
+                Option<u64>,
+                Option<u64>,
             ) = statement
                 .query_row([id], |row| {
                     Ok((
@@ -332,35 +353,17 @@ impl Store {
                 })
                 .optional()?
                 .ok_or(Error::UnknownChunk(id))?;
-            let handle = match &mut blob {
-                Some((open, handle)) => {
-                    if *open != buffer_id {
-                        handle.reopen(buffer_id)?;
-                        *open = buffer_id;
-                    }
-                    handle
-                }
-                None => {
-                    let handle = self.connection.blob_open(
-                        rusqlite::MAIN_DB,
-                        "buffer_text",
-                        "text",
-                        buffer_id,
-                        true,
-                    )?;
-                    &mut blob.insert((buffer_id, handle)).1
-                }
-            };
+            let length = reader.length(buffer_id)?;
             // The header (if any) and the chunk read into one buffer, kept as the String.
             let header = match (header_start, header_end) {
-                (Some(from), Some(to)) => clamp(handle, from, to),
+                (Some(from), Some(to)) => clamp(length, from, to),
                 _ => 0..0,
             };
-            let body = clamp(handle, start, end);
-            let mut bytes = vec![0; header.len() + body.len()];
-            let (head, rest) = bytes.split_at_mut(header.len());
-            handle.read_at_exact(head, header.start)?;
-            handle.read_at_exact(rest, body.start)?;
+            let body = clamp(length, start, end);
+            let mut bytes = vec![0; (header.end - header.start + body.end - body.start) as usize];
+            let (head, rest) = bytes.split_at_mut((header.end - header.start) as usize);
+            reader.read_exact_at(buffer_id, head, header.start)?;
+            reader.read_exact_at(buffer_id, rest, body.start)?;
             texts.push(
                 String::from_utf8(bytes)
                     .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned()),
@@ -370,9 +373,9 @@ impl Store {
     }
 }
 
-/// `start..end` clamped to an open blob's length, as [`read_blob`] clamps it.
-fn clamp(blob: &rusqlite::blob::Blob<'_>, start: usize, end: usize) -> std::ops::Range<usize> {
-    let end = end.min(blob.len());
+/// `start..end` clamped to a text's `length`, as [`read_blob`] clamps it.
+fn clamp(length: u64, start: u64, end: u64) -> std::ops::Range<u64> {
+    let end = end.min(length);
     start.min(end)..end
 }
 
@@ -407,44 +410,19 @@ fn is_continuation(byte: Option<&u8>) -> bool {
     byte.is_some_and(|&b| b & 0xC0 == 0x80)
 }
 
-/// Texts up to this size are bound directly (SQLite copies them once); larger ones are written
-/// through incremental blob I/O so a huge buffer is not held twice in memory.
-const DIRECT_WRITE_BYTES: usize = 64 * 1024 * 1024;
-
-/// Writes `text` as the buffer's blob.
+/// Writes `text` as the buffer's text.
 pub(crate) fn write_buffer_text(connection: &Connection, buffer_id: i64, text: &str) -> Result<()> {
-    if text.len() <= DIRECT_WRITE_BYTES {
-        connection.execute(
-            "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
-            params![buffer_id, text.as_bytes()],
-        )?;
-        return Ok(());
-    }
-    connection.execute(
-        "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
-        params![buffer_id, rusqlite::blob::ZeroBlob(text.len() as u64)],
-    )?;
-    let mut blob =
-        connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, false)?;
-    for (index, piece) in text.as_bytes().chunks(BLOB_STEP).enumerate() {
-        blob.write_at(piece, index * BLOB_STEP)?;
-    }
-    Ok(())
+    crate::text::write_text(connection, buffer_id, text.as_bytes())
 }
 
-/// Bytes `start..end` of a buffer's blob.
+/// Bytes `start..end` of a buffer's text (clamped to its length).
 pub(crate) fn read_blob(
     connection: &Connection,
     buffer_id: i64,
     start: usize,
     end: usize,
 ) -> Result<Vec<u8>> {
-    let blob = connection.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", buffer_id, true)?;
-    let end = end.min(blob.len());
-    let start = start.min(end);
-    let mut bytes = vec![0; end - start];
-    blob.read_at_exact(&mut bytes, start)?;
-    Ok(bytes)
+    crate::text::read_range(connection, buffer_id, start as u64, end as u64)
 }
 
 /// The whole text of a buffer (stored text is validated UTF-8 at load).

@@ -84,6 +84,18 @@ const MIGRATIONS: &[&str] = &[
     // 5: buffers by path, so a `--path` glob with a literal prefix reads only the buffers whose
     // name or path starts with it (names have their unique index already).
     "CREATE INDEX buffers_by_path ON buffers(path);",
+    // 6: new buffers' text in 1 MiB pieces (`text.rs`), keyed by buffer id * 2^24 + piece
+    // number, so that reaching an offset does not walk a whole text's overflow pages. Buffers
+    // stored before keep `buffer_text`. The key has no foreign key to cascade; the trigger
+    // deletes a buffer's pieces with it.
+    "CREATE TABLE buffer_pieces (
+        id INTEGER PRIMARY KEY,
+        text BLOB NOT NULL
+    );
+    CREATE TRIGGER buffer_pieces_deleted AFTER DELETE ON buffers BEGIN
+        DELETE FROM buffer_pieces
+            WHERE id BETWEEN old.id * 16777216 AND old.id * 16777216 + 16777215;
+    END;",
 ];
 
 /// The value of `store_marker.format` in every rlm store.

@@ -327,6 +327,73 @@ fn peek_reads_lines_bytes_and_chunks() {
     }
 }
 
+/// A text over several 1 MiB pieces (how the store keeps a text) reads back as one text:
+/// lines, byte ranges and chunks across the pieces' ends, and grep's line numbers after them.
+#[test]
+fn a_text_of_several_pieces_reads_back_whole_at_every_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    // Lines of uneven length, some with a two-byte character, ~2.6 MB in all.
+    let body: String = (1..=40_000)
+        .map(|i| format!("line {i} {}\n", "é-x".repeat(i % 29)))
+        .collect();
+    assert!(body.len() > 2 * (1 << 20) && body.len() < 3 * (1 << 20));
+    store
+        .load(
+            vec![text("pieces.log", &body)],
+            &ChunkOptions::default(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let buffer = store.buffer("pieces.log").unwrap();
+    assert_eq!(store.text(&buffer).unwrap(), body);
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(body.match_indices('\n').map(|(at, _)| at + 1))
+        .collect();
+    let line_of = |offset: usize| starts.partition_point(|&start| start <= offset);
+    for boundary in [1usize << 20, 2 << 20] {
+        // Bytes across the boundary (widened to whole characters, as every range is).
+        let range = boundary as u64 - 2..boundary as u64 + 2;
+        let read = store.read_bytes(&buffer, range.clone()).unwrap();
+        assert!(body[range.start as usize - 1..range.end as usize + 1].contains(&read));
+        assert!(read.len() >= 4);
+        // The lines around it.
+        let line = line_of(boundary) as u64;
+        let expected = &body[starts[line as usize - 2]..starts[line as usize + 1]];
+        assert_eq!(
+            store.read_lines(&buffer, line - 1, line + 1).unwrap(),
+            expected
+        );
+        // grep's number for the first line after it.
+        let after = line_of(boundary) + 1;
+        let needle = format!("line {after} ");
+        let (lines, _) = grep_lines(&store, &format!("^{needle}"), &GrepOptions::default());
+        assert_eq!(
+            lines[0],
+            format!(
+                "{after}:[{needle}]{}",
+                &body[starts[after - 1] + needle.len()..starts[after] - 1]
+            )
+        );
+    }
+    for line in [1, 2, 19_999, 39_999, 40_000] {
+        let expected = &body[starts[line as usize - 1]..starts[line as usize]];
+        assert_eq!(store.read_lines(&buffer, line, line).unwrap(), expected);
+    }
+    let ids: Vec<i64> = store
+        .chunks_of(&buffer)
+        .unwrap()
+        .iter()
+        .map(|chunk| chunk.id)
+        .collect();
+    let texts = store.chunk_texts(&ids).unwrap();
+    for (chunk, text) in store.chunks_of(&buffer).unwrap().iter().zip(&texts) {
+        let expected = &body[chunk.bytes.start as usize..chunk.bytes.end as usize];
+        assert_eq!(text, expected);
+        assert_eq!(store.chunk_text(chunk.id).unwrap(), expected);
+    }
+}
+
 #[test]
 fn csv_chunks_carry_the_header() {
     let dir = tempfile::tempdir().unwrap();

@@ -28,6 +28,12 @@ pub fn peak_rss_mb() -> f64 {
     status_mb(&status, "VmHWM:").unwrap_or(f64::NAN)
 }
 
+/// This process's resident set now (`VmRSS`) in MB, NaN where /proc does not say.
+pub fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status_mb(&status, "VmRSS:").unwrap_or(f64::NAN)
+}
+
 /// Starts [`peak_rss_mb`] again from the current RSS.
 pub fn reset_peak_rss() {
     // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.

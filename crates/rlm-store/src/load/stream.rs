@@ -15,6 +15,7 @@ use super::{LoadEvent, LoadedBuffer};
 use crate::error::{Error, Result, io};
 use crate::index::Bm25Writer;
 use crate::store::BufferLimit;
+use crate::text::TextWriter;
 
 /// Files larger than this are read, hashed and chunked in pieces rather than held whole.
 const STREAM_ABOVE_BYTES: u64 = 16 << 20;
@@ -165,7 +166,7 @@ fn for_each_piece(
     }
 }
 
-/// Second pass over a scanned file: writes its text into the blob, chunks it and feeds the
+/// Second pass over a scanned file: writes its text in pieces (`text.rs`), chunks it and feeds the
 /// index piece by piece, holding one piece and one unfinished chunk at a time. A file that
 /// changed since the scan aborts the load.
 pub(super) fn insert_streamed(
@@ -186,11 +187,7 @@ pub(super) fn insert_streamed(
         options.strategy,
         options_key,
     )?;
-    transaction.execute(
-        "INSERT INTO buffer_text (buffer_id, text) VALUES (?1, ?2)",
-        params![id, rusqlite::blob::ZeroBlob(file.size)],
-    )?;
-    let mut blob = transaction.blob_open(rusqlite::MAIN_DB, "buffer_text", "text", id, false)?;
+    let mut text_writer = TextWriter::new(transaction, id);
     let mut rows = ChunkRows::new(transaction, writer, buffer.indexed(id))?;
     let mut add = |chunk: Chunk, body: &str| rows.add(chunk, body);
     let mut chunker = StreamChunker::new(Some(buffer.name), options)?;
@@ -207,7 +204,7 @@ pub(super) fn insert_streamed(
             return Err(changed());
         }
         hasher.update(text.as_bytes());
-        blob.write_at(text.as_bytes(), written as usize)?;
+        text_writer.write(text.as_bytes())?;
         written = end;
         chunker.push(text, &mut add)?;
         let step = LoadEvent::Streaming {
@@ -224,6 +221,7 @@ pub(super) fn insert_streamed(
     {
         return Err(changed());
     }
+    text_writer.finish()?;
     let strategy = chunker.finish(&mut add)?;
     transaction.execute(
         "UPDATE buffers SET strategy = ?1 WHERE id = ?2",
