@@ -10,6 +10,10 @@
 //!   small file on disk each, loaded under a relative name, so each buffer has a name and an
 //!   absolute path; a tenth of them under `logs/`, one in 997 in each `dirNNN/`).
 //! - `RLM_BENCH_QUERIES` (default 50): queries per measured case.
+//! - `RLM_BENCH_TIE_LINES` (default `600000,3000000`: 58 and 290 MB): lines of a generated
+//!   service log whose chunks hold the same words the same number of times, so BM25 scores
+//!   tie across most of them; queries for words in every chunk, in a fifth of them, and for
+//!   one line's number (the peer: one chunk matches).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::Write as _;
@@ -312,6 +316,81 @@ fn filters(buffers: usize, queries: &[String]) {
     let _ = std::io::stdout().flush();
 }
 
+/// BM25 over a log whose chunks tie: one buffer of `lines` lines of one format.
+fn ties(lines: usize, runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("service.log");
+    let mut log = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for line in 0..lines {
+        let second = line % 86_400;
+        let level = match line % 97 {
+            0 => "ERROR",
+            _ if line % 20 == 3 => "WARN",
+            _ => "INFO",
+        };
+        writeln!(
+            log,
+            "2026-11-28T{:02}:{:02}:{:02}.{:03}Z {level} worker-{} request handled \
+             status=200 path=/api/v1/items id={line:07}",
+            second / 3600,
+            second / 60 % 60,
+            second % 60,
+            line % 1000,
+            line % 8,
+        )
+        .unwrap();
+    }
+    log.into_inner().unwrap().sync_all().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let started = Instant::now();
+    store
+        .load(
+            vec![Source::File {
+                name: "service.log".to_owned(),
+                path,
+            }],
+            &ChunkOptions::default(),
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+    let status = store.status().unwrap();
+    println!(
+        "== a log of {lines} lines, {} chunks: load {:.1} s",
+        status.chunks,
+        started.elapsed().as_secs_f64()
+    );
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let number = format!("{:07}", lines / 2);
+    let id = format!("id={number}");
+    let cases = [
+        ("request (every chunk)", "request"),
+        ("WARN (every chunk)", "WARN"),
+        ("ERROR (a fifth of the chunks)", "ERROR"),
+        ("ERROR worker (two words)", "ERROR worker"),
+        (
+            "id=NNNNNNN (one line's; `id` is in every chunk)",
+            id.as_str(),
+        ),
+        ("NNNNNNN (one line's number; the peer)", number.as_str()),
+    ];
+    let mut latencies = vec![Vec::with_capacity(runs); cases.len()];
+    for _ in 0..runs {
+        for (case, (_, query)) in cases.iter().enumerate() {
+            let started = Instant::now();
+            let outcome = store.search(&SearchRequest::new(*query)).unwrap();
+            latencies[case].push(started.elapsed());
+            assert!(!outcome.hits.is_empty(), "{query}");
+        }
+    }
+    for ((name, _), latencies) in cases.iter().zip(latencies) {
+        let (p50, p95) = median_and_p95(latencies);
+        println!("bm25 top-10 {name}: p50 {p50:.2} ms, p95 {p95:.2} ms");
+    }
+    let _ = std::io::stdout().flush();
+}
+
 fn main() {
     rlm_store::release_freed_memory_promptly();
     let count: usize = std::env::var("RLM_BENCH_QUERIES")
@@ -322,6 +401,9 @@ fn main() {
     let queries: Vec<String> = (0..count)
         .map(|index| sentence(&mut rng, 1 + index % 3))
         .collect();
+    for lines in sizes("RLM_BENCH_TIE_LINES", "600000,3000000") {
+        ties(lines, count);
+    }
     for buffers in sizes("RLM_BENCH_BUFFERS", "10000,100000") {
         filters(buffers, &queries);
     }

@@ -15,20 +15,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery,
+    BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery, Weight,
 };
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{
-    DocAddress, DocId, DocSet as _, Index, IndexReader, IndexWriter, ReloadPolicy, Score,
-    TantivyDocument, Term,
-};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::document_queue::{CountingTokenizer, DocumentQueue, Waited};
 use crate::error::{Error, Result};
@@ -38,6 +34,7 @@ use crate::name_filter::{
     REVERSED_PATH_FIELD, component_terms, reversed,
 };
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, IndexFormat, query_plan};
+use crate::top_hits::TopHits;
 
 /// Indexing memory budget across all writer threads. tantivy flushes a segment when a thread's
 /// share is full, so this bounds the writer's RSS. Measured loading the 100 MB benchmark corpus
@@ -324,38 +321,29 @@ impl Bm25Index {
             }
         };
         let searcher = self.reader()?.searcher();
-        let mut filtered = match filter {
+        let mut ranking = match filter {
             DocumentFilter::Glob(glob) => {
-                Some(FilteredSearch::new(&searcher, query.as_ref(), glob)?)
+                Ranking::Glob(FilteredSearch::new(&searcher, query.as_ref(), glob)?)
             }
-            _ => None,
+            _ => Ranking::All(query.weight(EnableScoring::enabled_from_searcher(&searcher))?),
         };
-        let mut scores = TermScores::new(&searcher, self.text, &plan.terms);
-        // Equal scores are ordered by chunk id, so the same store answers the same way whatever
-        // its segment layout (tantivy breaks ties by segment, whose order varies between two
-        // loads of the same files). Fetch past `limit` until the hits beyond it score lower, so
-        // a tie across the cut is settled by chunk id too.
+        // Hits come in one total order (score, then chunk id: `TopHits`), so the first
+        // `limit` are the answer unless some are dropped for not holding a bucket term; then
+        // a deeper list is asked for.
         let mut checked: HashMap<i64, bool> = HashMap::new();
-        let mut fetch = limit.saturating_add(16);
-        let mut hits = loop {
-            let top = match &mut filtered {
-                Some(filtered) => filtered.top(fetch)?,
-                None => {
-                    searcher.search(query.as_ref(), &TopDocs::with_limit(fetch).order_by_score())?
-                }
-            };
-            let exhausted = top.len() < fetch;
-            let top = scores.rescore(top)?;
-            let mut hits = Vec::with_capacity(top.len());
-            for (score, address) in top {
-                let column = searcher
-                    .segment_reader(address.segment_ord)
-                    .fast_fields()
-                    .u64("chunk_id")?;
-                if let Some(id) = column.first(address.doc_id) {
-                    hits.push((id as i64, score));
+        let mut fetch = limit;
+        loop {
+            let mut top = TopHits::new(&searcher, self.text, &plan.terms, fetch)?;
+            match &mut ranking {
+                Ranking::Glob(filtered) => filtered.collect(&mut top)?,
+                Ranking::All(weight) => {
+                    for ordinal in 0..searcher.segment_readers().len() as u32 {
+                        top.collect_segment(ordinal, weight.as_ref(), &mut |_| Ok(true))?;
+                    }
                 }
             }
+            let mut hits = top.into_sorted();
+            let exhausted = hits.len() < fetch;
             if let Some(literal) = &plan.literal {
                 let unchecked: Vec<i64> = hits
                     .iter()
@@ -368,104 +356,19 @@ impl Bm25Index {
                 }
                 hits.retain(|(id, _)| checked.get(id).copied().unwrap_or(false));
             }
-            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            // Ranking chose the fetched hits by its own sums, which may differ from the exact
-            // ones in the last bits: a hit beyond the fetch may tie the limit-th exactly only
-            // if the last fetched is that close to it.
-            let settled = hits.len() > limit
-                && hits[hits.len() - 1].1 < hits[limit - 1].1 * (1.0 - SETTLED_MARGIN);
-            if exhausted || settled {
-                break hits;
+            if exhausted || hits.len() >= limit {
+                hits.truncate(limit);
+                return Ok(hits);
             }
             fetch = fetch.saturating_mul(2);
-        };
-        hits.truncate(limit);
-        Ok(hits)
+        }
     }
 }
 
-/// Relative score difference that certainly exceeds the rounding differences between two
-/// ways of summing the same term scores.
-const SETTLED_MARGIN: f32 = 1e-5;
-
-/// Each query term's BM25 weight, to score a hit the same way whichever way it was found.
-///
-/// tantivy sums a document's term scores in an order that depends on how it was reached (the
-/// pruned top-k loop orders term scorers by their position, an intersection by clause), so two
-/// documents with equal scores, or one document found filtered and unfiltered, could differ
-/// in the last bit and equal scores would not be ordered by chunk id. Hits whose scores are
-/// that close to another's are scored again as the sum of their term scores in query order;
-/// the others are far enough apart that no rounding can reorder them.
-struct TermScores<'a> {
-    searcher: &'a tantivy::Searcher,
-    text: Field,
-    terms: &'a [String],
-    /// Made on first use: most result lists have no near ties.
-    weights: Option<Vec<Box<dyn tantivy::query::Weight>>>,
-}
-
-impl<'a> TermScores<'a> {
-    fn new(searcher: &'a tantivy::Searcher, text: Field, terms: &'a [String]) -> Self {
-        Self {
-            searcher,
-            text,
-            terms,
-            weights: None,
-        }
-    }
-
-    /// The hits (best first) with the scores of near ties summed in query order.
-    fn rescore(&mut self, mut hits: Vec<(Score, DocAddress)>) -> Result<Vec<(Score, DocAddress)>> {
-        let near = |a: Score, b: Score| (a - b).abs() <= a.abs().max(b.abs()) * SETTLED_MARGIN;
-        // (segment, document, position in `hits`) of each hit near another's score.
-        let mut tied: Vec<(u32, DocId, usize)> = (0..hits.len())
-            .filter(|&index| {
-                (index > 0 && near(hits[index - 1].0, hits[index].0))
-                    || (index + 1 < hits.len() && near(hits[index].0, hits[index + 1].0))
-            })
-            .map(|index| (hits[index].1.segment_ord, hits[index].1.doc_id, index))
-            .collect();
-        if tied.is_empty() {
-            return Ok(hits);
-        }
-        let weights = match &mut self.weights {
-            Some(weights) => weights,
-            None => {
-                let scoring = EnableScoring::enabled_from_searcher(self.searcher);
-                let weights = self
-                    .terms
-                    .iter()
-                    .map(|term| {
-                        TermQuery::new(
-                            Term::from_field_text(self.text, term),
-                            IndexRecordOption::WithFreqs,
-                        )
-                        .weight(scoring)
-                    })
-                    .collect::<tantivy::Result<_>>()?;
-                self.weights.insert(weights)
-            }
-        };
-        // Document order within each segment, so each term's postings are read forwards.
-        tied.sort_unstable();
-        for group in tied.chunk_by(|a, b| a.0 == b.0) {
-            let segment = self.searcher.segment_reader(group[0].0);
-            group.iter().for_each(|&(_, _, index)| hits[index].0 = 0.0);
-            for weight in weights.iter() {
-                let mut scorer = weight.scorer(segment, 1.0)?;
-                for &(_, document, index) in group {
-                    let mut current = scorer.doc();
-                    if current < document {
-                        current = scorer.seek(document);
-                    }
-                    if current == document {
-                        hits[index].0 += scorer.score();
-                    }
-                }
-            }
-        }
-        Ok(hits)
-    }
+/// How a query's documents are ranked: among those a glob accepts, or all it matches.
+enum Ranking<'a> {
+    Glob(FilteredSearch<'a>),
+    All(Box<dyn Weight>),
 }
 
 /// The schema of a new index (`fields` is less than [`BufferFields::NamesAndComponents`] only

@@ -50,6 +50,7 @@ mod store;
 mod text;
 pub mod tokenizer;
 pub mod tools;
+mod top_hits;
 mod vector_file;
 
 pub use admin::StoreStatus;

@@ -29,18 +29,15 @@
 //! An index written before the components were indexed has no component field: its globs
 //! take the other ways, as they did then.
 
-use std::collections::BinaryHeap;
 use std::ops::{Bound, Range};
 
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::query::{EnableScoring, Query, Weight};
-use tantivy::{
-    BitSet, DocAddress, DocId, DocSet as _, Score, Searcher, SegmentReader, TERMINATED,
-    TantivyError,
-};
+use tantivy::{BitSet, DocId, Searcher, SegmentReader, TantivyError};
 
 use crate::error::Result;
 use crate::select::{compile_glob, literal_prefix};
+use crate::top_hits::TopHits;
 
 mod components;
 
@@ -531,10 +528,9 @@ enum Route {
 }
 
 /// A BM25 query whose top documents may only come from buffers a glob matches: the glob is
-/// matched against each segment's values once, then [`FilteredSearch::top`] can be asked for
+/// matched against each segment's values once, then [`FilteredSearch::collect`] can fill
 /// deeper lists without matching again.
 pub(crate) struct FilteredSearch<'a> {
-    searcher: &'a Searcher,
     glob: &'a BufferGlob,
     weight: Box<dyn Weight>,
     segments: Vec<(u32, Route)>,
@@ -542,7 +538,7 @@ pub(crate) struct FilteredSearch<'a> {
 
 impl<'a> FilteredSearch<'a> {
     pub(crate) fn new(
-        searcher: &'a Searcher,
+        searcher: &Searcher,
         query: &dyn Query,
         glob: &'a BufferGlob,
     ) -> Result<Self> {
@@ -559,129 +555,29 @@ impl<'a> FilteredSearch<'a> {
             }
         }
         Ok(Self {
-            searcher,
             glob,
             weight,
             segments,
         })
     }
 
-    /// The best `limit` documents the glob accepts, by score (as tantivy's `TopDocs` orders
-    /// them: equal scores in no particular order, which the caller settles).
-    pub(crate) fn top(&mut self, limit: usize) -> Result<Vec<(Score, DocAddress)>> {
-        let mut best = TopScores::new(limit);
+    /// Offers `top` the documents the glob accepts (`top` keeps the best; it can be asked
+    /// again, with a deeper list, without matching the glob again).
+    pub(crate) fn collect(&mut self, top: &mut TopHits<'_>) -> Result<()> {
         for (ordinal, route) in &mut self.segments {
-            let segment = self.searcher.segment_reader(*ordinal);
-            let alive = segment.alive_bitset();
-            let deleted = |document| alive.is_some_and(|alive| alive.is_deleted(document));
             match route {
                 Route::Listed(documents) => {
-                    let mut scorer = self.weight.scorer(segment, 1.0)?;
-                    for &document in documents.iter() {
-                        let mut current = scorer.doc();
-                        if current < document {
-                            current = scorer.seek(document);
-                        }
-                        if current == TERMINATED {
-                            break;
-                        }
-                        if current == document && !deleted(document) {
-                            best.push(scorer.score(), DocAddress::new(*ordinal, document));
-                        }
-                    }
+                    top.collect_listed(*ordinal, self.weight.as_ref(), documents)?;
                 }
                 Route::Checked(filter) => {
-                    let mut threshold = best.threshold();
-                    let mut failed = None;
-                    // tantivy calls back only for documents scoring above the threshold it
-                    // was last given, so a document the filter rejects leaves the threshold
-                    // where it was and the pruning stays exact for the ones it accepts.
-                    self.weight
-                        .for_each_pruning(threshold, segment, &mut |document, score| {
-                            if failed.is_some() || deleted(document) {
-                                return threshold;
-                            }
-                            match filter.accepts(document, self.glob) {
-                                Ok(true) => {
-                                    best.push(score, DocAddress::new(*ordinal, document));
-                                    threshold = best.threshold();
-                                }
-                                Ok(false) => {}
-                                Err(error) => failed = Some(error),
-                            }
-                            threshold
-                        })?;
-                    if let Some(error) = failed {
-                        return Err(error);
-                    }
+                    let glob = self.glob;
+                    top.collect_segment(*ordinal, self.weight.as_ref(), &mut |document| {
+                        filter.accepts(document, glob)
+                    })?;
                 }
             }
         }
-        Ok(best.into_sorted())
-    }
-}
-
-/// The `limit` highest scores seen, as a min-heap.
-struct TopScores {
-    limit: usize,
-    heap: BinaryHeap<Entry>,
-}
-
-struct Entry(Score, DocAddress);
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Entry {}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Entry {
-    /// Reversed, so the heap's top is the lowest score.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other.0.total_cmp(&self.0)
-    }
-}
-
-impl TopScores {
-    fn new(limit: usize) -> Self {
-        Self {
-            limit,
-            heap: BinaryHeap::with_capacity(limit.saturating_add(1)),
-        }
-    }
-
-    fn push(&mut self, score: Score, address: DocAddress) {
-        if self.heap.len() < self.limit {
-            self.heap.push(Entry(score, address));
-        } else if self.heap.peek().is_some_and(|lowest| score > lowest.0) {
-            self.heap.pop();
-            self.heap.push(Entry(score, address));
-        }
-    }
-
-    /// The score a document must beat to enter: the lowest kept once `limit` are kept.
-    fn threshold(&self) -> Score {
-        match self.heap.peek() {
-            Some(lowest) if self.heap.len() >= self.limit => lowest.0,
-            _ => Score::MIN,
-        }
-    }
-
-    fn into_sorted(self) -> Vec<(Score, DocAddress)> {
-        // `into_sorted_vec` is ascending by `Ord`, which is descending by score.
-        self.heap
-            .into_sorted_vec()
-            .into_iter()
-            .map(|Entry(score, address)| (score, address))
-            .collect()
+        Ok(())
     }
 }
 

@@ -24,7 +24,8 @@ pub(crate) const PIECE_BYTES: usize = 1 << 20;
 /// the same shift as `16777216` in the trigger that deletes a buffer's pieces).
 const PIECE_BITS: u32 = 24;
 
-/// The key of piece `piece` of buffer `buffer_id`: 2^24 pieces (16 TiB) per buffer.
+/// The key of piece `piece` of buffer `buffer_id`: 2^24 pieces (16 TiB) per buffer. Buffer ids
+/// are row ids SQLite counts up from 1, so they stay far below the 2^39 the key leaves them.
 pub(crate) fn piece_key(buffer_id: i64, piece: u64) -> i64 {
     (buffer_id << PIECE_BITS) | piece as i64
 }

@@ -992,6 +992,112 @@ fn equal_scores_are_ordered_by_chunk_id_across_segments() {
     assert_eq!(first, sorted[..3], "the cut keeps the lowest ids");
 }
 
+/// Every way of asking for the best hits agrees with one full ranking: any limit takes its
+/// prefix, and a buffer or path filter takes the filtered ranking's prefix. The chunks tie in
+/// large groups (a few words, repeated) and sit in several index segments, so the cut falls
+/// inside ties and the pruned top-k loop must let through what can still tie its worst.
+#[test]
+fn every_limit_and_filter_takes_a_prefix_of_one_total_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let words = ["alpha", "beta", "gamma", "delta"];
+    let mut state = 7_u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        (state >> 33) as usize
+    };
+    for load in 0..6 {
+        let sources = (0..4)
+            .map(|file| {
+                let lines: String = (0..30)
+                    .map(|_| {
+                        let line: Vec<&str> = (0..4).map(|_| words[next() % words.len()]).collect();
+                        format!("{}\n", line.join(" "))
+                    })
+                    .collect();
+                let name = if file % 2 == 0 {
+                    format!("logs/run{load}/app{file}.log")
+                } else {
+                    format!("src/dir{load}/mod{file}.rs")
+                };
+                text(&name, &lines)
+            })
+            .collect();
+        store
+            .load(sources, &small_chunks(), &mut keep_going)
+            .unwrap();
+    }
+    let ranked = |request: &SearchRequest| -> Vec<(i64, f64, String)> {
+        store
+            .search(request)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|hit| (hit.chunk_id, hit.score, hit.buffer))
+            .collect()
+    };
+    for query in ["alpha", "alpha beta", "gamma delta beta"] {
+        let mut request = SearchRequest::new(query);
+        request.limit = 100_000;
+        let full = ranked(&request);
+        assert!(full.len() > 100, "{query}: {} hits", full.len());
+        for pair in full.windows(2) {
+            let ((a, a_score, _), (b, b_score, _)) = (&pair[0], &pair[1]);
+            assert!(
+                a_score > b_score || (a_score == b_score && a < b),
+                "{query}: {a} ({a_score}) before {b} ({b_score})"
+            );
+        }
+        let ties = full
+            .windows(2)
+            .filter(|pair| pair[0].1 == pair[1].1)
+            .count();
+        assert!(ties > full.len() / 2, "{query}: only {ties} ties");
+        for limit in [1, 2, 5, 10, 17, 50, full.len() - 1] {
+            request.limit = limit;
+            assert_eq!(ranked(&request), full[..limit], "{query}, top {limit}");
+        }
+        /// Whether a buffer name is one a glob keeps.
+        type Keeps = fn(&str) -> bool;
+        let filters: [(&str, Keeps); 4] = [
+            ("logs/*", |name| name.starts_with("logs/")),
+            ("*.rs", |name| name.ends_with(".rs")),
+            ("*/run3/*", |name| name.contains("/run3/")),
+            ("*n*/app0*", |name| name.contains("/app0")),
+        ];
+        for (glob, keeps) in filters {
+            let expected: Vec<_> = full.iter().filter(|hit| keeps(&hit.2)).cloned().collect();
+            assert!(!expected.is_empty(), "{glob}");
+            for limit in [1, 3, 10, expected.len()] {
+                let mut filtered = SearchRequest::new(query);
+                filtered.limit = limit;
+                filtered.path_glob = Some(glob.to_owned());
+                assert_eq!(
+                    ranked(&filtered),
+                    expected[..limit],
+                    "{query}, {glob}, top {limit}"
+                );
+            }
+        }
+        let buffers = ["src/dir2/mod3.rs", "logs/run4/app0.log"];
+        let expected: Vec<_> = full
+            .iter()
+            .filter(|hit| buffers.contains(&hit.2.as_str()))
+            .cloned()
+            .collect();
+        let mut filtered = SearchRequest::new(query);
+        filtered.limit = 5;
+        filtered.buffers = buffers.iter().map(|&name| name.to_owned()).collect();
+        assert_eq!(
+            ranked(&filtered),
+            expected[..5.min(expected.len())],
+            "{query}, buffers"
+        );
+    }
+}
+
 #[test]
 fn chunks_of_each_lists_the_same_chunks_as_one_query_per_buffer() {
     let dir = tempfile::tempdir().unwrap();
