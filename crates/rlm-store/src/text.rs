@@ -617,4 +617,81 @@ mod tests {
         assert!(pieces_of(&connection, a).is_empty());
         assert_eq!(pieces_of(&connection, b), vec![(piece_key(b, 0), 10)]);
     }
+
+    /// Resident bytes of this process's mappings of `path` (`/proc/self/smaps`).
+    fn mapped_resident(path: &std::path::Path) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let wanted = path.to_str().unwrap();
+        let mut ours = false;
+        let mut total = 0;
+        for line in smaps.lines() {
+            if line
+                .split_whitespace()
+                .next()
+                .is_some_and(|first| first.contains('-'))
+            {
+                ours = line.ends_with(wanted);
+            } else if ours && let Some(kb) = line.strip_prefix("Rss:") {
+                total += kb
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<usize>()
+                    .unwrap()
+                    * 1024;
+            }
+        }
+        total
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_map_window_keeps_what_a_stream_maps_near_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("window.sqlite");
+        let mut connection = Connection::open(&path).unwrap();
+        crate::schema::migrate(&mut connection).unwrap();
+        let id = add_buffer(&connection, "big");
+        let stored = text(8 * PIECE_BYTES + 5);
+        write_text(&connection, id, &stored).unwrap();
+        connection
+            .pragma_update(None, "mmap_size", crate::store::MMAP_BYTES)
+            .unwrap();
+        let limit = 256 << 10;
+        // Reads through the map, the window let go of every `limit` bytes or never.
+        let read = |window: Option<&MapWindow<'_>>| {
+            if let Some(window) = window {
+                window.release().unwrap();
+            }
+            let mut stream = TextStream::open(&connection, id, 4096, window).unwrap();
+            let (mut text, mut most) = (Vec::new(), 0);
+            let mut block = vec![0; 64 << 10];
+            loop {
+                let read = stream.read(&mut block).unwrap();
+                if read == 0 {
+                    break;
+                }
+                text.extend_from_slice(&block[..read]);
+                most = most.max(mapped_resident(&path));
+            }
+            (text, most)
+        };
+        let window = MapWindow::new(&connection, limit);
+        let (windowed, windowed_most) = read(Some(&window));
+        assert!(
+            windowed == stored,
+            "the text read through the window differs"
+        );
+        // The window is let go of between pieces: at most a piece past the limit stays.
+        assert!(
+            windowed_most <= limit + PIECE_BYTES + (64 << 10),
+            "{windowed_most} bytes mapped"
+        );
+        let (whole, whole_most) = read(None);
+        assert!(whole == stored);
+        assert!(
+            whole_most > 4 * PIECE_BYTES,
+            "the map alone kept {whole_most} bytes"
+        );
+    }
 }
