@@ -159,14 +159,25 @@ fn opens_tag(after: &str, tags: &[&str]) -> bool {
 /// The longest run of backticks in `text`, counting every character that folds to one and
 /// letting invisible characters inside a run continue it.
 pub fn longest_backtick_run(text: &str) -> usize {
+    let bytes = text.as_bytes();
     let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if BACKTICK_FORMS.contains(&c) {
-            run += 1;
-            longest = longest.max(run);
-        } else if !(run > 0 && is_invisible(c)) {
-            run = 0;
+    let mut at = 0;
+    // Between runs only a backtick form can change anything, so `memchr3` skips to the next
+    // byte that can start one: `` ` ``, or the lead byte of U+1FEF (E1) or of U+FF40 (EF).
+    // Lead bytes are character boundaries, and a run is then walked a character at a time.
+    while let Some(offset) = memchr::memchr3(b'`', 0xE1, 0xEF, &bytes[at..]) {
+        let start = at + offset;
+        let mut run = 0;
+        at = text.len();
+        for (index, c) in text[start..].char_indices() {
+            if BACKTICK_FORMS.contains(&c) {
+                run += 1;
+                longest = longest.max(run);
+            } else if !(run > 0 && is_invisible(c)) {
+                // Not part of a run, so not the start of one either: look on after it.
+                at = start + index + c.len_utf8();
+                break;
+            }
         }
     }
     longest
@@ -276,6 +287,49 @@ mod tests {
         assert_eq!(backtick_fence("``\u{1FEF}`"), "`````");
         // A visible character ends a run.
         assert_eq!(backtick_fence("`` x ``"), "```");
+    }
+
+    /// The run counted a character at a time, as [`longest_backtick_run`] did before it
+    /// skipped between runs.
+    fn longest_run_char_by_char(text: &str) -> usize {
+        let mut longest = 0;
+        let mut run = 0;
+        for c in text.chars() {
+            if BACKTICK_FORMS.contains(&c) {
+                run += 1;
+                longest = longest.max(run);
+            } else if !(run > 0 && is_invisible(c)) {
+                run = 0;
+            }
+        }
+        longest
+    }
+
+    #[test]
+    fn skipping_between_runs_counts_what_a_walk_of_every_character_counts() {
+        // Every string of up to six of these: backtick forms, characters sharing their lead
+        // bytes (U+1FAE and U+FF4F), an invisible one, and plain ASCII.
+        let alphabet = [
+            '`', '\u{1FEF}', '\u{FF40}', '\u{1FAE}', '\u{FF4F}', '\u{200B}', 'x',
+        ];
+        let mut strings = vec![String::new()];
+        let mut checked = 0;
+        for _ in 0..6 {
+            strings = strings
+                .iter()
+                .flat_map(|prefix| alphabet.iter().map(move |c| format!("{prefix}{c}")))
+                .collect();
+            for text in &strings {
+                assert_eq!(
+                    longest_backtick_run(text),
+                    longest_run_char_by_char(text),
+                    "{text:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 7 + 49 + 343 + 2_401 + 16_807 + 117_649);
+        assert_eq!(longest_backtick_run("\u{FF4F}\u{200B}``\u{1FAE}`"), 2);
     }
 
     #[test]
