@@ -63,12 +63,26 @@ pub(crate) enum HistoryOutcome {
         cache_hit: bool,
         note: Option<String>,
     },
-    /// Most recent messages that fit; `dry_run` marks a plan that would summarize.
+    /// Most recent messages that fit; `dry_run` marks a plan that would summarize. `base` is
+    /// the cached summary a summary would be carried on from.
     Fallback {
         reason: String,
         key: Option<String>,
         dry_run: bool,
+        base: Option<SummaryBase>,
     },
+}
+
+/// A cached summary of the first `messages` of the older messages, which a summary of them
+/// all carries on from: it is sent in place of those messages.
+#[derive(Debug, Clone)]
+pub(crate) struct SummaryBase {
+    /// Messages it replaces, from the first.
+    pub messages: usize,
+    /// The summary as a block of the conversation ([`history::render_summary`]).
+    pub block: String,
+    /// Tokens of `block`.
+    pub tokens: u64,
 }
 
 impl PromptAssembler {
@@ -146,6 +160,7 @@ impl PromptAssembler {
                         note: None,
                     },
                     None => HistoryOutcome::Fallback {
+                        base: self.summary_base(older, budget),
                         reason: if dry_run {
                             "dry run: the older messages would be summarized".into()
                         } else if self.options.history.model.is_none() {
@@ -167,6 +182,30 @@ impl PromptAssembler {
         let model = self.options.history.model.as_deref()?;
         let prompt = &self.options.texts.summarize;
         Some(summary_cache::summary_key(model, prompt, budget, older))
+    }
+
+    /// The longest cached summary of a first part of `older` (not all of it), to carry on
+    /// from; `None` without a model or a cache directory, or when there is none.
+    pub(crate) fn summary_base(
+        &mut self,
+        older: &[ChatMessage],
+        budget: u64,
+    ) -> Option<SummaryBase> {
+        let model = self.options.history.model.as_deref()?;
+        let (messages, cached) = summary_cache::longest_cached_prefix(
+            self.options.cache_dir.as_deref(),
+            model,
+            &self.options.texts.summarize,
+            budget,
+            older,
+        )?;
+        let block = history::render_summary(&cached.summary, messages);
+        let tokens = self.cache.count(&[&block])[0];
+        Some(SummaryBase {
+            messages,
+            block,
+            tokens,
+        })
     }
 
     /// Renders and counts the fixed sections and the messages, checks the budgets and
@@ -347,6 +386,7 @@ impl PromptAssembler {
                 reason,
                 key,
                 dry_run,
+                base,
             } => {
                 let start = history::recent_that_fit(
                     &frame.message_tokens,
@@ -355,7 +395,7 @@ impl PromptAssembler {
                 );
                 report.dropped_messages = start;
                 report.cache_key = key;
-                report.estimate = self.estimate(frame);
+                report.estimate = self.estimate(frame, base.as_ref());
                 if dry_run {
                     // What a build would do: summarize the messages before the split's tail
                     // (the prompt shown meanwhile keeps the most recent that fit).
@@ -383,8 +423,9 @@ impl PromptAssembler {
         (text, report)
     }
 
-    /// What summarizing the older messages would take.
-    fn estimate(&mut self, frame: &Frame) -> Option<SummaryEstimate> {
+    /// What summarizing the older messages would take: all of them, or with `base` the
+    /// cached summary and the messages after it.
+    fn estimate(&mut self, frame: &Frame, base: Option<&SummaryBase>) -> Option<SummaryEstimate> {
         let HistorySplit::Summarize {
             tail_start,
             summary_budget,
@@ -393,7 +434,15 @@ impl PromptAssembler {
             return None;
         };
         let prompt_tokens = self.cache.count(&[&self.options.texts.summarize])[0];
-        let older: u64 = frame.message_tokens[..tail_start].iter().sum();
+        let older: u64 = match base {
+            Some(base) => {
+                base.tokens
+                    + frame.message_tokens[base.messages..tail_start]
+                        .iter()
+                        .sum::<u64>()
+            }
+            None => frame.message_tokens[..tail_start].iter().sum(),
+        };
         let limit = super::piece_limit(
             self.options.history.window_tokens,
             prompt_tokens,

@@ -124,7 +124,8 @@ fn fenced(heading: &str, body: &str) -> String {
 pub(crate) enum HistorySplit {
     /// Everything verbatim (below the trigger).
     Verbatim,
-    /// Messages before `tail_start` are summarized into at most `summary_budget` tokens.
+    /// Messages before `tail_start` are summarized into at most `summary_budget` tokens (what
+    /// is left beside the tail's whole share, whatever the tail takes now).
     Summarize {
         tail_start: usize,
         summary_budget: u64,
@@ -159,8 +160,12 @@ pub(crate) fn split(
         tail_tokens += tokens;
         tail_start -= 1;
     }
+    // The room left beside a tail that fills its whole share, not beside this tail: the
+    // budget stays the same from turn to turn while the tail's tokens change with every
+    // message, so a cached summary still fits, its key is still found, and a summary made on
+    // an earlier turn can be carried on from.
     let summary_budget = budget
-        .saturating_sub(heading_tokens + tail_tokens + SUMMARY_HEADING_TOKENS)
+        .saturating_sub(heading_tokens + tail_budget + SUMMARY_HEADING_TOKENS)
         .max(1);
     HistorySplit::Summarize {
         tail_start,
@@ -224,6 +229,19 @@ mod tests {
                 summary_budget,
             } => {
                 assert_eq!(tail_start, 5, "five messages fill the 50% share");
+                assert_eq!(summary_budget, 1000 - 5 - 500 - SUMMARY_HEADING_TOKENS);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A tail that takes less than its share leaves the summary's budget as it was.
+        let mut uneven = tokens.to_vec();
+        uneven[9] = 60;
+        match split(&uneven, 5, 1000, 80, 50) {
+            HistorySplit::Summarize {
+                tail_start,
+                summary_budget,
+            } => {
+                assert_eq!(tail_start, 5, "460 tokens of tail");
                 assert_eq!(summary_budget, 1000 - 5 - 500 - SUMMARY_HEADING_TOKENS);
             }
             other => panic!("{other:?}"),

@@ -98,7 +98,8 @@ pub struct HistoryReport {
 pub struct ModelCall {
     /// The model as requested.
     pub model: String,
-    /// `summary`, `summary-piece`, `summary-merge` or `summary-shorter`.
+    /// `summary`, `summary-update` (a cached summary carried on), `summary-piece`,
+    /// `summary-merge` or `summary-shorter`.
     pub purpose: &'static str,
     /// Input tokens the provider reported.
     pub input_tokens: u64,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rlm_llm::{ChatRequest, LlmClient};
 
-use super::assemble::{HistoryOutcome, PromptAssembler, remember};
+use super::assemble::{HistoryOutcome, PromptAssembler, SummaryBase, remember};
 use super::outcome::{BuiltPrompt, ModelCall};
 use super::{PromptInputs, piece_limit};
 use crate::error::Result;
@@ -24,7 +24,7 @@ const MAX_ROUNDS: usize = 8;
 #[derive(Debug, Clone)]
 pub enum SummaryProgress {
     /// Call `number` (from 1) was sent; `purpose` is the plan's name for it (`summary`,
-    /// `summary-piece`, `summary-merge`, `summary-shorter`).
+    /// `summary-update`, `summary-piece`, `summary-merge`, `summary-shorter`).
     Started {
         number: usize,
         purpose: &'static str,
@@ -190,11 +190,33 @@ impl PromptAssembler {
             return Ok(self.finish(inputs, frame, outcome, Vec::new()));
         }
         let tail_start = older.len();
-        let rendered: Vec<String> = frame.rendered[..tail_start].to_vec();
-        let tokens: Vec<u64> = frame.message_tokens[..tail_start].to_vec();
+        // A history that grew since its older part was summarized carries that summary on:
+        // the summary stands in for the messages it covers, and only the ones after it are
+        // sent. `refresh` summarizes everything again.
+        let base = if self.options.history.refresh {
+            None
+        } else {
+            self.summary_base(older, budget)
+        };
+        let from = base.as_ref().map_or(0, |base| base.messages);
+        let mut rendered = Vec::with_capacity(tail_start - from + 1);
+        let mut tokens = Vec::with_capacity(tail_start - from + 1);
+        if let Some(base) = &base {
+            rendered.push(base.block.clone());
+            tokens.push(base.tokens);
+        }
+        rendered.extend_from_slice(&frame.rendered[from..tail_start]);
+        tokens.extend_from_slice(&frame.message_tokens[from..tail_start]);
         let mut calls = Vec::new();
         let summarized = self
-            .summarize(summarizer, &rendered, &tokens, budget, &mut calls)
+            .summarize(
+                summarizer,
+                &rendered,
+                &tokens,
+                budget,
+                base.as_ref(),
+                &mut calls,
+            )
             .await
             .and_then(|(summary, note)| {
                 // Refused before it is cached: a cached loop would come back on every build.
@@ -208,6 +230,17 @@ impl PromptAssembler {
                 if let Some(warning) = remember(&self.options, &key, &summary, tail_start) {
                     frame.warnings.push(warning);
                 }
+                let carried = base.as_ref().map(|base| {
+                    format!(
+                        "carried on from the cached summary of the first {} messages with the {} after them",
+                        base.messages,
+                        tail_start - base.messages
+                    )
+                });
+                let note = match (carried, note) {
+                    (Some(carried), Some(note)) => Some(format!("{carried}; {note}")),
+                    (carried, note) => carried.or(note),
+                };
                 HistoryOutcome::Summary {
                     summary,
                     key,
@@ -219,19 +252,22 @@ impl PromptAssembler {
                 reason: failed.reason,
                 key: Some(key),
                 dry_run: false,
+                base,
             },
         };
         Ok(self.finish(inputs, frame, outcome, calls))
     }
 
     /// The summary of `rendered` messages in at most `budget` tokens, and a note when it had to
-    /// be shortened.
+    /// be shortened. With `base`, the first of them is that cached summary of the messages
+    /// before the others.
     async fn summarize(
         &mut self,
         summarizer: &Summarizer,
         rendered: &[String],
         tokens: &[u64],
         budget: u64,
+        base: Option<&SummaryBase>,
         calls: &mut Vec<ModelCall>,
     ) -> std::result::Result<(String, Option<String>), Failed> {
         let system = self.options.texts.summarize.clone();
@@ -245,15 +281,24 @@ impl PromptAssembler {
         let mut summary = None;
         for _ in 0..MAX_ROUNDS {
             if pieces.len() == 1 {
-                let (what, purpose) = if merging {
-                    (
-                        "summaries of consecutive parts of one conversation",
+                let (user, purpose) = match (merging, base) {
+                    (true, _) => (
+                        request_text(
+                            "summaries of consecutive parts of one conversation",
+                            &pieces[0],
+                            budget,
+                        ),
                         "summary-merge",
-                    )
-                } else {
-                    ("messages of a conversation", "summary")
+                    ),
+                    (false, Some(base)) => (
+                        carry_on_text(base.messages, &pieces[0], budget),
+                        "summary-update",
+                    ),
+                    (false, None) => (
+                        request_text("messages of a conversation", &pieces[0], budget),
+                        "summary",
+                    ),
                 };
-                let user = request_text(what, &pieces[0], budget);
                 let text = summarizer
                     .call(&system, user, budget, purpose, calls)
                     .await
@@ -340,6 +385,17 @@ impl PromptAssembler {
 
 fn request_text(what: &str, text: &str, budget: u64) -> String {
     format!("Below are {what}, oldest first. Summarize them in at most {budget} tokens.\n\n{text}")
+}
+
+/// The request that carries a summary on: `text` starts with the summary of the first
+/// `messages` messages, then the messages that came after them.
+fn carry_on_text(messages: usize, text: &str, budget: u64) -> String {
+    format!(
+        "Below is a summary of the first {messages} messages of a conversation, then the \
+         messages that followed them, oldest first. Write one summary of the whole conversation \
+         in at most {budget} tokens: keep what the earlier summary records that still holds, \
+         and bring in what the later messages add or change.\n\n{text}"
+    )
 }
 
 /// Groups rendered texts into pieces of at most `limit` tokens, at text boundaries; a text

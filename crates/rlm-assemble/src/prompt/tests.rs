@@ -368,6 +368,138 @@ mod with_model {
         assert_eq!(three.plan.digest, one.plan.digest);
     }
 
+    /// An agent's loop: each turn the history grows by a message and the prompt is built
+    /// again. A turn that moves no older message out of the verbatim tail finds its summary
+    /// cached (the summary's budget does not follow the tail's tokens); one that does sends
+    /// the cached summary and only the messages that left the tail, in one call.
+    #[tokio::test]
+    async fn a_growing_history_carries_its_summary_on_with_only_what_left_the_tail() {
+        let (server, summarizer) = start().await;
+        server.respond_with(|seen| {
+            let text = seen.last_user_message();
+            FakeReply::text(format!(
+                "- {} markers seen",
+                text.matches("message-").count()
+            ))
+        });
+        let cache = tempfile::tempdir().unwrap();
+        let mut history = conversation(40, 60);
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let first = assembler
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        assert_eq!(first.plan.model_calls.len(), 1);
+        let mut summarized = first.plan.history.summarized_messages;
+        let mut summary = format!("- {summarized} markers seen");
+        let (mut hits, mut carried) = (0, 0);
+        for turn in 0..12 {
+            // Short and long turns: some fit beside the tail, some push messages out of it.
+            let words = if turn % 3 == 2 { 60 } else { 3 };
+            let index = history.len();
+            let body = format!("message-{index:04} ") + &"lorem ipsum dolor ".repeat(words / 3);
+            history.push(ChatMessage::new("user", body));
+            let requests_before = server.request_count();
+            // A fresh assembler each turn, as each `rlm prompt build` process is.
+            let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+            let built = assembler
+                .build(&inputs(history.clone()), Some(&summarizer))
+                .await
+                .unwrap();
+            let report = &built.plan.history;
+            assert_eq!(report.action, HistoryAction::Summarized, "turn {turn}");
+            if report.summarized_messages == summarized {
+                assert!(report.cache_hit, "turn {turn}: the same older messages");
+                assert_eq!(server.request_count(), requests_before, "turn {turn}");
+                hits += 1;
+                continue;
+            }
+            assert!(report.summarized_messages > summarized, "turn {turn}");
+            let purposes: Vec<_> = built.plan.model_calls.iter().map(|c| c.purpose).collect();
+            assert_eq!(purposes, ["summary-update"], "turn {turn}");
+            let sent = server
+                .requests_for(MODEL)
+                .last()
+                .unwrap()
+                .last_user_message()
+                .to_owned();
+            assert!(
+                sent.contains(&summary),
+                "turn {turn}: the cached summary is sent"
+            );
+            assert!(
+                sent.contains(&format!("first {summarized} messages")),
+                "{sent}"
+            );
+            for marker in 0..history.len() {
+                let marker = format!("message-{marker:04}");
+                assert_eq!(
+                    sent.contains(&marker),
+                    (summarized..report.summarized_messages)
+                        .contains(&marker[8..].parse::<usize>().unwrap()),
+                    "turn {turn}: {marker}"
+                );
+            }
+            assert!(
+                report
+                    .note
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("carried on from the cached summary"),
+                "{:?}",
+                report.note
+            );
+            summary = format!("- {} markers seen", report.summarized_messages - summarized);
+            summarized = report.summarized_messages;
+            carried += 1;
+        }
+        assert!(
+            hits >= 2 && carried >= 2,
+            "{hits} cache hits, {carried} carried on"
+        );
+        // A dry run after more turns prices carrying the summary on, not starting over.
+        for _ in 0..3 {
+            let index = history.len();
+            let body = format!("message-{index:04} ") + &"lorem ipsum dolor ".repeat(20);
+            history.push(ChatMessage::new("user", body));
+        }
+        let estimate = |dir: &std::path::Path| {
+            let mut assembler = PromptAssembler::new(long_history_options(dir)).unwrap();
+            let plan = assembler.plan(&inputs(history.clone())).unwrap().plan;
+            assert_eq!(plan.history.action, HistoryAction::WouldSummarize);
+            plan.history.estimate.unwrap()
+        };
+        let empty = tempfile::tempdir().unwrap();
+        let (carrying, anew) = (estimate(cache.path()), estimate(empty.path()));
+        assert_eq!(carrying.calls, 1);
+        assert!(
+            carrying.input_tokens * 4 < anew.input_tokens,
+            "{carrying:?} against {anew:?}"
+        );
+        // Asked to, it summarizes everything again.
+        let mut options = long_history_options(cache.path());
+        options.history.refresh = true;
+        let mut assembler = PromptAssembler::new(options).unwrap();
+        let refreshed = assembler
+            .build(&inputs(history.clone()), Some(&summarizer))
+            .await
+            .unwrap();
+        let purposes: Vec<_> = refreshed
+            .plan
+            .model_calls
+            .iter()
+            .map(|c| c.purpose)
+            .collect();
+        assert_eq!(purposes, ["summary"]);
+        let sent = server
+            .requests_for(MODEL)
+            .last()
+            .unwrap()
+            .last_user_message()
+            .to_owned();
+        assert!(sent.contains("message-0000"));
+    }
+
     /// A summary that loops is refused before it is cached (the build falls back, the next
     /// build asks again); `refresh` asks for a new summary over a cached one and replaces it.
     #[tokio::test]
