@@ -333,16 +333,25 @@ impl Bm25Index {
         let mut checked: HashMap<i64, bool> = HashMap::new();
         let mut fetch = limit;
         loop {
-            let mut top = TopHits::new(&searcher, self.text, &plan.terms, fetch)?;
-            match &mut ranking {
-                Ranking::Glob(filtered) => filtered.collect(&mut top)?,
+            let new_top = |depth| TopHits::new(&searcher, self.text, &plan.terms, depth);
+            let mut hits = match &mut ranking {
+                // A glob most documents match: the unfiltered top hits checked afterwards.
+                Ranking::Glob(filtered) => match filtered.verified_top(fetch, new_top)? {
+                    Some(hits) => hits,
+                    None => {
+                        let mut top = new_top(fetch)?;
+                        filtered.collect(&mut top)?;
+                        top.into_sorted()
+                    }
+                },
                 Ranking::All(weight) => {
+                    let mut top = new_top(fetch)?;
                     for ordinal in 0..searcher.segment_readers().len() as u32 {
                         top.collect_segment(ordinal, weight.as_ref(), &mut |_| Ok(true))?;
                     }
+                    top.into_sorted()
                 }
-            }
-            let mut hits = top.into_sorted();
+            };
             let exhausted = hits.len() < fetch;
             if let Some(literal) = &plan.literal {
                 let unchecked: Vec<i64> = hits

@@ -33,6 +33,9 @@ const SUM_SLACK: f32 = 1e-4;
 struct Hit {
     score: Score,
     chunk: i64,
+    /// Where it is (segment ordinal, document): not part of the order.
+    segment: u32,
+    document: DocId,
 }
 
 impl PartialEq for Hit {
@@ -108,7 +111,7 @@ impl<'s> TopHits<'s> {
             return Ok(());
         }
         let reader = self.searcher.segment_reader(ordinal);
-        let mut segment = SegmentScoring::new(reader, &self.terms)?;
+        let mut segment = SegmentScoring::new(reader, ordinal, &self.terms)?;
         let mut threshold = self.threshold();
         let mut failed = None;
         // tantivy calls back only for documents it scores above the threshold it was last
@@ -143,7 +146,7 @@ impl<'s> TopHits<'s> {
             return Ok(());
         }
         let reader = self.searcher.segment_reader(ordinal);
-        let mut segment = SegmentScoring::new(reader, &self.terms)?;
+        let mut segment = SegmentScoring::new(reader, ordinal, &self.terms)?;
         let mut matches = weight.scorer(reader, 1.0)?;
         for &document in documents {
             let mut current = matches.doc();
@@ -170,6 +173,16 @@ impl<'s> TopHits<'s> {
             .into_sorted_vec()
             .into_iter()
             .map(|hit| (hit.chunk, hit.score))
+            .collect()
+    }
+
+    /// [`TopHits::into_sorted`], each hit with where it is: its segment's ordinal and its
+    /// document there.
+    pub(crate) fn into_sorted_located(self) -> Vec<((i64, Score), (u32, DocId))> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|hit| ((hit.chunk, hit.score), (hit.segment, hit.document)))
             .collect()
     }
 
@@ -200,11 +213,14 @@ struct SegmentScoring {
     alive: Option<AliveBitSet>,
     /// One scorer per query term, each moved forwards only (hits come in document order).
     scorers: Vec<Box<dyn Scorer>>,
+    /// The segment's ordinal in the searcher.
+    ordinal: u32,
 }
 
 impl SegmentScoring {
-    fn new(reader: &SegmentReader, terms: &[Box<dyn Weight>]) -> Result<Self> {
+    fn new(reader: &SegmentReader, ordinal: u32, terms: &[Box<dyn Weight>]) -> Result<Self> {
         Ok(Self {
+            ordinal,
             chunk_ids: reader.fast_fields().u64("chunk_id")?,
             alive: reader.alive_bitset().cloned(),
             scorers: terms
@@ -237,6 +253,8 @@ impl SegmentScoring {
         Some(Hit {
             score,
             chunk: chunk as i64,
+            segment: self.ordinal,
+            document,
         })
     }
 }

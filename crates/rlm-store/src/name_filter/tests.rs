@@ -526,3 +526,71 @@ fn an_index_without_path_components_matches_every_name_until_reindexed() {
     assert!(store.index.has_path_components());
     assert_filters_match_unfiltered(&store, files.path());
 }
+
+/// A glob most buffers match is checked after ranking (the unfiltered top hits, checked in
+/// order); when the best hits lie in the buffers it rules out, that list holds too few of its
+/// matches and the search falls back to checking inside the ranking loop. Both give the
+/// unfiltered ranking's hits in the matching buffers.
+#[test]
+fn a_glob_most_buffers_match_is_checked_after_ranking_or_in_the_loop_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    // Nine in ten buffers under `keep/` mention the word once; the rest, under `skip/`,
+    // mention it in every chunk, so they hold the unfiltered ranking's best hits.
+    let sources = (0..200)
+        .map(|index| {
+            let (name, text) = if index % 10 == 0 {
+                (
+                    format!("skip/s{index:03}.txt"),
+                    "zulu zulu alpha\n".repeat(12),
+                )
+            } else {
+                (
+                    format!("keep/k{index:03}.txt"),
+                    format!("zulu {}", text(index)),
+                )
+            };
+            Source::Text { name, text }
+        })
+        .collect();
+    load(&mut store, sources);
+    let everything = hits(&store, "zulu", 100_000, None);
+    let best: Vec<&str> = everything
+        .iter()
+        .take(40)
+        .map(|hit| hit.buffer.as_str())
+        .collect();
+    assert!(
+        best.iter().all(|name| name.starts_with("skip/")),
+        "{best:?}"
+    );
+    let outcomes = || super::VERIFIED_OUTCOMES.with(std::cell::Cell::get);
+    for glob in ["*ee*/*", "*k[0-9]*"] {
+        let before = outcomes();
+        for limit in [1, 5, 10, 60, 100_000] {
+            let expected: Vec<i64> = everything
+                .iter()
+                .filter(|hit| hit.buffer.starts_with("keep/"))
+                .take(limit)
+                .map(|hit| hit.chunk_id)
+                .collect();
+            let found: Vec<i64> = hits(&store, "zulu", limit, Some(glob))
+                .iter()
+                .map(|hit| hit.chunk_id)
+                .collect();
+            assert_eq!(found, expected, "--path {glob:?} -k {limit}");
+        }
+        // Every limit but the last fell short (the whole list, 100,000 deep, is complete).
+        let after = outcomes();
+        assert_eq!((after.0 - before.0, after.1 - before.1), (1, 4), "{glob:?}");
+    }
+    // Where the best hits match too (every buffer does), the list checked is the answer.
+    let before = outcomes();
+    let expected: Vec<i64> = everything.iter().take(10).map(|hit| hit.chunk_id).collect();
+    let found: Vec<i64> = hits(&store, "zulu", 10, Some("*[ep]/*"))
+        .iter()
+        .map(|hit| hit.chunk_id)
+        .collect();
+    assert_eq!(found, expected);
+    assert_eq!(outcomes().0, before.0 + 1);
+}
