@@ -278,12 +278,13 @@ impl BufferGlob {
         }))
     }
 
-    /// For a glob that is neither a range of values nor a range of reversed values: the
-    /// matching documents of `segment`, found among the documents holding its components
-    /// when few enough hold them (else `None`, as in an index written before components were
-    /// indexed).
+    /// For a glob that is not a range of reversed values: the matching documents of
+    /// `segment`, found among the documents holding its components when few enough hold them
+    /// (else `None`, as in an index written before components were indexed). A literal prefix
+    /// and `*` (`src/dir007/*`) is a range of values, but listing the documents of a range
+    /// reads every document's ordinal in both columns: its components' postings hold them.
     fn by_components(&self, segment: &SegmentReader) -> Result<Option<Vec<DocId>>> {
-        if self.prefix_is_enough || self.reversed_suffix.is_some() || self.components.is_empty() {
+        if self.reversed_suffix.is_some() || self.components.is_empty() {
             return Ok(None);
         }
         let Ok(field) = segment.schema().get_field(COMPONENT_FIELD) else {

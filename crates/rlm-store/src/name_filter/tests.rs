@@ -404,6 +404,8 @@ fn globs_holding_components_list_their_documents_from_the_postings() {
         ("*/*/app010.log", 1),
         ("*/d08/[f*]ile*", 3),
         ("*/app01*", 1),
+        // A literal prefix and `*`: a range of values, its documents from the postings.
+        ("src/d08/*", 3),
     ];
     let globs: Vec<&str> = used.iter().map(|(glob, _)| *glob).collect();
     for ((glob, least), found) in used.iter().zip(found_by_components(&store, &globs)) {
