@@ -20,8 +20,10 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
 
-/// A way to count tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// A way to count tokens. Serialized by its short name (`o200k`, `cl100k`, `approx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Tokenizer {
     /// OpenAI `o200k_base` (GPT-4o, GPT-4.1, o-series), exact.

@@ -22,7 +22,7 @@ use rlm_engine::{ContextPart, RunResult};
 pub use rlm_llm::{ApiKey, ProviderConfig, ProviderKind};
 pub use rlm_sandbox::{WorkerCommand, worker_main};
 
-use crate::cli::{Cli, LoopArgs};
+use crate::cli::{Cli, LoopOptions};
 use crate::error::Shown;
 use crate::settings::{LoopSettings, Sources};
 pub use crate::signals::StopHandle;
@@ -172,7 +172,7 @@ pub fn completion(
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     let result: RunResult = match outcome {
         Ok(result) => result.map_err(|err| failed(anyhow::Error::new(err)))?,
-        Err(signal) => return Err(failed(crate::error::CliError::stopped(signal).into())),
+        Err(signal) => return Err(failed(crate::error::AppError::stopped(signal).into())),
     };
     let mut histories = resume.histories.clone();
     histories.push(result.conversation.clone());
@@ -221,7 +221,7 @@ pub fn set_worker_command(command: WorkerCommand) {
 #[command(no_binary_name = false)]
 struct LoopFlags {
     #[command(flatten)]
-    flags: LoopArgs,
+    flags: LoopOptions,
 }
 
 /// Colour and logging, once per process, from the first command's global flags.

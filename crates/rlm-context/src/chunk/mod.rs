@@ -100,6 +100,7 @@ impl fmt::Display for Strategy {
 /// The unit `size` and `overlap` are counted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SizeUnit {
     /// Unicode scalar values.

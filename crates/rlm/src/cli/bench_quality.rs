@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::LoopArgs;
+use crate::cli::LoopOptions;
 
 #[derive(Debug, Args)]
 pub struct BenchQualityArgs {
@@ -50,7 +50,7 @@ pub struct BenchQualityArgs {
     #[arg(long, visible_alias = "list")]
     pub dry_run: bool,
     #[command(flatten)]
-    pub run_loop: LoopArgs,
+    pub run_loop: LoopOptions,
 }
 
 /// A kind of generated task.

@@ -21,27 +21,27 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub use bench_quality::{BenchQualityArgs, TaskKind};
 #[cfg(feature = "mcp")]
 pub use ctx::parse_tokenizer;
-pub use ctx::{BuildArgs, CtxAction, CtxArgs, OnOff};
+pub use ctx::{CtxBuildOptions, CtxAction, CtxRequest, OnOff};
 #[cfg(feature = "mcp")]
 pub use inspect::DEFAULT_SAMPLE_CHARS;
-pub use inspect::{InspectArgs, SAMPLE_CHARS};
+pub use inspect::{InspectRequest, SAMPLE_CHARS};
 pub use inspection::{
-    RunsAction, RunsArgs, RunsListArgs, RunsShowArgs, SessionsAction, SessionsArgs,
+    RunsAction, RunsRequest, RunsListRequest, RunsShowRequest, SessionsAction, SessionsRequest,
 };
 #[cfg(feature = "mcp")]
 pub use llm::parse_seconds;
-pub use llm::{ChatArgs, LlmArgs};
+pub use llm::{ChatRequest, LlmOptions};
 #[cfg(feature = "mcp")]
 pub use mcp::McpArgs;
-pub use models::{ModelsAction, ModelsArgs, ModelsImportArgs};
-pub use prompt::{PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
-pub use query::QueryArgs;
-pub use run::{LoopArgs, RunArgs};
+pub use models::{ModelsAction, ModelsRequest, ModelsImportRequest};
+pub use prompt::{PromptAction, PromptRequest, PromptBuildRequest, PromptFormat};
+pub use query::QueryRequest;
+pub use run::{LoopOptions, RunRequest};
 pub use store::{
-    ChunkArgs, ChunkingArgs, DeleteArgs, DoctorArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
-    PeekArgs, ReindexArgs, SearchArgs, ShowArgs, StatusArgs, StoreLocation,
+    ChunkRequest, ChunkingOptions, DeleteRequest, DoctorRequest, EmbedRequest, GrepRequest, ListRequest, LoadRequest,
+    PeekRequest, ReindexRequest, SearchRequest, ShowRequest, StatusRequest, StoreLocation,
 };
-pub use view::ViewArgs;
+pub use view::ViewRequest;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -89,62 +89,62 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Describe a context: format, size, fields, records, sample.
-    Inspect(InspectArgs),
+    Inspect(InspectRequest),
     /// Show the merged configuration and where each file came from.
     Config(ConfigArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
-    Ctx(CtxArgs),
+    Ctx(CtxRequest),
     /// Build a coding agent's prompt for one turn: sections with token budgets, stage
     /// instructions, the conversation summarized by a model when long.
-    Prompt(PromptArgs),
+    Prompt(PromptRequest),
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
-    Chat(ChatArgs),
+    Chat(ChatRequest),
     /// Load files, directories or stdin into the store (chunked and indexed).
-    Load(LoadArgs),
+    Load(LoadRequest),
     /// List stored buffers.
-    List(ListArgs),
+    List(ListRequest),
     /// Show a buffer's metadata (and optionally its chunks or text).
-    Show(ShowArgs),
+    Show(ShowRequest),
     /// Print part of a buffer: a line range, a byte range or a chunk.
-    Peek(PeekArgs),
+    Peek(PeekRequest),
     /// Regex search over stored buffers, ripgrep-style.
-    Grep(GrepArgs),
+    Grep(GrepRequest),
     /// Preview how a file would be chunked, without storing it.
-    Chunk(ChunkArgs),
+    Chunk(ChunkRequest),
     /// Ranked search over chunks (BM25, semantic or hybrid).
-    Search(SearchArgs),
+    Search(SearchRequest),
     /// Delete buffers from the store.
-    Delete(DeleteArgs),
+    Delete(DeleteRequest),
     /// Store sizes, counts and index state.
-    Status(StatusArgs),
+    Status(StatusRequest),
     /// Check the store for damage (database, marker, index, vectors, temporary files); exit 1
     /// when something is wrong.
-    Doctor(DoctorArgs),
+    Doctor(DoctorRequest),
     /// Rebuild the BM25 index from the stored text (and missing vectors, when the model is
     /// available).
-    Reindex(ReindexArgs),
+    Reindex(ReindexRequest),
     /// Import, list and remove embedding models (offline; from directories or wheels).
-    Models(ModelsArgs),
+    Models(ModelsRequest),
     /// Compute embeddings for stored chunks that have none.
-    Embed(EmbedArgs),
+    Embed(EmbedRequest),
     /// Answer a question over huge contexts: the model writes code in a sandbox, calls
     /// sub-models, and iterates until it answers.
-    Run(RunArgs),
+    Run(RunRequest),
     /// Measure a model on generated tasks (needle in a haystack, OOLONG-style counting) run
     /// through the same loop as `rlm run`: score, tokens, cost and time per task.
     BenchQuality(BenchQualityArgs),
     /// Write a run's trajectory as one self-contained HTML page (turns, code, sub-calls,
     /// child runs) that opens from disk.
-    View(ViewArgs),
+    View(ViewRequest),
     /// List past runs, or show one: turns, code, output, sub-calls, usage, variables.
-    Runs(RunsArgs),
+    Runs(RunsRequest),
     /// List, show or delete the sessions `rlm run --session NAME` continues.
-    Sessions(SessionsArgs),
+    Sessions(SessionsRequest),
     /// Answer an analytic question over the whole store: plan, search, extract findings from
     /// chunks in parallel, and write a report that cites chunk ids.
-    Query(QueryArgs),
+    Query(QueryRequest),
     /// Serve the tools (inspect, load, search, grep, peek, run, ctx, query) and the stored
     /// buffers to a coding agent over the Model Context Protocol, on stdio or (`--http`) over
     /// streamable HTTP on loopback.
@@ -226,7 +226,7 @@ mod tests {
 /// (`settings::budget`): a negative or zero value is an input error with a hint, not a
 /// parse error.
 #[derive(Debug, Clone, Default, Args)]
-pub struct BudgetArgs {
+pub struct BudgetOptions {
     /// Stop when this many US dollars have been spent (every model call counted).
     #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub max_cost: Option<f64>,

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rlm_llm::{ChatResponse, FinishReason};
 
-use crate::cli::{ChatArgs, GlobalArgs};
-use crate::error::{CliError, input_error, llm_error};
+use crate::cli::{ChatRequest, GlobalArgs};
+use crate::error::{AppError, input_error, llm_error};
 use crate::settings::{ChatSettings, Sources};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatRequest) -> anyhow::Result<ExitCode> {
     let settings = ChatSettings::resolve(&args, sources)?;
     let prompt = if args.prompt == "-" {
         let mut text = String::new();
@@ -63,7 +63,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ChatArgs) -> anyhow::Re
             signal = crate::signals::stop_requested() => Err(signal),
         }
     });
-    let response = outcome.map_err(CliError::stopped)??;
+    let response = outcome.map_err(AppError::stopped)??;
     if json {
         crate::output::print_json(&ChatRecord::Answer {
             text: &response.text,

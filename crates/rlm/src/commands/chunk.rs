@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rlm_context::chunk;
 
-use crate::cli::{ChunkArgs, GlobalArgs};
+use crate::cli::{ChunkRequest, GlobalArgs};
 use crate::error::input_error;
 use crate::output;
 use crate::settings::store::chunk_options;
@@ -14,7 +14,7 @@ use crate::settings::store::chunk_options;
 /// Characters of each chunk shown in the text preview.
 const PREVIEW_CHARS: usize = 60;
 
-pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: ChunkRequest) -> anyhow::Result<ExitCode> {
     let options = chunk_options(&args.chunking)?;
     let (bytes, name) = if args.path.as_os_str() == "-" {
         let mut bytes = Vec::new();
@@ -24,7 +24,7 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
         (bytes, args.name.clone())
     } else {
         let bytes = std::fs::read(&args.path).map_err(|err| {
-            crate::error::CliError::input(
+            crate::error::AppError::input(
                 anyhow::Error::new(err).context(format!("cannot read {}", args.path.display())),
             )
         })?;
@@ -38,7 +38,7 @@ pub fn run(global: &GlobalArgs, args: ChunkArgs) -> anyhow::Result<ExitCode> {
     let text = String::from_utf8(bytes)
         .map_err(|_| input_error(format!("{} is not valid UTF-8 text", args.path.display())))?;
     let chunking =
-        chunk::chunk(&text, name.as_deref(), &options).map_err(crate::error::CliError::input)?;
+        chunk::chunk(&text, name.as_deref(), &options).map_err(crate::error::AppError::input)?;
     let mut out = output::stdout();
     if global.json {
         for (index, chunk) in chunking.chunks.iter().enumerate() {

@@ -7,18 +7,18 @@ use std::process::ExitCode;
 use rlm_assemble::{AddOptions, Ctx, FocusOptions, InitOptions, PlanReport};
 use serde::Serialize;
 
-use crate::cli::{BuildArgs, CtxAction, CtxArgs, GlobalArgs, OnOff};
-use crate::error::CliError;
+use crate::cli::{CtxBuildOptions, CtxAction, CtxRequest, GlobalArgs, OnOff};
+use crate::error::AppError;
 use crate::settings::Sources;
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: CtxArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: CtxRequest) -> anyhow::Result<ExitCode> {
     let dir = args.dir;
     // Within a root (`rlm mcp --root`), every file the directory leads to must lie inside it.
     let open = |dir: &std::path::Path| match sources.root() {
         Some(root) => Ctx::open_within(dir, root),
         None => Ctx::open(dir),
     };
-    let with_build = |dir: &std::path::Path, build: BuildArgs| with_build(open(dir)?, build);
+    let with_build = |dir: &std::path::Path, build: CtxBuildOptions| with_build(open(dir)?, build);
     let result = match args.action {
         CtxAction::Init {
             flow,
@@ -150,7 +150,7 @@ impl From<PlanReport> for CtxRecord {
 pub fn assemble(
     sources: &Sources,
     dir: &std::path::Path,
-    build: BuildArgs,
+    build: CtxBuildOptions,
 ) -> anyhow::Result<super::Outcome<CtxRecord>> {
     let opened = match sources.root() {
         Some(root) => Ctx::open_within(dir, root),
@@ -167,7 +167,7 @@ pub fn assemble(
     })
 }
 
-fn with_build(mut ctx: Ctx, build: BuildArgs) -> rlm_assemble::Result<Ctx> {
+fn with_build(mut ctx: Ctx, build: CtxBuildOptions) -> rlm_assemble::Result<Ctx> {
     if let Some(tokenizer) = build.tokenizer {
         ctx = ctx.with_tokenizer(tokenizer);
     }
@@ -177,7 +177,7 @@ fn with_build(mut ctx: Ctx, build: BuildArgs) -> rlm_assemble::Result<Ctx> {
     Ok(ctx)
 }
 
-fn to_cli_error(error: rlm_assemble::Error) -> CliError {
+fn to_cli_error(error: rlm_assemble::Error) -> AppError {
     let hint = match &error {
         rlm_assemble::Error::OverBudget { .. } => Some(
             "switch parts off (`rlm ctx toggle off NAME`), move them to rank 200+ \
@@ -190,7 +190,7 @@ fn to_cli_error(error: rlm_assemble::Error) -> CliError {
         _ => None,
     };
     let input = error.is_input();
-    CliError::classified(error, input, hint)
+    AppError::classified(error, input, hint)
 }
 
 /// A report that prints as text or as one JSON line, and warnings for stderr.

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use crate::cli::{DeleteArgs, GlobalArgs};
+use crate::cli::{DeleteRequest, GlobalArgs};
 use crate::error::store_error;
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteRequest) -> anyhow::Result<ExitCode> {
     let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let deleted = store.delete(&args.buffers).map_err(store_error)?;
     if global.json {

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use crate::cli::{DoctorArgs, GlobalArgs};
+use crate::cli::{DoctorRequest, GlobalArgs};
 use crate::error::EXIT_FAILED;
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorRequest) -> anyhow::Result<ExitCode> {
     let settings = StoreSettings::resolve(&args.location, sources);
     // Read-only: a damaged store is looked at, never opened for writing or created.
     let checks = rlm_store::diagnose(&settings.dir);

@@ -5,17 +5,17 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::cli::{EmbedArgs, GlobalArgs};
-use crate::error::{CliError, store_error};
+use crate::cli::{EmbedRequest, GlobalArgs};
+use crate::error::{AppError, store_error};
 use crate::output;
 use crate::settings::{EmbeddingSettings, Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: EmbedArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: EmbedRequest) -> anyhow::Result<ExitCode> {
     let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let embedding = EmbeddingSettings::resolve(args.model.as_deref(), sources)?;
     let Some(embedder) = embedding.open_embedder()? else {
         return Err(
-            CliError::input(anyhow::anyhow!("no embedding model is imported"))
+            AppError::input(anyhow::anyhow!("no embedding model is imported"))
                 .with_hint("import one with `rlm models import PATH` (a model directory or wheel)")
                 .into(),
         );

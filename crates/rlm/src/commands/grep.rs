@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use rlm_store::{GrepLine, GrepOptions};
 
-use crate::cli::{GlobalArgs, GrepArgs};
+use crate::cli::{GlobalArgs, GrepRequest};
 use crate::error::store_error;
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
@@ -26,7 +26,7 @@ const LINE: anstyle::Style =
 /// Stops early when `emit` fails; exit code 1 when nothing matched, as grep's.
 pub fn execute(
     sources: &Sources,
-    args: &GrepArgs,
+    args: &GrepRequest,
     ranges: bool,
     emit: &mut dyn FnMut(&GrepLine<'_>) -> std::io::Result<()>,
 ) -> anyhow::Result<ExitCode> {
@@ -81,7 +81,7 @@ pub fn execute(
     })
 }
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepRequest) -> anyhow::Result<ExitCode> {
     let colour = output::stdout_color();
     // Without colour nothing written here is an escape: the lines go out as they are (into a
     // pipe byte for byte, as ripgrep's), not through a stream that scans every byte for

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use rlm_context::{AnalyzeOptions, ContextMetadata, analyze_bytes, analyze_path, analyze_reader};
 
 use super::Outcome;
-use crate::cli::{GlobalArgs, InspectArgs, SAMPLE_CHARS};
-use crate::error::{self, CliError, input_error};
+use crate::cli::{GlobalArgs, InspectRequest, SAMPLE_CHARS};
+use crate::error::{self, AppError, input_error};
 
 /// What `rlm inspect --json` prints: one record per file, or one for the inline text.
 #[derive(Debug, serde::Serialize)]
@@ -24,7 +24,7 @@ pub enum InspectRecord {
     },
 }
 
-pub fn run(global: &GlobalArgs, args: InspectArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, args: InspectRequest) -> anyhow::Result<ExitCode> {
     let outcome = execute(args)?;
     for record in &outcome.records {
         print(global, record)?;
@@ -34,7 +34,7 @@ pub fn run(global: &GlobalArgs, args: InspectArgs) -> anyhow::Result<ExitCode> {
 
 /// Describes the files (or the inline text) of `args`; a path that cannot be read among
 /// several is reported and the others are described, with exit code 2.
-pub fn execute(args: InspectArgs) -> anyhow::Result<Outcome<InspectRecord>> {
+pub fn execute(args: InspectRequest) -> anyhow::Result<Outcome<InspectRecord>> {
     if !SAMPLE_CHARS.contains(&args.sample_chars) {
         return Err(input_error(format!(
             "the sample size must be from {} to {} characters, not {}",
@@ -86,7 +86,7 @@ fn inspect_one(
         refuse_endless_stdin()?;
         let stdin = std::io::stdin().lock();
         let mut metadata = analyze_reader(stdin, name, options)
-            .map_err(|err| CliError::input(anyhow::Error::new(err).context("cannot read stdin")))?;
+            .map_err(|err| AppError::input(anyhow::Error::new(err).context("cannot read stdin")))?;
         metadata.source = Some(name.unwrap_or("<stdin>").to_owned());
         return Ok(metadata);
     }
@@ -107,7 +107,7 @@ fn inspect_one(
             )),
             _ => None,
         };
-        let err = CliError::input(err);
+        let err = AppError::input(err);
         match hint {
             Some(hint) => err.with_hint(hint).into(),
             None => err.into(),
@@ -135,7 +135,7 @@ fn refuse_endless_stdin() -> anyhow::Result<()> {
             .ok()
             .and_then(|metadata| rlm_context::endless_kind(&metadata.file_type()))
         {
-            return Err(CliError::input(anyhow::anyhow!("standard input is a {kind}, not a file"))
+            return Err(AppError::input(anyhow::anyhow!("standard input is a {kind}, not a file"))
                 .with_hint("its reads may never end; pipe a slice instead: `head -c 100M … | rlm inspect -`")
                 .into());
         }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use rlm_store::BufferInfo;
 
 use super::Outcome;
-use crate::cli::{GlobalArgs, ListArgs};
+use crate::cli::{GlobalArgs, ListRequest};
 use crate::error::store_error;
 use crate::output::{self, human_bytes};
 use crate::settings::{Sources, StoreSettings};
@@ -21,7 +21,7 @@ pub enum BufferRecord {
 }
 
 /// The stored buffers, in id order.
-pub fn execute(sources: &Sources, args: &ListArgs) -> anyhow::Result<Outcome<BufferRecord>> {
+pub fn execute(sources: &Sources, args: &ListRequest) -> anyhow::Result<Outcome<BufferRecord>> {
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let buffers = store.list().map_err(store_error)?;
     Ok(Outcome::success(
@@ -29,7 +29,7 @@ pub fn execute(sources: &Sources, args: &ListArgs) -> anyhow::Result<Outcome<Buf
     ))
 }
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ListArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ListRequest) -> anyhow::Result<ExitCode> {
     let outcome = execute(sources, &args)?;
     if global.json {
         for record in &outcome.records {

@@ -15,8 +15,8 @@ use std::time::Instant;
 use rlm_store::{LoadEvent, LoadReport, Source};
 
 use super::Outcome;
-use crate::cli::{GlobalArgs, LoadArgs};
-use crate::error::{CliError, EXIT_USAGE, input_error, store_error};
+use crate::cli::{GlobalArgs, LoadRequest};
+use crate::error::{AppError, EXIT_USAGE, input_error, store_error};
 use crate::output::{self, count, human_bytes, neutralize};
 use crate::settings::{EmbedOnLoad, LoadSettings, Sources};
 
@@ -74,7 +74,7 @@ pub enum LoadRecord {
     Load(LoadReport),
 }
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadRequest) -> anyhow::Result<ExitCode> {
     let outcome = execute(global, sources, &args)?;
     if global.json {
         for record in &outcome.records {
@@ -90,7 +90,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: LoadArgs) -> anyhow::Re
 pub fn execute(
     global: &GlobalArgs,
     sources: &Sources,
-    args: &LoadArgs,
+    args: &LoadRequest,
 ) -> anyhow::Result<Outcome<LoadRecord>> {
     let settings = LoadSettings::resolve(args, sources)?;
     let Collected {
@@ -124,7 +124,7 @@ pub fn execute(
     }
     rlm_store::release_freed_memory_promptly();
     let limit_error = |err| {
-        CliError::input(anyhow::Error::new(err))
+        AppError::input(anyhow::Error::new(err))
             .with_hint("leave --max-file-size out for the most one buffer holds")
     };
     if let Some(bytes) = args.max_file_size {
@@ -325,7 +325,7 @@ fn embed_after_load(
     };
     let Some(embedder) = embedder else {
         if policy == EmbedOnLoad::Always {
-            return Err(CliError::input(anyhow::anyhow!(
+            return Err(AppError::input(anyhow::anyhow!(
                 "--embed: no embedding model is imported"
             ))
             .with_hint("import one with `rlm models import`, see `rlm models --help`")

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use rlm_embed::{ImportOptions, Manifest};
 
-use crate::cli::{GlobalArgs, ModelsAction, ModelsArgs, ModelsImportArgs};
+use crate::cli::{GlobalArgs, ModelsAction, ModelsRequest, ModelsImportRequest};
 use crate::error::embed_error;
 use crate::settings::{EmbeddingSettings, Sources, env};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ModelsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ModelsRequest) -> anyhow::Result<ExitCode> {
     let resolved = EmbeddingSettings::resolve(None, sources)?;
     match args.action {
         ModelsAction::Import(import) => run_import(global, &resolved, import),
@@ -40,7 +40,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ModelsArgs) -> anyhow::
 fn run_import(
     global: &GlobalArgs,
     resolved: &EmbeddingSettings,
-    args: ModelsImportArgs,
+    args: ModelsImportRequest,
 ) -> anyhow::Result<ExitCode> {
     if !global.quiet {
         let path = args.path.display().to_string();

@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use super::Outcome;
-use crate::cli::{GlobalArgs, PeekArgs};
-use crate::error::{CliError, input_error, store_error};
+use crate::cli::{GlobalArgs, PeekRequest};
+use crate::error::{AppError, input_error, store_error};
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
@@ -40,7 +40,7 @@ pub struct PeekRange {
 }
 
 /// Reads the part of a buffer `args` names: a chunk, a line range or a byte range.
-pub fn execute(sources: &Sources, args: &PeekArgs) -> anyhow::Result<Outcome<PeekRecord>> {
+pub fn execute(sources: &Sources, args: &PeekRequest) -> anyhow::Result<Outcome<PeekRecord>> {
     if args.chunk.is_some()
         && (args.buffer.is_some() || args.lines.is_some() || args.bytes.is_some())
     {
@@ -113,7 +113,7 @@ pub fn execute(sources: &Sources, args: &PeekArgs) -> anyhow::Result<Outcome<Pee
     }]))
 }
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekRequest) -> anyhow::Result<ExitCode> {
     let outcome = execute(sources, &args)?;
     for record in &outcome.records {
         if global.json {
@@ -135,7 +135,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PeekArgs) -> anyhow::Re
 /// Parses `A:B`, `A:` or `:B` into optional ends.
 fn parse_range(text: &str, what: &str) -> anyhow::Result<(Option<u64>, Option<u64>)> {
     let invalid = || {
-        CliError::input(anyhow::anyhow!("invalid {what} range {text:?}"))
+        AppError::input(anyhow::anyhow!("invalid {what} range {text:?}"))
             .with_hint(format!("write --{what} A:B, A: or :B with whole numbers"))
     };
     let (start, end) = text.split_once(':').ok_or_else(invalid)?;

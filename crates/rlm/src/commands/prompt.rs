@@ -11,11 +11,11 @@ use rlm_assemble::prompt::{
     PromptPlan, Stage, Summarizer, SummaryProgress, load_items, parse_history,
 };
 
-use crate::cli::{GlobalArgs, PromptAction, PromptArgs, PromptBuildArgs, PromptFormat};
-use crate::error::{CliError, input_error};
+use crate::cli::{GlobalArgs, PromptAction, PromptRequest, PromptBuildRequest, PromptFormat};
+use crate::error::{AppError, input_error};
 use crate::settings::{PromptSettings, Sources};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptRequest) -> anyhow::Result<ExitCode> {
     let (dry_run, args) = match args.action {
         PromptAction::Build(args) => (false, args),
         PromptAction::Plan(args) => (true, args),
@@ -38,7 +38,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptArgs) -> anyhow::
                 signal = crate::signals::stop_requested() => Err(signal),
             }
         });
-        outcome.map_err(CliError::stopped)?.map_err(to_cli_error)?
+        outcome.map_err(AppError::stopped)?.map_err(to_cli_error)?
     } else {
         assembler.build_offline(&inputs).map_err(to_cli_error)?
     };
@@ -109,7 +109,7 @@ fn print_stdout(text: &str) -> anyhow::Result<()> {
 }
 
 /// Reads the history file and every material flag, in the order of the flags.
-fn read_inputs(args: &PromptBuildArgs, stage: Stage) -> anyhow::Result<PromptInputs> {
+fn read_inputs(args: &PromptBuildRequest, stage: Stage) -> anyhow::Result<PromptInputs> {
     let history = match &args.history {
         None => Vec::new(),
         Some(path) => {
@@ -120,7 +120,7 @@ fn read_inputs(args: &PromptBuildArgs, stage: Stage) -> anyhow::Result<PromptInp
                 ))
             })?;
             parse_history(&text, &path.display().to_string()).map_err(|error| {
-                CliError::input(error).with_hint(
+                AppError::input(error).with_hint(
                     "a history is JSON Lines of {\"role\": ..., \"content\": ...} objects, \
                      or a JSON array (or object with `messages`) of them",
                 )
@@ -437,7 +437,7 @@ fn history_line(plan: &PromptPlan) -> String {
     line
 }
 
-fn to_cli_error(error: rlm_assemble::Error) -> CliError {
+fn to_cli_error(error: rlm_assemble::Error) -> AppError {
     let hint = match &error {
         rlm_assemble::Error::SectionTooLarge { .. } => {
             Some("raise --budget-total or the section's budget, or shorten the prompt override")
@@ -446,7 +446,7 @@ fn to_cli_error(error: rlm_assemble::Error) -> CliError {
         _ => None,
     };
     let input = error.is_input();
-    CliError::classified(error, input, hint)
+    AppError::classified(error, input, hint)
 }
 
 /// What `rlm prompt build --json` prints: the prompt (unless `--output` takes it), then its

