@@ -27,6 +27,8 @@ pub enum Event<'a> {
         report: &'a rlm_store::LoadReport,
         seconds: f64,
     },
+    /// The BM25 index rebuilt so far (`reindex`).
+    Indexing(rlm_store::IndexProgress),
     /// Vectors computed so far (`embed`, and `load` when it embeds).
     Embedding(rlm_store::EmbedProgress),
     /// Vectors done: how many and how long it took.
@@ -43,7 +45,8 @@ pub enum Event<'a> {
     Delta(&'a str),
 }
 
-/// Who hears an operation's events. Called from whatever thread the work runs on.
+/// Who hears an operation's events. Called from whatever thread the work runs on. A front end
+/// that shows progress in place (a terminal line redrawn) clears it before anything else.
 pub trait Events: Send + Sync {
     fn event(&self, event: &Event<'_>);
 }

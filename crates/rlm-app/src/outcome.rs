@@ -39,6 +39,10 @@ pub struct Outcome<R> {
     /// prints them on stderr, the MCP server after the records in the text it returns.
     pub notes: Vec<String>,
     pub status: ExitStatus,
+    /// The error the operation ended with after producing its records (a run whose root
+    /// model failed still has its result record): a front end shows the records, then this
+    /// error, which decides the exit code.
+    pub error: Option<anyhow::Error>,
 }
 
 impl<R> Outcome<R> {
@@ -48,6 +52,7 @@ impl<R> Outcome<R> {
             records,
             notes: Vec::new(),
             status: ExitStatus::Success,
+            error: None,
         }
     }
 
@@ -66,6 +71,7 @@ impl<R> Outcome<R> {
             records: self.records.into_iter().map(f).collect::<Result<_, _>>()?,
             notes: self.notes,
             status: self.status,
+            error: self.error,
         })
     }
 }

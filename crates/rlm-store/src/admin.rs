@@ -10,6 +10,7 @@ use crate::store::{IndexHealth, Store};
 
 /// Sizes, counts and index state of a store.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StoreStatus {
     /// The store directory.
     pub dir: String,

@@ -18,6 +18,7 @@ use crate::tokenizer::IndexFormat;
 
 /// One check of a store and its outcome.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Check {
     /// What was checked, e.g. "bm25 index".
     pub name: &'static str,

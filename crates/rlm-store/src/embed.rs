@@ -24,6 +24,7 @@ const COMMIT_EVERY: usize = 1024;
 
 /// Progress of [`Store::embed`].
 #[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EmbedProgress {
     /// Chunks embedded so far in this call.
     pub done: u64,

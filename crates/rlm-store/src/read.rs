@@ -38,6 +38,7 @@ pub struct BufferInfo {
 
 /// A chunk's location and text.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ChunkInfo {
     /// Chunk id (stable until its buffer is replaced or deleted).
     pub id: i64,

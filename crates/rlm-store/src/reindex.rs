@@ -12,6 +12,7 @@ use crate::store::{INDEX, IndexProgress, Store, add_buffer, lock, open_database}
 
 /// What [`Store::reindex`] did.
 #[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReindexReport {
     /// Buffers indexed.
     pub buffers: u64,

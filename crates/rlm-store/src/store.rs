@@ -104,6 +104,7 @@ pub struct IndexProgress {
 
 /// Whether the BM25 index holds the stored chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum IndexHealth {
     /// Every chunk is indexed, nothing else is.

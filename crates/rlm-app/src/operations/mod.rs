@@ -1,1 +1,50 @@
-//! The operations, one module each.
+//! The operations, one module each: `fn NAME(sources, request, context) -> Outcome<Record>`.
+//! Each module also holds its records (what `--json` prints) and whatever only it uses.
+
+pub mod chat;
+pub mod chunk;
+pub mod config;
+pub mod ctx;
+pub mod delete;
+pub mod doctor;
+pub mod embed;
+pub mod grep;
+pub mod inspect;
+pub mod list;
+pub mod load;
+pub mod models;
+pub mod peek;
+pub mod prompt;
+pub mod query;
+pub mod reindex;
+pub mod run;
+pub mod runs;
+pub mod search;
+pub mod sessions;
+pub mod show;
+pub mod status;
+pub mod view;
+
+pub use chat::chat;
+pub use chunk::chunk;
+pub use config::config;
+pub use ctx::ctx;
+pub use delete::delete;
+pub use doctor::doctor;
+pub use embed::embed;
+pub use grep::grep;
+pub use inspect::inspect;
+pub use list::list;
+pub use load::load;
+pub use models::models;
+pub use peek::peek;
+pub use prompt::prompt;
+pub use query::query;
+pub use reindex::reindex;
+pub use run::run;
+pub use runs::runs;
+pub use search::search;
+pub use sessions::sessions;
+pub use show::show;
+pub use status::status;
+pub use view::view;

@@ -92,6 +92,11 @@ pub struct ChatRequest {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(default)]
     pub json_mode: bool,
+    /// Deliver the answer piece by piece as it streams in (events), besides the whole answer
+    /// at the end. The command line streams unless `--json` is given.
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(default)]
+    pub stream: bool,
     #[cfg_attr(feature = "clap", command(flatten))]
     #[serde(flatten)]
     pub llm: LlmOptions,

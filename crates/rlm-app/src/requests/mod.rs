@@ -134,3 +134,23 @@ pub(crate) fn try_parse<T: clap::Args + clap::FromArgMatches>(
     let matches = command.try_get_matches_from(words)?;
     T::from_arg_matches(&matches)
 }
+
+/// `rlm config`: what configuration is in force and where it came from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct ConfigRequest {
+    #[cfg_attr(feature = "clap", command(subcommand))]
+    #[serde(default, flatten)]
+    pub action: Option<ConfigAction>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::Subcommand))]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum ConfigAction {
+    /// Print the merged configuration (secrets redacted).
+    #[default]
+    Show,
+    /// Print the configuration files that were looked for, in precedence order.
+    Paths,
+}

@@ -180,6 +180,11 @@ impl Sources {
         &self.env
     }
 
+    /// The working directory relative paths start from, when known.
+    pub fn cwd(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
     pub fn dirs(&self) -> &Dirs {
         &self.dirs
     }
