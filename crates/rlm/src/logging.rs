@@ -17,7 +17,7 @@ pub fn init(global: &GlobalArgs) {
             _ => "trace",
         }
     };
-    let filter = std::env::var(crate::settings::env::RUST_LOG)
+    let filter = std::env::var(rlm_app::settings::env::RUST_LOG)
         .ok()
         .and_then(|value| EnvFilter::try_new(value).ok())
         .unwrap_or_else(|| EnvFilter::new(default));

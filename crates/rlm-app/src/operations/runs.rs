@@ -61,6 +61,10 @@ pub struct ShownRun {
     /// The contexts as the log describes them (for a person; not in JSON).
     #[serde(skip)]
     pub context_parts: Vec<ContextInfo>,
+    /// The REPL's variables at the end, with `vars` (for a person; in JSON they follow as
+    /// records of their own).
+    #[serde(skip)]
+    pub variables: Option<rlm_trace::VariablesSnapshot>,
 }
 
 /// A context of a run as `runs show --json` gives it.
@@ -217,6 +221,7 @@ fn show(
         cost_usd: outcome.map(|o| o.usage.total.cost_usd),
         seconds: outcome.map(|o| o.seconds),
         context_parts: metadata.contexts.parts.clone(),
+        variables: variables.filter(|_| request.vars).cloned(),
     }))));
     shown
         .records

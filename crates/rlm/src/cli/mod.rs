@@ -2,46 +2,19 @@
 
 use std::path::PathBuf;
 
-mod bench_quality;
-mod ctx;
-mod inspect;
-mod inspection;
-mod llm;
 #[cfg(feature = "mcp")]
 mod mcp;
-mod models;
-mod prompt;
-mod query;
-mod run;
-mod store;
-mod view;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-
-pub use bench_quality::{BenchQualityArgs, TaskKind};
-#[cfg(feature = "mcp")]
-pub use ctx::parse_tokenizer;
-pub use ctx::{CtxBuildOptions, CtxAction, CtxRequest, OnOff};
-#[cfg(feature = "mcp")]
-pub use inspect::DEFAULT_SAMPLE_CHARS;
-pub use inspect::{InspectRequest, SAMPLE_CHARS};
-pub use inspection::{
-    RunsAction, RunsRequest, RunsListRequest, RunsShowRequest, SessionsAction, SessionsRequest,
+use rlm_app::requests::{
+    ChatRequest, ChunkRequest, ConfigRequest, CtxRequest, DeleteRequest, DoctorRequest,
+    EmbedRequest, GrepRequest, InspectRequest, ListRequest, LoadRequest, ModelsRequest,
+    PeekRequest, PromptRequest, QueryRequest, ReindexRequest, RunRequest, RunsRequest,
+    SearchRequest, SessionsRequest, ShowRequest, StatusRequest, ViewRequest,
 };
-#[cfg(feature = "mcp")]
-pub use llm::parse_seconds;
-pub use llm::{ChatRequest, LlmOptions};
+
 #[cfg(feature = "mcp")]
 pub use mcp::McpArgs;
-pub use models::{ModelsAction, ModelsRequest, ModelsImportRequest};
-pub use prompt::{PromptAction, PromptRequest, PromptBuildRequest, PromptFormat};
-pub use query::QueryRequest;
-pub use run::{LoopOptions, RunRequest};
-pub use store::{
-    ChunkRequest, ChunkingOptions, DeleteRequest, DoctorRequest, EmbedRequest, GrepRequest, ListRequest, LoadRequest,
-    PeekRequest, ReindexRequest, SearchRequest, ShowRequest, StatusRequest, StoreLocation,
-};
-pub use view::ViewRequest;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -74,8 +47,8 @@ pub struct GlobalArgs {
     /// When to use colour (NO_COLOR is honoured by `auto`).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
-    /// Configuration file to use instead of ./rlm.toml and the user file.
-    #[arg(long, global = true, env = crate::settings::env::RLM_CONFIG, value_name = "FILE")]
+    /// Configuration file to use instead of ./rlm.toml and the user file [env: RLM_CONFIG].
+    #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 
@@ -91,7 +64,7 @@ pub enum Command {
     /// Describe a context: format, size, fields, records, sample.
     Inspect(InspectRequest),
     /// Show the merged configuration and where each file came from.
-    Config(ConfigArgs),
+    Config(ConfigRequest),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
@@ -102,39 +75,36 @@ pub enum Command {
     /// Ask a model once and stream the answer (usage on stderr, or in --json output).
     Chat(ChatRequest),
     /// Load files, directories or stdin into the store (chunked and indexed).
-    Load(LoadRequest),
+    Load(OnStore<LoadRequest>),
     /// List stored buffers.
-    List(ListRequest),
+    List(OnStore<ListRequest>),
     /// Show a buffer's metadata (and optionally its chunks or text).
-    Show(ShowRequest),
+    Show(OnStore<ShowRequest>),
     /// Print part of a buffer: a line range, a byte range or a chunk.
-    Peek(PeekRequest),
+    Peek(OnStore<PeekRequest>),
     /// Regex search over stored buffers, ripgrep-style.
-    Grep(GrepRequest),
+    Grep(OnStore<GrepRequest>),
     /// Preview how a file would be chunked, without storing it.
     Chunk(ChunkRequest),
     /// Ranked search over chunks (BM25, semantic or hybrid).
-    Search(SearchRequest),
+    Search(OnStore<SearchRequest>),
     /// Delete buffers from the store.
-    Delete(DeleteRequest),
+    Delete(OnStore<DeleteRequest>),
     /// Store sizes, counts and index state.
-    Status(StatusRequest),
+    Status(OnStore<StatusRequest>),
     /// Check the store for damage (database, marker, index, vectors, temporary files); exit 1
     /// when something is wrong.
-    Doctor(DoctorRequest),
+    Doctor(OnStore<DoctorRequest>),
     /// Rebuild the BM25 index from the stored text (and missing vectors, when the model is
     /// available).
-    Reindex(ReindexRequest),
+    Reindex(OnStore<ReindexRequest>),
     /// Import, list and remove embedding models (offline; from directories or wheels).
     Models(ModelsRequest),
     /// Compute embeddings for stored chunks that have none.
-    Embed(EmbedRequest),
+    Embed(OnStore<EmbedRequest>),
     /// Answer a question over huge contexts: the model writes code in a sandbox, calls
     /// sub-models, and iterates until it answers.
     Run(RunRequest),
-    /// Measure a model on generated tasks (needle in a haystack, OOLONG-style counting) run
-    /// through the same loop as `rlm run`: score, tokens, cost and time per task.
-    BenchQuality(BenchQualityArgs),
     /// Write a run's trajectory as one self-contained HTML page (turns, code, sub-calls,
     /// child runs) that opens from disk.
     View(ViewRequest),
@@ -144,7 +114,7 @@ pub enum Command {
     Sessions(SessionsRequest),
     /// Answer an analytic question over the whole store: plan, search, extract findings from
     /// chunks in parallel, and write a report that cites chunk ids.
-    Query(QueryRequest),
+    Query(OnStore<QueryRequest>),
     /// Serve the tools (inspect, load, search, grep, peek, run, ctx, query) and the stored
     /// buffers to a coding agent over the Model Context Protocol, on stdio or (`--http`) over
     /// streamable HTTP on loopback.
@@ -154,18 +124,21 @@ pub enum Command {
     // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }
 
+/// A store command's request and where its store is.
 #[derive(Debug, Args)]
-pub struct ConfigArgs {
-    #[command(subcommand)]
-    pub action: Option<ConfigAction>,
+pub struct OnStore<R: Args> {
+    #[command(flatten)]
+    pub request: R,
+    #[command(flatten)]
+    pub location: StoreLocation,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum ConfigAction {
-    /// Print the merged configuration (secrets redacted).
-    Show,
-    /// Print the configuration files that were looked for, in precedence order.
-    Paths,
+/// Where the store lives: `--store DIR`, else `RLM_STORE`, else `.rlm` (the settings decide).
+#[derive(Debug, Clone, Default, Args)]
+pub struct StoreLocation {
+    /// Store directory (default: .rlm in the current directory) [env: RLM_STORE].
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -186,6 +159,32 @@ mod tests {
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
     }
+
+    /// Every flag a descriptor names is a flag of some command.
+    #[test]
+    fn every_flag_is_a_flag_of_some_command() {
+        fn longs(command: &clap::Command, out: &mut Vec<String>) {
+            out.extend(
+                command
+                    .get_arguments()
+                    .filter_map(|arg| arg.get_long().map(|long| format!("--{long}"))),
+            );
+            for sub in command.get_subcommands() {
+                longs(sub, out);
+            }
+        }
+        let mut flags = Vec::new();
+        longs(&Cli::command(), &mut flags);
+        for described in rlm_app::settings::catalog::ALL {
+            if let Some(flag) = described.flag() {
+                assert!(
+                    flags.iter().any(|f| f == flag),
+                    "{flag} is no command's flag"
+                );
+            }
+        }
+    }
+
 
     fn names<E: ValueEnum>() -> Vec<String> {
         E::value_variants()
@@ -220,17 +219,4 @@ mod tests {
             "{help}"
         );
     }
-}
-
-/// The spending budget of `rlm run` and `rlm query`, read and checked the same way by both
-/// (`settings::budget`): a negative or zero value is an input error with a hint, not a
-/// parse error.
-#[derive(Debug, Clone, Default, Args)]
-pub struct BudgetOptions {
-    /// Stop when this many US dollars have been spent (every model call counted).
-    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
-    pub max_cost: Option<f64>,
-    /// Stop when this many tokens have been used (every model call counted).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub max_tokens: Option<i64>,
 }

@@ -3,33 +3,21 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use serde::Serialize;
+use rlm_app::operations::delete::DeleteRecord;
+use rlm_app::requests::DeleteRequest;
 
-use crate::cli::{DeleteRequest, GlobalArgs};
-use crate::error::store_error;
-use crate::output;
-use crate::settings::{Sources, StoreSettings};
+use super::Run;
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteRequest) -> anyhow::Result<ExitCode> {
-    let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
-    let deleted = store.delete(&args.buffers).map_err(store_error)?;
-    if global.json {
-        for buffer in &deleted {
-            output::print_json(&DeleteRecord::Deleted(buffer))?;
-        }
-    } else if !global.quiet {
+pub fn run(run: &Run<'_>, request: DeleteRequest) -> anyhow::Result<ExitCode> {
+    let outcome = rlm_app::operations::delete(&run.sources, &request, &run.context)?;
+    if run.global.json {
+        run.print_json(&outcome)?;
+    } else if !run.global.quiet {
         let mut stderr = anstream::stderr();
-        for buffer in &deleted {
-            let name = output::neutralize(&buffer.name);
+        for DeleteRecord::Deleted(buffer) in &outcome.records {
+            let name = crate::output::neutralize(&buffer.name);
             let _ = writeln!(stderr, "deleted {name} ({} chunks)", buffer.chunks);
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What `rlm delete --json` prints: one record per buffer removed.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum DeleteRecord<'a> {
-    Deleted(&'a rlm_store::BufferInfo),
+    run.exit(outcome)
 }

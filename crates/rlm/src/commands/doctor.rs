@@ -3,30 +3,31 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use serde::Serialize;
+use rlm_app::operations::doctor::DoctorRecord;
+use rlm_app::requests::DoctorRequest;
 
-use crate::cli::{DoctorRequest, GlobalArgs};
-use crate::error::EXIT_FAILED;
+use super::Run;
 use crate::output;
-use crate::settings::{Sources, StoreSettings};
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorRequest) -> anyhow::Result<ExitCode> {
-    let settings = StoreSettings::resolve(&args.location, sources);
-    // Read-only: a damaged store is looked at, never opened for writing or created.
-    let checks = rlm_store::diagnose(&settings.dir);
-    let problems = checks.iter().filter(|check| !check.ok).count();
-    if global.json {
-        for check in &checks {
-            output::print_json(&DoctorRecord::Check(check))?;
-        }
-        output::print_json(&DoctorRecord::Summary {
-            store: &settings.dir,
-            problems,
-        })?;
-    } else {
+pub fn run(run: &Run<'_>, request: DoctorRequest) -> anyhow::Result<ExitCode> {
+    let outcome = rlm_app::operations::doctor(&run.sources, &request, &run.context)?;
+    if run.global.json {
+        run.print_json(&outcome)?;
+    }
+    let problems = match outcome.records.last() {
+        Some(DoctorRecord::Summary { problems, .. }) => *problems,
+        _ => 0,
+    };
+    if !run.global.json {
         let mut out = output::stdout();
-        writeln!(out, "store: {}", settings.dir.display())?;
-        for check in &checks {
+        // The store first: the checks are about it.
+        if let Some(DoctorRecord::Summary { store, .. }) = outcome.records.last() {
+            writeln!(out, "store: {}", store.display())?;
+        }
+        for record in &outcome.records {
+            let DoctorRecord::Check(check) = record else {
+                continue;
+            };
             let state = if check.ok { "ok" } else { "problem" };
             // Details quote file names from the store directory: no control characters.
             writeln!(
@@ -40,27 +41,12 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorRequest) -> anyho
             }
         }
     }
-    if problems == 0 {
-        if !global.quiet {
+    if !run.global.quiet {
+        if problems == 0 {
             eprintln!("no problems found");
+        } else {
+            eprintln!("{}", output::count(problems as u64, "problem"));
         }
-        return Ok(ExitCode::SUCCESS);
     }
-    if !global.quiet {
-        eprintln!("{}", output::count(problems as u64, "problem"));
-    }
-    Ok(ExitCode::from(EXIT_FAILED))
-}
-
-/// What `rlm doctor --json` prints: each check, then a summary.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum DoctorRecord<'a> {
-    /// One check, with its fix when it found a problem.
-    Check(&'a rlm_store::Check),
-    /// The store looked at and how many checks found a problem.
-    Summary {
-        store: &'a std::path::Path,
-        problems: usize,
-    },
+    run.exit(outcome)
 }

@@ -1,15 +1,13 @@
 //! `rlm grep`: regex over stored buffers with ripgrep-like output.
 
 use std::io::Write as _;
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-use rlm_store::{GrepLine, GrepOptions};
+use rlm_app::requests::GrepRequest;
+use rlm_store::GrepLine;
 
-use crate::cli::{GlobalArgs, GrepRequest};
-use crate::error::store_error;
+use super::Run;
 use crate::output;
-use crate::settings::{Sources, StoreSettings};
 
 /// Matches as ripgrep colours them.
 const MATCH: anstyle::Style = anstyle::Style::new()
@@ -20,68 +18,8 @@ const BUFFER: anstyle::Style =
 const LINE: anstyle::Style =
     anstyle::Style::new().fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Green)));
 
-/// Greps the store as `args` say and gives `emit` each line of output as it is found: matches,
-/// context lines and breaks, and each matching buffer's `end` (only the `end`s with
-/// `--count` or `--files-with-matches`). Match ranges are computed only when `ranges` is set.
-/// Stops early when `emit` fails; exit code 1 when nothing matched, as grep's.
-pub fn execute(
-    sources: &Sources,
-    args: &GrepRequest,
-    ranges: bool,
-    emit: &mut dyn FnMut(&GrepLine<'_>) -> std::io::Result<()>,
-) -> anyhow::Result<ExitCode> {
-    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
-    // Only names or counts: the lines themselves are not needed.
-    let per_buffer = args.files_with_matches || args.count;
-    let context = |one_side: Option<usize>| {
-        if per_buffer {
-            0
-        } else {
-            one_side.unwrap_or(args.context)
-        }
-    };
-    let options = GrepOptions {
-        buffers: args.buffers.clone(),
-        path_glob: args.path_glob.clone(),
-        before: context(args.before_context),
-        after: context(args.after_context),
-        ignore_case: args.ignore_case,
-        fixed_strings: args.fixed_strings,
-        word: args.word_regexp,
-        max_count: if args.files_with_matches {
-            Some(1)
-        } else {
-            args.max_count
-        },
-        lines_only: per_buffer || !ranges,
-    };
-    let mut emit_error = None;
-    let summary = store
-        .grep(&args.pattern, &options, &mut |line| {
-            if per_buffer && !matches!(line, GrepLine::End { .. }) {
-                return ControlFlow::Continue(());
-            }
-            match emit(&line) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(err) => {
-                    emit_error = Some(err);
-                    ControlFlow::Break(())
-                }
-            }
-        })
-        .map_err(store_error)?;
-    if let Some(err) = emit_error {
-        return Err(err.into());
-    }
-    // Like grep and ripgrep: exit 1 when nothing matched.
-    Ok(if summary.matched_lines > 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(crate::error::EXIT_FAILED)
-    })
-}
-
-pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepRequest) -> anyhow::Result<ExitCode> {
+pub fn run(run: &Run<'_>, request: GrepRequest) -> anyhow::Result<ExitCode> {
+    let global = run.global;
     let colour = output::stdout_color();
     // Without colour nothing written here is an escape: the lines go out as they are (into a
     // pipe byte for byte, as ripgrep's), not through a stream that scans every byte for
@@ -99,17 +37,24 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: GrepRequest) -> anyhow:
     };
     // Match ranges are only needed to colour the matches or for `--json`.
     let ranges = global.json || colour;
-    let code = execute(sources, &args, ranges, &mut |line| {
-        if global.json {
-            output::write_json(&mut out, line)
-        } else if colour {
-            write_line(&mut out, line, args.files_with_matches, args.count)
-        } else {
-            write_plain_line(&mut out, line, args.files_with_matches, args.count)
-        }
-    })?;
+    let (files_with_matches, count) = (request.files_with_matches, request.count);
+    let status = rlm_app::operations::grep(
+        &run.sources,
+        &request,
+        &run.context,
+        ranges,
+        &mut |line| {
+            if global.json {
+                output::write_json(&mut out, line)
+            } else if colour {
+                write_line(&mut out, line, files_with_matches, count)
+            } else {
+                write_plain_line(&mut out, line, files_with_matches, count)
+            }
+        },
+    )?;
     out.flush()?;
-    Ok(code)
+    Ok(ExitCode::from(status.code()))
 }
 
 /// A line as [`write_line`] writes it, without the colours. A grep can print millions of

@@ -1,29 +1,29 @@
-//! One module per subcommand, each: resolve its settings, call a library, print.
-//! `dispatch` routes a parsed command line to it.
+//! One module per subcommand, each: the operation's request from the command line, the
+//! operation (`rlm_app::operations`), and the records printed as text or JSON. `dispatch`
+//! routes a parsed command line to it.
 
-mod bench_quality;
 mod chat;
 mod chunk;
 mod completions;
 mod config;
-pub(crate) mod ctx;
+mod ctx;
 mod delete;
 mod doctor;
 mod embed;
-pub(crate) mod grep;
-pub(crate) mod inspect;
-pub(crate) mod list;
-pub(crate) mod load;
+mod grep;
+mod inspect;
+mod list;
+mod load;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod models;
-pub(crate) mod peek;
+mod peek;
 mod prompt;
-pub(crate) mod query;
+mod query;
 mod reindex;
-pub(crate) mod run;
+mod run;
 mod runs;
-pub(crate) mod search;
+mod search;
 mod sessions;
 mod show;
 mod status;
@@ -31,81 +31,117 @@ mod view;
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use crate::cli::{Cli, Command};
-use crate::settings::Sources;
+use rlm_app::settings::Sources;
+use rlm_app::{Context, Outcome, StopHandle};
 
-/// What a command produced for its caller: the records `--json` prints, in order, and how it
-/// ended. The CLI prints them, as JSON Lines or as text; `rlm mcp` returns them to its client
-/// as they are, so a tool's result and its output schema come from the same types.
-#[derive(Debug)]
-pub struct Outcome<R> {
-    pub records: Vec<R>,
-    /// Lines a person should read besides the records (`note: …`, `warning: …`): the CLI
-    /// prints them on stderr, `rlm mcp` after the records in the text it returns.
-    pub notes: Vec<String>,
-    pub code: ExitCode,
+use crate::cli::{Cli, Command, GlobalArgs, OnStore, StoreLocation};
+use crate::progress::Printer;
+
+/// What a command runs with: its global flags, the settings sources (with `--store` set on
+/// them) and the operation's context (the stderr printer, Ctrl-C and SIGTERM, stdin).
+pub struct Run<'a> {
+    pub global: &'a GlobalArgs,
+    pub sources: Sources,
+    pub context: Context,
+    printer: Arc<Printer>,
 }
 
-impl<R> Outcome<R> {
-    /// `records`, exit code 0.
-    pub fn success(records: Vec<R>) -> Self {
-        Self {
-            records,
-            notes: Vec::new(),
-            code: ExitCode::SUCCESS,
-        }
+impl Run<'_> {
+    /// Clears a progress line the operation left.
+    pub fn finish(&self) {
+        self.printer.clear();
     }
 
-    /// Prints the notes on stderr, unless `quiet`.
-    pub fn print_notes(&self, quiet: bool) {
-        if quiet {
+    /// Prints the notes on stderr, unless `--quiet`.
+    pub fn print_notes<R>(&self, outcome: &Outcome<R>) {
+        self.finish();
+        if self.global.quiet {
             return;
         }
         let mut stderr = anstream::stderr();
-        for note in &self.notes {
+        for note in &outcome.notes {
             let _ = writeln!(stderr, "{}", crate::output::neutralize(note));
+        }
+    }
+
+    /// Every record as a JSON line.
+    pub fn print_json<R: serde::Serialize>(&self, outcome: &Outcome<R>) -> anyhow::Result<()> {
+        self.finish();
+        let mut out = crate::output::raw_stdout();
+        for record in &outcome.records {
+            crate::output::write_json(&mut out, record)?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// The exit code an outcome ends with: its error's (printed), else its status's.
+    pub fn exit<R>(&self, outcome: Outcome<R>) -> anyhow::Result<ExitCode> {
+        self.finish();
+        match outcome.error {
+            Some(err) => Err(err),
+            None => Ok(ExitCode::from(outcome.status.code())),
         }
     }
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    // Nothing is read yet: the configuration files are loaded when a command first asks.
-    let sources = Sources::from_process(cli.global.config.clone());
-    dispatch_with(cli, sources)
-}
-
-/// [`dispatch`] over given sources: the MCP server's carry the model providers it offers.
-pub fn dispatch_with(cli: Cli, sources: Sources) -> anyhow::Result<ExitCode> {
     let Cli { global, command } = cli;
-    let sources = &sources;
+    let stop = StopHandle::watching_signals();
+    let printer = Arc::new(Printer::new(&global, stop.clone()));
+    let context = Context::new(printer.clone(), stop).with_stdin();
+    let run = |location: Option<&StoreLocation>| {
+        // Nothing is read yet: the configuration files are loaded when a command first asks.
+        let mut sources =
+            Sources::from_process(global.config.clone()).with_warnings(printer.clone());
+        if let Some(dir) = location.and_then(|location| location.store.clone()) {
+            sources = sources.with_store(dir);
+        }
+        Run {
+            global: &global,
+            sources,
+            context: context.clone(),
+            printer: printer.clone(),
+        }
+    };
     match command {
-        Command::Inspect(args) => inspect::run(&global, args),
-        Command::Config(args) => config::run(&global, sources, args),
+        Command::Inspect(request) => inspect::run(&run(None), request),
+        Command::Config(request) => config::run(&run(None), request),
         Command::Completions(args) => completions::run(args),
-        Command::Ctx(args) => ctx::run(&global, sources, args),
-        Command::Prompt(args) => prompt::run(&global, sources, args),
-        Command::Chat(args) => chat::run(&global, sources, args),
-        Command::Load(args) => load::run(&global, sources, args),
-        Command::List(args) => list::run(&global, sources, args),
-        Command::Show(args) => show::run(&global, sources, args),
-        Command::Peek(args) => peek::run(&global, sources, args),
-        Command::Grep(args) => grep::run(&global, sources, args),
-        Command::Chunk(args) => chunk::run(&global, args),
-        Command::Search(args) => search::run(&global, sources, args),
-        Command::Delete(args) => delete::run(&global, sources, args),
-        Command::Status(args) => status::run(&global, sources, args),
-        Command::Doctor(args) => doctor::run(&global, sources, args),
-        Command::Reindex(args) => reindex::run(&global, sources, args),
-        Command::Models(args) => models::run(&global, sources, args),
-        Command::Embed(args) => embed::run(&global, sources, args),
-        Command::Run(args) => run::run(&global, sources, args),
-        Command::BenchQuality(args) => bench_quality::run(&global, sources, args),
-        Command::View(args) => view::run(&global, sources, args),
-        Command::Runs(args) => runs::run(&global, sources, args),
-        Command::Sessions(args) => sessions::run(&global, sources, args),
-        Command::Query(args) => query::run(&global, sources, args),
+        Command::Ctx(request) => ctx::run(&run(None), request),
+        Command::Prompt(request) => prompt::run(&run(None), request),
+        Command::Chat(request) => chat::run(&run(None), request),
+        Command::Load(OnStore { request, location }) => load::run(&run(Some(&location)), request),
+        Command::List(OnStore { request, location }) => list::run(&run(Some(&location)), request),
+        Command::Show(OnStore { request, location }) => show::run(&run(Some(&location)), request),
+        Command::Peek(OnStore { request, location }) => peek::run(&run(Some(&location)), request),
+        Command::Grep(OnStore { request, location }) => grep::run(&run(Some(&location)), request),
+        Command::Chunk(request) => chunk::run(&run(None), request),
+        Command::Search(OnStore { request, location }) => {
+            search::run(&run(Some(&location)), request)
+        }
+        Command::Delete(OnStore { request, location }) => {
+            delete::run(&run(Some(&location)), request)
+        }
+        Command::Status(OnStore { request, location }) => {
+            status::run(&run(Some(&location)), request)
+        }
+        Command::Doctor(OnStore { request, location }) => {
+            doctor::run(&run(Some(&location)), request)
+        }
+        Command::Reindex(OnStore { request, location }) => {
+            reindex::run(&run(Some(&location)), request)
+        }
+        Command::Models(request) => models::run(&run(None), request),
+        Command::Embed(OnStore { request, location }) => embed::run(&run(Some(&location)), request),
+        Command::Run(request) => run::run(&run(None), request),
+        Command::View(request) => view::run(&run(None), request),
+        Command::Runs(request) => runs::run(&run(None), request),
+        Command::Sessions(request) => sessions::run(&run(None), request),
+        Command::Query(OnStore { request, location }) => query::run(&run(Some(&location)), request),
         #[cfg(feature = "mcp")]
-        Command::Mcp(args) => mcp::run(&global, sources, args),
+        Command::Mcp(args) => mcp::run(&global, args),
     }
 }

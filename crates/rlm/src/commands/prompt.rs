@@ -1,104 +1,45 @@
-//! `rlm prompt build|plan`: read the history and the material, build one turn's prompt with
-//! `rlm_assemble::prompt`, print it and its plan.
+//! `rlm prompt build|plan`: the prompt on stdout (or its file), its plan on stderr as progress
+//! (or on stdout for `plan`), or both as JSON.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-use rlm_assemble::prompt::{
-    BuiltPrompt, ChatMessage, HistoryAction, ItemKind, ItemStatus, PromptAssembler, PromptInputs,
-    PromptPlan, Stage, Summarizer, SummaryProgress, load_items, parse_history,
-};
+use rlm_app::operations::prompt::PromptRecord;
+use rlm_app::requests::{PromptAction, PromptRequest};
+use rlm_assemble::prompt::{HistoryAction, ItemKind, ItemStatus, PromptPlan};
 
-use crate::cli::{GlobalArgs, PromptAction, PromptRequest, PromptBuildRequest, PromptFormat};
-use crate::error::{AppError, input_error};
-use crate::settings::{PromptSettings, Sources};
+use super::Run;
 
-pub fn run(global: &GlobalArgs, sources: &Sources, args: PromptRequest) -> anyhow::Result<ExitCode> {
-    let (dry_run, args) = match args.action {
-        PromptAction::Build(args) => (false, args),
-        PromptAction::Plan(args) => (true, args),
-    };
-    let mut settings = PromptSettings::resolve(&args, sources)?;
-    let (stage, stage_warning) = Stage::parse_or_coding(&args.stage);
-    let inputs = read_inputs(&args, stage)?;
-    let model = settings.options.history.model.clone();
-    let summarizing = match model {
-        Some(model) if !dry_run => Some(summarizer(global, &mut settings, model)?),
-        _ => None,
-    };
-    let mut assembler = PromptAssembler::new(settings.options).map_err(to_cli_error)?;
-    let mut built = if dry_run {
-        assembler.plan(&inputs).map_err(to_cli_error)?
-    } else if let Some((summarizer, runtime)) = summarizing {
-        let outcome = runtime.block_on(async {
-            tokio::select! {
-                built = assembler.build(&inputs, Some(&summarizer)) => Ok(built),
-                signal = crate::signals::stop_requested() => Err(signal),
-            }
-        });
-        outcome.map_err(AppError::stopped)?.map_err(to_cli_error)?
-    } else {
-        assembler.build_offline(&inputs).map_err(to_cli_error)?
-    };
-    if let Err(error) = assembler.save_cache() {
-        built
-            .plan
-            .warnings
-            .push(format!("warning: could not save token counts: {error}"));
-    }
-    if let Some(warning) = stage_warning {
-        built.plan.warnings.insert(0, warning);
-    }
-    price_estimate(
-        &mut built.plan,
-        &settings.llm,
-        assembler.options().history.model.as_deref(),
-    );
-    if !global.quiet {
-        for warning in &built.plan.warnings {
-            eprintln!("{}", crate::output::neutralize(warning));
-        }
-    }
-    if let Some(path) = &args.plan_output {
-        let text = serde_json::to_string_pretty(&built.plan)? + "\n";
-        std::fs::write(path, text)
-            .with_context(|| format!("cannot write the plan to {}", path.display()))?;
-    }
-    if dry_run {
-        if global.json {
-            crate::output::print_json(&PromptRecord::Plan(&built.plan))?;
-        } else {
-            print_stdout(&plan_text(&built.plan, ItemLines::Each))?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let prompt = render(&built, args.format)?;
-    match &args.output {
-        Some(path) => std::fs::write(path, &prompt)
-            .with_context(|| format!("cannot write the prompt to {}", path.display()))?,
-        None if global.json => crate::output::print_json(&PromptRecord::Prompt {
-            messages: &built.messages,
-        })?,
-        None => print_stdout(&prompt)?,
-    }
+pub fn run(run: &Run<'_>, request: PromptRequest) -> anyhow::Result<ExitCode> {
+    let dry_run = matches!(request.action, PromptAction::Plan(_));
+    let outcome = rlm_app::operations::prompt(&run.sources, &request, &run.context)?;
+    let global = run.global;
+    run.print_notes(&outcome);
     if global.json {
-        crate::output::print_json(&PromptRecord::Plan(&built.plan))?;
-    } else if !global.quiet {
-        // On stderr beside the prompt the plan is progress, not data: one line per kind of
-        // item unless -v asks for each (2,000 files would be 2,000 lines).
-        let lines = if global.verbose > 0 {
-            ItemLines::Each
-        } else {
-            ItemLines::PerKind
-        };
-        eprint!(
-            "{}",
-            crate::output::neutralize(&plan_text(&built.plan, lines))
-        );
+        run.print_json(&outcome)?;
+        return run.exit(outcome);
     }
-    Ok(ExitCode::SUCCESS)
+    for record in &outcome.records {
+        match record {
+            PromptRecord::Prompt { rendered, .. } => print_stdout(rendered)?,
+            PromptRecord::Plan(plan) if dry_run => {
+                print_stdout(&plan_text(plan, ItemLines::Each))?;
+            }
+            PromptRecord::Plan(plan) if !global.quiet => {
+                // On stderr beside the prompt the plan is progress, not data: one line per
+                // kind of item unless -v asks for each (2,000 files would be 2,000 lines).
+                let lines = if global.verbose > 0 {
+                    ItemLines::Each
+                } else {
+                    ItemLines::PerKind
+                };
+                eprint!("{}", crate::output::neutralize(&plan_text(plan, lines)));
+            }
+            PromptRecord::Plan(_) => {}
+        }
+    }
+    run.exit(outcome)
 }
 
 fn print_stdout(text: &str) -> anyhow::Result<()> {
@@ -106,169 +47,6 @@ fn print_stdout(text: &str) -> anyhow::Result<()> {
     out.write_all(crate::output::for_stdout(text).as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// Reads the history file and every material flag, in the order of the flags.
-fn read_inputs(args: &PromptBuildRequest, stage: Stage) -> anyhow::Result<PromptInputs> {
-    let history = match &args.history {
-        None => Vec::new(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|error| {
-                input_error(format!(
-                    "cannot read the history {}: {error}",
-                    path.display()
-                ))
-            })?;
-            parse_history(&text, &path.display().to_string()).map_err(|error| {
-                AppError::input(error).with_hint(
-                    "a history is JSON Lines of {\"role\": ..., \"content\": ...} objects, \
-                     or a JSON array (or object with `messages`) of them",
-                )
-            })?
-        }
-    };
-    let base = std::env::current_dir().context("cannot read the current directory")?;
-    let mut items = Vec::new();
-    for (kind, specs) in [
-        (ItemKind::Notes, &args.notes),
-        (ItemKind::Adrs, &args.adr),
-        (ItemKind::SourceFiles, &args.source),
-        (ItemKind::BuildLogs, &args.build_log),
-        (ItemKind::PodLogs, &args.pod_log),
-        (ItemKind::TestResults, &args.test_results),
-        (ItemKind::Libraries, &args.library),
-    ] {
-        for spec in specs {
-            items.extend(load_items(kind, spec, &base).map_err(to_cli_error)?);
-        }
-    }
-    Ok(PromptInputs {
-        stage,
-        history,
-        items,
-    })
-}
-
-/// The summarizing model's client and the runtime to ask it on. Unless the window was set,
-/// a local server's own (llama.cpp `/props`) replaces the default, which would send an 8k
-/// server requests it refuses. Says on stderr that summarizing may take a while.
-fn summarizer(
-    global: &GlobalArgs,
-    settings: &mut PromptSettings,
-    model: String,
-) -> anyhow::Result<(Summarizer, tokio::runtime::Runtime)> {
-    let client = settings.llm.build_client()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let history = &mut settings.options.history;
-    let mut source = "configured";
-    if !settings.window_tokens_set {
-        source = "default";
-        if let Some(window) = runtime
-            .block_on(client.server_props(&model))
-            .and_then(|props| props.context_window)
-        {
-            history.window_tokens = window;
-            source = "reported by the server";
-        }
-    }
-    if !global.quiet {
-        eprintln!(
-            "{}",
-            crate::output::neutralize(&format!(
-                "summary: {model} summarizes older messages when the history needs it (window {} tokens, {source}{})",
-                history.window_tokens,
-                if history.refresh {
-                    "; cached summary refreshed"
-                } else {
-                    ""
-                }
-            ))
-        );
-    }
-    let mut summarizer = Summarizer::new(client, model);
-    if !global.quiet {
-        summarizer = summarizer.on_progress(|event| eprintln!("{}", summary_progress(event)));
-    }
-    Ok((summarizer, runtime))
-}
-
-/// One stderr line per summarizing call as it starts and ends: a local model may take minutes
-/// over one, and the command should not look stuck meanwhile.
-fn summary_progress(event: &SummaryProgress) -> String {
-    match event {
-        SummaryProgress::Started {
-            number,
-            purpose,
-            input_chars,
-        } => format!(
-            "summary: call {number} ({purpose}) sent, {} of input",
-            crate::output::human_bytes(*input_chars as u64)
-        ),
-        SummaryProgress::Finished {
-            number,
-            purpose,
-            output_tokens,
-            took,
-        } => format!(
-            "summary: call {number} ({purpose}) answered in {:.1}s, {} tokens out",
-            took.as_secs_f64(),
-            rlm_context::thousands(*output_tokens)
-        ),
-        SummaryProgress::Failed {
-            number,
-            purpose,
-            took,
-        } => format!(
-            "summary: call {number} ({purpose}) failed after {:.1}s",
-            took.as_secs_f64()
-        ),
-    }
-}
-
-/// Prices the estimate of a summary not made, when the model's price is known.
-fn price_estimate(plan: &mut PromptPlan, llm: &crate::settings::LlmSettings, model: Option<&str>) {
-    let (Some(estimate), Some(model)) = (plan.history.estimate.as_mut(), model) else {
-        return;
-    };
-    // Prices are keyed by the model name without its `provider:` prefix.
-    let name = model.split_once(':').map_or(model, |(_, name)| name);
-    if let Some(price) = llm.prices.get(name).or_else(|| llm.prices.get(model)) {
-        estimate.cost_usd = Some(
-            (estimate.input_tokens as f64 * price.input_per_mtok
-                + estimate.max_output_tokens as f64 * price.output_per_mtok)
-                / 1e6,
-        );
-    }
-}
-
-/// The prompt in the chosen format.
-fn render(built: &BuiltPrompt, format: PromptFormat) -> anyhow::Result<String> {
-    let content = |role: &str| {
-        built
-            .messages
-            .iter()
-            .find(|message: &&ChatMessage| message.role == role)
-            .map_or("", |message| message.content.as_str())
-    };
-    Ok(match format {
-        PromptFormat::Json => {
-            serde_json::to_string_pretty(&Messages {
-                messages: &built.messages,
-            })? + "\n"
-        }
-        PromptFormat::Text => format!("{}{}", content("system"), content("user")),
-        PromptFormat::Mdctx => format!(
-            "<!-- mdctx prompt v{} stage={} digest={} -->\n# System\n\n{}# User\n\n{}",
-            built.plan.version,
-            built.plan.stage.name(),
-            built.plan.digest,
-            content("system"),
-            content("user")
-        ),
-    })
 }
 
 /// How [`plan_text`] shows the plan's items.
@@ -437,29 +215,3 @@ fn history_line(plan: &PromptPlan) -> String {
     line
 }
 
-fn to_cli_error(error: rlm_assemble::Error) -> AppError {
-    let hint = match &error {
-        rlm_assemble::Error::SectionTooLarge { .. } => {
-            Some("raise --budget-total or the section's budget, or shorten the prompt override")
-        }
-        rlm_assemble::Error::Missing { .. } => Some("paths are relative to the current directory"),
-        _ => None,
-    };
-    let input = error.is_input();
-    AppError::classified(error, input, hint)
-}
-
-/// What `rlm prompt build --json` prints: the prompt (unless `--output` takes it), then its
-/// plan; with `--dry-run` the plan alone.
-#[derive(serde::Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum PromptRecord<'a> {
-    Prompt { messages: &'a [ChatMessage] },
-    Plan(&'a PromptPlan),
-}
-
-/// The prompt as `--format json` writes it: the chat API's `messages`.
-#[derive(serde::Serialize)]
-struct Messages<'a> {
-    messages: &'a [ChatMessage],
-}

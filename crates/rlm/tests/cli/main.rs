@@ -6,7 +6,6 @@ mod support;
 
 mod answers;
 mod basics;
-mod bench_quality;
 mod chat;
 mod ctx;
 mod doctor;
