@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-pub use rlm_app::error::{AppError, EXIT_FAILED, EXIT_USAGE, Kind, Shown, input_error};
+pub use rlm_app::error::{EXIT_USAGE, Kind, Shown};
 
 /// Prints the error chain to stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> ExitCode {

@@ -117,14 +117,6 @@ pub fn raw_stdout_unlocked() -> PipeAware<Box<dyn Write + Send>> {
     PipeAware(Box::new(io::stdout()))
 }
 
-/// Prints one JSON value as a line on stdout (JSON escapes control characters itself).
-pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut out = raw_stdout();
-    write_json(&mut out, value)?;
-    out.flush()?;
-    Ok(())
-}
-
 /// Writes one JSON value and a newline, keeping an I/O error an `io::Error` (not wrapped in
 /// `serde_json::Error`) so a closed pipe is recognised.
 pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {

@@ -117,7 +117,7 @@ pub enum CtxAction {
     Assemble(CtxBuildOptions),
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct CtxBuildOptions {
     /// Token budget (overrides ctx.json).
@@ -144,4 +144,14 @@ pub fn parse_tokenizer(name: &str) -> Result<Tokenizer, String> {
 /// The role `rlm ctx add` gives new parts.
 fn evidence() -> Slot {
     Slot::Evidence
+}
+
+/// A ctx directory's prompt, assembled within its budget: what the MCP `ctx_assemble` tool
+/// takes (the command line's `rlm ctx --dir DIR assemble`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CtxAssembleRequest {
+    /// The ctx directory (default `ctx`).
+    pub dir: Option<PathBuf>,
+    #[serde(flatten)]
+    pub build: CtxBuildOptions,
 }

@@ -25,7 +25,7 @@ mod view;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use ctx::{CtxAction, CtxBuildOptions, CtxRequest, OnOff, parse_tokenizer};
+pub use ctx::{CtxAction, CtxAssembleRequest, CtxBuildOptions, CtxRequest, OnOff, parse_tokenizer};
 pub use inspect::{DEFAULT_SAMPLE_CHARS, InspectRequest, SAMPLE_CHARS};
 pub use inspection::{
     RunsAction, RunsListRequest, RunsRequest, RunsShowRequest, SessionNameRequest,

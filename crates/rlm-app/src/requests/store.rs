@@ -259,23 +259,39 @@ pub fn parse_file_size(text: &str) -> Result<u64, String> {
 /// A query given as words (the command line's `rlm search profile cache`) or as one text (JSON,
 /// Python): the operation joins the words with spaces, so both are one query.
 mod words {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::de::{Error as _, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(words: &[String], serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&words.join(" "))
     }
 
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
+    struct Words;
+
+    impl<'de> Visitor<'de> for Words {
+        type Value = Vec<String>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a query text, or a list of words")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(vec![text.to_owned()])
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut sequence: A) -> Result<Self::Value, A::Error> {
+            let mut words = Vec::new();
+            while let Some(word) = sequence.next_element::<String>()? {
+                words.push(word);
+            }
+            if words.is_empty() {
+                return Err(A::Error::invalid_length(0, &self));
+            }
+            Ok(words)
+        }
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-        Ok(match OneOrMany::deserialize(deserializer)? {
-            OneOrMany::One(text) => vec![text],
-            OneOrMany::Many(words) => words,
-        })
+        deserializer.deserialize_any(Words)
     }
 }

@@ -478,6 +478,7 @@ mod tests {
             max_tokens: Some(9),
             stop: vec!["END".into()],
             json_mode: true,
+            stream: false,
             llm: LlmOptions::default(),
         };
         let settings = ChatSettings::resolve(&args, &layout.sources(&[])).unwrap();

@@ -2,9 +2,6 @@
 
 use std::path::PathBuf;
 
-#[cfg(feature = "mcp")]
-mod mcp;
-
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rlm_app::requests::{
     ChatRequest, ChunkRequest, ConfigRequest, CtxRequest, DeleteRequest, DoctorRequest,
@@ -13,8 +10,6 @@ use rlm_app::requests::{
     SearchRequest, SessionsRequest, ShowRequest, StatusRequest, ViewRequest,
 };
 
-#[cfg(feature = "mcp")]
-pub use mcp::McpArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -119,7 +114,7 @@ pub enum Command {
     /// buffers to a coding agent over the Model Context Protocol, on stdio or (`--http`) over
     /// streamable HTTP on loopback.
     #[cfg(feature = "mcp")]
-    Mcp(McpArgs),
+    Mcp(rlm_mcp::ServerOptions),
     // New subcommands: add a variant here, its `*Args` in `cli/<area>.rs`, its resolved
     // settings in `settings/`, and its behaviour in `commands/<name>.rs`.
 }

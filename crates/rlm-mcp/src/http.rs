@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::Server;
-use crate::error::AppError;
+use rlm_app::error::AppError;
 
 /// The one path the MCP endpoint answers on.
 const ENDPOINT: &str = "/mcp";

@@ -1,34 +1,34 @@
-//! `rlm mcp` arguments.
+//! How the server is started (`rlm mcp`'s flags).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
-use clap::Args;
-
-use super::StoreLocation;
-
-#[derive(Debug, Args)]
-pub struct McpArgs {
+/// Where the server works and how it is reached.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct ServerOptions {
     /// The only directory tools may read or write below (paths outside it are refused);
     /// relative paths in tool arguments start here.
-    #[arg(long, value_name = "DIR", default_value = ".")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR", default_value = "."))]
     pub root: PathBuf,
     /// Entries per page of `resources/list` (buffers and chunks as rlm:// URIs).
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000)))]
     pub page_size: u32,
     /// Serve over MCP streamable HTTP at http://ADDR/mcp instead of stdio. ADDR is a loopback
     /// address with a port (127.0.0.1:8765, [::1]:8765, localhost:8765); port 0 picks a free
     /// one. The URL is printed on stderr.
-    #[arg(long, value_name = "ADDR", value_parser = loopback_address)]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "ADDR", value_parser = loopback_address))]
     pub http: Option<SocketAddr>,
-    #[command(flatten)]
-    pub location: StoreLocation,
+    /// The store every store tool uses, and `run`'s `store: true` (default: `RLM_STORE`, else
+    /// `.rlm` in the root) [env: RLM_STORE].
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
+    pub store: Option<PathBuf>,
 }
 
 /// `--http`'s value: an address on this machine only. The tools read the files below the root
 /// and spend the server's API keys, and the transport has no authentication, so the server is
 /// never reachable from another machine.
-fn loopback_address(value: &str) -> Result<SocketAddr, String> {
+pub fn loopback_address(value: &str) -> Result<SocketAddr, String> {
     let address = match value.strip_prefix("localhost:") {
         Some(port) => port
             .parse::<u16>()

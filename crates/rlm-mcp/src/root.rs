@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rlm_context::root::{FileRoot, OutsideRoot};
 
-use crate::error::OUTSIDE_ROOT_HINT;
+use rlm_app::error::OUTSIDE_ROOT_HINT;
 
 #[derive(Clone)]
 pub struct Root {
@@ -24,7 +24,7 @@ impl Root {
     /// `dir` made absolute with symlinks resolved (it must exist).
     pub fn new(dir: &Path) -> anyhow::Result<Self> {
         let named = FileRoot::new(dir).map_err(|err| {
-            crate::error::AppError::input(anyhow::anyhow!(
+            rlm_app::error::AppError::input(anyhow::anyhow!(
                 "cannot use {} as the root: {err}",
                 dir.display()
             ))

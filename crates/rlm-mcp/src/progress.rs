@@ -3,8 +3,9 @@
 //! `notifications/progress`: one per finished turn of the root run (progress = turns done,
 //! total = the turn budget), one per extraction batch of a query (progress = batches done).
 //!
-//! The observers run on the command's threads and only queue updates; `call.rs` sends them to
-//! the client, all of them before the call's result.
+//! The events come on the operation's threads and only queue updates; `call.rs` sends them to
+//! the client, all of them before the call's result. The errors an operation reports and goes
+//! on after are kept for the result (`CallEvents::problems`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,8 +17,7 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RequestContext};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use crate::observers::Observers;
-use crate::output::count;
+use rlm_app::text::count;
 
 /// What one notification says.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,19 +53,70 @@ impl Reporter {
     }
 }
 
-/// Observers of a command whose events become updates on the returned channel.
-pub fn observers() -> (Observers, UnboundedReceiver<Update>) {
-    let (sender, receiver) = unbounded_channel();
-    let observers = Observers {
-        run: Some(Arc::new(RunProgress {
-            updates: Updates::new(sender.clone()),
-            turn: Mutex::default(),
-        })),
-        query: Some(Arc::new(QueryProgress {
-            updates: Updates::new(sender),
-        })),
-    };
-    (observers, receiver)
+/// What a call's operation says: run and query progress become updates (when the client
+/// asked for them), and the problems it reported are kept in their plain `error:`/`hint:` text.
+pub struct CallEvents {
+    run: Option<RunProgress>,
+    query: Option<QueryProgress>,
+    problems: Mutex<Vec<String>>,
+}
+
+impl CallEvents {
+    /// Events whose progress becomes updates on the returned channel.
+    pub fn reporting() -> (Arc<Self>, UnboundedReceiver<Update>) {
+        let (sender, receiver) = unbounded_channel();
+        let events = Self {
+            run: Some(RunProgress {
+                updates: Updates::new(sender.clone()),
+                turn: Mutex::default(),
+            }),
+            query: Some(QueryProgress {
+                updates: Updates::new(sender),
+            }),
+            problems: Mutex::default(),
+        };
+        (Arc::new(events), receiver)
+    }
+
+    /// Events that keep only the problems.
+    pub fn silent() -> Arc<Self> {
+        Arc::new(Self {
+            run: None,
+            query: None,
+            problems: Mutex::default(),
+        })
+    }
+
+    /// The problems reported so far, in order.
+    pub fn problems(&self) -> Vec<String> {
+        self.problems
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl rlm_app::Events for CallEvents {
+    fn event(&self, event: &rlm_app::Event<'_>) {
+        match event {
+            rlm_app::Event::Run(event) => {
+                if let Some(run) = &self.run {
+                    run.event(event);
+                }
+            }
+            rlm_app::Event::Query(event) => {
+                if let Some(query) = &self.query {
+                    query.event(event);
+                }
+            }
+            rlm_app::Event::Problem(err) => self
+                .problems
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(rlm_app::Shown::of(err).plain()),
+            _ => {}
+        }
+    }
 }
 
 /// Queues updates whose progress only grows, as the protocol requires.
@@ -217,8 +268,8 @@ mod tests {
 
     #[test]
     fn a_run_reports_each_root_turn_with_its_sub_calls_and_tokens() {
-        let (observers, mut receiver) = observers();
-        let run = observers.run.unwrap();
+        let (events, mut receiver) = CallEvents::reporting();
+        let run = events.run.as_ref().unwrap();
         let start = |iteration| Event::IterationStarted {
             depth: 0,
             iteration,
@@ -270,8 +321,8 @@ mod tests {
 
     #[test]
     fn progress_never_goes_back() {
-        let (observers, mut receiver) = observers();
-        let query = observers.query.unwrap();
+        let (events, mut receiver) = CallEvents::reporting();
+        let query = events.query.as_ref().unwrap();
         let batch = |done| QueryEvent::BatchDone {
             done,
             total: 4,

@@ -1,14 +1,27 @@
-//! `rlm mcp`: the Model Context Protocol server over stdio, or over streamable HTTP on
-//! loopback with `--http` (`http.rs`), on rmcp.
+//! The Model Context Protocol server of rlm (`rlm mcp`): over stdio, or over streamable HTTP
+//! on loopback (`http.rs`), on rmcp.
 //!
-//! A thin adapter: each tool is an `rlm` command (`tools.rs` turns its arguments into that
-//! command line, `call.rs` runs the command in this process and returns its `--json` records),
-//! and the resources are the store's buffers and chunks read through the same `rlm-store`
-//! calls `list`, `show` and `peek` use (`resources.rs`). Nothing here decides anything the CLI
-//! does not: settings, errors and messages are the commands' own.
+//! A thin adapter over `rlm-app`: each tool is an operation whose request is the tool's input
+//! (`tools.rs`: the JSON arguments deserialize into the request, its JSON schema is the tool's
+//! input schema, the records' schema its output schema), run on a thread of its own with its
+//! events as progress notifications and a client's cancellation as its stop (`call.rs`,
+//! `progress.rs`). The resources are the store's buffers and chunks (`resources.rs`). Nothing
+//! here decides anything the operations do not: settings, errors and messages are theirs.
+//!
+//! ```no_run
+//! let options = rlm_mcp::ServerOptions {
+//!     root: ".".into(),
+//!     page_size: 100,
+//!     http: None,
+//!     store: None,
+//! };
+//! let code = rlm_mcp::serve(&options, None)?;
+//! # Ok::<(), anyhow::Error>(())
+//! ```
 
 mod call;
 mod http;
+mod options;
 mod progress;
 mod resources;
 mod root;
@@ -21,6 +34,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use rlm_app::error::Shown;
+use rlm_app::settings::{Sources, StoreSettings, env};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
@@ -28,29 +43,31 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
-
-use crate::cli::{GlobalArgs, McpArgs, StoreLocation};
-use crate::error::Shown;
-use crate::settings::{Sources, StoreSettings};
 use root::Root;
 
-pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Result<ExitCode> {
-    let mut root = Root::new(&args.root)?;
-    // Relative paths in the commands (the store, ./rlm.toml, log directories) start at the
+pub use options::{ServerOptions, loopback_address};
+
+/// Serves MCP as `options` say until the client closes stdio (or, over HTTP, until Ctrl-C or
+/// SIGTERM). `config` is the configuration file to read instead of `./rlm.toml` and the user
+/// file (`--config`).
+pub fn serve(options: &ServerOptions, config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let mut root = Root::new(&options.root)?;
+    // Relative paths in the operations (the store, ./rlm.toml, log directories) start at the
     // root, as they would for `rlm` started there.
     std::env::set_current_dir(root.dir())
         .with_context(|| format!("cannot enter {}", root.dir().display()))?;
-    if let Some(store) = &args.location.store {
+    let sources = Sources::from_process(config.clone());
+    // The store the operator named, by flag or environment, is allowed wherever it lies.
+    let store = options
+        .store
+        .clone()
+        .or_else(|| sources.env().path(env::RLM_STORE));
+    if let Some(store) = &store {
         root = root.with_store(store);
     }
-    // From here on the process's stdout carries the protocol (over HTTP it stays unused);
-    // commands print into buffers.
-    crate::output::capture::reserve_stdout();
     // Tool errors and logs are masked with the configured keys from the first call on.
-    crate::settings::LlmSettings::register_keys(&Sources::from_process(global.config.clone()));
-    let config = global.config.clone();
-    let store = args.location.store;
-    let page_size = args.page_size as usize;
+    rlm_app::settings::LlmSettings::register_keys(&sources);
+    let page_size = options.page_size as usize;
     // One server per session: the stdio process has one, each HTTP session its own.
     let new_server = move || Server {
         root: root.clone(),
@@ -63,7 +80,7 @@ pub fn run(global: &GlobalArgs, _sources: &Sources, args: McpArgs) -> anyhow::Re
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = match args.http {
+    let outcome = match options.http {
         None => runtime.block_on(serve_stdio(new_server())),
         Some(address) => runtime.block_on(http::serve(address, new_server)),
     };
@@ -101,14 +118,12 @@ impl Server {
         without: Option<T>,
         f: impl FnOnce(&rlm_store::Store) -> anyhow::Result<T> + Send + 'static,
     ) -> Result<T, ErrorData> {
-        let location = StoreLocation {
-            store: self.store.clone(),
-        };
+        let store = self.store.clone();
         let config = self.config.clone();
         let fence = self.root.fence().clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let sources = Sources::from_process(config).with_root(fence);
-            let settings = StoreSettings::resolve(&location, &sources);
+            let settings = StoreSettings::at(store, &sources);
             if let (Err(_), Some(without)) = (settings.require_existing(), without) {
                 return Ok(without);
             }
@@ -153,6 +168,7 @@ impl ServerHandler for Server {
             .map(|spec| {
                 Tool::new(spec.name, spec.description, Arc::new((spec.schema)()))
                     .with_raw_output_schema(Arc::new((spec.output_schema)()))
+                    .with_annotations((spec.annotations)())
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
@@ -191,8 +207,9 @@ impl ServerHandler for Server {
                     job,
                     config: self.config.clone(),
                     root: self.root.fence().clone(),
+                    store: self.store.clone(),
                 };
-                call::command(call, reporter, backends).await
+                call::command(call, reporter, backends, context.ct.clone()).await
             }
             Err(message) => call::refusal(&message),
         };

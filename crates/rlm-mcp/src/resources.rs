@@ -5,7 +5,7 @@
 use rlm_store::{BufferInfo, Store};
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};
 
-use crate::error::store_error;
+use rlm_app::error::store_error;
 
 const BUFFER: &str = "rlm://buffer/";
 const CHUNK: &str = "rlm://chunk/";
@@ -19,7 +19,7 @@ pub fn list(
     let start: u64 = match cursor {
         None => 0,
         Some(text) => text.parse().map_err(|_| {
-            crate::error::input_error(format!(
+            rlm_app::error::input_error(format!(
                 "invalid cursor {text:?}: pass the nextCursor of the previous page"
             ))
         })?,
@@ -90,11 +90,11 @@ pub fn read(store: &Store, uri: &str) -> anyhow::Result<ReadResourceResult> {
     } else if let Some(id) = id(BUFFER) {
         let buffers = store.list().map_err(store_error)?;
         let Some(buffer) = buffers.iter().find(|buffer| buffer.id == id) else {
-            return Err(crate::error::input_error(format!("no buffer with id {id}")).into());
+            return Err(rlm_app::error::input_error(format!("no buffer with id {id}")).into());
         };
         store.text(buffer).map_err(store_error)?
     } else {
-        return Err(crate::error::input_error(format!(
+        return Err(rlm_app::error::input_error(format!(
             "unknown resource {uri:?}: rlm serves rlm://buffer/ID and rlm://chunk/ID"
         ))
         .into());

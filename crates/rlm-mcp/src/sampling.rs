@@ -33,7 +33,7 @@ use rmcp::model::{
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleServer};
 
-use crate::settings::ModelBackend;
+use rlm_app::settings::ModelBackend;
 
 /// The provider name of the client's model in model strings.
 pub const PROVIDER: &str = "mcp";
