@@ -223,10 +223,11 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 
 /// The kind an error carries (an [`AppError`] anywhere in its chain), else `Failed`.
 pub fn kind_of(err: &anyhow::Error) -> Kind {
-    if err
-        .chain()
-        .any(|cause| cause.downcast_ref::<rlm_context::root::OutsideRoot>().is_some())
-    {
+    if err.chain().any(|cause| {
+        cause
+            .downcast_ref::<rlm_context::root::OutsideRoot>()
+            .is_some()
+    }) {
         return Kind::Input;
     }
     err.chain()

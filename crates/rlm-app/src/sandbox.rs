@@ -22,7 +22,10 @@ pub fn set_worker_command(command: WorkerCommand) {
 }
 
 /// A REPL factory with what the engine should say about it.
-#[expect(missing_debug_implementations, reason = "holds trait objects and borrowed parts")]
+#[expect(
+    missing_debug_implementations,
+    reason = "holds trait objects and borrowed parts"
+)]
 pub struct Repl {
     pub factory: Arc<dyn ReplFactory>,
     pub helpers_doc: String,

@@ -115,7 +115,10 @@ pub fn prepare(
 }
 
 /// What the question was, for [`save`].
-#[expect(missing_debug_implementations, reason = "holds trait objects and borrowed parts")]
+#[expect(
+    missing_debug_implementations,
+    reason = "holds trait objects and borrowed parts"
+)]
 pub struct Asked<'a> {
     pub query: &'a str,
     pub model: &'a str,

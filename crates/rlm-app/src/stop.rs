@@ -164,7 +164,11 @@ impl Runtime {
 
     /// Runs `future` until it ends or `stop` asks; a stopped future is dropped (its logs close
     /// with `interrupted`) and the stop is an error of kind `Interrupted`.
-    pub fn until_stopped<F: Future>(&self, stop: &StopHandle, future: F) -> anyhow::Result<F::Output> {
+    pub fn until_stopped<F: Future>(
+        &self,
+        stop: &StopHandle,
+        future: F,
+    ) -> anyhow::Result<F::Output> {
         let outcome = self.block_on(async {
             tokio::select! {
                 output = future => Ok(output),
@@ -185,7 +189,10 @@ impl Drop for Runtime {
     }
 }
 
-#[expect(clippy::panic, reason = "the runtime is taken out only when it is dropped")]
+#[expect(
+    clippy::panic,
+    reason = "the runtime is taken out only when it is dropped"
+)]
 fn unreachable_runtime() -> ! {
     panic!("the runtime was used after it was shut down")
 }
@@ -203,7 +210,10 @@ mod tests {
             .until_stopped(&stop, std::future::pending::<()>())
             .unwrap_err();
         let shown = crate::error::Shown::of(&err);
-        assert_eq!(shown.kind, crate::error::Kind::Interrupted(StopSignal::Terminate));
+        assert_eq!(
+            shown.kind,
+            crate::error::Kind::Interrupted(StopSignal::Terminate)
+        );
         assert_eq!(shown.message, "terminated (SIGTERM)");
     }
 

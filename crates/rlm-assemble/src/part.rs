@@ -72,7 +72,9 @@ impl FromStr for Rank {
 /// Which group of the prompt a part goes in: the `.system` / `.user` / `.evidence` suffix of
 /// its file name. (Not a chat role: the whole prompt is one text. The command line and JSON
 /// call it the part's `role`, as in `rlm ctx add --role`.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]

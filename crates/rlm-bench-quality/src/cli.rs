@@ -1,10 +1,31 @@
-//! Arguments of `rlm bench-quality`.
+//! Arguments of `rlm-bench-quality`.
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Parser, ValueEnum};
 
-use crate::cli::LoopOptions;
+use rlm_app::requests::LoopOptions;
+
+/// Measure a model on generated tasks (needle in a haystack, OOLONG-style counting) run
+/// through the same loop as `rlm run`: score, tokens, cost and time per task.
+#[derive(Debug, Parser)]
+#[command(name = "rlm-bench-quality", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub bench: BenchQualityArgs,
+    /// Machine-readable output on stdout (JSON Lines).
+    #[arg(long)]
+    pub json: bool,
+    /// Only errors on stderr; no progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Each run's turns on stderr (-v).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Configuration file to use instead of ./rlm.toml and the user file [env: RLM_CONFIG].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
 
 #[derive(Debug, Args)]
 pub struct BenchQualityArgs {
@@ -69,7 +90,7 @@ pub const MAX_TASK_CHARS: usize = 100_000_000;
 
 /// A context size in characters, written like a byte size (`8k`, `1m`, `64KiB`).
 fn parse_chars(text: &str) -> Result<usize, String> {
-    let chars = crate::settings::size::parse_size(text)
+    let chars = rlm_app::settings::size::parse_size(text)
         .map_err(|_| format!("`{text}` is not a size in characters (e.g. 8k, 64k, 1m)"))?;
     if !(MIN_TASK_CHARS..=MAX_TASK_CHARS).contains(&chars) {
         return Err(format!(

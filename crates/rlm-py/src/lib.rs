@@ -1,37 +1,63 @@
-//! `rlm_rs._native`: the Rust side of the Python package. Deliberately small — a handful of
-//! functions over [`rlm::embedded`] — and the Python side (`python/rlm_rs/`) gives them their
-//! shape (classes, dataclasses, exceptions, `async` variants).
+//! `rlm_rs._native`: the Rust side of the Python package. It calls `rlm-app`'s operations
+//! directly: a request's fields come from Python objects (deserialized straight into the
+//! operation's typed request by `pythonize`, no command line and no JSON text), its records go
+//! back as Python objects with the field names `--json` prints, and its events reach a Python
+//! callback. The Python half (`python/rlm_rs/`) gives them their shape (classes, dataclasses,
+//! exceptions, `async` variants).
 //!
-//! Every long call releases the GIL and runs on a thread of its own; the calling thread checks
-//! for Python signals every 50 ms, and on Ctrl-C (or any exception a signal handler raises)
-//! asks the command to stop — it stops as the CLI does on Ctrl-C, logs closed — then re-raises.
+//! Every call releases the GIL and runs its operation on a thread of its own; the calling
+//! thread delivers events to the callback as they come and checks for Python signals every
+//! 50 ms. On Ctrl-C (or any exception a signal handler raises) it asks the operation to stop —
+//! it stops as the CLI does on Ctrl-C, logs closed — then re-raises.
 
-use std::ffi::OsString;
-use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rlm::embedded::{self, ApiKey, Finished, ProviderConfig, ProviderKind, StopHandle};
+use pyo3::types::PyList;
+use rlm_app::requests::{
+    ChatRequest, ChunkRequest, ConfigRequest, CtxAssembleRequest, CtxRequest, DeleteRequest,
+    DoctorRequest, EmbedRequest, GrepRequest, InspectRequest, ListRequest, LoadRequest,
+    LoopOptions, PeekRequest, PromptRequest, QueryRequest, ReindexRequest, RunRequest,
+    SearchRequest, ShowRequest, StatusRequest, ViewRequest,
+};
+use rlm_app::settings::Sources;
+use rlm_app::{Context, Event, Events, Outcome, Shown, StopHandle, operations};
+use rlm_llm::{ApiKey, ProviderConfig, ProviderKind};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// How often a waiting call looks for Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// Runs `work` on a thread of its own with the GIL released, checking for Python signals while
-/// it runs. A signal's exception stops the work through `stop` (it returns soon after, as a
-/// stopped command) and is raised.
+/// What the operation's thread sends the calling thread.
+enum Message<T> {
+    /// An event for the Python callback: its kind and its fields.
+    Event(String, serde_json::Value),
+    /// The operation's end.
+    Done(T),
+}
+
+/// Runs `work` on a thread of its own with the GIL released; `on_event` hears its events on
+/// this thread, as they come. A signal's exception stops the work through `stop` (it returns
+/// soon after, as a stopped operation) and is raised.
 fn run_released<T: Send + 'static>(
     py: Python<'_>,
     stop: Arc<StopHandle>,
-    work: impl FnOnce() -> T + Send + 'static,
+    on_event: Option<&Py<PyAny>>,
+    work: impl FnOnce(Sender<Message<T>>) -> T + Send + 'static,
 ) -> PyResult<T> {
     let (sender, receiver) = mpsc::channel();
+    let events = sender.clone();
     std::thread::Builder::new()
         .name("rlm-py-call".to_owned())
         .spawn(move || {
+            let result = work(events);
             // The caller may have gone after an error of its own.
-            let _ = sender.send(work());
+            let _ = sender.send(Message::Done(result));
         })
         .map_err(|err| PyValueError::new_err(format!("cannot start a thread: {err}")))?;
     let mut raised: Option<PyErr> = None;
@@ -44,11 +70,23 @@ fn run_released<T: Send + 'static>(
         });
         receiver = back;
         match received {
-            Ok(value) => {
+            Ok(Message::Done(value)) => {
                 return match raised {
                     Some(err) => Err(err),
                     None => Ok(value),
                 };
+            }
+            Ok(Message::Event(kind, fields)) => {
+                if let Some(callback) = on_event
+                    && raised.is_none()
+                {
+                    let fields = pythonize::pythonize(py, &fields)?;
+                    // A callback's exception stops the operation and is raised after it.
+                    if let Err(err) = callback.call1(py, (kind, fields)) {
+                        stop.stop();
+                        raised = Some(err);
+                    }
+                }
             }
             Err(RecvTimeoutError::Timeout) => {
                 if raised.is_none()
@@ -65,6 +103,109 @@ fn run_released<T: Send + 'static>(
             }
         }
     }
+}
+
+/// An operation's events, sent to the calling thread as `(kind, fields)`.
+struct Forward<T> {
+    sender: Mutex<Sender<Message<T>>>,
+}
+
+impl<T: Send> Events for Forward<T> {
+    fn event(&self, event: &Event<'_>) {
+        let Some((kind, fields)) = describe(event) else {
+            return;
+        };
+        let sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
+        // Nobody listens once the call has returned.
+        let _ = sender.send(Message::Event(kind.to_owned(), fields));
+    }
+}
+
+/// An event as the Python side sees it: a kind and plain fields.
+fn describe(event: &Event<'_>) -> Option<(&'static str, serde_json::Value)> {
+    use rlm_engine::Event as Run;
+    use serde_json::json;
+    Some(match event {
+        Event::Info(text) => ("info", json!({ "text": text })),
+        Event::Note(text) => ("note", json!({ "text": text })),
+        Event::Warning(text) => ("warning", json!({ "text": text })),
+        Event::Problem(err) => ("problem", json!({ "text": Shown::of(err).plain() })),
+        Event::Run(Run::RunStarted {
+            run_id,
+            depth,
+            model,
+            log,
+        }) => (
+            "run_started",
+            json!({ "run_id": run_id, "depth": depth, "model": model, "log": log }),
+        ),
+        Event::Run(Run::IterationStarted {
+            depth,
+            iteration,
+            max_iterations,
+        }) => (
+            "iteration_started",
+            json!({ "depth": depth, "iteration": iteration, "max_iterations": max_iterations }),
+        ),
+        Event::Run(Run::ModelReplied {
+            depth,
+            usage,
+            progress,
+        }) => (
+            "model_replied",
+            json!({ "depth": depth, "usage": usage, "tokens": progress.tokens,
+                    "cost_usd": progress.cost_usd }),
+        ),
+        Event::Run(Run::CodeStarted { depth, code }) => {
+            ("code_started", json!({ "depth": depth, "code": code }))
+        }
+        Event::Run(Run::CodeFinished { depth, outcome }) => (
+            "code_finished",
+            json!({ "depth": depth, "stdout": outcome.stdout, "error": outcome.error,
+                    "seconds": outcome.seconds, "final_answer": outcome.final_answer }),
+        ),
+        Event::Run(Run::SubcallStarted {
+            depth,
+            kind,
+            progress,
+        }) => (
+            "subcall_started",
+            json!({ "depth": depth, "kind": kind.name(), "in_flight": progress.subcalls_in_flight }),
+        ),
+        Event::Run(Run::SubcallFinished {
+            depth,
+            kind,
+            failed,
+            progress,
+        }) => (
+            "subcall_finished",
+            json!({ "depth": depth, "kind": kind.name(), "failed": failed,
+                    "tokens": progress.tokens, "cost_usd": progress.cost_usd }),
+        ),
+        Event::Run(Run::RunFinished {
+            run_id,
+            depth,
+            status,
+            iterations,
+        }) => (
+            "run_finished",
+            json!({ "run_id": run_id, "depth": depth, "status": status.to_string(),
+                    "iterations": iterations }),
+        ),
+        Event::Query(event) => ("query", json!({ "event": format!("{event:?}") })),
+        Event::Loaded { report, seconds } => {
+            ("loaded", json!({ "report": report, "seconds": seconds }))
+        }
+        Event::Embedded {
+            chunks,
+            model,
+            seconds,
+        } => (
+            "embedded",
+            json!({ "chunks": chunks, "model": model, "seconds": seconds }),
+        ),
+        _ => return None,
+    })
 }
 
 /// Providers the Python side sets: `(name, kind, base_url, api_key)`, kind `openai` or
@@ -91,85 +232,305 @@ fn providers(specs: Vec<ProviderSpec>) -> PyResult<Vec<ProviderConfig>> {
         .collect()
 }
 
-/// `(exit code, stdout, errors)` of a finished command.
-type Outcome = (u8, String, Vec<String>);
-
-fn outcome(finished: Finished) -> Outcome {
-    (finished.code, finished.stdout, finished.errors)
+/// Where an operation works: the configuration file, the store, the providers the caller set.
+struct Place {
+    config: Option<PathBuf>,
+    store: Option<PathBuf>,
+    providers: Vec<ProviderConfig>,
 }
 
-/// Runs `rlm ARGS…` in this process: `(exit code, stdout, error texts)`.
-#[pyfunction]
-#[pyo3(signature = (args, providers=Vec::new()))]
-fn run_command(
-    py: Python<'_>,
-    args: Vec<String>,
-    providers: Vec<ProviderSpec>,
-) -> PyResult<Outcome> {
-    let providers = self::providers(providers)?;
-    let stop = Arc::new(StopHandle::default());
-    let handle = Arc::clone(&stop);
-    let args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
-    run_released(py, stop, move || {
-        outcome(embedded::run_command(args, providers, handle))
+impl Place {
+    fn sources(self) -> Sources {
+        let mut sources = self
+            .providers
+            .into_iter()
+            .fold(Sources::from_process(self.config), Sources::with_provider);
+        if let Some(store) = self.store {
+            sources = sources.with_store(store);
+        }
+        sources
+    }
+}
+
+/// How an operation ended, for the Python side: its records (as `--json` prints them), its
+/// notes, the problems it reported and went on after, its exit status (0, 1, 2) and, when it
+/// failed, the error's exit code and `error:`/`hint:` text.
+#[pyclass(module = "rlm_rs._native", get_all, frozen)]
+struct Finished {
+    records: Py<PyList>,
+    notes: Vec<String>,
+    problems: Vec<String>,
+    status: u8,
+    error: Option<(u8, String)>,
+}
+
+/// An operation's end before its records are Python objects.
+struct Ended<T> {
+    outcome: Result<Outcome<T>, (u8, String)>,
+    problems: Vec<String>,
+}
+
+fn ended<T>(result: anyhow::Result<Outcome<T>>, problems: &Problems) -> Ended<T> {
+    Ended {
+        outcome: result.map_err(|err| failure(&err)),
+        problems: problems.take(),
+    }
+}
+
+/// An error's exit code and plain text.
+fn failure(err: &anyhow::Error) -> (u8, String) {
+    (rlm_app::error::exit_code(err), Shown::of(err).plain())
+}
+
+fn finish<T: Serialize>(py: Python<'_>, ended: Ended<T>) -> PyResult<Finished> {
+    let Ended { outcome, problems } = ended;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            return Ok(Finished {
+                records: PyList::empty(py).unbind(),
+                notes: Vec::new(),
+                problems,
+                status: error.0,
+                error: Some(error),
+            });
+        }
+    };
+    let records = PyList::empty(py);
+    for record in &outcome.records {
+        records.append(pythonize::pythonize(py, record)?)?;
+    }
+    let error = outcome.error.as_ref().map(failure);
+    Ok(Finished {
+        records: records.unbind(),
+        notes: outcome.notes,
+        problems,
+        status: error
+            .as_ref()
+            .map_or(outcome.status.code(), |error| error.0),
+        error,
     })
+}
+
+/// The problems an operation reported, kept apart from the events the callback hears.
+#[derive(Clone, Default)]
+struct Problems(Arc<Mutex<Vec<String>>>);
+
+impl Problems {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// Forwards events to the calling thread and keeps the problems.
+struct Heard<T> {
+    forward: Forward<T>,
+    problems: Problems,
+}
+
+impl<T: Send> Events for Heard<T> {
+    fn event(&self, event: &Event<'_>) {
+        if let Event::Problem(err) = event {
+            self.problems
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Shown::of(err).plain());
+        }
+        self.forward.event(event);
+    }
+}
+
+type Operation<R, T> = fn(&Sources, &R, &Context) -> anyhow::Result<Outcome<T>>;
+
+/// Deserializes `request` into `R` (a field it does not know is an error naming it) and runs
+/// `operation` on it.
+fn operate<R, T>(
+    py: Python<'_>,
+    request: &Bound<'_, PyAny>,
+    place: Place,
+    on_event: Option<Py<PyAny>>,
+    operation: Operation<R, T>,
+) -> PyResult<Finished>
+where
+    R: DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+{
+    let request: R = parse(request)?;
+    let stop = StopHandle::new();
+    let handle = Arc::clone(&stop);
+    let ended = run_released(py, Arc::clone(&stop), on_event.as_ref(), move |sender| {
+        let problems = Problems::default();
+        let events = Heard {
+            forward: Forward {
+                sender: Mutex::new(sender),
+            },
+            problems: problems.clone(),
+        };
+        let context = Context::new(Arc::new(events), handle);
+        let result = operation(&place.sources(), &request, &context);
+        ended(result, &problems)
+    })?;
+    finish(py, ended)
+}
+
+/// A request from a Python mapping; an unknown key is refused, named.
+fn parse<R: DeserializeOwned>(request: &Bound<'_, PyAny>) -> PyResult<R> {
+    let mut unknown = Vec::new();
+    let mut deserializer = pythonize::Depythonizer::from_object(request);
+    let parsed: R = serde_ignored::deserialize(&mut deserializer, |path| {
+        unknown.push(path.to_string());
+    })
+    .map_err(|err| PyValueError::new_err(format!("invalid arguments: {err}")))?;
+    if let Some(name) = unknown.first() {
+        return Err(PyValueError::new_err(format!("unknown argument `{name}`")));
+    }
+    Ok(parsed)
+}
+
+fn grep(
+    sources: &Sources,
+    request: &GrepRequest,
+    context: &Context,
+) -> anyhow::Result<Outcome<serde_json::Value>> {
+    let mut records = Vec::new();
+    let status = operations::grep(sources, request, context, true, &mut |line| {
+        records.push(serde_json::to_value(line)?);
+        Ok(())
+    })?;
+    Ok(Outcome::ended(records, status))
+}
+
+fn ctx_assemble(
+    sources: &Sources,
+    request: &CtxAssembleRequest,
+    context: &Context,
+) -> anyhow::Result<Outcome<operations::ctx::PlanRecord>> {
+    let dir = operations::ctx::ctx_dir(request.dir.as_deref(), sources);
+    operations::ctx::assemble(sources, &dir, &request.build, context)
+}
+
+/// Runs the operation `operation` with `request`'s fields (a dict), over `store` and `config`
+/// when given, with `providers` set above the configuration; `on_event(kind, fields)` hears
+/// its progress.
+#[pyfunction]
+#[pyo3(signature = (operation, request, store=None, config=None, providers=Vec::new(), on_event=None))]
+fn call(
+    py: Python<'_>,
+    operation: &str,
+    request: &Bound<'_, PyAny>,
+    store: Option<PathBuf>,
+    config: Option<PathBuf>,
+    providers: Vec<ProviderSpec>,
+    on_event: Option<Py<PyAny>>,
+) -> PyResult<Finished> {
+    let place = Place {
+        config,
+        store,
+        providers: self::providers(providers)?,
+    };
+    let inspect = |sources: &Sources, request: &InspectRequest, context: &Context| {
+        let _ = sources;
+        operations::inspect(request, context)
+    };
+    let chunk = |sources: &Sources, request: &ChunkRequest, context: &Context| {
+        let _ = sources;
+        operations::chunk(request, context)
+    };
+    match operation {
+        "inspect" => operate(py, request, place, on_event, inspect),
+        "chunk" => operate(py, request, place, on_event, chunk),
+        "load" => operate::<LoadRequest, _>(py, request, place, on_event, operations::load),
+        "list" => operate::<ListRequest, _>(py, request, place, on_event, operations::list),
+        "show" => operate::<ShowRequest, _>(py, request, place, on_event, operations::show),
+        "peek" => operate::<PeekRequest, _>(py, request, place, on_event, operations::peek),
+        "grep" => operate::<GrepRequest, _>(py, request, place, on_event, grep),
+        "search" => operate::<SearchRequest, _>(py, request, place, on_event, operations::search),
+        "delete" => operate::<DeleteRequest, _>(py, request, place, on_event, operations::delete),
+        "status" => operate::<StatusRequest, _>(py, request, place, on_event, operations::status),
+        "doctor" => operate::<DoctorRequest, _>(py, request, place, on_event, operations::doctor),
+        "reindex" => {
+            operate::<ReindexRequest, _>(py, request, place, on_event, operations::reindex)
+        }
+        "embed" => operate::<EmbedRequest, _>(py, request, place, on_event, operations::embed),
+        "run" => operate::<RunRequest, _>(py, request, place, on_event, operations::run),
+        "query" => operate::<QueryRequest, _>(py, request, place, on_event, operations::query),
+        "chat" => operate::<ChatRequest, _>(py, request, place, on_event, operations::chat),
+        "ctx" => operate::<CtxRequest, _>(py, request, place, on_event, operations::ctx),
+        "ctx_assemble" => operate(py, request, place, on_event, ctx_assemble),
+        "prompt" => operate::<PromptRequest, _>(py, request, place, on_event, operations::prompt),
+        "view" => operate::<ViewRequest, _>(py, request, place, on_event, operations::view),
+        "config" => operate::<ConfigRequest, _>(py, request, place, on_event, operations::config),
+        other => Err(PyValueError::new_err(format!(
+            "unknown operation {other:?}"
+        ))),
+    }
 }
 
 /// What a persistent `RLM` carries from one question to the next (opaque to Python).
 #[pyclass(module = "rlm_rs._native")]
 #[derive(Default)]
 struct Continuation {
-    resume: rlm::embedded::Resume,
+    resume: rlm_engine::Resume,
 }
 
-/// One question through the RLM loop: `flags` as `rlm run` takes them, `contexts` as
-/// `(name, text)`, then `files` read as `--context-file` reads them. Returns `(exit code, result JSON, errors, continuation)`: the JSON is
-/// `rlm --json run`'s result record (empty on an error), the continuation what the next
-/// question of a persistent session starts from.
+/// One question through the RLM loop: `options` are the loop's (models, budgets, log), the
+/// contexts are `(name, text)` pairs, then files read as `--context-file` reads them. Returns
+/// how it ended and what the next question of a persistent session continues from.
 #[pyfunction]
-#[pyo3(signature = (flags, query, contexts, continuation=None, providers=Vec::new(), files=Vec::new()))]
+#[pyo3(signature = (options, query, contexts, continuation=None, providers=Vec::new(), files=Vec::new(), config=None, on_event=None))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a Python function's keyword arguments"
+)]
 fn completion(
     py: Python<'_>,
-    flags: Vec<String>,
+    options: &Bound<'_, PyAny>,
     query: String,
     contexts: Vec<(Option<String>, String)>,
     continuation: Option<PyRef<'_, Continuation>>,
     providers: Vec<ProviderSpec>,
     files: Vec<String>,
-) -> PyResult<(u8, String, Vec<String>, Continuation)> {
-    let providers = self::providers(providers)?;
+    config: Option<PathBuf>,
+    on_event: Option<Py<PyAny>>,
+) -> PyResult<(Finished, Continuation)> {
+    let options: LoopOptions = parse(options)?;
+    let place = Place {
+        config,
+        store: None,
+        providers: self::providers(providers)?,
+    };
     let resume = continuation
         .map(|continuation| continuation.resume.clone())
         .unwrap_or_default();
-    let stop = Arc::new(StopHandle::default());
+    let stop = StopHandle::new();
     let handle = Arc::clone(&stop);
-    let flags: Vec<OsString> = flags.into_iter().map(OsString::from).collect();
-    let finished = run_released(py, stop, move || {
-        let mut parts: Vec<_> = contexts
+    let (ended, resume) = run_released(py, stop, on_event.as_ref(), move |sender| {
+        let problems = Problems::default();
+        let events = Heard {
+            forward: Forward {
+                sender: Mutex::new(sender),
+            },
+            problems: problems.clone(),
+        };
+        let context = Context::new(Arc::new(events), handle);
+        let mut parts: Vec<rlm_engine::ContextPart> = contexts
             .into_iter()
-            .map(|(name, text)| embedded::context(text, name.as_deref()))
+            .map(|(name, text)| rlm_engine::ContextPart::analyzed(text, name.as_deref()))
             .collect();
         for file in files {
-            parts.push(embedded::context_file(&file)?);
+            match rlm_app::contexts::file_part(std::path::Path::new(&file)) {
+                Ok(part) => parts.push(part),
+                Err(err) => return (ended(Err(err), &problems), rlm_engine::Resume::default()),
+            }
         }
-        embedded::completion(flags, &query, parts, &resume, providers, handle)
+        let sources = place.sources();
+        match operations::run::completion(&sources, &options, &query, parts, &resume, &context) {
+            Ok(completed) => (ended(Ok(completed.outcome), &problems), completed.resume),
+            Err(err) => (ended(Err(err), &problems), rlm_engine::Resume::default()),
+        }
     })?;
-    Ok(match finished {
-        Ok(completed) => (
-            0,
-            completed.record.to_string(),
-            Vec::new(),
-            Continuation {
-                resume: completed.resume,
-            },
-        ),
-        Err(failed) => (
-            failed.code,
-            String::new(),
-            failed.errors,
-            Continuation::default(),
-        ),
-    })
+    Ok((finish(py, ended)?, Continuation { resume }))
 }
 
 /// The sandbox worker's loop (the package starts the interpreter on it for model code):
@@ -178,7 +539,7 @@ fn completion(
 fn sandbox_worker(py: Python<'_>) -> u8 {
     // The worker closes descriptors and confines itself; no Python runs meanwhile.
     py.detach(|| {
-        let code = embedded::worker_main();
+        let code = rlm_sandbox::worker_main();
         u8::from(code != std::process::ExitCode::SUCCESS)
     })
 }
@@ -186,16 +547,37 @@ fn sandbox_worker(py: Python<'_>) -> u8 {
 /// Makes the sandbox start `program ARGS…` as its worker (set once, before the first run).
 #[pyfunction]
 fn set_worker(program: String, args: Vec<String>) {
-    embedded::set_worker_command(embedded::WorkerCommand::new(program, args));
+    rlm_app::sandbox::set_worker_command(rlm_sandbox::WorkerCommand::new(program, args));
+}
+
+/// The JSON schema of an operation's request (its fields and their types), for the Python
+/// side's argument checks.
+#[pyfunction]
+fn request_schema(py: Python<'_>, operation: &str) -> PyResult<Py<PyAny>> {
+    let schema = match operation {
+        "query" => schemars::schema_for!(QueryRequest),
+        "run" | "completion" => schemars::schema_for!(LoopOptions),
+        "search" => schemars::schema_for!(SearchRequest),
+        "load" => schemars::schema_for!(LoadRequest),
+        "prompt_build" => schemars::schema_for!(rlm_app::requests::PromptBuildRequest),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown operation {other:?}"
+            )));
+        }
+    };
+    Ok(pythonize::pythonize(py, &schema)?.unbind())
 }
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(run_command, module)?)?;
+    module.add_function(wrap_pyfunction!(call, module)?)?;
     module.add_function(wrap_pyfunction!(completion, module)?)?;
+    module.add_function(wrap_pyfunction!(request_schema, module)?)?;
     module.add_function(wrap_pyfunction!(sandbox_worker, module)?)?;
     module.add_function(wrap_pyfunction!(set_worker, module)?)?;
     module.add_class::<Continuation>()?;
+    module.add_class::<Finished>()?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

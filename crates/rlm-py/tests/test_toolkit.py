@@ -71,6 +71,13 @@ def test_store_round_trip_load_search_grep_chunks_peek(corpus, tmp_path):
     assert again["unchanged"] == ["recipe.md"] and again["loaded"] == []
 
 
+def test_a_query_that_starts_with_a_hyphen_is_a_query(corpus):
+    # No command line between Python and the operation: `-x` is not a flag.
+    hits = corpus.search("-x pasta boil")
+    assert hits and hits[0].buffer == "recipe.md"
+    assert corpus.grep("-no-such-flag") == []
+
+
 def test_store_errors_carry_the_cli_messages(tmp_path):
     store = Store(tmp_path / "store")
     with pytest.raises(RlmError) as raised:

@@ -69,7 +69,9 @@ pub fn chat(
             })
             .await
     };
-    let response = runtime.until_stopped(&context.stop, call)?.map_err(llm_error)?;
+    let response = runtime
+        .until_stopped(&context.stop, call)?
+        .map_err(llm_error)?;
     Ok(Outcome::success(vec![ChatRecord::Answer {
         usage_line: usage_line(&response),
         cut_warning: cut_warning(&response, settings.max_tokens),

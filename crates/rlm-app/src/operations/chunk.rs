@@ -61,8 +61,12 @@ pub fn chunk(request: &ChunkRequest, context: &Context) -> anyhow::Result<Outcom
                 .or_else(|| Some(request.path.to_string_lossy().into_owned())),
         )
     };
-    let text = String::from_utf8(bytes)
-        .map_err(|_| input_error(format!("{} is not valid UTF-8 text", request.path.display())))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        input_error(format!(
+            "{} is not valid UTF-8 text",
+            request.path.display()
+        ))
+    })?;
     let chunking = chunk::chunk(&text, name.as_deref(), &options).map_err(AppError::input)?;
     let records = chunking
         .chunks

@@ -14,7 +14,11 @@ pub enum DeleteRecord {
 }
 
 /// Deletes the buffers `request` names.
-pub fn delete(sources: &Sources, request: &DeleteRequest, _context: &Context) -> anyhow::Result<Outcome<DeleteRecord>> {
+pub fn delete(
+    sources: &Sources,
+    request: &DeleteRequest,
+    _context: &Context,
+) -> anyhow::Result<Outcome<DeleteRecord>> {
     let mut store = StoreSettings::resolve(sources).open_existing()?;
     let deleted = store.delete(&request.buffers).map_err(store_error)?;
     Ok(Outcome::success(

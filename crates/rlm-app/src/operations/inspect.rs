@@ -23,7 +23,10 @@ pub enum InspectRecord {
 
 /// Describes the files (or the inline text) of `request`; a path that cannot be read among
 /// several is reported and the others are described, ending with an input error status.
-pub fn inspect(request: &InspectRequest, context: &Context) -> anyhow::Result<Outcome<InspectRecord>> {
+pub fn inspect(
+    request: &InspectRequest,
+    context: &Context,
+) -> anyhow::Result<Outcome<InspectRecord>> {
     if !SAMPLE_CHARS.contains(&request.sample_chars) {
         return Err(input_error(format!(
             "the sample size must be from {} to {} characters, not {}",

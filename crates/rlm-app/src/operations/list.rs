@@ -3,9 +3,9 @@
 use rlm_store::BufferInfo;
 
 use crate::error::store_error;
+use crate::requests::ListRequest;
 use crate::settings::{Sources, StoreSettings};
 use crate::{Context, Outcome};
-use crate::requests::ListRequest;
 
 /// What `rlm list --json` prints: one record per stored buffer.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
@@ -16,7 +16,11 @@ pub enum BufferRecord {
 }
 
 /// The stored buffers, in id order.
-pub fn list(sources: &Sources, _request: &ListRequest, _context: &Context) -> anyhow::Result<Outcome<BufferRecord>> {
+pub fn list(
+    sources: &Sources,
+    _request: &ListRequest,
+    _context: &Context,
+) -> anyhow::Result<Outcome<BufferRecord>> {
     let store = StoreSettings::resolve(sources).open_existing()?;
     let buffers = store.list().map_err(store_error)?;
     Ok(Outcome::success(

@@ -84,6 +84,9 @@ pub fn load(
     request: &LoadRequest,
     context: &Context,
 ) -> anyhow::Result<Outcome<LoadRecord>> {
+    if request.paths.is_empty() {
+        return Err(input_error("load needs at least one path (`-` reads stdin)").into());
+    }
     let settings = LoadSettings::resolve(request, sources)?;
     let Collected {
         sources: mut inputs,

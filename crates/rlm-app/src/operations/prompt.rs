@@ -112,6 +112,7 @@ fn read_inputs(
     sources: &Sources,
 ) -> anyhow::Result<PromptInputs> {
     let history = match &args.history {
+        None if args.messages.is_some() => args.messages.clone().unwrap_or_default(),
         None => Vec::new(),
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|error| {

@@ -56,7 +56,8 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
         )?),
         None => None,
     };
-    let crate::contexts::Contexts { parts, spool } = crate::contexts::read(&settings.contexts, context)?;
+    let crate::contexts::Contexts { parts, spool } =
+        crate::contexts::read(&settings.contexts, context)?;
     // The session records the contexts as the run read them (stdin's spool is copied).
     let session_parts = continuing.as_ref().map(|_| parts.clone());
     let model = settings.engine.model.clone();
@@ -140,8 +141,7 @@ fn store_functions(
 
 /// What `rlm run --json` prints: one record with the outcome (also what the Python package's
 /// `completion` returns).
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunRecord {
     /// How the run ended and what it cost.
@@ -149,8 +149,7 @@ pub enum RunRecord {
 }
 
 /// How a run ended and what it cost.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
     /// `answered`, `forced_answer`, `iteration_limit`, `token_budget`, `cost_budget`,
     /// `call_budget`, `timeout`, `subcall_budget`, `error_limit`, `model_error` or
@@ -182,8 +181,7 @@ pub struct RunSummary {
 }
 
 /// A run's model usage.
-#[derive(Debug, Serialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunUsage {
     /// Per model reference (`provider:model`): calls, tokens and cost.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
@@ -234,4 +232,58 @@ pub fn limit_hint(status: Status) -> &'static str {
         }
         _ => "raise --max-iterations, --max-tokens, --max-cost or --timeout, or narrow the query",
     }
+}
+
+/// What a [`completion`] left: the run's outcome, and what the next question of a persistent
+/// session continues from.
+#[derive(Debug)]
+pub struct Completed {
+    pub outcome: Outcome<RunRecord>,
+    /// The variables this run left and every conversation so far.
+    pub resume: rlm_engine::Resume,
+}
+
+/// One question through the RLM loop built as `run` builds it from `options`, over `parts`
+/// (texts and files a front end already holds), continuing from `resume`: the Python
+/// package's `RLM.completion`, whose persistent sessions carry the [`Completed::resume`].
+pub fn completion(
+    sources: &Sources,
+    options: &crate::requests::LoopOptions,
+    query: &str,
+    parts: Vec<rlm_engine::ContextPart>,
+    resume: &rlm_engine::Resume,
+    context: &Context,
+) -> anyhow::Result<Completed> {
+    let settings = crate::settings::LoopSettings::resolve(options, sources)?;
+    let builder = crate::engine::builder(settings)?.events(context.run_events());
+    let rlm = builder.build().map_err(error::engine_error)?;
+    let runtime = Runtime::new()?;
+    let outcome =
+        runtime.until_stopped(&context.stop, rlm.completion_resuming(query, parts, resume));
+    drop(runtime);
+    let mut result = outcome?.context("the run could not continue")?;
+    let mut histories = resume.histories.clone();
+    histories.push(result.conversation.clone());
+    let next = rlm_engine::Resume {
+        variables: result
+            .variables
+            .as_ref()
+            .map(|snapshot| snapshot.variables.clone())
+            .unwrap_or_default(),
+        histories,
+    };
+    let status = result.outcome.status;
+    let mut outcome = Outcome::success(vec![RunRecord::Result(RunSummary::of(&result))]);
+    if status != Status::Answered {
+        outcome.status = ExitStatus::Failed;
+        if !status.is_answered()
+            && let Some(model_error) = result.error.take()
+        {
+            outcome.error = Some(llm_error(model_error).context(format!("no answer: {status}")));
+        }
+    }
+    Ok(Completed {
+        outcome,
+        resume: next,
+    })
 }

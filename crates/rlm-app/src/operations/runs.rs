@@ -85,7 +85,11 @@ impl ShownContext {
             name: part.name.clone(),
             chars: part.chars,
             lines: part.lines,
-            format: part.metadata.as_ref().and_then(|m| m.get("format")).cloned(),
+            format: part
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("format"))
+                .cloned(),
         }
     }
 }
@@ -207,25 +211,34 @@ fn show(
                 .to_owned(),
         );
     }
-    shown.records.push(RunsRecord::Shown(ShownRecord::Run(Box::new(ShownRun {
-        run_id: metadata.run_id.clone(),
-        log: path.clone(),
-        model: metadata.root_model.clone(),
-        subcall_model: metadata.subcall_model.clone(),
-        question: metadata.query.clone(),
-        contexts: metadata.contexts.parts.iter().map(ShownContext::of).collect(),
-        status: outcome.map(|o| o.status),
-        answer: outcome.and_then(|o| o.answer.clone()),
-        turns: outcome.map(|o| o.iterations),
-        usage: outcome.map(|o| o.usage.total.clone()),
-        cost_usd: outcome.map(|o| o.usage.total.cost_usd),
-        seconds: outcome.map(|o| o.seconds),
-        context_parts: metadata.contexts.parts.clone(),
-        variables: variables.filter(|_| request.vars).cloned(),
-    }))));
     shown
         .records
-        .extend(turns.into_iter().map(|turn| RunsRecord::Shown(ShownRecord::Turn(Box::new(turn)))));
+        .push(RunsRecord::Shown(ShownRecord::Run(Box::new(ShownRun {
+            run_id: metadata.run_id.clone(),
+            log: path.clone(),
+            model: metadata.root_model.clone(),
+            subcall_model: metadata.subcall_model.clone(),
+            question: metadata.query.clone(),
+            contexts: metadata
+                .contexts
+                .parts
+                .iter()
+                .map(ShownContext::of)
+                .collect(),
+            status: outcome.map(|o| o.status),
+            answer: outcome.and_then(|o| o.answer.clone()),
+            turns: outcome.map(|o| o.iterations),
+            usage: outcome.map(|o| o.usage.total.clone()),
+            cost_usd: outcome.map(|o| o.usage.total.cost_usd),
+            seconds: outcome.map(|o| o.seconds),
+            context_parts: metadata.contexts.parts.clone(),
+            variables: variables.filter(|_| request.vars).cloned(),
+        }))));
+    shown.records.extend(
+        turns
+            .into_iter()
+            .map(|turn| RunsRecord::Shown(ShownRecord::Turn(Box::new(turn)))),
+    );
     if request.vars {
         shown.records.extend(
             variables

@@ -60,4 +60,3 @@ pub fn search(
     result.notes.splice(0..0, notice);
     Ok(result)
 }
-

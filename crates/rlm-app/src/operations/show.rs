@@ -21,7 +21,11 @@ pub enum ShowRecord {
 }
 
 /// The buffer, its chunks and its text, as `request` asks.
-pub fn show(sources: &Sources, request: &ShowRequest, _context: &Context) -> anyhow::Result<Outcome<ShowRecord>> {
+pub fn show(
+    sources: &Sources,
+    request: &ShowRequest,
+    _context: &Context,
+) -> anyhow::Result<Outcome<ShowRecord>> {
     let store = StoreSettings::resolve(sources).open_existing()?;
     let buffer = store.buffer(&request.buffer).map_err(store_error)?;
     let chunks = if request.chunks {

@@ -290,4 +290,3 @@ fn open(page: &Path, browser: Option<&str>) -> anyhow::Result<()> {
     .with_hint(hint)
     .into())
 }
-

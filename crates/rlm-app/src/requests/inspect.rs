@@ -13,7 +13,10 @@ pub const DEFAULT_SAMPLE_CHARS: u32 = 200;
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct InspectRequest {
     /// Files to inspect; `-` reads stdin.
-    #[cfg_attr(feature = "clap", arg(value_name = "PATH", required_unless_present = "text"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(value_name = "PATH", required_unless_present = "text")
+    )]
     #[serde(default)]
     pub paths: Vec<PathBuf>,
     /// Inspect this inline text instead of files.

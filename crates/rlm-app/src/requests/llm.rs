@@ -20,7 +20,10 @@ pub struct LlmOptions {
     pub subcall_model: Option<String>,
     /// Append every model request and response to this JSON Lines file (keys redacted)
     /// [env: RLM_RECORD].
-    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE", conflicts_with = "replay"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "FILE", conflicts_with = "replay")
+    )]
     pub record: Option<PathBuf>,
     /// Answer model calls from a recording instead of the network; no key needed
     /// [env: RLM_REPLAY].

@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 pub use ctx::{CtxAction, CtxAssembleRequest, CtxBuildOptions, CtxRequest, OnOff, parse_tokenizer};
 pub use inspect::{DEFAULT_SAMPLE_CHARS, InspectRequest, SAMPLE_CHARS};
 pub use inspection::{
-    RunsAction, RunsListRequest, RunsRequest, RunsShowRequest, SessionNameRequest,
-    SessionsAction, SessionsRequest,
+    RunsAction, RunsListRequest, RunsRequest, RunsShowRequest, SessionNameRequest, SessionsAction,
+    SessionsRequest,
 };
 pub use llm::{ChatRequest, LlmOptions, parse_seconds};
 pub use models::{ModelsAction, ModelsImportRequest, ModelsRemoveRequest, ModelsRequest};
@@ -116,25 +116,6 @@ pub mod defaults {
     }
 }
 
-/// `T` as the command line parses `words` (tests of the settings that read requests).
-#[cfg(all(test, feature = "clap"))]
-pub(crate) fn parse<T: clap::Args + clap::FromArgMatches>(words: &[&str]) -> T {
-    match try_parse(words) {
-        Ok(parsed) => parsed,
-        Err(err) => panic!("{words:?}: {err}"),
-    }
-}
-
-/// `T` as the command line parses `words`, or clap's refusal.
-#[cfg(all(test, feature = "clap"))]
-pub(crate) fn try_parse<T: clap::Args + clap::FromArgMatches>(
-    words: &[&str],
-) -> Result<T, clap::Error> {
-    let command = T::augment_args(clap::Command::new("rlm").no_binary_name(true));
-    let matches = command.try_get_matches_from(words)?;
-    T::from_arg_matches(&matches)
-}
-
 /// `rlm config`: what configuration is in force and where it came from.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
@@ -153,4 +134,73 @@ pub enum ConfigAction {
     Show,
     /// Print the configuration files that were looked for, in precedence order.
     Paths,
+}
+
+#[cfg(test)]
+#[cfg(feature = "clap")]
+pub(crate) use test_parse::{parse, try_parse};
+
+/// Requests as the command line parses them (tests of the settings that read requests).
+#[cfg(test)]
+#[cfg(feature = "clap")]
+mod test_parse {
+    /// `T` as the command line parses `words`.
+    pub(crate) fn parse<T: clap::Args + clap::FromArgMatches>(words: &[&str]) -> T {
+        match try_parse(words) {
+            Ok(parsed) => parsed,
+            Err(err) => panic!("{words:?}: {err}"),
+        }
+    }
+
+    /// `T` as the command line parses `words`, or clap's refusal.
+    pub(crate) fn try_parse<T: clap::Args + clap::FromArgMatches>(
+        words: &[&str],
+    ) -> Result<T, clap::Error> {
+        let command = T::augment_args(clap::Command::new("rlm").no_binary_name(true));
+        let matches = command.try_get_matches_from(words)?;
+        T::from_arg_matches(&matches)
+    }
+}
+
+/// The checks the command line's parsers make, for requests that did not come through them
+/// (JSON, Python): the same refusals, naming the flag.
+pub mod checks {
+    use std::ops::RangeInclusive;
+
+    use crate::error::AppError;
+
+    /// `value` of `flag` inside `range`, else an input error.
+    pub fn range<T: PartialOrd + std::fmt::Display + Copy>(
+        flag: &str,
+        value: T,
+        range: RangeInclusive<T>,
+    ) -> Result<(), AppError> {
+        if range.contains(&value) {
+            return Ok(());
+        }
+        Err(crate::error::input_error(format!(
+            "{flag} {value} is not in {}..={}",
+            range.start(),
+            range.end()
+        )))
+    }
+
+    /// An optional value of `flag` inside `range`.
+    pub fn optional_range<T: PartialOrd + std::fmt::Display + Copy>(
+        flag: &str,
+        value: Option<T>,
+        range: RangeInclusive<T>,
+    ) -> Result<(), AppError> {
+        value.map_or(Ok(()), |value| self::range(flag, value, range))
+    }
+
+    /// A number of seconds as `--timeout` takes it (more than 0, at most a day).
+    pub fn seconds(flag: &str, value: Option<f64>) -> Result<(), AppError> {
+        match value {
+            Some(seconds) => super::parse_seconds(&seconds.to_string())
+                .map(drop)
+                .map_err(|message| crate::error::input_error(format!("{flag}: {message}"))),
+            None => Ok(()),
+        }
+    }
 }

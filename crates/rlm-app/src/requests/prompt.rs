@@ -53,6 +53,10 @@ pub struct PromptBuildRequest {
     /// The conversation: JSON Lines of {role, content}, or an OpenAI `messages` array.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub history: Option<PathBuf>,
+    /// The conversation itself, instead of a file (a front end that holds it: Python).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(default)]
+    pub messages: Option<Vec<rlm_assemble::prompt::ChatMessage>>,
     /// Notes file (repeatable; always included first).
     #[cfg_attr(feature = "clap", arg(long, value_name = "PATH"))]
     #[serde(default)]
@@ -82,30 +86,54 @@ pub struct PromptBuildRequest {
     #[serde(default)]
     pub library: Vec<String>,
     /// Token budget of the whole prompt (default: the sum of the section budgets).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "TOKENS", allow_hyphen_values = true)
+    )]
     pub budget_total: Option<i64>,
     /// Budget of the system section [prompt] system_prompt_budget.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "TOKENS", allow_hyphen_values = true)
+    )]
     pub system_budget: Option<i64>,
     /// Budget of the stage section [prompt] agent_prompt_budget.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "TOKENS", allow_hyphen_values = true)
+    )]
     pub agent_budget: Option<i64>,
     /// Budget of the conversation [prompt] chat_history_budget.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "TOKENS", allow_hyphen_values = true)
+    )]
     pub history_budget: Option<i64>,
     /// Budget of the material [prompt] other_context_budget.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "TOKENS", allow_hyphen_values = true)
+    )]
     pub context_budget: Option<i64>,
     /// Summarize the history above this percentage of its budget [prompt.rlm]
     /// threshold_percentage (default 80).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "PERCENT", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "PERCENT", allow_hyphen_values = true)
+    )]
     pub threshold: Option<i64>,
     /// Share of the history budget kept for recent messages verbatim, in percent (default 50).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "PERCENT", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "PERCENT", allow_hyphen_values = true)
+    )]
     pub recent_share: Option<i64>,
     /// The summarizing model's context window in tokens ([prompt.rlm] window_tokens; default:
     /// what a local server reports at `/props`, else 100000).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", allow_hyphen_values = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "TOKENS", allow_hyphen_values = true)
+    )]
     pub window_tokens: Option<i64>,
     /// Ask for a new history summary even when one is cached, and replace it.
     #[cfg_attr(feature = "clap", arg(long))]

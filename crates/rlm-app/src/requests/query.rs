@@ -49,7 +49,10 @@ pub struct QueryRequest {
     pub timeout: Option<f64>,
     /// Rounds of tool calls (get_chunks, search, grep) the report's writer may make; 0 writes
     /// the report without tools (default 3; models without tool calling never use them).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", allow_negative_numbers = true))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "N", allow_negative_numbers = true)
+    )]
     pub max_tool_rounds: Option<i64>,
     /// Search with the question itself instead of asking the model for a plan.
     #[cfg_attr(feature = "clap", arg(long))]
@@ -59,7 +62,10 @@ pub struct QueryRequest {
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub threshold: Option<Threshold>,
     /// Directory for the trajectory log (default: `$XDG_STATE_HOME/rlm/runs`).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR", conflicts_with = "no_log"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "DIR", conflicts_with = "no_log")
+    )]
     pub log: Option<PathBuf>,
     /// Do not write a trajectory log.
     #[cfg_attr(feature = "clap", arg(long))]

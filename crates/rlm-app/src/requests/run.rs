@@ -88,7 +88,10 @@ pub struct LoopOptions {
     #[serde(default, alias = "allow_model")]
     pub allow_models: Vec<String>,
     /// Directory for the trajectory log (default: `$XDG_STATE_HOME/rlm/runs`).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR", conflicts_with = "no_log"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "DIR", conflicts_with = "no_log")
+    )]
     pub log: Option<PathBuf>,
     /// Do not write a trajectory log.
     #[cfg_attr(feature = "clap", arg(long))]

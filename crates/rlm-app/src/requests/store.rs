@@ -113,7 +113,10 @@ pub struct PeekRequest {
     #[cfg_attr(feature = "clap", arg(long, value_name = "A:B"))]
     pub bytes: Option<String>,
     /// A chunk id from `rlm search` or `rlm show --chunks`.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "ID", conflicts_with = "buffer"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "ID", conflicts_with = "buffer")
+    )]
     pub chunk: Option<i64>,
 }
 
@@ -291,7 +294,9 @@ mod words {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<String>, D::Error> {
         deserializer.deserialize_any(Words)
     }
 }

@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 pub struct ViewRequest {
     /// A run or query id (as `rlm run`/`rlm query` printed it; a child run's id works too) or a
     /// log file (.jsonl).
-    #[cfg_attr(feature = "clap", arg(value_name = "RUN_ID|LOG", required_unless_present = "last"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(value_name = "RUN_ID|LOG", required_unless_present = "last")
+    )]
     pub run: Option<String>,
     /// The most recent run or query in the log directory.
     #[cfg_attr(feature = "clap", arg(long, conflicts_with = "run"))]

@@ -43,14 +43,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use rlm_llm::{
-    CapabilityTable, LlmClient, MaxTokensField, PriceTable, ProviderConfig,
-    RetryPolicy,
+    CapabilityTable, LlmClient, MaxTokensField, PriceTable, ProviderConfig, RetryPolicy,
 };
 
 use super::env;
 use super::{ModelBackend, Sources, catalog};
-use crate::requests::{ChatRequest, LlmOptions};
 use crate::error::{AppError, input_error, llm_error};
+use crate::requests::{ChatRequest, LlmOptions};
 
 /// Merged model settings. `Debug` shows no secrets (keys are `ApiKey`).
 #[derive(Debug, Clone)]
@@ -171,6 +170,12 @@ impl LlmSettings {
 
     /// Each setting by its descriptor: flag > environment > files > default.
     fn merge(args: &LlmOptions, sources: &Sources) -> anyhow::Result<Self> {
+        use crate::requests::checks;
+        checks::optional_range("--max-concurrency", args.max_concurrency, 1..=4096)?;
+        checks::optional_range("--max-retries", args.max_retries, 0..=100)?;
+        checks::optional_range("--max-output-tokens", args.max_output_tokens, 1..=u32::MAX)?;
+        checks::seconds("--request-timeout", args.timeout)?;
+        checks::seconds("--idle-timeout", args.idle_timeout)?;
         let model = catalog::LLM_MODEL
             .resolve(args.model.clone(), sources)?
             .value;
@@ -322,6 +327,7 @@ pub struct ChatSettings {
 
 impl ChatSettings {
     pub fn resolve(args: &ChatRequest, sources: &Sources) -> anyhow::Result<Self> {
+        crate::requests::checks::optional_range("--max-tokens", args.max_tokens, 1..=u32::MAX)?;
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
         let max_tokens = Some(args.max_tokens.unwrap_or_else(|| llm.output_cap(&model)));
@@ -711,9 +717,11 @@ mod tests {
         assert_eq!(settings.model.as_deref(), Some("openai:gpt-4o"));
         assert_eq!(settings.backends.len(), 1, "still offered by name");
         let sub_only = layout.sources(&[("RLM_SUBCALL_MODEL", "ollama:small")]);
-        let settings =
-            LlmSettings::resolve(&LlmOptions::default(), &sub_only.with_model_backend(backend))
-                .unwrap();
+        let settings = LlmSettings::resolve(
+            &LlmOptions::default(),
+            &sub_only.with_model_backend(backend),
+        )
+        .unwrap();
         assert_eq!(settings.model.as_deref(), Some("front:any"));
         assert_eq!(settings.subcall_model.as_deref(), Some("ollama:small"));
 

@@ -31,8 +31,8 @@ use rlm_assemble::prompt::{ItemKind, PromptOptions, PromptTexts};
 use rlm_context::tokens::Tokenizer;
 
 use super::{LlmSettings, Origin, Setting, Sources, catalog};
-use crate::requests::PromptBuildRequest;
 use crate::error::input_error;
+use crate::requests::PromptBuildRequest;
 
 /// Everything `rlm prompt` runs with.
 #[derive(Debug)]

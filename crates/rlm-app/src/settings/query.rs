@@ -16,8 +16,8 @@ use std::time::Duration;
 use rlm_query::{QueryOptions, QueryPrompts};
 
 use super::{LlmSettings, Sources, StoreSettings, catalog};
-use crate::requests::QueryRequest;
 use crate::error::{AppError, input_error};
+use crate::requests::QueryRequest;
 
 /// Everything `rlm query` runs with.
 #[derive(Debug)]
@@ -33,6 +33,7 @@ pub struct QuerySettings {
 
 impl QuerySettings {
     pub fn resolve(args: &QueryRequest, sources: &Sources) -> anyhow::Result<Self> {
+        crate::requests::checks::seconds("--timeout", args.timeout)?;
         if args.question.trim().is_empty() {
             return Err(AppError::input(anyhow::anyhow!("the question is empty"))
                 .with_hint("rlm query \"what do these files say about X?\"")

@@ -12,8 +12,8 @@ use rlm_llm::ContextWindows;
 
 use super::size::SizeValue;
 use super::{LlmSettings, Setting, Sources, StoreSettings, catalog};
-use crate::requests::{LoopOptions, RunRequest, StoreChoice};
 use crate::error::{AppError, input_error};
+use crate::requests::{LoopOptions, RunRequest, StoreChoice};
 
 /// Everything `rlm run` needs besides reading the contexts.
 #[derive(Debug)]
@@ -57,6 +57,11 @@ pub struct LoopSettings {
 
 impl LoopSettings {
     pub fn resolve(args: &LoopOptions, sources: &Sources) -> anyhow::Result<Self> {
+        use crate::requests::checks;
+        checks::range("--max-iterations", args.max_iterations, 1..=1000)?;
+        checks::range("--max-depth", args.max_depth, 1..=5)?;
+        checks::seconds("--timeout", args.max_time)?;
+        checks::seconds("--block-timeout", args.block_timeout)?;
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
         let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
@@ -125,7 +130,9 @@ impl RunSettings {
         let store = match &args.store {
             None | Some(StoreChoice::Default(false)) => None,
             Some(StoreChoice::Default(true)) => Some(StoreSettings::resolve(sources)),
-            Some(StoreChoice::Directory(dir)) => Some(StoreSettings::at(Some(dir.clone()), sources)),
+            Some(StoreChoice::Directory(dir)) => {
+                Some(StoreSettings::at(Some(dir.clone()), sources))
+            }
         };
         let contexts = match store {
             // A session's question may leave the contexts to the session.
@@ -582,8 +589,7 @@ mod tests {
         }
         for bad in ["0", "-1", "100000", "soon"] {
             let flag = format!("--block-timeout={bad}");
-            let parsed =
-                crate::requests::try_parse::<RunRequest>(&["q", "--context", "x", &flag]);
+            let parsed = crate::requests::try_parse::<RunRequest>(&["q", "--context", "x", &flag]);
             let err = parsed.unwrap_err();
             assert!(err.to_string().contains("--block-timeout"), "{bad}: {err}");
         }

@@ -247,8 +247,11 @@ mod tests {
             note.starts_with("refused: [llm.providers.broken] needs `kind`"),
             "{note}"
         );
-        let err = crate::settings::LlmSettings::resolve(&crate::requests::LlmOptions::default(), &sources)
-            .unwrap_err();
+        let err = crate::settings::LlmSettings::resolve(
+            &crate::requests::LlmOptions::default(),
+            &sources,
+        )
+        .unwrap_err();
         assert!(note.ends_with(&err.to_string()), "{note} / {err}");
     }
 

@@ -10,8 +10,8 @@ use rlm_context::root::FileRoot;
 use rlm_store::{Store, WalkOptions};
 
 use super::{Sources, catalog};
-use crate::requests::{ChunkingOptions, LoadRequest, SearchRequest};
 use crate::error::{AppError, input_error};
+use crate::requests::{ChunkingOptions, LoadRequest, SearchRequest};
 
 /// Default store directory, relative to the current directory.
 pub const DEFAULT_STORE_DIR: &str = ".rlm";
@@ -156,6 +156,7 @@ pub struct SearchSettings {
 
 impl SearchSettings {
     pub fn resolve(args: &SearchRequest, sources: &Sources) -> anyhow::Result<Self> {
+        crate::requests::checks::range("--top", args.k, 1..=10_000)?;
         if !(args.rrf_k.is_finite() && args.rrf_k >= 0.0) {
             return Err(input_error("--rrf-k must be a finite number ≥ 0").into());
         }

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::requests::ViewRequest;
 use crate::error::input_error;
+use crate::requests::ViewRequest;
 use crate::settings::{Sources, env};
 
 /// Which log `rlm view` shows.

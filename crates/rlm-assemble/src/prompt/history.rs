@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 
 /// One message of a conversation, as read from a history file or given by an agent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ChatMessage {
     /// `system`, `user`, `assistant`, `tool`, ...
     pub role: String,

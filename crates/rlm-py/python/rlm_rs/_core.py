@@ -1,18 +1,19 @@
-"""How the package reaches the Rust side: command lines run in this process, their ``--json``
-records parsed, their errors raised as Python exceptions carrying the CLI's own text.
+"""How the package reaches the Rust side: each call names an operation of rlm's application
+layer and hands it a request as a dict of its fields (the same names the CLI's ``--json``
+records and the MCP tools use); the operation's records come back as Python objects, and its
+errors are raised as Python exceptions carrying the CLI's own text.
 
 Every call here releases the GIL while it works and can be interrupted with Ctrl-C: the
-command stops as the CLI does on Ctrl-C (its log closed with ``interrupted``) and the
+operation stops as the CLI does on Ctrl-C (its log closed with ``interrupted``) and the
 ``KeyboardInterrupt`` is raised.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 
@@ -21,10 +22,13 @@ PathLike = Union[str, "os.PathLike[str]"]
 # (name, kind, base URL or "" to keep the configured one, key or None)
 ProviderSpec = Tuple[str, str, str, Optional[str]]
 
+# Hears an operation's progress: (kind, fields), e.g. ("iteration_started", {...}).
+EventCallback = Callable[[str, Dict[str, Any]], None]
+
 
 class RlmError(Exception):
-    """A command failed. ``str(err)`` is the CLI's ``error:``/``hint:`` text; ``exit_code`` is
-    the code the CLI would have exited with (1: the task could not be done)."""
+    """An operation failed. ``str(err)`` is the CLI's ``error:``/``hint:`` text; ``exit_code``
+    is the code the CLI would have exited with (1: the task could not be done)."""
 
     def __init__(self, message: str, exit_code: int = 1, messages: Sequence[str] = ()) -> None:
         super().__init__(message)
@@ -35,12 +39,12 @@ class RlmError(Exception):
 
 
 class RlmInputError(RlmError, ValueError):
-    """Bad input (the CLI's exit code 2): a missing file, a malformed flag value, an unknown
-    model or provider, a store that is not one."""
+    """Bad input (the CLI's exit code 2): a missing file, a malformed value, an unknown model or
+    provider, a store that is not one."""
 
 
 def _failure(code: int, errors: Sequence[str]) -> RlmError:
-    text = "\n".join(errors) if errors else f"the command failed (exit code {code})"
+    text = "\n".join(errors) if errors else f"the operation failed (exit code {code})"
     kind = RlmInputError if code == 2 else RlmError
     return kind(text, code, errors)
 
@@ -62,30 +66,66 @@ def _setup_worker() -> None:
 _setup_worker()
 
 
-def run(args: Sequence[str], providers: Sequence[ProviderSpec] = ()) -> str:
-    """Runs ``rlm ARGS…`` in this process and returns its stdout; raises on a failure."""
-    code, stdout, errors = _native.run_command([str(a) for a in args], list(providers))
-    if code != 0:
-        raise _failure(code, errors)
-    return stdout
+@dataclass
+class Finished:
+    """How an operation ended: its records, notes, the problems it reported and went on
+    after, and its exit status (0, 1 or 2)."""
+
+    records: List[Dict[str, Any]]
+    notes: List[str]
+    problems: List[str]
+    status: int
 
 
-def run_json(args: Sequence[str], providers: Sequence[ProviderSpec] = ()) -> List[Dict[str, Any]]:
-    """Runs ``rlm --json ARGS…`` and returns the records it printed, in order."""
-    stdout = run(["--json", *args], providers)
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+def call(
+    operation: str,
+    request: Dict[str, Any],
+    store: Optional[PathLike] = None,
+    providers: Sequence[ProviderSpec] = (),
+    on_event: Optional[EventCallback] = None,
+    allow_failed: bool = False,
+) -> Finished:
+    """Runs ``operation`` with ``request``'s fields; raises on an error (and, unless
+    ``allow_failed``, when it ended without doing its task)."""
+    location = None if store is None else os.fspath(store)
+    finished = _native.call(
+        operation,
+        _plain(request),
+        store=location,
+        providers=list(providers),
+        on_event=on_event,
+    )
+    return _finished(finished, allow_failed)
 
 
-def run_json_outcome(
-    args: Sequence[str], providers: Sequence[ProviderSpec] = ()
-) -> Tuple[int, List[Dict[str, Any]], List[str]]:
-    """As :func:`run_json`, for commands whose exit code 1 still prints a result worth having
-    (a query that found nothing): ``(exit code, records, errors)``; raises on bad input."""
-    code, stdout, errors = _native.run_command(["--json", *map(str, args)], list(providers))
-    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    if code == 2 or (code != 0 and not records):
-        raise _failure(code, errors)
-    return code, records, list(errors)
+def _finished(finished: Any, allow_failed: bool) -> Finished:
+    if finished.error is not None:
+        code, text = finished.error
+        error = _failure(code, [*finished.problems, text])
+        records = list(finished.records)
+        if records:
+            error.record = records[0]
+        raise error
+    if finished.status == 2 or (finished.status != 0 and not allow_failed):
+        raise _failure(finished.status, finished.problems)
+    return Finished(
+        list(finished.records), list(finished.notes), list(finished.problems), finished.status
+    )
+
+
+def _plain(request: Dict[str, Any]) -> Dict[str, Any]:
+    """The request without the fields left at ``None`` (the operation's defaults apply), paths
+    as strings."""
+    plain: Dict[str, Any] = {}
+    for key, value in request.items():
+        if value is None:
+            continue
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        elif isinstance(value, (list, tuple)):
+            value = [os.fspath(item) if isinstance(item, os.PathLike) else item for item in value]
+        plain[key] = value
+    return plain
 
 
 @dataclass
@@ -95,20 +135,83 @@ class CompletionOutcome:
 
 
 def completion(
-    flags: Sequence[str],
+    options: Dict[str, Any],
     query: str,
     contexts: Sequence[Tuple[Optional[str], str]],
     continuation: Any = None,
     providers: Sequence[ProviderSpec] = (),
     files: Sequence[str] = (),
+    on_event: Optional[EventCallback] = None,
 ) -> CompletionOutcome:
     """One question through the RLM loop (see ``rlm_rs._native.completion``)."""
-    code, record, errors, following = _native.completion(
-        [str(f) for f in flags], query, list(contexts), continuation, list(providers), list(files)
+    finished, following = _native.completion(
+        _plain(options),
+        query,
+        list(contexts),
+        continuation,
+        list(providers),
+        list(files),
+        on_event=on_event,
     )
-    if code != 0:
-        raise _failure(code, errors)
-    return CompletionOutcome(json.loads(record), following)
+    if finished.error is not None and not list(finished.records):
+        code, text = finished.error
+        raise _failure(code, [*finished.problems, text])
+    records = list(finished.records)
+    return CompletionOutcome(records[0] if records else {}, following)
+
+
+def flags_to_fields(flags: Sequence[str], operation: str) -> Dict[str, Any]:
+    """Request fields from command-line flags (``["--skip-plan", "--subcall-model", "m"]``):
+    kept for code written when the package passed flags through. A flag is the field of the
+    same name (``--subcall-model`` is ``subcall_model``); a boolean field takes no value."""
+    schema = _native.request_schema(operation)
+    properties = schema.get("properties") or {}
+
+    def kinds(name: str) -> List[str]:
+        kind = (properties.get(name) or {}).get("type")
+        return kind if isinstance(kind, list) else [kind]
+
+    def is_bool(name: str) -> bool:
+        return "boolean" in kinds(name)
+
+    def typed(name: str, value: str) -> Any:
+        try:
+            if "integer" in kinds(name):
+                return int(value)
+            if "number" in kinds(name):
+                return float(value)
+        except ValueError:
+            raise RlmInputError(f"error: --{name.replace('_', '-')} {value!r} is not a number", 2)
+        if "array" in kinds(name):
+            return [value]
+        return value
+
+    fields: Dict[str, Any] = {}
+    words = list(flags)
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("--"):
+            raise RlmInputError(f"error: {word!r} is not a flag", 2)
+        name, _, value = word[2:].partition("=")
+        key = name.replace("-", "_")
+        if key not in properties:
+            raise RlmInputError(f"error: unknown flag --{name} for {operation}", 2)
+        if is_bool(key):
+            fields[key] = True
+        else:
+            if not value:
+                index += 1
+                if index >= len(words):
+                    raise RlmInputError(f"error: --{name} needs a value", 2)
+                value = words[index]
+            value = typed(key, value)
+            if isinstance(value, list):
+                fields.setdefault(key, []).extend(value)
+            else:
+                fields[key] = value
+        index += 1
+    return fields
 
 
 def path_arg(path: PathLike) -> str:

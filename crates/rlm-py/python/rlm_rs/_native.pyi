@@ -1,25 +1,43 @@
 """The Rust half of rlm_rs (crates/rlm-py/src/lib.rs). Use the package's public API instead."""
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 __version__: str
 
 # (name, kind "openai" | "anthropic", base URL or "" to keep the configured one, key)
 _Provider = Tuple[str, str, str, Optional[str]]
+_OnEvent = Callable[[str, Dict[str, Any]], None]
 
 class Continuation:
     """What a persistent session carries from one question to the next (opaque)."""
 
-def run_command(
-    args: Sequence[str], providers: Sequence[_Provider] = ...
-) -> Tuple[int, str, List[str]]: ...
+class Finished:
+    """How an operation ended."""
+
+    records: List[Dict[str, Any]]
+    notes: List[str]
+    problems: List[str]
+    status: int
+    error: Optional[Tuple[int, str]]
+
+def call(
+    operation: str,
+    request: Mapping[str, Any],
+    store: Optional[str] = ...,
+    config: Optional[str] = ...,
+    providers: Sequence[_Provider] = ...,
+    on_event: Optional[_OnEvent] = ...,
+) -> Finished: ...
 def completion(
-    flags: Sequence[str],
+    options: Mapping[str, Any],
     query: str,
     contexts: Sequence[Tuple[Optional[str], str]],
     continuation: Optional[Continuation] = ...,
     providers: Sequence[_Provider] = ...,
     files: Sequence[str] = ...,
-) -> Tuple[int, str, List[str], Continuation]: ...
+    config: Optional[str] = ...,
+    on_event: Optional[_OnEvent] = ...,
+) -> Tuple[Finished, Continuation]: ...
+def request_schema(operation: str) -> Dict[str, Any]: ...
 def sandbox_worker() -> int: ...
 def set_worker(program: str, args: Sequence[str]) -> None: ...

@@ -15,7 +15,8 @@ What maps how:
   and changes nothing (a warning says so for others than ``local``).
 - Budgets are keyword arguments: ``max_cost`` (USD), ``max_tokens``, ``timeout`` (seconds);
   ``record``/``replay`` write or answer from a recording of every model call (as the CLI's
-  ``--record``/``--replay``); ``extra_flags`` passes any other ``rlm run`` flag.
+  ``--record``/``--replay``); ``extra_flags`` passes other ``rlm run`` flags, read as the
+  loop's options of the same names.
 """
 
 from __future__ import annotations
@@ -214,34 +215,27 @@ class RLM:
         self.extra_flags = list(extra_flags)
         self._continuation: Any = None
 
-    def _flags(self) -> List[str]:
-        flags = [
-            "--model",
-            self.model,
-            "--max-depth",
-            str(self.max_depth),
-            "--max-iterations",
-            str(self.max_iterations),
-        ]
+    def _options(self) -> Dict[str, Any]:
+        """The loop's options (``rlm run``'s flags, by their field names)."""
+        options: Dict[str, Any] = {
+            "model": self.model,
+            "max_depth": self.max_depth,
+            "max_iterations": self.max_iterations,
+            "max_cost": self.max_cost,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout,
+            "max_errors": self.max_errors,
+            "max_output_tokens": self.max_output_tokens,
+            "record": self.record and os.fspath(self.record),
+            "replay": self.replay and os.fspath(self.replay),
+        }
         if self._others:
-            flags += ["--subcall-model", self._others[0]]
-            for model in self._others[1:]:
-                flags += ["--allow-model", model]
+            options["subcall_model"] = self._others[0]
+            options["allow_models"] = list(self._others[1:])
         if self.logger is not None:
-            flags += ["--log", self.logger.log_dir]
-        for flag, value in (
-            ("--max-cost", self.max_cost),
-            ("--max-tokens", self.max_tokens),
-            ("--timeout", self.timeout),
-            ("--max-errors", self.max_errors),
-            ("--max-output-tokens", self.max_output_tokens),
-            ("--record", self.record and os.fspath(self.record)),
-            ("--replay", self.replay and os.fspath(self.replay)),
-        ):
-            if value is not None:
-                # One argument, so a negative value reaches the flag's own check.
-                flags.append(f"{flag}={value}")
-        return flags + self.extra_flags
+            options["log"] = self.logger.log_dir
+        options.update(_core.flags_to_fields(self.extra_flags, "completion"))
+        return options
 
     def completion(
         self,
@@ -276,7 +270,7 @@ class RLM:
         started = time.perf_counter()
         continuation = self._continuation if self.persistent else None
         outcome = _core.completion(
-            self._flags(), question, contexts, continuation, self._providers, files
+            self._options(), question, contexts, continuation, self._providers, files
         )
         if self.persistent:
             self._continuation = outcome.continuation

@@ -1,11 +1,10 @@
 """The rest of the toolkit: the store (load, search, grep, chunks), ``inspect``, ``query``,
-``view`` and the prompt pipeline. Each runs the CLI's command in this process and returns the
-records its ``--json`` prints as plain Python objects (dataclasses for the common ones, dicts
-otherwise, with every field the CLI prints)."""
+``view`` and the prompt pipeline. Each calls the operation in this process with its request's
+fields and returns its records as Python objects (dataclasses for the common ones, dicts
+otherwise, with every field the CLI's ``--json`` prints)."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -65,13 +64,8 @@ def _ranges(items: Iterable[Dict[str, Any]]) -> List[Tuple[int, int]]:
     return [(int(r["start"]), int(r["end"])) for r in items]
 
 
-def _scope(buffers: Optional[Sequence[str]], path: Optional[str]) -> List[str]:
-    args: List[str] = []
-    for buffer in buffers or ():
-        args += ["--buffer", str(buffer)]
-    if path is not None:
-        args += ["--path", path]
-    return args
+def _scope(buffers: Optional[Sequence[str]], path: Optional[str]) -> Dict[str, Any]:
+    return {"buffers": [str(buffer) for buffer in buffers or ()], "path": path}
 
 
 class Store:
@@ -81,8 +75,8 @@ class Store:
     def __init__(self, path: PathLike = ".rlm") -> None:
         self.path = os.path.abspath(path_arg(path))
 
-    def _args(self, *args: str) -> List[str]:
-        return [*args, "--store", self.path]
+    def _records(self, operation: str, request: Dict[str, Any]) -> List[Dict[str, Any]]:
+        return _core.call(operation, request, store=self.path).records
 
     def load(
         self,
@@ -99,20 +93,17 @@ class Store:
         "skipped": [...], "removed": [...]}``."""
         if not paths:
             raise _core.RlmInputError("error: load needs at least one path", 2)
-        args = ["load", *map(path_arg, paths)]
-        if name is not None:
-            args += ["--name", name]
-        for glob in include:
-            args += ["--include", glob]
-        for glob in exclude:
-            args += ["--exclude", glob]
-        args += ["--embed"] if embed else ["--no-embed"]
-        if hidden:
-            args.append("--hidden")
-        if no_ignore:
-            args.append("--no-ignore")
-        records = _core.run_json(self._args(*args))
-        return _only(records, "load")
+        request = {
+            "paths": [path_arg(path) for path in paths],
+            "name": name,
+            "include": list(include),
+            "exclude": list(exclude),
+            "embed": embed,
+            "no_embed": not embed,
+            "hidden": hidden,
+            "no_ignore": no_ignore,
+        }
+        return _only(self._records("load", request), "load")
 
     def search(
         self,
@@ -128,7 +119,7 @@ class Store:
             raise _core.RlmInputError(
                 f"error: unknown search mode {mode!r}\nhint: modes: {', '.join(SEARCH_MODES)}", 2
             )
-        args = ["search", query, "--mode", mode, "--top", str(top), *_scope(buffers, path)]
+        request = {"query": query, "mode": mode, "k": top, **_scope(buffers, path)}
         return [
             SearchHit(
                 rank=int(r["rank"]),
@@ -141,7 +132,7 @@ class Store:
                 mode=r["mode"],
                 highlights=_ranges(r.get("highlights") or []),
             )
-            for r in _core.run_json(self._args(*args))
+            for r in self._records("search", request)
             if r.get("type") == "hit"
         ]
 
@@ -154,9 +145,11 @@ class Store:
     ) -> List[GrepMatch]:
         """Lines matching the regular expression ``pattern`` (Rust regex syntax), with
         ``context`` lines around each."""
-        args = ["grep", pattern, "-C", str(context), *_scope(buffers, path)]
+        request = {"pattern": pattern, "context": context, **_scope(buffers, path)}
+        # Nothing matching is an empty list, not an error (the CLI's exit code 1).
+        records = _core.call("grep", request, store=self.path, allow_failed=True).records
         found: List[GrepMatch] = []
-        for r in _core.run_json(self._args(*args)):
+        for r in records:
             if r.get("type") == "match":
                 found.append(
                     GrepMatch(r["buffer"], int(r["line"]), r["text"], _ranges(r["matches"]))
@@ -167,27 +160,27 @@ class Store:
 
     def buffers(self) -> List[Dict[str, Any]]:
         """Every buffer: id, name, path, bytes, lines, chunks, ..."""
-        return [r for r in _core.run_json(self._args("list")) if r.get("type") == "buffer"]
+        return [r for r in self._records("list", {}) if r.get("type") == "buffer"]
 
     def chunks(self, buffer: str) -> List[Dict[str, Any]]:
         """The chunk table of one buffer (name or id): each chunk's id and line range."""
-        records = _core.run_json(self._args("show", str(buffer), "--chunks"))
+        records = self._records("show", {"buffer": str(buffer), "chunks": True})
         return [r for r in records if r.get("type") == "chunk"]
 
     def chunk(self, chunk_id: int) -> str:
         """The text of one chunk (an id from :meth:`search` or :meth:`chunks`)."""
-        records = _core.run_json(self._args("peek", "--chunk", str(int(chunk_id))))
+        records = self._records("peek", {"chunk": int(chunk_id)})
         return "".join(r.get("text", "") for r in records)
 
     def peek(self, buffer: str, lines: Tuple[int, int]) -> str:
         """Lines ``lines[0]`` to ``lines[1]`` (1-based, inclusive) of a buffer."""
         start, end = lines
-        records = _core.run_json(self._args("peek", str(buffer), "--lines", f"{start}:{end}"))
+        records = self._records("peek", {"buffer": str(buffer), "lines": f"{start}:{end}"})
         return "".join(r.get("text", "") for r in records)
 
     def delete(self, buffer: str) -> None:
         """Removes one buffer (name or id) from the store."""
-        _core.run_json(self._args("delete", str(buffer)))
+        self._records("delete", {"buffers": [str(buffer)]})
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
@@ -203,7 +196,7 @@ def _only(records: List[Dict[str, Any]], kind: str) -> Dict[str, Any]:
 def inspect(path: PathLike, sample_chars: int = 200) -> Dict[str, Any]:
     """The metadata ``rlm inspect`` prints for a file: format, size in bytes, characters and
     lines, records and fields for structured data, a sample."""
-    records = _core.run_json(["inspect", path_arg(path), "--sample-chars", str(sample_chars)])
+    records = _core.call("inspect", {"paths": [path_arg(path)], "sample_chars": sample_chars}).records
     return _only(records, "metadata")
 
 
@@ -220,28 +213,30 @@ def query(
     timeout: Optional[float] = None,
     log_dir: Optional[PathLike] = None,
     extra_flags: Sequence[str] = (),
+    **fields: Any,
 ) -> QueryResult:
     """Plans searches for ``question``, reads the chunks they find with extractor calls and
-    writes a report citing the chunks it used (``rlm query``)."""
+    writes a report citing the chunks it used (``rlm query``). Any other field of the query's
+    request may be given by name (``subcall_model=...``, ``skip_plan=True``);
+    ``extra_flags`` takes them as the CLI's flags."""
     location = store.path if isinstance(store, Store) else os.path.abspath(path_arg(store))
-    args = ["query", question, "--store", location, *_scope(buffers, path)]
-    for flag, value in (
-        ("--model", model),
-        ("--mode", mode),
-        ("--top-k", top_k),
-        ("--max-cost", max_cost),
-        ("--max-tokens", max_tokens),
-        ("--timeout", timeout),
-    ):
-        if value is not None:
-            args.append(f"{flag}={value}")
-    if log_dir is not None:
-        args += ["--log", path_arg(log_dir)]
-    args += list(extra_flags)
-    code, records, errors = _core.run_json_outcome(args)
-    result = next((r for r in records if r.get("type") == "result"), None)
+    request: Dict[str, Any] = {
+        "question": question,
+        **_scope(buffers, path),
+        "model": model,
+        "mode": mode,
+        "top_k": top_k,
+        "max_cost": max_cost,
+        "max_tokens": max_tokens,
+        "timeout": timeout,
+        "log": None if log_dir is None else path_arg(log_dir),
+    }
+    request.update(_core.flags_to_fields(extra_flags, "query"))
+    request.update(fields)
+    finished = _core.call("query", request, store=location, allow_failed=True)
+    result = next((r for r in finished.records if r.get("type") == "result"), None)
     if result is None:
-        raise _core._failure(code or 1, errors)
+        raise _core._failure(finished.status or 1, finished.problems)
     return QueryResult(
         status=result.get("status", ""),
         report=result.get("report", ""),
@@ -266,15 +261,11 @@ async def aquery(question: str, **kwargs: Any) -> QueryResult:
 
 def view(log: PathLike, output: Optional[PathLike] = None) -> str:
     """Writes the HTML page of a run or query log (``rlm view``) and returns its path."""
-    args = ["view", path_arg(log)]
-    if output is not None:
-        args += ["--output", path_arg(output)]
-    records = _core.run_json(args)
-    for record in records:
-        for key in ("page", "output", "path"):
-            if isinstance(record.get(key), str):
-                return record[key]
-    raise _core.RlmError("error: rlm view printed no page path (a bug in rlm)")
+    request = {"run": path_arg(log), "output": None if output is None else path_arg(output)}
+    for record in _core.call("view", request).records:
+        if isinstance(record.get("path"), str):
+            return record["path"]
+    raise _core.RlmError("error: rlm view gave no page path (a bug in rlm)")
 
 
 class PromptAssembler:
@@ -286,16 +277,6 @@ class PromptAssembler:
     >>> assembler = PromptAssembler(stage="coding", sources=["src/**/*.rs"])  # doctest: +SKIP
     >>> messages = assembler.build(history)["messages"]                        # doctest: +SKIP
     """
-
-    _MATERIAL = (
-        ("notes", "--notes"),
-        ("adr", "--adr"),
-        ("sources", "--source"),
-        ("build_logs", "--build-log"),
-        ("pod_logs", "--pod-log"),
-        ("test_results", "--test-results"),
-        ("library", "--library"),
-    )
 
     def __init__(
         self,
@@ -327,55 +308,38 @@ class PromptAssembler:
         self.tokenizer = tokenizer
         self.extra_flags = list(extra_flags)
 
-    def _args(self, action: str, history_file: Optional[str]) -> List[str]:
-        args = ["prompt", action, "--stage", self.stage]
-        for key, flag in self._MATERIAL:
-            for value in self.material[key]:
-                args += [flag, value]
-        if history_file is not None:
-            args += ["--history", history_file]
-        if self.budget_total is not None:
-            args.append(f"--budget-total={self.budget_total}")
-        if self.model is not None:
-            args += ["--model", self.model]
-        if self.tokenizer is not None:
-            args += ["--tokenizer", self.tokenizer]
-        return args + self.extra_flags
-
-    def _with_history(self, history: Optional[Sequence[Dict[str, Any]]], work: Any) -> Any:
-        import tempfile  # here, not at import: it is needed only for histories
-
-        if history is None:
-            return work(None)
-        with tempfile.TemporaryDirectory(prefix="rlm-rs-") as scratch:
-            history_file = os.path.join(scratch, "history.jsonl")
-            with open(history_file, "w", encoding="utf-8") as out:
-                for message in history:
-                    out.write(json.dumps(message, ensure_ascii=False) + "\n")
-            return work(history_file)
+    def _request(self, history: Optional[Sequence[Dict[str, Any]]]) -> Dict[str, Any]:
+        request: Dict[str, Any] = {
+            "stage": self.stage,
+            "notes": self.material["notes"],
+            "adr": self.material["adr"],
+            "source": self.material["sources"],
+            "build_log": self.material["build_logs"],
+            "pod_log": self.material["pod_logs"],
+            "test_results": self.material["test_results"],
+            "library": self.material["library"],
+            "budget_total": self.budget_total,
+            "model": self.model,
+            "tokenizer": self.tokenizer,
+            "messages": None if history is None else [dict(m) for m in history],
+        }
+        request.update(_core.flags_to_fields(self.extra_flags, "prompt_build"))
+        return request
 
     def build(self, history: Optional[Sequence[Dict[str, Any]]] = None) -> Dict[str, Any]:
         """The prompt for one agent turn: ``{"messages": [system, user], "plan": {...}}``,
         ``history`` being ``{"role", "content"}`` messages."""
-
-        def work(history_file: Optional[str]) -> Dict[str, Any]:
-            import tempfile
-
-            with tempfile.TemporaryDirectory(prefix="rlm-rs-") as scratch:
-                plan_file = os.path.join(scratch, "plan.json")
-                args = self._args("build", history_file)
-                args += ["--format", "json", "--plan-output", plan_file]
-                built = json.loads(_core.run(args))
-                with open(plan_file, encoding="utf-8") as plan:
-                    return {"messages": built["messages"], "plan": json.load(plan)}
-
-        return self._with_history(history, work)
+        request = {"action": "build", **self._request(history)}
+        built: Dict[str, Any] = {}
+        for record in _core.call("prompt", request).records:
+            if record.get("type") == "prompt":
+                built["messages"] = record["messages"]
+            elif record.get("type") == "plan":
+                built["plan"] = {k: v for k, v in record.items() if k != "type"}
+        return built
 
     def plan(self, history: Optional[Sequence[Dict[str, Any]]] = None) -> Dict[str, Any]:
         """What :meth:`build` would put in, summarize and spend, without calling a model."""
-
-        def work(history_file: Optional[str]) -> Dict[str, Any]:
-            records = _core.run_json(self._args("plan", history_file))
-            return records[0] if len(records) == 1 else {"records": records}
-
-        return self._with_history(history, work)
+        request = {"action": "plan", **self._request(history)}
+        records = _core.call("prompt", request).records
+        return records[0] if len(records) == 1 else {"records": records}

@@ -10,7 +10,6 @@ use rlm_app::requests::{
     SearchRequest, SessionsRequest, ShowRequest, StatusRequest, ViewRequest,
 };
 
-
 #[derive(Debug, Parser)]
 #[command(
     name = "rlm",
@@ -179,7 +178,6 @@ mod tests {
             }
         }
     }
-
 
     fn names<E: ValueEnum>() -> Vec<String> {
         E::value_variants()

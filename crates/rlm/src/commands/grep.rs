@@ -38,12 +38,8 @@ pub fn run(run: &Run<'_>, request: GrepRequest) -> anyhow::Result<ExitCode> {
     // Match ranges are only needed to colour the matches or for `--json`.
     let ranges = global.json || colour;
     let (files_with_matches, count) = (request.files_with_matches, request.count);
-    let status = rlm_app::operations::grep(
-        &run.sources,
-        &request,
-        &run.context,
-        ranges,
-        &mut |line| {
+    let status =
+        rlm_app::operations::grep(&run.sources, &request, &run.context, ranges, &mut |line| {
             if global.json {
                 output::write_json(&mut out, line)
             } else if colour {
@@ -51,8 +47,7 @@ pub fn run(run: &Run<'_>, request: GrepRequest) -> anyhow::Result<ExitCode> {
             } else {
                 write_plain_line(&mut out, line, files_with_matches, count)
             }
-        },
-    )?;
+        })?;
     out.flush()?;
     Ok(ExitCode::from(status.code()))
 }

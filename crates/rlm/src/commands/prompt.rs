@@ -214,4 +214,3 @@ fn history_line(plan: &PromptPlan) -> String {
     }
     line
 }
-

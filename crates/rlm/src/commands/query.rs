@@ -103,4 +103,3 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
             .into(),
     )
 }
-

@@ -20,21 +20,21 @@ pub(super) struct LoadState {
 
 /// The closing line of a load: what was loaded, left, skipped and removed, and how long it took.
 fn summary(report: &LoadReport, seconds: f64) -> String {
-        let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
-        let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
-        let removed = if report.removed.is_empty() {
-            String::new()
-        } else {
-            format!(", {} removed (files gone)", report.removed.len())
-        };
-        format!(
-            "loaded {}, {}, {}; {} unchanged, {} skipped{removed} ({seconds:.1}s)",
-            count(report.loaded.len() as u64, "buffer"),
-            human_bytes(bytes),
-            count(chunks, "chunk"),
-            report.unchanged.len(),
-            report.skipped.len(),
-        )
+    let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
+    let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
+    let removed = if report.removed.is_empty() {
+        String::new()
+    } else {
+        format!(", {} removed (files gone)", report.removed.len())
+    };
+    format!(
+        "loaded {}, {}, {}; {} unchanged, {} skipped{removed} ({seconds:.1}s)",
+        count(report.loaded.len() as u64, "buffer"),
+        human_bytes(bytes),
+        count(chunks, "chunk"),
+        report.unchanged.len(),
+        report.skipped.len(),
+    )
 }
 
 impl Printer {
@@ -49,7 +49,10 @@ impl Printer {
                 human_bytes(*total)
             )),
             LoadEvent::Skipped(skipped) if self.verbose => {
-                self.line(&format!("note: skipped {}: {}", skipped.name, skipped.reason));
+                self.line(&format!(
+                    "note: skipped {}: {}",
+                    skipped.name, skipped.reason
+                ));
             }
             LoadEvent::Skipped(skipped) => {
                 self.state()

@@ -358,6 +358,32 @@ fn the_tools_use_the_store_the_server_was_started_with() {
         &call(3, "search", r#"{"query": "lighthouse keeper", "k": 1}"#),
     );
     first_record_names_the_story(searched, "buffer");
+    // A query that starts with a hyphen is a query, not a flag: the request is the tool's
+    // arguments themselves.
+    let hyphen = exchange(
+        &mut stdin,
+        &mut stdout,
+        &call(5, "search", r#"{"query": "-x lighthouse", "k": 1}"#),
+    );
+    first_record_names_the_story(hyphen, "buffer");
+    // The tools say how they behave.
+    let tools = exchange(
+        &mut stdin,
+        &mut stdout,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}"#,
+    );
+    let annotations = |name: &str| {
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap()["annotations"]
+            .clone()
+    };
+    assert_eq!(annotations("search")["readOnlyHint"], true);
+    assert_eq!(annotations("load")["readOnlyHint"], false);
+    assert_eq!(annotations("run")["openWorldHint"], true);
     let resources = exchange(
         &mut stdin,
         &mut stdout,

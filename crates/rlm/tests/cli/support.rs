@@ -15,7 +15,8 @@ pub const KEY: &str = "sk-test-do-not-log-4242";
 /// the caller's environment that rlm reads (`RLM_*`, provider keys and URLs); configuration,
 /// state and data directories point inside `dir`.
 pub fn rlm_process(dir: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlm"));
+    let mut command =
+        std::process::Command::new(assert_cmd::cargo::cargo_bin(env!("CARGO_PKG_NAME")));
     command
         .current_dir(dir)
         .env("NO_COLOR", "1")
