@@ -16,7 +16,7 @@ use rusqlite::{OptionalExtension as _, params};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::store::{Store, try_lock};
+use crate::store::{LocalStore, try_lock};
 use crate::vector_file::{self, VectorFile};
 
 /// Chunks embedded per SQLite transaction: progress survives an interruption in steps this size.
@@ -42,7 +42,7 @@ pub struct EmbeddingStatus {
     pub chunks: u64,
 }
 
-impl Store {
+impl LocalStore {
     /// Computes vectors for every chunk that has none, in batches of `rlm_embed::DEFAULT_BATCH`.
     /// With `reset`, vectors of a different model are dropped first; without it, a different
     /// model is an error. Returning `Break` from `progress` stops after the current batch (what

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::read::BufferInfo;
-use crate::store::{Store, open_database};
+use crate::store::{LocalStore, open_database};
 use crate::text::{MapWindow, TextStream};
 
 mod line_matcher;
@@ -94,7 +94,7 @@ pub struct GrepSummary {
     pub matched_buffers: u64,
 }
 
-impl Store {
+impl LocalStore {
     /// Calls `emit` for every matching line (and context line) of the selected buffers, in
     /// buffer-name order. Return `Break` from `emit` to stop early.
     ///
@@ -871,7 +871,7 @@ mod tests {
     use crate::Source;
     use rlm_context::chunk::ChunkOptions;
 
-    fn lines(store: &Store, pattern: &str, options: &GrepOptions) -> Vec<String> {
+    fn lines(store: &LocalStore, pattern: &str, options: &GrepOptions) -> Vec<String> {
         let mut out = Vec::new();
         store
             .grep(pattern, options, &mut |line| {
@@ -906,7 +906,7 @@ mod tests {
     #[test]
     fn line_anchors_match_at_each_line_of_a_buffer() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let text = "a WARN x\nWARN y\nz WARN\nWARN\n".repeat(3);
         let sources = vec![Source::Text {
             name: "log".to_owned(),
@@ -953,7 +953,7 @@ mod tests {
     #[test]
     fn buffers_searched_ahead_print_in_order_whatever_the_hold_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         // Small buffers the thread ahead holds, and big ones whose lines pass the (test-sized)
         // limit, so the printer searches those itself and the thread ahead waits for room.
         let sources = (0..40)
@@ -1022,7 +1022,7 @@ mod tests {
     #[test]
     fn grep_lists_the_same_buffers_without_counting_chunks() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let sources = ["b", "a", "c"]
             .into_iter()
             .map(|name| Source::Text {
@@ -1078,7 +1078,7 @@ mod tests {
     #[test]
     fn stopping_early_ends_the_thread_ahead() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let sources = (0..30)
             .map(|number| Source::Text {
                 name: format!("b{number:02}"),

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::index::DocumentFilter;
 use crate::name_filter::BufferGlob;
 use crate::snippet::{QueryTerms, snippet};
-use crate::store::Store;
+use crate::store::LocalStore;
 
 /// Default `k` of reciprocal rank fusion (the value from the original RRF paper).
 pub const DEFAULT_RRF_K: f64 = 60.0;
@@ -136,9 +136,9 @@ pub struct SearchOutcome {
     pub notice: Option<String>,
 }
 
-impl Store {
-    /// Searches chunks with BM25 (semantic and hybrid requests fall back to BM25 with a
-    /// notice; use [`Store::search_with`] to pass an embedding model).
+impl LocalStore {
+    /// BM25 search without an embedding model (tests search through it).
+    #[cfg(test)]
     pub fn search(&self, request: &SearchRequest) -> Result<SearchOutcome> {
         self.search_with(request, None)
     }
@@ -231,7 +231,7 @@ impl Candidates {
     }
 }
 
-impl Store {
+impl LocalStore {
     /// Resolves the request's filters. A `--path` glob alone stays a glob for the index to
     /// match when its documents carry buffer names and every document is live (no index
     /// work queued, so no document of a deleted buffer is left); otherwise the filters become

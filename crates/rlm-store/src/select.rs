@@ -8,12 +8,12 @@ use rusqlite::OptionalExtension as _;
 
 use crate::error::{Error, Result};
 use crate::read::{BUFFER_COLUMNS, BufferInfo, buffer_from_row};
-use crate::store::Store;
+use crate::store::LocalStore;
 
 /// Candidates listed in an ambiguity error.
 const CANDIDATES_SHOWN: usize = 10;
 
-impl Store {
+impl LocalStore {
     /// A buffer by exact name; else by id when `name` is a number no buffer is named; else the
     /// one buffer whose name or path ends with `name` at a `/` (so `app.py` or `src/app.py`
     /// finds `/home/me/project/src/app.py`). Several such buffers are an

@@ -237,14 +237,15 @@ mod tests {
 
     use super::*;
     use crate::load::{Source, write_sources};
-    use crate::{Error, SearchRequest, Store};
+    use crate::store::LocalStore;
+    use crate::{Error, SearchRequest};
 
     /// Loads `files` into a fresh store with the given streaming settings; returns the store
     /// (index replayed on reopen) and its directory.
-    fn load_with(files: &[PathBuf], streaming: Streaming) -> (tempfile::TempDir, Store) {
+    fn load_with(files: &[PathBuf], streaming: Streaming) -> (tempfile::TempDir, LocalStore) {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut store = Store::open(dir.path()).unwrap();
+            let mut store = LocalStore::open(dir.path()).unwrap();
             let sources: Vec<Source> = files
                 .iter()
                 .map(|path| Source::File {
@@ -267,11 +268,11 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         (dir, store)
     }
 
-    fn stored(store: &Store) -> Vec<(String, String, i64, i64, String)> {
+    fn stored(store: &LocalStore) -> Vec<(String, String, i64, i64, String)> {
         let mut statement = store
             .connection
             .prepare(
@@ -350,7 +351,7 @@ mod tests {
             assert_eq!(bytes, text.as_bytes());
         }
         for query in ["zebra_1234", "kiwi77", "newline"] {
-            let hits = |store: &Store| -> Vec<i64> {
+            let hits = |store: &LocalStore| -> Vec<i64> {
                 store
                     .search(&SearchRequest::new(query))
                     .unwrap()
@@ -377,7 +378,7 @@ mod tests {
         let binary = dir.path().join("blob.txt");
         std::fs::write(&binary, b"text\0more\xff").unwrap();
         let load = |streaming: Streaming, store: &str| {
-            let mut store = Store::open(dir.path().join(store)).unwrap();
+            let mut store = LocalStore::open(dir.path().join(store)).unwrap();
             let sources = Vec::from([&latin1, &binary].map(|path| Source::File {
                 name: path.file_name().unwrap().to_string_lossy().into_owned(),
                 path: path.clone(),
@@ -436,7 +437,7 @@ mod tests {
             piece: 8192,
             ..Streaming::default()
         };
-        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let mut store = LocalStore::open(dir.path().join("store")).unwrap();
         let mut seen = Vec::new();
         write_sources(
             &mut store.connection,
@@ -458,7 +459,7 @@ mod tests {
         assert!(seen.windows(2).all(|pair| pair[0].0 < pair[1].0));
         assert_eq!(seen.last(), Some(&(size, size)));
 
-        let mut other = Store::open(dir.path().join("other")).unwrap();
+        let mut other = LocalStore::open(dir.path().join("other")).unwrap();
         let mut pieces = 0;
         let result = write_sources(
             &mut other.connection,

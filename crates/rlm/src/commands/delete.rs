@@ -11,7 +11,7 @@ use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: DeleteArgs) -> anyhow::Result<ExitCode> {
-    let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let mut store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     let deleted = store.delete(&args.buffers).map_err(store_error)?;
     if global.json {
         for buffer in &deleted {

@@ -11,21 +11,21 @@ use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    let settings = StoreSettings::resolve(&args.location, sources);
+    let settings = StoreSettings::resolve(&args.location, sources)?;
     // Read-only: a damaged store is looked at, never opened for writing or created.
-    let checks = rlm_store::diagnose(&settings.dir);
+    let checks = rlm_store::diagnose_at(&settings.location);
     let problems = checks.iter().filter(|check| !check.ok).count();
     if global.json {
         for check in &checks {
             output::print_json(&DoctorRecord::Check(check))?;
         }
         output::print_json(&DoctorRecord::Summary {
-            store: &settings.dir,
+            store: settings.location.to_string(),
             problems,
         })?;
     } else {
         let mut out = output::stdout();
-        writeln!(out, "store: {}", settings.dir.display())?;
+        writeln!(out, "store: {}", settings.location)?;
         for check in &checks {
             let state = if check.ok { "ok" } else { "problem" };
             // Details quote file names from the store directory: no control characters.
@@ -59,8 +59,5 @@ enum DoctorRecord<'a> {
     /// One check, with its fix when it found a problem.
     Check(&'a rlm_store::Check),
     /// The store looked at and how many checks found a problem.
-    Summary {
-        store: &'a std::path::Path,
-        problems: usize,
-    },
+    Summary { store: String, problems: usize },
 }

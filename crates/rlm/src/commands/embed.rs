@@ -11,7 +11,7 @@ use crate::output;
 use crate::settings::{EmbeddingSettings, Sources, StoreSettings};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: EmbedArgs) -> anyhow::Result<ExitCode> {
-    let mut store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let mut store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     let embedding = EmbeddingSettings::resolve(args.model.as_deref(), sources)?;
     let Some(embedder) = embedding.open_embedder()? else {
         return Err(

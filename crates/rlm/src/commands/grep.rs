@@ -30,7 +30,7 @@ pub fn execute(
     ranges: bool,
     emit: &mut dyn FnMut(&GrepLine<'_>) -> std::io::Result<()>,
 ) -> anyhow::Result<ExitCode> {
-    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     // Only names or counts: the lines themselves are not needed.
     let per_buffer = args.files_with_matches || args.count;
     let context = |one_side: Option<usize>| {

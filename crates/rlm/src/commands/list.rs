@@ -22,7 +22,7 @@ pub enum BufferRecord {
 
 /// The stored buffers, in id order.
 pub fn execute(sources: &Sources, args: &ListArgs) -> anyhow::Result<Outcome<BufferRecord>> {
-    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     let buffers = store.list().map_err(store_error)?;
     Ok(Outcome::success(
         buffers.into_iter().map(BufferRecord::Buffer).collect(),

@@ -56,7 +56,7 @@ pub fn execute(sources: &Sources, args: &PeekArgs) -> anyhow::Result<Outcome<Pee
         )
         .into());
     }
-    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     let (buffer, text, range) = if let Some(id) = args.chunk {
         let chunk = store.chunk(id).map_err(store_error)?;
         let text = store.chunk_text(id).map_err(store_error)?;

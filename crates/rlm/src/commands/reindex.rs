@@ -12,13 +12,13 @@ use crate::output;
 use crate::settings::{Sources, StoreSettings};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexArgs) -> anyhow::Result<ExitCode> {
-    let settings = StoreSettings::resolve(&args.location, sources);
+    let settings = StoreSettings::resolve(&args.location, sources)?;
     settings.require_existing()?;
     let started = Instant::now();
     let live = !global.quiet && std::io::stderr().is_terminal();
     let mut stderr = anstream::stderr();
     // Not `open`: the old index may be unreadable, and reindex does not need it.
-    let report = rlm_store::Store::reindex(&settings.dir, &mut |step| {
+    let report = rlm_store::Store::reindex_at(&settings.location, &mut |step| {
         if live {
             let _ = write!(
                 stderr,
@@ -30,7 +30,7 @@ pub fn run(global: &GlobalArgs, sources: &Sources, args: ReindexArgs) -> anyhow:
     .map_err(|err| {
         store_error(err).context(format!(
             "cannot rebuild the index of the store at {}",
-            settings.dir.display()
+            settings.location
         ))
     })?;
     if live {

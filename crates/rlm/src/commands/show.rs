@@ -12,7 +12,7 @@ use crate::output::{self, human_bytes};
 use crate::settings::{Sources, StoreSettings};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     let buffer = store.buffer(&args.buffer).map_err(store_error)?;
     let chunks = if args.chunks {
         Some(store.chunks_of(&buffer).map_err(store_error)?)

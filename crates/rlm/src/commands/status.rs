@@ -12,7 +12,7 @@ use crate::output::{self, human_bytes};
 use crate::settings::{Sources, StoreSettings};
 
 pub fn run(global: &GlobalArgs, sources: &Sources, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let store = StoreSettings::resolve(&args.location, sources).open_existing()?;
+    let store = StoreSettings::resolve(&args.location, sources)?.open_existing()?;
     let status = store.status().map_err(store_error)?;
     if global.json {
         output::print_json(&StatusRecord::Status(&status))?;

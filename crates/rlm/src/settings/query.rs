@@ -106,7 +106,7 @@ impl QuerySettings {
         Ok(Self {
             question: args.question.clone(),
             llm,
-            store: StoreSettings::resolve(&args.location, sources),
+            store: StoreSettings::resolve(&args.location, sources)?,
             options,
             prompts: sources.prompts_with_overrides(QueryPrompts::with_overrides_from)?,
             log_dir,

@@ -126,7 +126,7 @@ impl RunSettings {
             None => None,
             Some(dir) => {
                 let location = StoreLocation { store: dir.clone() };
-                Some(StoreSettings::resolve(&location, sources))
+                Some(StoreSettings::resolve(&location, sources)?)
             }
         };
         let contexts = match store {
@@ -353,7 +353,9 @@ mod tests {
         let store_dir = |args: &[&str], env: &[(&str, &str)]| {
             let settings = RunSettings::resolve(&run_args(args), &layout.sources(env)).unwrap();
             assert!(settings.contexts.is_empty());
-            settings.store.map(|store| store.dir)
+            settings
+                .store
+                .and_then(|store| store.dir().map(PathBuf::from))
         };
         assert_eq!(
             store_dir(&["--store", "q"], &[]),

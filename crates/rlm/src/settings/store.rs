@@ -7,44 +7,53 @@ use std::path::PathBuf;
 
 use rlm_context::chunk::ChunkOptions;
 use rlm_context::root::FileRoot;
-use rlm_store::{SearchRequest, Store, WalkOptions};
+use rlm_store::{PostgresLocation, SearchRequest, Store, WalkOptions};
 
-use super::{Sources, catalog};
+use super::{Sources, catalog, env};
 use crate::cli::{ChunkingArgs, LoadArgs, SearchArgs, StoreLocation};
 use crate::error::{CliError, input_error};
 
 /// Default store directory, relative to the current directory.
 pub const DEFAULT_STORE_DIR: &str = ".rlm";
 
-/// Where the store lives: `--store` > `RLM_STORE` > `.rlm` in the current directory.
+/// Where the store lives: `--store` > `RLM_STORE` > `.rlm` in the current directory; a
+/// directory, or a PostgreSQL URL (`postgres://USER@HOST/DATABASE?schema=NAME`) whose password
+/// comes from the URL, `PGPASSWORD` or the password file (`PGPASSFILE`, `~/.pgpass`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSettings {
-    pub dir: PathBuf,
+    pub location: rlm_store::StoreLocation,
     /// The root the store's files must resolve into (`rlm mcp --root`), if any.
     pub root: Option<FileRoot>,
 }
 
 impl StoreSettings {
-    pub fn resolve(location: &StoreLocation, sources: &Sources) -> Self {
+    pub fn resolve(location: &StoreLocation, sources: &Sources) -> anyhow::Result<Self> {
         // On the command line clap has already read RLM_STORE into `location.store`; the
         // lookup here gives other front ends the same precedence.
-        Self {
-            dir: catalog::STORE
-                .environment_path(location.store.clone(), sources)
-                .value,
-            root: sources.root().cloned(),
+        let value = catalog::STORE.environment_path(location.store.clone(), sources);
+        let mut location = rlm_store::StoreLocation::from_path(&value.value).map_err(|err| {
+            CliError::input(crate::error::store_error(err))
+                .with_hint(format!("set by {}", catalog::STORE.named_by(&value.origin)))
+        })?;
+        if let rlm_store::StoreLocation::Postgres(postgres) = &mut location {
+            add_password(postgres, sources);
         }
+        Ok(Self {
+            location,
+            root: sources.root().cloned(),
+        })
+    }
+
+    /// The store directory, for a local store.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.location.directory()
     }
 
     /// Opens the store, creating it if needed.
     pub fn open(&self) -> anyhow::Result<Store> {
-        let opened = match &self.root {
-            Some(root) => Store::open_within(&self.dir, root),
-            None => Store::open(&self.dir),
-        };
-        opened.map_err(|err| {
+        Store::open_at(&self.location, self.root.as_ref()).map_err(|err| {
             crate::error::store_error(err)
-                .context(format!("cannot open the store at {}", self.dir.display()))
+                .context(format!("cannot open the store at {}", self.location))
         })
     }
 
@@ -54,17 +63,45 @@ impl StoreSettings {
         self.open()
     }
 
-    /// An input error unless the directory holds a store (or what is left of one: a search
+    /// An input error unless the location holds a store (or what is left of one: a search
     /// index without its database is reported as damage when opened).
     pub fn require_existing(&self) -> anyhow::Result<()> {
-        if !self.dir.join("store.sqlite").is_file() && !self.dir.join("bm25/meta.json").is_file() {
+        let exists = Store::exists_at(&self.location).map_err(|err| {
+            crate::error::store_error(err)
+                .context(format!("cannot open the store at {}", self.location))
+        })?;
+        if !exists {
             return Err(
-                CliError::input(anyhow::anyhow!("no store at {}", self.dir.display()))
+                CliError::input(anyhow::anyhow!("no store at {}", self.location))
                     .with_hint("load something first with `rlm load PATH`, or pass --store DIR")
                     .into(),
             );
         }
         Ok(())
+    }
+}
+
+/// The password of a PostgreSQL store whose URL has none: `PGPASSWORD`, else the password
+/// file (`PGPASSFILE`, else `~/.pgpass`), as libpq finds them. None found is no error: the
+/// server may not ask for one.
+fn add_password(location: &mut PostgresLocation, sources: &Sources) {
+    if location.has_password() {
+        return;
+    }
+    if let Some(password) = sources.env().var(env::PGPASSWORD) {
+        location.set_password(password);
+        return;
+    }
+    let file = sources.env().path(env::PGPASSFILE).or_else(|| {
+        sources
+            .env()
+            .path(env::HOME)
+            .map(|home| home.join(".pgpass"))
+    });
+    if let Some(contents) = file.and_then(|file| std::fs::read_to_string(file).ok())
+        && let Some(password) = location.password_from_pgpass(&contents)
+    {
+        location.set_password(password);
     }
 }
 
@@ -115,13 +152,13 @@ pub struct LoadSettings {
 
 impl LoadSettings {
     pub fn resolve(args: &LoadArgs, sources: &Sources) -> anyhow::Result<Self> {
-        let store = StoreSettings::resolve(&args.location, sources);
+        let store = StoreSettings::resolve(&args.location, sources)?;
         let walk = WalkOptions {
             hidden: args.hidden,
             no_ignore: args.no_ignore,
             include: args.include.clone(),
             exclude: args.exclude.clone(),
-            skip: vec![store.dir.clone()],
+            skip: store.dir().map(PathBuf::from).into_iter().collect(),
         };
         Ok(Self {
             chunking: chunk_options(&args.chunking)?,
@@ -158,7 +195,7 @@ impl SearchSettings {
             return Err(input_error("--rrf-k must be a finite number ≥ 0").into());
         }
         Ok(Self {
-            store: StoreSettings::resolve(&args.location, sources),
+            store: StoreSettings::resolve(&args.location, sources)?,
             request: SearchRequest {
                 // Unquoted words are one query: `rlm search profile cache`.
                 query: args.query.join(" "),
@@ -184,20 +221,52 @@ mod tests {
         let location = |store: Option<&str>| StoreLocation {
             store: store.map(PathBuf::from),
         };
+        let dir = |location: &StoreLocation, sources: &Sources| -> Option<PathBuf> {
+            StoreSettings::resolve(location, sources)
+                .unwrap()
+                .dir()
+                .map(PathBuf::from)
+        };
         let sources = layout.sources(&[]);
-        assert_eq!(
-            StoreSettings::resolve(&location(None), &sources).dir,
-            PathBuf::from(".rlm")
-        );
+        assert_eq!(dir(&location(None), &sources), Some(PathBuf::from(".rlm")));
         let sources = layout.sources(&[("RLM_STORE", "/env/store")]);
         assert_eq!(
-            StoreSettings::resolve(&location(None), &sources).dir,
-            PathBuf::from("/env/store")
+            dir(&location(None), &sources),
+            Some(PathBuf::from("/env/store"))
         );
         assert_eq!(
-            StoreSettings::resolve(&location(Some("/flag")), &sources).dir,
-            PathBuf::from("/flag")
+            dir(&location(Some("/flag")), &sources),
+            Some(PathBuf::from("/flag"))
         );
+    }
+
+    #[test]
+    fn a_postgres_url_takes_its_password_from_the_environment_or_the_password_file() {
+        let layout = Layout::new(None, None);
+        let url = |password_env: &[(&str, &str)]| {
+            let location = StoreLocation {
+                store: Some(PathBuf::from("postgres://ann@db.example/team?schema=docs")),
+            };
+            let settings =
+                StoreSettings::resolve(&location, &layout.sources(password_env)).unwrap();
+            let rlm_store::StoreLocation::Postgres(postgres) = settings.location else {
+                panic!("{:?}", settings.location)
+            };
+            postgres
+        };
+        assert!(!url(&[]).has_password());
+        let with_env = url(&[("PGPASSWORD", "from-the-environment")]);
+        assert!(with_env.has_password());
+        assert!(!with_env.to_string().contains("from-the-environment"));
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "db.example:5432:team:ann:from-the-file\n").unwrap();
+        let path = file.path().to_str().unwrap();
+        assert!(url(&[("PGPASSFILE", path)]).has_password());
+        let bad = StoreLocation {
+            store: Some(PathBuf::from("postgres://db.example/team")),
+        };
+        let error = StoreSettings::resolve(&bad, &layout.sources(&[])).unwrap_err();
+        assert!(format!("{error:#}").contains("names no user"), "{error:#}");
     }
 
     #[test]
