@@ -15,7 +15,9 @@ use rlm_embed::{Embedder, ModelId};
 
 use crate::admin::StoreStatus;
 use crate::embed::{EmbedProgress, EmbeddingStatus};
-use crate::error::{Error, Result};
+#[cfg(not(feature = "postgres"))]
+use crate::error::Error;
+use crate::error::Result;
 use crate::grep::{GrepLine, GrepOptions, GrepSummary};
 use crate::load::{LoadEvent, LoadReport, Source};
 use crate::location::StoreLocation;

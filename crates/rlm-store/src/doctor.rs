@@ -348,7 +348,7 @@ fn writer_running(dir: &Path) -> bool {
 }
 
 /// An error and its causes on one line.
-fn describe(error: &dyn std::error::Error) -> String {
+pub(crate) fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(inner) = cause {

@@ -250,7 +250,9 @@ impl PostgresLocation {
             "user" => self.user = value,
             "dbname" => self.database = value,
             "password" => {
-                return Err("a password goes in PGPASSWORD or ~/.pgpass, not in a parameter".into());
+                return Err(
+                    "a password goes in PGPASSWORD or ~/.pgpass, not in a parameter".into(),
+                );
             }
             "connect_timeout" => {
                 self.connect_timeout =

@@ -25,8 +25,10 @@ use crate::error::{Error, Result};
 use crate::index::Bm25Writer;
 use crate::store::{BufferLimit, IndexProgress, LocalStore};
 use insert::{NewBuffer, StoredBuffer, insert_whole, remove_missing};
-use source::{Content, prepare, remove_stale_spools};
-use stream::{FileScan, Streaming, insert_streamed};
+use source::remove_stale_spools;
+pub(crate) use source::{Content, prepare};
+use stream::{FileScan, insert_streamed};
+pub(crate) use stream::{Streaming, for_each_piece};
 
 /// Checks a buffer size limit before any store is opened (`rlm load --max-file-size`): as
 /// [`Store::set_max_buffer_bytes`] will, against what this build's SQLite holds in one value.

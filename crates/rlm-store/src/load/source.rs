@@ -94,7 +94,7 @@ impl std::fmt::Debug for Source {
 }
 
 /// A source's text, whole in memory or still on disk.
-pub(super) enum Content {
+pub(crate) enum Content {
     Whole(String),
     /// A file checked by [`scan_file`], to be read again piece by piece.
     Streamed {
@@ -105,7 +105,7 @@ pub(super) enum Content {
 }
 
 /// A source ready to be stored.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub content: Content,
     /// Hex SHA-256 of the text.
     pub sha256: String,
@@ -139,7 +139,7 @@ impl Prepared {
 /// Reads or checks `source` so it can be stored: a big file (when the options allow streaming)
 /// is scanned in pieces, a reader's input is read whole or spooled to `spool_dir` if big, the
 /// rest is read whole. The inner `Err` is a reason to skip the source rather than fail the load.
-pub(super) fn prepare(
+pub(crate) fn prepare(
     source: &mut Source,
     options: &ChunkOptions,
     streaming: Streaming,

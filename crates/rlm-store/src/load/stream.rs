@@ -25,7 +25,7 @@ const STREAM_PIECE_BYTES: usize = 4 << 20;
 
 /// When and how to stream a file instead of reading it whole.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Streaming {
+pub(crate) struct Streaming {
     /// Files larger than this many bytes are streamed (when the chunk options allow it).
     pub above: u64,
     /// Bytes read at a time.
@@ -36,7 +36,7 @@ pub(super) struct Streaming {
 
 impl Streaming {
     /// Streams files over 16 MiB in 4 MiB pieces and skips sources over `limit`.
-    pub(super) fn within(limit: BufferLimit) -> Self {
+    pub(crate) fn within(limit: BufferLimit) -> Self {
         Self {
             above: STREAM_ABOVE_BYTES,
             piece: STREAM_PIECE_BYTES,
@@ -121,7 +121,7 @@ pub(super) fn scan_file(
 /// Reads `path` in pieces of about `piece` bytes and passes each as text, never splitting a
 /// character; invalid UTF-8 is replaced as a whole read replaces it. Returns what was replaced;
 /// the inner `Err` says the file is binary (or why `each` broke off).
-fn for_each_piece(
+pub(crate) fn for_each_piece(
     path: &Path,
     piece: usize,
     each: &mut dyn FnMut(&str) -> Result<ControlFlow<String>>,
