@@ -39,6 +39,10 @@ pub struct Store {
 }
 
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a process holds a store or two; the local store, the common case, stays inline"
+)]
 enum Backend {
     Local(LocalStore),
     #[cfg(feature = "postgres")]

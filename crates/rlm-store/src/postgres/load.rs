@@ -165,10 +165,6 @@ fn remove(
     }))
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "the load's steps per source, in order"
-)]
 fn write_sources(
     transaction: &mut Transaction<'_>,
     writer: &mut Writer,
@@ -471,7 +467,7 @@ pub(super) struct Writer {
     schema: String,
     segments: Vec<SegmentRow>,
     chunks: Vec<ChunkRow>,
-    postings: Vec<(String, i64, i32, i32, Vec<i32>, Vec<i32>)>,
+    postings: Vec<PostingRow>,
     bytes: usize,
     /// Chunks and tokens added (less those removed) by this transaction.
     documents: i64,
@@ -482,6 +478,9 @@ pub(super) struct Writer {
 /// Buffer id, start, first line, text (or the bytes, when they hold a NUL), and whether it
 /// ends inside a line.
 type SegmentRow = (i64, i64, i64, Option<String>, Option<Vec<u8>>, bool);
+
+/// Term, buffer id, block, chunks, and the chunks' sequence numbers and packed frequencies.
+type PostingRow = (String, i64, i32, i32, Vec<i32>, Vec<i32>);
 
 struct ChunkRow {
     buffer_id: i64,
