@@ -355,6 +355,26 @@ impl Store {
     }
 }
 
+/// What only `rlm store copy` needs of a backend.
+impl Store {
+    pub(crate) fn stored_options(&self, buffer_id: i64) -> Result<String> {
+        dispatch!(&self.backend, store => store.stored_options(buffer_id))
+    }
+
+    pub(crate) fn raw_vectors(&self, chunk_ids: &[i64]) -> Result<Vec<(i64, Vec<u8>)>> {
+        dispatch!(&self.backend, store => store.raw_vectors(chunk_ids))
+    }
+
+    pub(crate) fn put_vectors(
+        &mut self,
+        model: &str,
+        dimension: usize,
+        vectors: &[(i64, Vec<u8>)],
+    ) -> Result<()> {
+        dispatch!(&mut self.backend, store => store.put_vectors(model, dimension, vectors))
+    }
+}
+
 #[cfg(not(feature = "postgres"))]
 fn missing_backend(location: &StoreLocation) -> Error {
     Error::BackendMissing {

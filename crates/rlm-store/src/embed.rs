@@ -120,6 +120,62 @@ impl LocalStore {
         Ok(state)
     }
 
+    /// The chunk options a buffer was loaded with, as stored (JSON).
+    pub(crate) fn stored_options(&self, buffer_id: i64) -> Result<String> {
+        Ok(self.connection.query_row(
+            "SELECT chunk_options FROM buffers WHERE id = ?1",
+            [buffer_id],
+            |row| row.get(0),
+        )?)
+    }
+
+    /// The stored vectors (`f32` bytes) of those of `chunk_ids` that have one.
+    pub(crate) fn raw_vectors(&self, chunk_ids: &[i64]) -> Result<Vec<(i64, Vec<u8>)>> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT vector FROM embeddings WHERE chunk_id = ?1")?;
+        let mut vectors = Vec::new();
+        for &id in chunk_ids {
+            if let Some(bytes) = statement
+                .query_row([id], |row| row.get::<_, Vec<u8>>(0))
+                .optional()?
+            {
+                vectors.push((id, bytes));
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// Stores vectors computed elsewhere (`rlm store copy`) as model `model`'s, in one
+    /// transaction, and writes the vector file again.
+    pub(crate) fn put_vectors(
+        &mut self,
+        model: &str,
+        dimension: usize,
+        vectors: &[(i64, Vec<u8>)],
+    ) -> Result<()> {
+        let _lock = self.write_lock()?;
+        let transaction = self.connection.transaction()?;
+        transaction.execute(
+            "INSERT OR IGNORE INTO embedding_model (id, model_id, dimension) VALUES (1, ?1, ?2)",
+            params![model, dimension as i64],
+        )?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO embeddings (chunk_id, vector) VALUES (?1, ?2)
+                 ON CONFLICT (chunk_id) DO UPDATE SET vector = excluded.vector",
+            )?;
+            for (id, bytes) in vectors {
+                insert.execute(params![id, bytes])?;
+            }
+        }
+        transaction.commit()?;
+        if let Err(error) = vector_file::write(&self.dir, &self.connection, dimension) {
+            tracing::warn!(%error, "the quantised vector file was not written");
+        }
+        Ok(())
+    }
+
     /// The model the stored vectors come from, if any vectors were ever computed.
     pub fn embedding_model(&self) -> Result<Option<ModelId>> {
         Ok(self

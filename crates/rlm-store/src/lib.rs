@@ -29,6 +29,7 @@
 
 mod admin;
 mod backend;
+mod copy;
 mod doctor;
 mod document_queue;
 mod embed;
@@ -59,6 +60,7 @@ mod vector_file;
 
 pub use admin::StoreStatus;
 pub use backend::Store;
+pub use copy::CopyReport;
 pub use doctor::{Check, diagnose, diagnose_at};
 pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};

@@ -720,3 +720,80 @@ fn without_pgvector_semantic_search_scans_and_says_so_and_bm25_works() {
         .batch_execute("DROP DATABASE rlm_novector WITH (FORCE)")
         .unwrap();
 }
+
+#[test]
+fn a_store_copied_to_postgres_and_back_answers_as_the_original() {
+    let Some(url) = server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut original = Store::open(dir.path().join("original")).unwrap();
+    let options = ChunkOptions {
+        size: 250,
+        ..ChunkOptions::default()
+    };
+    original
+        .load(corpus(&dir.path().join("files")), &options, &mut keep_going)
+        .unwrap();
+    let embedder = embedder();
+    original
+        .embed(&embedder, false, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    let mut shared = Store::open_at(&location(&url, "copy"), None).unwrap();
+    let mut batches = 0;
+    let report = original
+        .copy_into(&mut shared, &mut |_, _| {
+            batches += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let status = original.status().unwrap();
+    assert_eq!(
+        (report.copied, report.chunks, report.vectors, batches),
+        (status.buffers, status.chunks, status.embedded_chunks, 1)
+    );
+    let mut back = Store::open(dir.path().join("back")).unwrap();
+    shared
+        .copy_into(&mut back, &mut |_, _| ControlFlow::Continue(()))
+        .unwrap();
+    // A copy numbers its buffers and chunks anew, in name order.
+    let without_ids = |store: &Store| -> Vec<serde_json::Value> {
+        let mut listed = listing(store);
+        for buffer in &mut listed {
+            buffer.as_object_mut().unwrap().remove("id");
+        }
+        listed
+    };
+    // Its chunks tie as the original's do, but ties go by chunk id: hits compared as sets.
+    let ties_aside = |store: &Store, mode: SearchMode, query: &str| -> Vec<String> {
+        let request = SearchRequest {
+            mode,
+            limit: 50,
+            ..SearchRequest::new(query)
+        };
+        let mut hits: Vec<String> = searched(store, &request, Some(&embedder))
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        hits.sort();
+        hits
+    };
+    for copy in [&shared, &back] {
+        assert_eq!(without_ids(&original), without_ids(copy));
+        for query in QUERIES {
+            for mode in [SearchMode::Bm25, SearchMode::Semantic] {
+                assert_eq!(
+                    ties_aside(&original, mode, query),
+                    ties_aside(copy, mode, query),
+                    "{mode:?} {query}"
+                );
+            }
+        }
+        compare_greps(&original, copy);
+    }
+    // Copying again finds every buffer there already.
+    let again = original
+        .copy_into(&mut shared, &mut |_, _| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!((again.copied, again.unchanged), (0, status.buffers));
+}

@@ -41,6 +41,16 @@ pub enum Source {
         /// The content.
         text: String,
     },
+    /// A buffer's text read from another store, with the path it was loaded from
+    /// ([`Store::copy_into`](crate::Store::copy_into)).
+    Stored {
+        /// The buffer name.
+        name: String,
+        /// The absolute path of the file it was first loaded from, if any.
+        path: Option<String>,
+        /// The content.
+        text: String,
+    },
 }
 
 impl Source {
@@ -57,16 +67,20 @@ impl Source {
     /// The buffer name this source is stored under.
     pub fn name(&self) -> &str {
         match self {
-            Self::File { name, .. } | Self::Reader { name, .. } | Self::Text { name, .. } => name,
+            Self::File { name, .. }
+            | Self::Reader { name, .. }
+            | Self::Text { name, .. }
+            | Self::Stored { name, .. } => name,
         }
     }
 
     /// Stores the source under another name.
     pub fn rename(&mut self, new_name: impl Into<String>) {
         match self {
-            Self::File { name, .. } | Self::Reader { name, .. } | Self::Text { name, .. } => {
-                *name = new_name.into()
-            }
+            Self::File { name, .. }
+            | Self::Reader { name, .. }
+            | Self::Text { name, .. }
+            | Self::Stored { name, .. } => *name = new_name.into(),
         }
     }
 }
@@ -87,6 +101,12 @@ impl std::fmt::Debug for Source {
             Self::Text { name, text } => f
                 .debug_struct("Text")
                 .field("name", name)
+                .field("bytes", &text.len())
+                .finish(),
+            Self::Stored { name, path, text } => f
+                .debug_struct("Stored")
+                .field("name", name)
+                .field("path", path)
                 .field("bytes", &text.len())
                 .finish(),
         }
@@ -148,7 +168,7 @@ pub(crate) fn prepare(
     let streams = StreamChunker::supports(options);
     let limit = streaming.limit;
     match source {
-        Source::Text { text, .. } => {
+        Source::Text { text, .. } | Source::Stored { text, .. } => {
             let text = std::mem::take(text);
             Ok(Ok(Prepared::whole((text, Replacements::default()))))
         }

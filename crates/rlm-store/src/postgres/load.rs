@@ -233,6 +233,7 @@ fn write_sources(
             Source::File { path, .. } => std::path::absolute(path)
                 .ok()
                 .map(|path| path.to_string_lossy().into_owned()),
+            Source::Stored { path, .. } => path.clone(),
             _ => None,
         };
         let buffer = NewBuffer {

@@ -133,6 +133,69 @@ impl PostgresStore {
         Ok(state)
     }
 
+    /// The chunk options a buffer was loaded with, as stored (JSON).
+    pub(crate) fn stored_options(&self, buffer_id: i64) -> Result<String> {
+        let rows = self.rows(
+            "read a buffer's chunk options",
+            "SELECT chunk_options FROM buffers WHERE id = $1",
+            &[&buffer_id],
+        )?;
+        rows.first()
+            .map(|row| row.get(0))
+            .ok_or_else(|| Error::UnknownBuffer(buffer_id.to_string()))
+    }
+
+    /// The stored vectors (`f32` bytes) of those of `chunk_ids` that have one.
+    pub(crate) fn raw_vectors(&self, chunk_ids: &[i64]) -> Result<Vec<(i64, Vec<u8>)>> {
+        let rows = self.rows(
+            "read vectors",
+            "SELECT chunk_id, vector FROM embeddings WHERE chunk_id = ANY($1) ORDER BY chunk_id",
+            &[&chunk_ids],
+        )?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+
+    /// Stores vectors computed elsewhere (`rlm store copy`) as model `model`'s.
+    pub(crate) fn put_vectors(
+        &mut self,
+        model: &str,
+        dimension: usize,
+        vectors: &[(i64, Vec<u8>)],
+    ) -> Result<()> {
+        self.set_model(model, dimension as i32)?;
+        let ids: Vec<i64> = vectors.iter().map(|(id, _)| *id).collect();
+        let bytes: Vec<&[u8]> = vectors.iter().map(|(_, bytes)| bytes.as_slice()).collect();
+        let failed = self.failed("store vectors");
+        let mut client = self.client()?;
+        let written = if self.pgvector {
+            let literals = vectors
+                .iter()
+                .map(|(_, bytes)| vector_from_bytes(bytes, dimension).map(|v| vector_literal(&v)))
+                .collect::<rlm_embed::Result<Vec<String>>>()?;
+            client.execute(
+                "INSERT INTO embeddings (chunk_id, vector, embedding)
+                 SELECT id, bytes, text::vector FROM unnest($1::bigint[], $2::bytea[], $3::text[])
+                     AS v(id, bytes, text)
+                 ON CONFLICT (chunk_id) DO UPDATE
+                     SET vector = excluded.vector, embedding = excluded.embedding",
+                &[&ids, &bytes, &literals],
+            )
+        } else {
+            client.execute(
+                "INSERT INTO embeddings (chunk_id, vector)
+                 SELECT id, bytes FROM unnest($1::bigint[], $2::bytea[]) AS v(id, bytes)
+                 ON CONFLICT (chunk_id) DO UPDATE SET vector = excluded.vector",
+                &[&ids, &bytes],
+            )
+        };
+        written.map_err(failed)?;
+        drop(client);
+        if self.pgvector {
+            self.vector_index()?;
+        }
+        Ok(())
+    }
+
     /// Drops every vector and the model, under the store's exclusive lock.
     fn reset_vectors(&self) -> Result<()> {
         let schema = self.location.schema.clone();

@@ -39,7 +39,7 @@ pub use query::QueryArgs;
 pub use run::{LoopArgs, RunArgs};
 pub use store::{
     ChunkArgs, ChunkingArgs, DeleteArgs, DoctorArgs, EmbedArgs, GrepArgs, ListArgs, LoadArgs,
-    PeekArgs, ReindexArgs, SearchArgs, ShowArgs, StatusArgs, StoreLocation,
+    PeekArgs, ReindexArgs, SearchArgs, ShowArgs, StatusArgs, StoreAction, StoreArgs, StoreLocation,
 };
 pub use view::ViewArgs;
 
@@ -125,6 +125,8 @@ pub enum Command {
     /// Rebuild the BM25 index from the stored text (and missing vectors, when the model is
     /// available).
     Reindex(ReindexArgs),
+    /// Move a store between a directory and PostgreSQL (`rlm store copy SRC DST`).
+    Store(StoreArgs),
     /// Import, list and remove embedding models (offline; from directories or wheels).
     Models(ModelsArgs),
     /// Compute embeddings for stored chunks that have none.

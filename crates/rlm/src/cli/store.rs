@@ -10,8 +10,9 @@ use rlm_store::SearchMode;
 /// Where the store lives.
 #[derive(Debug, Args)]
 pub struct StoreLocation {
-    /// Store directory (default: .rlm in the current directory).
-    #[arg(long, env = crate::settings::env::RLM_STORE, value_name = "DIR")]
+    /// Store directory, or a PostgreSQL URL `postgres://USER@HOST/DATABASE?schema=NAME`
+    /// (default: .rlm in the current directory).
+    #[arg(long, env = crate::settings::env::RLM_STORE, value_name = "DIR|URL")]
     pub store: Option<PathBuf>,
 }
 
@@ -240,4 +241,27 @@ pub struct EmbedArgs {
 fn parse_file_size(text: &str) -> Result<u64, String> {
     let bytes = crate::settings::size::parse_size(text)?;
     Ok(u64::try_from(bytes).unwrap_or(u64::MAX))
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    pub action: StoreAction,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum StoreAction {
+    /// Copy every buffer (with its chunk options, path and vectors) from one store to another,
+    /// a directory or a PostgreSQL URL either way; buffers already there unchanged are skipped.
+    Copy(StoreCopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreCopyArgs {
+    /// The store to copy from: a directory or a PostgreSQL URL.
+    #[arg(value_name = "SOURCE")]
+    pub source: PathBuf,
+    /// The store to copy into (created when missing): a directory or a PostgreSQL URL.
+    #[arg(value_name = "DESTINATION")]
+    pub destination: PathBuf,
 }

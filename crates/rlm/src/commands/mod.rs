@@ -27,6 +27,7 @@ pub(crate) mod search;
 mod sessions;
 mod show;
 mod status;
+mod store_copy;
 mod view;
 
 use std::io::Write as _;
@@ -97,6 +98,7 @@ pub fn dispatch_with(cli: Cli, sources: Sources) -> anyhow::Result<ExitCode> {
         Command::Status(args) => status::run(&global, sources, args),
         Command::Doctor(args) => doctor::run(&global, sources, args),
         Command::Reindex(args) => reindex::run(&global, sources, args),
+        Command::Store(args) => store_copy::run(&global, sources, args),
         Command::Models(args) => models::run(&global, sources, args),
         Command::Embed(args) => embed::run(&global, sources, args),
         Command::Run(args) => run::run(&global, sources, args),

@@ -19,6 +19,7 @@ mod mcp_root;
 mod mcp_sampling;
 mod models;
 mod output;
+mod postgres;
 mod prompt;
 mod prompt_window;
 mod query;
