@@ -295,6 +295,20 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         E::IndexDamaged { .. } | E::IndexOutOfStep { .. } => AppError::failed(err)
             .with_hint("rebuild the index from the stored text with `rlm reindex` (`rlm doctor` checks the whole store)")
             .into(),
+        E::NoStore { .. } => AppError::input(err)
+            .with_hint("load something first with `rlm load PATH`, or pass --store DIR|URL")
+            .into(),
+        E::InvalidLocation { .. } | E::BackendMissing { .. } => AppError::input(err).into(),
+        #[cfg(feature = "postgres")]
+        E::Postgres { ref source, .. } => {
+            let hint = if source.is_connection_lost() {
+                "nothing of the interrupted write was stored; run the same command again once the \
+                 server is back"
+            } else {
+                "`rlm doctor --store URL` checks the connection, the schema and the extensions"
+            };
+            AppError::failed(err).with_hint(hint).into()
+        }
         E::ModelMismatch { .. } => AppError::input(err)
             .with_hint("re-embed everything with `rlm embed --reset`, or pass the stored model with --model")
             .into(),

@@ -29,6 +29,8 @@ pub enum Event<'a> {
     },
     /// The BM25 index rebuilt so far (`reindex`).
     Indexing(rlm_store::IndexProgress),
+    /// Buffers copied so far (`store copy`).
+    Copying { done: u64, total: u64 },
     /// Vectors computed so far (`embed`, and `load` when it embeds).
     Embedding(rlm_store::EmbedProgress),
     /// Vectors done: how many and how long it took.

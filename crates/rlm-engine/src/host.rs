@@ -196,6 +196,13 @@ impl RunScope {
         Ok(())
     }
 
+    /// Takes back [`Self::admit`] for a sub-call refused before it was sent (its budget ran
+    /// out while it waited for a slot): not counted, as one refused at admission is not.
+    fn withdraw(&self, kind: SubcallKind) {
+        self.account.unrecord_subcall();
+        self.finish(kind, true);
+    }
+
     fn finish(&self, kind: SubcallKind, failed: bool) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.emit(&Event::SubcallFinished {
@@ -207,8 +214,9 @@ impl RunScope {
     }
 
     /// One `llm_query`. Everything up to the send runs before the first `.await`, so the
-    /// items of a batch are admitted in order; the reservation is released if the future is
-    /// dropped.
+    /// items of a batch are admitted in order; the client asks the reservation again before
+    /// it sends (a batch's later items wait for slots, and the budget may run out meanwhile)
+    /// and settles it; it is released if the future is dropped.
     async fn plain_call(
         &self,
         prompt: String,
@@ -238,18 +246,21 @@ impl RunScope {
         let started = Instant::now();
         let reply = crate::run::until(
             self.account.deadline(),
-            self.shared.client.complete(&request),
+            self.shared.client.complete(&request, reservation),
         )
         .await;
         let mut totals = UsageReport::default();
         let result = match reply {
             None => Err("timed out: the run's time budget is spent".to_owned()),
-            Some(Err(err)) => {
-                reservation.fail(&model, started.elapsed(), 0);
-                Err(error_chain(&err))
+            Some(Err(refused @ rlm_llm::Error::BudgetExhausted { .. })) => {
+                // Admitted, then refused before it was sent: nothing to log.
+                self.withdraw(SubcallKind::LlmQuery);
+                return Err(SubcallError::Refused(format!(
+                    "llm_query refused: {refused}"
+                )));
             }
+            Some(Err(err)) => Err(error_chain(&err)),
             Some(Ok(reply)) => {
-                reservation.settle(&model, &reply);
                 totals.add(&model, &reply);
                 Ok(reply.text)
             }

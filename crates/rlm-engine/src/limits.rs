@@ -134,6 +134,13 @@ impl RunAccount {
         }
     }
 
+    /// Takes back one [`Self::record_subcall`] here and in every ancestor.
+    pub fn unrecord_subcall(&self) {
+        for account in self.path() {
+            account.subcalls.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// The first exhausted limit on the path from here to the root, if any.
     pub fn exhausted(&self) -> Option<Exhausted> {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {

@@ -7,7 +7,7 @@ use std::fmt;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use rlm_llm::{ChatRequest, ChatResponse, LlmClient, Price};
+use rlm_llm::{ChatRequest, ChatResponse, LlmClient, Price, Reservation};
 
 /// Sends chat completions to a model.
 ///
@@ -16,10 +16,17 @@ use rlm_llm::{ChatRequest, ChatResponse, LlmClient, Price};
 /// them. Errors keep their [`rlm_llm::ErrorKind`], which the caller maps to what a user
 /// should do. Dropping the returned future cancels the call.
 pub trait ModelClient: Send + Sync + fmt::Debug {
-    /// Runs one completion.
+    /// Runs one completion that the engine has admitted under the run's budget with
+    /// `reservation`. The client asks it again right before anything is sent — after any wait
+    /// for a concurrency slot and before each retry ([`Reservation::check_send`]) — and
+    /// refuses with [`rlm_llm::Error::BudgetExhausted`], sending nothing, when the budget has
+    /// run out meanwhile. It settles the reservation with the reply under `request.model`
+    /// (fails it with a failed call) before a call waiting behind this one may be sent;
+    /// dropping the future releases it.
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,
+        reservation: Reservation,
     ) -> BoxFuture<'a, Result<ChatResponse, rlm_llm::Error>>;
 
     /// The price of `model`, if known: the engine reserves a call's worst-case cost against
@@ -39,8 +46,9 @@ impl ModelClient for LlmClient {
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,
+        reservation: Reservation,
     ) -> BoxFuture<'a, Result<ChatResponse, rlm_llm::Error>> {
-        self.chat(request).boxed()
+        self.chat_reserved(request, reservation).boxed()
     }
 
     fn price(&self, model: &str) -> Option<Price> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use rlm_llm::{ChatRequest, ChatResponse, Message, Price, Usage};
+use rlm_llm::{ChatRequest, ChatResponse, Message, Price, Reservation, Usage};
 use serde_json::Value;
 
 use crate::model::ModelClient;
@@ -114,7 +114,12 @@ impl ModelClient for ScriptedModel {
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,
+        reservation: Reservation,
     ) -> BoxFuture<'a, Result<ChatResponse, rlm_llm::Error>> {
+        // As the real client: asked before the send, settled with the reply.
+        if let Err(refused) = reservation.check_send() {
+            return async move { Err(refused) }.boxed();
+        }
         let transcript = request.transcript();
         let queued = self
             .queues
@@ -131,14 +136,22 @@ impl ModelClient for ScriptedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((request.model.clone(), transcript));
-        let reply =
-            text.map(|text| self.reply(request, text))
-                .ok_or_else(|| rlm_llm::Error::Status {
+        let reply = match text {
+            Some(text) => {
+                let reply = self.reply(request, text);
+                reservation.settle(&request.model, &reply);
+                Ok(reply)
+            }
+            None => {
+                reservation.fail(&request.model, Duration::ZERO, 0);
+                Err(rlm_llm::Error::Status {
                     provider: "scripted".to_owned(),
                     model: request.model.clone(),
                     status: 404,
                     message: "no scripted reply".to_owned(),
-                });
+                })
+            }
+        };
         async move { reply }.boxed()
     }
 

@@ -13,11 +13,12 @@ use std::time::Instant;
 
 use futures::future::BoxFuture;
 
+use crate::admission::Admission;
 use crate::capabilities::{self, ModelCapabilities};
 use crate::client::{BackendSlot, LlmClient};
 use crate::error::{Error, Result};
 use crate::provider::ModelRef;
-use crate::usage::{ESTIMATE_BYTES_PER_TOKEN, Price, Reservation};
+use crate::usage::{ESTIMATE_BYTES_PER_TOKEN, Price};
 use crate::{ChatRequest, ChatResponse, Usage};
 
 /// A provider that answers requests itself rather than over HTTP.
@@ -98,19 +99,29 @@ impl LlmClient {
         slot: &BackendSlot,
         model_ref: &ModelRef,
         request: &ChatRequest,
-        reservation: Reservation,
+        admission: Admission,
         started: Instant,
         on_text: Option<&mut (dyn FnMut(&str) + Send)>,
     ) -> Result<ChatResponse> {
         let label = model_ref.to_string();
         let price = slot.backend.price(&model_ref.model);
+        let permit = match self.backend_permit(slot, model_ref).await {
+            Ok(permit) => permit,
+            Err(error) => {
+                admission.fail(&label, started.elapsed(), 0);
+                return Err(error);
+            }
+        };
+        // After the wait for the slot: a budget that ran out meanwhile sends nothing, and
+        // the holds are released (nothing was asked).
+        admission.check_send()?;
         let answered = self.ask_backend(slot, model_ref, request).await;
         let latency = started.elapsed();
         let mut reply = match answered {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::debug!(error = %error, "model call failed");
-                reservation.fail(&label, latency, 0);
+                admission.fail(&label, latency, 0);
                 return Err(error);
             }
         };
@@ -142,13 +153,43 @@ impl LlmClient {
             retries: 0,
             replayed: false,
         };
-        reservation.settle(&response.model, &response);
+        admission.settle(&response);
+        // The next call waiting for this backend sees this one counted.
+        drop(permit);
         let mut resolved = request.clone();
         resolved.model.clone_from(&response.model);
         self.record(resolved, format!("{}:", model_ref.provider), &[], &response);
         Ok(response)
     }
 
+    /// A slot of the backend's limiter, waited for until the deadline at most.
+    async fn backend_permit<'slot>(
+        &self,
+        slot: &'slot BackendSlot,
+        model_ref: &ModelRef,
+    ) -> Result<tokio::sync::SemaphorePermit<'slot>> {
+        let remaining = self.remaining(model_ref)?;
+        tokio::time::timeout(remaining, slot.limiter.acquire())
+            .await
+            .map_err(|_| Error::DeadlineExceeded {
+                model: model_ref.to_string(),
+            })?
+            .map_err(|_| Error::Config("limiter closed".to_owned()))
+    }
+
+    /// Time left before the deadline (`Duration::MAX` without one).
+    fn remaining(&self, model_ref: &ModelRef) -> Result<std::time::Duration> {
+        match self.deadline {
+            Some(deadline) => deadline
+                .checked_duration_since(Instant::now())
+                .ok_or_else(|| Error::DeadlineExceeded {
+                    model: model_ref.to_string(),
+                }),
+            None => Ok(std::time::Duration::MAX),
+        }
+    }
+
+    /// Asks the backend, holding a slot of its limiter.
     async fn ask_backend(
         &self,
         slot: &BackendSlot,
@@ -166,19 +207,9 @@ impl LlmClient {
         let deadline_error = || Error::DeadlineExceeded {
             model: model_ref.to_string(),
         };
-        let remaining = |deadline: Option<Instant>| match deadline {
-            Some(deadline) => deadline
-                .checked_duration_since(Instant::now())
-                .ok_or_else(deadline_error),
-            None => Ok(std::time::Duration::MAX),
-        };
-        let permit = tokio::time::timeout(remaining(self.deadline)?, slot.limiter.acquire())
-            .await
-            .map_err(|_| deadline_error())?
-            .map_err(|_| Error::Config("limiter closed".to_owned()))?;
         let timeout = self.shared.request_timeout;
-        let limit = timeout.min(remaining(self.deadline)?);
-        let answer = tokio::time::timeout(limit, slot.backend.complete(request, &model_ref.model))
+        let limit = timeout.min(self.remaining(model_ref)?);
+        tokio::time::timeout(limit, slot.backend.complete(request, &model_ref.model))
             .await
             .map_err(|_| {
                 if self
@@ -194,9 +225,7 @@ impl LlmClient {
                         kind: crate::ErrorKind::Transient,
                     }
                 }
-            })?;
-        drop(permit);
-        answer
+            })?
     }
 }
 

@@ -6,13 +6,16 @@ use futures::StreamExt as _;
 use reqwest::header::HeaderMap;
 use tracing::{debug, warn};
 
+use crate::admission::Admission;
 use crate::capabilities::{self, ModelCapabilities, Rejected, StopCutter};
 use crate::cassette::{self, CassetteEntry, REDACTED};
 use crate::client::{LlmClient, ProviderSlot};
 use crate::error::{Error, Result};
+use crate::limiter::Permit;
 use crate::provider::{ModelRef, ProviderKind};
 use crate::retry::is_retryable_status;
 use crate::sse::SseParser;
+use crate::usage::Reservation;
 use crate::wire::{self, EventError, Parsed, StreamDecoder, Wire};
 use crate::{ChatRequest, ChatResponse};
 
@@ -137,6 +140,7 @@ impl LlmClient {
         &self,
         request: &ChatRequest,
         mut on_text: TextSink<'_>,
+        caller: Option<Reservation>,
     ) -> Result<ChatResponse> {
         let started = Instant::now();
         let model_ref = self.resolve(&request.model)?;
@@ -145,6 +149,7 @@ impl LlmClient {
         let reservation = self
             .ledger
             .reserve(crate::usage::Estimate::of(request, price.as_ref()))?;
+        let admission = Admission::new(reservation, caller, request);
         // The request as a recording keys it: built only to replay or record.
         let resolved = |model: &str| {
             let mut resolved = request.clone();
@@ -162,13 +167,13 @@ impl LlmClient {
             response.retries = 0;
             response.latency = started.elapsed();
             response.cost_usd = price.map(|p| p.cost(&response.usage));
-            reservation.settle(&model_label, &response);
+            admission.settle(&response);
             return Ok(response);
         }
 
         if let Some(backend) = self.backend_slot(&model_ref) {
             return self
-                .execute_backend(backend, &model_ref, request, reservation, started, on_text)
+                .execute_backend(backend, &model_ref, request, admission, started, on_text)
                 .await;
         }
         let slot = self.slot(&model_ref, &request.model)?;
@@ -180,85 +185,33 @@ impl LlmClient {
         {
             slot.limiter.server_reported(slots);
         }
-        // Streamed even without a caller's sink, so the idle timeout, not one total timeout,
-        // bounds an answer in progress.
-        let stream = on_text.is_some() || self.shared.stream;
-        let kind = slot.config.kind;
-        let mut capabilities = self.capabilities_of(&model_ref);
-        let prompt_cache = self.shared.prompt_cache;
-        let plan_for = |capabilities| {
-            Plan::new(
-                kind,
-                request,
-                &model_ref.model,
-                stream,
-                capabilities,
-                prompt_cache,
-            )
-        };
-        let mut plan = plan_for(capabilities)?;
-        // A refused parameter never changes the endpoint, so the URL holds for every attempt.
-        let endpoint = slot.endpoints.get(slot, plan.wire)?;
-
-        let mut retries = 0u32;
-        let outcome = loop {
-            let mut emitted = false;
-            let attempt = self
-                .attempt(
-                    slot,
-                    &model_ref,
-                    endpoint,
-                    &plan,
-                    &mut on_text,
-                    &mut emitted,
-                )
-                .await;
-            match attempt {
-                Ok(parsed) => break Ok(parsed),
-                Err(failed) => {
-                    if let Some(rejected) = failed.rejected
-                        && (rejected != Rejected::JsonSchema || plan.sends_schema)
-                        && let Some(corrected) = capabilities.without(rejected)
-                    {
-                        // Once per parameter: `without` refuses a change already made.
-                        debug!(
-                            model = %model_label,
-                            ?rejected,
-                            "the provider refused a parameter; sending the request without it"
-                        );
-                        self.learn(&model_ref, corrected);
-                        capabilities = corrected;
-                        plan = plan_for(capabilities)?;
-                        continue;
-                    }
-                    let can_retry =
-                        failed.retryable && !emitted && retries < self.shared.retry.max_retries;
-                    if !can_retry {
-                        break Err(failed.error);
-                    }
-                    let delay = self.shared.retry.delay(retries, failed.headers.as_ref());
-                    if let Some(deadline) = self.deadline
-                        && Instant::now() + delay >= deadline
-                    {
-                        break Err(Error::DeadlineExceeded {
-                            model: model_label.clone(),
-                        });
-                    }
-                    debug!(error = %failed.error, ?delay, retry = retries + 1, "retrying");
-                    tokio::time::sleep(delay).await;
-                    retries += 1;
-                }
-            }
-        };
+        let sent = self
+            .send(slot, &model_ref, request, &admission, &mut on_text)
+            .await?;
         let latency = started.elapsed();
-        let mut parsed = match outcome {
-            Ok(parsed) => parsed,
-            Err(error) => {
+        let (answered, endpoint, retries) = match sent {
+            Sent::Answered {
+                answered,
+                endpoint,
+                retries,
+            } => (answered, endpoint, retries),
+            Sent::Failed { error, retries } => {
                 debug!(error = %error, retries, "model call failed");
-                reservation.fail(&model_label, latency, retries);
+                admission.fail(&model_label, latency, retries);
+                return Err(error);
+            }
+            // Nothing went out: the holds are released, nothing is counted.
+            Sent::Refused { error, retries: 0 } => return Err(error),
+            Sent::Refused { error, retries } => {
+                admission.fail(&model_label, latency, retries);
                 return Err(error);
             }
         };
+        let Answered {
+            mut parsed,
+            permit,
+            first_token,
+        } = answered;
         if request.json {
             wire::clean_json_answer(slot.config.kind, &mut parsed.text);
         }
@@ -284,7 +237,11 @@ impl LlmClient {
             retries,
             replayed: false,
         };
-        reservation.settle(&response.model, &response);
+        admission.settle(&response);
+        // Only now may the next call waiting for this provider go out (a slot returned, or
+        // one the adaptive limit adds): it sees this reply counted, an over-report included.
+        slot.limiter.succeeded(first_token);
+        drop(permit);
         if self.shared.recorder.is_some() {
             self.record(
                 resolved(&response.model),
@@ -294,6 +251,115 @@ impl LlmClient {
             );
         }
         Ok(response)
+    }
+
+    /// The attempts of one call to an HTTP provider: each waits for a slot of the limiter,
+    /// asks `admission` whether it may still go out, and is retried as the failure allows
+    /// (a refused parameter is left out once). Errors before anything is sent (a bad
+    /// endpoint) are returned as such.
+    async fn send<'slot>(
+        &self,
+        slot: &'slot ProviderSlot,
+        model_ref: &ModelRef,
+        request: &ChatRequest,
+        admission: &Admission,
+        on_text: &mut TextSink<'_>,
+    ) -> Result<Sent<'slot>> {
+        // Streamed even without a caller's sink, so the idle timeout, not one total timeout,
+        // bounds an answer in progress.
+        let stream = on_text.is_some() || self.shared.stream;
+        let kind = slot.config.kind;
+        let mut capabilities = self.capabilities_of(model_ref);
+        let prompt_cache = self.shared.prompt_cache;
+        let plan_for = |capabilities| {
+            Plan::new(
+                kind,
+                request,
+                &model_ref.model,
+                stream,
+                capabilities,
+                prompt_cache,
+            )
+        };
+        let mut plan = plan_for(capabilities)?;
+        // A refused parameter never changes the endpoint, so the URL holds for every attempt.
+        let endpoint = slot.endpoints.get(slot, plan.wire)?;
+        let mut retries = 0u32;
+        loop {
+            let mut emitted = false;
+            let permit = match self.acquire(slot, model_ref).await {
+                Ok(permit) => permit,
+                Err(failed) => {
+                    return Ok(Sent::Failed {
+                        error: failed.error,
+                        retries,
+                    });
+                }
+            };
+            // After the wait for the slot and before anything goes out: a budget the call was
+            // admitted under may have run out meanwhile (a reply before it reported more than
+            // its call could use). Nothing is sent then.
+            if let Err(error) = admission.check_send() {
+                return Ok(Sent::Refused { error, retries });
+            }
+            let attempt = self
+                .attempt(
+                    slot,
+                    permit,
+                    model_ref,
+                    endpoint,
+                    &plan,
+                    on_text,
+                    &mut emitted,
+                )
+                .await;
+            let failed = match attempt {
+                Ok(answered) => {
+                    return Ok(Sent::Answered {
+                        answered,
+                        endpoint,
+                        retries,
+                    });
+                }
+                Err(failed) => failed,
+            };
+            if let Some(rejected) = failed.rejected
+                && (rejected != Rejected::JsonSchema || plan.sends_schema)
+                && let Some(corrected) = capabilities.without(rejected)
+            {
+                // Once per parameter: `without` refuses a change already made.
+                debug!(
+                    model = %model_ref,
+                    ?rejected,
+                    "the provider refused a parameter; sending the request without it"
+                );
+                self.learn(model_ref, corrected);
+                capabilities = corrected;
+                plan = plan_for(capabilities)?;
+                continue;
+            }
+            let can_retry = failed.retryable && !emitted && retries < self.shared.retry.max_retries;
+            if !can_retry {
+                return Ok(Sent::Failed {
+                    error: failed.error,
+                    retries,
+                });
+            }
+            let delay = self.shared.retry.delay(retries, failed.headers.as_ref());
+            if let Some(deadline) = self.deadline
+                && Instant::now() + delay >= deadline
+            {
+                return Ok(Sent::Failed {
+                    error: Error::DeadlineExceeded {
+                        model: model_ref.to_string(),
+                    },
+                    retries,
+                });
+            }
+            debug!(error = %failed.error, ?delay, retry = retries + 1, "retrying");
+            tokio::time::sleep(delay).await;
+            retries += 1;
+        }
     }
 
     /// Appends an answered call to the recording, if one is being made. `resolved` is the
@@ -323,16 +389,46 @@ impl LlmClient {
         }
     }
 
-    /// One attempt under the limiter and the per-attempt timeout.
-    async fn attempt(
+    /// Waits for a slot of the provider's limiter, until the overall deadline at most.
+    async fn acquire<'slot>(
         &self,
-        slot: &ProviderSlot,
+        slot: &'slot ProviderSlot,
+        model_ref: &ModelRef,
+    ) -> Result<Permit<'slot>, AttemptError> {
+        let deadline_error = || {
+            AttemptError::fatal(Error::DeadlineExceeded {
+                model: model_ref.to_string(),
+            })
+        };
+        let remaining = match self.deadline {
+            Some(deadline) => deadline
+                .checked_duration_since(Instant::now())
+                .ok_or_else(deadline_error)?,
+            None => Duration::MAX,
+        };
+        tokio::time::timeout(remaining, slot.limiter.acquire())
+            .await
+            .map_err(|_| deadline_error())?
+            .map_err(|_| AttemptError::fatal(Error::Config("limiter closed".to_owned())))
+    }
+
+    /// One attempt holding a slot of the limiter (`permit`), under the per-attempt timeout.
+    /// An answer comes back with the slot still held, so that the caller accounts for it
+    /// before the next call may go out.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one attempt's inputs, borrowed from the call that retries it"
+    )]
+    async fn attempt<'slot>(
+        &self,
+        slot: &'slot ProviderSlot,
+        permit: Permit<'slot>,
         model_ref: &ModelRef,
         endpoint: &Endpoint,
         plan: &Plan,
         on_text: &mut TextSink<'_>,
         emitted: &mut bool,
-    ) -> Result<Parsed, AttemptError> {
+    ) -> Result<Answered<'slot>, AttemptError> {
         let clock = AttemptClock {
             model_ref,
             timeout: self.shared.request_timeout,
@@ -340,16 +436,6 @@ impl LlmClient {
             overall: self.deadline.map(tokio::time::Instant::from_std),
         };
         let deadline_error = || clock.deadline_error();
-        let remaining = match self.deadline {
-            Some(deadline) => deadline
-                .checked_duration_since(Instant::now())
-                .ok_or_else(deadline_error)?,
-            None => Duration::MAX,
-        };
-        let permit = tokio::time::timeout(remaining, slot.limiter.acquire())
-            .await
-            .map_err(|_| deadline_error())?
-            .map_err(|_| AttemptError::fatal(Error::Config("limiter closed".to_owned())))?;
         let timeout = self.shared.request_timeout;
         let remaining = match self.deadline {
             Some(deadline) => deadline
@@ -401,12 +487,14 @@ impl LlmClient {
                 Ok(Err(err)) => return Err(transport_error(url, err)),
                 Ok(Ok(bytes)) => bytes,
             };
-            drop(permit);
             let mut parsed = wire::parse_response(plan.wire, &bytes, plan.answer_tool.as_deref())
                 .map_err(decode_error)?;
-            slot.limiter.succeeded(sent_at.elapsed());
             apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
-            return Ok(parsed);
+            return Ok(Answered {
+                parsed,
+                permit,
+                first_token: sent_at.elapsed(),
+            });
         }
         let mut cutter = StopCutter::new(plan.client_stops.clone());
         let mut decoder = StreamDecoder::new(plan.wire, plan.answer_tool.as_deref());
@@ -482,9 +570,6 @@ impl LlmClient {
             }
         }
         drop(chunks);
-        drop(permit);
-        slot.limiter
-            .succeeded(first_token.unwrap_or_else(|| sent_at.elapsed()));
         let rest = cutter.finish();
         if !rest.is_empty()
             && let Some(sink) = on_text.as_mut()
@@ -494,8 +579,39 @@ impl LlmClient {
         }
         let mut parsed = decoder.finish();
         apply_client_stops(slot.config.kind, &mut parsed, &plan.client_stops);
-        Ok(parsed)
+        Ok(Answered {
+            parsed,
+            permit,
+            first_token: first_token.unwrap_or_else(|| sent_at.elapsed()),
+        })
     }
+}
+
+/// How the attempts of one call ended.
+enum Sent<'slot> {
+    Answered {
+        answered: Answered<'slot>,
+        endpoint: &'slot Endpoint,
+        retries: u32,
+    },
+    Failed {
+        error: Error,
+        retries: u32,
+    },
+    /// Refused before an attempt went out: a budget the call was admitted under ran out while
+    /// it waited ([`Admission::check_send`]).
+    Refused {
+        error: Error,
+        retries: u32,
+    },
+}
+
+/// An attempt's answer, with the limiter slot it still holds and how long until the answer
+/// started (what the adaptive limit learns from).
+struct Answered<'slot> {
+    parsed: Parsed,
+    permit: Permit<'slot>,
+    first_token: Duration,
 }
 
 /// The clocks one attempt runs against, and the errors it fails with when one runs out: past

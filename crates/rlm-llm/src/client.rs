@@ -347,7 +347,26 @@ impl LlmClient {
     /// Cancel safety: dropping the future aborts the HTTP request and frees its limiter slot;
     /// nothing is recorded for it.
     pub async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
-        self.execute(request, None).await
+        self.execute(request, None, None).await
+    }
+
+    /// Sends one request as [`Self::chat`] does, for a caller that reserved it on a budget of
+    /// its own first ([`Ledger::reserve`]: a run's ledger, which this handle's may not be).
+    /// That reservation is asked again right before each request goes out, after the wait
+    /// for the provider's limiter and before each retry, as this handle's own is
+    /// ([`crate::Reservation::check_send`]): once a budget has run out, or a reply has
+    /// reported more than its call could use, a call still waiting is refused
+    /// ([`Error::BudgetExhausted`]) instead of sent. The reservation is settled with the
+    /// reply under `request.model` (failed with a failed call; released when nothing was
+    /// sent or the future is dropped) before the next call waiting for the provider may go.
+    ///
+    /// Cancel safety: as [`Self::chat`].
+    pub async fn chat_reserved(
+        &self,
+        request: &ChatRequest,
+        reservation: crate::Reservation,
+    ) -> Result<ChatResponse> {
+        self.execute(request, None, Some(reservation)).await
     }
 
     /// Sends one request and calls `on_text` with each piece of the answer as it arrives.
@@ -358,7 +377,7 @@ impl LlmClient {
         request: &ChatRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ChatResponse> {
-        self.execute(request, Some(on_text)).await
+        self.execute(request, Some(on_text), None).await
     }
 
     /// Sends many requests concurrently (bounded by each provider's limiter) and returns one

@@ -53,6 +53,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod backend;
 mod call;
 pub mod capabilities;

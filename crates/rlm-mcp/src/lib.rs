@@ -123,7 +123,7 @@ impl Server {
         let fence = self.root.fence().clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let sources = Sources::from_process(config).with_root(fence);
-            let settings = StoreSettings::at(store, &sources);
+            let settings = StoreSettings::at(store, &sources)?;
             if let (Err(_), Some(without)) = (settings.require_existing(), without) {
                 return Ok(without);
             }

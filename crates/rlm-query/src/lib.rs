@@ -65,6 +65,8 @@ mod trace;
 #[cfg(test)]
 mod limits_tests;
 #[cfg(test)]
+mod overrun_tests;
+#[cfg(test)]
 mod synthesis_tests;
 #[cfg(test)]
 mod tests;

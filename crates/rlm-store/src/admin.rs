@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::read::BufferInfo;
-use crate::store::{IndexHealth, Store};
+use crate::store::{IndexHealth, LocalStore};
 
 /// Sizes, counts and index state of a store.
 #[derive(Debug, Clone, Serialize)]
@@ -39,7 +39,7 @@ pub struct StoreStatus {
     pub embedding_model: Option<String>,
 }
 
-impl Store {
+impl LocalStore {
     /// Deletes buffers in one transaction; returns what was deleted. Each pattern is what
     /// [`Store::select_buffers`] takes: a name, id, unique path suffix, glob or directory.
     pub fn delete(&mut self, patterns: &[String]) -> Result<Vec<BufferInfo>> {

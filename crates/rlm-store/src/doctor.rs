@@ -32,7 +32,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn ok(name: &'static str, detail: impl Into<String>) -> Self {
+    pub(crate) fn ok(name: &'static str, detail: impl Into<String>) -> Self {
         Self {
             name,
             ok: true,
@@ -41,7 +41,11 @@ impl Check {
         }
     }
 
-    fn problem(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn problem(
+        name: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Self {
             name,
             ok: false,
@@ -52,6 +56,23 @@ impl Check {
 }
 
 const REINDEX: &str = "run `rlm reindex` to rebuild it from the stored text";
+
+/// Runs every check on the store at `location`: [`diagnose`] for a directory; for PostgreSQL,
+/// the connection, the server's version and encoding, the schema version and marker, the
+/// extensions (pgvector, pg_trgm), the BM25 statistics against the chunks, and the vectors.
+pub fn diagnose_at(location: &crate::StoreLocation) -> Vec<Check> {
+    match location {
+        crate::StoreLocation::Directory(dir) => diagnose(dir),
+        #[cfg(feature = "postgres")]
+        crate::StoreLocation::Postgres(postgres) => crate::postgres::diagnose(postgres),
+        #[cfg(not(feature = "postgres"))]
+        crate::StoreLocation::Postgres(_) => vec![Check::problem(
+            "database",
+            format!("{location} needs the postgres backend, which this build leaves out"),
+            "use an rlm built with the `postgres` feature",
+        )],
+    }
+}
 
 /// Runs every check on the store in `dir`: the database file, SQLite's `quick_check`, the
 /// schema version, the store marker, queued index work, the BM25 index (present, checksums,
@@ -328,7 +349,7 @@ fn writer_running(dir: &Path) -> bool {
 }
 
 /// An error and its causes on one line.
-fn describe(error: &dyn std::error::Error) -> String {
+pub(crate) fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(inner) = cause {

@@ -16,7 +16,7 @@ use rusqlite::{OptionalExtension as _, params};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::store::{Store, try_lock};
+use crate::store::{LocalStore, try_lock};
 use crate::vector_file::{self, VectorFile};
 
 /// Chunks embedded per SQLite transaction: progress survives an interruption in steps this size.
@@ -43,7 +43,7 @@ pub struct EmbeddingStatus {
     pub chunks: u64,
 }
 
-impl Store {
+impl LocalStore {
     /// Computes vectors for every chunk that has none, in batches of `rlm_embed::DEFAULT_BATCH`.
     /// With `reset`, vectors of a different model are dropped first; without it, a different
     /// model is an error. Returning `Break` from `progress` stops after the current batch (what
@@ -119,6 +119,62 @@ impl Store {
             tracing::warn!(%error, "the quantised vector file was not written");
         }
         Ok(state)
+    }
+
+    /// The chunk options a buffer was loaded with, as stored (JSON).
+    pub(crate) fn stored_options(&self, buffer_id: i64) -> Result<String> {
+        Ok(self.connection.query_row(
+            "SELECT chunk_options FROM buffers WHERE id = ?1",
+            [buffer_id],
+            |row| row.get(0),
+        )?)
+    }
+
+    /// The stored vectors (`f32` bytes) of those of `chunk_ids` that have one.
+    pub(crate) fn raw_vectors(&self, chunk_ids: &[i64]) -> Result<Vec<(i64, Vec<u8>)>> {
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT vector FROM embeddings WHERE chunk_id = ?1")?;
+        let mut vectors = Vec::new();
+        for &id in chunk_ids {
+            if let Some(bytes) = statement
+                .query_row([id], |row| row.get::<_, Vec<u8>>(0))
+                .optional()?
+            {
+                vectors.push((id, bytes));
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// Stores vectors computed elsewhere (`rlm store copy`) as model `model`'s, in one
+    /// transaction, and writes the vector file again.
+    pub(crate) fn put_vectors(
+        &mut self,
+        model: &str,
+        dimension: usize,
+        vectors: &[(i64, Vec<u8>)],
+    ) -> Result<()> {
+        let _lock = self.write_lock()?;
+        let transaction = self.connection.transaction()?;
+        transaction.execute(
+            "INSERT OR IGNORE INTO embedding_model (id, model_id, dimension) VALUES (1, ?1, ?2)",
+            params![model, dimension as i64],
+        )?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO embeddings (chunk_id, vector) VALUES (?1, ?2)
+                 ON CONFLICT (chunk_id) DO UPDATE SET vector = excluded.vector",
+            )?;
+            for (id, bytes) in vectors {
+                insert.execute(params![id, bytes])?;
+            }
+        }
+        transaction.commit()?;
+        if let Err(error) = vector_file::write(&self.dir, &self.connection, dimension) {
+            tracing::warn!(%error, "the quantised vector file was not written");
+        }
+        Ok(())
     }
 
     /// The model the stored vectors come from, if any vectors were ever computed.

@@ -139,6 +139,41 @@ pub enum Error {
     /// ([`Store::open_within`](crate::Store::open_within)); nothing was read.
     #[error("{0}")]
     OutsideRoot(#[source] rlm_context::root::OutsideRoot),
+    /// A store location (a PostgreSQL URL) did not parse. The location is shown without its
+    /// password.
+    #[error("invalid store location {location}: {reason}")]
+    InvalidLocation {
+        /// The location, password masked.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No store is at this location (and the caller asked not to create one).
+    #[error("no store at {location}")]
+    NoStore {
+        /// The location, without password.
+        location: String,
+    },
+    /// The location needs a backend this build of rlm-store does not have.
+    #[error(
+        "{location} needs the {feature} backend, which this build leaves out (cargo feature `{feature}`)"
+    )]
+    BackendMissing {
+        /// The location, without password.
+        location: String,
+        /// The cargo feature that builds it.
+        feature: &'static str,
+    },
+    /// The PostgreSQL server failed or refused.
+    #[cfg(feature = "postgres")]
+    #[error("{context}")]
+    Postgres {
+        /// What was being done, and where (the location without password).
+        context: String,
+        /// What went wrong.
+        #[source]
+        source: Box<crate::postgres::ServerError>,
+    },
 }
 
 /// Shorthand for results in this crate.

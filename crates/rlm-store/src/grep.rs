@@ -19,11 +19,11 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::read::BufferInfo;
-use crate::store::{Store, open_database};
+use crate::store::{LocalStore, open_database};
 use crate::text::{MapWindow, TextStream};
 
 mod line_matcher;
-use line_matcher::LineMatcher;
+pub(crate) use line_matcher::LineMatcher;
 
 /// Options of [`Store::grep`].
 #[derive(Debug, Clone, Default)]
@@ -94,7 +94,7 @@ pub struct GrepSummary {
     pub matched_buffers: u64,
 }
 
-impl Store {
+impl LocalStore {
     /// Calls `emit` for every matching line (and context line) of the selected buffers, in
     /// buffer-name order. Return `Break` from `emit` to stop early.
     ///
@@ -154,7 +154,7 @@ const HELD_BYTES: usize = 16 << 20;
 #[cfg(test)]
 const HELD_BYTES: usize = 2_000;
 
-fn searcher(options: &GrepOptions) -> Searcher {
+pub(crate) fn searcher(options: &GrepOptions) -> Searcher {
     SearcherBuilder::new()
         .line_number(true)
         .before_context(options.before)
@@ -166,12 +166,32 @@ fn searcher(options: &GrepOptions) -> Searcher {
 }
 
 /// Emits the buffers' lines in order, with `--` between buffers and an `End` after each.
-struct Printer<'o, 'e> {
+pub(crate) struct Printer<'o, 'e> {
     options: &'o GrepOptions,
     emit: &'e mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
     summary: GrepSummary,
     /// Lines found here, on their way to `emit`: one allocation for every buffer.
     batch: Batch,
+}
+
+impl<'o, 'e> Printer<'o, 'e> {
+    /// A printer of the lines `options` asks for, to `emit`.
+    pub(crate) fn new(
+        options: &'o GrepOptions,
+        emit: &'e mut dyn FnMut(GrepLine<'_>) -> ControlFlow<()>,
+    ) -> Self {
+        Self {
+            options,
+            emit,
+            summary: GrepSummary::default(),
+            batch: Batch::default(),
+        }
+    }
+
+    /// The totals so far.
+    pub(crate) fn summary(&self) -> GrepSummary {
+        self.summary
+    }
 }
 
 impl Printer<'_, '_> {
@@ -183,26 +203,37 @@ impl Printer<'_, '_> {
         texts: &Texts<'_>,
         buffer: &BufferInfo,
     ) -> Result<ControlFlow<()>> {
+        let reader = texts.reader(buffer.id)?;
+        self.search_reader(searcher, matcher, reader, &buffer.name)
+    }
+
+    /// Searches the text `reader` gives as buffer `name`'s, emitting as lines are found.
+    pub(crate) fn search_reader(
+        &mut self,
+        searcher: &mut Searcher,
+        matcher: &LineMatcher,
+        reader: impl std::io::Read,
+        name: &str,
+    ) -> Result<ControlFlow<()>> {
         let break_first = self.separated();
         let direct = Direct {
-            buffer: &buffer.name,
+            buffer: name,
             emit: &mut *self.emit,
             break_first,
             stopped: false,
         };
         let batch = std::mem::take(&mut self.batch);
         let mut sink = LineSink::new(matcher, self.options.lines_only, direct, batch);
-        let reader = texts.reader(buffer.id)?;
         searcher
             .search_reader(matcher, reader, &mut sink)
-            .map_err(|error| error.into_store_error(&buffer.name))?;
+            .map_err(|error| error.into_store_error(name))?;
         sink.hand_over();
         let (stopped, matched) = (sink.out.stopped, sink.matched);
         self.batch = sink.batch;
         if stopped {
             return Ok(ControlFlow::Break(()));
         }
-        Ok(self.end(&buffer.name, matched))
+        Ok(self.end(name, matched))
     }
 
     /// Emits what the thread ahead found in `buffer`.
@@ -666,7 +697,7 @@ impl Drop for Texts<'_> {
 }
 
 /// The pattern as the options shape it, matching within lines.
-fn matcher(pattern: &str, options: &GrepOptions) -> Result<LineMatcher> {
+pub(crate) fn matcher(pattern: &str, options: &GrepOptions) -> Result<LineMatcher> {
     let mut pattern = if options.fixed_strings {
         regex::escape(pattern)
     } else {
@@ -871,7 +902,7 @@ mod tests {
     use crate::Source;
     use rlm_context::chunk::ChunkOptions;
 
-    fn lines(store: &Store, pattern: &str, options: &GrepOptions) -> Vec<String> {
+    fn lines(store: &LocalStore, pattern: &str, options: &GrepOptions) -> Vec<String> {
         let mut out = Vec::new();
         store
             .grep(pattern, options, &mut |line| {
@@ -906,7 +937,7 @@ mod tests {
     #[test]
     fn line_anchors_match_at_each_line_of_a_buffer() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let text = "a WARN x\nWARN y\nz WARN\nWARN\n".repeat(3);
         let sources = vec![Source::Text {
             name: "log".to_owned(),
@@ -953,7 +984,7 @@ mod tests {
     #[test]
     fn buffers_searched_ahead_print_in_order_whatever_the_hold_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         // Small buffers the thread ahead holds, and big ones whose lines pass the (test-sized)
         // limit, so the printer searches those itself and the thread ahead waits for room.
         let sources = (0..40)
@@ -1022,7 +1053,7 @@ mod tests {
     #[test]
     fn grep_lists_the_same_buffers_without_counting_chunks() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let sources = ["b", "a", "c"]
             .into_iter()
             .map(|name| Source::Text {
@@ -1078,7 +1109,7 @@ mod tests {
     #[test]
     fn stopping_early_ends_the_thread_ahead() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let sources = (0..30)
             .map(|number| Source::Text {
                 name: format!("b{number:02}"),

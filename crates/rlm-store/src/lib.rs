@@ -28,6 +28,8 @@
 //! ```
 
 mod admin;
+mod backend;
+mod copy;
 mod doctor;
 mod document_queue;
 mod embed;
@@ -36,10 +38,13 @@ mod grep;
 mod index;
 mod leftovers;
 mod load;
+mod location;
 mod memory;
 mod merge_policy;
 mod name_filter;
 mod page_reader;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod read;
 mod reindex;
 mod schema;
@@ -54,7 +59,9 @@ mod top_hits;
 mod vector_file;
 
 pub use admin::StoreStatus;
-pub use doctor::{Check, diagnose};
+pub use backend::Store;
+pub use copy::CopyReport;
+pub use doctor::{Check, diagnose, diagnose_at};
 pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};
 pub use grep::{GrepLine, GrepOptions, GrepSummary};
@@ -62,10 +69,11 @@ pub use load::{
     LoadEvent, LoadReport, LoadedBuffer, SkippedSource, Source, WalkOptions,
     check_max_buffer_bytes, collect_sources, collect_sources_with,
 };
+pub use location::{DEFAULT_SCHEMA, PostgresLocation, StoreLocation, TlsMode};
 pub use memory::release_freed_memory_promptly;
 pub use read::{BufferInfo, ChunkInfo};
 pub use reindex::ReindexReport;
 pub use search::{
     DEFAULT_RRF_K, SearchHit, SearchMode, SearchOutcome, SearchRequest, reciprocal_rank_fusion,
 };
-pub use store::{IndexHealth, IndexProgress, Store};
+pub use store::{IndexHealth, IndexProgress};

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::LocalStore;
 use crate::text::TextReader;
 
 /// Bytes of text read per step while [`Store::read_lines`] looks for its lines.
@@ -73,7 +73,7 @@ pub(crate) fn buffer_from_row(row: &Row<'_>) -> rusqlite::Result<BufferInfo> {
     })
 }
 
-impl Store {
+impl LocalStore {
     /// All buffers, by name.
     pub fn list(&self) -> Result<Vec<BufferInfo>> {
         // Both statements read one snapshot, so a load committing between them cannot pair a

@@ -8,9 +8,9 @@ use serde::Serialize;
 use crate::error::{Result, io};
 use crate::index::Bm25Index;
 use crate::leftovers::{self, OLD_INDEX_PREFIX, REINDEX_PREFIX};
-use crate::store::{INDEX, IndexProgress, Store, add_buffer, lock, open_database};
+use crate::store::{INDEX, IndexProgress, LocalStore, add_buffer, lock, open_database};
 
-/// What [`Store::reindex`] did.
+/// What [`LocalStore::reindex`] did.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReindexReport {
@@ -20,7 +20,7 @@ pub struct ReindexReport {
     pub chunks: u64,
 }
 
-impl Store {
+impl LocalStore {
     /// Rebuilds the BM25 index of the store in `dir` from its stored chunks, replacing whatever
     /// `bm25/` holds (nothing, an index out of step, or one that cannot be read). Works without
     /// opening the old index. Takes the write lock, like a load.
@@ -89,7 +89,7 @@ mod tests {
     use crate::tokenizer::IndexFormat;
     use crate::{SearchRequest, Source};
 
-    fn load(store: &mut Store, name: &str, text: &str) {
+    fn load(store: &mut LocalStore, name: &str, text: &str) {
         let source = Source::Text {
             name: name.into(),
             text: text.into(),
@@ -103,7 +103,7 @@ mod tests {
             .unwrap();
     }
 
-    fn hits(store: &Store, query: &str) -> usize {
+    fn hits(store: &LocalStore, query: &str) -> usize {
         store.search(&SearchRequest::new(query)).unwrap().hits.len()
     }
 
@@ -129,14 +129,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let digest = "3f9c0d2e1b4a77c2aa01b2c3d4e5f60718293a4b";
         load(
-            &mut Store::open(dir.path()).unwrap(),
+            &mut LocalStore::open(dir.path()).unwrap(),
             "a.log",
             &format!("digest {digest}\nfn test_2024_11_27_regression() {{}}\n"),
         );
         write_older_index(dir.path());
         assert!(older_index_reported(dir.path()));
 
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         // As before: a random-looking term is not indexed, an identifier is found by its parts.
         assert_eq!(hits(&store, digest), 0);
         assert_eq!(hits(&store, "test_2024_11_27_regression"), 1);
@@ -146,9 +146,9 @@ mod tests {
         assert_eq!(hits(&store, "request"), 1);
         drop(store);
 
-        Store::reindex(dir.path(), &mut |_| {}).unwrap();
+        LocalStore::reindex(dir.path(), &mut |_| {}).unwrap();
         assert!(!older_index_reported(dir.path()));
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         assert_eq!(hits(&store, digest), 1);
         assert_eq!(hits(&store, "550e8400"), 1);
         assert_eq!(hits(&store, "test_2024_11_27_regression"), 1);

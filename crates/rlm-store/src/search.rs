@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::index::DocumentFilter;
 use crate::name_filter::BufferGlob;
 use crate::snippet::{QueryTerms, snippet};
-use crate::store::Store;
+use crate::store::LocalStore;
 
 /// Default `k` of reciprocal rank fusion (the value from the original RRF paper).
 pub const DEFAULT_RRF_K: f64 = 60.0;
@@ -136,9 +136,9 @@ pub struct SearchOutcome {
     pub notice: Option<String>,
 }
 
-impl Store {
-    /// Searches chunks with BM25 (semantic and hybrid requests fall back to BM25 with a
-    /// notice; use [`Store::search_with`] to pass an embedding model).
+impl LocalStore {
+    /// BM25 search without an embedding model (tests search through it).
+    #[cfg(test)]
     pub fn search(&self, request: &SearchRequest) -> Result<SearchOutcome> {
         self.search_with(request, None)
     }
@@ -155,31 +155,11 @@ impl Store {
         // An index that lost documents would answer "no match" for text the store holds.
         self.ensure_index_in_step()?;
         let candidates = self.candidates(request)?;
-        let mut notice = None;
-        let mut mode = request.mode;
-        if mode != SearchMode::Bm25 {
-            let status = self.embedding_status()?;
-            let fallback = if status.embedded_chunks == 0 {
-                Some("no chunk has a vector yet; using BM25 (import a model with `rlm models import`, then run `rlm embed`)".to_owned())
-            } else if embedder.is_none() {
-                Some(
-                    "no embedding model is available; using BM25 \
-                     (import one with `rlm models import`)"
-                        .to_owned(),
-                )
-            } else {
-                None
-            };
-            if fallback.is_some() {
-                notice = fallback;
-                mode = SearchMode::Bm25;
-            } else if status.embedded_chunks < status.chunks {
-                notice = Some(format!(
-                    "only {} of {} chunks have vectors; run `rlm embed` to cover the rest",
-                    status.embedded_chunks, status.chunks
-                ));
-            }
-        }
+        let (mode, notice) = if request.mode == SearchMode::Bm25 {
+            (SearchMode::Bm25, None)
+        } else {
+            effective_mode(request.mode, &self.embedding_status()?, embedder)
+        };
         let ranked = self.rank(request, mode, embedder, &candidates)?;
         let texts = QueryTerms::texts(&request.query);
         let weights = self.index.inverse_document_frequencies(&texts)?;
@@ -210,6 +190,41 @@ impl Store {
     }
 }
 
+/// The mode a search for `requested` runs in, and the notice that says why when it is not
+/// what was asked for (no vectors, no model: BM25) or covers less than every chunk.
+pub(crate) fn effective_mode(
+    requested: SearchMode,
+    status: &crate::EmbeddingStatus,
+    embedder: Option<&dyn Embedder>,
+) -> (SearchMode, Option<String>) {
+    if requested == SearchMode::Bm25 {
+        return (requested, None);
+    }
+    if status.embedded_chunks == 0 {
+        return (
+            SearchMode::Bm25,
+            Some("no chunk has a vector yet; using BM25 (import a model with `rlm models import`, then run `rlm embed`)".to_owned()),
+        );
+    }
+    if embedder.is_none() {
+        return (
+            SearchMode::Bm25,
+            Some(
+                "no embedding model is available; using BM25 \
+                 (import one with `rlm models import`)"
+                    .to_owned(),
+            ),
+        );
+    }
+    let notice = (status.embedded_chunks < status.chunks).then(|| {
+        format!(
+            "only {} of {} chunks have vectors; run `rlm embed` to cover the rest",
+            status.embedded_chunks, status.chunks
+        )
+    });
+    (requested, notice)
+}
+
 /// The buffers a search may return.
 enum Candidates {
     /// Every document in the index (all are live).
@@ -231,7 +246,7 @@ impl Candidates {
     }
 }
 
-impl Store {
+impl LocalStore {
     /// Resolves the request's filters. A `--path` glob alone stays a glob for the index to
     /// match when its documents carry buffer names and every document is live (no index
     /// work queued, so no document of a deleted buffer is left); otherwise the filters become

@@ -8,12 +8,12 @@ use rusqlite::OptionalExtension as _;
 
 use crate::error::{Error, Result};
 use crate::read::{BUFFER_COLUMNS, BufferInfo, buffer_from_row};
-use crate::store::Store;
+use crate::store::LocalStore;
 
 /// Candidates listed in an ambiguity error.
 const CANDIDATES_SHOWN: usize = 10;
 
-impl Store {
+impl LocalStore {
     /// A buffer by exact name; else by id when `name` is a number no buffer is named; else the
     /// one buffer whose name or path ends with `name` at a `/` (so `app.py` or `src/app.py`
     /// finds `/home/me/project/src/app.py`). Several such buffers are an
@@ -43,26 +43,7 @@ impl Store {
                 return Ok(buffer);
             }
         }
-        let trimmed = name.trim_end_matches('/');
-        let mut found: Vec<BufferInfo> = if trimmed.is_empty() {
-            Vec::new()
-        } else {
-            self.list()?
-                .into_iter()
-                .filter(|buffer| {
-                    Path::new(&buffer.name).ends_with(trimmed)
-                        || buffer
-                            .path
-                            .as_deref()
-                            .is_some_and(|path| Path::new(path).ends_with(trimmed))
-                })
-                .collect()
-        };
-        match found.len() {
-            0 => Err(Error::UnknownBuffer(name.to_owned())),
-            1 => Ok(found.remove(0)),
-            _ => Err(ambiguous(name, &found)),
-        }
+        by_suffix(name, self.list()?)
     }
 
     /// What a delete of `pattern` removes: the buffer [`Store::buffer`] finds; else, for a
@@ -75,26 +56,7 @@ impl Store {
             Err(Error::UnknownBuffer(_) | Error::AmbiguousBuffer { .. }) => {}
             Err(error) => return Err(error),
         }
-        let mut buffers = self.list()?;
-        if pattern.contains(['*', '?', '[', '{']) {
-            let matcher = compile_glob(pattern)?;
-            buffers.retain(|buffer| matches_glob(&matcher, buffer));
-        } else {
-            let directory = Path::new(pattern);
-            let absolute = std::path::absolute(directory).ok();
-            buffers.retain(|buffer| {
-                Path::new(&buffer.name).starts_with(directory)
-                    || buffer.path.as_deref().is_some_and(|path| {
-                        absolute
-                            .as_deref()
-                            .is_some_and(|directory| Path::new(path).starts_with(directory))
-                    })
-            });
-        }
-        if buffers.is_empty() {
-            return Err(Error::UnknownBuffer(pattern.to_owned()));
-        }
-        Ok(buffers)
+        under_pattern(pattern, self.list()?)
     }
 
     /// Buffer ids a search may return: `None` means every document in the index is live (no
@@ -222,6 +184,57 @@ impl Store {
     }
 }
 
+/// The one buffer among `buffers` whose name or path ends with `name` at a `/`.
+pub(crate) fn by_suffix(name: &str, buffers: Vec<BufferInfo>) -> Result<BufferInfo> {
+    let trimmed = name.trim_end_matches('/');
+    let mut found: Vec<BufferInfo> = if trimmed.is_empty() {
+        Vec::new()
+    } else {
+        buffers
+            .into_iter()
+            .filter(|buffer| {
+                Path::new(&buffer.name).ends_with(trimmed)
+                    || buffer
+                        .path
+                        .as_deref()
+                        .is_some_and(|path| Path::new(path).ends_with(trimmed))
+            })
+            .collect()
+    };
+    match found.len() {
+        0 => Err(Error::UnknownBuffer(name.to_owned())),
+        1 => Ok(found.remove(0)),
+        _ => Err(ambiguous(name, &found)),
+    }
+}
+
+/// The buffers among `buffers` a glob matches, or those loaded from under the directory
+/// `pattern`; none is an [`Error::UnknownBuffer`].
+pub(crate) fn under_pattern(
+    pattern: &str,
+    mut buffers: Vec<BufferInfo>,
+) -> Result<Vec<BufferInfo>> {
+    if pattern.contains(['*', '?', '[', '{']) {
+        let matcher = compile_glob(pattern)?;
+        buffers.retain(|buffer| matches_glob(&matcher, buffer));
+    } else {
+        let directory = Path::new(pattern);
+        let absolute = std::path::absolute(directory).ok();
+        buffers.retain(|buffer| {
+            Path::new(&buffer.name).starts_with(directory)
+                || buffer.path.as_deref().is_some_and(|path| {
+                    absolute
+                        .as_deref()
+                        .is_some_and(|directory| Path::new(path).starts_with(directory))
+                })
+        });
+    }
+    if buffers.is_empty() {
+        return Err(Error::UnknownBuffer(pattern.to_owned()));
+    }
+    Ok(buffers)
+}
+
 /// The bytes every match of `glob` starts with, and the first byte string past all strings
 /// with that prefix (the prefix with its last byte raised by one; UTF-8 never has a 0xFF byte,
 /// and SQLite compares text byte by byte). `None` when the glob starts with a special character.
@@ -234,7 +247,7 @@ pub(crate) fn literal_prefix(glob: &str) -> Option<(&[u8], Vec<u8>)> {
     Some((prefix, high))
 }
 
-fn matches_glob(matcher: &globset::GlobMatcher, buffer: &BufferInfo) -> bool {
+pub(crate) fn matches_glob(matcher: &globset::GlobMatcher, buffer: &BufferInfo) -> bool {
     matcher.is_match(&buffer.name)
         || buffer
             .path

@@ -54,7 +54,7 @@ pub(crate) const MMAP_BYTES: i64 = 1 << 31;
 
 /// An open store directory: `store.sqlite` (buffers, text, chunks) and `bm25/` (tantivy).
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct LocalStore {
     pub(crate) dir: PathBuf,
     pub(crate) connection: Connection,
     pub(crate) index: Bm25Index,
@@ -116,7 +116,7 @@ pub enum IndexHealth {
         buffers: u64,
     },
     /// The index and the chunks disagree: the index was deleted, replaced or damaged.
-    /// `rlm reindex` ([`Store::reindex`]) rebuilds it.
+    /// `rlm reindex` ([`LocalStore::reindex`]) rebuilds it.
     OutOfStep {
         /// Documents in the index.
         indexed: u64,
@@ -125,7 +125,7 @@ pub enum IndexHealth {
     },
 }
 
-impl Store {
+impl LocalStore {
     /// Opens (creating if needed) the store in `dir`, applies schema migrations, and, when no
     /// other writer is running, replays unfinished index work and removes temporary files left
     /// by a killed writer.
@@ -133,7 +133,7 @@ impl Store {
     /// A directory holding a damaged store is not taken for a new one: an empty (0-byte) or
     /// foreign `store.sqlite`, a database without the store marker, or a missing database
     /// beside an index is [`Error::Damaged`], and nothing is written. An index that cannot be
-    /// read is [`Error::IndexDamaged`] ([`Store::reindex`] rebuilds it).
+    /// read is [`Error::IndexDamaged`] ([`LocalStore::reindex`] rebuilds it).
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
         std::fs::create_dir_all(&dir).map_err(io("cannot create store directory", &dir))?;
@@ -166,7 +166,7 @@ impl Store {
         Ok(store)
     }
 
-    /// [`Store::open`] for a store that must lie within `root`: the directory and every file
+    /// [`LocalStore::open`] for a store that must lie within `root`: the directory and every file
     /// and link in it and in `bm25/` (and SQLite's `-wal`/`-shm` beside the database a link
     /// leads to) must resolve inside the root, or [`Error::OutsideRoot`] names the first that
     /// does not, before anything is opened or created.
@@ -477,7 +477,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         stored(dir.path(), "# a\n\nsome text\n");
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         assert_eq!(page_size(&store.connection), PAGE_BYTES);
         // A store made with SQLite's default pages still opens, loads and reads as before.
         let old = tempfile::tempdir().unwrap();
@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(page_size(&connection), 4096);
         drop(connection);
         stored(old.path(), &"line of the old store\n".repeat(2000));
-        let store = Store::open(old.path()).unwrap();
+        let store = LocalStore::open(old.path()).unwrap();
         assert_eq!(page_size(&store.connection), 4096);
         let buffer = store.buffer("a.md").unwrap();
         assert!(
@@ -505,7 +505,7 @@ mod tests {
 
     /// A store with one buffer in `dir`.
     fn stored(dir: &Path, text: &str) {
-        let mut store = Store::open(dir).unwrap();
+        let mut store = LocalStore::open(dir).unwrap();
         let source = crate::Source::Text {
             name: "a.md".into(),
             text: text.into(),
@@ -528,7 +528,7 @@ mod tests {
         let root = FileRoot::new(&root_dir).unwrap();
 
         stored(&root_dir.join("plain"), "inside\n");
-        let store = Store::open_within(root_dir.join("plain"), &root).unwrap();
+        let store = LocalStore::open_within(root_dir.join("plain"), &root).unwrap();
         assert_eq!(
             store
                 .search(&crate::SearchRequest::new("inside"))
@@ -537,7 +537,7 @@ mod tests {
                 .len(),
             1
         );
-        assert!(Store::open_within(root_dir.join("new"), &root).is_ok());
+        assert!(LocalStore::open_within(root_dir.join("new"), &root).is_ok());
 
         // Each link out of the root, alone in an otherwise empty store directory.
         for (name, target) in [
@@ -548,7 +548,7 @@ mod tests {
             let dir = root_dir.join(format!("linked-{name}"));
             std::fs::create_dir(&dir).unwrap();
             std::os::unix::fs::symlink(&target, dir.join(name)).unwrap();
-            let refused = Store::open_within(&dir, &root).unwrap_err();
+            let refused = LocalStore::open_within(&dir, &root).unwrap_err();
             assert!(
                 matches!(&refused, Error::OutsideRoot(outside) if outside.path == dir.join(name)),
                 "{name}: {refused:?}"
@@ -563,12 +563,12 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(
-            Store::open_within(&dir, &root),
+            LocalStore::open_within(&dir, &root),
             Err(Error::OutsideRoot(_))
         ));
         std::os::unix::fs::symlink(&outside, root_dir.join("linked-store")).unwrap();
         assert!(matches!(
-            Store::open_within(root_dir.join("linked-store"), &root),
+            LocalStore::open_within(root_dir.join("linked-store"), &root),
             Err(Error::OutsideRoot(_))
         ));
     }
@@ -576,7 +576,7 @@ mod tests {
     #[test]
     fn segment_files_of_a_write_that_never_committed_are_removed_at_open() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let source = crate::Source::Text {
             name: "kept.md".into(),
             text: "the kept needle\n".into(),
@@ -612,7 +612,7 @@ mod tests {
         );
         drop(store);
 
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         assert!(leftovers::find(dir.path(), Some(&store.index)).is_empty());
         assert!(orphans.iter().all(|orphan| !orphan.path.exists()));
         let outcome = store.search(&crate::SearchRequest::new("needle")).unwrap();

@@ -575,7 +575,7 @@ mod tests {
     #[test]
     fn a_load_stores_its_text_in_pieces() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = crate::Store::open(dir.path()).unwrap();
+        let mut store = crate::store::LocalStore::open(dir.path()).unwrap();
         let body = String::from_utf8(text(2 * PIECE_BYTES + 1)).unwrap();
         let source = crate::Source::Text {
             name: "big.txt".into(),

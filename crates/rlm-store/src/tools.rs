@@ -34,11 +34,11 @@ use rlm_context::fence::{PROMPT_TAGS, neutralize};
 use rlm_embed::Embedder;
 use serde_json::{Map, Value};
 
+use crate::backend::Store;
 use crate::error::Error;
 use crate::grep::{GrepLine, GrepOptions};
 use crate::read::{BufferInfo, ChunkInfo};
 use crate::search::{SearchHit, SearchMode, SearchRequest};
-use crate::store::Store;
 
 /// How much one answer may carry. Callers pick their own: model code keeps answers in
 /// variables, a report writer reads every byte in its prompt.

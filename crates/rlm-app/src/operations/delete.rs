@@ -19,7 +19,7 @@ pub fn delete(
     request: &DeleteRequest,
     _context: &Context,
 ) -> anyhow::Result<Outcome<DeleteRecord>> {
-    let mut store = StoreSettings::resolve(sources).open_existing()?;
+    let mut store = StoreSettings::resolve(sources)?.open_existing()?;
     let deleted = store.delete(&request.buffers).map_err(store_error)?;
     Ok(Outcome::success(
         deleted.into_iter().map(DeleteRecord::Deleted).collect(),

@@ -1,7 +1,5 @@
 //! `doctor`: every check of the store, each with its fix; failed when something is wrong.
 
-use std::path::PathBuf;
-
 use crate::requests::DoctorRequest;
 use crate::settings::{Sources, StoreSettings};
 use crate::{Context, ExitStatus, Outcome};
@@ -13,7 +11,7 @@ pub enum DoctorRecord {
     /// One check, with its fix when it found a problem.
     Check(rlm_store::Check),
     /// The store looked at and how many checks found a problem.
-    Summary { store: PathBuf, problems: usize },
+    Summary { store: String, problems: usize },
 }
 
 /// Every check of the store. Read-only: a damaged store is looked at, never opened for
@@ -23,12 +21,12 @@ pub fn doctor(
     _request: &DoctorRequest,
     _context: &Context,
 ) -> anyhow::Result<Outcome<DoctorRecord>> {
-    let settings = StoreSettings::resolve(sources);
-    let checks = rlm_store::diagnose(&settings.dir);
+    let settings = StoreSettings::resolve(sources)?;
+    let checks = rlm_store::diagnose_at(&settings.location);
     let problems = checks.iter().filter(|check| !check.ok).count();
     let mut records: Vec<DoctorRecord> = checks.into_iter().map(DoctorRecord::Check).collect();
     records.push(DoctorRecord::Summary {
-        store: settings.dir,
+        store: settings.location.to_string(),
         problems,
     });
     let ending = if problems == 0 {

@@ -25,7 +25,7 @@ pub fn embed(
     request: &EmbedRequest,
     context: &Context,
 ) -> anyhow::Result<Outcome<EmbedRecord>> {
-    let mut store = StoreSettings::resolve(sources).open_existing()?;
+    let mut store = StoreSettings::resolve(sources)?.open_existing()?;
     let embedding = EmbeddingSettings::resolve(request.model.as_deref(), sources)?;
     let Some(embedder) = embedding.open_embedder()? else {
         return Err(

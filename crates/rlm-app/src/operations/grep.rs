@@ -30,7 +30,7 @@ pub fn grep(
         )
         .into());
     }
-    let store = StoreSettings::resolve(sources).open_existing()?;
+    let store = StoreSettings::resolve(sources)?.open_existing()?;
     // Only names or counts: the lines themselves are not needed.
     let per_buffer = request.files_with_matches || request.count;
     let around = |one_side: Option<usize>| {

@@ -21,7 +21,7 @@ pub fn list(
     _request: &ListRequest,
     _context: &Context,
 ) -> anyhow::Result<Outcome<BufferRecord>> {
-    let store = StoreSettings::resolve(sources).open_existing()?;
+    let store = StoreSettings::resolve(sources)?.open_existing()?;
     let buffers = store.list().map_err(store_error)?;
     Ok(Outcome::success(
         buffers.into_iter().map(BufferRecord::Buffer).collect(),

@@ -23,6 +23,7 @@ pub mod search;
 pub mod sessions;
 pub mod show;
 pub mod status;
+pub mod store;
 pub mod view;
 
 pub use chat::chat;
@@ -47,4 +48,5 @@ pub use search::search;
 pub use sessions::sessions;
 pub use show::show;
 pub use status::status;
+pub use store::store;
 pub use view::view;

@@ -54,7 +54,7 @@ pub fn peek(
         )
         .into());
     }
-    let store = StoreSettings::resolve(sources).open_existing()?;
+    let store = StoreSettings::resolve(sources)?.open_existing()?;
     let (buffer, text, range) = if let Some(id) = args.chunk {
         let chunk = store.chunk(id).map_err(store_error)?;
         let text = store.chunk_text(id).map_err(store_error)?;

@@ -37,17 +37,17 @@ pub fn reindex(
     request: &ReindexRequest,
     context: &Context,
 ) -> anyhow::Result<Outcome<ReindexRecord>> {
-    let settings = StoreSettings::resolve(sources);
+    let settings = StoreSettings::resolve(sources)?;
     settings.require_existing()?;
     let started = Instant::now();
     // Not `open`: the old index may be unreadable, and reindex does not need it.
-    let report = rlm_store::Store::reindex(&settings.dir, &mut |step| {
+    let report = rlm_store::Store::reindex_at(&settings.location, &mut |step| {
         context.emit(&Event::Indexing(step));
     })
     .map_err(|err| {
         store_error(err).context(format!(
             "cannot rebuild the index of the store at {}",
-            settings.dir.display()
+            settings.location
         ))
     })?;
     context.info(&format!(

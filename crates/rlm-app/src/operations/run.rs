@@ -134,7 +134,7 @@ fn store_functions(
         None
     };
     let functions = StoreFunctions::new(opened, embedder).map_err(|err| {
-        store_error(err).context(format!("cannot read the store at {}", store.dir.display()))
+        store_error(err).context(format!("cannot read the store at {}", store.location))
     })?;
     Ok(Arc::new(functions))
 }

@@ -26,7 +26,7 @@ pub fn show(
     request: &ShowRequest,
     _context: &Context,
 ) -> anyhow::Result<Outcome<ShowRecord>> {
-    let store = StoreSettings::resolve(sources).open_existing()?;
+    let store = StoreSettings::resolve(sources)?.open_existing()?;
     let buffer = store.buffer(&request.buffer).map_err(store_error)?;
     let chunks = if request.chunks {
         store.chunks_of(&buffer).map_err(store_error)?

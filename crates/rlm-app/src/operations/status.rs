@@ -22,7 +22,7 @@ pub fn status(
     _request: &StatusRequest,
     _context: &Context,
 ) -> anyhow::Result<Outcome<StatusRecord>> {
-    let store = StoreSettings::resolve(sources).open_existing()?;
+    let store = StoreSettings::resolve(sources)?.open_existing()?;
     let status = store.status().map_err(store_error)?;
     let ending = match status.index_health {
         IndexHealth::OutOfStep { .. } => ExitStatus::Failed,

@@ -39,7 +39,7 @@ pub use run::{LoopOptions, RunRequest, StoreChoice};
 pub use store::{
     ChunkRequest, ChunkingOptions, DeleteRequest, DoctorRequest, EmbedRequest, GrepRequest,
     ListRequest, LoadRequest, PeekRequest, ReindexRequest, SearchRequest, ShowRequest,
-    StatusRequest, parse_file_size,
+    StatusRequest, StoreAction, StoreCopyRequest, StoreRequest, parse_file_size,
 };
 pub use view::ViewRequest;
 

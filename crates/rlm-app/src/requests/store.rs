@@ -300,3 +300,32 @@ mod words {
         deserializer.deserialize_any(Words)
     }
 }
+
+/// `rlm store …`: whole stores.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct StoreRequest {
+    #[cfg_attr(feature = "clap", command(subcommand))]
+    #[serde(flatten)]
+    pub action: StoreAction,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::Subcommand))]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum StoreAction {
+    /// Copy every buffer (with its chunk options, path and vectors) from one store to another,
+    /// a directory or a PostgreSQL URL either way; buffers already there unchanged are skipped.
+    Copy(StoreCopyRequest),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct StoreCopyRequest {
+    /// The store to copy from: a directory or a PostgreSQL URL.
+    #[cfg_attr(feature = "clap", arg(value_name = "SOURCE"))]
+    pub source: PathBuf,
+    /// The store to copy into (created when missing): a directory or a PostgreSQL URL.
+    #[cfg_attr(feature = "clap", arg(value_name = "DESTINATION"))]
+    pub destination: PathBuf,
+}

@@ -68,8 +68,13 @@ pub const VLLM_BASE_URL: &str = "VLLM_BASE_URL";
 pub const LLAMACPP_BASE_URL: &str = "LLAMACPP_BASE_URL";
 /// LM Studio base URL (including `/v1`).
 pub const LMSTUDIO_BASE_URL: &str = "LMSTUDIO_BASE_URL";
-/// Store directory, same as `--store` (default `.rlm` in the current directory).
+/// Store directory or PostgreSQL URL, same as `--store` (default `.rlm` in the current
+/// directory).
 pub const RLM_STORE: &str = "RLM_STORE";
+/// The password of a PostgreSQL store whose URL has none (as libpq reads it).
+pub const PGPASSWORD: &str = "PGPASSWORD";
+/// The password file of PostgreSQL stores (default `~/.pgpass`), as libpq reads it.
+pub const PGPASSFILE: &str = "PGPASSFILE";
 /// Base directory for user data; models live in `$XDG_DATA_HOME/rlm/models`.
 pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
 /// Directory of imported embedding models (overrides `[embed] models_dir`).

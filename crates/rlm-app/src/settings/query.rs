@@ -107,7 +107,7 @@ impl QuerySettings {
         Ok(Self {
             question: args.question.clone(),
             llm,
-            store: StoreSettings::resolve(sources),
+            store: StoreSettings::resolve(sources)?,
             options,
             prompts: sources.prompts_with_overrides(QueryPrompts::with_overrides_from)?,
             log_dir,

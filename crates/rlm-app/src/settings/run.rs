@@ -129,9 +129,9 @@ impl RunSettings {
         };
         let store = match &args.store {
             None | Some(StoreChoice::Default(false)) => None,
-            Some(StoreChoice::Default(true)) => Some(StoreSettings::resolve(sources)),
+            Some(StoreChoice::Default(true)) => Some(StoreSettings::resolve(sources)?),
             Some(StoreChoice::Directory(dir)) => {
-                Some(StoreSettings::at(Some(dir.clone()), sources))
+                Some(StoreSettings::at(Some(dir.clone()), sources)?)
             }
         };
         let contexts = match store {
@@ -351,7 +351,9 @@ mod tests {
         let store_dir = |args: &[&str], env: &[(&str, &str)]| {
             let settings = RunSettings::resolve(&run_args(args), &layout.sources(env)).unwrap();
             assert!(settings.contexts.is_empty());
-            settings.store.map(|store| store.dir)
+            settings
+                .store
+                .and_then(|store| store.dir().map(PathBuf::from))
         };
         assert_eq!(
             store_dir(&["--store", "q"], &[]),

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use rlm_context::chunk::ChunkOptions;
 use rlm_context::root::FileRoot;
-use rlm_store::{Store, WalkOptions};
+use rlm_store::{PostgresLocation, Store, WalkOptions};
 
-use super::{Sources, catalog};
+use super::{Sources, catalog, env};
 use crate::error::{AppError, input_error};
 use crate::requests::{ChunkingOptions, LoadRequest, SearchRequest};
 
@@ -17,36 +17,48 @@ use crate::requests::{ChunkingOptions, LoadRequest, SearchRequest};
 pub const DEFAULT_STORE_DIR: &str = ".rlm";
 
 /// Where the store lives: the front end's (`--store`) > `RLM_STORE` > `.rlm` in the current
-/// directory.
+/// directory; a directory, or a PostgreSQL URL (`postgres://USER@HOST/DATABASE?schema=NAME`)
+/// whose password comes from the URL, `PGPASSWORD` or the password file (`PGPASSFILE`,
+/// `~/.pgpass`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSettings {
-    pub dir: PathBuf,
+    pub location: rlm_store::StoreLocation,
     /// The root the store's files must resolve into (`rlm mcp --root`), if any.
     pub root: Option<FileRoot>,
 }
 
 impl StoreSettings {
-    pub fn resolve(sources: &Sources) -> Self {
+    pub fn resolve(sources: &Sources) -> anyhow::Result<Self> {
         Self::at(sources.store_flag().map(Path::to_path_buf), sources)
     }
 
-    /// The store at `dir` when given, else where [`StoreSettings::resolve`] finds it.
-    pub fn at(dir: Option<PathBuf>, sources: &Sources) -> Self {
-        Self {
-            dir: catalog::STORE.environment_path(dir, sources).value,
-            root: sources.root().cloned(),
+    /// The store at `place` (a directory or a PostgreSQL URL) when given, else where
+    /// [`StoreSettings::resolve`] finds it.
+    pub fn at(place: Option<PathBuf>, sources: &Sources) -> anyhow::Result<Self> {
+        let value = catalog::STORE.environment_path(place, sources);
+        let mut location = rlm_store::StoreLocation::from_path(&value.value).map_err(|err| {
+            AppError::input(crate::error::store_error(err))
+                .with_hint(format!("set by {}", catalog::STORE.named_by(&value.origin)))
+        })?;
+        if let rlm_store::StoreLocation::Postgres(postgres) = &mut location {
+            add_password(postgres, sources);
         }
+        Ok(Self {
+            location,
+            root: sources.root().cloned(),
+        })
+    }
+
+    /// The store directory, for a local store.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.location.directory()
     }
 
     /// Opens the store, creating it if needed.
     pub fn open(&self) -> anyhow::Result<Store> {
-        let opened = match &self.root {
-            Some(root) => Store::open_within(&self.dir, root),
-            None => Store::open(&self.dir),
-        };
-        opened.map_err(|err| {
+        Store::open_at(&self.location, self.root.as_ref()).map_err(|err| {
             crate::error::store_error(err)
-                .context(format!("cannot open the store at {}", self.dir.display()))
+                .context(format!("cannot open the store at {}", self.location))
         })
     }
 
@@ -56,17 +68,45 @@ impl StoreSettings {
         self.open()
     }
 
-    /// An input error unless the directory holds a store (or what is left of one: a search
+    /// An input error unless the location holds a store (or what is left of one: a search
     /// index without its database is reported as damage when opened).
     pub fn require_existing(&self) -> anyhow::Result<()> {
-        if !self.dir.join("store.sqlite").is_file() && !self.dir.join("bm25/meta.json").is_file() {
+        let exists = Store::exists_at(&self.location).map_err(|err| {
+            crate::error::store_error(err)
+                .context(format!("cannot open the store at {}", self.location))
+        })?;
+        if !exists {
             return Err(
-                AppError::input(anyhow::anyhow!("no store at {}", self.dir.display()))
+                AppError::input(anyhow::anyhow!("no store at {}", self.location))
                     .with_hint("load something first with `rlm load PATH`, or pass --store DIR")
                     .into(),
             );
         }
         Ok(())
+    }
+}
+
+/// The password of a PostgreSQL store whose URL has none: `PGPASSWORD`, else the password
+/// file (`PGPASSFILE`, else `~/.pgpass`), as libpq finds them. None found is no error: the
+/// server may not ask for one.
+fn add_password(location: &mut PostgresLocation, sources: &Sources) {
+    if location.has_password() {
+        return;
+    }
+    if let Some(password) = sources.env().var(env::PGPASSWORD) {
+        location.set_password(password);
+        return;
+    }
+    let file = sources.env().path(env::PGPASSFILE).or_else(|| {
+        sources
+            .env()
+            .path(env::HOME)
+            .map(|home| home.join(".pgpass"))
+    });
+    if let Some(contents) = file.and_then(|file| std::fs::read_to_string(file).ok())
+        && let Some(password) = location.password_from_pgpass(&contents)
+    {
+        location.set_password(password);
     }
 }
 
@@ -117,13 +157,13 @@ pub struct LoadSettings {
 
 impl LoadSettings {
     pub fn resolve(args: &LoadRequest, sources: &Sources) -> anyhow::Result<Self> {
-        let store = StoreSettings::resolve(sources);
+        let store = StoreSettings::resolve(sources)?;
         let walk = WalkOptions {
             hidden: args.hidden,
             no_ignore: args.no_ignore,
             include: args.include.clone(),
             exclude: args.exclude.clone(),
-            skip: vec![store.dir.clone()],
+            skip: store.dir().map(PathBuf::from).into_iter().collect(),
         };
         Ok(Self {
             chunking: chunk_options(&args.chunking)?,
@@ -161,7 +201,7 @@ impl SearchSettings {
             return Err(input_error("--rrf-k must be a finite number ≥ 0").into());
         }
         Ok(Self {
-            store: StoreSettings::resolve(sources),
+            store: StoreSettings::resolve(sources)?,
             request: rlm_store::SearchRequest {
                 // Unquoted words are one query: `rlm search profile cache`.
                 query: args.query.join(" "),
@@ -184,17 +224,44 @@ mod tests {
     #[test]
     fn store_directory_is_flag_then_env_then_default() {
         let layout = Layout::new(None, None);
+        let dir = |sources: &Sources| -> Option<PathBuf> {
+            StoreSettings::resolve(sources)
+                .unwrap()
+                .dir()
+                .map(PathBuf::from)
+        };
         let sources = layout.sources(&[]);
-        assert_eq!(StoreSettings::resolve(&sources).dir, PathBuf::from(".rlm"));
+        assert_eq!(dir(&sources), Some(PathBuf::from(".rlm")));
         let sources = layout.sources(&[("RLM_STORE", "/env/store")]);
-        assert_eq!(
-            StoreSettings::resolve(&sources).dir,
-            PathBuf::from("/env/store")
-        );
+        assert_eq!(dir(&sources), Some(PathBuf::from("/env/store")));
         let flagged = layout
             .sources(&[("RLM_STORE", "/env/store")])
             .with_store(PathBuf::from("/flag"));
-        assert_eq!(StoreSettings::resolve(&flagged).dir, PathBuf::from("/flag"));
+        assert_eq!(dir(&flagged), Some(PathBuf::from("/flag")));
+    }
+
+    #[test]
+    fn a_postgres_url_takes_its_password_from_the_environment_or_the_password_file() {
+        let layout = Layout::new(None, None);
+        let url = |password_env: &[(&str, &str)]| {
+            let place = Some(PathBuf::from("postgres://ann@db.example/team?schema=docs"));
+            let settings = StoreSettings::at(place, &layout.sources(password_env)).unwrap();
+            let rlm_store::StoreLocation::Postgres(postgres) = settings.location else {
+                panic!("{:?}", settings.location)
+            };
+            postgres
+        };
+        assert!(!url(&[]).has_password());
+        let with_env = url(&[("PGPASSWORD", "from-the-environment")]);
+        assert!(with_env.has_password());
+        assert!(!with_env.to_string().contains("from-the-environment"));
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "db.example:5432:team:ann:from-the-file\n").unwrap();
+        let path = file.path().to_str().unwrap();
+        assert!(url(&[("PGPASSFILE", path)]).has_password());
+        let bad = Some(PathBuf::from("postgres://db.example/team"));
+        let error = StoreSettings::at(bad, &layout.sources(&[])).unwrap_err();
+        assert!(format!("{error:#}").contains("names no user"), "{error:#}");
     }
 
     #[test]

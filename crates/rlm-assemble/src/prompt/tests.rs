@@ -606,6 +606,55 @@ mod with_model {
         );
     }
 
+    /// A summary call shares its client, limiter and budget with another caller whose call
+    /// is on the wire (one slot): that reply claims 1,000,000 output tokens for a call capped
+    /// at 50, and the summary call, admitted while it waited for the slot, is not sent.
+    #[tokio::test]
+    async fn a_summary_waiting_for_a_slot_is_not_sent_after_a_reply_over_reports() {
+        let server = FakeServer::start().await.unwrap();
+        server.set_latency(std::time::Duration::from_millis(50));
+        server.respond_with(|_| {
+            FakeReply::text("- summary").with_usage(rlm_llm::Usage {
+                input_tokens: 10,
+                output_tokens: 1_000_000,
+                ..rlm_llm::Usage::default()
+            })
+        });
+        let client = server
+            .client_builder()
+            .provider(
+                server
+                    .openai_provider(rlm_fake::FAKE_OPENAI)
+                    .max_concurrency(1),
+            )
+            .ledger(rlm_llm::Ledger::with_budget(rlm_llm::Budget {
+                max_tokens: Some(1_000_000),
+                ..rlm_llm::Budget::default()
+            }))
+            .build()
+            .unwrap();
+        let summarizer = Summarizer::new(client.clone(), MODEL);
+        let other = rlm_llm::ChatRequest::new("other").user("x").max_tokens(50);
+        let cache = tempfile::tempdir().unwrap();
+        let mut assembler = PromptAssembler::new(long_history_options(cache.path())).unwrap();
+        let inputs = inputs(conversation(40, 60));
+        let (first, built) = tokio::join!(
+            client.chat(&other),
+            assembler.build(&inputs, Some(&summarizer))
+        );
+        assert!(first.is_ok());
+        let built = built.unwrap();
+        assert_eq!(server.requests_for(MODEL).len(), 0, "the summary was sent");
+        let report = &built.plan.history;
+        assert_eq!(report.action, HistoryAction::Fallback);
+        let note = report.note.as_deref().unwrap();
+        assert!(note.contains("budget exhausted"), "{note}");
+        assert!(
+            note.contains("fake reported 1,000,000 output tokens"),
+            "{note}"
+        );
+    }
+
     #[tokio::test]
     async fn a_history_beyond_the_window_is_summarized_in_pieces_then_merged() {
         let (server, summarizer) = start().await;

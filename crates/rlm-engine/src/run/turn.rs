@@ -242,7 +242,6 @@ async fn ask_whole(scope: &RunScope, conversation: &mut ChatRequest) -> Result<T
 
 /// Asks the root model, records usage, and reports progress.
 async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Failure> {
-    let started = Instant::now();
     if let Err(too_long) = scope.shared.settings.context_windows.check(request) {
         let error = rlm_llm::Error::ContextWindow {
             model: request.model.clone(),
@@ -263,19 +262,20 @@ async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Fa
         }
         Err(err) => return Err((Status::ModelError, Some(err))),
     };
+    // The client asks the reservation again right before it sends (the call may wait for a
+    // slot behind the run's sub-calls) and settles it.
     match until(
         scope.account.deadline(),
-        scope.shared.client.complete(request),
+        scope.shared.client.complete(request, reservation),
     )
     .await
     {
         None => Err((Status::Timeout, None)),
-        Some(Err(err)) => {
-            reservation.fail(&scope.model, started.elapsed(), 0);
-            Err((Status::ModelError, Some(err)))
+        Some(Err(rlm_llm::Error::BudgetExhausted { limit, .. })) => {
+            Err((status_from(Exhausted::Spend(limit)), None))
         }
+        Some(Err(err)) => Err((Status::ModelError, Some(err))),
         Some(Ok(reply)) => {
-            reservation.settle(&scope.model, &reply);
             emit(
                 scope,
                 &Event::ModelReplied {

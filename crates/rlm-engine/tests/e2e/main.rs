@@ -11,6 +11,7 @@ use rlm_engine::{
 use rlm_fake::{FakeReply, FakeServer, SeenRequest};
 use rlm_sandbox::{Isolation, Limits, Sandbox};
 
+mod budgets;
 mod caching;
 mod cases;
 
@@ -40,6 +41,16 @@ impl Harness {
 
     fn rlm(&self, limits: RunLimits, max_depth: u32) -> Rlm {
         let client = self.server.client_builder().build().unwrap();
+        self.rlm_builder(client, limits, max_depth).build().unwrap()
+    }
+
+    /// The builder [`Harness::rlm`] builds, for `client`.
+    fn rlm_builder(
+        &self,
+        client: rlm_llm::LlmClient,
+        limits: RunLimits,
+        max_depth: u32,
+    ) -> rlm_engine::RlmBuilder {
         Rlm::builder()
             .client(Arc::new(client))
             .repl(Arc::new(SandboxRepl::new(sandbox())))
@@ -49,8 +60,6 @@ impl Harness {
             .max_depth(max_depth)
             .limits(limits)
             .log_dir(self.log.path().to_path_buf())
-            .build()
-            .unwrap()
     }
 
     async fn run(&self, limits: RunLimits, max_depth: u32, context: &str) -> RunResult {

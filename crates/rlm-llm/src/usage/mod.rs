@@ -19,8 +19,12 @@
 //! reporting more than its call could use (more output tokens than its `max_tokens`, more input
 //! tokens than its prompt has bytes: [`overrun`]) is counted as reported, and from then on
 //! every node of its path with a token or cost limit refuses new calls, saying why; the first
-//! such reply logs a warning naming the provider. The calls already in flight cannot be
-//! recalled, so such a provider overshoots a budget by at most what they report.
+//! such reply logs a warning naming the provider. A call admitted earlier is asked again right
+//! before it goes out ([`Ledger::check_send`]: the client does so after its wait for the
+//! provider's limiter and before each retry, and settles a reply before its slot goes to the
+//! next call), so the calls a batch reserved while the budget had room are not sent once it
+//! has none. The calls already sent cannot be recalled, so such a provider overshoots a budget
+//! by at most what they report.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -287,6 +291,12 @@ impl Reservation {
         &self.estimate
     }
 
+    /// Whether the call may still be sent: [`Ledger::check_send`] on the ledger it was
+    /// reserved on. Ask it right before each request goes out.
+    pub fn check_send(&self) -> Result<()> {
+        self.ledger.check_send()
+    }
+
     /// Replaces the hold with the answered call, under `model`, on every node of the path.
     ///
     /// A reply reporting more than the call could use (see the module docs) is counted as
@@ -400,47 +410,72 @@ impl Ledger {
         for ledger in self.path() {
             let budget = &ledger.budget;
             let account = ledger.lock();
-            let spent = &account.spent.total;
-            let refuse =
-                |limit: Exhausted, detail: String| Err(Error::BudgetExhausted { limit, detail });
-            if let Some((limit, overrun)) = account.stopped_by(budget) {
-                return refuse(
-                    limit,
-                    format!("{overrun}; no further calls are sent under this budget"),
-                );
-            }
-            if let Some(limit) = budget.exhausted_by(spent) {
-                let detail = match limit {
-                    Exhausted::Calls => format!("{} calls allowed", budget.max_calls.unwrap_or(0)),
-                    Exhausted::Tokens => format!(
-                        "{} of {} tokens used",
-                        spent.usage.total(),
-                        budget.max_tokens.unwrap_or(0)
-                    ),
-                    Exhausted::Cost => format!(
-                        "${:.4} of ${:.4} spent",
-                        spent.cost_usd,
-                        budget.max_cost_usd.unwrap_or(0.0)
-                    ),
-                };
-                return refuse(limit, detail);
-            }
+            ledger.refuse_spent(&account)?;
             if budget.max_cost_usd.is_some() {
-                if spent.cost_is_partial() {
-                    return refuse(
-                        Exhausted::Cost,
-                        "spend is unknown (a model without a price was used)".to_owned(),
-                    );
+                let refuse = |detail: &str| {
+                    Err(Error::BudgetExhausted {
+                        limit: Exhausted::Cost,
+                        detail: detail.to_owned(),
+                    })
+                };
+                if account.spent.total.cost_is_partial() {
+                    return refuse("spend is unknown (a model without a price was used)");
                 }
                 if !price_known {
-                    return refuse(
-                        Exhausted::Cost,
-                        "a money budget is set but this model has no known price".to_owned(),
-                    );
+                    return refuse("a money budget is set but this model has no known price");
                 }
             }
         }
         Ok(())
+    }
+
+    /// Errors with [`Error::BudgetExhausted`] when a call admitted earlier must not be sent
+    /// now: what is spent on the path has reached a limit, or a reply reporting more than its
+    /// call could use has stopped a token or cost limit there since. A client asks this right
+    /// before each request goes out — after its wait for the provider's limiter and before
+    /// every retry — so the calls a batch reserved while the budget had room are not sent once
+    /// it has none ([`Reservation::check_send`]).
+    pub fn check_send(&self) -> Result<()> {
+        self.path()
+            .try_for_each(|ledger| ledger.refuse_spent(&ledger.lock()))
+    }
+
+    /// This node's refusal, from what it has spent alone: an overrun that stopped its budget,
+    /// or a limit reached.
+    fn refuse_spent(&self, account: &Account) -> Result<()> {
+        let budget = &self.budget;
+        let spent = &account.spent.total;
+        let refuse =
+            |limit: Exhausted, detail: String| Err(Error::BudgetExhausted { limit, detail });
+        if let Some((limit, overrun)) = account.stopped_by(budget) {
+            return refuse(
+                limit,
+                format!("{overrun}; no further calls are sent under this budget"),
+            );
+        }
+        match budget.exhausted_by(spent) {
+            None => Ok(()),
+            Some(limit @ Exhausted::Calls) => refuse(
+                limit,
+                format!("{} calls allowed", budget.max_calls.unwrap_or(0)),
+            ),
+            Some(limit @ Exhausted::Tokens) => refuse(
+                limit,
+                format!(
+                    "{} of {} tokens used",
+                    spent.usage.total(),
+                    budget.max_tokens.unwrap_or(0)
+                ),
+            ),
+            Some(limit @ Exhausted::Cost) => refuse(
+                limit,
+                format!(
+                    "${:.4} of ${:.4} spent",
+                    spent.cost_usd,
+                    budget.max_cost_usd.unwrap_or(0.0)
+                ),
+            ),
+        }
     }
 
     /// Admits a call estimated at `estimate` if it fits every budget on the path to the root

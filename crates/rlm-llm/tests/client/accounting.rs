@@ -273,3 +273,87 @@ async fn after_a_reply_over_its_cap_nothing_more_is_sent_under_the_budget() {
     }
     assert_eq!(honest.request_count(), 5);
 }
+
+/// Calls admitted while a budget had room, then queued behind the provider's limiter: once a
+/// reply reports 1,000,000 tokens, the queued ones are refused when their turn comes instead of
+/// being sent. Only the calls already on the wire (the limiter's 4) reach the server.
+#[tokio::test]
+async fn calls_queued_behind_the_limiter_are_not_sent_after_a_reply_over_reports() {
+    let lying = server().await;
+    lying.set_latency(std::time::Duration::from_millis(20));
+    lying.respond_with(|_| FakeReply::text("ok").with_usage(usage(20, 1_000_000)));
+    // 64 calls of at most ~60 tokens each fit 100,000 tokens with room to spare.
+    let ledger = Ledger::with_budget(Budget {
+        max_tokens: Some(100_000),
+        ..Budget::default()
+    });
+    let client = rlm_llm::LlmClient::builder()
+        .provider(lying.openai_provider("p").max_concurrency(4))
+        .default_provider("p")
+        .ledger(std::sync::Arc::clone(&ledger))
+        .build()
+        .unwrap();
+    let requests: Vec<ChatRequest> = (0..64)
+        .map(|n| ChatRequest::new("m").user(format!("q{n}")).max_tokens(50))
+        .collect();
+    let results = client.chat_batch(&requests).await;
+    assert!(
+        lying.request_count() <= 4,
+        "{} requests reached the server",
+        lying.request_count()
+    );
+    let refused = results
+        .iter()
+        .filter(|result| matches!(result, Err(Error::BudgetExhausted { .. })))
+        .count();
+    assert_eq!(refused + lying.request_count(), 64);
+    // Refused before sending: released, not counted as failed calls.
+    let spent = ledger.total();
+    assert_eq!(spent.failures, 0);
+    assert_eq!(spent.calls as usize, lying.request_count());
+    assert_eq!(ledger.reserved(), rlm_llm::Reserved::default());
+}
+
+/// A caller that keeps its own budget (a run's ledger, apart from the client's) hands its
+/// reservation over with `chat_reserved`: it is asked again before the send and settled with
+/// the reply under the caller's name before the next call waiting for the slot goes out.
+#[tokio::test]
+async fn a_callers_own_reservation_is_checked_before_each_send_and_settled() {
+    let lying = server().await;
+    lying.set_latency(std::time::Duration::from_millis(10));
+    lying.respond_with(|_| FakeReply::text("ok").with_usage(usage(20, 1_000_000)));
+    let client = rlm_llm::LlmClient::builder()
+        .provider(lying.openai_provider("p").max_concurrency(1))
+        .default_provider("p")
+        .build()
+        .unwrap();
+    let run = Ledger::with_budget(Budget {
+        max_tokens: Some(100_000),
+        ..Budget::default()
+    });
+    let calls = (0..8).map(|n| {
+        let request = ChatRequest::new("m").user(format!("q{n}")).max_tokens(50);
+        let reservation = run.reserve(rlm_llm::Estimate::of(&request, None)).unwrap();
+        let client = client.clone();
+        async move { client.chat_reserved(&request, reservation).await }
+    });
+    let results = futures::future::join_all(calls).await;
+    assert_eq!(lying.request_count(), 1);
+    assert!(results[0].is_ok());
+    assert!(
+        results[1..]
+            .iter()
+            .all(|result| matches!(result, Err(Error::BudgetExhausted { .. })))
+    );
+    let report = run.report();
+    assert_eq!(report.total.calls, 1);
+    assert_eq!(report.total.overrun_calls, 1);
+    assert!(
+        report.models.contains_key("m"),
+        "{:?}",
+        report.models.keys()
+    );
+    assert_eq!(run.reserved(), rlm_llm::Reserved::default());
+    // The client's own ledger counted the same call under the resolved name.
+    assert_eq!(client.ledger().total().calls, 1);
+}

@@ -208,3 +208,46 @@ async fn backend_calls_respect_its_limiter_and_the_budget() {
         .unwrap_err();
     assert!(matches!(err, Error::BudgetExhausted { .. }), "{err}");
 }
+
+/// A backend reporting 1,000,000 output tokens for a call capped at 50: the calls of a batch
+/// waiting for its one slot are refused when their turn comes, not asked.
+#[tokio::test]
+async fn backend_calls_waiting_for_a_slot_are_not_asked_after_an_over_report() {
+    let backend = Arc::new(Scripted {
+        replies: Mutex::new(
+            (0..8)
+                .map(|_| BackendReply {
+                    text: "ok".to_owned(),
+                    usage: Some(rlm_llm::Usage {
+                        input_tokens: 10,
+                        output_tokens: 1_000_000,
+                        ..rlm_llm::Usage::default()
+                    }),
+                    ..BackendReply::default()
+                })
+                .collect(),
+        ),
+        ..Scripted::default()
+    });
+    let client = client_with(backend.clone(), 1).with_ledger(Ledger::with_budget(Budget {
+        max_tokens: Some(100_000),
+        ..Budget::default()
+    }));
+    let requests: Vec<ChatRequest> = (0..8)
+        .map(|n| {
+            ChatRequest::new("scripted:m")
+                .user(format!("q{n}"))
+                .max_tokens(50)
+        })
+        .collect();
+    let answers = client.chat_batch(&requests).await;
+    assert_eq!(backend.asked.lock().unwrap().len(), 1);
+    assert!(answers[0].is_ok());
+    for refused in &answers[1..] {
+        assert!(
+            matches!(refused, Err(Error::BudgetExhausted { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(client.ledger().total().failures, 0);
+}

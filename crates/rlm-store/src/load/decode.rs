@@ -20,7 +20,7 @@ pub(super) fn binary_reason(head: &[u8]) -> Option<String> {
 
 /// Invalid UTF-8 sequences met while decoding, each stored as U+FFFD.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Replacements {
+pub(crate) struct Replacements {
     /// Sequences replaced.
     pub count: u64,
     /// Byte offset (in the source) of the first one.

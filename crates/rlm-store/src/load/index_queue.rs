@@ -40,15 +40,16 @@ mod tests {
 
     use rlm_context::chunk::ChunkOptions;
 
+    use crate::SearchRequest;
     use crate::load::stream::Streaming;
     use crate::load::{LoadEvent, Source, write_sources};
-    use crate::{SearchRequest, Store};
+    use crate::store::LocalStore;
 
     #[test]
     fn a_crash_between_sqlite_and_the_index_is_repaired_on_open() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut store = Store::open(dir.path()).unwrap();
+            let mut store = LocalStore::open(dir.path()).unwrap();
             let sources = vec![Source::Text {
                 name: "a".into(),
                 text: "durable words\n".into(),
@@ -74,7 +75,7 @@ mod tests {
                 (1, 0, 1)
             );
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         let status = store.status().unwrap();
         assert_eq!((status.indexed_chunks, status.pending_index_work), (1, 0));
         assert_eq!(
@@ -91,7 +92,7 @@ mod tests {
     fn replay_skips_adds_whose_buffer_is_gone() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut store = Store::open(dir.path()).unwrap();
+            let mut store = LocalStore::open(dir.path()).unwrap();
             let options = ChunkOptions::default();
             let mut keep = |_: LoadEvent<'_>| ControlFlow::Continue(());
             // Two committed loads of one name whose index work never ran: the queue holds
@@ -114,7 +115,7 @@ mod tests {
             }
             assert_eq!(store.status().unwrap().pending_index_work, 3);
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         let status = store.status().unwrap();
         assert_eq!(
             (

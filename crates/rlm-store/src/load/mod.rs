@@ -23,10 +23,12 @@ pub use walk::{WalkOptions, collect_sources, collect_sources_with};
 
 use crate::error::{Error, Result};
 use crate::index::Bm25Writer;
-use crate::store::{BufferLimit, IndexProgress, Store};
+use crate::store::{BufferLimit, IndexProgress, LocalStore};
 use insert::{NewBuffer, StoredBuffer, insert_whole, remove_missing};
-use source::{Content, prepare, remove_stale_spools};
-use stream::{FileScan, Streaming, insert_streamed};
+use source::remove_stale_spools;
+pub(crate) use source::{Content, prepare};
+use stream::{FileScan, insert_streamed};
+pub(crate) use stream::{Streaming, for_each_piece};
 
 /// Checks a buffer size limit before any store is opened (`rlm load --max-file-size`): as
 /// [`Store::set_max_buffer_bytes`] will, against what this build's SQLite holds in one value.
@@ -126,7 +128,7 @@ pub struct LoadReport {
     pub removed: Vec<String>,
 }
 
-impl Store {
+impl LocalStore {
     /// The largest source, in bytes of text, a load stores as a buffer; a larger one is skipped
     /// with a reason. By default [`Store::buffer_ceiling`].
     pub fn max_buffer_bytes(&self) -> u64 {
@@ -148,16 +150,8 @@ impl Store {
         Ok(())
     }
 
-    /// Loads `sources` in one SQLite transaction and indexes them for BM25.
-    ///
-    /// Unchanged content (same SHA-256 and chunk options under the same name) is a no-op; changed
-    /// content replaces the old buffer and its chunks. Binary and over-large sources are skipped
-    /// and reported; invalid UTF-8 is stored as U+FFFD with a note in [`LoadedBuffer::notes`]. An unreadable file or a `Break` from `progress` aborts the whole
-    /// load with nothing written. Files over 16 MiB are streamed in 4 MiB pieces (see
-    /// [`StreamChunker`](rlm_context::chunk::StreamChunker)) rather than held whole, unless the
-    /// options need the whole text (`structure` or `code` with overlap); a file that changes
-    /// while it is read aborts the load. A [`Source::Reader`] is read here, once; over 16 MiB
-    /// of its input is spooled to a file in the store directory and streamed from there.
+    /// [`LocalStore::load_and_prune`] pruning nothing (tests load through it).
+    #[cfg(test)]
     pub fn load(
         &mut self,
         sources: Vec<Source>,
@@ -167,9 +161,9 @@ impl Store {
         self.load_and_prune(sources, &[], options, progress)
     }
 
-    /// Loads like [`Store::load`] and, in the same transaction, removes every buffer loaded
-    /// from a file under one of `directories` that no longer exists, so re-loading a directory
-    /// follows deletions. Their names are in [`LoadReport::removed`].
+    /// Loads `sources` in one SQLite transaction and indexes them for BM25 (see
+    /// [`Store::load`](crate::Store::load)), and in the same transaction removes every buffer
+    /// loaded from a file under one of `directories` that no longer exists.
     pub fn load_and_prune(
         &mut self,
         sources: Vec<Source>,
@@ -290,6 +284,7 @@ fn write_sources<'a>(
             Source::File { path, .. } => std::path::absolute(path)
                 .ok()
                 .map(|path| path.to_string_lossy().into_owned()),
+            Source::Stored { path, .. } => path.clone(),
             _ => None,
         };
         let buffer = NewBuffer {
@@ -350,7 +345,7 @@ mod tests {
     #[test]
     fn a_load_removes_spool_files_left_by_a_killed_load() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let stale = dir.path().join(".reader-4242-0.spool");
         std::fs::write(&stale, "half a pipe").unwrap();
         let kept = dir.path().join("notes.spool");
@@ -372,7 +367,7 @@ mod tests {
     #[test]
     fn a_caller_supplied_reader_is_loaded_under_its_name() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = LocalStore::open(dir.path()).unwrap();
         let mut source = Source::reader("pipe", Cursor::new(b"alpha from a reader\n".to_vec()));
         source.rename("piped.txt");
         let report = store
@@ -392,7 +387,7 @@ mod tests {
     #[test]
     fn a_text_of_exactly_the_ceiling_fits_in_sqlite_whole_and_streamed() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let mut store = LocalStore::open(dir.path().join("store")).unwrap();
         store
             .connection
             .set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 10_000)
@@ -455,7 +450,7 @@ mod tests {
     #[test]
     fn big_reader_input_is_streamed_from_a_spool_and_a_failing_reader_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let mut store = LocalStore::open(dir.path().join("store")).unwrap();
         let text: String = (0..500).map(|i| format!("line {i} of a pipe\n")).collect();
         let streaming = Streaming {
             above: 1000,

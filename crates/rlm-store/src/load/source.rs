@@ -41,6 +41,16 @@ pub enum Source {
         /// The content.
         text: String,
     },
+    /// A buffer's text read from another store, with the path it was loaded from
+    /// ([`Store::copy_into`](crate::Store::copy_into)).
+    Stored {
+        /// The buffer name.
+        name: String,
+        /// The absolute path of the file it was first loaded from, if any.
+        path: Option<String>,
+        /// The content.
+        text: String,
+    },
 }
 
 impl Source {
@@ -57,16 +67,20 @@ impl Source {
     /// The buffer name this source is stored under.
     pub fn name(&self) -> &str {
         match self {
-            Self::File { name, .. } | Self::Reader { name, .. } | Self::Text { name, .. } => name,
+            Self::File { name, .. }
+            | Self::Reader { name, .. }
+            | Self::Text { name, .. }
+            | Self::Stored { name, .. } => name,
         }
     }
 
     /// Stores the source under another name.
     pub fn rename(&mut self, new_name: impl Into<String>) {
         match self {
-            Self::File { name, .. } | Self::Reader { name, .. } | Self::Text { name, .. } => {
-                *name = new_name.into()
-            }
+            Self::File { name, .. }
+            | Self::Reader { name, .. }
+            | Self::Text { name, .. }
+            | Self::Stored { name, .. } => *name = new_name.into(),
         }
     }
 }
@@ -89,12 +103,18 @@ impl std::fmt::Debug for Source {
                 .field("name", name)
                 .field("bytes", &text.len())
                 .finish(),
+            Self::Stored { name, path, text } => f
+                .debug_struct("Stored")
+                .field("name", name)
+                .field("path", path)
+                .field("bytes", &text.len())
+                .finish(),
         }
     }
 }
 
 /// A source's text, whole in memory or still on disk.
-pub(super) enum Content {
+pub(crate) enum Content {
     Whole(String),
     /// A file checked by [`scan_file`], to be read again piece by piece.
     Streamed {
@@ -105,7 +125,7 @@ pub(super) enum Content {
 }
 
 /// A source ready to be stored.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub content: Content,
     /// Hex SHA-256 of the text.
     pub sha256: String,
@@ -139,7 +159,7 @@ impl Prepared {
 /// Reads or checks `source` so it can be stored: a big file (when the options allow streaming)
 /// is scanned in pieces, a reader's input is read whole or spooled to `spool_dir` if big, the
 /// rest is read whole. The inner `Err` is a reason to skip the source rather than fail the load.
-pub(super) fn prepare(
+pub(crate) fn prepare(
     source: &mut Source,
     options: &ChunkOptions,
     streaming: Streaming,
@@ -148,7 +168,7 @@ pub(super) fn prepare(
     let streams = StreamChunker::supports(options);
     let limit = streaming.limit;
     match source {
-        Source::Text { text, .. } => {
+        Source::Text { text, .. } | Source::Stored { text, .. } => {
             let text = std::mem::take(text);
             Ok(Ok(Prepared::whole((text, Replacements::default()))))
         }

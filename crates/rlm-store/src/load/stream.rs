@@ -25,7 +25,7 @@ const STREAM_PIECE_BYTES: usize = 4 << 20;
 
 /// When and how to stream a file instead of reading it whole.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Streaming {
+pub(crate) struct Streaming {
     /// Files larger than this many bytes are streamed (when the chunk options allow it).
     pub above: u64,
     /// Bytes read at a time.
@@ -36,7 +36,7 @@ pub(super) struct Streaming {
 
 impl Streaming {
     /// Streams files over 16 MiB in 4 MiB pieces and skips sources over `limit`.
-    pub(super) fn within(limit: BufferLimit) -> Self {
+    pub(crate) fn within(limit: BufferLimit) -> Self {
         Self {
             above: STREAM_ABOVE_BYTES,
             piece: STREAM_PIECE_BYTES,
@@ -121,7 +121,7 @@ pub(super) fn scan_file(
 /// Reads `path` in pieces of about `piece` bytes and passes each as text, never splitting a
 /// character; invalid UTF-8 is replaced as a whole read replaces it. Returns what was replaced;
 /// the inner `Err` says the file is binary (or why `each` broke off).
-fn for_each_piece(
+pub(crate) fn for_each_piece(
     path: &Path,
     piece: usize,
     each: &mut dyn FnMut(&str) -> Result<ControlFlow<String>>,
@@ -237,14 +237,15 @@ mod tests {
 
     use super::*;
     use crate::load::{Source, write_sources};
-    use crate::{Error, SearchRequest, Store};
+    use crate::store::LocalStore;
+    use crate::{Error, SearchRequest};
 
     /// Loads `files` into a fresh store with the given streaming settings; returns the store
     /// (index replayed on reopen) and its directory.
-    fn load_with(files: &[PathBuf], streaming: Streaming) -> (tempfile::TempDir, Store) {
+    fn load_with(files: &[PathBuf], streaming: Streaming) -> (tempfile::TempDir, LocalStore) {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut store = Store::open(dir.path()).unwrap();
+            let mut store = LocalStore::open(dir.path()).unwrap();
             let sources: Vec<Source> = files
                 .iter()
                 .map(|path| Source::File {
@@ -267,11 +268,11 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
         (dir, store)
     }
 
-    fn stored(store: &Store) -> Vec<(String, String, i64, i64, String)> {
+    fn stored(store: &LocalStore) -> Vec<(String, String, i64, i64, String)> {
         let mut statement = store
             .connection
             .prepare(
@@ -350,7 +351,7 @@ mod tests {
             assert_eq!(bytes, text.as_bytes());
         }
         for query in ["zebra_1234", "kiwi77", "newline"] {
-            let hits = |store: &Store| -> Vec<i64> {
+            let hits = |store: &LocalStore| -> Vec<i64> {
                 store
                     .search(&SearchRequest::new(query))
                     .unwrap()
@@ -377,7 +378,7 @@ mod tests {
         let binary = dir.path().join("blob.txt");
         std::fs::write(&binary, b"text\0more\xff").unwrap();
         let load = |streaming: Streaming, store: &str| {
-            let mut store = Store::open(dir.path().join(store)).unwrap();
+            let mut store = LocalStore::open(dir.path().join(store)).unwrap();
             let sources = Vec::from([&latin1, &binary].map(|path| Source::File {
                 name: path.file_name().unwrap().to_string_lossy().into_owned(),
                 path: path.clone(),
@@ -436,7 +437,7 @@ mod tests {
             piece: 8192,
             ..Streaming::default()
         };
-        let mut store = Store::open(dir.path().join("store")).unwrap();
+        let mut store = LocalStore::open(dir.path().join("store")).unwrap();
         let mut seen = Vec::new();
         write_sources(
             &mut store.connection,
@@ -458,7 +459,7 @@ mod tests {
         assert!(seen.windows(2).all(|pair| pair[0].0 < pair[1].0));
         assert_eq!(seen.last(), Some(&(size, size)));
 
-        let mut other = Store::open(dir.path().join("other")).unwrap();
+        let mut other = LocalStore::open(dir.path().join("other")).unwrap();
         let mut pieces = 0;
         let result = write_sources(
             &mut other.connection,

@@ -9,8 +9,9 @@ use rlm_context::chunk::{ChunkOptions, Strategy};
 use rusqlite::OpenFlags;
 
 use crate::index::{Bm25Index, BufferFields};
+use crate::store::LocalStore;
 use crate::store::{INDEX, add_buffer, open_database};
-use crate::{SearchHit, SearchRequest, Source, Store};
+use crate::{SearchHit, SearchRequest, Source};
 
 const WORDS: &[&str] = &[
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
@@ -39,7 +40,7 @@ fn text(seed: usize) -> String {
     text
 }
 
-fn load(store: &mut Store, sources: Vec<Source>) {
+fn load(store: &mut LocalStore, sources: Vec<Source>) {
     store
         .load(sources, &options(), &mut |_| ControlFlow::Continue(()))
         .unwrap();
@@ -48,8 +49,8 @@ fn load(store: &mut Store, sources: Vec<Source>) {
 /// A store of 600 files (names relative, paths absolute) in `logs/`, `src/dNN/` and
 /// `docs/`, plus text buffers (no path) whose names test the edges of a prefix, loaded in
 /// several batches (several segments) with some files then changed (deleted documents).
-fn corpus(dir: &Path, files: &Path) -> Store {
-    let mut store = Store::open(dir).unwrap();
+fn corpus(dir: &Path, files: &Path) -> LocalStore {
+    let mut store = LocalStore::open(dir).unwrap();
     let names: Vec<String> = (0..600)
         .map(|index| match index % 10 {
             0 => format!("logs/app{index:03}.log"),
@@ -155,7 +156,7 @@ fn globs(files: &Path) -> Vec<String> {
     globs
 }
 
-fn hits(store: &Store, query: &str, limit: usize, glob: Option<&str>) -> Vec<SearchHit> {
+fn hits(store: &LocalStore, query: &str, limit: usize, glob: Option<&str>) -> Vec<SearchHit> {
     let request = SearchRequest {
         limit,
         path_glob: glob.map(str::to_owned),
@@ -165,7 +166,7 @@ fn hits(store: &Store, query: &str, limit: usize, glob: Option<&str>) -> Vec<Sea
 }
 
 /// Filtered searches return exactly the unfiltered ranking's hits in the filtered buffers.
-fn assert_filters_match_unfiltered(store: &Store, files: &Path) {
+fn assert_filters_match_unfiltered(store: &LocalStore, files: &Path) {
     for query in ["alpha", "golf kilo", "bravo delta hotel lima", "juliet"] {
         let everything = hits(store, query, 100_000, None);
         assert!(everything.len() > 500, "{query}: {}", everything.len());
@@ -270,7 +271,7 @@ fn rewrite_index(dir: &Path, fields: BufferFields) {
 /// Per glob and segment of `store`, how many documents the postings of the glob's components
 /// listed (`None` where they were not used); each list is checked against every document's
 /// name and path matched one by one, deleted documents included.
-fn found_by_components(store: &Store, globs: &[&str]) -> Vec<Vec<Option<usize>>> {
+fn found_by_components(store: &LocalStore, globs: &[&str]) -> Vec<Vec<Option<usize>>> {
     let searcher = store.index.searcher().unwrap();
     globs
         .iter()
@@ -458,7 +459,7 @@ fn an_index_without_buffer_names_filters_through_the_buffer_table_until_reindexe
             .any(|check| check.ok && check.detail.contains("kept no buffer names"))
     };
     assert!(older(dir.path()));
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = LocalStore::open(dir.path()).unwrap();
     assert!(!store.index.has_buffer_names());
     assert_filters_match_unfiltered(&store, files.path());
     // A load into it keeps its schema.
@@ -478,9 +479,9 @@ fn an_index_without_buffer_names_filters_through_the_buffer_table_until_reindexe
     assert_filters_match_unfiltered(&store, files.path());
     drop(store);
 
-    Store::reindex(dir.path(), &mut |_| {}).unwrap();
+    LocalStore::reindex(dir.path(), &mut |_| {}).unwrap();
     assert!(!older(dir.path()));
-    let store = Store::open(dir.path()).unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
     assert!(store.index.has_buffer_names());
     assert_filters_match_unfiltered(&store, files.path());
 }
@@ -498,7 +499,7 @@ fn an_index_without_path_components_matches_every_name_until_reindexed() {
             .any(|check| check.ok && check.detail.contains("kept no path components"))
     };
     assert!(older(dir.path()));
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = LocalStore::open(dir.path()).unwrap();
     assert!(store.index.has_buffer_names());
     assert!(!store.index.has_path_components());
     assert!(store.index.searcher().unwrap().segment_readers().len() > 1);
@@ -522,9 +523,9 @@ fn an_index_without_path_components_matches_every_name_until_reindexed() {
     assert_filters_match_unfiltered(&store, files.path());
     drop(store);
 
-    Store::reindex(dir.path(), &mut |_| {}).unwrap();
+    LocalStore::reindex(dir.path(), &mut |_| {}).unwrap();
     assert!(!older(dir.path()));
-    let store = Store::open(dir.path()).unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
     assert!(store.index.has_path_components());
     assert_filters_match_unfiltered(&store, files.path());
 }
@@ -536,7 +537,7 @@ fn an_index_without_path_components_matches_every_name_until_reindexed() {
 #[test]
 fn a_glob_most_buffers_match_is_checked_after_ranking_or_in_the_loop_alike() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = LocalStore::open(dir.path()).unwrap();
     // Nine in ten buffers under `keep/` mention the word once; the rest, under `skip/`,
     // mention it in every chunk, so they hold the unfiltered ranking's best hits.
     let sources = (0..200)

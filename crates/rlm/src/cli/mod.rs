@@ -7,7 +7,7 @@ use rlm_app::requests::{
     ChatRequest, ChunkRequest, ConfigRequest, CtxRequest, DeleteRequest, DoctorRequest,
     EmbedRequest, GrepRequest, InspectRequest, ListRequest, LoadRequest, ModelsRequest,
     PeekRequest, PromptRequest, QueryRequest, ReindexRequest, RunRequest, RunsRequest,
-    SearchRequest, SessionsRequest, ShowRequest, StatusRequest, ViewRequest,
+    SearchRequest, SessionsRequest, ShowRequest, StatusRequest, StoreRequest, ViewRequest,
 };
 
 #[derive(Debug, Parser)]
@@ -92,6 +92,8 @@ pub enum Command {
     /// Rebuild the BM25 index from the stored text (and missing vectors, when the model is
     /// available).
     Reindex(OnStore<ReindexRequest>),
+    /// Move a store between a directory and PostgreSQL (`rlm store copy SRC DST`).
+    Store(StoreRequest),
     /// Import, list and remove embedding models (offline; from directories or wheels).
     Models(ModelsRequest),
     /// Compute embeddings for stored chunks that have none.
@@ -130,8 +132,9 @@ pub struct OnStore<R: Args> {
 /// Where the store lives: `--store DIR`, else `RLM_STORE`, else `.rlm` (the settings decide).
 #[derive(Debug, Clone, Default, Args)]
 pub struct StoreLocation {
-    /// Store directory (default: .rlm in the current directory) [env: RLM_STORE].
-    #[arg(long, value_name = "DIR")]
+    /// Store directory, or a PostgreSQL URL `postgres://USER@HOST/DATABASE?schema=NAME`
+    /// (default: .rlm in the current directory) [env: RLM_STORE].
+    #[arg(long, value_name = "DIR|URL")]
     pub store: Option<PathBuf>,
 }
 

@@ -22,7 +22,7 @@ pub fn run(run: &Run<'_>, request: DoctorRequest) -> anyhow::Result<ExitCode> {
         let mut out = output::stdout();
         // The store first: the checks are about it.
         if let Some(DoctorRecord::Summary { store, .. }) = outcome.records.last() {
-            writeln!(out, "store: {}", store.display())?;
+            writeln!(out, "store: {store}")?;
         }
         for record in &outcome.records {
             let DoctorRecord::Check(check) = record else {

@@ -27,6 +27,7 @@ mod search;
 mod sessions;
 mod show;
 mod status;
+mod store;
 mod view;
 
 use std::io::Write as _;
@@ -134,6 +135,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Reindex(OnStore { request, location }) => {
             reindex::run(&run(Some(&location)), request)
         }
+        Command::Store(request) => store::run(&run(None), request),
         Command::Models(request) => models::run(&run(None), request),
         Command::Embed(OnStore { request, location }) => embed::run(&run(Some(&location)), request),
         Command::Run(request) => run::run(&run(None), request),

@@ -143,6 +143,9 @@ impl Events for Printer {
             Event::Indexing(step) => {
                 self.live(&format!("indexing {}/{} chunks", step.chunks, step.total));
             }
+            Event::Copying { done, total } => {
+                self.live(&format!("copied {done}/{total} buffers"));
+            }
             Event::Embedding(step) => {
                 self.live(&format!("embedding {}/{} chunks", step.done, step.total));
             }

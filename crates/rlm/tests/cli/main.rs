@@ -18,6 +18,7 @@ mod mcp_root;
 mod mcp_sampling;
 mod models;
 mod output;
+mod postgres;
 mod prompt;
 mod prompt_window;
 mod query;

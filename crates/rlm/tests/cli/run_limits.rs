@@ -135,6 +135,64 @@ async fn a_big_batch_stays_within_max_cost() {
     );
 }
 
+/// The attack of issue 45: a provider reporting 1,000,000 output tokens for every sub-call
+/// (about $0.60 each at gpt-4o-mini's price), one `llm_query_batched` of 500 prompts under
+/// `--max-cost 0.5 --max-concurrency 16`. Hundreds of prompts fit the budget at their worst
+/// case, so they are admitted at once and wait for the 16 slots; once the first reply is
+/// counted, none of them is sent. Before, 101 were sent and $75.75 charged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_sends_nothing_more_after_a_provider_over_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rlm.toml"),
+        "[llm.prices.root]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n\
+         [llm.prices.sub]\ninput_per_mtok = 0.15\noutput_per_mtok = 0.6\n",
+    )
+    .unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.set_latency(std::time::Duration::from_millis(20));
+    server.script(
+        "root",
+        [FakeReply::text(
+            "```repl\nr = llm_query_batched(['item ' + str(i) for i in range(500)])\nprint(r[-1])\n",
+        )],
+    );
+    server.respond_with(|_| {
+        FakeReply::text("fine").with_usage(rlm_llm::Usage {
+            input_tokens: 10,
+            output_tokens: 1_000_000,
+            ..rlm_llm::Usage::default()
+        })
+    });
+    let output = run(rlm(
+        dir.path(),
+        &server,
+        &[
+            "--subcall-model",
+            "openai:sub",
+            "--max-cost",
+            "0.5",
+            "--max-concurrency",
+            "16",
+            "--context",
+            "x",
+            "q",
+        ],
+    ))
+    .await;
+    let sent = server.requests_for("sub").len();
+    assert!(sent <= 16, "{sent} of 500 sub-calls sent");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "cost_budget", "{result}");
+    let cost = result["cost_usd"].as_f64().unwrap();
+    assert!(cost <= 16.0 * 0.6 + 0.01, "charged ${cost}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("reported 1,000,000 output tokens"),
+        "{stderr}"
+    );
+}
+
 /// Prompts and answers over the size caps stay in the sandbox worker; the code sees why, and
 /// nothing is sent or printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

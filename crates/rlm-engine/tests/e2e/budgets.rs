@@ -1,0 +1,138 @@
+//! Budgets against a provider that over-reports: it answers every `sub` call claiming
+//! 1,000,000 output tokens for a call capped far lower. After the first such reply nothing more
+//! may be sent under the run's budget; only calls already on the wire may overshoot it. The
+//! provider's limiter is small, so most calls the code asks for wait for a slot after being
+//! admitted: the budget must be asked again when their turn comes.
+
+use std::time::Duration;
+
+use rlm_engine::{RunLimits, Status};
+use rlm_fake::FakeReply;
+use rlm_llm::{Budget, Price, PriceTable, Usage};
+
+use crate::{Harness, status_line};
+
+const OVER_REPORTED: Usage = Usage {
+    input_tokens: 10,
+    output_tokens: 1_000_000,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+};
+
+/// gpt-4o-mini's list price for both fake models, so `--max-cost` applies.
+fn prices() -> PriceTable {
+    let mut prices = PriceTable::empty();
+    for model in ["root", "sub"] {
+        prices.insert(
+            model,
+            Price {
+                input_per_mtok: 0.15,
+                output_per_mtok: 0.6,
+                cache_read_per_mtok: None,
+                cache_write_per_mtok: None,
+            },
+        );
+    }
+    prices
+}
+
+/// A run under `max_cost_usd` whose provider serves `slots` requests at once; `sub` replies
+/// over-report.
+async fn run_over_reported(
+    harness: &Harness,
+    slots: usize,
+    max_depth: u32,
+) -> rlm_engine::RunResult {
+    harness.server.set_latency(Duration::from_millis(20));
+    harness.server.respond_with(|seen| {
+        let reply = if seen.system.is_some() && seen.messages.len() == 1 {
+            // A child run's first turn: code that would ask for more.
+            "```repl\nx = llm_query('more')\nprint(x)\n```"
+        } else {
+            "1"
+        };
+        FakeReply::text(reply).with_usage(OVER_REPORTED)
+    });
+    let client = harness
+        .server
+        .client_builder()
+        .provider(
+            harness
+                .server
+                .openai_provider(rlm_fake::FAKE_OPENAI)
+                .max_concurrency(slots),
+        )
+        .prices(prices())
+        .build()
+        .unwrap();
+    let limits = RunLimits {
+        spend: Budget {
+            max_cost_usd: Some(0.5),
+            ..Budget::default()
+        },
+        ..RunLimits::default()
+    };
+    let rlm = harness
+        .rlm_builder(client, limits, max_depth)
+        .root_max_output_tokens(1_000)
+        .subcall_max_output_tokens(256)
+        .build()
+        .unwrap();
+    let run = rlm.completion(
+        "What is asked?",
+        vec![rlm_engine::ContextPart::new("unused")],
+    );
+    tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("run finished in time")
+        .unwrap()
+}
+
+/// `llm_query_batched` of 100 prompts, 4 slots: the 100 fit the $0.50 budget at their worst
+/// case (256 output tokens each), so all are admitted at once; the first reply claims $0.60.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_sends_nothing_more_after_a_reply_over_reports() {
+    let harness = Harness::start().await;
+    harness.root(&[
+        "```repl\nreplies = llm_query_batched(['item %d' % i for i in range(100)])\nprint(replies[-1])\n```",
+        "FINAL(done)",
+    ]);
+    let result = run_over_reported(&harness, 4, 1).await;
+    let sent = harness.server.requests_for("sub").len();
+    assert!(sent <= 4, "{sent} sub-calls reached the server");
+    assert_eq!(
+        result.outcome.status,
+        Status::CostBudget,
+        "{}",
+        status_line(&result)
+    );
+    let spent = &result.outcome.usage.total;
+    assert_eq!(
+        spent.calls as usize,
+        sent + 1,
+        "the root turn and the sub-calls"
+    );
+    assert_eq!(spent.overrun_calls as usize, sent);
+    assert_eq!(spent.failures, 0, "refused calls are not failed ones");
+}
+
+/// `rlm_query_batched` of 6 prompts at depth 2, one slot: each child's first turn waits for the
+/// slot; the first child's reply over-reports, and no other child's turn is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_runs_send_nothing_more_after_a_reply_over_reports() {
+    let harness = Harness::start().await;
+    harness.root(&[
+        "```repl\nreplies = rlm_query_batched(['task %d' % i for i in range(6)])\nprint(replies)\n```",
+        "FINAL(done)",
+    ]);
+    let result = run_over_reported(&harness, 1, 2).await;
+    let sent = harness.server.requests_for("sub").len();
+    assert_eq!(sent, 1, "sub requests reached the server");
+    assert_eq!(
+        result.outcome.status,
+        Status::CostBudget,
+        "{}",
+        status_line(&result)
+    );
+    assert_eq!(result.outcome.usage.total.overrun_calls, 1);
+}
