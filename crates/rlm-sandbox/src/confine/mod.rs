@@ -95,7 +95,9 @@ mod tests {
     }
 
     /// Confinement cannot be undone, so it is tried in a child process: this test binary, asked
-    /// to run only [`confined_child`].
+    /// to run only [`confined_child`]. Where the kernel lacks Landlock or seccomp it skips with
+    /// a notice, unless `RLM_REQUIRE_CONFINEMENT=1` (CI sets it: its machines have both), where
+    /// a skip is a failure.
     #[test]
     fn a_confined_process_cannot_read_files_connect_or_exec() {
         let output = Command::new(std::env::current_exe().unwrap())
@@ -112,6 +114,10 @@ mod tests {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         if stdout.contains("skipped:") {
+            assert!(
+                std::env::var("RLM_REQUIRE_CONFINEMENT").as_deref() != Ok("1"),
+                "RLM_REQUIRE_CONFINEMENT=1 but the confinement could not be tried:\n{stdout}"
+            );
             eprintln!("{stdout}");
             return;
         }
