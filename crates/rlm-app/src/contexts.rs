@@ -18,17 +18,45 @@ pub struct Contexts {
 }
 
 /// Describes every source, in order.
-pub fn read(sources: &[ContextSource], context: &crate::Context) -> anyhow::Result<Contexts> {
+/// Describes every source, in order. A binary one (`/bin/ls`: NUL bytes, mostly invalid
+/// UTF-8) is refused, as `load` refuses it, unless `allow_binary`: the model would read
+/// replacement characters.
+pub fn read(
+    sources: &[ContextSource],
+    allow_binary: bool,
+    context: &crate::Context,
+) -> anyhow::Result<Contexts> {
     let mut spool = None;
     let mut parts = Vec::with_capacity(sources.len());
     for source in sources {
-        parts.push(match source {
+        let part = match source {
             ContextSource::Stdin => spool_stdin(&mut spool, context.stdin("the context")?)?,
             ContextSource::Inline(text) => ContextPart::analyzed(text.as_str(), None),
             ContextSource::File(path) => file_part(path)?,
-        });
+        };
+        if !allow_binary {
+            refuse_binary(&part)?;
+        }
+        parts.push(part);
     }
     Ok(Contexts { parts, spool })
+}
+
+/// An input error for a context that is binary.
+pub fn refuse_binary(part: &ContextPart) -> anyhow::Result<()> {
+    let Some(metadata) = part.metadata() else {
+        return Ok(());
+    };
+    if metadata.format != rlm_context::Format::Binary {
+        return Ok(());
+    }
+    let name = part.name().unwrap_or("a context");
+    Err(AppError::input(anyhow::anyhow!(
+        "{name} is binary ({}), not text a model can read",
+        metadata.format_description
+    ))
+    .with_hint("give a text file; --allow-binary runs over it anyway (its invalid bytes read as U+FFFD)")
+    .into())
 }
 
 /// A `--context-file` part (also the Python package's path prompts).

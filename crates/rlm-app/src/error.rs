@@ -281,7 +281,7 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         E::AmbiguousBuffer { .. } => AppError::input(err)
             .with_hint("give more of the path, up to the whole name `rlm list` shows")
             .into(),
-        E::Regex(_) => AppError::input(err)
+        E::Regex(_) | E::Pattern(_) => AppError::input(err)
             .with_hint("patterns use Rust regex syntax and match within one line, as ripgrep's do")
             .into(),
         E::UnknownChunk(_) | E::Range(_) | E::Glob { .. } | E::Chunk(_) => {

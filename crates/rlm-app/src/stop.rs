@@ -38,31 +38,21 @@ impl StopSignal {
     }
 }
 
-/// A request to stop, shared between a front end and the operations it runs. A handle that
-/// [`watches the process's signals`](StopHandle::watching_signals) also fires on SIGINT and
-/// SIGTERM while an operation waits in [`Runtime::until_stopped`]; a plain one only when
-/// [`StopHandle::stop`] is called (an embedding program keeps its signals to itself).
+/// A request to stop, shared between a front end and the operations it runs: the command line
+/// fires it on SIGINT and SIGTERM, the Python package on Ctrl-C, the MCP server when a client
+/// cancels. Async work waits on it in [`Runtime::until_stopped`]; loops check
+/// [`StopHandle::is_stopped`].
 #[derive(Debug, Default)]
 pub struct StopHandle {
     requested: AtomicBool,
     /// The [`StopSignal`] asked for, as `StopSignal as u8`.
     signal: AtomicU8,
     notify: tokio::sync::Notify,
-    signals: bool,
 }
 
 impl StopHandle {
-    /// A handle only [`StopHandle::stop`] fires.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
-    }
-
-    /// A handle that SIGINT and SIGTERM fire too (the command line's).
-    pub fn watching_signals() -> Arc<Self> {
-        Arc::new(Self {
-            signals: true,
-            ..Self::default()
-        })
     }
 
     /// Asks the operation to stop, as Ctrl-C would.
@@ -90,23 +80,10 @@ impl StopHandle {
         }
     }
 
-    /// Resolves when a stop is asked for (or, on a handle watching them, a signal arrives).
+    /// Resolves when a stop is asked for.
     ///
     /// Cancel safety: dropping it stops waiting; a stop asked for before or after is kept.
     pub async fn stopped(&self) -> StopSignal {
-        if !self.signals {
-            return self.requested().await;
-        }
-        tokio::select! {
-            signal = self.requested() => signal,
-            signal = process_signal() => {
-                self.stop_with(signal);
-                signal
-            }
-        }
-    }
-
-    async fn requested(&self) -> StopSignal {
         loop {
             let notified = self.notify.notified();
             if self.is_stopped() {
@@ -117,23 +94,53 @@ impl StopHandle {
     }
 }
 
-/// Resolves when SIGINT or SIGTERM arrives. Where SIGTERM cannot be watched, only Ctrl-C is;
-/// where neither can, never.
-async fn process_signal() -> StopSignal {
+/// How long an operation asked to stop by a signal has to end by itself before
+/// [`watch_process_signals`] ends the process.
+pub const SIGNAL_GRACE: Duration = Duration::from_secs(5);
+
+/// Watches SIGINT and SIGTERM for the rest of the process's life, on a thread of its own (a
+/// command-line program's choice; a program embedding rlm keeps its signals). The first fires
+/// `stop`; a second signal, or an operation still running [`SIGNAL_GRACE`] later, ends the
+/// process with the first signal's exit code, after `before_exit` (say what was kept).
+pub fn watch_process_signals(stop: Arc<StopHandle>, before_exit: fn()) {
+    let started = std::thread::Builder::new()
+        .name("rlm-signals".to_owned())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                let first = next_signal().await;
+                stop.stop_with(first);
+                let _ = tokio::time::timeout(SIGNAL_GRACE, next_signal()).await;
+                before_exit();
+                std::process::exit(i32::from(first.exit_code()));
+            });
+        });
+    if let Err(err) = started {
+        tracing::warn!("cannot watch for Ctrl-C: {err}");
+    }
+}
+
+/// The next SIGINT or SIGTERM; never, where they cannot be watched.
+async fn next_signal() -> StopSignal {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+        if let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
             return tokio::select! {
-                _ = tokio::signal::ctrl_c() => StopSignal::Interrupt,
+                _ = interrupt.recv() => StopSignal::Interrupt,
                 _ = terminate.recv() => StopSignal::Terminate,
             };
         }
     }
-    match tokio::signal::ctrl_c().await {
-        Ok(()) => StopSignal::Interrupt,
-        Err(_) => std::future::pending().await,
-    }
+    std::future::pending().await
 }
 
 /// The async runtime of one operation. Built where an operation needs one (never on a

@@ -98,6 +98,34 @@ pub fn totals_cost(totals: &rlm_llm::ModelTotals) -> String {
     cost(totals.cost_usd, totals.unpriced_calls)
 }
 
+/// The name in `known` nearest `name` by edit distance, when it is near enough to be a typo
+/// of it (a "did you mean" for unknown keys, arguments and fields).
+pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|candidate| (edit_distance(name, candidate), *candidate))
+        .filter(|(distance, candidate)| {
+            *distance > 0 && *distance <= 2.max(candidate.chars().count() / 3)
+        })
+        .min()
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +153,15 @@ mod tests {
             cache_note(&usage(12_345, 700)),
             " · cache 12,345 read, 700 written"
         );
+    }
+
+    #[test]
+    fn a_typo_finds_its_name_and_a_stranger_finds_none() {
+        let known = ["model", "subcall_model", "max_retries", "max_output_tokens"];
+        assert_eq!(closest("modle", &known), Some("model"));
+        assert_eq!(closest("max_retry", &known), Some("max_retries"));
+        assert_eq!(closest("temperature", &known), None);
+        assert_eq!(closest("model", &known), None, "an exact name is no typo");
     }
 
     #[test]

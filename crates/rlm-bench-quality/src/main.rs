@@ -100,7 +100,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let rlm = builder.build().map_err(rlm_app::error::engine_error)?;
     printer.set_model(model);
     let runtime = Runtime::new()?;
-    let stop = StopHandle::watching_signals();
+    let stop = StopHandle::new();
+    rlm_app::stop::watch_process_signals(stop.clone(), || {});
 
     let total = specs.len();
     let mut stopped = None;

@@ -161,38 +161,13 @@ fn parse<T: Tool>(arguments: serde_json::Value) -> Result<T, String> {
         .and_then(serde_json::Value::as_object)
         .map(|properties| properties.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    Err(match closest(name, &offered) {
+    Err(match rlm_app::text::closest(name, &offered) {
         Some(near) => format!("error: unknown argument `{name}`; did you mean `{near}`?"),
         None => format!(
             "error: unknown argument `{name}`; this tool takes {}",
             offered.join(", ")
         ),
     })
-}
-
-/// The known name nearest `name` by edit distance, when it is near enough to be a typo.
-fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|candidate| (distance(name, candidate), *candidate))
-        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
-        .min()
-        .map(|(_, candidate)| candidate)
-}
-
-/// Levenshtein distance over characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 /// Confines each path of `paths` below the root.

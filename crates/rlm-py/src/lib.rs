@@ -519,7 +519,9 @@ fn completion(
             .map(|(name, text)| rlm_engine::ContextPart::analyzed(text, name.as_deref()))
             .collect();
         for file in files {
-            match rlm_app::contexts::file_part(std::path::Path::new(&file)) {
+            let part = rlm_app::contexts::file_part(std::path::Path::new(&file))
+                .and_then(|part| rlm_app::contexts::refuse_binary(&part).map(|()| part));
+            match part {
                 Ok(part) => parts.push(part),
                 Err(err) => return (ended(Err(err), &problems), rlm_engine::Resume::default()),
             }

@@ -63,14 +63,15 @@ pub const HELPERS: &[Helper] = &[
         signature: "grep(pattern, context_lines=0, text=None, max_matches=500)",
         returns: "a str of the matching lines as `\"12: line\"` rows, with `context_lines` lines \
                   around each (`\"11- line\"`) and `--` between separate groups; at most \
-                  `max_matches` matching lines",
+                  `max_matches` matching lines. Lines are numbered from 0, as `line_range` and \
+                  `splitlines()` index them (`line_range(12, 13)` is row 12)",
     },
     Helper {
         name: "line_range",
         parameters: &["start", "end", "text"],
         signature: "line_range(start, end=None, text=None)",
-        returns: "a list of the lines `start..end` (to the last line when `end` is None), \
-                  without their line breaks",
+        returns: "a list of the lines `start..end`, numbered from 0 as `grep` numbers them (to \
+                  the last line when `end` is None), without their line breaks",
     },
     Helper {
         name: "line_count",
@@ -460,6 +461,15 @@ mod tests {
             "1- line 1\n2: line 2\n3- line 3\n--\n7- line 7\n8: line 8\n9- line 9\n"
         );
         assert_eq!(text.grep(&pattern, 0, 1), "2: line 2\n");
+    }
+
+    /// `grep` and `line_range` number lines the same way, and their descriptions say so.
+    #[test]
+    fn grep_and_line_range_say_they_count_from_zero() {
+        for name in ["grep", "line_range"] {
+            let helper = HELPERS.iter().find(|helper| helper.name == name).unwrap();
+            assert!(helper.returns.contains("numbered from 0"), "{name}");
+        }
     }
 
     #[test]

@@ -249,7 +249,7 @@ async fn final_var_resolves_the_variable_and_final_takes_a_value() {
 async fn variable_access_from_the_host() {
     let mut session = session("ctx").await;
     session
-        .execute("numbers = [1, 2]\ntext = 'a\\nb'\ndef f(): return 1")
+        .execute("numbers = [1, 2]\ntext = 'a\\nb'\ndef f(): return 1\nok = isinstance(str(len(numbers)), str)")
         .await
         .unwrap();
     assert_eq!(
@@ -274,6 +274,12 @@ async fn variable_access_from_the_host() {
     assert!(names.contains(&("numbers", "list")), "{names:?}");
     assert!(names.contains(&("f", "function")), "{names:?}");
     assert!(!names.iter().any(|(name, _)| *name == "print"), "{names:?}");
+    // Builtin types the code only named are not its variables.
+    assert!(
+        !names.iter().any(|(name, _)| ["str", "len"].contains(name)),
+        "{names:?}"
+    );
+    assert!(names.contains(&("ok", "bool")), "{names:?}");
     let shown = session
         .execute("print(SHOW_VARS()['numbers'])")
         .await

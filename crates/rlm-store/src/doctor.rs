@@ -41,6 +41,21 @@ impl Check {
         }
     }
 
+    /// Healthy, with something the user may want to do (`fix`): a resumable state, not
+    /// damage.
+    pub(crate) fn resumable(
+        name: &'static str,
+        detail: impl Into<String>,
+        next: impl Into<String>,
+    ) -> Self {
+        Self {
+            name,
+            ok: true,
+            detail: detail.into(),
+            fix: Some(next.into()),
+        }
+    }
+
     pub(crate) fn problem(
         name: &'static str,
         detail: impl Into<String>,
@@ -296,10 +311,12 @@ fn vectors(connection: &Connection, chunks: u64) -> Check {
             format!("{malformed} vector(s) are not {dimension} numbers long ({model})"),
             "run `rlm embed --reset` to compute them again",
         ),
-        Ok((embedded, _)) if embedded < chunks => Check::problem(
+        // An embedding cut short (or new chunks loaded since) is a state `rlm embed` resumes
+        // from, not damage.
+        Ok((embedded, _)) if embedded < chunks => Check::resumable(
             NAME,
-            format!("{embedded} of {chunks} chunks have a vector ({model})"),
-            "run `rlm embed` (or `rlm reindex`) with the model available",
+            format!("{embedded} of {chunks} chunks have a vector so far ({model})"),
+            "run `rlm embed` (or `rlm reindex`) with the model available to embed the rest",
         ),
         Ok((embedded, _)) => Check::ok(NAME, format!("{embedded} of {chunks} chunks ({model})")),
     }

@@ -703,6 +703,14 @@ pub(crate) fn matcher(pattern: &str, options: &GrepOptions) -> Result<LineMatche
     } else {
         pattern.to_owned()
     };
+    // Parsed here first, so a mistake is shown in the pattern as written, not inside the
+    // group grep-regex wraps it in (`(?:(unclosed)`).
+    regex_syntax::ParserBuilder::new()
+        .case_insensitive(options.ignore_case)
+        .multi_line(true)
+        .build()
+        .parse(&pattern)
+        .map_err(Error::Pattern)?;
     if options.word {
         pattern = format!(r"\b(?:{pattern})\b");
     }

@@ -10,6 +10,7 @@ mod error;
 mod logging;
 mod output;
 mod progress;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,11 @@ fn main() -> ExitCode {
     logging::init(&cli.global);
     match commands::dispatch(cli) {
         Ok(code) => code,
-        Err(err) => error::report(&err),
+        Err(err) => {
+            if matches!(rlm_app::error::kind_of(&err), rlm_app::Kind::Interrupted(_)) {
+                signals::say_what_was_kept();
+            }
+            error::report(&err)
+        }
     }
 }

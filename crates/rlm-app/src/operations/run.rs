@@ -57,7 +57,7 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
         None => None,
     };
     let crate::contexts::Contexts { parts, spool } =
-        crate::contexts::read(&settings.contexts, context)?;
+        crate::contexts::read(&settings.contexts, args.allow_binary, context)?;
     // The session records the contexts as the run read them (stdin's spool is copied).
     let session_parts = continuing.as_ref().map(|_| parts.clone());
     let model = settings.engine.model.clone();

@@ -52,11 +52,44 @@ pub fn search(
         .collect();
     let mut result = Outcome::success(records);
     if result.records.is_empty() {
-        result
-            .notes
-            .push("note: no chunk matches the query".to_owned());
+        let why = empty_filter_note(&store, request.path_glob.as_deref())?;
+        result.notes.push(
+            why.unwrap_or_else(|| "note: no chunk matches the query".to_owned()),
+        );
     }
     let notice = outcome.notice.map(|notice| format!("note: {notice}"));
     result.notes.splice(0..0, notice);
     Ok(result)
+}
+
+/// When a `--path` glob matches no stored buffer at all, a note that says so and shows what the
+/// stored names and paths look like (a relative glob never matches an absolute path); `None`
+/// when the glob matches some buffer (the query found nothing there) or there is none.
+pub fn empty_filter_note(
+    store: &rlm_store::Store,
+    path_glob: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    let Some(glob) = path_glob else {
+        return Ok(None);
+    };
+    match store.filter_buffers(&[], Some(glob)) {
+        Ok(buffers) if !buffers.is_empty() => return Ok(None),
+        Ok(_) | Err(rlm_store::Error::UnknownBuffer(_)) => {}
+        Err(err) => return Err(store_error(err)),
+    }
+    let buffers = store.list().map_err(store_error)?;
+    let Some(example) = buffers.first() else {
+        return Ok(None);
+    };
+    let mut note = format!(
+        "note: the --path filter `{glob}` matches no stored buffer; names look like `{}`",
+        example.name
+    );
+    if let Some(path) = &example.path {
+        note.push_str(&format!(" and paths like `{path}`"));
+        if path.starts_with('/') && !glob.starts_with(['/', '*']) {
+            note.push_str(" (a path is absolute: start the glob with `**/` or `/`)");
+        }
+    }
+    Ok(Some(note))
 }

@@ -50,7 +50,7 @@ pub fn view(
     let settings = ViewSettings::resolve(request, sources)?;
     // The page masks the keys this process knows: those of the configuration.
     LlmSettings::register_keys(sources);
-    let log = find_log(&settings.target, settings.log_dir.as_deref())?;
+    let log = find_log(&settings.target, settings.log_dir.as_deref(), "--last")?;
     let view = LogView::load(&log).map_err(|err| trace_error(err, &log))?;
     let output = match (&settings.output, &settings.target) {
         (Some(path), _) => path.clone(),
@@ -134,8 +134,13 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
-/// The log file the target names (`rlm view` and `rlm runs show`).
-pub fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+/// The log file the target names (`rlm view` and `rlm runs show`); `last` is how the command
+/// asks for the newest run (`--last`, or the word `last`), for the hint when an id is unknown.
+pub fn find_log(
+    target: &ViewTarget,
+    log_dir: Option<&Path>,
+    last: &str,
+) -> anyhow::Result<PathBuf> {
     let directory = || {
         log_dir.map(Path::to_path_buf).ok_or_else(|| {
             AppError::input(anyhow::anyhow!("no log directory is known"))
@@ -156,7 +161,7 @@ pub fn find_log(target: &ViewTarget, log_dir: Option<&Path>) -> anyhow::Result<P
                     "no run `{id}` in {}",
                     dir.display()
                 ))
-                .with_hint("name the log file itself, use --last, or point --log at the directory the run logged to")
+                .with_hint(format!("name the log file itself, use {last}, or point --log at the directory the run logged to"))
                 .into()),
             }
         }

@@ -38,6 +38,11 @@ pub struct RunRequest {
     /// in `$XDG_STATE_HOME/rlm/sessions`; see `rlm sessions`.
     #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
     pub session: Option<String>,
+    /// Run over a context that is binary (NUL bytes, mostly invalid UTF-8), which is refused by
+    /// default: the model reads its invalid bytes as U+FFFD.
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(default)]
+    pub allow_binary: bool,
     #[cfg_attr(feature = "clap", command(flatten))]
     #[serde(flatten)]
     pub run_loop: LoopOptions,

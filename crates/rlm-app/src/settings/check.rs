@@ -39,8 +39,12 @@ pub fn check_file(path: &std::path::Path, table: &toml::Table) -> Vec<Problem> {
     let sections = catalog::sections().join(", ");
     for (name, value) in table {
         if !catalog::sections().contains(&name.as_str()) {
+            let known = catalog::sections();
             let message = if value.is_table() {
-                format!("unknown section [{name}], ignored (sections: {sections})")
+                match crate::text::closest(name, &known) {
+                    Some(near) => format!("unknown section [{name}], ignored; did you mean [{near}]?"),
+                    None => format!("unknown section [{name}], ignored (sections: {sections})"),
+                }
             } else {
                 format!(
                     "unknown top-level key `{name}`, ignored (settings go in a section: {sections})"
@@ -80,13 +84,15 @@ fn check_table(prefix: &str, table: &toml::Table, warnings: &mut Warnings) {
         {
             check_table(&dotted, inner, warnings);
         } else {
-            warnings.push(
-                prefix,
-                format!(
+            let known = known_names(prefix);
+            let message = match crate::text::closest(name, &known) {
+                Some(near) => format!("[{prefix}]: unknown key `{name}`; did you mean `{near}`?"),
+                None => format!(
                     "[{prefix}]: unknown key `{name}` (known: {})",
-                    known_names(prefix).join(", ")
+                    known.join(", ")
                 ),
-            );
+            };
+            warnings.push(prefix, message);
         }
     }
 }
@@ -131,15 +137,13 @@ mod tests {
             ),
             [
                 "[llm] max_retries: invalid type: string \"three\", expected u32",
-                "[llm]: unknown key `modle` (known: model, subcall_model, max_concurrency, \
-                 timeout_secs, idle_timeout_secs, stream, max_retries, max_output_tokens, \
-                 default_provider, prompt_cache, record, replay, providers, prices, capabilities)",
+                "[llm]: unknown key `modle`; did you mean `model`?",
                 "[llm.prices] m: invalid type: integer `3`, expected struct Price",
                 "[llm.providers] local: unknown field `kindd`, expected one of `kind`, `base_url`, \
                  `api_key`, `api_key_env`, `max_concurrency`",
                 "[prompt.rlm]: unknown key `window` (known: model, threshold_percentage, \
                  recent_share_percentage, window_tokens)",
-                "unknown section [quer], ignored (sections: embed, llm, prompt, query, run, sandbox)",
+                "unknown section [quer], ignored; did you mean [query]?",
                 "unknown top-level key `top`, ignored (settings go in a section: embed, llm, prompt, query, run, sandbox)",
             ]
         );

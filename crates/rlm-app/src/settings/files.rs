@@ -92,6 +92,20 @@ impl LoadedConfig {
         Some((value, file))
     }
 
+    /// [`LoadedConfig::lookup`] by the key's parts, for keys whose names hold dots
+    /// (`[llm.prices."gpt-4.1"]`).
+    pub fn lookup_parts(&self, parts: &[&str]) -> Option<(&toml::Value, &Path)> {
+        let value = lookup_in(&self.table, parts)?;
+        let file = self
+            .layers
+            .iter()
+            .zip(&self.files)
+            .rev()
+            .find(|(layer, _)| lookup_in(layer, parts).is_some())
+            .map(|(_, path)| path.as_path())?;
+        Some((value, file))
+    }
+
     pub fn describe_files(&self) -> String {
         if self.files.is_empty() {
             return "none".to_owned();
@@ -102,6 +116,15 @@ impl LoadedConfig {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+fn lookup_in<'a>(table: &'a toml::Table, parts: &[&str]) -> Option<&'a toml::Value> {
+    let (first, rest) = parts.split_first()?;
+    let value = table.get(*first)?;
+    if rest.is_empty() {
+        return Some(value);
+    }
+    lookup_in(value.as_table()?, rest)
 }
 
 fn lookup<'a>(table: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
@@ -161,16 +184,27 @@ fn redacted_value(value: &toml::Value) -> toml::Value {
     }
 }
 
-/// Whether a key's value may be a secret. A `*_env` key names an environment variable (such as
-/// `api_key_env = "OPENAI_API_KEY"`): the name is not a secret, the variable's value is.
+/// Whether a key's value may be a secret: one of its words (`api_key`, `access-token`) is a
+/// word for one, or it runs them together (`apikey`). A `*_env` key names an environment
+/// variable (such as `api_key_env = "OPENAI_API_KEY"`): the name is not a secret, the
+/// variable's value is. A word only containing one is no secret (`max_tokens_field`).
 pub fn is_secret_key(key: &str) -> bool {
+    const WORDS: [&str; 8] = [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "authorization",
+        "credential",
+        "credentials",
+    ];
     let key = key.to_ascii_lowercase();
     if key.ends_with("_env") {
         return false;
     }
-    ["key", "token", "secret", "password", "authorization"]
-        .iter()
-        .any(|word| key.contains(word))
+    key.split(['_', '-', '.'])
+        .any(|word| WORDS.contains(&word) || ["apikey", "accesstoken", "authtoken"].contains(&word))
 }
 
 #[cfg(test)]

@@ -414,24 +414,41 @@ impl<V: DeserializeOwned> Map<V> {
 /// Each value the files set under `key`, as dotted keys with the file that set it; secrets
 /// show as `<set>`.
 fn set_in_files(_: &Sources, config: &LoadedConfig, key: &'static str) -> Vec<Shown> {
-    fn leaves(prefix: &str, value: &toml::Value, out: &mut Vec<String>) {
+    /// Each leaf's key parts (a name may hold dots: `gpt-4.1`).
+    fn leaves(prefix: &[String], value: &toml::Value, out: &mut Vec<Vec<String>>) {
         match value {
             toml::Value::Table(inner) => {
                 for (key, value) in inner {
-                    leaves(&format!("{prefix}.{key}"), value, out);
+                    let mut parts = prefix.to_vec();
+                    parts.push(key.clone());
+                    leaves(&parts, value, out);
                 }
             }
-            _ => out.push(prefix.to_owned()),
+            _ => out.push(prefix.to_vec()),
         }
     }
     let mut keys = Vec::new();
+    let top: Vec<String> = key.split('.').map(str::to_owned).collect();
     if let Some((value, _)) = config.lookup(key) {
-        leaves(key, value, &mut keys);
+        leaves(&top, value, &mut keys);
     }
     keys.into_iter()
-        .filter_map(|dotted| {
-            let (value, path) = config.lookup(&dotted)?;
-            let last = dotted.rsplit('.').next().unwrap_or(&dotted);
+        .filter_map(|parts| {
+            let borrowed: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let (value, path) = config.lookup_parts(&borrowed)?;
+            let last = borrowed.last().copied().unwrap_or_default();
+            // A name holding a dot is quoted, as TOML writes it.
+            let dotted = borrowed
+                .iter()
+                .map(|part| {
+                    if part.contains('.') {
+                        format!("\"{part}\"")
+                    } else {
+                        (*part).to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(".");
             let value = if is_secret_key(last) {
                 toml::Value::String("<set>".to_owned())
             } else {

@@ -355,6 +355,9 @@ impl MontyInterpreter {
             if let Ok(MontyObject::String(type_name)) =
                 repl.feed_run(&probe, Vec::new(), PrintWriter::Disabled)
                 && !matches!(type_name.as_str(), "builtin_function_or_method" | "module")
+                // A builtin type the code only named (`str(x)`, `isinstance(v, list)`) is no
+                // variable of its; one the code rebound (`list = [1]`) has another type.
+                && !(type_name == "type" && BUILTIN_TYPES.contains(&name.as_str()))
             {
                 variables.push(Variable {
                     name: name.clone(),
@@ -572,6 +575,16 @@ pub fn is_identifier(name: &str) -> bool {
         && chars.all(|rest| rest == '_' || rest.is_alphanumeric())
         && !PYTHON_KEYWORDS.contains(&name)
 }
+
+/// Python's builtin types: naming one (`str(x)`) binds nothing.
+const BUILTIN_TYPES: &[&str] = &[
+    "bool", "bytearray", "bytes", "complex", "dict", "enumerate", "filter", "float",
+    "frozenset", "int", "list", "map", "memoryview", "object", "range", "reversed", "set",
+    "slice", "str", "tuple", "type", "zip", "BaseException", "Exception", "ValueError",
+    "TypeError", "KeyError", "IndexError", "RuntimeError", "OSError", "TimeoutError",
+    "PermissionError", "NotImplementedError", "LookupError", "ZeroDivisionError",
+    "AttributeError", "NameError", "StopIteration", "ArithmeticError", "AssertionError",
+];
 
 fn remember_identifiers(code: &str, names: &mut BTreeSet<String>) {
     let mut word = String::new();

@@ -501,10 +501,10 @@ pub(super) fn consistency(client: &mut postgres::Client) -> Vec<Check> {
     let embedded: i64 = row.get(4);
     checks.push(match row.get::<_, Option<String>>(5) {
         None => Check::ok("vectors", "none (BM25 only)"),
-        Some(model) if embedded < chunks => Check::problem(
+        Some(model) if embedded < chunks => Check::resumable(
             "vectors",
-            format!("{embedded} of {chunks} chunks have a vector ({model})"),
-            "run `rlm embed` with the model available",
+            format!("{embedded} of {chunks} chunks have a vector so far ({model})"),
+            "run `rlm embed` with the model available to embed the rest",
         ),
         Some(model) => Check::ok(
             "vectors",

@@ -21,6 +21,10 @@ use rlm_app::requests::{
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// The store the store commands, `query` and `run --store` use: a directory, or a PostgreSQL
+    /// URL (also accepted after the command; default .rlm) [env: RLM_STORE].
+    #[arg(long, value_name = "DIR|URL")]
+    pub store: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -10,6 +10,7 @@ use super::Run;
 
 pub fn run(run: &Run<'_>, request: DeleteRequest) -> anyhow::Result<ExitCode> {
     let outcome = rlm_app::operations::delete(&run.sources, &request, &run.context)?;
+    run.print_notes(&outcome);
     if run.global.json {
         run.print_json(&outcome)?;
     } else if !run.global.quiet {

@@ -37,7 +37,9 @@ pub fn run(run: &Run<'_>, request: DoctorRequest) -> anyhow::Result<ExitCode> {
                 output::neutralize(&check.detail)
             )?;
             if let Some(fix) = &check.fix {
-                writeln!(out, "{:<8} {:<16} fix: {fix}", "", "")?;
+                // A healthy state with a next step (an embedding to finish) is no fix.
+                let label = if check.ok { "next" } else { "fix" };
+                writeln!(out, "{:<8} {:<16} {label}: {fix}", "", "")?;
             }
         }
     }

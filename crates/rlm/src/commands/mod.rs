@@ -89,15 +89,25 @@ impl Run<'_> {
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let Cli { global, command } = cli;
-    let stop = StopHandle::watching_signals();
+    let Cli {
+        global,
+        store,
+        command,
+    } = cli;
+    let stop = StopHandle::new();
+    crate::signals::watch(stop.clone());
+    if let Some(kept) = kept_when_interrupted(&command) {
+        crate::signals::set_kept_note(kept);
+    }
     let printer = Arc::new(Printer::new(&global, stop.clone()));
     let context = Context::new(printer.clone(), stop).with_stdin();
     let run = |location: Option<&StoreLocation>| {
         // Nothing is read yet: the configuration files are loaded when a command first asks.
         let mut sources =
             Sources::from_process(global.config.clone()).with_warnings(printer.clone());
-        if let Some(dir) = location.and_then(|location| location.store.clone()) {
+        // After the command (`rlm search q --store DIR`) or before it (`rlm --store DIR …`).
+        let named = location.and_then(|location| location.store.clone());
+        if let Some(dir) = named.or_else(|| store.clone()) {
             sources = sources.with_store(dir);
         }
         Run {
@@ -144,6 +154,26 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(request) => sessions::run(&run(None), request),
         Command::Query(OnStore { request, location }) => query::run(&run(Some(&location)), request),
         #[cfg(feature = "mcp")]
-        Command::Mcp(args) => mcp::run(&global, args),
+        Command::Mcp(mut options) => {
+            options.store = options.store.or(store);
+            mcp::run(&global, options)
+        }
     }
+}
+
+/// What a command that writes keeps when Ctrl-C stops it, and how to go on.
+fn kept_when_interrupted(command: &Command) -> Option<&'static str> {
+    Some(match command {
+        Command::Load(_) => {
+            "nothing of this load was stored (a load is one transaction); run the same command \
+             again to load"
+        }
+        Command::Embed(_) => {
+            "the vectors computed so far are kept; `rlm embed` computes the rest"
+        }
+        Command::Store(_) => {
+            "the buffers copied so far are kept; run the same copy again to finish it"
+        }
+        _ => return None,
+    })
 }

@@ -274,10 +274,12 @@ fn unknown_sections_keys_and_wrong_types_in_a_config_file_are_warned_about() {
         "{stderr}"
     );
     assert!(stderr.contains("unknown top-level key `top`"), "{stderr}");
+    // A typo gets the name it is a typo of, not the list of every key.
     assert!(
-        stderr.contains("[run]: unknown key `max_answer_sise` (known: allow_models, "),
+        stderr.contains("[run]: unknown key `max_answer_sise`; did you mean `max_answer_size`?"),
         "{stderr}"
     );
+    assert!(stderr.contains("did you mean [query]?"), "{stderr}");
 
     write(dir.path(), "rlm.toml", "[llm]\nmax_retries = 'three'\n");
     let assert = rlm(dir.path()).args(["config", "show"]).assert().success();
@@ -301,7 +303,7 @@ fn config_show_lists_every_value_the_files_set() {
     write(
         dir.path(),
         "rlm.toml",
-        "[query]\ntop_k = 5\n[prompt.rlm]\nthreshold_percentage = 70\n[run.context_windows]\nm = 4096\n[llm.prices.m]\ninput_per_mtok = 1.5\noutput_per_mtok = 2.0\n",
+        "[query]\ntop_k = 5\n[prompt.rlm]\nthreshold_percentage = 70\n[run.context_windows]\nm = 4096\n[llm.prices.m]\ninput_per_mtok = 1.5\noutput_per_mtok = 2.0\n[llm.prices.\"gpt-4.1\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 8.0\n[llm.capabilities.\"my-reasoner\"]\nmax_tokens_field = \"max_completion_tokens\"\n",
     );
     let stdout = stdout_of(rlm(dir.path()).args(["config", "show"]).assert().success());
     for line in [
@@ -309,6 +311,10 @@ fn config_show_lists_every_value_the_files_set() {
         "prompt.rlm.threshold_percentage = 70",
         "run.context_windows.m = 4096",
         "llm.prices.m.input_per_mtok = 1.5",
+        // A model name with a dot is an entry too, quoted as TOML writes it.
+        "llm.prices.\"gpt-4.1\".input_per_mtok = 2.5",
+        // Not a secret, though its name holds `tokens`.
+        "llm.capabilities.my-reasoner.max_tokens_field = \"max_completion_tokens\"",
     ] {
         let found = stdout
             .lines()

@@ -180,6 +180,24 @@ async fn file_contexts_are_described_as_the_worker_reads_them() {
     );
     let feedback = requests[1].last_user_message();
     assert!(feedback.contains("9,4,11\nTrue"), "{feedback}");
+
+    // With --allow-binary a binary file is read anyway, as text with replacement characters.
+    std::fs::write(dir.path().join("program"), b"\x00\x01\x02abc\x00").unwrap();
+    server.script("root", [FakeReply::text("FINAL(read)")]);
+    let mut command = rlm(dir.path(), Some(&server));
+    command.args([
+        "run",
+        "--no-log",
+        "--model",
+        "openai:root",
+        "--context-file",
+        "program",
+        "--allow-binary",
+        "What is it?",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "read\n");
 }
 
 #[test]
@@ -199,6 +217,17 @@ fn bad_input_exits_2_with_a_hint() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(stderr.contains("cannot read missing.txt"), "{stderr}");
+    // A binary file is refused as `rlm load` refuses it, before any model is asked.
+    std::fs::write(dir.path().join("program"), b"\x7fELF\x02\x01\x00\x00\x00binary\x00\x00")
+        .unwrap();
+    let output = rlm(dir.path(), None)
+        .args(["run", "--model", "openai:x", "--context-file", "program", "q"])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("program is binary"), "{stderr}");
+    assert!(stderr.contains("--allow-binary"), "{stderr}");
     let output = rlm(dir.path(), None)
         .args(["run", "--model", "openai:x", "q"])
         .output()

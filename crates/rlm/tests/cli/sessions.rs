@@ -298,4 +298,9 @@ async fn runs_are_listed_and_shown_turn_by_turn_with_their_variables() {
     let (code, _, stderr) = rlm(dir.path(), &["runs", "show", &run_id, "--turn", "9"]).await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("has no turn 9"), "{stderr}");
+    // An unknown id's hint names the word `runs show` takes for the newest run, not a flag.
+    let (code, _, stderr) = rlm(dir.path(), &["runs", "show", "0000dead"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("`rlm runs show last`"), "{stderr}");
+    assert!(!stderr.contains("--last"), "{stderr}");
 }

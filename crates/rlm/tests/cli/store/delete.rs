@@ -49,3 +49,32 @@ fn reloading_a_directory_forgets_deleted_files_and_delete_takes_a_directory() {
     fixture.rlm().args(["delete", "*.py"]).assert().success();
     assert_eq!(stdout(fixture.rlm().args(["list", "--json"])), "");
 }
+
+#[test]
+fn a_glob_that_matches_nothing_is_a_note_and_the_rest_is_deleted() {
+    let fixture = Fixture::new();
+    fixture.load();
+    let (code, printed, stderr) = run(fixture.rlm().args([
+        "delete",
+        "project/src/app.py",
+        "*.tmp",
+        "--json",
+    ]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("note: no buffer matches `*.tmp`"), "{stderr}");
+    let deleted = json_lines(&printed);
+    assert_eq!(deleted.len(), 1, "{printed}");
+    assert_eq!(deleted[0]["name"], "project/src/app.py");
+    // Nothing matched at all: an input error naming the patterns, nothing deleted.
+    let (code, _, stderr) = run(fixture.rlm().args(["delete", "*.tmp", "*.bak"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no buffer matches `*.tmp`, `*.bak`"),
+        "{stderr}"
+    );
+    // A plain name that names nothing is still refused, and deletes nothing else.
+    let (code, _, stderr) = run(fixture.rlm().args(["delete", "project/docs", "nope.md"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no buffer named \"nope.md\""), "{stderr}");
+    assert!(stdout(fixture.rlm().args(["list"])).contains("project/docs/data.csv"));
+}

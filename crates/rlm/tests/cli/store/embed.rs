@@ -85,5 +85,23 @@ fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
     .unwrap();
     assert_eq!(first["mode"], "hybrid");
     let again = fixture.rlm().arg("embed").output().unwrap();
-    assert!(String::from_utf8_lossy(&again.stderr).contains("embedded 0 chunks"));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("nothing to embed: every chunk has a vector"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("0 chunks/s"), "{stderr}");
+
+    // Chunks loaded without vectors are a state `rlm embed` resumes, not damage.
+    std::fs::write(fixture.path("later.md"), "# Later\n\nA note loaded afterwards.\n").unwrap();
+    fixture
+        .rlm()
+        .args(["load", "--no-embed", "later.md"])
+        .assert()
+        .success();
+    let doctor = fixture.rlm().arg("doctor").output().unwrap();
+    let stdout = String::from_utf8_lossy(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("chunks have a vector so far"), "{stdout}");
+    assert!(stdout.contains("next: run `rlm embed`"), "{stdout}");
 }

@@ -74,3 +74,18 @@ fn grep_takes_fixed_strings_words_names_counts_and_one_sided_context() {
         "{search:?}"
     );
 }
+
+#[test]
+fn a_bad_pattern_is_shown_as_written() {
+    let fixture = Fixture::new();
+    fixture.load();
+    let (code, _, stderr) = run(fixture.rlm().args(["grep", "(unclosed"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("invalid regular expression"), "{stderr}");
+    assert!(stderr.contains("    (unclosed\n"), "{stderr}");
+    // Not the group grep-regex wraps a pattern in.
+    assert!(!stderr.contains("(?:"), "{stderr}");
+    let (code, _, stderr) = run(fixture.rlm().args(["grep", "-w", "a[b"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("(?:") && stderr.contains("a[b"), "{stderr}");
+}

@@ -267,3 +267,40 @@ fn stdin_loaded_again_without_a_name_says_it_replaced_the_old_one() {
         "{second}"
     );
 }
+
+/// Ctrl-C during a load stops it, says that nothing of it was stored and how to go on, and
+/// leaves the store as it was.
+#[test]
+fn ctrl_c_during_a_load_says_what_was_kept() {
+    use std::io::Write as _;
+    let fixture = Fixture::new();
+    fixture.load();
+    let mut command = crate::support::rlm_store_process(fixture.dir.path());
+    let mut child = command
+        .args(["load", "-", "--name", "slow"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Standard input stays open: the load is still reading when the signal comes.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"a first line of a long stream\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: nothing of this load was stored"),
+        "{stderr}"
+    );
+    let listed = stdout(fixture.rlm().args(["list"]));
+    assert!(!listed.contains("slow"), "{listed}");
+    assert!(listed.contains("project/src/app.py"), "{listed}");
+}
