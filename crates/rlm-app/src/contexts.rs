@@ -55,7 +55,9 @@ pub fn refuse_binary(part: &ContextPart) -> anyhow::Result<()> {
         "{name} is binary ({}), not text a model can read",
         metadata.format_description
     ))
-    .with_hint("give a text file; --allow-binary runs over it anyway (its invalid bytes read as U+FFFD)")
+    .with_hint(
+        "give a text file; --allow-binary runs over it anyway (its invalid bytes read as U+FFFD)",
+    )
     .into())
 }
 

@@ -12,8 +12,13 @@ use crate::settings::LoopSettings;
 /// A builder with everything `settings` says; the caller adds events or functions and builds.
 pub fn builder(settings: LoopSettings) -> anyhow::Result<RlmBuilder> {
     let client = settings.llm.build_client()?;
-    let root_cap = settings.llm.output_cap(&settings.model);
-    let subcall_cap = settings.llm.output_cap(&settings.subcall_model);
+    let window = |model: &str| settings.context_windows.get(model);
+    let root_cap = settings
+        .llm
+        .output_cap(&settings.model, window(&settings.model));
+    let subcall_cap = settings
+        .llm
+        .output_cap(&settings.subcall_model, window(&settings.subcall_model));
     let repl = crate::sandbox::repl(
         settings.allow_reduced_protection,
         settings.block_timeout,

@@ -115,6 +115,12 @@ pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
         Error::AmbiguousModel { .. } | Error::UnknownProvider { .. } => Some(
             "known prefixes: openai, anthropic, openrouter, ollama, vllm, llamacpp, lmstudio, or a [llm.providers.NAME] table".to_owned(),
         ),
+        Error::ContextWindow { .. } => Some(CONTEXT_OVERFLOW_HINT.to_owned()),
+        Error::Status {
+            status: 400 | 413,
+            message,
+            ..
+        } if says_context_overflow(message) => Some(CONTEXT_OVERFLOW_HINT.to_owned()),
         _ if err.kind() == ErrorKind::Transient => Some(
             "the provider or the network failed after retries; try again later (--max-retries raises the retries)"
                 .to_owned(),
@@ -130,6 +136,28 @@ pub fn llm_error(err: rlm_llm::Error) -> anyhow::Error {
         Some(hint) => cli.with_hint(hint).into(),
         None => cli.into(),
     }
+}
+
+/// The hint under a request over the model's window, ours or the server's refusal: every
+/// answer stays in the conversation, so the caps and the window are what to change.
+const CONTEXT_OVERFLOW_HINT: &str = "the conversation outgrew the model's context window: lower \
+     --max-output-tokens (every answer stays in the conversation), give the server a larger \
+     window (llama.cpp: --ctx-size), or use a model with a larger one; [run.context_windows] \
+     in rlm.toml tells rlm a window it does not know";
+
+/// Whether a provider's refusal says the request was over the context window, in the words of
+/// llama.cpp ("exceeds the available context size"), OpenAI and vLLM ("maximum context
+/// length"), Anthropic ("prompt is too long") and Ollama ("context window").
+fn says_context_overflow(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    [
+        "context size",
+        "context length",
+        "context window",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
 }
 
 /// An engine error that stops a run before it starts: a model the run could never call keeps

@@ -176,7 +176,11 @@ fn show(
         "last" => ViewTarget::Last,
         run => crate::settings::view::target(run),
     };
-    let path = find_log(&target, Some(&settings.log_dir), "`last` (`rlm runs show last`)")?;
+    let path = find_log(
+        &target,
+        Some(&settings.log_dir),
+        "`last` (`rlm runs show last`)",
+    )?;
     let log = Trajectory::read(&path).map_err(|err| trace_error(err, &path))?;
     let Some(metadata) = log.metadata() else {
         return Err(AppError::input(anyhow::anyhow!(

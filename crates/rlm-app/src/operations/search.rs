@@ -53,9 +53,9 @@ pub fn search(
     let mut result = Outcome::success(records);
     if result.records.is_empty() {
         let why = empty_filter_note(&store, request.path_glob.as_deref())?;
-        result.notes.push(
-            why.unwrap_or_else(|| "note: no chunk matches the query".to_owned()),
-        );
+        result
+            .notes
+            .push(why.unwrap_or_else(|| "note: no chunk matches the query".to_owned()));
     }
     let notice = outcome.notice.map(|notice| format!("note: {notice}"));
     result.notes.splice(0..0, notice);

@@ -42,7 +42,9 @@ pub fn check_file(path: &std::path::Path, table: &toml::Table) -> Vec<Problem> {
             let known = catalog::sections();
             let message = if value.is_table() {
                 match crate::text::closest(name, &known) {
-                    Some(near) => format!("unknown section [{name}], ignored; did you mean [{near}]?"),
+                    Some(near) => {
+                        format!("unknown section [{name}], ignored; did you mean [{near}]?")
+                    }
                     None => format!("unknown section [{name}], ignored (sections: {sections})"),
                 }
             } else {

@@ -83,6 +83,10 @@ pub struct LlmSettings {
 /// Output-token cap of one answer when none is configured: a reply of the RLM loop is a code
 /// block or an answer, far below it, while a model that never stops is cut in bounded time.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8_192;
+
+/// The least default cap a small window gives (a quarter of a 1k window would leave no room
+/// for a block of code).
+const MIN_WINDOW_OUTPUT_TOKENS: u32 = 256;
 /// The same for reasoning models, whose hidden thinking counts against the cap.
 pub const DEFAULT_REASONING_MAX_OUTPUT_TOKENS: u32 = 32_768;
 
@@ -238,16 +242,26 @@ impl LlmSettings {
         })
     }
 
-    /// The output-token cap for `model` (`provider:name`): the configured one, else the
-    /// default, larger for reasoning models (those sent `max_completion_tokens`).
-    pub fn output_cap(&self, model: &str) -> u32 {
+    /// The output-token cap for `model` (`provider:name`) whose context window is `window`
+    /// when known: the configured one, else the default (larger for reasoning models, those
+    /// sent `max_completion_tokens`) but no more than a quarter of the window, so that on a
+    /// 4k local server one long answer does not fill the window the next turns need (every
+    /// answer stays in the conversation).
+    pub fn output_cap(&self, model: &str, window: Option<u64>) -> u32 {
         if let Some(cap) = self.max_output_tokens {
             return cap;
         }
         let name = model.split_once(':').map_or(model, |(_, name)| name);
-        match self.capabilities.lookup(name).max_tokens_field {
+        let default = match self.capabilities.lookup(name).max_tokens_field {
             MaxTokensField::MaxCompletionTokens => DEFAULT_REASONING_MAX_OUTPUT_TOKENS,
             MaxTokensField::MaxTokens => DEFAULT_MAX_OUTPUT_TOKENS,
+        };
+        match window {
+            Some(window) => {
+                let quarter = u32::try_from(window / 4).unwrap_or(u32::MAX);
+                default.min(quarter.max(MIN_WINDOW_OUTPUT_TOKENS))
+            }
+            None => default,
         }
     }
 
@@ -330,7 +344,11 @@ impl ChatSettings {
         crate::requests::checks::optional_range("--max-tokens", args.max_tokens, 1..=u32::MAX)?;
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
-        let max_tokens = Some(args.max_tokens.unwrap_or_else(|| llm.output_cap(&model)));
+        // One answer and no turns after it: the window does not lower the default.
+        let max_tokens = Some(
+            args.max_tokens
+                .unwrap_or_else(|| llm.output_cap(&model, None)),
+        );
         Ok(Self {
             llm,
             model,
@@ -600,33 +618,55 @@ mod tests {
     #[test]
     fn output_caps_are_set_by_default_and_follow_the_layers() {
         let none = merge(&LlmOptions::default(), String::new(), &env_of(&[])).unwrap();
-        assert_eq!(none.output_cap("openai:gpt-4o"), DEFAULT_MAX_OUTPUT_TOKENS);
         assert_eq!(
-            none.output_cap("ollama:qwen2.5:7b"),
+            none.output_cap("openai:gpt-4o", None),
             DEFAULT_MAX_OUTPUT_TOKENS
         );
         assert_eq!(
-            none.output_cap("openai:gpt-5-mini"),
+            none.output_cap("ollama:qwen2.5:7b", None),
+            DEFAULT_MAX_OUTPUT_TOKENS
+        );
+        assert_eq!(
+            none.output_cap("openai:gpt-5-mini", None),
             DEFAULT_REASONING_MAX_OUTPUT_TOKENS
         );
         let file = "[llm]\nmax_output_tokens = 300\n";
         let from_file = merge(&LlmOptions::default(), config(file), &env_of(&[])).unwrap();
-        assert_eq!(from_file.output_cap("openai:gpt-5"), 300);
+        assert_eq!(from_file.output_cap("openai:gpt-5", None), 300);
+        // A configured cap holds whatever the window.
+        assert_eq!(from_file.output_cap("openai:gpt-5", Some(1_000)), 300);
         let env = env_of(&[("RLM_MAX_OUTPUT_TOKENS", "200")]);
         let from_env = merge(&LlmOptions::default(), config(file), &env).unwrap();
-        assert_eq!(from_env.output_cap("m"), 200);
+        assert_eq!(from_env.output_cap("m", None), 200);
         let flag = LlmOptions {
             max_output_tokens: Some(100),
             ..LlmOptions::default()
         };
         let from_flag = merge(&flag, config(file), &env).unwrap();
-        assert_eq!(from_flag.output_cap("m"), 100);
+        assert_eq!(from_flag.output_cap("m", None), 100);
         let zero = merge(
             &LlmOptions::default(),
             config("[llm]\nmax_output_tokens = 0\n"),
             &env_of(&[]),
         );
         assert!(zero.is_err());
+    }
+
+    #[test]
+    fn a_known_small_window_lowers_the_default_cap() {
+        let none = merge(&LlmOptions::default(), String::new(), &env_of(&[])).unwrap();
+        // A 4k local server: a quarter of it, so the next turns still fit.
+        assert_eq!(none.output_cap("openai:smollm2", Some(4_096)), 1_024);
+        // A large window keeps the default; a tiny one keeps room for a block of code.
+        assert_eq!(
+            none.output_cap("openai:gpt-4o", Some(128_000)),
+            DEFAULT_MAX_OUTPUT_TOKENS
+        );
+        assert_eq!(none.output_cap("openai:tiny", Some(512)), 256);
+        assert_eq!(
+            none.output_cap("openai:gpt-5-mini", Some(400_000)),
+            DEFAULT_REASONING_MAX_OUTPUT_TOKENS
+        );
     }
 
     #[test]

@@ -168,9 +168,7 @@ fn kept_when_interrupted(command: &Command) -> Option<&'static str> {
             "nothing of this load was stored (a load is one transaction); run the same command \
              again to load"
         }
-        Command::Embed(_) => {
-            "the vectors computed so far are kept; `rlm embed` computes the rest"
-        }
+        Command::Embed(_) => "the vectors computed so far are kept; `rlm embed` computes the rest",
         Command::Store(_) => {
             "the buffers copied so far are kept; run the same copy again to finish it"
         }

@@ -149,8 +149,12 @@ impl Events for Printer {
             Event::Embedding(step) => {
                 self.live(&format!("embedding {}/{} chunks", step.done, step.total));
             }
-            Event::Embedded { chunks: 0, model, .. } if !self.quiet => {
-                self.line(&format!("nothing to embed: every chunk has a vector ({model})"));
+            Event::Embedded {
+                chunks: 0, model, ..
+            } if !self.quiet => {
+                self.line(&format!(
+                    "nothing to embed: every chunk has a vector ({model})"
+                ));
             }
             Event::Embedded {
                 chunks,

@@ -226,3 +226,50 @@ async fn root_turns_and_subcalls_carry_an_output_cap() {
         }
     }
 }
+
+/// A local server that reports a 4k window (llama.cpp `/props`) gets a quarter of it as the
+/// default cap: one long first answer does not fill the window the next turns need. A cap
+/// that is set holds whatever the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reported_small_window_lowers_the_default_output_cap() {
+    for (extra, expected) in [
+        (&[][..], 1024),
+        (&["--max-output-tokens", "3000"][..], 3000),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = FakeServer::start().await.unwrap();
+        server.set_props(serde_json::json!({"default_generation_settings": {"n_ctx": 4096}}));
+        server.script("root", [FakeReply::text("FINAL(done)")]);
+        let (code, stdout, stderr) = rlm_run(dir.path(), &server, "root", extra).await;
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(stdout, "done\n");
+        let seen = server.requests_for("root");
+        assert_eq!(seen[0].body["max_tokens"], expected, "{}", seen[0].body);
+    }
+}
+
+/// A server that refuses a request over its window (llama.cpp's words) gets a hint that names
+/// what fixes it, not only the server's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_overflow_refusal_says_what_to_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [FakeReply::status(
+            400,
+            "request (4193 tokens) exceeds the available context size (4096 tokens), try increasing it",
+        )],
+    );
+    let (code, stdout, stderr) = rlm_run(dir.path(), &server, "root", &[]).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("exceeds the available context size"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint:"), "{stderr}");
+    for flag in ["--max-output-tokens", "--ctx-size", "[run.context_windows]"] {
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+}

@@ -218,10 +218,20 @@ fn bad_input_exits_2_with_a_hint() {
     let stderr = text(&output.stderr);
     assert!(stderr.contains("cannot read missing.txt"), "{stderr}");
     // A binary file is refused as `rlm load` refuses it, before any model is asked.
-    std::fs::write(dir.path().join("program"), b"\x7fELF\x02\x01\x00\x00\x00binary\x00\x00")
-        .unwrap();
+    std::fs::write(
+        dir.path().join("program"),
+        b"\x7fELF\x02\x01\x00\x00\x00binary\x00\x00",
+    )
+    .unwrap();
     let output = rlm(dir.path(), None)
-        .args(["run", "--model", "openai:x", "--context-file", "program", "q"])
+        .args([
+            "run",
+            "--model",
+            "openai:x",
+            "--context-file",
+            "program",
+            "q",
+        ])
         .output()
         .unwrap();
     let stderr = text(&output.stderr);

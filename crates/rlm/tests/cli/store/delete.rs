@@ -54,14 +54,15 @@ fn reloading_a_directory_forgets_deleted_files_and_delete_takes_a_directory() {
 fn a_glob_that_matches_nothing_is_a_note_and_the_rest_is_deleted() {
     let fixture = Fixture::new();
     fixture.load();
-    let (code, printed, stderr) = run(fixture.rlm().args([
-        "delete",
-        "project/src/app.py",
-        "*.tmp",
-        "--json",
-    ]));
+    let (code, printed, stderr) =
+        run(fixture
+            .rlm()
+            .args(["delete", "project/src/app.py", "*.tmp", "--json"]));
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("note: no buffer matches `*.tmp`"), "{stderr}");
+    assert!(
+        stderr.contains("note: no buffer matches `*.tmp`"),
+        "{stderr}"
+    );
     let deleted = json_lines(&printed);
     assert_eq!(deleted.len(), 1, "{printed}");
     assert_eq!(deleted[0]["name"], "project/src/app.py");

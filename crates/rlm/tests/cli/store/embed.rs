@@ -93,7 +93,11 @@ fn load_embeds_with_an_imported_static_model_and_hybrid_search_uses_it() {
     assert!(!stderr.contains("0 chunks/s"), "{stderr}");
 
     // Chunks loaded without vectors are a state `rlm embed` resumes, not damage.
-    std::fs::write(fixture.path("later.md"), "# Later\n\nA note loaded afterwards.\n").unwrap();
+    std::fs::write(
+        fixture.path("later.md"),
+        "# Later\n\nA note loaded afterwards.\n",
+    )
+    .unwrap();
     fixture
         .rlm()
         .args(["load", "--no-embed", "later.md"])

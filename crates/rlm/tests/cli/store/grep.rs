@@ -87,5 +87,8 @@ fn a_bad_pattern_is_shown_as_written() {
     assert!(!stderr.contains("(?:"), "{stderr}");
     let (code, _, stderr) = run(fixture.rlm().args(["grep", "-w", "a[b"]));
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(!stderr.contains("(?:") && stderr.contains("a[b"), "{stderr}");
+    assert!(
+        !stderr.contains("(?:") && stderr.contains("a[b"),
+        "{stderr}"
+    );
 }

@@ -62,17 +62,25 @@ fn filters_restrict_results_before_ranking() {
     assert_eq!(buffers, ["project/docs/guide.md"]);
 
     // A filter that matches no buffer at all says so, and shows what names look like.
-    let (code, printed, stderr) = run(fixture.rlm().args(["search", "logger", "--path", "docs/*.md"]));
+    let (code, printed, stderr) =
+        run(fixture
+            .rlm()
+            .args(["search", "logger", "--path", "docs/*.md"]));
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(printed, "");
     assert!(
-        stderr.contains("the --path filter `docs/*.md` matches no stored buffer; names look like `project/"),
+        stderr.contains(
+            "the --path filter `docs/*.md` matches no stored buffer; names look like `project/"
+        ),
         "{stderr}"
     );
     assert!(!stderr.contains("no chunk matches"), "{stderr}");
     // A filter that matches buffers where the query finds nothing keeps the plain note.
     let (_, _, stderr) = run(fixture.rlm().args(["search", "zebra", "--path", "*.md"]));
-    assert!(stderr.contains("note: no chunk matches the query"), "{stderr}");
+    assert!(
+        stderr.contains("note: no chunk matches the query"),
+        "{stderr}"
+    );
     // `--store` is taken before the command too, as `--json` and `--config` are.
     let before = stdout(
         crate::support::rlm_in(fixture.dir.path())
