@@ -9,29 +9,40 @@ use rlm_engine::ContextPart;
 use crate::error::AppError;
 use crate::settings::ContextSource;
 
-/// The contexts of a run. Standard input is copied to a private spool file as it is analysed
-/// (so the sandbox worker reads it like any file); the file is removed when this is dropped.
+/// The contexts of a run. Standard input and gzip files are copied (decompressed) to private
+/// spool files as they are analysed, so the sandbox worker reads them like any file; the
+/// files are removed when this is dropped.
 #[derive(Debug)]
 pub struct Contexts {
     pub parts: Vec<ContextPart>,
-    pub spool: Option<tempfile::NamedTempFile>,
+    pub spools: Vec<tempfile::NamedTempFile>,
 }
 
-/// Describes every source, in order.
 /// Describes every source, in order. A binary one (`/bin/ls`: NUL bytes, mostly invalid
 /// UTF-8) is refused, as `load` refuses it, unless `allow_binary`: the model would read
-/// replacement characters.
+/// replacement characters. A gzip file is read decompressed, as `load` and `inspect` read it.
 pub fn read(
     sources: &[ContextSource],
     allow_binary: bool,
     context: &crate::Context,
 ) -> anyhow::Result<Contexts> {
-    let mut spool = None;
+    let mut spools = Vec::new();
     let mut parts = Vec::with_capacity(sources.len());
     for source in sources {
         let part = match source {
-            ContextSource::Stdin => spool_stdin(&mut spool, context.stdin("the context")?)?,
+            ContextSource::Stdin => {
+                let stdin = context.stdin("the context")?;
+                let (part, spool) = spool_reader(stdin.lock(), "<stdin>")
+                    .context("cannot read the context from stdin")?;
+                spools.push(spool);
+                part
+            }
             ContextSource::Inline(text) => ContextPart::analyzed(text.as_str(), None),
+            ContextSource::File(path) if is_gzip(path) => {
+                let (part, spool) = gzip_part(path)?;
+                spools.push(spool);
+                part
+            }
             ContextSource::File(path) => file_part(path)?,
         };
         if !allow_binary {
@@ -39,7 +50,39 @@ pub fn read(
         }
         parts.push(part);
     }
-    Ok(Contexts { parts, spool })
+    Ok(Contexts { parts, spools })
+}
+
+/// Whether the file at `path` starts with gzip's magic bytes (one that cannot be read is
+/// left to the reading, which says why).
+fn is_gzip(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut head))
+        .is_ok_and(|()| head == [0x1f, 0x8b])
+}
+
+/// A gzip `--context-file`, decompressed into a spool file as it is analysed (every member,
+/// as `zcat` reads it), named after the path.
+fn gzip_part(path: &Path) -> anyhow::Result<(ContextPart, tempfile::NamedTempFile)> {
+    let cannot_read = || format!("cannot read {}", path.display());
+    let file = std::fs::File::open(path)
+        .with_context(cannot_read)
+        .map_err(AppError::input)?;
+    let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    spool_reader(decoder, &path.display().to_string())
+        .map_err(|err| {
+            let err = match err.downcast::<std::io::Error>() {
+                Ok(io) if io.kind() != std::io::ErrorKind::StorageFull => {
+                    anyhow::anyhow!("gzip data that does not decompress ({io})")
+                }
+                Ok(io) => anyhow::Error::new(io),
+                Err(other) => other,
+            };
+            AppError::input(err.context(cannot_read()))
+        })
+        .map_err(anyhow::Error::from)
 }
 
 /// An input error for a context that is binary.
@@ -85,20 +128,19 @@ pub fn file_part(path: &Path) -> anyhow::Result<ContextPart> {
     Ok(part)
 }
 
-fn spool_stdin(
-    spool: &mut Option<tempfile::NamedTempFile>,
-    stdin: std::io::Stdin,
-) -> anyhow::Result<ContextPart> {
+/// `reader`'s text copied to a private spool file as it is analysed, as the part `name`.
+fn spool_reader(
+    reader: impl std::io::Read,
+    name: &str,
+) -> anyhow::Result<(ContextPart, tempfile::NamedTempFile)> {
     let file = tempfile::Builder::new()
-        .prefix("rlm-stdin-")
+        .prefix("rlm-context-")
         .tempfile()
-        .context("cannot create a temporary file for the context from stdin")?;
+        .with_context(|| format!("cannot create a temporary file for {name}"))?;
     let writer = std::io::BufWriter::new(file.as_file());
-    let part = ContextPart::spooled(stdin.lock(), writer, file.path(), "<stdin>")
-        .context("cannot read the context from stdin")?;
+    let part = ContextPart::spooled(reader, writer, file.path(), name)?;
     warn_if_not_utf8(&part);
-    *spool = Some(file);
-    Ok(part)
+    Ok((part, file))
 }
 
 /// Invalid UTF-8 is replaced (and said once) rather than refused.

@@ -147,10 +147,62 @@ pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMeta
             kind,
         });
     }
-    let file = File::open(path).map_err(file_error)?;
+    let mut file = File::open(path).map_err(file_error)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let size = metadata.is_file().then_some(metadata.len());
+    if metadata.is_file() && starts_as_gzip(&mut file).map_err(file_error)? {
+        return analyze_gzip(file, name.as_deref(), options, metadata.len()).map_err(file_error);
+    }
     analyze_file(file, name.as_deref(), options, size).map_err(file_error)
+}
+
+/// Whether `file` begins with the gzip magic bytes (RFC 1952); it is left at its start.
+fn starts_as_gzip(file: &mut File) -> io::Result<bool> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut head = [0u8; 2];
+    let mut read = 0;
+    while read < head.len() {
+        match file.read(&mut head[read..]) {
+            Ok(0) => break,
+            Ok(count) => read += count,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    file.seek(SeekFrom::Start(0))?;
+    Ok(read == 2 && head == [0x1f, 0x8b])
+}
+
+/// A gzip file, analysed as the text it decompresses to (every member, as `zcat` reads it).
+/// Its format is told by the name without `.gz` (`app.log.gz` is a log); `bytes` and the
+/// counts are the decompressed text's, and a note gives the compressed size.
+fn analyze_gzip(
+    file: File,
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+    compressed: u64,
+) -> io::Result<ContextMetadata> {
+    let inner = name.map(|name| {
+        name.strip_suffix(".gz")
+            .or_else(|| name.strip_suffix(".GZ"))
+            .unwrap_or(name)
+    });
+    let decoder = flate2::read::MultiGzDecoder::new(io::BufReader::new(file));
+    let mut metadata = analyze_stream(decoder, inner, options, None).map_err(|error| {
+        io::Error::new(
+            error.kind(),
+            format!("gzip data that does not decompress ({error})"),
+        )
+    })?;
+    metadata.source = name.map(str::to_owned);
+    metadata.notes.insert(
+        0,
+        format!(
+            "gzip: {} bytes compressed; the figures are the decompressed text's",
+            thousands(compressed)
+        ),
+    );
+    Ok(metadata)
 }
 
 /// Files larger than this are read by a second thread while the first scans: the copy out of

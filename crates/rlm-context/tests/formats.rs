@@ -411,3 +411,58 @@ fn paths_directories_and_missing_files() {
     let err = analyze_path(&dir.path().join("missing"), &AnalyzeOptions::default()).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
 }
+
+fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+/// A `.gz` file is analysed as the text it decompresses to, its format told by the name
+/// without `.gz`, with a note giving the compressed size; damaged gzip data is an error that
+/// says so; a file named `.gz` that is not gzip is read as it is.
+#[test]
+fn gzip_files_are_analysed_decompressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv: String = std::iter::once("id,name\n".to_owned())
+        .chain((0..500).map(|i| format!("{i},item {i}\n")))
+        .collect();
+    let compressed = gzip(csv.as_bytes()).unwrap();
+    let path = dir.path().join("table.csv.gz");
+    std::fs::write(&path, &compressed).unwrap();
+    let metadata = analyze_path(&path, &AnalyzeOptions::default()).unwrap();
+    let plain = analyze_bytes(
+        csv.as_bytes(),
+        Some("table.csv"),
+        &AnalyzeOptions::default(),
+    );
+    assert_eq!(metadata.source.as_deref(), Some("table.csv.gz"));
+    assert_eq!(metadata.format, Format::Csv);
+    assert_eq!(
+        (metadata.bytes, metadata.lines, metadata.records),
+        (plain.bytes, plain.lines, Some(500))
+    );
+    assert_eq!(
+        metadata.notes[0],
+        format!(
+            "gzip: {} bytes compressed; the figures are the decompressed text's",
+            rlm_types::thousands(compressed.len() as u64)
+        )
+    );
+
+    let damaged = dir.path().join("damaged.log.gz");
+    std::fs::write(&damaged, &compressed[..compressed.len() / 2]).unwrap();
+    let err = analyze_path(&damaged, &AnalyzeOptions::default()).unwrap_err();
+    let cause = std::error::Error::source(&err).unwrap().to_string();
+    assert!(err.to_string().contains("damaged.log.gz"), "{err}");
+    assert!(
+        cause.starts_with("gzip data that does not decompress"),
+        "{cause}"
+    );
+
+    let not_gzip = dir.path().join("notes.gz");
+    std::fs::write(&not_gzip, "just text\n").unwrap();
+    let metadata = analyze_path(&not_gzip, &AnalyzeOptions::default()).unwrap();
+    assert_eq!(metadata.bytes, 10);
+    assert!(metadata.notes.iter().all(|note| !note.starts_with("gzip")));
+}

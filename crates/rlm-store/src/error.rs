@@ -65,7 +65,7 @@ pub enum Error {
     Regex(#[source] grep_regex::Error),
     /// A grep pattern did not parse, said of the pattern as the user wrote it.
     #[error("invalid regular expression")]
-    Pattern(#[source] regex_syntax::Error),
+    Pattern(#[source] Box<regex_syntax::Error>),
     /// A range (lines or bytes) was outside the buffer or reversed.
     #[error("{0}")]
     Range(String),

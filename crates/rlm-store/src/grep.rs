@@ -710,7 +710,7 @@ pub(crate) fn matcher(pattern: &str, options: &GrepOptions) -> Result<LineMatche
         .multi_line(true)
         .build()
         .parse(&pattern)
-        .map_err(Error::Pattern)?;
+        .map_err(|error| Error::Pattern(Box::new(error)))?;
     if options.word {
         pattern = format!(r"\b(?:{pattern})\b");
     }

@@ -56,7 +56,7 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
         )?),
         None => None,
     };
-    let crate::contexts::Contexts { parts, spool } =
+    let crate::contexts::Contexts { parts, spools } =
         crate::contexts::read(&settings.contexts, args.allow_binary, context)?;
     // The session records the contexts as the run read them (stdin's spool is copied).
     let session_parts = continuing.as_ref().map(|_| parts.clone());
@@ -114,7 +114,7 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
         }
     }
     // The sandbox workers that read standard input's copy are gone now.
-    drop(spool);
+    drop(spools);
     Ok(result)
 }
 

@@ -315,7 +315,7 @@ fn write_sources<'a>(
             }
         };
         loaded.replaced = existing.is_some();
-        loaded.notes.extend(prepared.replacements.note());
+        loaded.notes.extend(prepared.notes());
         if progress(LoadEvent::Loaded(&loaded)).is_break() {
             return Err(Error::Interrupted);
         }
@@ -497,5 +497,111 @@ mod tests {
         assert_eq!(path, Path::new("socket"));
         assert!(store.buffer("first").is_err());
         assert_eq!(std::fs::read_dir(&spool_dir).unwrap().count(), 0);
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    /// A `.gz` file is stored as its decompressed text (whole or streamed, one member or
+    /// several, as `zcat` reads it) with a note that says so; damaged gzip data, a compressed
+    /// binary (a .tar.gz) and a file that decompresses past the buffer limit are skipped with
+    /// their reasons, and the rest of the load goes on.
+    #[test]
+    fn gzip_files_are_stored_decompressed_and_bad_ones_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = LocalStore::open(dir.path().join("store")).unwrap();
+        let text: String = (0..2000)
+            .map(|i| format!("entry {i}: all well\n"))
+            .collect();
+        let (first, second) = text.split_at(text.len() / 2);
+        let mut two_members = gzip(first.as_bytes());
+        two_members.extend(gzip(second.as_bytes()));
+        let compressed = gzip(text.as_bytes());
+        let mut damaged = compressed.clone();
+        let middle = damaged.len() / 2;
+        damaged.truncate(middle);
+        let files = [
+            ("log.gz", compressed.clone()),
+            ("members.gz", two_members),
+            ("damaged.gz", damaged),
+            ("archive.tar.gz", gzip(&[0u8; 4096])),
+            ("bomb.gz", gzip(&vec![b'a'; 1 << 20])),
+        ];
+        for (name, bytes) in &files {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+        }
+        let limit = BufferLimit {
+            max: 100_000,
+            ceiling: u64::MAX,
+        };
+        for above in [u64::MAX, 1000] {
+            let streaming = Streaming {
+                above,
+                piece: 777,
+                limit,
+            };
+            let sources: Vec<Source> = files
+                .iter()
+                .map(|(name, _)| Source::File {
+                    path: dir.path().join(name),
+                    name: format!("{above}/{name}"),
+                })
+                .collect();
+            let report = write_sources(
+                &mut store.connection,
+                None,
+                sources,
+                &ChunkOptions::default(),
+                streaming,
+                dir.path(),
+                &mut keep_going,
+            )
+            .unwrap();
+            let loaded: Vec<&str> = report.loaded.iter().map(|b| b.name.as_str()).collect();
+            assert_eq!(
+                loaded,
+                [format!("{above}/log.gz"), format!("{above}/members.gz")],
+                "{report:?}"
+            );
+            for buffer in &report.loaded {
+                assert_eq!(buffer.bytes, text.len() as u64);
+                let stored = store.buffer(&buffer.name).unwrap();
+                assert_eq!(store.text(&stored).unwrap(), text);
+                assert!(
+                    buffer.notes[0].starts_with("decompressed from gzip ("),
+                    "{:?}",
+                    buffer.notes
+                );
+            }
+            let reason = |name: &str| {
+                let name = format!("{above}/{name}");
+                report
+                    .skipped
+                    .iter()
+                    .find(|skipped| skipped.name == name)
+                    .map(|skipped| skipped.reason.clone())
+                    .unwrap_or_else(|| panic!("{name} not skipped: {report:?}"))
+            };
+            assert!(
+                reason("damaged.gz").starts_with("gzip data that does not decompress"),
+                "{}",
+                reason("damaged.gz")
+            );
+            assert!(reason("archive.tar.gz").starts_with("binary file"));
+            assert!(reason("bomb.gz").starts_with("larger than the 100000-byte limit"));
+        }
+        // Nothing spooled is left behind.
+        let spools = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|entry| {
+                let name = entry.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(".spool")
+            })
+            .count();
+        assert_eq!(spools, 0);
     }
 }

@@ -131,6 +131,8 @@ pub(crate) struct Prepared {
     pub sha256: String,
     /// Invalid UTF-8 replaced while decoding.
     pub replacements: Replacements,
+    /// The file's size when it was gzip-compressed (its text is the decompressed content).
+    gzip_bytes: Option<u64>,
     /// The spool file the content is streamed from, removed when this is dropped.
     _spool: Option<Spool>,
 }
@@ -142,6 +144,7 @@ impl Prepared {
             content: Content::Whole(text),
             sha256,
             replacements,
+            gzip_bytes: None,
             _spool: None,
         }
     }
@@ -151,9 +154,103 @@ impl Prepared {
             content: scanned.content,
             sha256: scanned.sha256,
             replacements: scanned.replacements,
+            gzip_bytes: None,
             _spool: spool,
         }
     }
+
+    /// What a user should know about how the text was read: gzip decompressed, invalid UTF-8
+    /// replaced.
+    pub fn notes(&self) -> impl Iterator<Item = String> {
+        let gzip = self.gzip_bytes.map(|bytes| {
+            format!(
+                "decompressed from gzip ({} bytes compressed)",
+                rlm_types::thousands(bytes)
+            )
+        });
+        gzip.into_iter().chain(self.replacements.note())
+    }
+}
+
+/// The two bytes every gzip member starts with (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Whether the file at `path` starts as gzip data does.
+fn is_gzip(path: &Path) -> Result<bool> {
+    let mut head = Vec::with_capacity(GZIP_MAGIC.len());
+    std::fs::File::open(path)
+        .and_then(|file| file.take(GZIP_MAGIC.len() as u64).read_to_end(&mut head))
+        .map_err(io("cannot read", path))?;
+    Ok(head == GZIP_MAGIC)
+}
+
+/// A reader that remembers the error a decoder gave for data it could not decompress, so a
+/// damaged `.gz` file is skipped with its reason instead of failing the whole load.
+struct Decoding<R> {
+    inner: R,
+    damaged: Option<String>,
+}
+
+impl<R: Read> Read for Decoding<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
+        self.inner.read(buffer).inspect_err(|error| {
+            if matches!(error.kind(), InvalidData | InvalidInput | UnexpectedEof) {
+                self.damaged = Some(error.to_string());
+            }
+        })
+    }
+}
+
+/// A gzip file's decompressed text, read as a reader's input is (whole, or spooled to
+/// `spool_dir` when big), never more than one byte past the buffer limit, whatever the file
+/// claims to hold.
+fn prepare_gzip(
+    path: &Path,
+    size: u64,
+    streams: bool,
+    streaming: Streaming,
+    spool_dir: &Path,
+) -> Result<Result<Prepared, String>> {
+    let limit = streaming.limit;
+    let file = std::fs::File::open(path).map_err(io("cannot read", path))?;
+    let mut decoding = Decoding {
+        inner: flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)),
+        damaged: None,
+    };
+    let read = if streams {
+        let origin = path.display().to_string();
+        spool(
+            &mut decoding,
+            &origin,
+            spool_dir,
+            streaming.above,
+            limit.max,
+        )
+    } else {
+        let mut bytes = Vec::new();
+        (&mut decoding)
+            .take(limit.max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map(|_| Ok(bytes))
+            .map_err(io("cannot read", path))
+    };
+    if let Some(damage) = decoding.damaged {
+        return Ok(Err(format!(
+            "gzip data that does not decompress ({damage})"
+        )));
+    }
+    let prepared = match read? {
+        Ok(bytes) => text_from_bytes(bytes, limit).map(Prepared::whole),
+        Err(spool) => {
+            let scanned = scan_file(&spool.0, streaming.piece, limit)?;
+            scanned.map(|scanned| Prepared::scanned(scanned, Some(spool)))
+        }
+    };
+    Ok(prepared.map(|mut prepared| {
+        prepared.gzip_bytes = Some(size);
+        prepared
+    }))
 }
 
 /// Reads or checks `source` so it can be stored: a big file (when the options allow streaming)
@@ -176,6 +273,9 @@ pub(crate) fn prepare(
             let size = std::fs::metadata(&*path)
                 .map_err(io("cannot read", &*path))?
                 .len();
+            if is_gzip(path)? {
+                return prepare_gzip(path, size, streams, streaming, spool_dir);
+            }
             if streams && size > streaming.above {
                 let scanned = scan_file(path, streaming.piece, limit)?;
                 return Ok(scanned.map(|scanned| Prepared::scanned(scanned, None)));

@@ -254,7 +254,7 @@ fn write_sources(
             )?,
         };
         loaded.replaced = existing.is_some();
-        loaded.notes.extend(prepared.replacements.note());
+        loaded.notes.extend(prepared.notes());
         if progress(LoadEvent::Loaded(&loaded)).is_break() {
             return Err(Error::Interrupted);
         }

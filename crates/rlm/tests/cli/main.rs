@@ -10,6 +10,7 @@ mod chat;
 mod ctx;
 mod doctor;
 mod embed_on_load;
+mod gzip;
 mod inspect;
 mod llama;
 mod mcp;
