@@ -14,8 +14,6 @@ mod signals;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// Parses the process's arguments, runs the command, maps errors to exit codes.
 fn main() -> ExitCode {
     // Hidden mode: the sandbox runs model code in a child `rlm __sandbox-worker` process. It is
@@ -24,7 +22,7 @@ fn main() -> ExitCode {
     {
         return rlm_sandbox::worker_main();
     }
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(err) => {
             // clap prints help/version to stdout and usage errors to stderr itself.

@@ -1,14 +1,30 @@
 //! Argument definitions only; behaviour lives in `commands/`.
 
+pub mod examples;
+
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum};
 use rlm_app::requests::{
     ChatRequest, ChunkRequest, ConfigRequest, CtxRequest, DeleteRequest, DoctorRequest,
     EmbedRequest, GrepRequest, InspectRequest, ListRequest, LoadRequest, ModelsRequest,
     PeekRequest, PromptRequest, QueryRequest, ReindexRequest, RunRequest, RunsRequest,
     SearchRequest, SessionsRequest, ShowRequest, StatusRequest, StoreRequest, ViewRequest,
 };
+
+/// The command line as parsed and as shown: the definitions below with the Examples section
+/// of every command's long help ([`examples`]).
+pub fn command() -> clap::Command {
+    examples::add(Cli::command())
+}
+
+/// The process's arguments parsed against [`command`].
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches as _;
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -65,6 +81,8 @@ pub enum Command {
     Config(ConfigRequest),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Write the manual pages (roff): `rlm.1` on stdout, or with --dir a page per command.
+    Man(ManArgs),
     /// Build a prompt from ranked evidence: `prompt.mdctx` + `ctxplan.json`, within a budget.
     Ctx(CtxRequest),
     /// Build a coding agent's prompt for one turn: sections with token budgets, stage
@@ -143,6 +161,14 @@ pub struct StoreLocation {
 }
 
 #[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `rlm.1` and a page per command (`rlm-load.1`, `rlm-runs-show.1`, …) into this
+    /// directory (created if missing), e.g. ~/.local/share/man/man1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// Shell to generate completions for.
     #[arg(value_enum)]
@@ -159,6 +185,131 @@ mod tests {
     #[test]
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    /// Every command that can be run, `rlm` itself included, has an Examples section in its
+    /// long help.
+    #[test]
+    fn every_command_has_examples() {
+        fn walk(command: &mut clap::Command, path: &str, missing: &mut Vec<String>) {
+            let help = command.render_long_help().to_string();
+            if !help.contains("\nExamples:\n  $ rlm") && !help.contains("\nExamples:\n  $ ") {
+                missing.push(path.to_owned());
+            }
+            for sub in command.get_subcommands_mut() {
+                if sub.get_name() != "help" {
+                    let name = format!("{path} {}", sub.get_name());
+                    walk(sub, &name, missing);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&mut command(), "rlm", &mut missing);
+        assert!(missing.is_empty(), "no examples: {missing:?}");
+        for (name, _) in examples::EXAMPLES {
+            assert!(
+                command().find_subcommand(name).is_some(),
+                "examples for {name}, which is no command"
+            );
+        }
+    }
+
+    /// The words of a shell command: quotes group and are removed (`\"` inside double quotes
+    /// is a quote).
+    fn shell_words(text: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word: Option<String> = None;
+        let mut quote: Option<char> = None;
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            match (quote, c) {
+                (Some('"'), '\\') => word.get_or_insert_default().extend(chars.next()),
+                (Some(open), c) if c == open => quote = None,
+                (Some(_), c) => word.get_or_insert_default().push(c),
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    word.get_or_insert_default();
+                }
+                (None, c) if c.is_whitespace() => words.extend(word.take()),
+                (None, c) => word.get_or_insert_default().push(c),
+            }
+        }
+        words.extend(word);
+        words
+    }
+
+    /// The `rlm …` commands of an example line: each part of a pipeline or `&&` list, and a
+    /// command substitution, that runs rlm.
+    fn rlm_commands(line: &str) -> Vec<Vec<String>> {
+        let line = line
+            .strip_prefix("$ ")
+            .expect("an example starts with `$ `");
+        let line = line.split_once(" #").map_or(line, |(command, _)| command);
+        let line = line.replace("\"$(", "").replace(")\"", "");
+        line.split("&&")
+            .flat_map(|part| part.split(" | "))
+            .map(|part| part.split(" > ").next().unwrap_or(part))
+            .map(shell_words)
+            .filter_map(|words| {
+                let at = words.iter().position(|word| word == "rlm")?;
+                Some(words[at..].to_vec())
+            })
+            .collect()
+    }
+
+    /// Every example parses with the real definitions, as the command it is listed under.
+    #[test]
+    fn every_example_parses_as_its_command() {
+        let mut checked = 0;
+        let tables = examples::EXAMPLES
+            .iter()
+            .map(|(name, lines)| (Some(*name), (*lines).to_owned()))
+            .chain([(None, examples::for_command(&[]).unwrap())]);
+        for (name, lines) in tables {
+            for line in lines.lines() {
+                // A line may prepare (`pip download …`) or chain (`rlm load … && rlm query …`):
+                // every rlm command in it parses, and one of them is the command it is listed
+                // under.
+                let mut runs = Vec::new();
+                for words in rlm_commands(line) {
+                    match command().try_get_matches_from(&words) {
+                        Ok(matches) => runs.extend(matches.subcommand_name().map(str::to_owned)),
+                        Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
+                            runs.push(words[1].clone());
+                        }
+                        Err(err) => panic!("{line:?} does not parse: {err}"),
+                    }
+                    checked += 1;
+                }
+                if let Some(name) = name
+                    && line.contains("rlm ")
+                {
+                    assert!(runs.iter().any(|run| run == name), "{line:?} runs {runs:?}");
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    #[test]
+    fn example_lines_go_to_the_subcommands_they_run() {
+        assert_eq!(
+            examples::subcommand_of("$ rlm --json ctx status # x"),
+            ["ctx", "status"]
+        );
+        assert_eq!(
+            examples::subcommand_of("$ eval \"$(rlm ctx env)\""),
+            ["ctx", "env"]
+        );
+        assert_eq!(
+            examples::subcommand_of("$ rlm --store postgres://x status"),
+            ["status"]
+        );
+        let toggle = examples::for_command(&["ctx", "toggle"]).unwrap();
+        assert_eq!(toggle.lines().count(), 1, "{toggle}");
+        assert!(toggle.starts_with("$ rlm ctx toggle off 200-299"));
+        assert!(examples::for_command(&["nothing"]).is_none());
     }
 
     /// Every flag a descriptor names is a flag of some command.

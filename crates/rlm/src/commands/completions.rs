@@ -3,12 +3,10 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::CommandFactory as _;
-
-use crate::cli::{Cli, CompletionsArgs};
+use crate::cli::CompletionsArgs;
 
 pub fn run(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
-    let mut command = Cli::command();
+    let mut command = crate::cli::command();
     // clap_complete panics when its writes fail (`| head`): generate into memory, then write
     // through the stdout that ends quietly on a closed pipe.
     let mut script = Vec::new();

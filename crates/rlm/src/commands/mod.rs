@@ -14,6 +14,7 @@ mod grep;
 mod inspect;
 mod list;
 mod load;
+mod man;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod models;
@@ -121,6 +122,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(request) => inspect::run(&run(None), request),
         Command::Config(request) => config::run(&run(None), request),
         Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
         Command::Ctx(request) => ctx::run(&run(None), request),
         Command::Prompt(request) => prompt::run(&run(None), request),
         Command::Chat(request) => chat::run(&run(None), request),

@@ -164,6 +164,50 @@ fn version_help_and_completions() {
     }
 }
 
+/// `--help` ends with examples (`-h` stays short); `rlm man` writes the main page on stdout,
+/// and with `--dir` a page per command, each with its EXAMPLES section.
+#[test]
+fn long_help_has_examples_and_man_pages_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = stdout_of(rlm(dir.path()).args(["grep", "--help"]).assert().success());
+    assert!(long.contains("\nExamples:\n  $ rlm grep "), "{long}");
+    let short = stdout_of(rlm(dir.path()).args(["grep", "-h"]).assert().success());
+    assert!(!short.contains("Examples:"), "{short}");
+    let nested = stdout_of(
+        rlm(dir.path())
+            .args(["runs", "show", "--help"])
+            .assert()
+            .success(),
+    );
+    assert!(nested.contains("  $ rlm runs show last"), "{nested}");
+    assert!(!nested.contains("$ rlm runs list"), "{nested}");
+
+    let main_page = stdout_of(rlm(dir.path()).arg("man").assert().success());
+    assert!(main_page.starts_with(".ie \\n(.g .ds Aq"), "{main_page}");
+    assert!(main_page.contains(".TH rlm 1"), "{main_page}");
+    assert!(main_page.contains(".SH EXAMPLES"), "{main_page}");
+
+    let pages = dir.path().join("man/man1");
+    let output = rlm(dir.path())
+        .args(["man", "--dir"])
+        .arg(&pages)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    let written = std::fs::read_dir(&pages).unwrap().count();
+    assert!(written > 40, "{written} pages");
+    assert!(
+        stderr.contains(&format!("wrote {written} manual pages")),
+        "{stderr}"
+    );
+    let load = std::fs::read_to_string(pages.join("rlm-load.1")).unwrap();
+    assert!(load.contains(".SH EXAMPLES"), "{load}");
+    // Hyphens are minus signs, so flags copy from the rendered page as typed.
+    assert!(load.contains("\\-\\-chunker records"), "{load}");
+    let show = std::fs::read_to_string(pages.join("rlm-runs-show.1")).unwrap();
+    assert!(show.contains("rlm runs show last"), "{show}");
+}
+
 #[test]
 fn config_layers_project_over_user_and_redacts_secrets() {
     let dir = tempfile::tempdir().unwrap();
