@@ -6,6 +6,7 @@
 //! Progress redrawn in place (`loading 3/10 …`) is drawn on a terminal only, and cleared
 //! before any other line.
 
+mod pace;
 mod query;
 mod run;
 mod store;
@@ -38,6 +39,8 @@ struct State {
     /// A progress line is on the terminal and must be cleared first.
     live_line: bool,
     load: store::LoadState,
+    /// The rate and time left of the phase on the progress line.
+    pace: Option<pace::Pace>,
     /// Writing a streamed answer failed (the reader went away): the rest is dropped.
     stdout_failed: bool,
 }
@@ -92,6 +95,23 @@ impl Printer {
         state.live_line = true;
     }
 
+    /// Redraws the progress line of `done` of `total` in `phase`, with the rate and the time
+    /// left once they mean something.
+    fn live_paced(&self, text: &str, phase: &str, done: u64, total: u64, unit: pace::Unit) {
+        if !self.live {
+            return;
+        }
+        let suffix = pace::Pace::update(
+            &mut self.state().pace,
+            phase,
+            done,
+            total,
+            unit,
+            std::time::Instant::now(),
+        );
+        self.live(&format!("{text}{suffix}"));
+    }
+
     /// A line on stderr, after clearing any progress line.
     fn line(&self, text: &str) {
         let mut state = self.state();
@@ -140,15 +160,21 @@ impl Events for Printer {
             Event::Delta(piece) => self.delta(piece),
             Event::Load(event) => self.load(event),
             Event::Loaded { report, seconds } => self.loaded(report, *seconds),
-            Event::Indexing(step) => {
-                self.live(&format!("indexing {}/{} chunks", step.chunks, step.total));
-            }
-            Event::Copying { done, total } => {
-                self.live(&format!("copied {done}/{total} buffers"));
-            }
-            Event::Embedding(step) => {
-                self.live(&format!("embedding {}/{} chunks", step.done, step.total));
-            }
+            Event::Indexing(step) => self.indexing(step),
+            Event::Copying { done, total } => self.live_paced(
+                &format!("copied {done}/{total} buffers"),
+                "copy",
+                *done,
+                *total,
+                pace::Unit::Count("buffers"),
+            ),
+            Event::Embedding(step) => self.live_paced(
+                &format!("embedding {}/{} chunks", step.done, step.total),
+                "embed",
+                step.done,
+                step.total,
+                pace::Unit::Count("chunks"),
+            ),
             Event::Embedded {
                 chunks: 0, model, ..
             } if !self.quiet => {

@@ -20,13 +20,33 @@ const REASON_CHARS: usize = 160;
 #[derive(Debug)]
 pub struct QueryProgress {
     last_print: Mutex<Option<Instant>>,
+    /// When extraction began (the estimate), for the time left after each batch.
+    extracting_since: Mutex<Option<Instant>>,
 }
 
 impl QueryProgress {
     pub fn new() -> Self {
         Self {
             last_print: Mutex::new(None),
+            extracting_since: Mutex::new(None),
         }
+    }
+
+    /// ` · about 1m 20s left` after `done` of `total` batches, once it means something.
+    fn time_left(&self, done: usize, total: usize) -> String {
+        let since = *self
+            .extracting_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        since
+            .and_then(|since| {
+                super::pace::time_left(
+                    done as u64,
+                    since.elapsed(),
+                    total.saturating_sub(done) as u64,
+                )
+            })
+            .unwrap_or_default()
     }
 
     /// Whether a throttled line is due (always for `last`).
@@ -48,15 +68,6 @@ impl QueryProgress {
         let mut err = anstream::stderr().lock();
         let _ = writeln!(err, "{}", neutralize(&text));
     }
-}
-
-/// `9m 0s`, or `42s` under a minute.
-fn minutes_and_seconds(time: Duration) -> String {
-    let seconds = time.as_secs();
-    if seconds < 60 {
-        return format!("{seconds}s");
-    }
-    format!("{}m {}s", seconds / 60, seconds % 60)
 }
 
 impl QueryEvents for QueryProgress {
@@ -123,6 +134,10 @@ impl QueryEvents for QueryProgress {
                     "extracting: {chunks} chunks in {calls} calls, up to {} tokens, {cost}",
                     thousands(*tokens)
                 ));
+                *self
+                    .extracting_since
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
             }
             QueryEvent::TimeLimit {
                 seconds,
@@ -138,7 +153,7 @@ impl QueryEvents for QueryProgress {
                 };
                 self.line(&format!(
                     "time limit: {} ({source})",
-                    minutes_and_seconds(time)
+                    super::pace::duration(time)
                 ));
             }
             // The first batch is always shown: on a slow server its answer takes minutes.
@@ -188,9 +203,10 @@ impl QueryEvents for QueryProgress {
                     String::new()
                 };
                 self.line(&format!(
-                    "batches {done}/{total}{out} · {findings} findings{failed} · {} tokens · {}",
+                    "batches {done}/{total}{out} · {findings} findings{failed} · {} tokens · {}{}",
                     thousands(*tokens),
-                    crate::output::cost(*cost_usd, *unpriced_calls)
+                    crate::output::cost(*cost_usd, *unpriced_calls),
+                    self.time_left(*done, *total)
                 ));
             }
             QueryEvent::Synthesizing { chunks, findings } => {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use rlm_store::{LoadEvent, LoadReport};
 
 use super::Printer;
+use super::pace::Unit;
 use crate::output::{count, human_bytes};
 
 /// Skipped files of one reason named one by one; more are counted (`-v` names them all).
@@ -40,14 +41,24 @@ fn summary(report: &LoadReport, seconds: f64) -> String {
 impl Printer {
     pub(super) fn load(&self, event: &LoadEvent<'_>) {
         match event {
-            LoadEvent::Reading { index, total, name } => {
-                self.live(&format!("loading {}/{total} {name}", index + 1));
-            }
-            LoadEvent::Streaming { name, bytes, total } => self.live(&format!(
-                "loading {name} {} of {}",
-                human_bytes(*bytes),
-                human_bytes(*total)
-            )),
+            LoadEvent::Reading { index, total, name } => self.live_paced(
+                &format!("loading {}/{total} {name}", index + 1),
+                "files",
+                *index as u64,
+                *total as u64,
+                Unit::Count("files"),
+            ),
+            LoadEvent::Streaming { name, bytes, total } => self.live_paced(
+                &format!(
+                    "loading {name} {} of {}",
+                    human_bytes(*bytes),
+                    human_bytes(*total)
+                ),
+                &format!("stream {name}"),
+                *bytes,
+                *total,
+                Unit::Bytes,
+            ),
             LoadEvent::Skipped(skipped) if self.verbose => {
                 self.line(&format!(
                     "note: skipped {}: {}",
@@ -70,11 +81,20 @@ impl Printer {
             LoadEvent::Removed(name) if self.verbose => {
                 self.line(&format!("note: removed {name}: its file is gone"));
             }
-            LoadEvent::Indexing(step) => {
-                self.live(&format!("indexing {}/{} chunks", step.chunks, step.total));
-            }
+            LoadEvent::Indexing(step) => self.indexing(step),
             _ => {}
         }
+    }
+
+    /// The BM25 index being written, for a load, a reindex or an embedding.
+    pub(super) fn indexing(&self, step: &rlm_store::IndexProgress) {
+        self.live_paced(
+            &format!("indexing {}/{} chunks", step.chunks, step.total),
+            "index",
+            step.chunks,
+            step.total,
+            Unit::Count("chunks"),
+        );
     }
 
     /// The skipped files, then the closing line (not with `--json`: the record has it).
