@@ -597,6 +597,32 @@ async fn the_readme_query_example_answers_without_a_key() {
         shown.contains(stdout.trim_end()),
         "README shows:\n{shown}\nprinted:\n{stdout}"
     );
+    // And so is the progress above it: every line, but for what timing decides (how many
+    // batches are in flight, which of the throttled batch lines are printed, the seconds, the
+    // trajectory's path: this run writes none).
+    let progress = |text: &str| -> Vec<String> {
+        let in_flight = regex::Regex::new(r"\d+ in flight").unwrap();
+        let seconds = regex::Regex::new(r" · \d+\.\ds$").unwrap();
+        let batch = regex::Regex::new(r"^batches (sent )?(\d+)/(\d+) ").unwrap();
+        text.lines()
+            .take_while(|line| !line.starts_with("## Summary"))
+            .filter(|line| !line.starts_with("trajectory: "))
+            .filter(|line| {
+                batch
+                    .captures(line)
+                    .is_none_or(|found| found.get(1).is_none() && found[2] == found[3])
+            })
+            .map(|line| {
+                let line = in_flight.replace_all(line, "N in flight");
+                seconds.replace(&line, " · Ts").into_owned()
+            })
+            .collect()
+    };
+    assert_eq!(
+        progress(&shown),
+        progress(&stderr),
+        "README shows:\n{shown}\nprinted:\n{stderr}"
+    );
     assert!(!std::fs::read_to_string(&recording).unwrap().contains(KEY));
 }
 
