@@ -250,6 +250,7 @@ mod tests {
         line.split("&&")
             .flat_map(|part| part.split(" | "))
             .map(|part| part.split(" > ").next().unwrap_or(part))
+            .map(|part| part.split(" < ").next().unwrap_or(part))
             .map(shell_words)
             .filter_map(|words| {
                 let at = words.iter().position(|word| word == "rlm")?;
@@ -290,6 +291,86 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked}");
+    }
+
+    /// The `rlm` commands of the shell blocks (`console`, `sh`, `bash`) of a Markdown text, with
+    /// the line each starts on: `\\` continuations joined, `$ ` prompts and comments dropped,
+    /// `VAR=value` prefixes skipped, and `cargo run … -p rlm --` read as `rlm`.
+    fn documented_commands(markdown: &str) -> Vec<(usize, Vec<String>)> {
+        let mut commands = Vec::new();
+        let mut in_shell = None;
+        let mut pending: Option<(usize, String)> = None;
+        for (number, line) in markdown.lines().enumerate() {
+            let number = number + 1;
+            let fence = line.trim_start().strip_prefix("```");
+            match (in_shell, fence) {
+                (None, Some(info)) => {
+                    let lang = info.split_whitespace().next().unwrap_or("");
+                    in_shell = Some(matches!(lang, "console" | "sh" | "bash" | "shell"));
+                    continue;
+                }
+                (Some(_), Some(_)) => {
+                    in_shell = None;
+                    continue;
+                }
+                (Some(true), None) => {}
+                _ => continue,
+            }
+            let (start, mut text) = pending.take().unwrap_or((number, String::new()));
+            text.push_str(line.trim());
+            if let Some(open) = text.strip_suffix('\\') {
+                pending = Some((start, format!("{open} ")));
+                continue;
+            }
+            let text = text.strip_prefix("$ ").unwrap_or(&text);
+            let text = text
+                .replace("cargo run --release --locked -p rlm -- ", "rlm ")
+                .replace("cargo run --locked -p rlm -- ", "rlm ");
+            for words in rlm_commands(&format!("$ {text}")) {
+                commands.push((start, words));
+            }
+        }
+        commands
+    }
+
+    /// Every `rlm` command in the README and docs/ parses with the real definitions: a doc
+    /// that names a flag or a command that is gone fails here.
+    #[test]
+    fn every_command_in_the_docs_parses() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = vec![root.join("README.md")];
+        let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+            .collect();
+        docs.sort();
+        files.extend(docs);
+        let mut checked = 0;
+        let mut failures = Vec::new();
+        for file in &files {
+            let markdown = std::fs::read_to_string(file).unwrap();
+            for (line, words) in documented_commands(&markdown) {
+                checked += 1;
+                match command().try_get_matches_from(&words) {
+                    Ok(_) => {}
+                    Err(err)
+                        if matches!(
+                            err.kind(),
+                            clap::error::ErrorKind::DisplayHelp
+                                | clap::error::ErrorKind::DisplayVersion
+                        ) => {}
+                    Err(err) => failures.push(format!(
+                        "{}:{line}: {}\n{}",
+                        file.file_name().unwrap().to_string_lossy(),
+                        words.join(" "),
+                        err.render()
+                    )),
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(checked > 60, "only {checked} commands found");
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod answers;
 mod basics;
 mod chat;
 mod ctx;
+mod doc_blocks;
 mod doctor;
 mod embed_on_load;
 mod gzip;
