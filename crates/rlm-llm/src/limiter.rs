@@ -26,6 +26,11 @@ pub const ADAPTIVE_START_CONCURRENCY: usize = 1;
 /// Default ceiling of the adaptive limit.
 pub const ADAPTIVE_MAX_CONCURRENCY: usize = 16;
 
+/// The most requests in flight at once any limit allows, configured or reported: far above
+/// what one provider serves usefully, far below what a semaphore can count (a larger number
+/// is held to this one).
+pub const CONCURRENCY_CEILING: usize = 1_024;
+
 /// A first token this many times slower than the fastest one seen means the request queued.
 pub const LATENCY_TOLERANCE: u32 = 2;
 
@@ -104,7 +109,7 @@ impl Drop for Permit<'_> {
 
 impl Limiter {
     pub fn new(mode: ConcurrencyMode, max_concurrency: usize) -> Self {
-        let ceiling = max_concurrency.max(1);
+        let ceiling = max_concurrency.clamp(1, CONCURRENCY_CEILING);
         let (limit, source) = match mode {
             ConcurrencyMode::Fixed => (ceiling, ConcurrencySource::Fixed),
             ConcurrencyMode::Auto => (
@@ -158,10 +163,11 @@ impl Limiter {
     /// The server reported `slots` requests at once: that is the limit from now on, whatever
     /// `max_concurrency` says (the user did not set one).
     pub fn server_reported(&self, slots: usize) {
+        let slots = slots.clamp(1, crate::server_props::MAX_REPORTED_SLOTS);
         let mut state = self.lock();
         state.source = ConcurrencySource::Server;
-        state.ceiling = slots.max(1);
-        self.set_limit(&mut state, slots.max(1));
+        state.ceiling = slots;
+        self.set_limit(&mut state, slots);
     }
 
     /// An attempt was answered; `first_token` is how long until its answer started.
