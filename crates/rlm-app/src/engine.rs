@@ -12,6 +12,12 @@ use crate::settings::LoopSettings;
 /// A builder with everything `settings` says; the caller adds events or functions and builds.
 pub fn builder(settings: LoopSettings) -> anyhow::Result<RlmBuilder> {
     let client = settings.llm.build_client()?;
+    builder_with(settings, client)
+}
+
+/// [`builder`] with a client the caller built from `settings.llm` already (and asked the
+/// servers' properties through: a client asks each local server once).
+pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result<RlmBuilder> {
     let root_cap = settings.llm.output_cap(&settings.model);
     let subcall_cap = settings.llm.output_cap(&settings.subcall_model);
     let repl = crate::sandbox::repl(

@@ -71,6 +71,8 @@ struct State {
     limit: usize,
     ceiling: usize,
     source: ConcurrencySource,
+    /// Whether the limit follows what the server reports (`Auto`).
+    auto: bool,
     /// Whether an `Auto` limiter still has to ask the server.
     unprobed: bool,
     /// Permits to keep (not return) when they come back, after a shrink found them in use.
@@ -123,6 +125,7 @@ impl Limiter {
                 limit,
                 ceiling,
                 source,
+                auto: mode == ConcurrencyMode::Auto,
                 unprobed: mode == ConcurrencyMode::Auto,
                 debt: 0,
                 fastest: None,
@@ -160,11 +163,16 @@ impl Limiter {
         std::mem::replace(&mut state.unprobed, false)
     }
 
-    /// The server reported `slots` requests at once: that is the limit from now on, whatever
-    /// `max_concurrency` says (the user did not set one).
+    /// The server reported `slots` requests at once: for an `Auto` limiter, that is the limit
+    /// from now on, whatever `max_concurrency` says (the user did not set one); a fixed limit
+    /// stays as configured.
     pub fn server_reported(&self, slots: usize) {
         let slots = slots.clamp(1, crate::server_props::MAX_REPORTED_SLOTS);
         let mut state = self.lock();
+        state.unprobed = false;
+        if !state.auto {
+            return;
+        }
         state.source = ConcurrencySource::Server;
         state.ceiling = slots;
         self.set_limit(&mut state, slots);

@@ -139,7 +139,9 @@ fn props_url(config: &ProviderConfig) -> Option<String> {
 impl LlmClient {
     /// What the server behind `model` (`provider:name`) reports about itself, asked once per
     /// provider per process; `None` for a provider not on this machine, a recording being
-    /// replayed, or a server that does not answer `/props`.
+    /// replayed, or a server that does not answer `/props`. A slot count it reports becomes the
+    /// provider's limit when that limit is automatic ([`LlmClient::concurrency`] then says
+    /// `Server`), so a caller can size its fan-out by it before the first call.
     ///
     /// Cancel safety: dropping the future drops the probe; a later call asks again.
     pub async fn server_props(&self, model: &str) -> Option<ServerProps> {
@@ -177,6 +179,11 @@ impl LlmClient {
         }
         let props = props.map(|props| trusted(&slot.config, props));
         tracing::debug!(provider = %model_ref.provider, ?props, "server properties");
+        // Whoever asks first (a call, or a caller sizing its work), the provider's automatic
+        // limit takes the count from then on.
+        if let Some(slots) = props.and_then(|props| props.total_slots) {
+            slot.limiter.server_reported(slots);
+        }
         known.insert(model_ref.provider, props);
         props
     }

@@ -64,17 +64,18 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
 
     let runtime = Runtime::new()?;
     // A local server's own window, for models whose window nothing else gives.
+    // The run's own client: the server is asked once, here, for the run's limiter too.
     let engine = &mut settings.engine;
-    let probe = engine.llm.build_client()?;
+    let client = engine.llm.build_client()?;
     let models = [engine.model.clone(), engine.subcall_model.clone()];
     let models: Vec<&str> = models.iter().map(String::as_str).collect();
     runtime.block_on(crate::engine::add_reported_windows(
-        &probe,
+        &client,
         &mut engine.context_windows,
         &models,
     ));
 
-    let mut builder = crate::engine::builder(settings.engine)?;
+    let mut builder = crate::engine::builder_with(settings.engine, client)?;
     if let Some(functions) = functions {
         builder = builder.functions(functions);
     }
