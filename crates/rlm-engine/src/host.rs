@@ -400,9 +400,18 @@ impl Host for RunScope {
         fan_out(self, prompts, model, RunScope::child_run).await
     }
 
+    /// The run's own `budget()`, then the embedding program's functions (one of those named
+    /// `budget` is left out).
     fn functions(&self) -> Vec<FunctionSpec> {
-        self.host_functions()
-            .map_or_else(Vec::new, |functions| functions.functions())
+        let mut functions = vec![crate::budget_function::spec()];
+        if let Some(host) = self.host_functions() {
+            functions.extend(
+                host.functions()
+                    .into_iter()
+                    .filter(|function| function.name != crate::budget_function::NAME),
+            );
+        }
+        functions
     }
 
     async fn call_function(
@@ -410,6 +419,23 @@ impl Host for RunScope {
         name: String,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Value, FunctionError> {
+        if name == crate::budget_function::NAME {
+            let started = Instant::now();
+            let answer = crate::budget_function::answer(&self.account);
+            self.host_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(HostCall {
+                    name,
+                    arguments: "{}".to_owned(),
+                    result_bytes: answer.to_string().len() as u64,
+                    result_items: 1,
+                    result: Some(answer.to_string()),
+                    seconds: started.elapsed().as_secs_f64(),
+                    error: None,
+                });
+            return Ok(answer);
+        }
         let Some(functions) = self.host_functions().cloned() else {
             return Err(FunctionError::new(
                 RaisedKind::NameError,

@@ -43,6 +43,7 @@
 //! }
 //! ```
 
+mod budget_function;
 mod context;
 mod error;
 mod events;

@@ -100,6 +100,6 @@ pub use rlm_types::{
 };
 pub use usage::{
     Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted,
-    INPUT_FRAMING_ALLOWANCE, Ledger, Price, PriceTable, Reservation, Reserved,
+    INPUT_FRAMING_ALLOWANCE, Ledger, Price, PriceTable, Remaining, Reservation, Reserved,
 };
 pub use window::{ContextWindows, TooLong, WINDOW_BYTES_PER_TOKEN, estimate_input_tokens};

@@ -36,6 +36,14 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
             ),
             ("helpers", settings.helpers_doc.as_str()),
             ("functions", functions.as_str()),
+            (
+                "budget",
+                if scope.account.is_limited() {
+                    crate::budget_function::PROMPT_NOTE
+                } else {
+                    ""
+                },
+            ),
         ],
     );
     let query = embed_query(query);
