@@ -42,6 +42,25 @@ pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result
     if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);
     }
+    if let Some(tools) = settings.tools {
+        builder = builder.tools(tools);
+    }
+    if let Some(permits) = settings.max_concurrent_subcalls {
+        builder = builder.max_concurrent_subcalls(permits);
+    }
+    let embedding = settings.embedding;
+    if let Some(prompt) = embedding.custom_system_prompt {
+        builder = builder.custom_system_prompt(prompt);
+    }
+    if !embedding.system_sections.is_empty() {
+        builder = builder.system_sections(embedding.system_sections);
+    }
+    if let Some(code) = embedding.setup_code {
+        builder = builder.setup_code(code);
+    }
+    if let Some(name) = embedding.log_name {
+        builder = builder.log_name(name);
+    }
     Ok(builder)
 }
 

@@ -51,7 +51,7 @@ impl QuerySettings {
             .with_hint("use --batch-size N with N from 1 (one chunk per call) to about 50")
             .into());
         }
-        let top_k = catalog::QUERY_TOP_K.resolve(args.top_k, sources)?;
+        let top_k = catalog::QUERY_TOP_K.resolve(args.k, sources)?;
         if top_k.value == Some(0) {
             let named = catalog::QUERY_TOP_K.named_by(&top_k.origin);
             return Err(input_error(format!("{named} must be at least 1")).into());
