@@ -18,8 +18,14 @@ pub fn builder(settings: LoopSettings) -> anyhow::Result<RlmBuilder> {
 /// [`builder`] with a client the caller built from `settings.llm` already (and asked the
 /// servers' properties through: a client asks each local server once).
 pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result<RlmBuilder> {
-    let root_cap = settings.llm.output_cap(&settings.model);
-    let subcall_cap = settings.llm.output_cap(&settings.subcall_model);
+    let root_cap = settings
+        .embedding
+        .root_max_output_tokens
+        .unwrap_or_else(|| settings.llm.output_cap(&settings.model));
+    let subcall_cap = settings
+        .embedding
+        .subcall_max_output_tokens
+        .unwrap_or_else(|| settings.llm.output_cap(&settings.subcall_model));
     let repl = crate::sandbox::repl(
         settings.allow_reduced_protection,
         settings.block_timeout,
@@ -57,6 +63,12 @@ pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result
     }
     if let Some(code) = embedding.setup_code {
         builder = builder.setup_code(code);
+    }
+    if let Some(temperature) = embedding.root_temperature {
+        builder = builder.root_temperature(temperature);
+    }
+    if let Some(temperature) = embedding.subcall_temperature {
+        builder = builder.subcall_temperature(temperature);
     }
     if let Some(name) = embedding.log_name {
         builder = builder.log_name(name);

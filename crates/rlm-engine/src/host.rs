@@ -257,6 +257,7 @@ impl RunScope {
         let logged = PromptPreview::of(&prompt);
         let mut request = ChatRequest::new(model.as_str()).user(prompt);
         request.max_tokens = self.shared.settings.subcall_max_output_tokens;
+        request.temperature = self.shared.settings.subcall_temperature;
         if let Err(too_long) = self.shared.settings.context_windows.check(&request) {
             return Err(SubcallError::Failed(format!(
                 "llm_query refused: the prompt is about {} tokens; {model} reads at most {} — \

@@ -64,6 +64,10 @@ pub struct Settings {
     pub root_max_output_tokens: Option<u32>,
     /// Output-token cap of sub-calls.
     pub subcall_max_output_tokens: Option<u32>,
+    /// Sampling temperature of root turns (`None`: the provider's default).
+    pub root_temperature: Option<f32>,
+    /// Sampling temperature of sub-calls.
+    pub subcall_temperature: Option<f32>,
     /// Child runs one run keeps open at once.
     pub max_concurrent_children: usize,
     /// Where trajectory logs go; `None` disables logging.
@@ -199,6 +203,8 @@ pub struct RlmBuilder {
     stop: Option<Vec<String>>,
     root_max_output_tokens: Option<u32>,
     subcall_max_output_tokens: Option<u32>,
+    root_temperature: Option<f32>,
+    subcall_temperature: Option<f32>,
     max_concurrent_children: Option<usize>,
     log_dir: Option<PathBuf>,
     context_windows: Option<ContextWindows>,
@@ -260,6 +266,10 @@ impl RlmBuilder {
         root_max_output_tokens: u32);
     setter!(/// Output-token cap of sub-calls.
         subcall_max_output_tokens: u32);
+    setter!(/// Sampling temperature of root turns.
+        root_temperature: f32);
+    setter!(/// Sampling temperature of sub-calls.
+        subcall_temperature: f32);
     setter!(/// Child runs one run keeps open at once.
         max_concurrent_children: usize);
     setter!(/// Directory for trajectory logs (default: no log).
@@ -355,6 +365,8 @@ impl RlmBuilder {
                 .unwrap_or_else(|| vec![CODE_BLOCK_STOP.to_owned()]),
             root_max_output_tokens: self.root_max_output_tokens,
             subcall_max_output_tokens: self.subcall_max_output_tokens,
+            root_temperature: self.root_temperature,
+            subcall_temperature: self.subcall_temperature,
             max_concurrent_children: self
                 .max_concurrent_children
                 .or(self.max_concurrent_subcalls)

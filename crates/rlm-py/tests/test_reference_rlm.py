@@ -312,3 +312,20 @@ def test_other_backends_with_one_entry_is_the_sub_call_model(fake):
     rlm = fake_rlm(fake, other_backends=["openai"], other_backend_kwargs=[{"model_name": "sub"}])
     assert rlm.completion("x").response == "done"
     assert "pong" in output_of(fake, 1)
+
+
+def test_sampling_args_cap_the_root_and_sub_sampling_args_the_sub_calls(fake):
+    fake.script("root", "```repl\nprint(llm_query('ping'))\n```", "FINAL(done)")
+    fake.script("sub", "pong")
+    fake_rlm(
+        fake,
+        other_backends=["openai"],
+        other_backend_kwargs=[{"model_name": "sub"}],
+        sampling_args={"max_tokens": 123, "temperature": 0.25},
+        sub_sampling_args={"max_tokens": 45, "temperature": 0.5},
+    ).completion("x")
+    root, sub = fake.requests_for("root")[0], fake.requests_for("sub")[0]
+    assert (root["max_tokens"], root["temperature"]) == (123, 0.25)
+    assert (sub["max_tokens"], sub["temperature"]) == (45, 0.5)
+    with pytest.raises(ValueError, match="top_p"):
+        fake_rlm(fake, sampling_args={"top_p": 0.9})

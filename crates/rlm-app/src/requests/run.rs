@@ -133,6 +133,20 @@ pub struct EmbeddingOptions {
     /// The first word of the trajectory's file name (default `rlm`).
     #[serde(default)]
     pub log_name: Option<String>,
+    /// Output-token cap of the root model's requests (the reference's
+    /// `sampling_args["max_tokens"]`); default: the root model's configured cap.
+    #[serde(default)]
+    pub root_max_output_tokens: Option<u32>,
+    /// Output-token cap of the sub-calls' requests (the reference's
+    /// `sub_sampling_args["max_tokens"]`); default: the sub-call model's configured cap.
+    #[serde(default)]
+    pub subcall_max_output_tokens: Option<u32>,
+    /// Sampling temperature of the root model's requests (`sampling_args["temperature"]`).
+    #[serde(default)]
+    pub root_temperature: Option<f32>,
+    /// Sampling temperature of the sub-calls (`sub_sampling_args["temperature"]`).
+    #[serde(default)]
+    pub subcall_temperature: Option<f32>,
 }
 
 /// `rlm run`'s `--store`: the store the other store commands use, or one named by its

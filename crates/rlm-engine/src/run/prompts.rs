@@ -81,6 +81,7 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
         .user(first);
     conversation.stop.clone_from(&settings.stop);
     conversation.max_tokens = settings.root_max_output_tokens;
+    conversation.temperature = settings.root_temperature;
     conversation
 }
 

@@ -301,7 +301,11 @@ class RLM:
             "max_tokens": self.max_tokens,
             "timeout": self.max_timeout,
             "max_errors": self.max_errors,
-            "max_output_tokens": self.sampling_args.get("max_tokens", self.max_output_tokens),
+            "max_output_tokens": self.max_output_tokens,
+            "root_max_output_tokens": _output_cap(self.sampling_args),
+            "subcall_max_output_tokens": _output_cap(self.sub_sampling_args),
+            "root_temperature": self.sampling_args.get("temperature"),
+            "subcall_temperature": self.sub_sampling_args.get("temperature"),
             "max_concurrent_subcalls": self.max_concurrent_subcalls,
             "record": self.record and os.fspath(self.record),
             "replay": self.replay and os.fspath(self.replay),
@@ -534,7 +538,7 @@ class RLM:
 
 
 # The sampling arguments the providers' requests take, by the names users pass them.
-_SAMPLING = {"max_tokens", "max_completion_tokens", "max_output_tokens"}
+_SAMPLING = {"max_tokens", "max_completion_tokens", "max_output_tokens", "temperature"}
 
 
 def _check_sampling(arguments: Dict[str, Any], name: str) -> None:
@@ -545,6 +549,14 @@ def _check_sampling(arguments: Dict[str, Any], name: str) -> None:
             f"hint: {name} takes {', '.join(sorted(_SAMPLING))}",
             2,
         )
+
+
+def _output_cap(arguments: Dict[str, Any]) -> Optional[int]:
+    """The output-token cap sampling arguments set, by any of its names."""
+    for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        if arguments.get(name) is not None:
+            return int(arguments[name])
+    return None
 
 
 def _default_max_errors() -> int:
