@@ -13,17 +13,20 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 
-PathLike = Union[str, "os.PathLike[str]"]
-
-# (name, kind, base URL or "" to keep the configured one, key or None)
-ProviderSpec = Tuple[str, str, str, Optional[str]]
-
-# Hears an operation's progress: (kind, fields), e.g. ("iteration_started", {...}).
-EventCallback = Callable[[str, Dict[str, Any]], None]
+if TYPE_CHECKING:  # pragma: no cover
+    PathLike = Union[str, "os.PathLike[str]"]
+    # (name, kind, base URL or "" to keep the configured one, key or None)
+    ProviderSpec = Tuple[str, str, str, Optional[str]]
+    # Hears an operation's progress: (kind, fields), e.g. ("iteration_started", {...}).
+    EventCallback = Callable[[str, Dict[str, Any]], None]
 
 
 from ._exceptions import RlmError, RlmInputError

@@ -5,7 +5,10 @@ also carry what the run had: ``partial_answer``, ``usage_summary`` and ``complet
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._types import RLMChatCompletion, UsageSummary

@@ -25,7 +25,10 @@ import json
 import os
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._exceptions import (

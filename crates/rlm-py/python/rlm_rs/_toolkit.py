@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import _core
-from ._core import PathLike, path_arg
+from ._core import path_arg
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._core import PathLike
 
 SEARCH_MODES = ("bm25", "semantic", "hybrid")
 

@@ -10,11 +10,13 @@ recorded in the trajectory."""
 
 from __future__ import annotations
 
-import inspect as _inspect
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._exceptions import RlmInputError
 
@@ -132,9 +134,11 @@ def plain(value: Any, where: str) -> Any:
 def _parameters(name: str, function: Callable[..., Any]) -> Dict[str, Any]:
     """The callable's signature as the sandbox binds it: parameters in order (with their
     defaults, which must be plain data), ``*args`` and ``**kwargs``."""
+    import inspect  # here: only custom tools need it
+
     declared: Dict[str, Any] = {"kind": "function", "name": name, "parameters": []}
     try:
-        signature = _inspect.signature(function)
+        signature = inspect.signature(function)
     except (TypeError, ValueError):
         # No signature to read (some builtins): anything goes, as the callable decides.
         declared["rest"] = "args"
@@ -218,8 +222,10 @@ class ToolTable:
 
 def _kinds(function: Callable[..., Any]) -> Dict[str, str]:
     """Each parameter's kind: ``positional`` (only), ``keyword`` (only) or ``either``."""
+    import inspect
+
     try:
-        parameters = _inspect.signature(function).parameters.values()
+        parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
         return {}
     kinds = {}

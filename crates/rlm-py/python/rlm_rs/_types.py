@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, Iterator, List, Optional
 
 
 @dataclass
@@ -44,7 +47,7 @@ class ModelUsageSummary:
         )
 
 
-class _ModelTable(Dict[str, ModelUsageSummary]):
+class _ModelTable(dict):  # of str to ModelUsageSummary
     """Usage by model reference (``openai:gpt-5-nano``); a bare model name (``gpt-5-nano``,
     the reference's key) finds its entry too when only one provider has it."""
 

@@ -13,9 +13,10 @@ directory and removed. Without any logger, trajectories go where the CLI puts th
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from typing import Any, Dict, List, Optional
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, List, Optional
 
 
 class RLMLogger:
@@ -44,6 +45,8 @@ class RLMLogger:
         """Where the next completion writes: ``log_dir``, or a scratch directory."""
         if self.log_dir is not None:
             return self.log_dir
+        import tempfile  # here: only a logger without a directory needs it
+
         self._scratch = tempfile.mkdtemp(prefix="rlm-log-")
         return self._scratch
 
@@ -53,6 +56,8 @@ class RLMLogger:
 
     def _done(self) -> None:
         if self._scratch is not None:
+            import shutil
+
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
