@@ -12,13 +12,29 @@ use crate::settings::LoopSettings;
 /// A builder with everything `settings` says; the caller adds events or functions and builds.
 pub fn builder(settings: LoopSettings) -> anyhow::Result<RlmBuilder> {
     let client = settings.llm.build_client()?;
+    builder_with(settings, client)
+}
+
+/// [`builder`] with a client the caller built from `settings.llm` already (and asked the
+/// servers' properties through: a client asks each local server once).
+pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result<RlmBuilder> {
     let window = |model: &str| settings.context_windows.get(model);
     let root_cap = settings
-        .llm
-        .output_cap(&settings.model, window(&settings.model));
+        .embedding
+        .root_max_output_tokens
+        .unwrap_or_else(|| {
+            settings
+                .llm
+                .output_cap(&settings.model, window(&settings.model))
+        });
     let subcall_cap = settings
-        .llm
-        .output_cap(&settings.subcall_model, window(&settings.subcall_model));
+        .embedding
+        .subcall_max_output_tokens
+        .unwrap_or_else(|| {
+            settings
+                .llm
+                .output_cap(&settings.subcall_model, window(&settings.subcall_model))
+        });
     let repl = crate::sandbox::repl(
         settings.allow_reduced_protection,
         settings.block_timeout,
@@ -40,6 +56,31 @@ pub fn builder(settings: LoopSettings) -> anyhow::Result<RlmBuilder> {
         .subcall_max_output_tokens(subcall_cap);
     if let Some(dir) = settings.log_dir {
         builder = builder.log_dir(dir);
+    }
+    if let Some(tools) = settings.tools {
+        builder = builder.tools(tools);
+    }
+    if let Some(permits) = settings.max_concurrent_subcalls {
+        builder = builder.max_concurrent_subcalls(permits);
+    }
+    let embedding = settings.embedding;
+    if let Some(prompt) = embedding.custom_system_prompt {
+        builder = builder.custom_system_prompt(prompt);
+    }
+    if !embedding.system_sections.is_empty() {
+        builder = builder.system_sections(embedding.system_sections);
+    }
+    if let Some(code) = embedding.setup_code {
+        builder = builder.setup_code(code);
+    }
+    if let Some(temperature) = embedding.root_temperature {
+        builder = builder.root_temperature(temperature);
+    }
+    if let Some(temperature) = embedding.subcall_temperature {
+        builder = builder.subcall_temperature(temperature);
+    }
+    if let Some(name) = embedding.log_name {
+        builder = builder.log_name(name);
     }
     Ok(builder)
 }

@@ -312,7 +312,11 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         E::Regex(_) | E::Pattern(_) => AppError::input(err)
             .with_hint("patterns use Rust regex syntax and match within one line, as ripgrep's do")
             .into(),
-        E::UnknownChunk(_) | E::Range(_) | E::Glob { .. } | E::Chunk(_) => {
+        E::UnknownChunk(_)
+        | E::Range(_)
+        | E::Glob { .. }
+        | E::GlobTooComplex { .. }
+        | E::Chunk(_) => {
             AppError::input(err).into()
         }
         E::Interrupted => AppError::interrupted().into(),

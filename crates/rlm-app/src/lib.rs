@@ -22,6 +22,7 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+pub mod command_tools;
 pub mod contexts;
 pub mod engine;
 pub mod error;

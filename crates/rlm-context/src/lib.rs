@@ -26,6 +26,8 @@ mod format;
 mod json_scan;
 mod json_skim;
 mod metadata;
+#[cfg(test)]
+mod property_tests;
 mod read_ahead;
 mod records;
 mod render;

@@ -58,6 +58,15 @@ pub enum Event<'a> {
         /// Tree totals.
         progress: Progress,
     },
+    /// A root-model turn ended (its code ran, its answer was resolved).
+    IterationFinished {
+        /// Recursion depth.
+        depth: u32,
+        /// 1-based turn.
+        iteration: u32,
+        /// Wall time of the turn: the model's reply and its code.
+        seconds: f64,
+    },
     /// A code block is about to run.
     CodeStarted {
         /// Recursion depth.
@@ -91,6 +100,27 @@ pub enum Event<'a> {
         failed: bool,
         /// Tree totals.
         progress: Progress,
+    },
+    /// `rlm_query` started a child run (a REPL run of its own; at the last depth `rlm_query`
+    /// is a plain sub-call and starts none).
+    ChildRunStarted {
+        /// The child run's depth (its parent's plus one).
+        depth: u32,
+        /// The model writing the child run's code.
+        model: &'a str,
+        /// The start of the delegated prompt (at most 80 characters).
+        prompt_preview: &'a str,
+    },
+    /// A child run ended, with or without an answer.
+    ChildRunFinished {
+        /// The child run's depth.
+        depth: u32,
+        /// Its model.
+        model: &'a str,
+        /// Wall time of the child run.
+        seconds: f64,
+        /// Why it gave no answer, when it gave none.
+        error: Option<&'a str>,
     },
     /// A run ended.
     RunFinished {

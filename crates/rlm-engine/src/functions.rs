@@ -38,8 +38,12 @@ pub trait HostFunctions: Send + Sync + fmt::Debug {
     /// The exception model code gets: a bad argument, an unknown name, a failed lookup.
     fn call(&self, name: &str, arguments: &Map<String, Value>) -> Result<Value, FunctionError>;
 
-    /// The description of the data for the first message (it replaces the contexts').
-    fn describe(&self) -> String;
+    /// The description of the data for the first message (it replaces the contexts'). Only
+    /// a run's data functions (a store's) describe anything; tools
+    /// ([`crate::Toolbox`]) are listed in the system prompt instead.
+    fn describe(&self) -> String {
+        String::new()
+    }
 }
 
 /// Runs one call on the blocking pool and returns its result with the trajectory's record.

@@ -21,9 +21,12 @@ use crate::limits::RunAccount;
 use crate::prompt::{fence, render, truncate};
 use crate::rlm::Shared;
 use crate::run::{error_chain, run_loop};
+use crate::tools::Toolbox;
 
 /// How much of a sub-call's prompt and response the trajectory keeps (sizes are always logged).
 const LOG_PREVIEW_CHARS: usize = 4_000;
+/// How much of a delegated prompt a [`Event::ChildRunStarted`] carries.
+const CHILD_PREVIEW_CHARS: usize = 80;
 
 /// Why a sub-call gave no answer: refused before it was sent (a spent budget), or failed.
 #[derive(Debug)]
@@ -60,6 +63,8 @@ pub(crate) struct RunScope {
     pub in_flight: Arc<AtomicUsize>,
     children: AtomicU32,
     child_permits: Semaphore,
+    /// Bounds the sub-calls in flight when the user set `max_concurrent_subcalls`.
+    subcall_permits: Option<Semaphore>,
     records: Mutex<Vec<Subcall>>,
     host_calls: Mutex<Vec<HostCall>>,
 }
@@ -80,6 +85,10 @@ impl RunScope {
         in_flight: Arc<AtomicUsize>,
     ) -> Self {
         let permits = shared.settings.max_concurrent_children.max(1);
+        let subcall_permits = shared
+            .settings
+            .max_concurrent_subcalls
+            .map(|permits| Semaphore::new(permits.max(1)));
         Self {
             shared,
             depth,
@@ -91,6 +100,7 @@ impl RunScope {
             in_flight,
             children: AtomicU32::new(0),
             child_permits: Semaphore::new(permits),
+            subcall_permits,
             records: Mutex::new(Vec::new()),
             host_calls: Mutex::new(Vec::new()),
         }
@@ -126,6 +136,15 @@ impl RunScope {
     /// inherit (a child over a store can search it too).
     pub fn host_functions(&self) -> Option<&Arc<dyn HostFunctions>> {
         self.shared.functions.as_ref()
+    }
+
+    /// The custom tools of this run: the root's, or the child runs' own.
+    pub fn toolbox(&self) -> &Toolbox {
+        if self.depth == 0 {
+            &self.shared.settings.tools
+        } else {
+            &self.shared.settings.sub_tools
+        }
     }
 
     fn emit(&self, event: &Event<'_>) {
@@ -222,12 +241,23 @@ impl RunScope {
         prompt: String,
         model: Option<String>,
     ) -> Result<String, SubcallError> {
+        // Held until the call ends: at most `max_concurrent_subcalls` in flight.
+        let _permit = match &self.subcall_permits {
+            Some(permits) => Some(
+                permits
+                    .acquire()
+                    .await
+                    .map_err(|_| "llm_query refused: the run is shutting down".to_owned())?,
+            ),
+            None => None,
+        };
         let model = self.pick_model(SubcallKind::LlmQuery, model)?;
         self.check_size(SubcallKind::LlmQuery, &prompt)?;
         // The log keeps a preview; the prompt itself moves into the request (no second copy).
         let logged = PromptPreview::of(&prompt);
         let mut request = ChatRequest::new(model.as_str()).user(prompt);
         request.max_tokens = self.shared.settings.subcall_max_output_tokens;
+        request.temperature = self.shared.settings.subcall_temperature;
         if let Err(too_long) = self.shared.settings.context_windows.check(&request) {
             return Err(SubcallError::Failed(format!(
                 "llm_query refused: the prompt is about {} tokens; {model} reads at most {} — \
@@ -313,6 +343,12 @@ impl RunScope {
             log,
             Arc::clone(&self.in_flight),
         ));
+        let prompt_preview: String = prompt.chars().take(CHILD_PREVIEW_CHARS).collect();
+        self.emit(&Event::ChildRunStarted {
+            depth: self.depth + 1,
+            model: &model,
+            prompt_preview: &prompt_preview,
+        });
         // The delegated text is another model's words: fenced, it cannot pose as ours.
         let preview = fence(&truncate(&prompt, 1_000));
         let chars = prompt.chars().count().to_string();
@@ -363,6 +399,12 @@ impl RunScope {
         );
         entry.child_log = log_path;
         self.push(entry);
+        self.emit(&Event::ChildRunFinished {
+            depth: self.depth + 1,
+            model: &model,
+            seconds: started.elapsed().as_secs_f64(),
+            error: result.as_ref().err().map(String::as_str),
+        });
         self.finish(SubcallKind::RlmQuery, result.is_err());
         result.map_err(SubcallError::Failed)
     }
@@ -400,9 +442,19 @@ impl Host for RunScope {
         fan_out(self, prompts, model, RunScope::child_run).await
     }
 
+    /// The run's own `budget()`, then the embedding program's functions (one of those named
+    /// `budget` is left out).
     fn functions(&self) -> Vec<FunctionSpec> {
-        self.host_functions()
-            .map_or_else(Vec::new, |functions| functions.functions())
+        let mut functions = vec![crate::budget_function::spec()];
+        if let Some(host) = self.host_functions() {
+            functions.extend(
+                host.functions()
+                    .into_iter()
+                    .filter(|function| function.name != crate::budget_function::NAME),
+            );
+        }
+        functions.extend(self.toolbox().specs());
+        functions
     }
 
     async fn call_function(
@@ -410,7 +462,30 @@ impl Host for RunScope {
         name: String,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Value, FunctionError> {
-        let Some(functions) = self.host_functions().cloned() else {
+        if name == crate::budget_function::NAME {
+            let started = Instant::now();
+            let answer = crate::budget_function::answer(&self.account);
+            self.host_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(HostCall {
+                    name,
+                    arguments: "{}".to_owned(),
+                    result_bytes: answer.to_string().len() as u64,
+                    result_items: 1,
+                    result: Some(answer.to_string()),
+                    seconds: started.elapsed().as_secs_f64(),
+                    error: None,
+                });
+            return Ok(answer);
+        }
+        let toolbox = self.toolbox();
+        let functions = if toolbox.has_function(&name) {
+            toolbox.host().cloned()
+        } else {
+            self.host_functions().cloned()
+        };
+        let Some(functions) = functions else {
             return Err(FunctionError::new(
                 RaisedKind::NameError,
                 format!("name '{name}' is not defined"),

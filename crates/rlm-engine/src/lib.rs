@@ -43,6 +43,7 @@
 //! }
 //! ```
 
+mod budget_function;
 mod context;
 mod error;
 mod events;
@@ -58,6 +59,7 @@ mod resume;
 mod rlm;
 mod run;
 mod sandbox;
+mod tools;
 mod trace;
 
 #[cfg(any(test, feature = "test-support"))]
@@ -81,6 +83,7 @@ pub use rlm_trace::{RunOutcome, Status};
 pub use rlm_trace::{VariableInfo, VariablesSnapshot};
 pub use run::RunResult;
 pub use sandbox::{SANDBOX_HELPERS_DOC, SandboxRepl};
+pub use tools::{RESERVED_TOOL_NAMES, Tool, ToolKind, Toolbox, is_reserved_tool_name};
 
 #[cfg(test)]
 mod budget_tests;

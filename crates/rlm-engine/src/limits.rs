@@ -77,6 +77,8 @@ pub(crate) struct RunAccount {
     spend: Arc<Ledger>,
     deadline: Option<Instant>,
     subcalls: AtomicU64,
+    /// When this run started.
+    started: Instant,
 }
 
 impl RunAccount {
@@ -88,6 +90,7 @@ impl RunAccount {
             deadline: limits.timeout.map(|t| Instant::now() + t),
             limits,
             subcalls: AtomicU64::new(0),
+            started: Instant::now(),
         })
     }
 
@@ -104,7 +107,36 @@ impl RunAccount {
             deadline,
             limits,
             subcalls: AtomicU64::new(0),
+            started: Instant::now(),
         })
+    }
+
+    /// When this run started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Sub-calls left under every `max_subcalls` on the path to the root (`None`: none set).
+    pub fn subcalls_left(&self) -> Option<u64> {
+        self.path()
+            .filter_map(|account| {
+                let max = account.limits.max_subcalls?;
+                Some(max.saturating_sub(account.subcalls()))
+            })
+            .min()
+    }
+
+    /// Whether any limit of time, spend or sub-calls applies to this run (its own or an
+    /// ancestor's).
+    pub fn is_limited(&self) -> bool {
+        self.deadline.is_some()
+            || self.path().any(|account| {
+                let spend = &account.limits.spend;
+                account.limits.max_subcalls.is_some()
+                    || spend.max_tokens.is_some()
+                    || spend.max_cost_usd.is_some()
+                    || spend.max_calls.is_some()
+            })
     }
 
     /// This run's limits.

@@ -12,6 +12,10 @@ use crate::error::Error;
 pub struct Prompts {
     /// System prompt: REPL contents, limits, strategies, answer forms.
     pub system: String,
+    /// What the sandbox offers (how a turn works, what the session holds, the Python's limits,
+    /// the answer forms, data is not instructions): what follows a custom system prompt. Its
+    /// sections are the system prompt's own, word for word.
+    pub sandbox: String,
     /// First user message: context description, query, look-first safeguard.
     pub first_turn: String,
     /// Appended after each turn's REPL output.
@@ -26,29 +30,36 @@ pub struct Prompts {
     /// Put before the first user message of a run that continues a session: which variables
     /// were restored, which were not, and the `history_*` variables.
     pub session: String,
+    /// The sandbox section's `{{tools}}` when the run has custom tools (its `{{tool_list}}`
+    /// lists them); empty else.
+    pub tools: String,
 }
 
 /// The file names a prompt directory may hold, with the field each overrides.
-pub const PROMPT_FILES: [&str; 7] = [
+pub const PROMPT_FILES: [&str; 9] = [
     "system.md",
+    "sandbox.md",
     "first_turn.md",
     "next_turn.md",
     "final_request.md",
     "child_task.md",
     "functions.md",
     "session.md",
+    "tools.md",
 ];
 
 impl Default for Prompts {
     fn default() -> Self {
         Self {
             system: include_str!("../prompts/system.md").to_owned(),
+            sandbox: include_str!("../prompts/sandbox.md").to_owned(),
             first_turn: include_str!("../prompts/first_turn.md").to_owned(),
             next_turn: include_str!("../prompts/next_turn.md").to_owned(),
             final_request: include_str!("../prompts/final_request.md").to_owned(),
             child_task: include_str!("../prompts/child_task.md").to_owned(),
             functions: include_str!("../prompts/functions.md").to_owned(),
             session: include_str!("../prompts/session.md").to_owned(),
+            tools: include_str!("../prompts/tools.md").to_owned(),
         }
     }
 }
@@ -78,6 +89,8 @@ impl Prompts {
             }
             let slot = match name {
                 "system.md" => &mut prompts.system,
+                "sandbox.md" => &mut prompts.sandbox,
+                "tools.md" => &mut prompts.tools,
                 "first_turn.md" => &mut prompts.first_turn,
                 "next_turn.md" => &mut prompts.next_turn,
                 "final_request.md" => &mut prompts.final_request,
@@ -189,12 +202,18 @@ mod tests {
             "{{subcall_window_chars}}",
             "contextMeta",
             "{{functions}}",
+            "{{tools}}",
         ] {
             assert!(
                 prompts.system.contains(needle),
                 "system prompt lacks {needle}"
             );
+            assert!(
+                prompts.sandbox.contains(needle),
+                "the sandbox section lacks {needle}"
+            );
         }
+        assert!(prompts.tools.contains("{{tool_list}}"));
         for function in [
             "buffers()",
             "search(query, k=10, mode=\"bm25\")",
@@ -216,6 +235,23 @@ mod tests {
         );
     }
 
+    /// What follows a custom system prompt is the system prompt's own text, section by
+    /// section: the two cannot drift apart.
+    #[test]
+    fn the_sandbox_section_is_made_of_the_system_prompts_sections() {
+        let prompts = Prompts::default();
+        let sections: Vec<&str> = prompts.sandbox.split("\n## ").collect();
+        assert!(sections.len() >= 5, "{sections:?}");
+        for section in sections {
+            let section = section.trim_start_matches("## ").trim_end();
+            assert!(
+                prompts.system.contains(section),
+                "not in system.md: {section}"
+            );
+        }
+        assert!(!prompts.sandbox.contains("Strategies that work"));
+    }
+
     /// A model that repeats our instructions must not answer by doing so: no line of any
     /// default prompt is an answer tag, so an echo parses as prose.
     #[test]
@@ -229,6 +265,8 @@ mod tests {
             &prompts.child_task,
             &prompts.functions,
             &prompts.session,
+            &prompts.sandbox,
+            &prompts.tools,
         ] {
             let echoed = crate::parse::parse_reply(template);
             assert_eq!(echoed.answer, None, "{template}");

@@ -35,7 +35,7 @@ pub(crate) fn is_reserved(name: &str) -> bool {
         name.strip_prefix(prefix)
             .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
     };
-    matches!(name, "context" | "contextMeta" | "answer")
+    matches!(name, "context" | "contextMeta" | "answer" | "history")
         || numbered("context_")
         || numbered("history_")
 }
@@ -100,6 +100,18 @@ pub(crate) async fn restore(
             ))));
         }
     }
+    if !resume.histories.is_empty() {
+        // `history` is the first conversation, as the reference binds it.
+        let outcome = session
+            .execute("history = history_0")
+            .await
+            .map_err(Error::Repl)?;
+        if let Some(error) = outcome.error {
+            return Err(Error::Repl(ReplError::new(format!(
+                "could not bind `history`: {error}"
+            ))));
+        }
+    }
     Ok(note(
         prompts,
         &restored,
@@ -130,12 +142,13 @@ fn note(
     };
     let histories = match histories {
         0 => String::new(),
-        1 => "- `history_0`: the conversation of the earlier question, a list of \
-              {\"role\", \"content\"} dicts.\n"
+        1 => "- `history_0` (also `history`): the conversation of the earlier question, a \
+              list of {\"role\", \"content\"} dicts.\n"
             .to_owned(),
         n => format!(
             "- `history_0` … `history_{}`: the conversations of the {n} earlier questions, \
-             oldest first, each a list of {{\"role\", \"content\"}} dicts.\n",
+             oldest first, each a list of {{\"role\", \"content\"}} dicts (`history` is \
+             `history_0`).\n",
             n - 1
         ),
     };
@@ -223,18 +236,12 @@ mod tests {
             "context_12",
             "contextMeta",
             "answer",
+            "history",
             "history_3",
         ] {
             assert!(is_reserved(name), "{name}");
         }
-        for name in [
-            "contexts",
-            "context_",
-            "history",
-            "history_x",
-            "x",
-            "answers",
-        ] {
+        for name in ["contexts", "context_", "history_x", "x", "answers"] {
             assert!(!is_reserved(name), "{name}");
         }
     }
@@ -258,7 +265,7 @@ mod tests {
             "{only_history}"
         );
         assert!(
-            only_history.contains("`history_0`: the conversation"),
+            only_history.contains("`history_0` (also `history`): the conversation"),
             "{only_history}"
         );
     }

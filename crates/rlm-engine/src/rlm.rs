@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use rlm_llm::ContextWindows;
-use rlm_trace::{new_run_id, root_stem};
+use rlm_trace::{new_run_id, root_stem_named};
 
 use crate::context::ContextPart;
 use crate::error::Error;
@@ -18,6 +18,7 @@ use crate::prompt::Prompts;
 use crate::repl::ReplFactory;
 use crate::resume::Resume;
 use crate::run::{RunResult, run_loop};
+use crate::tools::Toolbox;
 
 /// Printed output per code block that reaches the model, in chars.
 pub const DEFAULT_OUTPUT_LIMIT: usize = 10_000;
@@ -63,12 +64,32 @@ pub struct Settings {
     pub root_max_output_tokens: Option<u32>,
     /// Output-token cap of sub-calls.
     pub subcall_max_output_tokens: Option<u32>,
+    /// Sampling temperature of root turns (`None`: the provider's default).
+    pub root_temperature: Option<f32>,
+    /// Sampling temperature of sub-calls.
+    pub subcall_temperature: Option<f32>,
     /// Child runs one run keeps open at once.
     pub max_concurrent_children: usize,
     /// Where trajectory logs go; `None` disables logging.
     pub log_dir: Option<PathBuf>,
     /// Context windows of models: a request that clearly does not fit is not sent.
     pub context_windows: ContextWindows,
+    /// The user's instructions in place of the system prompt's own (the sandbox section still
+    /// follows them, so the model knows what the REPL offers).
+    pub custom_system_prompt: Option<String>,
+    /// Sections appended to the system prompt (tool documentation the user writes).
+    pub system_sections: Vec<String>,
+    /// Code run in each root session before the first turn (the user's helper functions).
+    pub setup_code: Option<String>,
+    /// The root run's custom tools.
+    pub tools: Toolbox,
+    /// The custom tools of `rlm_query` child runs.
+    pub sub_tools: Toolbox,
+    /// Sub-calls (`llm_query` items and child runs) one run keeps in flight at once; `None`
+    /// leaves plain calls to the providers' limiters.
+    pub max_concurrent_subcalls: Option<usize>,
+    /// The first word of trajectory file names (`rlm` gives `rlm_<time>_<id>.jsonl`).
+    pub log_name: String,
 }
 
 /// What every run of one [`Rlm`] shares.
@@ -145,7 +166,7 @@ impl Rlm {
         let log = settings
             .log_dir
             .as_ref()
-            .map(|dir| (dir.clone(), root_stem(&run_id)));
+            .map(|dir| (dir.clone(), root_stem_named(&settings.log_name, &run_id)));
         let scope = Arc::new(RunScope::new(
             Arc::clone(&self.shared),
             0,
@@ -182,9 +203,18 @@ pub struct RlmBuilder {
     stop: Option<Vec<String>>,
     root_max_output_tokens: Option<u32>,
     subcall_max_output_tokens: Option<u32>,
+    root_temperature: Option<f32>,
+    subcall_temperature: Option<f32>,
     max_concurrent_children: Option<usize>,
     log_dir: Option<PathBuf>,
     context_windows: Option<ContextWindows>,
+    custom_system_prompt: Option<String>,
+    system_sections: Option<Vec<String>>,
+    setup_code: Option<String>,
+    tools: Option<Toolbox>,
+    sub_tools: Option<Toolbox>,
+    max_concurrent_subcalls: Option<usize>,
+    log_name: Option<String>,
 }
 
 macro_rules! setter {
@@ -236,12 +266,32 @@ impl RlmBuilder {
         root_max_output_tokens: u32);
     setter!(/// Output-token cap of sub-calls.
         subcall_max_output_tokens: u32);
+    setter!(/// Sampling temperature of root turns.
+        root_temperature: f32);
+    setter!(/// Sampling temperature of sub-calls.
+        subcall_temperature: f32);
     setter!(/// Child runs one run keeps open at once.
         max_concurrent_children: usize);
     setter!(/// Directory for trajectory logs (default: no log).
         log_dir: PathBuf);
     setter!(/// Context windows of models (default: [`ContextWindows::builtin`]).
         context_windows: ContextWindows);
+    setter!(/// The user's instructions in place of the system prompt's own; the sandbox section
+        /// follows them.
+        custom_system_prompt: String);
+    setter!(/// Sections appended to the system prompt.
+        system_sections: Vec<String>);
+    setter!(/// Code run in the root session before the first turn.
+        setup_code: String);
+    setter!(/// The root run's custom tools (default: none).
+        tools: Toolbox);
+    setter!(/// The custom tools of `rlm_query` child runs (default: the root's).
+        sub_tools: Toolbox);
+    setter!(/// Sub-calls one run keeps in flight at once (default: no bound besides the
+        /// providers' limiters; child runs are bounded by `max_concurrent_children`).
+        max_concurrent_subcalls: usize);
+    setter!(/// The first word of trajectory file names (default `rlm`).
+        log_name: String);
 
     /// The root model (required).
     #[must_use]
@@ -315,12 +365,53 @@ impl RlmBuilder {
                 .unwrap_or_else(|| vec![CODE_BLOCK_STOP.to_owned()]),
             root_max_output_tokens: self.root_max_output_tokens,
             subcall_max_output_tokens: self.subcall_max_output_tokens,
+            root_temperature: self.root_temperature,
+            subcall_temperature: self.subcall_temperature,
             max_concurrent_children: self
                 .max_concurrent_children
+                .or(self.max_concurrent_subcalls)
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_CHILDREN),
             log_dir: self.log_dir,
             context_windows: self.context_windows.unwrap_or_else(ContextWindows::builtin),
+            custom_system_prompt: self.custom_system_prompt,
+            system_sections: self.system_sections.unwrap_or_default(),
+            setup_code: self.setup_code.filter(|code| !code.trim().is_empty()),
+            sub_tools: self
+                .sub_tools
+                .or_else(|| self.tools.clone())
+                .unwrap_or_default(),
+            tools: self.tools.unwrap_or_default(),
+            max_concurrent_subcalls: self.max_concurrent_subcalls,
+            log_name: self.log_name.unwrap_or_else(|| "rlm".to_owned()),
         };
+        if settings.max_concurrent_subcalls == Some(0) {
+            return Err(Error::Config(
+                "max_concurrent_subcalls must be at least 1".into(),
+            ));
+        }
+        if !rlm_trace::is_run_id(&settings.log_name) {
+            return Err(Error::Config(format!(
+                "log name {:?} must be 1 to 64 letters, digits, `-` or `_`",
+                settings.log_name
+            )));
+        }
+        if let Some(functions) = &self.functions {
+            let names: Vec<String> = functions.functions().into_iter().map(|f| f.name).collect();
+            for tool in settings
+                .tools
+                .tools()
+                .iter()
+                .chain(settings.sub_tools.tools())
+            {
+                if names.contains(&tool.name) {
+                    return Err(Error::Config(format!(
+                        "tool {:?} has the name of one of the run's functions ({})",
+                        tool.name,
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
         // A sub-call's error only reaches model code as text, so a model the run can never
         // call (no key, unknown provider) is refused here, typed, before the first turn.
         let models = [&settings.root_model, &settings.subcall_model]

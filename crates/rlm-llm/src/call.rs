@@ -177,13 +177,9 @@ impl LlmClient {
                 .await;
         }
         let slot = self.slot(&model_ref, &request.model)?;
-        if slot.limiter.wants_probe()
-            && let Some(slots) = self
-                .server_props(&request.model)
-                .await
-                .and_then(|props| props.total_slots)
-        {
-            slot.limiter.server_reported(slots);
+        if slot.limiter.wants_probe() {
+            // The limiter takes a reported slot count from the answer (`server_props`).
+            self.server_props(&request.model).await;
         }
         let sent = self
             .send(slot, &model_ref, request, &admission, &mut on_text)

@@ -158,7 +158,11 @@ impl LlmClientBuilder {
         let name = name.into();
         self.providers.retain(|existing| existing.name != name);
         self.backends.retain(|(existing, _, _)| *existing != name);
-        self.backends.push((name, backend, max_concurrency.max(1)));
+        self.backends.push((
+            name,
+            backend,
+            max_concurrency.clamp(1, crate::CONCURRENCY_CEILING),
+        ));
         self
     }
 
@@ -549,11 +553,11 @@ impl LlmClient {
     pub fn max_concurrency(&self, provider: &str) -> Option<usize> {
         match self.shared.backends.get(provider) {
             Some(slot) => Some(slot.max_concurrency),
-            None => self
-                .shared
-                .providers
-                .get(provider)
-                .map(|slot| slot.config.max_concurrency),
+            None => self.shared.providers.get(provider).map(|slot| {
+                slot.config
+                    .max_concurrency
+                    .clamp(1, crate::CONCURRENCY_CEILING)
+            }),
         }
     }
 

@@ -61,6 +61,8 @@ pub mod cassette;
 mod client;
 mod error;
 mod limiter;
+#[cfg(test)]
+mod property_tests;
 mod provider;
 pub mod retry;
 pub mod secrets;
@@ -80,15 +82,15 @@ pub use client::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use limiter::{
-    ADAPTIVE_MAX_CONCURRENCY, ADAPTIVE_START_CONCURRENCY, Concurrency, ConcurrencyMode,
-    ConcurrencySource, LATENCY_TOLERANCE,
+    ADAPTIVE_MAX_CONCURRENCY, ADAPTIVE_START_CONCURRENCY, CONCURRENCY_CEILING, Concurrency,
+    ConcurrencyMode, ConcurrencySource, LATENCY_TOLERANCE,
 };
 pub use provider::{
     BUILTIN_PROVIDERS, BuiltinProvider, DEFAULT_MAX_CONCURRENCY, ModelRef, ProviderConfig,
     ProviderKind, default_concurrency, is_loopback_url,
 };
 pub use retry::RetryPolicy;
-pub use server_props::ServerProps;
+pub use server_props::{MAX_REPORTED_SLOTS, PROPS_BODY_LIMIT, ServerProps};
 pub use tool_loop::{ExecutedToolCall, TOOL_ROUNDS_USED_UP, ToolRun};
 // The shared vocabulary, at the names this crate has always given it.
 pub use rlm_types::{
@@ -98,6 +100,6 @@ pub use rlm_types::{
 };
 pub use usage::{
     Budget, DEFAULT_OUTPUT_ESTIMATE, ESTIMATE_BYTES_PER_TOKEN, Estimate, Exhausted,
-    INPUT_FRAMING_ALLOWANCE, Ledger, Price, PriceTable, Reservation, Reserved,
+    INPUT_FRAMING_ALLOWANCE, Ledger, Price, PriceTable, Remaining, Reservation, Reserved,
 };
 pub use window::{ContextWindows, TooLong, WINDOW_BYTES_PER_TOKEN, estimate_input_tokens};

@@ -26,6 +26,11 @@ pub const ADAPTIVE_START_CONCURRENCY: usize = 1;
 /// Default ceiling of the adaptive limit.
 pub const ADAPTIVE_MAX_CONCURRENCY: usize = 16;
 
+/// The most requests in flight at once any limit allows, configured or reported: far above
+/// what one provider serves usefully, far below what a semaphore can count (a larger number
+/// is held to this one).
+pub const CONCURRENCY_CEILING: usize = 1_024;
+
 /// A first token this many times slower than the fastest one seen means the request queued.
 pub const LATENCY_TOLERANCE: u32 = 2;
 
@@ -66,6 +71,8 @@ struct State {
     limit: usize,
     ceiling: usize,
     source: ConcurrencySource,
+    /// Whether the limit follows what the server reports (`Auto`).
+    auto: bool,
     /// Whether an `Auto` limiter still has to ask the server.
     unprobed: bool,
     /// Permits to keep (not return) when they come back, after a shrink found them in use.
@@ -104,7 +111,7 @@ impl Drop for Permit<'_> {
 
 impl Limiter {
     pub fn new(mode: ConcurrencyMode, max_concurrency: usize) -> Self {
-        let ceiling = max_concurrency.max(1);
+        let ceiling = max_concurrency.clamp(1, CONCURRENCY_CEILING);
         let (limit, source) = match mode {
             ConcurrencyMode::Fixed => (ceiling, ConcurrencySource::Fixed),
             ConcurrencyMode::Auto => (
@@ -118,6 +125,7 @@ impl Limiter {
                 limit,
                 ceiling,
                 source,
+                auto: mode == ConcurrencyMode::Auto,
                 unprobed: mode == ConcurrencyMode::Auto,
                 debt: 0,
                 fastest: None,
@@ -155,13 +163,19 @@ impl Limiter {
         std::mem::replace(&mut state.unprobed, false)
     }
 
-    /// The server reported `slots` requests at once: that is the limit from now on, whatever
-    /// `max_concurrency` says (the user did not set one).
+    /// The server reported `slots` requests at once: for an `Auto` limiter, that is the limit
+    /// from now on, whatever `max_concurrency` says (the user did not set one); a fixed limit
+    /// stays as configured.
     pub fn server_reported(&self, slots: usize) {
+        let slots = slots.clamp(1, crate::server_props::MAX_REPORTED_SLOTS);
         let mut state = self.lock();
+        state.unprobed = false;
+        if !state.auto {
+            return;
+        }
         state.source = ConcurrencySource::Server;
-        state.ceiling = slots.max(1);
-        self.set_limit(&mut state, slots.max(1));
+        state.ceiling = slots;
+        self.set_limit(&mut state, slots);
     }
 
     /// An attempt was answered; `first_token` is how long until its answer started.

@@ -116,11 +116,11 @@ impl ProviderConfig {
         self
     }
 
-    /// Sets the concurrency limit (at least 1), fixed: neither a server's report nor its
-    /// answers change it.
+    /// Sets the concurrency limit (at least 1, at most [`crate::CONCURRENCY_CEILING`]),
+    /// fixed: neither a server's report nor its answers change it.
     #[must_use]
     pub fn max_concurrency(mut self, max: usize) -> Self {
-        self.max_concurrency = max.max(1);
+        self.max_concurrency = max.clamp(1, crate::CONCURRENCY_CEILING);
         self.concurrency_mode = ConcurrencyMode::Fixed;
         self
     }

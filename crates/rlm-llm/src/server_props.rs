@@ -7,18 +7,30 @@
 //! `max_num_seqs` and `OLLAMA_NUM_PARALLEL`, are not served), so the adaptive limit is theirs.
 //! The probe is asked once per provider per process, only of OpenAI-compatible servers on this
 //! machine (or the `llamacpp` provider), so a hosted API never sees it; any failure means
-//! "nothing reported".
+//! "nothing reported". What a server says is input like any other: a body over
+//! [`PROPS_BODY_LIMIT`] is not read, each field is read on its own (a malformed one is left out,
+//! the others kept), a slot count is held to [`MAX_REPORTED_SLOTS`], and a `llamacpp` provider
+//! whose URL is not on this machine is asked for its window only, its slot count not trusted.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde_json::Value;
 
 use crate::client::LlmClient;
 use crate::provider::{ProviderConfig, ProviderKind, is_loopback_url};
 
 /// How long the probe may take: a server on this machine answers at once or not at all.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The largest body the probe reads: llama.cpp's `/props`, chat template included, is a few
+/// tens of KiB; a larger answer is not a server describing itself.
+pub const PROPS_BODY_LIMIT: usize = 1 << 20;
+
+/// The most requests at once a server's report is taken for. llama.cpp, TGI and SGLang report
+/// tens to a few hundred; a larger number (2^61 from a broken or hostile server) would only
+/// open that many connections.
+pub const MAX_REPORTED_SLOTS: usize = 256;
 
 /// What a server reported about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,32 +45,64 @@ pub struct ServerProps {
 /// The probe's answers so far, by provider (`None`: asked, nothing reported).
 pub(crate) type PropsCache = tokio::sync::Mutex<BTreeMap<String, Option<ServerProps>>>;
 
-/// llama.cpp's `/props`, the fields read (older builds put `n_ctx` at the top).
-#[derive(Deserialize)]
-struct Props {
-    default_generation_settings: Option<GenerationSettings>,
-    n_ctx: Option<u64>,
-    total_slots: Option<usize>,
+/// A positive whole number, or `None` (a negative, fractional or non-numeric value).
+fn positive(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64).filter(|&count| count > 0)
 }
 
-#[derive(Deserialize)]
-struct GenerationSettings {
-    n_ctx: Option<u64>,
+/// A reported slot count, held to [`MAX_REPORTED_SLOTS`].
+fn slots(count: u64) -> usize {
+    usize::try_from(count)
+        .unwrap_or(usize::MAX)
+        .min(MAX_REPORTED_SLOTS)
 }
 
-/// Reads a `/props` body; `None` when it says nothing this crate uses.
+/// Reads a llama.cpp `/props` body (the window at `default_generation_settings.n_ctx`, or at
+/// the top in older builds; `total_slots`), each field on its own; `None` when it says
+/// nothing this crate uses.
 pub(crate) fn parse(body: &[u8]) -> Option<ServerProps> {
-    let props: Props = serde_json::from_slice(body).ok()?;
-    let context_window = props
-        .default_generation_settings
-        .and_then(|settings| settings.n_ctx)
-        .or(props.n_ctx)
-        .filter(|&tokens| tokens > 0);
-    let total_slots = props.total_slots.filter(|&slots| slots > 0);
+    let props: Value = serde_json::from_slice(body).ok()?;
+    let context_window = positive(props.pointer("/default_generation_settings/n_ctx"))
+        .or_else(|| positive(props.get("n_ctx")));
+    let total_slots = positive(props.get("total_slots")).map(slots);
     (context_window.is_some() || total_slots.is_some()).then_some(ServerProps {
         context_window,
         total_slots,
     })
+}
+
+/// What of `props` is taken from the server of `config`: a `llamacpp` provider pointed
+/// elsewhere than this machine is asked for its window, but the number of requests it
+/// serves at once is not taken from it.
+pub(crate) fn trusted(config: &ProviderConfig, props: ServerProps) -> ServerProps {
+    if is_loopback_url(&config.base_url) {
+        props
+    } else {
+        ServerProps {
+            total_slots: None,
+            ..props
+        }
+    }
+}
+
+/// The body of a successful answer, unless it is over [`PROPS_BODY_LIMIT`] (then `None`,
+/// with at most that much read).
+async fn capped_body(mut response: reqwest::Response) -> Option<Vec<u8>> {
+    if !response.status().is_success()
+        || response
+            .content_length()
+            .is_some_and(|length| length > PROPS_BODY_LIMIT as u64)
+    {
+        return None;
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if body.len() + chunk.len() > PROPS_BODY_LIMIT {
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Some(body)
 }
 
 /// The concurrency in a TGI `/info` or SGLang `/get_server_info` body (at the top, or in
@@ -72,8 +116,8 @@ pub(crate) fn parse_concurrency(body: &[u8]) -> Option<usize> {
     };
     field(&value)
         .or_else(|| value.pointer("/internal_states/0").and_then(field))
-        .and_then(|count| usize::try_from(count).ok())
         .filter(|&count| count > 0)
+        .map(slots)
 }
 
 /// The paths after a server's origin that say how many requests it serves at once, after
@@ -95,7 +139,9 @@ fn props_url(config: &ProviderConfig) -> Option<String> {
 impl LlmClient {
     /// What the server behind `model` (`provider:name`) reports about itself, asked once per
     /// provider per process; `None` for a provider not on this machine, a recording being
-    /// replayed, or a server that does not answer `/props`.
+    /// replayed, or a server that does not answer `/props`. A slot count it reports becomes the
+    /// provider's limit when that limit is automatic ([`LlmClient::concurrency`] then says
+    /// `Server`), so a caller can size its fan-out by it before the first call.
     ///
     /// Cancel safety: dropping the future drops the probe; a later call asks again.
     pub async fn server_props(&self, model: &str) -> Option<ServerProps> {
@@ -114,12 +160,7 @@ impl LlmClient {
             if let Some(key) = &slot.config.api_key {
                 request = request.bearer_auth(key.expose());
             }
-            async move {
-                match request.send().await {
-                    Ok(response) if response.status().is_success() => response.bytes().await.ok(),
-                    _ => None,
-                }
-            }
+            async move { capped_body(request.send().await.ok()?).await }
         };
         let mut props = get(url.clone()).await.and_then(|body| parse(&body));
         if props.is_none_or(|props| props.total_slots.is_none()) {
@@ -136,7 +177,13 @@ impl LlmClient {
                 break;
             }
         }
+        let props = props.map(|props| trusted(&slot.config, props));
         tracing::debug!(provider = %model_ref.provider, ?props, "server properties");
+        // Whoever asks first (a call, or a caller sizing its work), the provider's automatic
+        // limit takes the count from then on.
+        if let Some(slots) = props.and_then(|props| props.total_slots) {
+            slot.limiter.server_reported(slots);
+        }
         known.insert(model_ref.provider, props);
         props
     }
@@ -161,6 +208,56 @@ mod tests {
         for nothing in [&b"{}"[..], b"not json", br#"{"n_ctx": 0}"#] {
             assert_eq!(parse(nothing), None);
         }
+    }
+
+    #[test]
+    fn one_malformed_field_keeps_the_others_and_counts_are_clamped() {
+        // A negative window beside a valid slot count: the count is kept.
+        let body = br#"{"default_generation_settings": {"n_ctx": -1}, "total_slots": 2}"#;
+        assert_eq!(
+            parse(body),
+            Some(ServerProps {
+                context_window: None,
+                total_slots: Some(2)
+            })
+        );
+        let body = br#"{"n_ctx": 4096, "total_slots": "many"}"#;
+        assert_eq!(parse(body).unwrap().context_window, Some(4_096));
+        let body = br#"{"default_generation_settings": [], "n_ctx": 512, "total_slots": 1e300}"#;
+        assert_eq!(
+            parse(body),
+            Some(ServerProps {
+                context_window: Some(512),
+                total_slots: None
+            })
+        );
+        let huge = format!(r#"{{"total_slots": {}}}"#, 1_u64 << 61);
+        assert_eq!(
+            parse(huge.as_bytes()).unwrap().total_slots,
+            Some(MAX_REPORTED_SLOTS)
+        );
+        let huge = format!(r#"{{"max_concurrent_requests": {}}}"#, u64::MAX);
+        assert_eq!(parse_concurrency(huge.as_bytes()), Some(MAX_REPORTED_SLOTS));
+    }
+
+    #[test]
+    fn a_remote_llamacpp_server_is_not_trusted_for_its_slots() {
+        let props = ServerProps {
+            context_window: Some(8_192),
+            total_slots: Some(64),
+        };
+        let remote =
+            ProviderConfig::new("llamacpp", ProviderKind::OpenAi, "http://gpu-box:8080/v1");
+        assert_eq!(
+            trusted(&remote, props),
+            ServerProps {
+                context_window: Some(8_192),
+                total_slots: None
+            }
+        );
+        let local =
+            ProviderConfig::new("llamacpp", ProviderKind::OpenAi, "http://127.0.0.1:8080/v1");
+        assert_eq!(trusted(&local, props), props);
     }
 
     #[test]

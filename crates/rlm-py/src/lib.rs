@@ -15,6 +15,8 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+mod tools;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -34,30 +36,36 @@ use serde::de::DeserializeOwned;
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// What the operation's thread sends the calling thread.
-enum Message<T> {
+enum Message {
     /// An event for the Python callback: its kind and its fields.
     Event(String, serde_json::Value),
-    /// The operation's end.
-    Done(T),
+    /// A custom tool's call, to run on the calling thread.
+    Tool(tools::ToolRequest),
+    /// The operation's end (its result is in the slot `run_released` reads).
+    Done,
 }
 
 /// Runs `work` on a thread of its own with the GIL released; `on_event` hears its events on
-/// this thread, as they come. A signal's exception stops the work through `stop` (it returns
-/// soon after, as a stopped operation) and is raised.
+/// this thread, as they come, and `tools` answers its tool calls here. A signal's exception
+/// stops the work through `stop` (it returns soon after, as a stopped operation) and is raised.
 fn run_released<T: Send + 'static>(
     py: Python<'_>,
     stop: Arc<StopHandle>,
     on_event: Option<&Py<PyAny>>,
-    work: impl FnOnce(Sender<Message<T>>) -> T + Send + 'static,
+    tools: Option<&Py<PyAny>>,
+    work: impl FnOnce(Sender<Message>) -> T + Send + 'static,
 ) -> PyResult<T> {
     let (sender, receiver) = mpsc::channel();
     let events = sender.clone();
+    let slot: Arc<Mutex<Option<T>>> = Arc::new(Mutex::new(None));
+    let filled = Arc::clone(&slot);
     std::thread::Builder::new()
         .name("rlm-py-call".to_owned())
         .spawn(move || {
             let result = work(events);
+            *filled.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
             // The caller may have gone after an error of its own.
-            let _ = sender.send(Message::Done(result));
+            let _ = sender.send(Message::Done);
         })
         .map_err(|err| PyValueError::new_err(format!("cannot start a thread: {err}")))?;
     let mut raised: Option<PyErr> = None;
@@ -70,10 +78,14 @@ fn run_released<T: Send + 'static>(
         });
         receiver = back;
         match received {
-            Ok(Message::Done(value)) => {
-                return match raised {
-                    Some(err) => Err(err),
-                    None => Ok(value),
+            Ok(Message::Done) => {
+                let value = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                return match (raised, value) {
+                    (Some(err), _) => Err(err),
+                    (None, Some(value)) => Ok(value),
+                    (None, None) => Err(PyValueError::new_err(
+                        "the call ended without a result (a bug in rlm)",
+                    )),
                 };
             }
             Ok(Message::Event(kind, fields)) => {
@@ -86,6 +98,14 @@ fn run_released<T: Send + 'static>(
                         stop.stop();
                         raised = Some(err);
                     }
+                }
+            }
+            Ok(Message::Tool(request)) => {
+                // Ctrl-C inside a tool (its KeyboardInterrupt) stops the run like Ctrl-C
+                // anywhere else; the model code's call gets an error meanwhile.
+                if let Err(err) = tools::answer(py, tools, request, raised.is_some()) {
+                    stop.stop();
+                    raised.get_or_insert(err);
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -106,11 +126,11 @@ fn run_released<T: Send + 'static>(
 }
 
 /// An operation's events, sent to the calling thread as `(kind, fields)`.
-struct Forward<T> {
-    sender: Mutex<Sender<Message<T>>>,
+struct Forward {
+    sender: Mutex<Sender<Message>>,
 }
 
-impl<T: Send> Events for Forward<T> {
+impl Events for Forward {
     fn event(&self, event: &Event<'_>) {
         let Some((kind, fields)) = describe(event) else {
             return;
@@ -155,6 +175,31 @@ fn describe(event: &Event<'_>) -> Option<(&'static str, serde_json::Value)> {
             "model_replied",
             json!({ "depth": depth, "usage": usage, "tokens": progress.tokens,
                     "cost_usd": progress.cost_usd }),
+        ),
+        Event::Run(Run::IterationFinished {
+            depth,
+            iteration,
+            seconds,
+        }) => (
+            "iteration_finished",
+            json!({ "depth": depth, "iteration": iteration, "seconds": seconds }),
+        ),
+        Event::Run(Run::ChildRunStarted {
+            depth,
+            model,
+            prompt_preview,
+        }) => (
+            "child_run_started",
+            json!({ "depth": depth, "model": model, "prompt_preview": prompt_preview }),
+        ),
+        Event::Run(Run::ChildRunFinished {
+            depth,
+            model,
+            seconds,
+            error,
+        }) => (
+            "child_run_finished",
+            json!({ "depth": depth, "model": model, "seconds": seconds, "error": error }),
         ),
         Event::Run(Run::CodeStarted { depth, code }) => {
             ("code_started", json!({ "depth": depth, "code": code }))
@@ -323,12 +368,12 @@ impl Problems {
 }
 
 /// Forwards events to the calling thread and keeps the problems.
-struct Heard<T> {
-    forward: Forward<T>,
+struct Heard {
+    forward: Forward,
     problems: Problems,
 }
 
-impl<T: Send> Events for Heard<T> {
+impl Events for Heard {
     fn event(&self, event: &Event<'_>) {
         if let Event::Problem(err) = event {
             self.problems
@@ -359,18 +404,24 @@ where
     let request: R = parse(request)?;
     let stop = StopHandle::new();
     let handle = Arc::clone(&stop);
-    let ended = run_released(py, Arc::clone(&stop), on_event.as_ref(), move |sender| {
-        let problems = Problems::default();
-        let events = Heard {
-            forward: Forward {
-                sender: Mutex::new(sender),
-            },
-            problems: problems.clone(),
-        };
-        let context = Context::new(Arc::new(events), handle);
-        let result = operation(&place.sources(), &request, &context);
-        ended(result, &problems)
-    })?;
+    let ended = run_released(
+        py,
+        Arc::clone(&stop),
+        on_event.as_ref(),
+        None,
+        move |sender| {
+            let problems = Problems::default();
+            let events = Heard {
+                forward: Forward {
+                    sender: Mutex::new(sender),
+                },
+                problems: problems.clone(),
+            };
+            let context = Context::new(Arc::new(events), handle);
+            let result = operation(&place.sources(), &request, &context);
+            ended(result, &problems)
+        },
+    )?;
     finish(py, ended)
 }
 
@@ -475,10 +526,13 @@ struct Continuation {
 }
 
 /// One question through the RLM loop: `options` are the loop's (models, budgets, log), the
-/// contexts are `(name, text)` pairs, then files read as `--context-file` reads them. Returns
-/// how it ended and what the next question of a persistent session continues from.
+/// contexts are `(name, text)` pairs, then files read as `--context-file` reads them; `tools`
+/// and `sub_tools` declare the custom tools of the root run and of its child runs (`None`:
+/// the root's), whose callables `tool_dispatch(table, name, arguments, seconds)` calls on this
+/// thread. Returns how it ended and what the next question of a persistent session continues
+/// from (`None` when it failed: the session stays as it was).
 #[pyfunction]
-#[pyo3(signature = (options, query, contexts, continuation=None, providers=Vec::new(), files=Vec::new(), config=None, on_event=None))]
+#[pyo3(signature = (options, query, contexts, continuation=None, providers=Vec::new(), files=Vec::new(), config=None, on_event=None, tools=None, sub_tools=None, tool_dispatch=None, tool_timeout=60.0))]
 #[expect(
     clippy::too_many_arguments,
     reason = "a Python function's keyword arguments"
@@ -493,8 +547,22 @@ fn completion(
     files: Vec<String>,
     config: Option<PathBuf>,
     on_event: Option<Py<PyAny>>,
-) -> PyResult<(Finished, Continuation)> {
+    tools: Option<&Bound<'_, PyAny>>,
+    sub_tools: Option<&Bound<'_, PyAny>>,
+    tool_dispatch: Option<Py<PyAny>>,
+    tool_timeout: f64,
+) -> PyResult<(Finished, Option<Continuation>)> {
     let options: LoopOptions = parse(options)?;
+    if !(tool_timeout.is_finite() && tool_timeout > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "tool_timeout must be a number of seconds above 0, not {tool_timeout}"
+        )));
+    }
+    let declaration = tools::Declaration {
+        root: tools.map(parse).transpose()?,
+        children: sub_tools.map(parse).transpose()?,
+        timeout: Duration::from_secs_f64(tool_timeout),
+    };
     let place = Place {
         config,
         store: None,
@@ -505,8 +573,9 @@ fn completion(
         .unwrap_or_default();
     let stop = StopHandle::new();
     let handle = Arc::clone(&stop);
-    let (ended, resume) = run_released(py, stop, on_event.as_ref(), move |sender| {
+    let work = move |sender: Sender<Message>| {
         let problems = Problems::default();
+        let toolboxes = declaration.toolboxes(&sender);
         let events = Heard {
             forward: Forward {
                 sender: Mutex::new(sender),
@@ -514,6 +583,11 @@ fn completion(
             problems: problems.clone(),
         };
         let context = Context::new(Arc::new(events), handle);
+        let failed = |err: anyhow::Error| (ended(Err(err), &problems), None);
+        let toolboxes = match toolboxes {
+            Ok(toolboxes) => toolboxes,
+            Err(err) => return failed(rlm_app::error::engine_error(err)),
+        };
         let mut parts: Vec<rlm_engine::ContextPart> = contexts
             .into_iter()
             .map(|(name, text)| rlm_engine::ContextPart::analyzed(text, name.as_deref()))
@@ -523,16 +597,25 @@ fn completion(
                 .and_then(|part| rlm_app::contexts::refuse_binary(&part).map(|()| part));
             match part {
                 Ok(part) => parts.push(part),
-                Err(err) => return (ended(Err(err), &problems), rlm_engine::Resume::default()),
+                Err(err) => return failed(err),
             }
         }
         let sources = place.sources();
-        match operations::run::completion(&sources, &options, &query, parts, &resume, &context) {
-            Ok(completed) => (ended(Ok(completed.outcome), &problems), completed.resume),
-            Err(err) => (ended(Err(err), &problems), rlm_engine::Resume::default()),
+        let completed = operations::run::completion(
+            &sources, &options, &query, parts, toolboxes, &resume, &context,
+        );
+        match completed {
+            Ok(completed) => (
+                ended(Ok(completed.outcome), &problems),
+                Some(completed.resume),
+            ),
+            Err(err) => failed(err),
         }
-    })?;
-    Ok((finish(py, ended)?, Continuation { resume }))
+    };
+    let (ended, resume) = run_released(py, stop, on_event.as_ref(), tool_dispatch.as_ref(), work)?;
+    // A question that failed leaves the session as it was (`None`).
+    let continuation = resume.map(|resume| Continuation { resume });
+    Ok((finish(py, ended)?, continuation))
 }
 
 /// The sandbox worker's loop (the package starts the interpreter on it for model code):

@@ -104,10 +104,11 @@ def test_other_backends_are_the_sub_call_model(fake):
     assert "pong from sub" in last_user_message(fake.requests_for("root")[-1])
 
 
-def test_a_budget_ends_the_run_with_a_status_not_an_exception(fake):
+def test_a_budget_ends_the_run_with_the_references_exception(fake):
     fake.responder = lambda request: {"text": "```repl\nx = 1\n```"}
-    result = fake_rlm(fake, max_tokens=150).completion("never ends")
-    assert result.status != "answered"
+    with pytest.raises(rlm_rs.TokenLimitExceededError) as raised:
+        fake_rlm(fake, max_tokens=150).completion("never ends")
+    assert raised.value.completion.status == "token_budget"
     assert len(fake.requests_for("root")) < 5
 
 
@@ -152,8 +153,6 @@ def test_bad_settings_are_input_errors_with_the_cli_text(fake):
         RLM(backend="gpt", backend_kwargs={"model_name": "x"})
     with pytest.raises(RlmInputError, match="model_name"):
         RLM(backend="openai", backend_kwargs={})
-    with pytest.raises(RlmInputError, match="custom_system_prompt"):
-        RLM(backend="openai", backend_kwargs={"model_name": "x"}, custom_system_prompt="be nice")
     with pytest.raises(RlmInputError) as raised:
         fake_rlm(fake, max_depth=9).completion("x")
     assert "max-depth" in str(raised.value) and raised.value.exit_code == 2

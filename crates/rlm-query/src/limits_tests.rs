@@ -338,3 +338,53 @@ async fn no_findings_say_what_was_searched_and_why() {
         "no report call without findings"
     );
 }
+
+/// A local server saying it serves 32 requests at once gets 32 batches at once: the query's
+/// own default of 16 follows the provider's discovered limit. A fan-out the caller chose stays.
+#[tokio::test]
+async fn the_fan_out_follows_a_servers_reported_slots_unless_chosen() {
+    for chosen in [false, true] {
+        let server = FakeServer::start().await.unwrap();
+        server.set_props(serde_json::json!({"total_slots": 32}));
+        server.set_latency(std::time::Duration::from_millis(100));
+        server.respond_with(|seen| match seen.model.as_str() {
+            "root" => FakeReply::text("the report [chunk 1]"),
+            _ => valid_reply(seen),
+        });
+        let local = rlm_llm::ProviderConfig::new(
+            "local",
+            rlm_llm::ProviderKind::OpenAi,
+            server.openai_base_url(),
+        );
+        let client = rlm_llm::LlmClient::builder()
+            .provider(local)
+            .default_provider("local")
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<(String, String)> = (1..=64)
+            .map(|n| {
+                (
+                    format!("app{n:02}.log"),
+                    format!("ERROR token refresh failed for {n}\n"),
+                )
+            })
+            .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .collect();
+        let mut options = options();
+        options.scan = ScanMode::All;
+        options.batch_size = Some(1);
+        options.max_tool_rounds = 0;
+        options.concurrency_from_server = !chosen;
+        Query::new(client, store_with(dir.path(), &files), options)
+            .run("token refresh failed")
+            .await
+            .unwrap();
+        let expected = if chosen { 16 } else { 32 };
+        assert_eq!(server.peak_in_flight(), expected, "chosen: {chosen}");
+        assert_eq!(server.props_requests(), 1);
+    }
+}

@@ -133,8 +133,13 @@ pub struct QueryOptions {
     pub buffers: Vec<String>,
     /// Only buffers whose name or path matches this glob.
     pub path_glob: Option<String>,
-    /// Extractor calls in flight at once.
+    /// Extractor calls in flight at once (at most the sub-call model's provider's own limit).
     pub max_concurrency: usize,
+    /// Whether a limit the sub-call model's provider learned from its server (a local
+    /// llama.cpp, TGI or SGLang saying how many requests it serves at once) replaces
+    /// `max_concurrency`, larger or smaller. On by default; a caller that chose
+    /// `max_concurrency` itself turns it off.
+    pub concurrency_from_server: bool,
     /// Tokens, dollars and calls the whole query may spend.
     pub budget: Budget,
     /// Wall time for planning, searching and extracting; batches not done by then are
@@ -177,6 +182,7 @@ impl QueryOptions {
             buffers: Vec::new(),
             path_glob: None,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            concurrency_from_server: true,
             budget: Budget::default(),
             timeout: None,
             skip_plan: false,

@@ -7,16 +7,118 @@
 
 use std::fs::File;
 use std::io::Read as _;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 /// The interpreter's string and, when possible, a map of the file holding the same bytes.
 #[derive(Debug)]
 pub(crate) struct LoadedText {
     /// The interpreter's copy (invalid UTF-8 read as U+FFFD).
     pub text: String,
-    /// The file mapped read-only (and the file, kept open to notice it shrinking), when its
-    /// bytes are exactly `text`: valid UTF-8 and the same length as what was read after mapping.
-    pub map: Option<(memmap2::Mmap, File)>,
+    /// The file mapped read-only, when its bytes are exactly `text`: valid UTF-8 and the same
+    /// length as what was read after mapping.
+    pub map: Option<MappedFile>,
+}
+
+/// Bytes of the file each digest covers.
+const DIGEST_BLOCK: usize = 1 << 20;
+
+/// A context file mapped read-only for the helpers, with what tells whether its bytes are still
+/// the interpreter's: the file's size and change times as they were before it was read, and a
+/// digest of every 1 MiB of what was read (keyed per process, so nobody can aim at a
+/// collision).
+#[derive(Debug)]
+pub(crate) struct MappedFile {
+    map: memmap2::Mmap,
+    /// Kept open: its size and times are asked on the open file, whatever is renamed over it.
+    file: File,
+    digests: Vec<u64>,
+    hasher: ahash::RandomState,
+    seen: Mutex<Seen>,
+}
+
+/// What the last check of a mapped file found.
+#[derive(Debug)]
+struct Seen {
+    /// Size and change times when the map last matched the text.
+    stamp: Stamp,
+    /// Set once the map was found to differ from the text: every later check refuses.
+    rewritten: bool,
+}
+
+/// A file's size and times, to nanoseconds: any write moves the change time (`ctime`), which
+/// no process can set back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    fn of(file: &File) -> std::io::Result<Self> {
+        let metadata = file.metadata()?;
+        Ok(Self {
+            len: metadata.size(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+            changed: (metadata.ctime(), metadata.ctime_nsec()),
+        })
+    }
+}
+
+impl MappedFile {
+    /// The mapped bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// Whether the helpers may read the map as the interpreter's text: refused when the file
+    /// shrank (reading past its new end would end the worker with SIGBUS) or when its bytes
+    /// differ from those read (rewritten in place). One `fstat` while the file's size and times
+    /// stay as they were; when they moved (a write, an append, a `touch`), the map is hashed
+    /// again and compared block by block with what was read, so an appended log goes on while a
+    /// rewritten one is refused, from then on.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let rewritten = |seen: &mut Seen| {
+            seen.rewritten = true;
+            "the context file was rewritten on disk since the session started; the helpers \
+             read it from disk and cannot use it now, but `context` still holds the text as it \
+             was loaded: use str methods on it"
+                .to_owned()
+        };
+        if seen.rewritten {
+            return Err(rewritten(&mut seen));
+        }
+        let stamp = Stamp::of(&self.file)
+            .map_err(|error| format!("the context file cannot be checked: {error}"))?;
+        if stamp.len < self.map.len() as u64 {
+            return Err(format!(
+                "the context file shrank on disk since the session started ({} bytes, was {}); \
+                 the helpers read it from disk and cannot use it now, but `context` still holds \
+                 the text as it was loaded: use str methods on it",
+                stamp.len,
+                self.map.len()
+            ));
+        }
+        if stamp == seen.stamp {
+            return Ok(());
+        }
+        if digests(&self.hasher, &self.map) != self.digests {
+            return Err(rewritten(&mut seen));
+        }
+        seen.stamp = stamp;
+        Ok(())
+    }
+}
+
+/// The digest of every [`DIGEST_BLOCK`] of `bytes`.
+fn digests(hasher: &ahash::RandomState, bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks(DIGEST_BLOCK)
+        .map(|block| hasher.hash_one(block))
+        .collect()
 }
 
 /// Reads the text context at `path`; maps it too when `map` is set (the worker process only: the
@@ -25,7 +127,10 @@ pub(crate) fn load(path: &Path, map: bool) -> Result<LoadedText, String> {
     let cannot_read =
         |error: std::io::Error| format!("cannot read context {}: {error}", path.display());
     let mut file = File::open(path).map_err(cannot_read)?;
-    let size = file.metadata().map_err(cannot_read)?.len();
+    // Taken before the read: a write during it moves the times past this stamp, so the first
+    // helper call compares the map with what was read.
+    let stamp = Stamp::of(&file).map_err(cannot_read)?;
+    let size = stamp.len;
     // Mapped first, read second: bytes changed before the read are seen alike by both.
     let mapped = if map && size > 0 {
         map_file(&file)
@@ -41,7 +146,19 @@ pub(crate) fn load(path: &Path, map: bool) -> Result<LoadedText, String> {
         Ok(text) => {
             let map = mapped
                 .filter(|mapped| mapped.len() == text.len())
-                .map(|mapped| (mapped, file));
+                .map(|map| {
+                    let hasher = ahash::RandomState::new();
+                    MappedFile {
+                        digests: digests(&hasher, text.as_bytes()),
+                        hasher,
+                        map,
+                        file,
+                        seen: Mutex::new(Seen {
+                            stamp,
+                            rewritten: false,
+                        }),
+                    }
+                });
             (text, map)
         }
         // Invalid sequences read as U+FFFD, as `rlm inspect` counts them: a context file with a
@@ -71,8 +188,9 @@ fn map_file(file: &File) -> Option<memmap2::Mmap> {
     //   as it is now. Nothing reads past the end.
     // - Rewritten in place: the map's length is fixed and every access through it is a
     //   bounds-checked byte read in `helpers` (plain loads, never decoded as `str` without
-    //   lossy decoding), so helpers may answer from different bytes than `context` holds, but
-    //   never read outside the map or build an invalid `str`.
+    //   lossy decoding), so nothing reads outside the map or builds an invalid `str`; and the
+    //   checks before and after each helper call (`MappedFile::check`: size and change times,
+    //   then digests) refuse a map whose bytes are no longer the interpreter's.
     // - Replaced (written to a new file and renamed, as editors and `sed -i` do), appended to:
     //   the mapped pages keep the bytes that were read.
     // The map is never written (read-only protection) and lives as long as the helpers' text.
@@ -91,8 +209,8 @@ mod tests {
 
     fn mapped(path: &Path) -> (String, IndexedText) {
         let LoadedText { text, map } = load(path, true).unwrap();
-        let (map, file) = map.expect("a valid UTF-8 file is mapped");
-        let helpers = IndexedText::with_bytes(TextBytes::Mapped { map, file }, text.is_ascii());
+        let map = map.expect("a valid UTF-8 file is mapped");
+        let helpers = IndexedText::with_bytes(TextBytes::Mapped(map), text.is_ascii());
         (text, helpers)
     }
 
@@ -142,10 +260,12 @@ mod tests {
         std::fs::write(&path, TEXT).unwrap();
         let (_, from_map) = mapped(&path);
         assert_eq!(from_map.check_readable(), Ok(()));
-        // Rewritten in place with bytes that are not UTF-8: answers change, nothing breaks.
+        // Rewritten in place with bytes that are not UTF-8: refused, and reading the map
+        // anyway breaks nothing.
         let file = std::fs::File::options().write(true).open(&path).unwrap();
         std::os::unix::fs::FileExt::write_all_at(&file, b"\xff\n", 1).unwrap();
-        assert_eq!(from_map.check_readable(), Ok(()));
+        let refused = from_map.check_readable().unwrap_err();
+        assert!(refused.contains("rewritten"), "{refused}");
         assert_eq!(from_map.line_count(), 5);
         assert!(from_map.slice(0, 3).contains('\u{fffd}'));
         let pattern = Regex::new("ERROR").unwrap();
@@ -153,6 +273,40 @@ mod tests {
         // Shortened: refused before anything reads past the new end.
         file.set_len(4).unwrap();
         let refused = from_map.check_readable().unwrap_err();
+        assert!(
+            refused.contains("rewritten") || refused.contains("shrank"),
+            "{refused}"
+        );
+        std::fs::write(&path, TEXT).unwrap();
+        let (_, from_map) = mapped(&path);
+        file.set_len(4).unwrap();
+        let refused = from_map.check_readable().unwrap_err();
         assert!(refused.contains("shrank"), "{refused}");
+    }
+
+    /// The same bytes written again, a `touch`, an append: the times move, the bytes the
+    /// helpers read do not, so they go on. The same length rewritten with other bytes (the
+    /// times set back, as `touch -r` can) is refused: the change time cannot be set back.
+    #[test]
+    fn appends_and_touches_go_on_and_a_same_size_rewrite_is_refused() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("context.txt");
+        std::fs::write(&path, TEXT).unwrap();
+        let (_, from_map) = mapped(&path);
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, TEXT).unwrap();
+        let file = std::fs::File::options().append(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut &file, b"appended line\n").unwrap();
+        assert_eq!(from_map.check_readable(), Ok(()));
+        assert_eq!(from_map.line_count(), 4);
+        let same_size = TEXT.replace("ERROR", "error");
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, same_size.as_bytes(), 0).unwrap();
+        file.set_modified(modified).unwrap();
+        let refused = from_map.check_readable().unwrap_err();
+        assert!(refused.contains("rewritten"), "{refused}");
+        // From then on, whatever the file becomes.
+        std::os::unix::fs::FileExt::write_all_at(&file, TEXT.as_bytes(), 0).unwrap();
+        assert!(from_map.check_readable().is_err());
     }
 }

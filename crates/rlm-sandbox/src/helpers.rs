@@ -48,8 +48,9 @@ pub struct Helper {
 ///   line range's end is exclusive.
 /// - Patterns use Rust [`regex`](https://docs.rs/regex) syntax: no look-around, no
 ///   backreferences. A bad pattern raises `ValueError`.
-/// - A negative count or position raises `ValueError`; a context file that shrank under its
-///   map raises `OSError`.
+/// - A negative count or position raises `ValueError`; a context file that shrank or was
+///   rewritten on disk since the session started raises `OSError` (`context` keeps the text
+///   as it was loaded).
 pub const HELPERS: &[Helper] = &[
     Helper {
         name: "find_all",
@@ -108,19 +109,17 @@ pub(crate) enum TextBytes {
     /// The helpers' own copy: a `text=` argument, or a context that could not be mapped.
     Owned(String),
     /// A read-only map of a context file whose bytes equalled the interpreter's string when it
-    /// was read: file pages, touched only when a helper runs and reclaimable by the kernel. The
-    /// file stays open so that a shortened file is noticed before the map is read past its end.
-    Mapped {
-        map: memmap2::Mmap,
-        file: std::fs::File,
-    },
+    /// was read: file pages, touched only when a helper runs and reclaimable by the kernel,
+    /// checked before and after each helper call (a file shortened or rewritten since is
+    /// refused).
+    Mapped(crate::context_text::MappedFile),
 }
 
 impl TextBytes {
     fn as_bytes(&self) -> &[u8] {
         match self {
             Self::Owned(text) => text.as_bytes(),
-            Self::Mapped { map, .. } => map,
+            Self::Mapped(file) => file.bytes(),
         }
     }
 }
@@ -188,27 +187,16 @@ impl IndexedText {
         matches!(self.bytes, TextBytes::Mapped { .. })
     }
 
-    /// Whether the helpers can read this text: a mapped file must not have shrunk, since reading
-    /// a page past its new end would end the worker with SIGBUS. Checked before each helper call
-    /// (one `fstat`); a file shortened during the call itself still ends the worker, which the
-    /// session reports.
+    /// Whether the helpers can read this text as the interpreter's: a mapped file must not
+    /// have shrunk, since reading a page past its new end would end the worker with SIGBUS, nor
+    /// been rewritten ([`crate::context_text::MappedFile::check`]). Checked before each helper
+    /// call, and after it, so that an answer read while the file changed is not given; a file
+    /// shortened during the call itself still ends the worker, which the session reports.
     pub(crate) fn check_readable(&self) -> Result<(), String> {
-        let TextBytes::Mapped { map, file } = &self.bytes else {
-            return Ok(());
-        };
-        let size = file
-            .metadata()
-            .map_err(|error| format!("the context file cannot be checked: {error}"))?
-            .len();
-        if size < map.len() as u64 {
-            return Err(format!(
-                "the context file shrank on disk since the session started ({size} bytes, was \
-                 {}); the helpers read it from disk and cannot use it now, but `context` still \
-                 holds the text as it was loaded: use str methods on it",
-                map.len()
-            ));
+        match &self.bytes {
+            TextBytes::Owned(_) => Ok(()),
+            TextBytes::Mapped(file) => file.check(),
         }
-        Ok(())
     }
 
     fn text(&self) -> &[u8] {

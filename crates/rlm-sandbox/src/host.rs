@@ -78,6 +78,14 @@ pub struct FunctionSpec {
     pub name: String,
     /// The parameters, in positional order.
     pub parameters: Vec<FunctionParameter>,
+    /// Python's `*args`: the name under which positional arguments past `parameters` reach
+    /// the host, as a list (empty when none are given). `None`: they are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rest: Option<String>,
+    /// Python's `**kwargs`: the name under which keyword arguments `parameters` do not name
+    /// reach the host, as a dict (empty when none are given). `None`: they are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rest_keywords: Option<String>,
 }
 
 impl FunctionSpec {
@@ -87,7 +95,23 @@ impl FunctionSpec {
         Self {
             name: name.into(),
             parameters,
+            rest: None,
+            rest_keywords: None,
         }
+    }
+
+    /// Takes further positional arguments, as a list under `name` (Python's `*name`).
+    #[must_use]
+    pub fn with_rest(mut self, name: impl Into<String>) -> Self {
+        self.rest = Some(name.into());
+        self
+    }
+
+    /// Takes further keyword arguments, as a dict under `name` (Python's `**name`).
+    #[must_use]
+    pub fn with_rest_keywords(mut self, name: impl Into<String>) -> Self {
+        self.rest_keywords = Some(name.into());
+        self
     }
 }
 
@@ -139,6 +163,54 @@ pub enum RaisedKind {
     RuntimeError,
     /// The function does not exist.
     NameError,
+    /// A missing key.
+    KeyError,
+    /// An index out of range.
+    IndexError,
+    /// The call took longer than its time limit.
+    TimeoutError,
+    /// A division by zero.
+    ZeroDivisionError,
+    /// A missing attribute.
+    AttributeError,
+    /// A failed assertion.
+    AssertionError,
+    /// Something the function does not implement.
+    NotImplementedError,
+    /// An operating-system error (a file, a process).
+    OSError,
+    /// A file that does not exist.
+    FileNotFoundError,
+    /// A permission the function lacks.
+    PermissionError,
+    /// Any other exception (its type is named in the message).
+    Exception,
+}
+
+impl RaisedKind {
+    /// The kind named by a Python exception type (`"KeyError"`), if it is one of these.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "ValueError" => Self::ValueError,
+            "TypeError" => Self::TypeError,
+            "LookupError" => Self::LookupError,
+            "RuntimeError" => Self::RuntimeError,
+            "NameError" => Self::NameError,
+            "KeyError" => Self::KeyError,
+            "IndexError" => Self::IndexError,
+            "TimeoutError" => Self::TimeoutError,
+            "ZeroDivisionError" => Self::ZeroDivisionError,
+            "AttributeError" => Self::AttributeError,
+            "AssertionError" => Self::AssertionError,
+            "NotImplementedError" => Self::NotImplementedError,
+            "OSError" => Self::OSError,
+            "FileNotFoundError" => Self::FileNotFoundError,
+            "PermissionError" => Self::PermissionError,
+            "Exception" => Self::Exception,
+            _ => return None,
+        })
+    }
 }
 
 /// Why a host function gave no value: the exception model code sees.

@@ -152,6 +152,60 @@ async fn a_context_file_shortened_on_disk_is_refused_by_the_helpers_only() {
     );
 }
 
+/// Issue 45: a context file rewritten in place (same size, other bytes) while the session runs
+/// made `find_all`, `slice_text` and `line_range` answer from the new bytes while `context` kept
+/// the old ones. Now each refuses with `OSError`; an append is harmless and goes on.
+#[tokio::test]
+async fn a_context_file_rewritten_on_disk_is_refused_by_the_helpers_only() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("log.txt");
+    let line = "ünïcode line with ERROR in it\n";
+    std::fs::write(&path, line.repeat(1_000)).unwrap();
+    let mut session = session_with(
+        Isolation::Process,
+        vec![ContextInput::TextFile(path.clone())],
+    )
+    .await;
+    let before = session
+        .execute("print(len(find_all('ERROR')), slice_text(0, 7), line_range(0, 1))")
+        .await
+        .unwrap();
+    assert_eq!(
+        before.stdout, "1000 ünïcode ['ünïcode line with ERROR in it']\n",
+        "{before:?}"
+    );
+    // A log being written to: appended lines leave the mapped bytes as they were.
+    let file = std::fs::File::options().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut &file, b"appended\n").unwrap();
+    let appended = session
+        .execute("print(len(find_all('ERROR')))")
+        .await
+        .unwrap();
+    assert_eq!(appended.stdout, "1000\n", "{appended:?}");
+    // Rewritten in place: the same size, WARN for ERROR.
+    let rewritten = line.replace("ERROR", "WARNX").repeat(1_000);
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, rewritten.as_bytes(), 0).unwrap();
+    for call in [
+        "find_all('WARNX')",
+        "slice_text(18, 23)",
+        "line_range(0, 1)",
+    ] {
+        let after = session.execute(call).await.unwrap();
+        let error = after
+            .exception
+            .clone()
+            .unwrap_or_else(|| panic!("{call}: {after:?}"));
+        assert_eq!(error.kind, "OSError", "{call}");
+        assert!(error.message.contains("rewritten"), "{call}: {error:?}");
+    }
+    let kept = session
+        .execute("print(context.count('ERROR'), context.count('WARNX'))")
+        .await
+        .unwrap();
+    assert_eq!(kept.stdout, "1000 0\n");
+}
+
 #[tokio::test]
 async fn llm_calls_are_answered_and_recorded() {
     let host = Arc::new(FakeHost {

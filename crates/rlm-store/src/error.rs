@@ -60,6 +60,14 @@ pub enum Error {
         #[source]
         source: globset::Error,
     },
+    /// A path glob past the length or nesting the store takes (`select::check_glob`).
+    #[error("the path glob {preview:?} is too complex ({reason}); write a shorter or flatter one")]
+    GlobTooComplex {
+        /// The glob's first 40 characters.
+        preview: String,
+        /// Which limit it passed, and by how much.
+        reason: String,
+    },
     /// A grep pattern did not parse.
     #[error("invalid regular expression")]
     Regex(#[source] grep_regex::Error),

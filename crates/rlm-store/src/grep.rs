@@ -115,12 +115,7 @@ impl LocalStore {
         // Read through SQLite's memory map, let go of every few MiB ([`Texts`]): a map left
         // alone would keep every page of every buffer read resident.
         let texts = Texts::new(&self.connection)?;
-        let mut printer = Printer {
-            options,
-            emit,
-            summary: GrepSummary::default(),
-            batch: Batch::default(),
-        };
+        let mut printer = Printer::new(options, emit);
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         if buffers.len() < 2 || cores < 2 {
             let mut searcher = searcher(options);
@@ -132,7 +127,7 @@ impl LocalStore {
                     break;
                 }
             }
-            return Ok(printer.summary);
+            return Ok(printer.summary());
         }
         let ahead = Ahead::new(buffers.len());
         let dir = self.dir.as_path();
@@ -142,7 +137,7 @@ impl LocalStore {
             ahead.stop();
             result
         })?;
-        Ok(printer.summary)
+        Ok(printer.summary())
     }
 }
 

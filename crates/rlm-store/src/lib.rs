@@ -45,6 +45,8 @@ mod name_filter;
 mod page_reader;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(test)]
+mod property_tests;
 mod read;
 mod reindex;
 mod schema;
@@ -76,4 +78,5 @@ pub use reindex::ReindexReport;
 pub use search::{
     DEFAULT_RRF_K, SearchHit, SearchMode, SearchOutcome, SearchRequest, reciprocal_rank_fusion,
 };
+pub use select::{MAX_GLOB_BYTES, MAX_GLOB_NESTING};
 pub use store::{IndexHealth, IndexProgress};

@@ -271,8 +271,70 @@ fn ambiguous(name: &str, found: &[BufferInfo]) -> Error {
     }
 }
 
+/// The longest path glob taken, in bytes. Real globs are tens of bytes; the regex a glob
+/// becomes grows with its length.
+pub const MAX_GLOB_BYTES: usize = 4_096;
+
+/// The deepest nesting of `{…}` alternatives a path glob may have. Each level is a group of
+/// the regex it becomes, and past the regex parser's nesting limit the glob library panics
+/// instead of failing (300 levels did).
+pub const MAX_GLOB_NESTING: usize = 32;
+
+/// Refuses a glob past [`MAX_GLOB_BYTES`] or [`MAX_GLOB_NESTING`] before it is compiled:
+/// within both, compiling it cannot fail other than with an error. A brace counts where
+/// globset reads one: not escaped, not inside a `[…]` class.
+pub(crate) fn check_glob(glob: &str) -> Result<()> {
+    let too_complex = |reason: String| {
+        Err(Error::GlobTooComplex {
+            preview: glob.chars().take(40).collect(),
+            reason,
+        })
+    };
+    if glob.len() > MAX_GLOB_BYTES {
+        return too_complex(format!(
+            "{} bytes; at most {} are taken",
+            rlm_context::thousands(glob.len() as u64),
+            rlm_context::thousands(MAX_GLOB_BYTES as u64)
+        ));
+    }
+    let (mut depth, mut deepest) = (0_usize, 0_usize);
+    let mut chars = glob.chars();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !in_class => {
+                in_class = true;
+                // A `]` right after the opening (or after `!`/`^`) is part of the class.
+                let rest = chars.as_str();
+                let skip = usize::from(rest.starts_with(['!', '^']));
+                if rest[skip..].starts_with(']') {
+                    chars.nth(skip);
+                }
+            }
+            ']' if in_class => in_class = false,
+            '{' if !in_class => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            '}' if !in_class => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_GLOB_NESTING {
+        return too_complex(format!(
+            "braces nested {deepest} deep; at most {MAX_GLOB_NESTING} levels are taken"
+        ));
+    }
+    Ok(())
+}
+
 /// `*` matches across `/` too, so `*.md` and `docs/*` work on names and absolute paths alike.
+/// A glob past the limits of [`check_glob`] is refused.
 pub(crate) fn compile_glob(glob: &str) -> Result<globset::GlobMatcher> {
+    check_glob(glob)?;
     Ok(GlobBuilder::new(glob)
         .literal_separator(false)
         .build()
@@ -281,4 +343,38 @@ pub(crate) fn compile_glob(glob: &str) -> Result<globset::GlobMatcher> {
             source,
         })?
         .compile_matcher())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(levels: usize) -> String {
+        format!("{}a{}", "{".repeat(levels), "}".repeat(levels))
+    }
+
+    /// 300 nested braces made globset panic ("regex compilation shouldn't fail"); now such a
+    /// glob, and one too long, are refused with an input error, and the deepest nesting
+    /// taken compiles.
+    #[test]
+    fn globs_past_the_limits_are_refused_not_compiled() {
+        let err = compile_glob(&nested(300)).unwrap_err();
+        assert!(matches!(err, Error::GlobTooComplex { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "the path glob \"{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\" is too complex (braces nested \
+             300 deep; at most 32 levels are taken); write a shorter or flatter one"
+        );
+        compile_glob(&nested(MAX_GLOB_NESTING)).unwrap();
+        let long = "a".repeat(MAX_GLOB_BYTES + 1);
+        let err = compile_glob(&long).unwrap_err().to_string();
+        assert!(
+            err.contains("4,097 bytes; at most 4,096 are taken"),
+            "{err}"
+        );
+        // Braces escaped or inside a class are not nesting.
+        check_glob(&"\\{".repeat(100)).unwrap();
+        check_glob(&format!("[{}]", "{".repeat(100))).unwrap();
+        check_glob(&format!("[]{}]", "{".repeat(100))).unwrap();
+    }
 }

@@ -135,9 +135,11 @@ impl From<Error> for ToolError {
             Error::UnknownBuffer(_) | Error::AmbiguousBuffer { .. } | Error::UnknownChunk(_) => {
                 ToolErrorKind::Lookup
             }
-            Error::Range(_) | Error::Glob { .. } | Error::Regex(_) | Error::Pattern(_) => {
-                ToolErrorKind::Value
-            }
+            Error::Range(_)
+            | Error::Glob { .. }
+            | Error::GlobTooComplex { .. }
+            | Error::Regex(_)
+            | Error::Pattern(_) => ToolErrorKind::Value,
             _ => ToolErrorKind::Failed,
         };
         let mut message = rlm_context::one_line(&error.to_string());

@@ -1377,3 +1377,41 @@ fn tokens_sharing_a_bucket_do_not_answer_for_each_other() {
         mixed.hits
     );
 }
+
+/// A `--path` glob of 300 nested braces made globset panic inside search and grep; it is
+/// refused with an input error everywhere a glob reaches the store: search, grep, buffer
+/// selection, and a load's include globs.
+#[test]
+fn a_glob_nested_too_deep_is_an_error_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("store")).unwrap();
+    store
+        .load(
+            vec![text("a.txt", "alpha\n")],
+            &small_chunks(),
+            &mut keep_going,
+        )
+        .unwrap();
+    let glob = format!("{}a{}", "{".repeat(300), "}".repeat(300));
+    let too_complex = |err: Error| {
+        assert!(matches!(err, Error::GlobTooComplex { .. }), "{err:?}");
+    };
+    let mut request = SearchRequest::new("alpha");
+    request.path_glob = Some(glob.clone());
+    too_complex(store.search(&request).unwrap_err());
+    let options = GrepOptions {
+        path_glob: Some(glob.clone()),
+        ..GrepOptions::default()
+    };
+    too_complex(
+        store
+            .grep("alpha", &options, &mut |_| ControlFlow::Continue(()))
+            .unwrap_err(),
+    );
+    too_complex(store.select_buffers(&glob).unwrap_err());
+    let walked = rlm_store::WalkOptions {
+        include: vec![glob],
+        ..rlm_store::WalkOptions::default()
+    };
+    too_complex(rlm_store::collect_sources_with(&[dir.path().to_path_buf()], &walked).unwrap_err());
+}

@@ -78,7 +78,9 @@ pub use session::{
     check_name as check_session_name, write_json as write_json_atomically,
 };
 pub use variables::{PREVIEW_CHARS, VariableInfo, VariablesSnapshot, preview};
-pub use writer::{TrajectoryWriter, is_run_id, new_run_id, root_stem, timestamp_now};
+pub use writer::{
+    TrajectoryWriter, is_run_id, new_run_id, root_stem, root_stem_named, timestamp_now,
+};
 
 /// The schema version this crate writes (the `version` field of every line).
 ///

@@ -84,10 +84,15 @@ pub(crate) fn encode<R: RecordType>(record: &R, timestamp: &str) -> Result<Strin
 
 /// A file stem for a new root run: `rlm_<UTC date>_<time>_<run id>`.
 pub fn root_stem(run_id: &str) -> String {
+    root_stem_named("rlm", run_id)
+}
+
+/// [`root_stem`] with another first word than `rlm` (the reference's `RLMLogger(file_name=)`).
+pub fn root_stem_named(name: &str, run_id: &str) -> String {
     let stamp = timestamp_now().replace(':', "-").replace('T', "_");
     let stamp = stamp.trim_end_matches('Z');
     let stamp = stamp.split('.').next().unwrap_or(stamp);
-    format!("rlm_{stamp}_{run_id}")
+    format!("{name}_{stamp}_{run_id}")
 }
 
 /// Whether `id` has the shape of a run id rlm (or the reference implementation) writes: 1 to

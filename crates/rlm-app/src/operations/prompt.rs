@@ -156,7 +156,9 @@ fn read_inputs(
 
 /// The summarizing model's client and the runtime to ask it on. Unless the window was set,
 /// a local server's own (llama.cpp `/props`) replaces the default, which would send an 8k
-/// server requests it refuses. Says on stderr that summarizing may take a while.
+/// server requests it refuses; the server is asked only when a summary is to be made, so a
+/// build answered from the cache sends it nothing. Says on stderr that summarizing may take a
+/// while.
 fn summarizer(
     context: &Context,
     settings: &mut PromptSettings,
@@ -164,30 +166,26 @@ fn summarizer(
 ) -> anyhow::Result<(Summarizer, Runtime)> {
     let client = settings.llm.build_client()?;
     let runtime = Runtime::new()?;
-    let history = &mut settings.options.history;
-    let mut source = "configured";
-    if !settings.window_tokens_set {
-        source = "default";
-        if let Some(window) = runtime
-            .block_on(client.server_props(&model))
-            .and_then(|props| props.context_window)
-        {
-            history.window_tokens = window;
-            source = "reported by the server";
-        }
-    }
+    let history = &settings.options.history;
+    let window = if settings.window_tokens_set {
+        format!(" (window {} tokens, configured)", history.window_tokens)
+    } else {
+        String::new()
+    };
+    let refreshed = if history.refresh {
+        "; cached summary refreshed"
+    } else {
+        ""
+    };
     context.info(&format!(
-        "summary: {model} summarizes older messages when the history needs it (window {} tokens, {source}{})",
-        history.window_tokens,
-        if history.refresh {
-            "; cached summary refreshed"
-        } else {
-            ""
-        }
+        "summary: {model} summarizes older messages when the history needs it{window}{refreshed}"
     ));
     let heard = context.clone();
-    let summarizer = Summarizer::new(client, model)
+    let mut summarizer = Summarizer::new(client, model)
         .on_progress(move |event| heard.info(&summary_progress(event)));
+    if !settings.window_tokens_set {
+        summarizer = summarizer.window_from_server();
+    }
     Ok((summarizer, runtime))
 }
 
@@ -220,6 +218,14 @@ fn summary_progress(event: &SummaryProgress) -> String {
         } => format!(
             "summary: call {number} ({purpose}) failed after {:.1}s",
             took.as_secs_f64()
+        ),
+        SummaryProgress::Window { tokens, reported } => format!(
+            "summary: window {tokens} tokens, {}",
+            if *reported {
+                "reported by the server"
+            } else {
+                "default"
+            }
         ),
     }
 }

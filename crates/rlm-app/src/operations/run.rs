@@ -64,17 +64,18 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
 
     let runtime = Runtime::new()?;
     // A local server's own window, for models whose window nothing else gives.
+    // The run's own client: the server is asked once, here, for the run's limiter too.
     let engine = &mut settings.engine;
-    let probe = engine.llm.build_client()?;
+    let client = engine.llm.build_client()?;
     let models = [engine.model.clone(), engine.subcall_model.clone()];
     let models: Vec<&str> = models.iter().map(String::as_str).collect();
     runtime.block_on(crate::engine::add_reported_windows(
-        &probe,
+        &client,
         &mut engine.context_windows,
         &models,
     ));
 
-    let mut builder = crate::engine::builder(settings.engine)?;
+    let mut builder = crate::engine::builder_with(settings.engine, client)?;
     if let Some(functions) = functions {
         builder = builder.functions(functions);
     }
@@ -243,19 +244,35 @@ pub struct Completed {
     pub resume: rlm_engine::Resume,
 }
 
+/// The custom tools a front end gives a completion: the root run's, and those of its
+/// `rlm_query` child runs (the root's when `None`).
+#[derive(Debug, Default)]
+pub struct Tools {
+    pub root: Option<rlm_engine::Toolbox>,
+    pub children: Option<rlm_engine::Toolbox>,
+}
+
 /// One question through the RLM loop built as `run` builds it from `options`, over `parts`
-/// (texts and files a front end already holds), continuing from `resume`: the Python
-/// package's `RLM.completion`, whose persistent sessions carry the [`Completed::resume`].
+/// (texts and files a front end already holds), with `tools`, continuing from `resume`: the
+/// Python package's `RLM.completion`, whose persistent sessions carry the
+/// [`Completed::resume`].
 pub fn completion(
     sources: &Sources,
     options: &crate::requests::LoopOptions,
     query: &str,
     parts: Vec<rlm_engine::ContextPart>,
+    tools: Tools,
     resume: &rlm_engine::Resume,
     context: &Context,
 ) -> anyhow::Result<Completed> {
     let settings = crate::settings::LoopSettings::resolve(options, sources)?;
-    let builder = crate::engine::builder(settings)?.events(context.run_events());
+    let mut builder = crate::engine::builder(settings)?.events(context.run_events());
+    if let Some(root) = tools.root {
+        builder = builder.tools(root);
+    }
+    if let Some(children) = tools.children {
+        builder = builder.sub_tools(children);
+    }
     let rlm = builder.build().map_err(error::engine_error)?;
     let runtime = Runtime::new()?;
     let outcome =

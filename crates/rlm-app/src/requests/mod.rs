@@ -35,7 +35,7 @@ pub use llm::{ChatRequest, LlmOptions, parse_seconds};
 pub use models::{ModelsAction, ModelsImportRequest, ModelsRemoveRequest, ModelsRequest};
 pub use prompt::{PromptAction, PromptBuildRequest, PromptFormat, PromptRequest};
 pub use query::QueryRequest;
-pub use run::{LoopOptions, RunRequest, StoreChoice};
+pub use run::{EmbeddingOptions, LoopOptions, RunRequest, StoreChoice};
 pub use store::{
     ChunkRequest, ChunkingOptions, DeleteRequest, DoctorRequest, EmbedRequest, GrepRequest,
     ListRequest, LoadRequest, PeekRequest, ReindexRequest, SearchRequest, ShowRequest,

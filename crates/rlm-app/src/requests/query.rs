@@ -30,10 +30,14 @@ pub struct QueryRequest {
     /// `search` analyses what the searches find; `all` analyses every chunk of the selection.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub scan: Option<ScanMode>,
-    /// Chunks analysed at most, in search mode (default: the plan's choice).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
-    #[serde(alias = "k", alias = "top")]
-    pub top_k: Option<usize>,
+    /// Chunks analysed at most, in search mode (default: the plan's choice). The result
+    /// count is `k` in every command and tool; `--top-k` and `top_k` are older spellings.
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 'k', long = "top", visible_alias = "top-k", value_name = "N")
+    )]
+    #[serde(alias = "top_k", alias = "top")]
+    pub k: Option<usize>,
     /// Chunks per extractor call (default: the plan's choice).
     #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub batch_size: Option<usize>,

@@ -108,9 +108,50 @@ pub struct LoopOptions {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(default)]
     pub allow_reduced_protection: bool,
+    /// Sub-calls one run keeps in flight at once (`llm_query_batched` items, `rlm_query`
+    /// runs); default: plain calls as many as the providers' limiters allow, 4 child runs.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub max_concurrent_subcalls: Option<usize>,
     #[cfg_attr(feature = "clap", command(flatten))]
     #[serde(flatten)]
     pub llm: LlmOptions,
+    /// What a program embedding the loop adds (the Python package's `RLM` arguments); the
+    /// command line has its own ways (prompt files, `[run.tools]`).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(flatten)]
+    pub embedding: EmbeddingOptions,
+}
+
+/// The loop's options a program embedding rlm sets (the reference's `RLM` arguments).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct EmbeddingOptions {
+    /// The user's instructions in place of rlm's system prompt; rlm's description of the
+    /// sandbox (its variables, functions, limits and answer forms) still follows them.
+    #[serde(default)]
+    pub custom_system_prompt: Option<String>,
+    /// Sections appended to the system prompt (the reference's `tool_prompts`).
+    #[serde(default)]
+    pub system_sections: Vec<String>,
+    /// Python run in the root session before the first turn (the reference's `tool_code`).
+    #[serde(default)]
+    pub setup_code: Option<String>,
+    /// The first word of the trajectory's file name (default `rlm`).
+    #[serde(default)]
+    pub log_name: Option<String>,
+    /// Output-token cap of the root model's requests (the reference's
+    /// `sampling_args["max_tokens"]`); default: the root model's configured cap.
+    #[serde(default)]
+    pub root_max_output_tokens: Option<u32>,
+    /// Output-token cap of the sub-calls' requests (the reference's
+    /// `sub_sampling_args["max_tokens"]`); default: the sub-call model's configured cap.
+    #[serde(default)]
+    pub subcall_max_output_tokens: Option<u32>,
+    /// Sampling temperature of the root model's requests (`sampling_args["temperature"]`).
+    #[serde(default)]
+    pub root_temperature: Option<f32>,
+    /// Sampling temperature of the sub-calls (`sub_sampling_args["temperature"]`).
+    #[serde(default)]
+    pub subcall_temperature: Option<f32>,
 }
 
 /// `rlm run`'s `--store`: the store the other store commands use, or one named by its

@@ -217,6 +217,7 @@ catalog! {
     LLM_PRICES: Map<Price> = Map::new("llm.prices");
     LLM_CAPABILITIES: Map<ModelCapabilities> = Map::new("llm.capabilities");
     RUN_CONTEXT_WINDOWS: Map<u64> = Map::new("run.context_windows");
+    RUN_TOOLS: Map<crate::command_tools::CommandToolConfig> = Map::new("run.tools");
     PROMPT_CONTEXT_PRIORITY: Map<i64> = Map::new("prompt.context_priority");
 }
 
@@ -315,7 +316,10 @@ mod tests {
                 "[llm.prices.m]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n\
                  [llm.capabilities.m]\nstop = false\n",
             ),
-            Some("[run.context_windows]\nm = 4096\n[prompt.context_priority]\nadrs = 3\n"),
+            Some(
+                "[run.context_windows]\nm = 4096\n[prompt.context_priority]\nadrs = 3\n\
+                 [run.tools.t]\ncommand = [\"true\"]\n",
+            ),
         );
         let sources = layout.sources(&[]);
         let listed = shown::settings(&sources, sources.config().unwrap());

@@ -197,4 +197,131 @@ mod tests {
         }
         out
     }
+
+    /// Any configuration file — every known key with a value of any type, named tables of
+    /// providers, prices and windows with any fields, lines that are not TOML — is read,
+    /// checked, shown and resolved for every command with an answer or an error, never a
+    /// panic.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn any_configuration_file_resolves_or_is_refused() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+
+        use crate::requests::{
+            ChatRequest, LoadRequest, QueryRequest, RunRequest, SearchRequest, ViewRequest, parse,
+        };
+        use crate::settings::tests::Layout;
+
+        let keys: Vec<&'static str> = catalog::ALL
+            .iter()
+            .filter(|described| described.in_files())
+            .map(|described| described.key())
+            .collect();
+        let text = proptest::sample::select(vec![
+            "",
+            "x",
+            "openai:gpt-4o",
+            "ollama:",
+            "1KB",
+            "99999999999999GB",
+            "-1",
+            "0",
+            "http://[::1",
+            "http://127.0.0.1:1/v1",
+            "../../etc",
+            "openai",
+            "anthropic",
+            "low",
+            "medium",
+            "bm25",
+            "\u{202e}",
+            "auto",
+        ]);
+        let value = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            prop_oneof![
+                Just("1e300"),
+                Just("-0.5"),
+                Just("nan"),
+                Just("-inf"),
+                Just("0.0")
+            ]
+            .prop_map(str::to_owned),
+            any::<bool>().prop_map(|b| b.to_string()),
+            text.clone().prop_map(|text| format!("{text:?}")),
+            proptest::collection::vec(text.clone(), 0..3).prop_map(|items| format!("{items:?}")),
+            Just("{ kind = \"openai\", base_url = \"x\", max_concurrency = -3 }".to_owned()),
+        ];
+        let entry = (0..keys.len(), value.clone()).prop_map(move |(key, value)| {
+            let (section, name) = keys[key].rsplit_once('.').unwrap_or(("llm", keys[key]));
+            format!("[{section}]\n{name} = {value}\n")
+        });
+        let named = (
+            proptest::sample::select(vec![
+                "llm.providers",
+                "llm.prices",
+                "run.context_windows",
+                "llm.capabilities",
+                "prompt.context_priority",
+            ]),
+            proptest::sample::select(vec!["local", "m", "openai", "a.b"]),
+            proptest::sample::select(vec![
+                "kind",
+                "base_url",
+                "api_key",
+                "api_key_env",
+                "max_concurrency",
+                "input_per_mtok",
+                "output_per_mtok",
+                "cache_read_per_mtok",
+                "tools",
+                "stop",
+            ]),
+            value,
+        )
+            .prop_map(|(table, name, field, value)| {
+                format!("[{table}.\"{name}\"]\n{field} = {value}\n")
+            });
+        let raw = proptest::sample::select(vec!["[llm", "= 1\n", "[[llm]]\n", "llm = 3\n"])
+            .prop_map(str::to_owned);
+        let file = proptest::collection::vec(prop_oneof![4 => entry, 3 => named, 1 => raw], 0..8)
+            .prop_map(|parts| parts.concat());
+
+        let run: RunRequest = parse(&["q", "--context", "x"]);
+        let query: QueryRequest = parse(&["q"]);
+        let chat: ChatRequest = parse(&["hi"]);
+        let load: LoadRequest = parse(&["."]);
+        let search: SearchRequest = parse(&["q"]);
+        let view: ViewRequest = parse(&["log.jsonl"]);
+        let mut runner = TestRunner::new(Config {
+            cases: 128,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&file, |file| {
+                let layout = Layout::new(None, Some(&file));
+                let sources = layout.sources(&[]);
+                let Ok(config) = sources.config() else {
+                    return Ok(());
+                };
+                let _ = crate::settings::shown::settings(&sources, config);
+                let _ = crate::settings::shown::providers(&sources, config, "llm.providers");
+                for section in ["llm", "run", "query", "prompt", "embed", "sandbox"] {
+                    let _ = sources.checked_config(section);
+                }
+                let _ = crate::settings::EmbeddingSettings::resolve(None, &sources);
+                let _ = crate::settings::RunSettings::resolve(&run, &sources);
+                let _ = crate::settings::QuerySettings::resolve(&query, &sources);
+                if let Ok(chat) = crate::settings::ChatSettings::resolve(&chat, &sources) {
+                    let _ = chat.llm.build_client();
+                }
+                let _ = crate::settings::LoadSettings::resolve(&load, &sources);
+                let _ = crate::settings::SearchSettings::resolve(&search, &sources);
+                let _ = crate::settings::ViewSettings::resolve(&view, &sources);
+                Ok(())
+            })
+            .unwrap();
+    }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rlm_query::{QueryOptions, QueryPrompts};
 
-use super::{LlmSettings, Sources, StoreSettings, catalog};
+use super::{LlmSettings, Origin, Sources, StoreSettings, catalog};
 use crate::error::{AppError, input_error};
 use crate::requests::QueryRequest;
 
@@ -51,7 +51,7 @@ impl QuerySettings {
             .with_hint("use --batch-size N with N from 1 (one chunk per call) to about 50")
             .into());
         }
-        let top_k = catalog::QUERY_TOP_K.resolve(args.top_k, sources)?;
+        let top_k = catalog::QUERY_TOP_K.resolve(args.k, sources)?;
         if top_k.value == Some(0) {
             let named = catalog::QUERY_TOP_K.named_by(&top_k.origin);
             return Err(input_error(format!("{named} must be at least 1")).into());
@@ -85,6 +85,8 @@ impl QuerySettings {
         options.buffers.clone_from(&args.buffers);
         options.path_glob.clone_from(&args.path);
         options.max_concurrency = concurrency.value;
+        // Unless chosen, the fan-out follows what a local server says it serves at once.
+        options.concurrency_from_server = matches!(concurrency.origin, Origin::Default);
         options.budget = rlm_llm::Budget {
             max_tokens,
             max_cost_usd: max_cost,

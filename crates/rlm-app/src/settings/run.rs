@@ -53,6 +53,12 @@ pub struct LoopSettings {
     pub block_timeout: Duration,
     /// Context windows: the built-in table with `[run.context_windows]` on top.
     pub context_windows: ContextWindows,
+    /// Sub-calls one run keeps in flight at once.
+    pub max_concurrent_subcalls: Option<usize>,
+    /// What an embedding program added (custom system prompt, setup code, …).
+    pub embedding: crate::requests::EmbeddingOptions,
+    /// The commands `[run.tools]` declares, as the run's custom tools.
+    pub tools: Option<rlm_engine::Toolbox>,
 }
 
 impl LoopSettings {
@@ -62,6 +68,9 @@ impl LoopSettings {
         checks::range("--max-depth", args.max_depth, 1..=5)?;
         checks::seconds("--timeout", args.max_time)?;
         checks::seconds("--block-timeout", args.block_timeout)?;
+        if args.max_concurrent_subcalls == Some(0) {
+            return Err(input_error("--max-concurrent-subcalls must be at least 1").into());
+        }
         let llm = LlmSettings::resolve(&args.llm, sources)?;
         let model = llm.require_model()?.to_owned();
         let subcall_model = llm.subcall_model.clone().unwrap_or_else(|| model.clone());
@@ -100,6 +109,9 @@ impl LoopSettings {
             allow_reduced_protection,
             block_timeout,
             context_windows,
+            max_concurrent_subcalls: args.max_concurrent_subcalls,
+            embedding: args.embedding.clone(),
+            tools: crate::command_tools::toolbox(catalog::RUN_TOOLS.read(sources)?)?,
         })
     }
 }

@@ -43,6 +43,9 @@ pub enum SummaryProgress {
         purpose: &'static str,
         took: Duration,
     },
+    /// Before the first call, with [`Summarizer::window_from_server`]: the window the calls are
+    /// sized by, and whether the server reported it (else the configured default stands).
+    Window { tokens: u64, reported: bool },
 }
 
 type ProgressSink = Arc<dyn Fn(&SummaryProgress) + Send + Sync>;
@@ -53,6 +56,8 @@ pub struct Summarizer {
     client: LlmClient,
     model: String,
     progress: Option<ProgressSink>,
+    /// Ask the server for its window before the first call ([`Self::window_from_server`]).
+    server_window: bool,
 }
 
 impl std::fmt::Debug for Summarizer {
@@ -71,7 +76,18 @@ impl Summarizer {
             client,
             model: model.into(),
             progress: None,
+            server_window: false,
         }
+    }
+
+    /// These summaries, sized by the window a local server reports (llama.cpp `/props`, asked
+    /// through the client) in place of the options' `window_tokens` when it reports one. The
+    /// server is asked only when a summary is to be made: a build answered from the cache, or
+    /// with nothing to summarize, sends it nothing.
+    #[must_use]
+    pub fn window_from_server(mut self) -> Self {
+        self.server_window = true;
+        self
     }
 
     /// These summaries, telling `sink` as each call starts and ends.
@@ -207,6 +223,9 @@ impl PromptAssembler {
         }
         rendered.extend_from_slice(&frame.rendered[from..tail_start]);
         tokens.extend_from_slice(&frame.message_tokens[from..tail_start]);
+        if summarizer.server_window {
+            self.ask_window(summarizer).await;
+        }
         let mut calls = Vec::new();
         let summarized = self
             .summarize(
@@ -256,6 +275,23 @@ impl PromptAssembler {
             },
         };
         Ok(self.finish(inputs, frame, outcome, calls))
+    }
+
+    /// Sizes the calls by the window the summarizing model's server reports, if it reports one,
+    /// and says which window stands.
+    async fn ask_window(&mut self, summarizer: &Summarizer) {
+        let reported = summarizer
+            .client
+            .server_props(&summarizer.model)
+            .await
+            .and_then(|props| props.context_window);
+        if let Some(window) = reported {
+            self.options.history.window_tokens = window;
+        }
+        summarizer.tell(&SummaryProgress::Window {
+            tokens: self.options.history.window_tokens,
+            reported: reported.is_some(),
+        });
     }
 
     /// The summary of `rendered` messages in at most `budget` tokens, and a note when it had to

@@ -116,6 +116,7 @@ pub(crate) async fn run_loop(
         }
         None => None,
     };
+    prepare_session(&scope, session.as_mut()).await?;
 
     let mut conversation = prompts::opening(&scope, &description, query);
     if let (Some(note), Some(first)) = (session_note, conversation.messages.first_mut()) {
@@ -177,6 +178,31 @@ pub(crate) async fn run_loop(
     Ok(result)
 }
 
+/// Binds the run's tool values and, in a root run, runs the user's setup code. A value that
+/// cannot be bound or setup code that raises stops the run before its first turn: the model
+/// would be told of tools it does not have.
+async fn prepare_session(scope: &RunScope, session: &mut dyn ReplSession) -> Result<(), Error> {
+    for (name, code) in scope.toolbox().value_bindings() {
+        let outcome = session.execute(&code).await.map_err(Error::Repl)?;
+        if let Some(error) = outcome.error {
+            return Err(Error::Repl(crate::repl::ReplError::new(format!(
+                "could not bind the tool `{name}`: {error}"
+            ))));
+        }
+    }
+    if scope.depth == 0
+        && let Some(code) = &scope.shared.settings.setup_code
+    {
+        let outcome = session.execute(code).await.map_err(Error::Repl)?;
+        if let Some(error) = outcome.error {
+            return Err(Error::Repl(crate::repl::ReplError::new(format!(
+                "the setup code failed: {error}"
+            ))));
+        }
+    }
+    Ok(())
+}
+
 /// Writes an `interrupted` result line when the run's future is dropped before it wrote its
 /// own (Ctrl-C in the binary drops it), so a stopped run's log still ends with a result.
 struct InterruptedGuard<'a> {
@@ -229,7 +255,16 @@ async fn finish(
     let status = state.status.unwrap_or(Status::IterationLimit);
     // Only a root run's REPL outlives it (in a session); a child's is gone with it.
     let variables = if scope.depth == 0 {
-        Some(resume::snapshot(session, &scope.run_id).await)
+        let mut snapshot = resume::snapshot(session, &scope.run_id).await;
+        // The tools are bound again by the next run; they are not the model's variables.
+        let toolbox = scope.toolbox();
+        snapshot.variables.retain(|variable| {
+            !toolbox
+                .tools()
+                .iter()
+                .any(|tool| tool.name == variable.name)
+        });
+        Some(snapshot)
     } else {
         None
     };

@@ -24,20 +24,49 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
         ),
         None => String::new(),
     };
-    let system = render(
-        &settings.prompts.system,
-        &[
-            ("output_limit", output_limit.as_str()),
-            ("subcall_window_chars", window.as_str()),
-            ("chunk_chars", chunk.as_str()),
-            (
-                "recursion_note",
-                recursion_note(scope.depth, settings.max_depth),
-            ),
-            ("helpers", settings.helpers_doc.as_str()),
-            ("functions", functions.as_str()),
-        ],
-    );
+    let toolbox = scope.toolbox();
+    let tools = if toolbox.is_empty() {
+        String::new()
+    } else {
+        render(
+            &settings.prompts.tools,
+            &[("tool_list", toolbox.prompt_list().as_str())],
+        )
+    };
+    let values = [
+        ("output_limit", output_limit.as_str()),
+        ("subcall_window_chars", window.as_str()),
+        ("chunk_chars", chunk.as_str()),
+        (
+            "recursion_note",
+            recursion_note(scope.depth, settings.max_depth),
+        ),
+        ("helpers", settings.helpers_doc.as_str()),
+        ("functions", functions.as_str()),
+        ("tools", tools.as_str()),
+        (
+            "budget",
+            if scope.account.is_limited() {
+                crate::budget_function::PROMPT_NOTE
+            } else {
+                ""
+            },
+        ),
+    ];
+    let mut system = match &settings.custom_system_prompt {
+        // The user's instructions, then what the sandbox offers (the loop needs it).
+        Some(custom) => format!(
+            "{}\n\n{}",
+            custom.trim_end(),
+            render(&settings.prompts.sandbox, &values)
+        ),
+        None => render(&settings.prompts.system, &values),
+    };
+    for section in &settings.system_sections {
+        system.push_str("\n\n");
+        system.push_str(section.trim_end());
+        system.push('\n');
+    }
     let query = embed_query(query);
     let first = render(
         &settings.prompts.first_turn,
@@ -52,6 +81,7 @@ pub(super) fn opening(scope: &RunScope, description: &str, query: &str) -> ChatR
         .user(first);
     conversation.stop.clone_from(&settings.stop);
     conversation.max_tokens = settings.root_max_output_tokens;
+    conversation.temperature = settings.root_temperature;
     conversation
 }
 

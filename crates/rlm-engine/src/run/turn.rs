@@ -101,6 +101,14 @@ impl Turns<'_> {
             logged_blocks,
             final_answer.as_deref(),
         )?;
+        emit(
+            self.scope,
+            &Event::IterationFinished {
+                depth: self.scope.depth,
+                iteration: state.iterations,
+                seconds: started.elapsed().as_secs_f64(),
+            },
+        );
         // The reply joins the conversation once it is logged (the log holds what was sent).
         let mut history = std::mem::take(&mut turn.reply.text);
         if turn.parsed.unterminated {

@@ -136,3 +136,84 @@ async fn child_runs_send_nothing_more_after_a_reply_over_reports() {
     );
     assert_eq!(result.outcome.usage.total.overrun_calls, 1);
 }
+
+/// `budget()` tells model code what is left before it fans out: here $0.50, 20 model calls,
+/// 60 seconds, with what the first turn and a sub-call used taken off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_says_what_is_left_of_each_limit() {
+    let harness = Harness::start().await;
+    harness.root(&[
+        "```repl\nx = llm_query('hi')\nb = budget()\nprint(sorted(b.items()))\n```",
+        "FINAL(done)",
+    ]);
+    harness.sub(|_| "fine".to_owned());
+    let client = harness
+        .server
+        .client_builder()
+        .prices(prices())
+        .build()
+        .unwrap();
+    let limits = RunLimits {
+        spend: Budget {
+            max_cost_usd: Some(0.5),
+            max_calls: Some(20),
+            ..Budget::default()
+        },
+        timeout: Some(Duration::from_secs(60)),
+        ..RunLimits::default()
+    };
+    let rlm = harness.rlm_builder(client, limits, 1).build().unwrap();
+    let result = rlm
+        .completion("What is asked?", vec![rlm_engine::ContextPart::new("x")])
+        .await
+        .unwrap();
+    assert_eq!(
+        result.outcome.status,
+        Status::Answered,
+        "{}",
+        status_line(&result)
+    );
+    let system = harness.server.requests_for("root")[0]
+        .system
+        .clone()
+        .unwrap();
+    assert!(system.contains("`budget()`: what is left"), "{system}");
+    let printed = harness.user_message("root", 1);
+    // The root turn and the sub-call: 2 of 20 calls made, 18 left.
+    for expected in [
+        "('calls_left', 18)",
+        "('calls_made', 2)",
+        "('subcalls_made', 1)",
+        "('subcalls_left', None)",
+        "('tokens_left', None)",
+        "('stopped', None)",
+    ] {
+        assert!(printed.contains(expected), "{expected}: {printed}");
+    }
+    let value = |key: &str| -> f64 {
+        let at = printed.find(&format!("('{key}', ")).unwrap() + key.len() + 5;
+        printed[at..].split(')').next().unwrap().parse().unwrap()
+    };
+    let spent = value("cost_usd_spent");
+    assert!(spent > 0.0, "{printed}");
+    assert!(
+        (value("cost_usd_left") - (0.5 - spent)).abs() < 1e-9,
+        "{printed}"
+    );
+    assert!((0.0..=60.0).contains(&value("seconds_left")), "{printed}");
+
+    // Without any limit the prompt does not mention it (recorded sessions replay as before),
+    // and it answers None for every limit.
+    let harness = Harness::start().await;
+    harness.root(&[
+        "```repl\nprint(budget()['cost_usd_left'])\n```",
+        "FINAL(done)",
+    ]);
+    harness.run(RunLimits::default(), 1, "x").await;
+    let system = harness.server.requests_for("root")[0]
+        .system
+        .clone()
+        .unwrap();
+    assert!(!system.contains("budget()"), "{system}");
+    assert!(harness.user_message("root", 1).contains("None"));
+}

@@ -258,6 +258,21 @@ impl Reserved {
     }
 }
 
+/// What is left under a ledger's budgets and its ancestors' ([`Ledger::remaining`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Remaining {
+    /// Tokens, input plus output; `None`: no token limit.
+    pub tokens: Option<u64>,
+    /// Dollars; `None`: no money limit.
+    pub cost_usd: Option<f64>,
+    /// Model calls; `None`: no call limit.
+    pub calls: Option<u64>,
+    /// Why nothing more may be sent although a limit shows room: a provider over-reported,
+    /// or the spend under a money limit is unknown.
+    pub stopped: Option<String>,
+}
+
 /// What one ledger node has spent, with everything below it, what its calls in flight have
 /// reserved, and the first reply below it that reported more than its call could use.
 #[derive(Debug, Default)]
@@ -507,6 +522,53 @@ impl Ledger {
             estimate,
             open: true,
         })
+    }
+
+    /// What is left under every budget on the path from here to the root, for a caller
+    /// planning its work (a run's code asking before it fans out): each limit's room after what
+    /// is spent and what calls in flight hold, the smallest along the path; `None` where no
+    /// node limits it. A budget stopped by a reply that reported more than its call could use,
+    /// or one whose spend is unknown, has nothing left, and [`Remaining::stopped`] says why.
+    pub fn remaining(&self) -> Remaining {
+        let mut remaining = Remaining::default();
+        for ledger in self.path() {
+            let budget = &ledger.budget;
+            let account = ledger.lock();
+            let spent = &account.spent.total;
+            let held = &account.reserved;
+            let fewest = |known: Option<u64>, left: u64| Some(known.map_or(left, |k| k.min(left)));
+            if let Some(max) = budget.max_calls {
+                let used = spent.calls + spent.failures + held.calls;
+                remaining.calls = fewest(remaining.calls, max.saturating_sub(used));
+            }
+            let stopped = account
+                .stopped_by(budget)
+                .map(|(_, overrun)| overrun.to_string());
+            let unknown_cost = budget.max_cost_usd.is_some() && spent.cost_is_partial();
+            if let Some(max) = budget.max_tokens {
+                let left = if stopped.is_some() {
+                    0
+                } else {
+                    max.saturating_sub(spent.usage.total() + held.tokens)
+                };
+                remaining.tokens = fewest(remaining.tokens, left);
+            }
+            if let Some(max) = budget.max_cost_usd {
+                let left = if stopped.is_some() || unknown_cost {
+                    0.0
+                } else {
+                    (max - spent.cost_usd - held.cost_usd).max(0.0)
+                };
+                remaining.cost_usd = Some(remaining.cost_usd.map_or(left, |known| known.min(left)));
+            }
+            if remaining.stopped.is_none() {
+                remaining.stopped = stopped.or_else(|| {
+                    unknown_cost
+                        .then(|| "spend is unknown (a model without a price was used)".to_owned())
+                });
+            }
+        }
+        remaining
     }
 
     /// What calls in flight hold on this node (and below it).

@@ -316,3 +316,53 @@ fn replies_within_their_reservation_stop_nothing() {
     assert_eq!(root.total().overrun_calls, 0);
     assert!(root.reserve(estimate).is_ok());
 }
+
+/// What is left: each limit's room after spending and what calls in flight hold, the
+/// smallest along the path; nothing once a reply over-reports.
+#[test]
+fn remaining_is_the_least_room_on_the_path() {
+    let root = Ledger::with_budget(Budget {
+        max_tokens: Some(1_000),
+        max_cost_usd: Some(1.0),
+        ..Budget::default()
+    });
+    let run = Ledger::child(
+        &root,
+        Budget {
+            max_tokens: Some(5_000),
+            max_calls: Some(10),
+            ..Budget::default()
+        },
+    );
+    assert_eq!(
+        run.remaining(),
+        Remaining {
+            tokens: Some(1_000),
+            cost_usd: Some(1.0),
+            calls: Some(10),
+            stopped: None
+        }
+    );
+    run.record("provider:model", &reply(usage(200, 100), Some(0.25)));
+    let estimate = Estimate {
+        tokens: 100,
+        cost_usd: Some(0.1),
+        input_tokens: 50,
+        output_cap: Some(50),
+    };
+    let in_flight = run.reserve(estimate).unwrap();
+    let left = run.remaining();
+    assert_eq!((left.tokens, left.calls), (Some(600), Some(8)));
+    assert!((left.cost_usd.unwrap() - 0.65).abs() < 1e-9, "{left:?}");
+    assert_eq!(Ledger::new().remaining(), Remaining::default());
+    // A reply far over its cap stops the budget: nothing left, and why.
+    in_flight.settle("provider:model", &reply(usage(50, 20_000), Some(0.0)));
+    let left = run.remaining();
+    assert_eq!((left.tokens, left.cost_usd), (Some(0), Some(0.0)));
+    assert!(
+        left.stopped
+            .as_deref()
+            .is_some_and(|why| why.contains("reported 20,000 output tokens")),
+        "{left:?}"
+    );
+}

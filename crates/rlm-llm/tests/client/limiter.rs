@@ -121,6 +121,32 @@ async fn a_local_server_gets_as_many_requests_as_it_reports_slots() {
     );
 }
 
+/// A server reporting an absurd number of slots (2^61, past what a semaphore counts) gets at
+/// most `MAX_REPORTED_SLOTS` requests at once, and nothing panics; a configured limit past
+/// any use is held to `CONCURRENCY_CEILING`.
+#[tokio::test]
+async fn absurd_slot_counts_are_clamped() {
+    let server = server().await;
+    server.set_props(serde_json::json!({"total_slots": 1_u64 << 61}));
+    server.respond_with(|_| FakeReply::text("ok"));
+    let client = local_client(&server, None);
+    client.chat(&asks(1)[0]).await.unwrap();
+    let concurrency = client.concurrency("local").unwrap();
+    assert_eq!(
+        (concurrency.limit, concurrency.source),
+        (
+            rlm_llm::MAX_REPORTED_SLOTS,
+            rlm_llm::ConcurrencySource::Server
+        )
+    );
+    let configured = local_client(&server, Some(usize::MAX));
+    assert_eq!(
+        configured.concurrency("local").unwrap().limit,
+        rlm_llm::CONCURRENCY_CEILING
+    );
+    configured.chat(&asks(1)[0]).await.unwrap();
+}
+
 /// Text Generation Inference (`/info` `max_concurrent_requests`) and SGLang
 /// (`/get_server_info` `max_running_requests`) say how many requests they take at once, where
 /// llama.cpp's `/props` is missing: that many go out together, and none waits in the server's

@@ -29,3 +29,16 @@ async fn a_local_server_is_asked_once_for_its_window_and_slots() {
     // An unknown provider is not asked.
     assert_eq!(client.server_props("nowhere:m").await, None);
 }
+
+/// A body over `PROPS_BODY_LIMIT` (a chat template of 2 MiB) is not read: nothing reported.
+#[tokio::test]
+async fn a_body_past_the_limit_is_not_read() {
+    let fake = server().await;
+    fake.set_props(serde_json::json!({
+        "total_slots": 2,
+        "chat_template": "x".repeat(2 << 20),
+    }));
+    let client = fake.client_builder().build().unwrap();
+    assert_eq!(client.server_props("m").await, None);
+    assert_eq!(fake.props_requests(), 1);
+}

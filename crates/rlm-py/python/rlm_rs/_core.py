@@ -13,40 +13,24 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 
-PathLike = Union[str, "os.PathLike[str]"]
-
-# (name, kind, base URL or "" to keep the configured one, key or None)
-ProviderSpec = Tuple[str, str, str, Optional[str]]
-
-# Hears an operation's progress: (kind, fields), e.g. ("iteration_started", {...}).
-EventCallback = Callable[[str, Dict[str, Any]], None]
-
-
-class RlmError(Exception):
-    """An operation failed. ``str(err)`` is the CLI's ``error:``/``hint:`` text; ``exit_code``
-    is the code the CLI would have exited with (1: the task could not be done)."""
-
-    def __init__(self, message: str, exit_code: int = 1, messages: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-        self.messages = list(messages) or [message]
-        # The `--json` record of a run that failed, when there is one (its log, its usage).
-        self.record: Optional[Dict[str, Any]] = None
+if TYPE_CHECKING:  # pragma: no cover
+    PathLike = Union[str, "os.PathLike[str]"]
+    # (name, kind, base URL or "" to keep the configured one, key or None)
+    ProviderSpec = Tuple[str, str, str, Optional[str]]
+    # Hears an operation's progress: (kind, fields), e.g. ("iteration_started", {...}).
+    EventCallback = Callable[[str, Dict[str, Any]], None]
 
 
-class RlmInputError(RlmError, ValueError):
-    """Bad input (the CLI's exit code 2): a missing file, a malformed value, an unknown model or
-    provider, a store that is not one."""
-
-
-def _failure(code: int, errors: Sequence[str]) -> RlmError:
-    text = "\n".join(errors) if errors else f"the operation failed (exit code {code})"
-    kind = RlmInputError if code == 2 else RlmError
-    return kind(text, code, errors)
+from ._exceptions import RlmError, RlmInputError
+from ._exceptions import failure as _failure
 
 
 def _setup_worker() -> None:
@@ -130,6 +114,9 @@ def _plain(request: Dict[str, Any]) -> Dict[str, Any]:
 
 @dataclass
 class CompletionOutcome:
+    """A completion's record (``rlm run --json``'s) and what a persistent session continues
+    from (``None`` when the question failed: the session stays as it was)."""
+
     record: Dict[str, Any]
     continuation: Any
 
@@ -142,6 +129,10 @@ def completion(
     providers: Sequence[ProviderSpec] = (),
     files: Sequence[str] = (),
     on_event: Optional[EventCallback] = None,
+    tools: Optional[List[Dict[str, Any]]] = None,
+    sub_tools: Optional[List[Dict[str, Any]]] = None,
+    tool_dispatch: Optional[Callable[..., Any]] = None,
+    tool_timeout: float = 60.0,
 ) -> CompletionOutcome:
     """One question through the RLM loop (see ``rlm_rs._native.completion``)."""
     finished, following = _native.completion(
@@ -152,6 +143,10 @@ def completion(
         list(providers),
         list(files),
         on_event=on_event,
+        tools=tools,
+        sub_tools=sub_tools,
+        tool_dispatch=tool_dispatch,
+        tool_timeout=tool_timeout,
     )
     if finished.error is not None and not list(finished.records):
         code, text = finished.error

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+# `typing` is only for the type checker: importing it costs milliseconds at `import rlm_rs`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import _core
-from ._core import PathLike, path_arg
+from ._core import path_arg
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._core import PathLike
 
 SEARCH_MODES = ("bm25", "semantic", "hybrid")
 
@@ -58,6 +64,14 @@ class QueryResult:
     chunks_analyzed: int = 0
     citations_unknown: List[int] = field(default_factory=list)
     record: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def _repr_html_(self) -> Optional[str]:
+        """The viewer's page of the query, inline in a notebook (None without a log)."""
+        if not self.log_path or not os.path.exists(self.log_path):
+            return None
+        from ._types import RunLog
+
+        return RunLog(self.log_path)._repr_html_()
 
 
 def _ranges(items: Iterable[Dict[str, Any]]) -> List[Tuple[int, int]]:
@@ -109,17 +123,21 @@ class Store:
         self,
         query: str,
         mode: str = "bm25",
-        top: int = 10,
+        k: Optional[int] = None,
         buffers: Optional[Sequence[str]] = None,
         path: Optional[str] = None,
+        *,
+        top: Optional[int] = None,
     ) -> List[SearchHit]:
-        """Ranked chunks for ``query``: ``mode`` is ``bm25``, ``semantic`` or ``hybrid``
-        (the last two need embeddings: ``load(..., embed=True)``)."""
+        """The ``k`` best chunks for ``query`` (default 10; ``top`` is an older name):
+        ``mode`` is ``bm25``, ``semantic`` or ``hybrid`` (the last two need embeddings:
+        ``load(..., embed=True)``)."""
         if mode not in SEARCH_MODES:
             raise _core.RlmInputError(
                 f"error: unknown search mode {mode!r}\nhint: modes: {', '.join(SEARCH_MODES)}", 2
             )
-        request = {"query": query, "mode": mode, "k": top, **_scope(buffers, path)}
+        count = _count(k, top, "top")
+        request = {"query": query, "mode": mode, "k": 10 if count is None else count, **_scope(buffers, path)}
         return [
             SearchHit(
                 rank=int(r["rank"]),
@@ -186,6 +204,15 @@ class Store:
         return f"Store({self.path!r})"
 
 
+def _count(k: Optional[int], alias: Optional[int], alias_name: str) -> Optional[int]:
+    """The result count, given as ``k`` or by its older name."""
+    if k is not None and alias is not None and k != alias:
+        raise _core.RlmInputError(
+            f"error: k={k} and {alias_name}={alias} are the same count; give one", 2
+        )
+    return k if k is not None else alias
+
+
 def _only(records: List[Dict[str, Any]], kind: str) -> Dict[str, Any]:
     for record in records:
         if record.get("type") == kind:
@@ -207,33 +234,58 @@ def query(
     buffers: Optional[Sequence[str]] = None,
     path: Optional[str] = None,
     mode: Optional[str] = None,
-    top_k: Optional[int] = None,
+    k: Optional[int] = None,
     max_cost: Optional[float] = None,
     max_tokens: Optional[int] = None,
     timeout: Optional[float] = None,
     log_dir: Optional[PathLike] = None,
     extra_flags: Sequence[str] = (),
+    *,
+    subcall_model: Optional[str] = None,
+    record: Optional[PathLike] = None,
+    replay: Optional[PathLike] = None,
+    top_k: Optional[int] = None,
+    verbose: bool = False,
+    on_event: Optional[_core.EventCallback] = None,
     **fields: Any,
 ) -> QueryResult:
     """Plans searches for ``question``, reads the chunks they find with extractor calls and
-    writes a report citing the chunks it used (``rlm query``). Any other field of the query's
-    request may be given by name (``subcall_model=...``, ``skip_plan=True``);
-    ``extra_flags`` takes them as the CLI's flags."""
+    writes a report citing the chunks it used (``rlm query``). ``k`` is the most chunks
+    analysed (``top_k`` is an older name); ``subcall_model`` reads them, ``record``/``replay``
+    write or answer from a recording of every model call, as for :class:`RLM`. Any other field
+    of the query's request may be given by name (``skip_plan=True``); ``extra_flags`` takes
+    them as the CLI's flags. Quiet unless ``verbose`` (progress lines on stderr);
+    ``on_event(kind, fields)`` hears every event."""
     location = store.path if isinstance(store, Store) else os.path.abspath(path_arg(store))
     request: Dict[str, Any] = {
         "question": question,
         **_scope(buffers, path),
         "model": model,
         "mode": mode,
-        "top_k": top_k,
+        "k": _count(k, top_k, "top_k"),
         "max_cost": max_cost,
         "max_tokens": max_tokens,
         "timeout": timeout,
         "log": None if log_dir is None else path_arg(log_dir),
+        "subcall_model": subcall_model,
+        "record": None if record is None else path_arg(record),
+        "replay": None if replay is None else path_arg(replay),
     }
     request.update(_core.flags_to_fields(extra_flags, "query"))
     request.update(fields)
-    finished = _core.call("query", request, store=location, allow_failed=True)
+
+    def hear(kind: str, event: Dict[str, Any]) -> None:
+        if verbose and kind in ("info", "note", "warning", "problem", "query"):
+            import sys
+
+            print(f"rlm_rs: {event.get('text') or event.get('event')}", file=sys.stderr, flush=True)
+        if on_event is not None:
+            on_event(kind, event)
+
+    listening = verbose or on_event is not None
+    finished = _core.call(
+        "query", request, store=location, allow_failed=True, on_event=hear if listening else None
+    )
     result = next((r for r in finished.records if r.get("type") == "result"), None)
     if result is None:
         raise _core._failure(finished.status or 1, finished.problems)

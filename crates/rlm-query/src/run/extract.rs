@@ -44,7 +44,7 @@ struct Books {
 }
 
 impl QueryRun {
-    /// Runs every batch that fits the budget, at most `max_concurrency` at once; the rest are
+    /// Runs every batch that fits the budget, at most `at_once` at once; the rest are
     /// skipped (`chunks_skipped`). Returns the extractions; with none, the result says why
     /// (an input error, e.g. a refused request, is the query's error instead).
     pub(super) async fn extract(
@@ -65,7 +65,7 @@ impl QueryRun {
             input_error: Arc::clone(&input_error),
         };
         let total = batches.len();
-        let mut texts = read_ahead(&self.corpus, &batches, self.options.max_concurrency);
+        let mut texts = read_ahead(&self.corpus, &batches, self.at_once);
         let mut pending = batches.into_iter().peekable();
         // Each batch is a task of its own, so both runtime threads build requests and read
         // replies when a round's answers arrive together; dropping the set (the run's future)
@@ -88,7 +88,7 @@ impl QueryRun {
         // The chunks of each batch in flight, by task, for those a systematic failure cancels.
         let mut in_flight_chunks = std::collections::HashMap::new();
         loop {
-            while books.stopped.is_none() && in_flight.len() < self.options.max_concurrency {
+            while books.stopped.is_none() && in_flight.len() < self.at_once {
                 let Some((_, chunks)) = pending.peek() else {
                     break;
                 };

@@ -69,6 +69,8 @@ pub(crate) struct QueryRun {
     timings: Timings,
     /// Set once the closing record is written.
     closed: bool,
+    /// Extractor batches sent at once ([`QueryRun::fan_out`]), known before the first.
+    at_once: usize,
 }
 
 impl QueryRun {
@@ -146,6 +148,7 @@ impl QueryRun {
             limited,
             timings: Timings::default(),
             closed: false,
+            at_once: options.max_concurrency,
             options,
         };
         run.check_first_budget()?;
@@ -196,6 +199,7 @@ impl QueryRun {
             return Ok(self.finish(result));
         }
         self.estimate(&selection, &batches)?;
+        self.at_once = self.fan_out().await;
         result.time_limit = Some(self.bound_extraction(batches.len()));
         let extractions = self.extract(batches, &mut result).await?;
         // After the calls: a model that refused its schema was answered in plain JSON mode.
@@ -329,6 +333,33 @@ impl QueryRun {
         }
     }
 
+    /// How many extractor batches go out at once: `max_concurrency`, at most what the sub-call
+    /// model's provider takes at once; or, unless the caller chose `max_concurrency`
+    /// ([`QueryOptions::concurrency_from_server`]), what the provider's server reported (a
+    /// llama.cpp server with 32 slots gets 32). The server is asked here, once per process.
+    async fn fan_out(&self) -> usize {
+        let options = &self.options;
+        let Ok(model) = self.client.resolve(&options.subcall_model) else {
+            return options.max_concurrency.max(1);
+        };
+        let _ = self.client.server_props(&options.subcall_model).await;
+        let provider = self.client.concurrency(&model.provider);
+        let at_once = match provider {
+            Some(reported)
+                if options.concurrency_from_server
+                    && reported.source == rlm_llm::ConcurrencySource::Server =>
+            {
+                reported.limit
+            }
+            _ => self
+                .client
+                .max_concurrency(&model.provider)
+                .unwrap_or(options.max_concurrency)
+                .min(options.max_concurrency),
+        };
+        at_once.max(1)
+    }
+
     /// Sets the extraction's deadline when the caller gave none: [`DEFAULT_SECONDS_PER_ROUND`]
     /// for each round of `batches` the sub-call model's provider can serve at once, from now.
     /// Says which bound applies before any batch is sent.
@@ -339,15 +370,7 @@ impl QueryRun {
                 default: false,
             },
             None => {
-                let at_once = self
-                    .client
-                    .resolve(&self.options.subcall_model)
-                    .ok()
-                    .and_then(|model| self.client.max_concurrency(&model.provider))
-                    .unwrap_or(self.options.max_concurrency)
-                    .min(self.options.max_concurrency)
-                    .max(1);
-                let rounds = batches.div_ceil(at_once).max(1) as u64;
+                let rounds = batches.div_ceil(self.at_once).max(1) as u64;
                 let bound = self.started.elapsed()
                     + Duration::from_secs(DEFAULT_SECONDS_PER_ROUND.saturating_mul(rounds));
                 self.deadline = Some(tokio::time::Instant::from_std(self.started + bound));

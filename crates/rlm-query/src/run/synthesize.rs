@@ -127,7 +127,7 @@ impl QueryRun {
     /// Marks the report's citations of chunks it never read (see [`crate::citations`]) and
     /// says so on stderr and at the report's end.
     fn check_citations(&self, result: &mut QueryResult, read: &HashSet<i64>) {
-        let (report, unknown) = crate::citations::check(&result.report, read);
+        let (report, unknown) = crate::citations::check_all(&result.report, read);
         result.report = report;
         if unknown.is_empty() {
             return;
@@ -140,6 +140,13 @@ impl QueryRun {
             result.report.push('\n');
         }
         result.report.push_str(&format!("\n{note}\n"));
-        result.citations_unknown = unknown;
+        // An id past i64 is in the report's mark and note only.
+        result.citations_unknown = unknown
+            .iter()
+            .filter_map(|unknown| match unknown {
+                crate::citations::Unknown::Id(id) => Some(*id),
+                crate::citations::Unknown::Unparseable(_) => None,
+            })
+            .collect();
     }
 }

@@ -21,7 +21,7 @@ pub(super) fn bind(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if call.args.len() > spec.parameters.len() {
+    if call.args.len() > spec.parameters.len() && spec.rest.is_none() {
         return Err(type_error(format!(
             "{function}() takes at most {} positional arguments ({} given); its parameters are: {}",
             spec.parameters.len(),
@@ -36,6 +36,16 @@ pub(super) fn bind(
             to_json(function, &parameter.name, value)?,
         );
     }
+    if let Some(rest) = &spec.rest {
+        let extra = call
+            .args
+            .iter()
+            .skip(spec.parameters.len())
+            .map(|value| to_json(function, rest, value))
+            .collect::<Result<Vec<_>, _>>()?;
+        bound.insert(rest.clone(), Value::Array(extra));
+    }
+    let mut extra_keywords = Map::new();
     for (key, value) in call.kwargs {
         let MontyObject::String(key) = key else {
             return Err(type_error(format!(
@@ -48,6 +58,10 @@ pub(super) fn bind(
             .iter()
             .any(|parameter| parameter.name == *key)
         {
+            if spec.rest_keywords.is_some() {
+                extra_keywords.insert(key.clone(), to_json(function, key, value)?);
+                continue;
+            }
             return Err(type_error(format!(
                 "{function}() got an unexpected keyword argument '{key}'; its parameters are: {}",
                 names()
@@ -59,6 +73,9 @@ pub(super) fn bind(
             )));
         }
         bound.insert(key.clone(), to_json(function, key, value)?);
+    }
+    if let Some(rest_keywords) = &spec.rest_keywords {
+        bound.insert(rest_keywords.clone(), Value::Object(extra_keywords));
     }
     for parameter in &spec.parameters {
         if bound.contains_key(&parameter.name) {
@@ -120,6 +137,17 @@ pub(super) fn raised(error: FunctionError) -> MontyException {
         RaisedKind::TypeError => ExcType::TypeError,
         RaisedKind::LookupError => ExcType::LookupError,
         RaisedKind::NameError => ExcType::NameError,
+        RaisedKind::KeyError => ExcType::KeyError,
+        RaisedKind::IndexError => ExcType::IndexError,
+        RaisedKind::TimeoutError => ExcType::TimeoutError,
+        RaisedKind::ZeroDivisionError => ExcType::ZeroDivisionError,
+        RaisedKind::AttributeError => ExcType::AttributeError,
+        RaisedKind::AssertionError => ExcType::AssertionError,
+        RaisedKind::NotImplementedError => ExcType::NotImplementedError,
+        RaisedKind::OSError => ExcType::OSError,
+        RaisedKind::FileNotFoundError => ExcType::FileNotFoundError,
+        RaisedKind::PermissionError => ExcType::PermissionError,
+        RaisedKind::Exception => ExcType::Exception,
         _ => ExcType::RuntimeError,
     };
     MontyException::new(kind, Some(error.message))
@@ -162,6 +190,25 @@ mod tests {
         let kwargs = [(MontyObject::String("k".into()), MontyObject::Int(3))];
         let bound = bind(&spec(), &call(&args, &kwargs)).unwrap();
         assert_eq!(bound["k"], 3);
+    }
+
+    #[test]
+    fn gathers_further_arguments_when_the_function_takes_them() {
+        let spec = spec().with_rest("args").with_rest_keywords("kwargs");
+        let args = [
+            MontyObject::String("disk".into()),
+            MontyObject::Int(3),
+            MontyObject::Int(4),
+        ];
+        let kwargs = [(MontyObject::String("mode".into()), MontyObject::Bool(true))];
+        let bound = bind(&spec, &call(&args, &kwargs)).unwrap();
+        assert_eq!(
+            Value::Object(bound),
+            serde_json::json!({"query": "disk", "k": 3, "args": [4], "kwargs": {"mode": true}})
+        );
+        let bound = bind(&spec, &call(&args[..1], &[])).unwrap();
+        assert_eq!(bound["args"], serde_json::json!([]));
+        assert_eq!(bound["kwargs"], serde_json::json!({}));
     }
 
     #[test]

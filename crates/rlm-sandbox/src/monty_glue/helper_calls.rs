@@ -1,6 +1,7 @@
 //! Converts between Python arguments and the native helpers in [`crate::helpers`].
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::ops::Deref;
 
 use monty_types::{ExcType, MontyException, MontyObject};
@@ -32,16 +33,42 @@ impl Deref for TextArgument<'_> {
 }
 
 /// Runs helper `name`. Argument positions follow the Python signatures in [`crate::HELPERS`], whose
-/// parameter lists the caller has already checked the call against.
+/// parameter lists the caller has already checked the call against. A context's file is checked
+/// before the helper reads it and again after: an answer read while the file changed under the
+/// map is not given (`OSError`).
 pub(super) fn call(
     name: &str,
     call: &Arguments<'_>,
     texts: &[Option<IndexedText>],
 ) -> Result<MontyObject, MontyException> {
+    let used = Cell::new(None);
+    let answer = answer(name, call, texts, &used)?;
+    if let Some(text) = used.get().and_then(|number| texts.get(number)?.as_ref()) {
+        text.check_readable()
+            .map_err(|message| os_error(call, &message))?;
+    }
+    Ok(answer)
+}
+
+fn os_error(call: &Arguments<'_>, message: &str) -> MontyException {
+    MontyException::new(
+        ExcType::OSError,
+        Some(format!("{}(): {message}", call.function)),
+    )
+}
+
+/// The helper's answer; `used` is set to the number of the context it read, if any.
+fn answer(
+    name: &str,
+    call: &Arguments<'_>,
+    texts: &[Option<IndexedText>],
+    used: &Cell<Option<usize>>,
+) -> Result<MontyObject, MontyException> {
+    let text = |index: usize| text(call, index, texts, used);
     match name {
         "find_all" => {
             let pattern = regex(call)?;
-            let text = text(call, 1, texts)?;
+            let text = text(1)?;
             let limit = non_negative(call, 2, "max_matches", Some(DEFAULT_MAX_MATCHES))?;
             let found = text.find_all(&pattern, limit);
             Ok(MontyObject::List(
@@ -60,7 +87,7 @@ pub(super) fn call(
         "grep" => {
             let pattern = regex(call)?;
             let context_lines = non_negative(call, 1, "context_lines", Some(0))?;
-            let text = text(call, 2, texts)?;
+            let text = text(2)?;
             let limit = non_negative(call, 3, "max_matches", Some(DEFAULT_MAX_GREP_LINES))?;
             Ok(MontyObject::String(text.grep(
                 &pattern,
@@ -74,10 +101,10 @@ pub(super) fn call(
                 None => usize::MAX,
                 Some(_) => non_negative(call, 1, "end", None)?,
             };
-            let text = text(call, 2, texts)?;
+            let text = text(2)?;
             Ok(string_list(text.lines(start, end)))
         }
-        "line_count" => Ok(int(text(call, 0, texts)?.line_count())),
+        "line_count" => Ok(int(text(0)?.line_count())),
         "chunk_text" => {
             let size = non_negative(call, 0, "size", None)?;
             let overlap = non_negative(call, 1, "overlap", Some(0))?;
@@ -86,13 +113,13 @@ pub(super) fn call(
                     "chunk_text(): need size > 0 and 0 <= overlap < size".to_owned(),
                 ));
             }
-            let text = text(call, 2, texts)?;
+            let text = text(2)?;
             Ok(string_list(text.chunks(size, overlap)))
         }
         "slice_text" => {
             let start = non_negative(call, 0, "start", None)?;
             let end = non_negative(call, 1, "end", None)?;
-            let text = text(call, 2, texts)?;
+            let text = text(2)?;
             Ok(MontyObject::String(text.slice(start, end).into_owned()))
         }
         other => Err(type_error(format!("{other} is not a helper"))),
@@ -105,11 +132,13 @@ fn regex(call: &Arguments<'_>) -> Result<Regex, MontyException> {
         .map_err(|error| value_error(format!("{}(): bad pattern: {error}", call.function)))
 }
 
-/// `text=` may be omitted (the first context), an int (context number) or a string.
+/// `text=` may be omitted (the first context), an int (context number) or a string; the number
+/// of a context read is put in `used`.
 fn text<'a>(
     call: &Arguments<'_>,
     index: usize,
     texts: &'a [Option<IndexedText>],
+    used: &Cell<Option<usize>>,
 ) -> Result<TextArgument<'a>, MontyException> {
     let number = match call.get(index, "text") {
         None => 0,
@@ -127,11 +156,11 @@ fn text<'a>(
     };
     match texts.get(number) {
         Some(Some(text)) => match text.check_readable() {
-            Ok(()) => Ok(TextArgument::Context(text)),
-            Err(message) => Err(MontyException::new(
-                ExcType::OSError,
-                Some(format!("{}(): {message}", call.function)),
-            )),
+            Ok(()) => {
+                used.set(Some(number));
+                Ok(TextArgument::Context(text))
+            }
+            Err(message) => Err(os_error(call, &message)),
         },
         Some(None) => Err(type_error(format!(
             "{}(): context {number} is not a string; pass text=... explicitly",

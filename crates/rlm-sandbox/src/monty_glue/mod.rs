@@ -136,10 +136,9 @@ impl MontyInterpreter {
                     // The interpreter takes the string; the helpers read the file's map, or
                     // (no map: in-process, or a lossily decoded file) a copy made once here.
                     let helper_text = match map {
-                        Some((map, file)) => IndexedText::with_bytes(
-                            TextBytes::Mapped { map, file },
-                            text.is_ascii(),
-                        ),
+                        Some(map) => {
+                            IndexedText::with_bytes(TextBytes::Mapped(map), text.is_ascii())
+                        }
                         None => IndexedText::new(text.clone()),
                     };
                     texts.push(Some(helper_text));

@@ -27,8 +27,10 @@ use crate::store::{BufferLimit, IndexProgress, LocalStore};
 use insert::{NewBuffer, StoredBuffer, insert_whole, remove_missing};
 use source::remove_stale_spools;
 pub(crate) use source::{Content, prepare};
+pub(crate) use stream::Streaming;
+#[cfg(feature = "postgres")]
+pub(crate) use stream::for_each_piece;
 use stream::{FileScan, insert_streamed};
-pub(crate) use stream::{Streaming, for_each_piece};
 
 /// Checks a buffer size limit before any store is opened (`rlm load --max-file-size`): as
 /// [`Store::set_max_buffer_bytes`] will, against what this build's SQLite holds in one value.

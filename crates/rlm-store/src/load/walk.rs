@@ -63,6 +63,9 @@ fn walk(root: &Path, options: &WalkOptions) -> Result<Vec<PathBuf>> {
         source: std::io::Error::other(error.to_string()),
     };
     let mut overrides = ignore::overrides::OverrideBuilder::new(root);
+    for glob in options.include.iter().chain(&options.exclude) {
+        crate::select::check_glob(glob)?;
+    }
     for glob in &options.include {
         overrides.add(glob).map_err(walk_error)?;
     }

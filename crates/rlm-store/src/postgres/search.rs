@@ -208,17 +208,26 @@ impl PostgresStore {
         } else {
             ""
         };
+        // One sum a term (a chunk holds a term once, so each is that term's score exactly),
+        // added in query order; a term the chunk lacks adds 0, which changes nothing. Hash
+        // aggregation, where `sum(… ORDER BY term)` had the server sort every posting.
+        let score = (1..=terms.len())
+            .map(|index| format!("coalesce(sum(s.score) FILTER (WHERE s.i = {index}), 0::real)"))
+            .collect::<Vec<_>>()
+            .join(" + ");
         let sql = format!(
             "SELECT c.id, top.score FROM (
-                 SELECT p.buffer_id, s.seq,
-                        sum(q.weight * ((s.f >> 8)::real
-                            / ((s.f >> 8)::real + ($3::real[])[(s.f & 255) + 1])) ORDER BY q.i)
-                        AS score
-                 FROM unnest($1::text[], $2::real[]) WITH ORDINALITY AS q(term, weight, i)
-                 JOIN postings p ON p.term = q.term {filter}
-                 CROSS JOIN LATERAL unnest(p.seqs, p.freqs) AS s(seq, f)
-                 GROUP BY p.buffer_id, s.seq
-                 ORDER BY score DESC, p.buffer_id, s.seq
+                 SELECT s.buffer_id, s.seq, {score} AS score
+                 FROM (
+                     SELECT p.buffer_id, u.seq, q.i,
+                            q.weight * ((u.f >> 8)::real
+                                / ((u.f >> 8)::real + ($3::real[])[(u.f & 255) + 1])) AS score
+                     FROM unnest($1::text[], $2::real[]) WITH ORDINALITY AS q(term, weight, i)
+                     JOIN postings p ON p.term = q.term {filter}
+                     CROSS JOIN LATERAL unnest(p.seqs, p.freqs) AS u(seq, f)
+                 ) s
+                 GROUP BY s.buffer_id, s.seq
+                 ORDER BY score DESC, s.buffer_id, s.seq
                  LIMIT $4
              ) top
              JOIN chunks c ON c.buffer_id = top.buffer_id AND c.seq = top.seq

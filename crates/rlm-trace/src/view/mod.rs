@@ -171,6 +171,8 @@ pub fn write_page(log: &LogView, path: &Path) -> Result<(), Error> {
 }
 
 #[cfg(test)]
+mod property_tests;
+#[cfg(test)]
 mod query_tests;
 #[cfg(test)]
 mod tests;

@@ -52,7 +52,7 @@ fn call(stage: &str, batch: Option<&str>, attempt: u32, chunks: &[i64], reply: &
 /// Every record a query writes: a plan from the model, three hits in two batches (the second
 /// re-asked, then split, one half failing), findings, a report, and a record type this
 /// version does not know.
-fn query_log(dir: &Path, finished: bool) -> PathBuf {
+pub(super) fn query_log(dir: &Path, finished: bool) -> PathBuf {
     let log = TrajectoryWriter::create(dir, "query_2026-11-23_10-00-00_q1").unwrap();
     log.write(&QueryMetadata {
         run_id: "q1".to_owned(),

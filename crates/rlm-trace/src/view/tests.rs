@@ -99,7 +99,7 @@ fn outcome(run_id: &str, status: Status, answer: Option<&str>, turns: u32) -> Ru
 
 /// A root run of two turns whose first turn starts a child run (its log named by a path that
 /// does not exist as written, as when the logs were moved), with hostile text everywhere.
-fn run_with_child(dir: &Path) -> PathBuf {
+pub(super) fn run_with_child(dir: &Path) -> PathBuf {
     let child = TrajectoryWriter::create(dir, "rlm_x_abc.1").unwrap();
     child.write(&metadata("abc.1", 1, XSS)).unwrap();
     let mut child_turn = turn(

@@ -28,6 +28,7 @@ mod readme;
 mod run;
 mod run_limits;
 mod run_store;
+mod run_tools;
 mod sandbox_worker;
 mod secrets;
 mod sessions;

@@ -77,7 +77,21 @@ async fn the_summary_fits_the_servers_window_and_can_be_refreshed() {
             "{stderr}"
         );
     }
-    assert!(server.props_requests() >= 1);
+    assert_eq!(server.props_requests(), 1);
+
+    // A warm build: the summary comes from the cache, and neither the model nor the server
+    // is asked (it used to send three probes: /props, /info, /get_server_info).
+    let requests = server.request_count();
+    let warm = output(build(dir.path(), &server, &[])).await;
+    assert!(warm.status.success(), "{}", text(&warm.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&warm.stdout).unwrap();
+    assert_eq!(plan["history"]["cache_hit"], true);
+    assert_eq!(
+        server.props_requests(),
+        1,
+        "the warm build asked the server"
+    );
+    assert_eq!(server.request_count(), requests);
 
     // A window given by flag is used as it is: one call (the default 100,000 holds it all).
     let before = server.request_count();

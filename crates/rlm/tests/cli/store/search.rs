@@ -89,6 +89,29 @@ fn filters_restrict_results_before_ranking() {
     assert!(before.contains("project/src/app.py"), "{before}");
 }
 
+/// 300 nested braces in `--path` made `search` and `grep` panic (exit 101) inside the glob
+/// library: now both refuse the glob as an input error, saying why.
+#[test]
+fn a_path_glob_nested_too_deep_is_an_input_error() {
+    let fixture = Fixture::new();
+    fixture.load();
+    let glob = format!("{}a{}", "{".repeat(300), "}".repeat(300));
+    for command in ["search", "grep"] {
+        let output = fixture
+            .rlm()
+            .args([command, "logger", "--path", &glob])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("is too complex (braces nested 300 deep; at most 32 levels are taken)"),
+            "{command}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 #[test]
 fn semantic_without_a_model_says_so_once_and_uses_bm25() {
     let fixture = Fixture::new();

@@ -1,0 +1,1 @@
+"""The reference's ``rlm.utils`` paths: ``rlm_rs.utils.exceptions``."""
