@@ -115,7 +115,7 @@ catalog! {
         .flag("--batch-size")
         .note("the plan decides");
     QUERY_TOP_K: Setting<usize> = Setting::optional("query.top_k")
-        .flag("--top-k")
+        .flag("--top")
         .note("the plan decides");
     /// Extractor calls in flight.
     QUERY_MAX_CONCURRENCY: Setting<usize, usize> =

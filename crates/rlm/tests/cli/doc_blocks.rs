@@ -43,9 +43,12 @@ fn block(file: &str, first: &str) -> Vec<Line> {
         .join("../../docs")
         .join(file);
     let markdown = std::fs::read_to_string(&path).unwrap();
-    let start = markdown
-        .find(first)
-        .unwrap_or_else(|| panic!("docs/{file} has no block starting with {first:?}"));
+    let start = markdown.find(first);
+    assert!(
+        start.is_some(),
+        "docs/{file} has no block starting with {first:?}"
+    );
+    let start = start.unwrap();
     let body = &markdown[start..];
     let body = body[..body.find("```").unwrap_or(body.len())].replace("\\\n", " ");
     body.lines()
