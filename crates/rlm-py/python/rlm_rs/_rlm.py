@@ -563,7 +563,7 @@ def _output_cap(arguments: Dict[str, Any]) -> Optional[int]:
 
 
 def _default_max_errors() -> int:
-    return int(_core._native.request_schema("completion")["properties"]["max_errors"]["default"])
+    return int(_core._request_properties("completion")["max_errors"]["default"])
 
 
 def _log(path: Optional[str]) -> Optional[RunLog]:
