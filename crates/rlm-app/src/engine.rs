@@ -79,6 +79,9 @@ pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result
     if let Some(temperature) = embedding.subcall_temperature {
         builder = builder.subcall_temperature(temperature);
     }
+    if let Some(share) = embedding.compaction {
+        builder = builder.compaction(share);
+    }
     if let Some(name) = embedding.log_name {
         builder = builder.log_name(name);
     }

@@ -33,10 +33,15 @@ pub struct Prompts {
     /// The sandbox section's `{{tools}}` when the run has custom tools (its `{{tool_list}}`
     /// lists them); empty else.
     pub tools: String,
+    /// Asks the root model to summarize its progress when its conversation nears the window
+    /// (compaction).
+    pub compaction_request: String,
+    /// Follows the summary in a compacted conversation.
+    pub compaction_note: String,
 }
 
 /// The file names a prompt directory may hold, with the field each overrides.
-pub const PROMPT_FILES: [&str; 9] = [
+pub const PROMPT_FILES: [&str; 11] = [
     "system.md",
     "sandbox.md",
     "first_turn.md",
@@ -46,6 +51,8 @@ pub const PROMPT_FILES: [&str; 9] = [
     "functions.md",
     "session.md",
     "tools.md",
+    "compaction_request.md",
+    "compaction_note.md",
 ];
 
 impl Default for Prompts {
@@ -60,6 +67,8 @@ impl Default for Prompts {
             functions: include_str!("../prompts/functions.md").to_owned(),
             session: include_str!("../prompts/session.md").to_owned(),
             tools: include_str!("../prompts/tools.md").to_owned(),
+            compaction_request: include_str!("../prompts/compaction_request.md").to_owned(),
+            compaction_note: include_str!("../prompts/compaction_note.md").to_owned(),
         }
     }
 }
@@ -91,6 +100,8 @@ impl Prompts {
                 "system.md" => &mut prompts.system,
                 "sandbox.md" => &mut prompts.sandbox,
                 "tools.md" => &mut prompts.tools,
+                "compaction_request.md" => &mut prompts.compaction_request,
+                "compaction_note.md" => &mut prompts.compaction_note,
                 "first_turn.md" => &mut prompts.first_turn,
                 "next_turn.md" => &mut prompts.next_turn,
                 "final_request.md" => &mut prompts.final_request,
@@ -267,6 +278,8 @@ mod tests {
             &prompts.session,
             &prompts.sandbox,
             &prompts.tools,
+            &prompts.compaction_request,
+            &prompts.compaction_note,
         ] {
             let echoed = crate::parse::parse_reply(template);
             assert_eq!(echoed.answer, None, "{template}");

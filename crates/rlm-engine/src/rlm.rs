@@ -90,6 +90,10 @@ pub struct Settings {
     pub max_concurrent_subcalls: Option<usize>,
     /// The first word of trajectory file names (`rlm` gives `rlm_<time>_<id>.jsonl`).
     pub log_name: String,
+    /// Compaction: when the root's conversation reaches this share of the root model's
+    /// window, the model summarizes and the conversation restarts from the summary (the
+    /// turns it replaced stay in the REPL's `history`). `None`: never.
+    pub compaction: Option<f64>,
 }
 
 /// What every run of one [`Rlm`] shares.
@@ -215,6 +219,7 @@ pub struct RlmBuilder {
     sub_tools: Option<Toolbox>,
     max_concurrent_subcalls: Option<usize>,
     log_name: Option<String>,
+    compaction: Option<f64>,
 }
 
 macro_rules! setter {
@@ -292,6 +297,9 @@ impl RlmBuilder {
         max_concurrent_subcalls: usize);
     setter!(/// The first word of trajectory file names (default `rlm`).
         log_name: String);
+    setter!(/// Compacts the root's conversation at this share of the model's window (0 to 1;
+        /// default: never).
+        compaction: f64);
 
     /// The root model (required).
     #[must_use]
@@ -383,7 +391,15 @@ impl RlmBuilder {
             tools: self.tools.unwrap_or_default(),
             max_concurrent_subcalls: self.max_concurrent_subcalls,
             log_name: self.log_name.unwrap_or_else(|| "rlm".to_owned()),
+            compaction: self.compaction,
         };
+        if let Some(share) = settings.compaction
+            && !(share > 0.0 && share <= 1.0)
+        {
+            return Err(Error::Config(format!(
+                "the compaction threshold must be above 0 and at most 1, not {share}"
+            )));
+        }
         if settings.max_concurrent_subcalls == Some(0) {
             return Err(Error::Config(
                 "max_concurrent_subcalls must be at least 1".into(),

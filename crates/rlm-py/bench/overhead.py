@@ -44,8 +44,10 @@ def main() -> None:
     rlm_binary = os.environ.get("RLM_BIN")
     bare = median_ms(interpreter("pass"))
     with_import = median_ms(interpreter("import rlm_rs"))
+    with_rlm = median_ms(interpreter("from rlm_rs import RLM"))
     print(f"python start                 {bare:8.1f} ms")
     print(f"python start + import rlm_rs {with_import:8.1f} ms  (import: {with_import - bare:.1f} ms)")
+    print(f"python start + from rlm_rs import RLM {with_rlm:6.1f} ms  (import: {with_rlm - bare:.1f} ms)")
 
     fake = FakeProvider()
     fake.responder = lambda request: {"text": "FINAL(done)"}
@@ -88,8 +90,20 @@ def main() -> None:
         f"(sandbox start + one block: {with_code - answer_only:.1f} ms)"
     )
     fake.close()
+    sandbox_repl()
     reference_local()
     reference_docker()
+
+
+def sandbox_repl() -> None:
+    """rlm's sandbox as DSPy's interpreter (``rlm_rs.dspy.Interpreter``): start + one block."""
+    from rlm_rs.dspy import Interpreter
+
+    def start() -> None:
+        with Interpreter() as repl:
+            repl.execute("print(1)")
+
+    print(f"rlm_rs.dspy.Interpreter start + one block {median_ms(start):.1f} ms")
 
 
 def reference_local() -> None:

@@ -15,6 +15,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+mod sandbox;
 mod tools;
 
 use pyo3::exceptions::PyValueError;
@@ -662,6 +663,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(sandbox_worker, module)?)?;
     module.add_function(wrap_pyfunction!(set_worker, module)?)?;
     module.add_class::<Continuation>()?;
+    module.add_class::<sandbox::Sandbox>()?;
     module.add_class::<Finished>()?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -158,33 +158,45 @@ impl HostFunctions for PythonTools {
     }
 
     fn call(&self, name: &str, arguments: &Map<String, Value>) -> Result<Value, FunctionError> {
-        let (reply, answer) = mpsc::channel();
-        let request = ToolRequest {
-            table: self.table,
-            name: name.to_owned(),
-            arguments: arguments.clone(),
-            timeout: self.timeout,
-            reply,
-        };
-        let sent = self
+        let sender = self
             .sender
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .send(Message::Tool(request));
-        if sent.is_err() {
-            return Err(FunctionError::new(
-                RaisedKind::RuntimeError,
-                format!("{name}() was not called: the run is stopping"),
-            ));
-        }
-        match answer.recv_timeout(self.timeout + GRACE) {
-            Ok(result) => result,
-            Err(RecvTimeoutError::Timeout) => Err(timed_out(name, self.timeout)),
-            Err(RecvTimeoutError::Disconnected) => Err(FunctionError::new(
-                RaisedKind::RuntimeError,
-                format!("{name}() gave no answer: the run is stopping"),
-            )),
-        }
+            .clone();
+        ask(&sender, self.table, name, arguments.clone(), self.timeout)
+    }
+}
+
+/// Sends one call to the calling thread and waits for its answer, at most `timeout` and a
+/// moment more.
+pub(crate) fn ask(
+    sender: &Sender<Message>,
+    table: &'static str,
+    name: &str,
+    arguments: Map<String, Value>,
+    timeout: Duration,
+) -> Result<Value, FunctionError> {
+    let (reply, answer) = mpsc::channel();
+    let request = ToolRequest {
+        table,
+        name: name.to_owned(),
+        arguments,
+        timeout,
+        reply,
+    };
+    if sender.send(Message::Tool(request)).is_err() {
+        return Err(FunctionError::new(
+            RaisedKind::RuntimeError,
+            format!("{name}() was not called: the run is stopping"),
+        ));
+    }
+    match answer.recv_timeout(timeout + GRACE) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => Err(timed_out(name, timeout)),
+        Err(RecvTimeoutError::Disconnected) => Err(FunctionError::new(
+            RaisedKind::RuntimeError,
+            format!("{name}() gave no answer: the run is stopping"),
+        )),
     }
 }
 

@@ -329,3 +329,43 @@ def test_sampling_args_cap_the_root_and_sub_sampling_args_the_sub_calls(fake):
     assert (sub["max_tokens"], sub["temperature"]) == (45, 0.5)
     with pytest.raises(ValueError, match="top_p"):
         fake_rlm(fake, sampling_args={"top_p": 0.9})
+
+
+# --- compaction (RLM(compaction=True, compaction_threshold_pct=...)) ----------------------
+
+
+def test_compaction_summarizes_near_the_window_and_keeps_the_turns_in_history(fake, tmp_path):
+    # A 4,000-token window for the fake model, compacted at 60%: the first message is about
+    # 1,800 tokens, so the conversation crosses the threshold after a couple of turns.
+    (tmp_path / "rlm.toml").write_text('[run.context_windows]\n"openai:root" = 4000\n')
+    filler = "x" * 2500
+
+    def model(request):
+        last = last_user_message(request)
+        if "Summarize your progress" in last:
+            return {"text": "Summary: step one and two done; total = 3."}
+        if "was compacted" in last:
+            return {"text": "```repl\nprint(len(history), history[-1]['role'], history[-1]['content'][:8])\n```"}
+        if "Output of block" in last and "summary" in last:
+            return {"text": "FINAL(compacted and done)"}
+        return {"text": f"```repl\nstep = '{filler}'\nprint(len(step))\n```"}
+
+    fake.responder = model
+    logger = RLMLogger(tmp_path / "logs")
+    result = fake_rlm(fake, compaction=True, compaction_threshold_pct=0.6, logger=logger).completion(
+        "Do the long task."
+    )
+    assert result.response == "compacted and done"
+    requests = fake.requests_for("root")
+    summary_requests = [r for r in requests if "Summarize your progress" in last_user_message(r)]
+    assert len(summary_requests) >= 1
+    # After compaction the conversation is the first message, the summary and the note.
+    after = next(r for r in requests if "was compacted" in last_user_message(r))
+    roles = [m["role"] for m in after["messages"]]
+    assert roles == ["system", "user", "assistant", "user"], roles
+    assert after["messages"][2]["content"].startswith("Summary:")
+    # Model code read the replaced turns and the summary in `history`.
+    shown = [last_user_message(r) for r in requests if "Output of block" in last_user_message(r)]
+    assert any("summary Summary:" in text for text in shown), shown
+    notes = [n for i in result.metadata["iterations"] for n in i.get("notes") or []]
+    assert any("compacted" in note for note in notes), notes

@@ -152,6 +152,10 @@ pub struct EmbeddingOptions {
     /// Sampling temperature of the sub-calls (`sub_sampling_args["temperature"]`).
     #[serde(default)]
     pub subcall_temperature: Option<f32>,
+    /// Compacts the root's conversation when it reaches this share of the root model's window
+    /// (the reference's `compaction_threshold_pct` with `compaction=True`).
+    #[serde(default)]
+    pub compaction: Option<f64>,
 }
 
 /// `rlm run`'s `--store`: the store the other store commands use, or one named by its

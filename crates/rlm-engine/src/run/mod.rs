@@ -8,6 +8,7 @@
 
 mod answer;
 mod blocks;
+mod compaction;
 mod prompts;
 mod record;
 mod turn;
@@ -190,6 +191,17 @@ async fn prepare_session(scope: &RunScope, session: &mut dyn ReplSession) -> Res
             ))));
         }
     }
+    if scope.depth == 0 && scope.shared.settings.compaction.is_some() {
+        let outcome = session
+            .execute(compaction::EMPTY_HISTORY)
+            .await
+            .map_err(Error::Repl)?;
+        if let Some(error) = outcome.error {
+            return Err(Error::Repl(crate::repl::ReplError::new(format!(
+                "could not bind `history`: {error}"
+            ))));
+        }
+    }
     if scope.depth == 0
         && let Some(code) = &scope.shared.settings.setup_code
     {
@@ -293,6 +305,8 @@ async fn finish(
 #[derive(Debug, Default)]
 struct LoopState {
     iterations: u32,
+    /// Times the conversation was compacted.
+    compactions: u32,
     consecutive_errors: u32,
     status: Option<Status>,
     answer: Option<String>,

@@ -56,6 +56,9 @@ impl Turns<'_> {
     /// failure set `state.status`); errors only when the log cannot be written.
     pub async fn take(&mut self, state: &mut LoopState) -> Result<ControlFlow<()>, Error> {
         let limits = self.scope.account.limits();
+        let compacted = self
+            .compact_if_needed(state.iterations, &mut state.compactions)
+            .await;
         let started = Instant::now();
         emit(
             self.scope,
@@ -72,6 +75,7 @@ impl Turns<'_> {
                 return Ok(ControlFlow::Break(()));
             }
         };
+        turn.notes.splice(0..0, compacted);
         let mut run = blocks::run(self.scope, self.session, &turn.parsed.code_blocks).await;
         state.consecutive_errors = if run.errored() {
             state.consecutive_errors + 1
@@ -249,7 +253,7 @@ async fn ask_whole(scope: &RunScope, conversation: &mut ChatRequest) -> Result<T
 }
 
 /// Asks the root model, records usage, and reports progress.
-async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Failure> {
+pub(super) async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatResponse, Failure> {
     if let Err(too_long) = scope.shared.settings.context_windows.check(request) {
         let error = rlm_llm::Error::ContextWindow {
             model: request.model.clone(),

@@ -159,8 +159,9 @@ def flags_to_fields(flags: Sequence[str], operation: str) -> Dict[str, Any]:
     """Request fields from command-line flags (``["--skip-plan", "--subcall-model", "m"]``):
     kept for code written when the package passed flags through. A flag is the field of the
     same name (``--subcall-model`` is ``subcall_model``); a boolean field takes no value."""
-    schema = _native.request_schema(operation)
-    properties = schema.get("properties") or {}
+    if not flags:
+        return {}
+    properties = _request_properties(operation)
 
     def kinds(name: str) -> List[str]:
         kind = (properties.get(name) or {}).get("type")
@@ -207,6 +208,16 @@ def flags_to_fields(flags: Sequence[str], operation: str) -> Dict[str, Any]:
                 fields[key] = value
         index += 1
     return fields
+
+
+_PROPERTIES: Dict[str, Dict[str, Any]] = {}
+
+
+def _request_properties(operation: str) -> Dict[str, Any]:
+    """The fields of an operation's request, from its JSON schema (built once)."""
+    if operation not in _PROPERTIES:
+        _PROPERTIES[operation] = _native.request_schema(operation).get("properties") or {}
+    return _PROPERTIES[operation]
 
 
 def path_arg(path: PathLike) -> str:

@@ -28,6 +28,9 @@ def call(
     providers: Sequence[_Provider] = ...,
     on_event: Optional[_OnEvent] = ...,
 ) -> Finished: ...
+# dispatch(table, name, arguments, seconds) -> (True, result) | (False, (exception type, message))
+_Dispatch = Callable[[str, str, Dict[str, Any], float], Tuple[bool, Any]]
+
 def completion(
     options: Mapping[str, Any],
     query: str,
@@ -37,7 +40,18 @@ def completion(
     files: Sequence[str] = ...,
     config: Optional[str] = ...,
     on_event: Optional[_OnEvent] = ...,
-) -> Tuple[Finished, Continuation]: ...
+    tools: Optional[Sequence[Mapping[str, Any]]] = ...,
+    sub_tools: Optional[Sequence[Mapping[str, Any]]] = ...,
+    tool_dispatch: Optional[_Dispatch] = ...,
+    tool_timeout: float = ...,
+) -> Tuple[Finished, Optional[Continuation]]: ...
+
+class Sandbox:
+    """A persistent sandboxed REPL; tool calls go through `__rlm_tool__(name, *args, **kwargs)`."""
+
+    def __init__(self, tool_timeout: float = ..., block_timeout: float = ...) -> None: ...
+    def execute(self, code: str, dispatch: _Dispatch) -> Tuple[str, str, Optional[str]]: ...
+    def close(self) -> None: ...
 def request_schema(operation: str) -> Dict[str, Any]: ...
 def sandbox_worker() -> int: ...
 def set_worker(program: str, args: Sequence[str]) -> None: ...

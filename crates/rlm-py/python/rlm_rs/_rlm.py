@@ -253,11 +253,12 @@ class RLM:
         if not (isinstance(tool_timeout, (int, float)) and tool_timeout > 0):
             raise RlmInputError(f"error: tool_timeout must be seconds above 0, not {tool_timeout!r}", 2)
         self.tool_timeout = float(tool_timeout)
-        if compaction:
+        if compaction and not (
+            isinstance(compaction_threshold_pct, (int, float)) and 0 < compaction_threshold_pct <= 1
+        ):
             raise RlmInputError(
-                "error: compaction is not supported yet by rlm_rs\n"
-                "hint: leave compaction out; rlm keeps REPL output out of the root's history "
-                "beyond what the code prints",
+                f"error: compaction_threshold_pct must be above 0 and at most 1, "
+                f"not {compaction_threshold_pct!r}",
                 2,
             )
         self.compaction = compaction
@@ -315,6 +316,7 @@ class RLM:
             "custom_system_prompt": self.custom_system_prompt,
             "system_sections": self.tool_prompts,
             "setup_code": self._setup_code,
+            "compaction": float(self.compaction_threshold_pct) if self.compaction else None,
         }
         if self._others:
             options["subcall_model"] = self._others[0]
@@ -563,7 +565,7 @@ def _output_cap(arguments: Dict[str, Any]) -> Optional[int]:
 
 
 def _default_max_errors() -> int:
-    return int(_core._native.request_schema("completion")["properties"]["max_errors"]["default"])
+    return int(_core._request_properties("completion")["max_errors"]["default"])
 
 
 def _log(path: Optional[str]) -> Optional[RunLog]:
