@@ -324,6 +324,12 @@ pub fn store_error(err: rlm_store::Error) -> anyhow::Error {
         E::Damaged { .. } => AppError::failed(err)
             .with_hint("`rlm doctor` shows what is wrong; nothing was changed or overwritten")
             .into(),
+        E::IndexTooNew { .. } => AppError::failed(err)
+            .with_hint(
+                "use the rlm that wrote it (or a newer one), or `rlm reindex` to rebuild it from \
+                 the database in this rlm's format",
+            )
+            .into(),
         E::IndexDamaged { .. } | E::IndexOutOfStep { .. } => AppError::failed(err)
             .with_hint("rebuild the index from the stored text with `rlm reindex` (`rlm doctor` checks the whole store)")
             .into(),

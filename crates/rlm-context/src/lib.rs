@@ -42,8 +42,8 @@ use std::path::PathBuf;
 
 pub use format::{Format, language_from_extension};
 pub use metadata::{
-    AnalyzeOptions, ContextMetadata, EncodingInfo, Heading, analyze_bytes, analyze_path,
-    analyze_reader, endless_kind,
+    AnalyzeOptions, ContextMetadata, EncodingInfo, Heading, analyze_bytes, analyze_opened,
+    analyze_path, analyze_reader, endless_kind,
 };
 pub use render::{one_line, render_hint};
 /// Digits grouped as every count in a hint shows them (the workspace's one formatter).

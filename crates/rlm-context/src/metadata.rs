@@ -147,7 +147,34 @@ pub fn analyze_path(path: &Path, options: &AnalyzeOptions) -> Result<ContextMeta
             kind,
         });
     }
-    let mut file = File::open(path).map_err(file_error)?;
+    let file = File::open(path).map_err(file_error)?;
+    analyze_opened(file, path, options)
+}
+
+/// [`analyze_path`] of a file already open (one a [`crate::root::FileRoot`] opened below its
+/// root, say); `path` names it. What it is comes from the open file itself, so it cannot be
+/// swapped between the look and the read.
+pub fn analyze_opened(
+    mut file: File,
+    path: &Path,
+    options: &AnalyzeOptions,
+) -> Result<ContextMetadata, Error> {
+    let file_error = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = file.metadata().map_err(file_error)?;
+    if metadata.is_dir() {
+        return Err(Error::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    if let Some(kind) = endless_kind(&metadata.file_type()) {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let size = metadata.is_file().then_some(metadata.len());
     if metadata.is_file() && starts_as_gzip(&mut file).map_err(file_error)? {

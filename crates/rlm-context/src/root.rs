@@ -7,6 +7,13 @@
 //! open files take an optional `FileRoot` and check each path with [`FileRoot::check`] before
 //! they open it; without one they open what they are given, as a command line tool does.
 //!
+//! A check and an open by name leave a window: another process can swap a checked file (or a
+//! directory above it) for a link out between the two. [`FileRoot::open`] closes it for
+//! reads: it opens the checked path from a descriptor of the root with the kernel refusing
+//! every step out of it (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, Linux 5.6
+//! on), or, where the kernel lacks `openat2`, walking the path one component at a time from
+//! the root with `O_NOFOLLOW`, so that a link appearing where the check saw none is refused.
+//!
 //! ```
 //! use rlm_context::root::FileRoot;
 //!
@@ -21,8 +28,12 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 /// How many symbolic links one path may pass through (Linux's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
@@ -86,6 +97,150 @@ impl FileRoot {
             .any(|dir| resolved.starts_with(dir));
         if inside { Ok(resolved) } else { Err(outside()) }
     }
+}
+
+/// Why [`FileRoot::open`] gave no file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The path leads out of the root, or tried to while it was opened.
+    #[error(transparent)]
+    Outside(#[from] OutsideRoot),
+    /// The file could not be opened (missing, unreadable, a directory).
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// How [`FileRoot::open`] opened the last file, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenedBy {
+    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`.
+    Openat2,
+    /// A walk from the root, one `O_NOFOLLOW` component at a time.
+    Walk,
+}
+
+impl FileRoot {
+    /// Opens `path` for reading when it lies in the root or an allowed directory, with no
+    /// window between the check and the open (see the module docs): the path is checked as
+    /// [`FileRoot::check`] does, then opened from a descriptor of the directory it lies in,
+    /// the kernel refusing any step out of that directory (a file or a directory above it
+    /// swapped for a link out since the check is [`OpenError::Outside`]).
+    pub fn open(&self, path: &Path) -> Result<File, OpenError> {
+        self.open_by(path).map(|(file, _)| file)
+    }
+
+    /// [`FileRoot::open`], saying which way the file was opened.
+    pub fn open_by(&self, path: &Path) -> Result<(File, OpenedBy), OpenError> {
+        let resolved = self.check(path)?;
+        let outside = || OutsideRoot {
+            path: path.to_owned(),
+            root: self.dir.clone(),
+        };
+        let base = std::iter::once(&self.dir)
+            .chain(&self.also)
+            .find(|dir| resolved.starts_with(dir))
+            .ok_or_else(outside)?;
+        let relative = resolved.strip_prefix(base).map_err(|_| outside())?;
+        let (fd, by) = open_beneath(base, relative).map_err(|err| match err {
+            Beneath::Escaped => OpenError::Outside(outside()),
+            Beneath::Io(err) => OpenError::Io(err),
+        })?;
+        Ok((File::from(fd), by))
+    }
+}
+
+/// Why a file was not opened beneath a directory.
+#[derive(Debug)]
+enum Beneath {
+    /// A step led out of it (or through a link where the check saw none).
+    Escaped,
+    Io(io::Error),
+}
+
+impl From<rustix::io::Errno> for Beneath {
+    fn from(errno: rustix::io::Errno) -> Self {
+        Self::Io(errno.into())
+    }
+}
+
+/// Opens `relative` (no `..`, no links when it was checked) below `base` for reading, with
+/// `openat2` where the kernel has it, else by a walk of `O_NOFOLLOW` opens.
+fn open_beneath(base: &Path, relative: &Path) -> Result<(OwnedFd, OpenedBy), Beneath> {
+    let dir = rustix::fs::open(
+        base,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let target = if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    };
+    match rustix::fs::openat2(
+        &dir,
+        target,
+        flags,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Ok(fd) => Ok((fd, OpenedBy::Openat2)),
+        Err(rustix::io::Errno::XDEV) => Err(Beneath::Escaped),
+        // No `openat2` (Linux before 5.6, or a filter refusing it): the walk.
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+            walk_beneath(&dir, relative).map(|fd| (fd, OpenedBy::Walk))
+        }
+        Err(errno) => Err(errno.into()),
+    }
+}
+
+/// Opens `relative` below `dir` one component at a time, never following a link: the path had
+/// none when it was checked, so a link now is a swap, refused.
+fn walk_beneath(dir: &OwnedFd, relative: &Path) -> Result<OwnedFd, Beneath> {
+    let names: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .map(|component| match component {
+            Component::Normal(name) => Ok(name),
+            _ => Err(Beneath::Escaped),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((last, parents)) = names.split_last() else {
+        return Ok(rustix::fs::openat(
+            dir,
+            ".",
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?);
+    };
+    let mut current: Option<OwnedFd> = None;
+    for name in parents {
+        let from = current.as_ref().unwrap_or(dir);
+        let next = rustix::fs::openat(
+            from,
+            *name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| match errno {
+            // A link where a directory was (`O_PATH | O_NOFOLLOW` opens the link itself, which
+            // `O_DIRECTORY` then refuses).
+            rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP => Beneath::Escaped,
+            other => other.into(),
+        })?;
+        current = Some(next);
+    }
+    let from = current.as_ref().unwrap_or(dir);
+    rustix::fs::openat(
+        from,
+        *last,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|errno| match errno {
+        rustix::io::Errno::LOOP => Beneath::Escaped,
+        other => other.into(),
+    })
 }
 
 /// `path` made absolute with every symbolic link it passes through resolved, like
@@ -219,6 +374,83 @@ mod tests {
         symlink("b", dir.path().join("root/a")).unwrap();
         symlink("a", dir.path().join("root/b")).unwrap();
         assert!(root.check(&dir.path().join("root/a")).is_err());
+    }
+
+    /// Inside files open (through a link that stays inside too); a link out is refused.
+    #[test]
+    fn open_reads_what_the_check_allows() {
+        let (dir, root) = layout();
+        let mut text = String::new();
+        let named = dir.path().join("root/sub/inside.txt");
+        let (mut file, by) = root.open_by(&named).unwrap();
+        std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+        assert_eq!(text, "in");
+        // This kernel has openat2 (Linux 5.6+); the walk is tested below either way.
+        assert_eq!(by, OpenedBy::Openat2);
+        symlink("sub/inside.txt", dir.path().join("root/link")).unwrap();
+        assert!(root.open(&dir.path().join("root/link")).is_ok());
+        symlink(dir.path().join("outside.txt"), dir.path().join("root/leak")).unwrap();
+        assert!(matches!(
+            root.open(&dir.path().join("root/leak")),
+            Err(OpenError::Outside(_))
+        ));
+        assert!(matches!(
+            root.open(&dir.path().join("root/missing.txt")),
+            Err(OpenError::Io(err)) if err.kind() == io::ErrorKind::NotFound
+        ));
+    }
+
+    /// The race `open` closes: the path is checked, then a directory on it is swapped for a
+    /// link out before the open. Both ways of opening refuse it.
+    #[test]
+    fn a_directory_swapped_for_a_link_after_the_check_is_refused() {
+        let (dir, root) = layout();
+        std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+        std::fs::write(dir.path().join("elsewhere/inside.txt"), "secret").unwrap();
+        let base = root.dir().to_path_buf();
+        let checked = root.check(&dir.path().join("root/sub/inside.txt")).unwrap();
+        let relative = checked.strip_prefix(&base).unwrap().to_path_buf();
+        // The swap, after the check.
+        std::fs::rename(dir.path().join("root/sub"), dir.path().join("root/old")).unwrap();
+        symlink(dir.path().join("elsewhere"), dir.path().join("root/sub")).unwrap();
+        assert!(matches!(
+            open_beneath(&base, &relative),
+            Err(Beneath::Escaped)
+        ));
+        let dir_fd = rustix::fs::open(
+            &base,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        assert!(matches!(
+            walk_beneath(&dir_fd, &relative),
+            Err(Beneath::Escaped)
+        ));
+        // The file itself swapped for a link: refused by the walk too.
+        std::fs::remove_file(dir.path().join("root/sub")).unwrap();
+        std::fs::rename(dir.path().join("root/old"), dir.path().join("root/sub")).unwrap();
+        std::fs::remove_file(dir.path().join("root/sub/inside.txt")).unwrap();
+        symlink(
+            dir.path().join("outside.txt"),
+            dir.path().join("root/sub/inside.txt"),
+        )
+        .unwrap();
+        assert!(matches!(
+            walk_beneath(&dir_fd, &relative),
+            Err(Beneath::Escaped)
+        ));
+        assert!(matches!(
+            open_beneath(&base, &relative),
+            Err(Beneath::Escaped)
+        ));
+        // And unswapped, the walk reads it.
+        std::fs::remove_file(dir.path().join("root/sub/inside.txt")).unwrap();
+        std::fs::write(dir.path().join("root/sub/inside.txt"), "in").unwrap();
+        let fd = walk_beneath(&dir_fd, &relative).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut File::from(fd), &mut text).unwrap();
+        assert_eq!(text, "in");
     }
 
     #[test]

@@ -123,23 +123,23 @@ pub async fn serve(
 }
 
 /// One request: the MCP endpoint, or 404 for any other path; 400 for a request with more
-/// than one `Host` header, which the transport's check reads only the first of (HTTP/1.1
-/// requires exactly one, RFC 9112 §3.2).
+/// than one `Host` or `Origin` header, of which the transport's checks read only the first
+/// (HTTP/1.1 requires exactly one `Host`, RFC 9112 §3.2; a browser sends at most one
+/// `Origin`, RFC 6454 §7).
 async fn route(
     service: Service,
     request: Request<Incoming>,
 ) -> Result<Response<BoxBody<Bytes, Infallible>>, Infallible> {
-    if request
-        .headers()
-        .get_all(hyper::header::HOST)
-        .iter()
-        .count()
-        > 1
-    {
-        return Ok(plain(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: more than one Host header\n".to_owned(),
-        ));
+    for (header, name) in [
+        (hyper::header::HOST, "Host"),
+        (hyper::header::ORIGIN, "Origin"),
+    ] {
+        if request.headers().get_all(header).iter().count() > 1 {
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                format!("Bad Request: more than one {name} header\n"),
+            ));
+        }
     }
     if request.uri().path() == ENDPOINT {
         return Ok(service.handle(request).await);

@@ -209,10 +209,14 @@ impl Tool for InspectRequest {
 
     fn run(
         self,
-        _sources: &Sources,
+        sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::inspect(&self, context))
+        values(operations::inspect::inspect_within(
+            &self,
+            context,
+            sources.root(),
+        ))
     }
 }
 

@@ -36,6 +36,9 @@ use crate::store::{IndexHealth, IndexProgress, LocalStore};
 #[derive(Debug)]
 pub struct Store {
     backend: Backend,
+    /// The root the files a load reads must lie in: a store opened within one reads its
+    /// sources within it too, each opened from the root ([`FileRoot::open`]).
+    sources_within: Option<FileRoot>,
 }
 
 #[derive(Debug)]
@@ -77,8 +80,12 @@ impl Store {
     /// and link in it and in `bm25/` (and SQLite's `-wal`/`-shm` beside the database a link
     /// leads to) must resolve inside the root, or [`Error::OutsideRoot`] names the first that
     /// does not, before anything is opened or created.
+    /// The files a load of it reads are opened below `root` too, from a descriptor of it, so
+    /// that a file swapped for a link after it was found is refused, not read.
     pub fn open_within(dir: impl AsRef<Path>, root: &FileRoot) -> Result<Self> {
-        Ok(Self::local(LocalStore::open_within(dir, root)?))
+        let mut store = Self::local(LocalStore::open_within(dir, root)?);
+        store.sources_within = Some(root.clone());
+        Ok(store)
     }
 
     /// Opens (creating if needed) the store at `location`: a directory as [`Store::open`]
@@ -93,6 +100,7 @@ impl Store {
             #[cfg(feature = "postgres")]
             StoreLocation::Postgres(postgres) => Ok(Self {
                 backend: Backend::Postgres(Box::new(PostgresStore::open(postgres, true)?)),
+                sources_within: root.cloned(),
             }),
             #[cfg(not(feature = "postgres"))]
             StoreLocation::Postgres(_) => Err(missing_backend(location)),
@@ -116,6 +124,7 @@ impl Store {
     fn local(store: LocalStore) -> Self {
         Self {
             backend: Backend::Local(store),
+            sources_within: None,
         }
     }
 
@@ -351,7 +360,8 @@ impl Store {
         options: &ChunkOptions,
         progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
     ) -> Result<LoadReport> {
-        dispatch!(&mut self.backend, store => store.load_and_prune(sources, directories, options, progress))
+        let within = self.sources_within.as_ref();
+        dispatch!(&mut self.backend, store => store.load_and_prune(sources, directories, options, progress, within))
     }
 }
 

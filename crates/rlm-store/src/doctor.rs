@@ -225,7 +225,17 @@ fn bm25(
             return (Check::problem(NAME, detail, REINDEX), None);
         }
     };
-    let check = if !inspection.corrupted.is_empty() {
+    let check = if let Err(recorded) = &inspection.format {
+        Check::problem(
+            NAME,
+            format!(
+                "written by a newer rlm (format `{recorded}`); this rlm neither searches nor \
+                 writes it"
+            ),
+            "use the rlm that wrote it (or a newer one), or `rlm reindex` to rebuild it from \
+             the database in this rlm's format",
+        )
+    } else if !inspection.corrupted.is_empty() {
         let files: Vec<String> = inspection
             .corrupted
             .iter()
@@ -262,7 +272,7 @@ fn bm25(
 
 /// What an index written by an older rlm lacks and costs, if it is one (`rlm reindex` mends it).
 fn older_index_note(inspection: &index::IndexInspection) -> Option<&'static str> {
-    if inspection.format == IndexFormat::RandomLeftOut {
+    if inspection.format == Ok(IndexFormat::RandomLeftOut) {
         Some(
             "left digests and other random-looking tokens out and kept no buffer names, so \
              `--path` filters read the buffer table (`rlm reindex` rebuilds it with both)",

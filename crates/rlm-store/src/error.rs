@@ -106,6 +106,19 @@ pub enum Error {
         /// Newest version this build knows.
         supported: i64,
     },
+    /// The search index records a format only a newer rlm writes.
+    #[error(
+        "the search index {path} was written by a newer rlm (format `{recorded}`); this rlm \
+         searches and writes `{supported}` and leaves it untouched"
+    )]
+    IndexTooNew {
+        /// The index directory.
+        path: PathBuf,
+        /// The format its last commit records.
+        recorded: String,
+        /// The format this rlm writes.
+        supported: &'static str,
+    },
     /// The embedding model failed or its vectors do not match.
     #[error(transparent)]
     Embed(#[from] rlm_embed::Error),

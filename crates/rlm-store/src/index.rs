@@ -95,6 +95,8 @@ pub(crate) struct Bm25Index {
     /// before it existed.
     components: Option<Field>,
     format: IndexFormat,
+    /// The format a newer rlm recorded, which this one neither searches nor writes.
+    newer: Option<String>,
 }
 
 /// What a new index's documents carry of their buffer (older rlm versions carried less).
@@ -167,9 +169,14 @@ impl Bm25Index {
             ])
         })();
         let components = field(COMPONENT_FIELD);
-        let format = match forced_format {
-            Some(format) => format,
-            None => format_of(&index)?,
+        let (format, newer) = match forced_format {
+            Some(format) => (format, None),
+            None => match format_of(&index)? {
+                Ok(format) => (format, None),
+                // Opened (listing, status and `rlm reindex` need no index), searched and
+                // written never.
+                Err(recorded) => (IndexFormat::UniqueHashed, Some(recorded)),
+            },
         };
         let taken_up = Arc::new(AtomicU64::new(0));
         index.tokenizers().register(
@@ -190,7 +197,21 @@ impl Bm25Index {
             names,
             components,
             format,
+            newer,
         })
+    }
+
+    /// Refuses to search or write an index a newer rlm wrote: its terms may be written in a
+    /// way this rlm does not know, so answers could be wrong and writes would mix formats.
+    fn check_format(&self) -> Result<()> {
+        match &self.newer {
+            Some(recorded) => Err(Error::IndexTooNew {
+                path: self.path.clone(),
+                recorded: recorded.clone(),
+                supported: UNIQUE_HASHED_PAYLOAD,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Whether documents carry their buffer's name and path, so a glob filter can run inside
@@ -212,6 +233,7 @@ impl Bm25Index {
     }
 
     pub(crate) fn writer(&self) -> Result<Bm25Writer<'_>> {
+        self.check_format()?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
         let options = IndexWriterOptions::builder()
             .num_worker_threads(threads)
@@ -264,6 +286,7 @@ impl Bm25Index {
 
     /// BM25's inverse document frequency of each term (always positive).
     pub(crate) fn inverse_document_frequencies(&self, terms: &[String]) -> Result<Vec<f64>> {
+        self.check_format()?;
         let searcher = self.reader()?.searcher();
         let documents = searcher.num_docs() as f64;
         terms
@@ -285,6 +308,7 @@ impl Bm25Index {
         limit: usize,
         holds: &mut HoldsTerms<'_>,
     ) -> Result<Vec<(i64, f32)>> {
+        self.check_format()?;
         let plan = query_plan(query, self.format);
         let no_buffers = matches!(filter, DocumentFilter::Buffers(buffers) if buffers.is_empty());
         if plan.terms.is_empty() || no_buffers || limit == 0 {
@@ -423,15 +447,17 @@ fn schema(fields: BufferFields) -> Schema {
 
 /// The format an index's last commit records (an index without segments is written in the
 /// current one).
-fn format_of(index: &Index) -> Result<IndexFormat> {
+/// The format an index's last commit records: no payload (written before formats were
+/// recorded), or ours; `Err` with the recorded text for any other, which only a newer rlm
+/// writes.
+fn format_of(index: &Index) -> Result<std::result::Result<IndexFormat, String>> {
     let metas = index.load_metas()?;
-    Ok(
-        if metas.segments.is_empty() || metas.payload.as_deref() == Some(UNIQUE_HASHED_PAYLOAD) {
-            IndexFormat::UniqueHashed
-        } else {
-            IndexFormat::RandomLeftOut
-        },
-    )
+    Ok(match metas.payload.as_deref() {
+        _ if metas.segments.is_empty() => Ok(IndexFormat::UniqueHashed),
+        Some(UNIQUE_HASHED_PAYLOAD) => Ok(IndexFormat::UniqueHashed),
+        None => Ok(IndexFormat::RandomLeftOut),
+        Some(other) => Err(other.to_owned()),
+    })
 }
 
 /// What a read-only look at an index directory found.
@@ -443,8 +469,8 @@ pub(crate) struct IndexInspection {
     pub(crate) corrupted: Vec<PathBuf>,
     /// Segment ids of the last commit.
     pub(crate) live_segments: HashSet<String>,
-    /// What it holds for unique-looking tokens.
-    pub(crate) format: IndexFormat,
+    /// What it holds for unique-looking tokens, or the format a newer rlm recorded.
+    pub(crate) format: std::result::Result<IndexFormat, String>,
     /// Whether its documents carry their buffer's name and path.
     pub(crate) buffer_names: bool,
     /// Whether its documents carry the components of their buffer's name and path as terms.

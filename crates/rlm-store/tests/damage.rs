@@ -267,3 +267,52 @@ fn doctor_does_not_create_or_change_anything() {
     assert_eq!(problems(&diagnose(&missing)), ["database"]);
     assert!(!missing.exists());
 }
+
+/// An index whose last commit records a format only a newer rlm writes was reported as
+/// "written by an older rlm", searched with this rlm's terms and written to in its format. Now
+/// it is named as newer: searches and loads refuse it (leaving it untouched), `rlm doctor`
+/// reports it, and `rlm reindex` rebuilds it in this rlm's format.
+#[test]
+fn an_index_from_a_newer_rlm_is_named_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    filled(dir.path());
+    {
+        let index = tantivy::Index::open_in_dir(dir.path().join("bm25")).unwrap();
+        let mut writer: tantivy::IndexWriter = index.writer(15_000_000).unwrap();
+        let mut commit = writer.prepare_commit().unwrap();
+        commit.set_payload("rlm-index-format 3");
+        commit.commit().unwrap();
+    }
+    let newer = |err: Error| {
+        assert!(matches!(err, Error::IndexTooNew { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .contains("written by a newer rlm (format `rlm-index-format 3`)"),
+            "{err}"
+        );
+    };
+    let mut store = Store::open(dir.path()).unwrap();
+    newer(store.search(&SearchRequest::new("needle")).unwrap_err());
+    let more = vec![Source::Text {
+        name: "more.md".into(),
+        text: "another needle\n".into(),
+    }];
+    newer(
+        store
+            .load(more, &ChunkOptions::default(), &mut keep_going)
+            .unwrap_err(),
+    );
+    let checks = diagnose(dir.path());
+    let bm25 = checks
+        .iter()
+        .find(|check| check.name == "bm25 index")
+        .unwrap();
+    assert!(!bm25.ok, "{bm25:?}");
+    assert!(bm25.detail.contains("newer rlm"), "{bm25:?}");
+    assert!(!bm25.detail.contains("older rlm"), "{bm25:?}");
+    // The database is the source of truth: a rebuild in this rlm's format searches again.
+    drop(store);
+    Store::reindex(dir.path(), &mut |_| {}).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(hits(&store, "quartz3"), ["notes/3.md"]);
+}

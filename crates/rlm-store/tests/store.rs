@@ -1415,3 +1415,35 @@ fn a_glob_nested_too_deep_is_an_error_everywhere() {
     };
     too_complex(rlm_store::collect_sources_with(&[dir.path().to_path_buf()], &walked).unwrap_err());
 }
+
+/// A store opened within a root reads a load's files from the root: a directory swapped for a
+/// link out after the files were found (as another process could between the walk and the
+/// reads) is refused, not read.
+#[test]
+fn a_load_within_a_root_refuses_a_file_swapped_out_after_it_was_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let root_dir = dir.path().join("root");
+    std::fs::create_dir_all(root_dir.join("docs")).unwrap();
+    std::fs::write(root_dir.join("docs/a.md"), "inside text\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("secret")).unwrap();
+    std::fs::write(dir.path().join("secret/a.md"), "outside text\n").unwrap();
+    let root = rlm_context::root::FileRoot::new(&root_dir).unwrap();
+    let mut store = Store::open_within(root_dir.join(".rlm"), &root).unwrap();
+    let sources = rlm_store::collect_sources(&[root_dir.join("docs")]).unwrap();
+    // The swap, after the walk found docs/a.md.
+    std::fs::rename(root_dir.join("docs"), root_dir.join("old")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret"), root_dir.join("docs")).unwrap();
+    let err = store
+        .load(sources, &ChunkOptions::default(), &mut keep_going)
+        .unwrap_err();
+    assert!(matches!(err, Error::OutsideRoot(_)), "{err:?}");
+    assert!(store.list().unwrap().is_empty(), "nothing was loaded");
+    // Put back, the same sources load.
+    std::fs::remove_file(root_dir.join("docs")).unwrap();
+    std::fs::rename(root_dir.join("old"), root_dir.join("docs")).unwrap();
+    let sources = rlm_store::collect_sources(&[root_dir.join("docs")]).unwrap();
+    store
+        .load(sources, &ChunkOptions::default(), &mut keep_going)
+        .unwrap();
+    assert_eq!(store.list().unwrap().len(), 1);
+}

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use rlm_context::{AnalyzeOptions, ContextMetadata, analyze_bytes, analyze_path, analyze_reader};
+use rlm_context::root::{FileRoot, OpenError};
+use rlm_context::{
+    AnalyzeOptions, ContextMetadata, analyze_bytes, analyze_opened, analyze_path, analyze_reader,
+};
 
 use crate::error::{AppError, input_error};
 use crate::requests::{InspectRequest, SAMPLE_CHARS};
@@ -26,6 +29,17 @@ pub enum InspectRecord {
 pub fn inspect(
     request: &InspectRequest,
     context: &Context,
+) -> anyhow::Result<Outcome<InspectRecord>> {
+    inspect_within(request, context, None)
+}
+
+/// [`inspect`] of files that must lie below `root` (`rlm mcp --root`): each is opened from
+/// the root with the kernel refusing every step out of it ([`FileRoot::open`]), so a file
+/// swapped for a link after its path was checked is refused, not read.
+pub fn inspect_within(
+    request: &InspectRequest,
+    context: &Context,
+    root: Option<&FileRoot>,
 ) -> anyhow::Result<Outcome<InspectRecord>> {
     if !SAMPLE_CHARS.contains(&request.sample_chars) {
         return Err(input_error(format!(
@@ -62,7 +76,7 @@ pub fn inspect(
         } else {
             "context".to_owned()
         };
-        match inspect_one(path, request.name.as_deref(), &options, context) {
+        match inspect_one(path, request.name.as_deref(), &options, context, root) {
             Ok(metadata) => outcome.records.push(record(metadata, &variable)),
             Err(err) if several => {
                 // Report and go on: one bad path should not hide the others' results.
@@ -80,6 +94,7 @@ fn inspect_one(
     name: Option<&str>,
     options: &AnalyzeOptions,
     context: &Context,
+    root: Option<&FileRoot>,
 ) -> anyhow::Result<ContextMetadata> {
     if path == Path::new("-") {
         let stdin = context.stdin("inspect")?;
@@ -89,7 +104,19 @@ fn inspect_one(
         metadata.source = Some(name.unwrap_or("<stdin>").to_owned());
         return Ok(metadata);
     }
-    analyze_path(path, options).map_err(|err| {
+    let analyzed = match root {
+        None => analyze_path(path, options),
+        Some(root) => match root.open(path) {
+            Ok(file) => analyze_opened(file, path, options),
+            Err(OpenError::Outside(outside)) => return Err(AppError::input(outside).into()),
+            Err(OpenError::Io(source)) => Err(rlm_context::Error::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+            Err(other) => return Err(AppError::input(other).into()),
+        },
+    };
+    analyzed.map_err(|err| {
         let hint = match &err {
             rlm_context::Error::IsDirectory { .. } => Some(format!(
                 "pass the files inside it (`rlm inspect {}/*`) or load it with `rlm load`",

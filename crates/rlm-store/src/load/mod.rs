@@ -15,6 +15,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use rlm_context::chunk::{ChunkOptions, Strategy};
+use rlm_context::root::FileRoot;
 use rusqlite::Connection;
 use serde::Serialize;
 
@@ -160,18 +161,20 @@ impl LocalStore {
         options: &ChunkOptions,
         progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
     ) -> Result<LoadReport> {
-        self.load_and_prune(sources, &[], options, progress)
+        self.load_and_prune(sources, &[], options, progress, None)
     }
 
     /// Loads `sources` in one SQLite transaction and indexes them for BM25 (see
     /// [`Store::load`](crate::Store::load)), and in the same transaction removes every buffer
     /// loaded from a file under one of `directories` that no longer exists.
+    /// Files are opened below `root` when one is given.
     pub fn load_and_prune(
         &mut self,
         sources: Vec<Source>,
         directories: &[PathBuf],
         options: &ChunkOptions,
         progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+        root: Option<&FileRoot>,
     ) -> Result<LoadReport> {
         options.validate()?;
         let _lock = self.write_lock()?;
@@ -194,7 +197,7 @@ impl LocalStore {
                 prune: directories,
             },
             options,
-            Streaming::within(self.buffer_limit),
+            Streaming::within(self.buffer_limit).reading_within(root),
             &self.dir,
             progress,
         )?;
@@ -236,7 +239,7 @@ fn write_sources<'a>(
     writer: Option<&Bm25Writer<'_>>,
     batch: impl Into<Batch<'a>>,
     options: &ChunkOptions,
-    streaming: Streaming,
+    streaming: Streaming<'_>,
     spool_dir: &Path,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadReport> {
@@ -298,9 +301,15 @@ fn write_sources<'a>(
             Content::Whole(text) => {
                 insert_whole(&transaction, writer, buffer, text, options, &options_key)?
             }
-            Content::Streamed { path, size, lines } => {
+            Content::Streamed {
+                path,
+                root,
+                size,
+                lines,
+            } => {
                 let file = FileScan {
                     path,
+                    root: root.as_ref(),
                     size: *size,
                     lines: *lines,
                     piece: streaming.piece,
@@ -408,6 +417,7 @@ mod tests {
                 above,
                 piece: 4099,
                 limit,
+                root: None,
             };
             let sources: Vec<Source> = [&fits, &over]
                 .into_iter()
@@ -545,6 +555,7 @@ mod tests {
                 above,
                 piece: 777,
                 limit,
+                root: None,
             };
             let sources: Vec<Source> = files
                 .iter()

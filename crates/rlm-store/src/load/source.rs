@@ -119,6 +119,8 @@ pub(crate) enum Content {
     /// A file checked by [`scan_file`], to be read again piece by piece.
     Streamed {
         path: PathBuf,
+        /// Where it is opened from again ([`super::Streaming::root`]).
+        root: Option<rlm_context::root::FileRoot>,
         size: u64,
         lines: u64,
     },
@@ -175,12 +177,14 @@ impl Prepared {
 /// The two bytes every gzip member starts with (RFC 1952).
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Whether the file at `path` starts as gzip data does.
-fn is_gzip(path: &Path) -> Result<bool> {
+/// Whether `file` starts as gzip data does; it is left at its start.
+fn is_gzip(file: &mut std::fs::File) -> std::io::Result<bool> {
+    use std::io::{Seek as _, SeekFrom};
     let mut head = Vec::with_capacity(GZIP_MAGIC.len());
-    std::fs::File::open(path)
-        .and_then(|file| file.take(GZIP_MAGIC.len() as u64).read_to_end(&mut head))
-        .map_err(io("cannot read", path))?;
+    (&mut *file)
+        .take(GZIP_MAGIC.len() as u64)
+        .read_to_end(&mut head)?;
+    file.seek(SeekFrom::Start(0))?;
     Ok(head == GZIP_MAGIC)
 }
 
@@ -206,14 +210,14 @@ impl<R: Read> Read for Decoding<R> {
 /// `spool_dir` when big), never more than one byte past the buffer limit, whatever the file
 /// claims to hold.
 fn prepare_gzip(
+    file: std::fs::File,
     path: &Path,
     size: u64,
     streams: bool,
-    streaming: Streaming,
+    streaming: Streaming<'_>,
     spool_dir: &Path,
 ) -> Result<Result<Prepared, String>> {
     let limit = streaming.limit;
-    let file = std::fs::File::open(path).map_err(io("cannot read", path))?;
     let mut decoding = Decoding {
         inner: flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)),
         damaged: None,
@@ -243,7 +247,8 @@ fn prepare_gzip(
     let prepared = match read? {
         Ok(bytes) => text_from_bytes(bytes, limit).map(Prepared::whole),
         Err(spool) => {
-            let scanned = scan_file(&spool.0, streaming.piece, limit)?;
+            // The spool is the load's own file, in the store directory.
+            let scanned = scan_file(&spool.0, None, streaming.piece, limit)?;
             scanned.map(|scanned| Prepared::scanned(scanned, Some(spool)))
         }
     };
@@ -270,27 +275,30 @@ pub(crate) fn prepare(
             Ok(Ok(Prepared::whole((text, Replacements::default()))))
         }
         Source::File { path, .. } => {
-            let size = std::fs::metadata(&*path)
-                .map_err(io("cannot read", &*path))?
-                .len();
-            if is_gzip(path)? {
-                return prepare_gzip(path, size, streams, streaming, spool_dir);
+            let mut file = super::stream::open_file(path, streaming.root)?;
+            let size = file.metadata().map_err(io("cannot read", &*path))?.len();
+            if is_gzip(&mut file).map_err(io("cannot read", &*path))? {
+                return prepare_gzip(file, path, size, streams, streaming, spool_dir);
             }
             if streams && size > streaming.above {
-                let scanned = scan_file(path, streaming.piece, limit)?;
+                drop(file);
+                let scanned = scan_file(path, streaming.root, streaming.piece, limit)?;
                 return Ok(scanned.map(|scanned| Prepared::scanned(scanned, None)));
             }
             if size > limit.max {
                 return Ok(Err(too_large(limit)));
             }
-            let bytes = std::fs::read(&*path).map_err(io("cannot read", &*path))?;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)
+                .map_err(io("cannot read", &*path))?;
             Ok(text_from_bytes(bytes, limit).map(Prepared::whole))
         }
         Source::Reader { origin, reader, .. } if streams => {
             match spool(reader, origin, spool_dir, streaming.above, limit.max)? {
                 Ok(bytes) => Ok(text_from_bytes(bytes, limit).map(Prepared::whole)),
                 Err(spool) => {
-                    let scanned = scan_file(&spool.0, streaming.piece, limit)?;
+                    // The spool is the load's own file, in the store directory.
+                    let scanned = scan_file(&spool.0, None, streaming.piece, limit)?;
                     Ok(scanned.map(|scanned| Prepared::scanned(scanned, Some(spool))))
                 }
             }

@@ -5,6 +5,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use rlm_context::chunk::{Chunk, ChunkOptions, StreamChunker};
+use rlm_context::root::{FileRoot, OpenError};
 use rusqlite::{Transaction, params};
 use sha2::{Digest as _, Sha256};
 
@@ -23,30 +24,53 @@ const STREAM_ABOVE_BYTES: u64 = 16 << 20;
 /// Piece size of a streamed read.
 const STREAM_PIECE_BYTES: usize = 4 << 20;
 
-/// When and how to stream a file instead of reading it whole.
+/// When and how to stream a file instead of reading it whole, and where files are read.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Streaming {
+pub(crate) struct Streaming<'a> {
     /// Files larger than this many bytes are streamed (when the chunk options allow it).
     pub above: u64,
     /// Bytes read at a time.
     pub piece: usize,
     /// Sources whose text is larger than this are skipped.
     pub limit: BufferLimit,
+    /// The root files must lie in, each opened from it ([`FileRoot::open`]); `None` opens
+    /// them by path.
+    pub root: Option<&'a FileRoot>,
 }
 
-impl Streaming {
+impl<'a> Streaming<'a> {
     /// Streams files over 16 MiB in 4 MiB pieces and skips sources over `limit`.
     pub(crate) fn within(limit: BufferLimit) -> Self {
         Self {
             above: STREAM_ABOVE_BYTES,
             piece: STREAM_PIECE_BYTES,
             limit,
+            root: None,
         }
+    }
+
+    /// These settings, reading files below `root` when there is one.
+    pub(crate) fn reading_within(mut self, root: Option<&'a FileRoot>) -> Self {
+        self.root = root;
+        self
+    }
+}
+
+/// Opens a file to load: from `root` when there is one (refusing a path that leads, or has
+/// come to lead, out of it), else by its path.
+pub(crate) fn open_file(path: &Path, root: Option<&FileRoot>) -> Result<std::fs::File> {
+    match root {
+        None => std::fs::File::open(path).map_err(io("cannot read", path)),
+        Some(root) => root.open(path).map_err(|err| match err {
+            OpenError::Outside(outside) => Error::OutsideRoot(outside),
+            OpenError::Io(source) => io("cannot read", path)(source),
+            other => io("cannot read", path)(std::io::Error::other(other.to_string())),
+        }),
     }
 }
 
 #[cfg(test)]
-impl Default for Streaming {
+impl Default for Streaming<'_> {
     /// No size limit: the tests that use this are about streaming, not the limit.
     fn default() -> Self {
         Self::within(BufferLimit {
@@ -59,6 +83,8 @@ impl Default for Streaming {
 /// A scanned file to stream into the store.
 pub(super) struct FileScan<'a> {
     pub path: &'a Path,
+    /// Where it is opened from ([`Streaming::root`]).
+    pub root: Option<&'a FileRoot>,
     pub size: u64,
     pub lines: u64,
     pub piece: usize,
@@ -76,10 +102,12 @@ pub(super) struct Scanned {
 /// text it decodes to and counts its lines without holding it. The `Err` is a reason to skip it.
 pub(super) fn scan_file(
     path: &Path,
+    root: Option<&FileRoot>,
     piece: usize,
     limit: BufferLimit,
 ) -> Result<Result<Scanned, String>> {
-    if std::fs::metadata(path)
+    if open_file(path, root)?
+        .metadata()
         .map_err(io("cannot read", path))?
         .len()
         > limit.max
@@ -90,7 +118,7 @@ pub(super) fn scan_file(
     let mut size = 0u64;
     let mut newlines = 0u64;
     let mut last = None;
-    let scanned = for_each_piece(path, piece, &mut |text| {
+    let scanned = for_each_piece(path, root, piece, &mut |text| {
         let bytes = text.as_bytes();
         hasher.update(bytes);
         newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
@@ -110,6 +138,7 @@ pub(super) fn scan_file(
     Ok(Ok(Scanned {
         content: Content::Streamed {
             path: path.to_owned(),
+            root: root.cloned(),
             size,
             lines,
         },
@@ -123,11 +152,12 @@ pub(super) fn scan_file(
 /// the inner `Err` says the file is binary (or why `each` broke off).
 pub(crate) fn for_each_piece(
     path: &Path,
+    root: Option<&FileRoot>,
     piece: usize,
     each: &mut dyn FnMut(&str) -> Result<ControlFlow<String>>,
 ) -> Result<Result<Replacements, String>> {
     use std::io::Read as _;
-    let mut file = std::fs::File::open(path).map_err(io("cannot read", path))?;
+    let mut file = open_file(path, root)?;
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
@@ -198,7 +228,7 @@ pub(super) fn insert_streamed(
         path: file.path.to_owned(),
         source: std::io::Error::other("the file changed while it was being loaded"),
     };
-    let streamed = for_each_piece(file.path, file.piece, &mut |text| {
+    let streamed = for_each_piece(file.path, file.root, file.piece, &mut |text| {
         let end = written + text.len() as u64;
         if end > file.size {
             return Err(changed());

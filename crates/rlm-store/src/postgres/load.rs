@@ -16,6 +16,7 @@ use postgres::Transaction;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 use rlm_context::chunk::{self, Chunk, ChunkOptions, Strategy, StreamChunker};
+use rlm_context::root::FileRoot;
 use sha2::{Digest as _, Sha256};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::tokenizer::{MAX_TOKEN_LEN, TokenStream as _, Tokenizer as _};
@@ -53,12 +54,14 @@ impl PostgresStore {
         directories: &[PathBuf],
         options: &ChunkOptions,
         progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
+        root: Option<&FileRoot>,
     ) -> Result<LoadReport> {
         options.validate()?;
         let streaming = Streaming::within(BufferLimit {
             max: self.max_buffer_bytes,
             ceiling: super::BUFFER_CEILING,
-        });
+        })
+        .reading_within(root);
         let location = self.location.to_string();
         let failed = |error| {
             super::server_error(
@@ -171,7 +174,7 @@ fn write_sources(
     sources: Vec<Source>,
     directories: &[PathBuf],
     options: &ChunkOptions,
-    streaming: Streaming,
+    streaming: Streaming<'_>,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadReport> {
     let options_key = serde_json::to_string(options).unwrap_or_default();
@@ -244,11 +247,16 @@ fn write_sources(
         };
         let mut loaded = match &prepared.content {
             Content::Whole(text) => insert_whole(transaction, writer, &buffer, text, options)?,
-            Content::Streamed { path, size, lines } => insert_streamed(
+            Content::Streamed {
+                path,
+                root,
+                size,
+                lines,
+            } => insert_streamed(
                 transaction,
                 writer,
                 &buffer,
-                (path, *size, *lines, streaming.piece),
+                (path, root.as_ref(), *size, *lines, streaming.piece),
                 options,
                 progress,
             )?,
@@ -380,7 +388,7 @@ fn insert_streamed(
     transaction: &mut Transaction<'_>,
     writer: &mut Writer,
     buffer: &NewBuffer<'_>,
-    (path, size, lines, piece): (&Path, u64, u64, usize),
+    (path, root, size, lines, piece): (&Path, Option<&FileRoot>, u64, u64, usize),
     options: &ChunkOptions,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
 ) -> Result<LoadedBuffer> {
@@ -395,7 +403,7 @@ fn insert_streamed(
         source: std::io::Error::other("the file changed while it was being loaded"),
     };
     let failed = |error| super::server_error(format!("cannot store {}", buffer.name), error);
-    let streamed = for_each_piece(path, piece, &mut |text| {
+    let streamed = for_each_piece(path, root, piece, &mut |text| {
         let end = written + text.len() as u64;
         if end > size {
             return Err(changed());

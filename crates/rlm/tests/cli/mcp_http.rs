@@ -430,3 +430,30 @@ fn a_request_with_two_host_headers_is_refused() {
     // One is served.
     assert_eq!(request(port, "POST", "/mcp", &[], INITIALIZE).status, 200);
 }
+
+/// Two `Origin` headers were checked on the first only: a page elsewhere could hide behind a
+/// local one. Refused as two `Host`s are.
+#[test]
+fn a_request_with_two_origin_headers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Listening::start(dir.path(), &[]);
+    let port = server.port;
+    let local = format!("http://localhost:{port}");
+    for origins in [
+        [local.as_str(), "https://evil.example"],
+        [local.as_str(), local.as_str()],
+    ] {
+        let headers = [("origin", origins[0]), ("origin", origins[1])];
+        let refused = request(port, "POST", "/mcp", &headers, INITIALIZE);
+        assert_eq!(refused.status, 400, "{origins:?}");
+        assert_eq!(refused.header("mcp-session-id"), None);
+    }
+    let one = request(
+        port,
+        "POST",
+        "/mcp",
+        &[("origin", local.as_str())],
+        INITIALIZE,
+    );
+    assert_eq!(one.status, 200);
+}
