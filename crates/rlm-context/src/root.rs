@@ -281,7 +281,19 @@ fn resolve_from(path: &Path, links: &mut usize) -> io::Result<PathBuf> {
                         resolved = resolve_from(&resolved.join(target), links)?;
                     }
                     Ok(_) => resolved = next,
-                    Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    // Nothing there this process can reach: missing, a name or path too long
+                    // to exist, a file where a directory would be, a directory it may not
+                    // search. An open would fail the same way, saying why, so the rest is
+                    // checked by where it would be rather than refused as outside.
+                    Err(err)
+                        if matches!(
+                            err.kind(),
+                            io::ErrorKind::NotFound
+                                | io::ErrorKind::InvalidFilename
+                                | io::ErrorKind::NotADirectory
+                                | io::ErrorKind::PermissionDenied
+                        ) =>
+                    {
                         missing = true;
                         resolved = next;
                     }
@@ -366,6 +378,24 @@ mod tests {
             root.check(&dir.path().join("root/pending")).unwrap(),
             root.dir().join("sub/later.txt")
         );
+    }
+
+    /// A path too long for the file system, or through a file, is not outside the root: it
+    /// is checked by where it would be, and opening it says what is wrong.
+    #[test]
+    fn a_path_that_cannot_exist_is_not_called_outside() {
+        let (dir, root) = layout();
+        for name in ["a".repeat(300), format!("{}/x", "b".repeat(200)).repeat(30)] {
+            let path = dir.path().join("root").join(&name);
+            assert!(root.check(&path).is_ok(), "{}", name.len());
+            let Err(OpenError::Io(err)) = root.open(&path) else {
+                panic!("{} opened", name.len());
+            };
+            assert_eq!(err.kind(), io::ErrorKind::InvalidFilename, "{err}");
+        }
+        let through_a_file = dir.path().join("root/sub/inside.txt/more");
+        assert!(root.check(&through_a_file).is_ok());
+        assert!(matches!(root.open(&through_a_file), Err(OpenError::Io(_))));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::cache::CacheHit;
 use super::reply::{FakeBehavior, FakeReply, SeenRequest, estimated_usage};
 use super::{InFlight, State};
 use super::{encode, tools};
-use rlm_llm::ProviderKind;
+use rlm_llm::{ProviderKind, ToolCall, Usage};
 
 /// Pieces a streamed answer is split into (each its own event and body chunk).
 const STREAM_PIECES: usize = 4;
@@ -187,52 +187,9 @@ async fn respond(
                 .insert("content-type", HeaderValue::from_static("application/json"));
             response
         }
-        FakeBehavior::Text(mut text) => {
-            // As the real APIs do: the reply ends before the first stop sequence, which is not
-            // part of it (Anthropic says so in `stop_reason`; OpenAI reports a plain "stop").
-            let mut finish = finish;
-            if let Some(at) = stop_sequences(wire, &seen.body)
-                .iter()
-                .filter_map(|stop| text.find(stop.as_str()))
-                .min()
-            {
-                text.truncate(at);
-                if wire == ProviderKind::Anthropic && reply_finish_is_default(&finish, wire) {
-                    finish = "stop_sequence".to_owned();
-                }
-            }
-            let usage = usage.unwrap_or_else(|| cached.apply(estimated_usage(seen, &text)));
-            if !seen.stream {
-                return json_response(
-                    200,
-                    &[],
-                    &encode::full_body(wire, &seen.model, &text, &finish, &usage),
-                );
-            }
-            let mut events = encode::stream_head(wire, &seen.model, &usage);
-            for piece in encode::pieces(&text, STREAM_PIECES) {
-                events.push(encode::stream_delta(wire, &seen.model, piece));
-            }
-            events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
-            sse_response(events, false, guard)
-        }
+        FakeBehavior::Text(text) => text_reply(wire, seen, text, finish, usage, &cached, guard),
         FakeBehavior::ToolCalls { text, calls } => {
-            let calls = tools::with_ids(wire, calls);
-            let finish = if reply_finish_is_default(&finish, wire) {
-                tool_finish(wire).to_owned()
-            } else {
-                finish
-            };
-            let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
-            let usage = usage.unwrap_or_else(|| {
-                cached.apply(estimated_usage(seen, &(text.clone() + &arguments)))
-            });
-            if !seen.stream {
-                let body = tools::full_body(wire, &seen.model, &text, &calls, &finish, &usage);
-                return json_response(200, &[], &body);
-            }
-            let events = tools::stream_events(wire, &seen.model, &text, &calls, &finish, &usage);
-            sse_response(events, false, guard)
+            tool_reply(wire, seen, &text, calls, finish, usage, &cached, guard)
         }
         FakeBehavior::ErrorEvent(message) if seen.stream => {
             let usage = usage.unwrap_or_default();
@@ -263,36 +220,112 @@ async fn respond(
         }
         FakeBehavior::Stall(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
-            if !seen.stream {
-                let full =
-                    encode::full_body(wire, &seen.model, &partial, &finish, &usage).to_string();
-                let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
-                return body_response(vec![half], End::Stall, guard);
-            }
-            let mut events = encode::stream_head(wire, &seen.model, &usage);
-            for piece in encode::pieces(&partial, STREAM_PIECES) {
-                events.push(encode::stream_delta(wire, &seen.model, piece));
-            }
-            body_response(events, End::Stall, guard)
+            partial_reply(wire, seen, &partial, &finish, &usage, End::Stall, guard)
         }
         FakeBehavior::CutStream(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
-            if !seen.stream {
-                let full =
-                    encode::full_body(wire, &seen.model, &partial, &finish, &usage).to_string();
-                let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
-                return sse_response(vec![half], true, guard);
-            }
-            let mut events = encode::stream_head(wire, &seen.model, &usage);
-            for piece in encode::pieces(&partial, STREAM_PIECES) {
-                events.push(encode::stream_delta(wire, &seen.model, piece));
-            }
-            // Half of one more event, then the connection is cut.
-            let next = encode::stream_delta(wire, &seen.model, "never finished");
-            events.push(next.get(..next.len() / 2).unwrap_or_default().to_owned());
-            sse_response(events, true, guard)
+            partial_reply(wire, seen, &partial, &finish, &usage, End::Cut, guard)
         }
     }
+}
+
+/// A text reply, whole or streamed, ending before the first stop sequence the request gave
+/// (as the real APIs do: Anthropic says so in `stop_reason`; OpenAI reports a plain "stop").
+fn text_reply(
+    wire: ProviderKind,
+    seen: &SeenRequest,
+    mut text: String,
+    mut finish: String,
+    usage: Option<Usage>,
+    cached: &CacheHit,
+    guard: InFlight,
+) -> Response {
+    if let Some(at) = stop_sequences(wire, &seen.body)
+        .iter()
+        .filter_map(|stop| text.find(stop.as_str()))
+        .min()
+    {
+        text.truncate(at);
+        if wire == ProviderKind::Anthropic && reply_finish_is_default(&finish, wire) {
+            finish = "stop_sequence".to_owned();
+        }
+    }
+    // Counted on what is sent.
+    let usage = usage.unwrap_or_else(|| cached.apply(estimated_usage(seen, &text)));
+    if !seen.stream {
+        return json_response(
+            200,
+            &[],
+            &encode::full_body(wire, &seen.model, &text, &finish, &usage),
+        );
+    }
+    let mut events = encode::stream_head(wire, &seen.model, &usage);
+    for piece in encode::pieces(&text, STREAM_PIECES) {
+        events.push(encode::stream_delta(wire, &seen.model, piece));
+    }
+    events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
+    sse_response(events, false, guard)
+}
+
+/// A reply that calls tools (with the provider's ids), whole or streamed.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one reply's parts, as `respond` took them apart"
+)]
+fn tool_reply(
+    wire: ProviderKind,
+    seen: &SeenRequest,
+    text: &str,
+    calls: Vec<ToolCall>,
+    finish: String,
+    usage: Option<Usage>,
+    cached: &CacheHit,
+    guard: InFlight,
+) -> Response {
+    let calls = tools::with_ids(wire, calls);
+    let finish = if reply_finish_is_default(&finish, wire) {
+        tool_finish(wire).to_owned()
+    } else {
+        finish
+    };
+    let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
+    let usage = usage
+        .unwrap_or_else(|| cached.apply(estimated_usage(seen, &(text.to_owned() + &arguments))));
+    if !seen.stream {
+        let body = tools::full_body(wire, &seen.model, text, &calls, &finish, &usage);
+        return json_response(200, &[], &body);
+    }
+    let events = tools::stream_events(wire, &seen.model, text, &calls, &finish, &usage);
+    sse_response(events, false, guard)
+}
+
+/// The start of a reply, then `end`: a stall leaves the connection open, a cut breaks it (a
+/// whole body: half of it; a stream: the pieces of `partial`, and for a cut half of one more
+/// event).
+fn partial_reply(
+    wire: ProviderKind,
+    seen: &SeenRequest,
+    partial: &str,
+    finish: &str,
+    usage: &Usage,
+    end: End,
+    guard: InFlight,
+) -> Response {
+    if !seen.stream {
+        let full = encode::full_body(wire, &seen.model, partial, finish, usage).to_string();
+        let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
+        return body_response(vec![half], end, guard);
+    }
+    let mut events = encode::stream_head(wire, &seen.model, usage);
+    for piece in encode::pieces(partial, STREAM_PIECES) {
+        events.push(encode::stream_delta(wire, &seen.model, piece));
+    }
+    if end == End::Cut {
+        // Half of one more event, then the connection is cut.
+        let next = encode::stream_delta(wire, &seen.model, "never finished");
+        events.push(next.get(..next.len() / 2).unwrap_or_default().to_owned());
+    }
+    body_response(events, end, guard)
 }
 
 /// A streamed body: each event is sent as its own chunk, and the first event is split in two

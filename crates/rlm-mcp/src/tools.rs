@@ -12,7 +12,7 @@ use rlm_app::requests::{
     PeekRequest, QueryRequest, RunRequest, SearchRequest, StoreChoice,
 };
 use rlm_app::settings::Sources;
-use rlm_app::{Context, Outcome, operations};
+use rlm_app::{Context, ExitStatus, Outcome, operations};
 use rmcp::model::ToolAnnotations;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -289,8 +289,31 @@ impl Tool for GrepRequest {
             records.push(serde_json::to_value(line)?);
             Ok(())
         })?;
+        // Nothing matched: the command line's exit 1, but an answer, not a failed call.
+        if status == ExitStatus::Failed && records.is_empty() {
+            let mut outcome = Outcome::success(records);
+            outcome.notes.push(no_match_note(&self));
+            return Ok(outcome);
+        }
         Ok(Outcome::ended(records, status))
     }
+}
+
+/// What a grep that found nothing says (without echoing the pattern: an answer never repeats
+/// more than the client sent, and a 1 MB pattern would be most of it).
+fn no_match_note(request: &GrepRequest) -> String {
+    if request.max_count == Some(0) {
+        return "no lines: `max_count` is 0".to_owned();
+    }
+    let kind = if request.fixed_strings {
+        "text"
+    } else {
+        "pattern"
+    };
+    format!(
+        "no line matched the {kind} ({} chars)",
+        rlm_context::thousands(request.pattern.chars().count() as u64)
+    )
 }
 
 impl Tool for PeekRequest {

@@ -404,6 +404,59 @@ fn a_failed_call_says_why_in_its_result() {
     );
 }
 
+/// Issue 45: a grep that matched nothing — no match, a 100,000-way alternation, a 1 MB fixed
+/// string, `max_count: 0` — was a tool error with empty text. It is an answer that says so; a
+/// pattern that does not parse is an error that says why. A path too long for the file system
+/// was called "outside the server's root": it is refused saying what is wrong with it.
+#[test]
+fn greps_that_find_nothing_and_paths_too_long_say_what_happened() {
+    let layout = Layout::new();
+    let lines: String = (1..=200).map(|n| format!("line word {n}\n")).collect();
+    std::fs::write(layout.root().join("story.txt"), lines).unwrap();
+    let mut session = layout.serve(None);
+    let loaded = session.call("load", serde_json::json!({ "paths": ["story.txt"] }));
+    assert_eq!(loaded["isError"], false, "{loaded}");
+    let alternation: Vec<String> = (0..100_000).map(|n| format!("w{n}x")).collect();
+    for (arguments, said) in [
+        (
+            serde_json::json!({ "pattern": "zebra" }),
+            "no line matched the pattern (5 chars)",
+        ),
+        (
+            serde_json::json!({ "pattern": alternation.join("|") }),
+            "no line matched the pattern (788,889 chars)",
+        ),
+        (
+            serde_json::json!({ "pattern": "x".repeat(1_000_000), "fixed_strings": true }),
+            "no line matched the text (1,000,000 chars)",
+        ),
+        (
+            serde_json::json!({ "pattern": "word", "max_count": 0 }),
+            "no lines: `max_count` is 0",
+        ),
+    ] {
+        let result = session.call("grep", arguments);
+        assert_eq!(result["isError"], false, "{said}: {result}");
+        assert!(text_of(&result).starts_with(said), "{said}: {result}");
+        assert_eq!(
+            result["structuredContent"]["records"],
+            serde_json::json!([])
+        );
+    }
+    let bad = session.call("grep", serde_json::json!({ "pattern": "(" }));
+    assert_eq!(bad["isError"], true, "{bad}");
+    assert!(
+        text_of(&bad).starts_with("error: invalid regular expression"),
+        "{bad}"
+    );
+    let long = "a".repeat(5_000);
+    let refused = session.call("inspect", serde_json::json!({ "paths": [long] }));
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = text_of(&refused);
+    assert!(!text.contains("outside the server's root"), "{text}");
+    assert!(text.contains("name too long"), "{text}");
+}
+
 #[test]
 fn a_message_over_16_mib_is_answered_with_an_error_and_the_session_goes_on() {
     let layout = Layout::new();
