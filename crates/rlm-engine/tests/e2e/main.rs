@@ -14,6 +14,7 @@ use rlm_sandbox::{Isolation, Limits, Sandbox};
 mod budgets;
 mod caching;
 mod cases;
+mod evidence;
 
 /// The fake server plus a builder wired to it and to the sandbox.
 struct Harness {
