@@ -27,6 +27,7 @@ mod resources;
 mod root;
 mod sampling;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::path::PathBuf;
@@ -37,11 +38,13 @@ use anyhow::Context as _;
 use rlm_app::error::Shown;
 use rlm_app::settings::{Sources, StoreSettings, env};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::TaskManager;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use root::Root;
 
@@ -75,6 +78,7 @@ pub fn serve(options: &ServerOptions, config: Option<PathBuf>) -> anyhow::Result
         store: store.clone(),
         page_size,
         tools: tools::all(),
+        tasks: TaskManager::new(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -108,6 +112,8 @@ struct Server {
     store: Option<PathBuf>,
     page_size: usize,
     tools: Vec<tools::ToolSpec>,
+    /// The session's long calls run as tasks (`tasks.rs`).
+    tasks: TaskManager,
 }
 
 impl Server {
@@ -146,6 +152,7 @@ impl ServerHandler for Server {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
@@ -197,7 +204,6 @@ impl ServerHandler for Server {
         };
         let result = match (spec.prepare)(arguments, &place) {
             Ok(job) => {
-                let reporter = progress::Reporter::for_request(&context);
                 // `run` may be answered by the client's own model (`sampling.rs`).
                 let backends = match spec.name {
                     "run" => vec![sampling::provider(&context.peer)],
@@ -209,11 +215,46 @@ impl ServerHandler for Server {
                     root: self.root.fence().clone(),
                     store: self.store.clone(),
                 };
+                let client_has_tasks = context
+                    .client_capabilities()
+                    .is_some_and(|capabilities| capabilities.supports_tasks());
+                if client_has_tasks && tasks::LONG_TOOLS.contains(&spec.name) {
+                    let task = tasks::start(&self.tasks, call, backends, spec.name);
+                    return Ok(CallToolResponse::Task(task));
+                }
+                let reporter = progress::Reporter::for_request(&context);
                 call::command(call, reporter, backends, context.ct.clone()).await
             }
             Err(message) => call::refusal(&message),
         };
         Ok(result.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    /// rlm's tasks never ask the client for input; responses for keys it did not ask are
+    /// ignored, as the extension says.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_resources(

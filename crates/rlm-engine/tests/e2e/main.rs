@@ -41,7 +41,9 @@ impl Harness {
     }
 
     fn rlm(&self, limits: RunLimits, max_depth: u32) -> Rlm {
-        let client = self.server.client_builder().build().unwrap();
+        let client = rlm_llm::testing::client_builder(self.server.address())
+            .build()
+            .unwrap();
         self.rlm_builder(client, limits, max_depth).build().unwrap()
     }
 
