@@ -234,7 +234,7 @@ async fn waiting_for_a_slot_past_the_deadline_is_not_a_failed_call() {
         [FakeReply::text("slow").with_delay(Duration::from_millis(600))],
     );
     let client = LlmClient::builder()
-        .provider(server.openai_provider("one").max_concurrency(1))
+        .provider(rlm_llm::testing::openai_provider("one", server.address()).max_concurrency(1))
         .default_provider("one")
         .build()
         .unwrap();
