@@ -300,6 +300,7 @@ fn chat_and_run_against_a_real_local_model() {
     let stops = [
         "answered",
         "forced_answer",
+        "no_evidence",
         "iteration_limit",
         "error_limit",
         "token_budget",
@@ -385,6 +386,10 @@ fn query_over_a_small_store(dir: &Path) {
         result["chunks_analyzed"], result["chunks_selected"]
     );
     assert_eq!(result["type"], "result", "{result}");
+    // `--timeout` bounds the whole query, the report included (a second's grace for the
+    // last call's cancellation and the result's writing).
+    let seconds = result["timings"]["total"].as_f64().unwrap();
+    assert!(seconds <= 61.0, "the query took {seconds:.1} s of its 60");
     assert_eq!(code == Some(0), status == "answered", "{result}\n{stderr}");
     assert!(matches!(code, Some(0 | 1)), "{stderr}");
     assert!(
@@ -424,6 +429,28 @@ fn query_over_a_small_store(dir: &Path) {
         eprintln!("rlm query: no extractor call within the time bound ({status})");
         return;
     }
+    // The report cites only chunks an extractor read; any other id it wrote is marked
+    // unknown by rlm, never passed off as a citation.
+    let read: std::collections::BTreeSet<i64> = calls
+        .iter()
+        .flat_map(|call| call["chunk_ids"].as_array().unwrap().iter())
+        .filter_map(Value::as_i64)
+        .collect();
+    let unknown: Vec<i64> = result["citations_unknown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect();
+    let report = result["report"].as_str().unwrap();
+    let cited = cited_ids(report);
+    eprintln!("rlm query: cites {cited:?}, read {read:?}, unknown {unknown:?}");
+    for id in &cited {
+        assert!(
+            read.contains(id) || unknown.contains(id),
+            "chunk {id} cited, neither read nor marked unknown:\n{report}"
+        );
+    }
     let output_tokens = |call: &Value| call["usage"]["output_tokens"].as_u64().unwrap();
     let mut finished = 0;
     for call in &calls {
@@ -450,4 +477,25 @@ fn query_over_a_small_store(dir: &Path) {
         "rlm query: {} extractor calls, {finished} finished below the cap of {QUERY_CAP}",
         calls.len()
     );
+}
+
+/// The chunk ids a report cites: each number of a `[chunk N]` or `[chunks N, M]` mark.
+fn cited_ids(report: &str) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for mark in report.split('[').skip(1) {
+        let Some(inside) = mark.split(']').next() else {
+            continue;
+        };
+        let Some(list) = inside
+            .strip_prefix("chunks ")
+            .or_else(|| inside.strip_prefix("chunk "))
+        else {
+            continue;
+        };
+        ids.extend(
+            list.split(|c: char| c == ',' || c.is_whitespace())
+                .filter_map(|id| id.trim().parse::<i64>().ok()),
+        );
+    }
+    ids
 }
