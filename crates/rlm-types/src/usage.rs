@@ -45,6 +45,11 @@ pub struct ModelTotals {
     /// as reported. Left out of JSON when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub overrun_calls: u64,
+    /// Failed calls cut off after their request went out (a deadline, a stopped run): counted
+    /// in `failures`, their tokens estimated (the request's size, the text streamed before the
+    /// cut) and counted in `usage`. Left out of JSON when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_off_calls: u64,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -72,6 +77,21 @@ impl ModelTotals {
         self.failures += 1;
         self.latency += latency;
         self.retries += u64::from(retries);
+    }
+
+    /// Adds a call cut off after its request went out, with its estimated `usage` and cost
+    /// (`None`: unknown price, not counted).
+    pub fn add_cut_off(
+        &mut self,
+        usage: &Usage,
+        cost_usd: Option<f64>,
+        latency: Duration,
+        retries: u32,
+    ) {
+        self.add_failure(latency, retries);
+        self.cut_off_calls += 1;
+        self.usage.add(usage);
+        self.cost_usd += cost_usd.unwrap_or(0.0);
     }
 
     /// Whether some answered calls had no known price, so `cost_usd` is only a lower bound.
@@ -107,6 +127,21 @@ impl UsageReport {
     pub fn add_failure(&mut self, model: &str, latency: Duration, retries: u32) {
         self.entry(model).add_failure(latency, retries);
         self.total.add_failure(latency, retries);
+    }
+
+    /// Adds a call of `model` cut off after its request went out
+    /// ([`ModelTotals::add_cut_off`]).
+    pub fn add_cut_off(
+        &mut self,
+        model: &str,
+        usage: &Usage,
+        cost_usd: Option<f64>,
+        latency: Duration,
+        retries: u32,
+    ) {
+        self.entry(model)
+            .add_cut_off(usage, cost_usd, latency, retries);
+        self.total.add_cut_off(usage, cost_usd, latency, retries);
     }
 
     /// Counts an answered call of `model` (already added) as an overrun: its provider reported

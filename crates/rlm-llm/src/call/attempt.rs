@@ -12,6 +12,7 @@ use tracing::debug;
 use super::TextSink;
 use super::endpoint::{Endpoint, redact_url};
 use super::plan::Plan;
+use crate::admission::CallProgress;
 use crate::capabilities::{self, Rejected, StopCutter};
 use crate::client::{LlmClient, ProviderSlot};
 use crate::error::Error;
@@ -66,7 +67,7 @@ impl LlmClient {
         endpoint: &Endpoint,
         plan: &Plan,
         on_text: &mut TextSink<'_>,
-        emitted: &mut bool,
+        (emitted, progress): (&mut bool, &CallProgress),
     ) -> Result<Answered<'slot>, AttemptError> {
         let clock = AttemptClock {
             model_ref,
@@ -92,6 +93,7 @@ impl LlmClient {
             clock,
             deadline: instant_after(self.shared.request_timeout.min(remaining)),
             sent_at: Instant::now(),
+            progress,
         };
         let send = self
             .shared
@@ -142,6 +144,8 @@ struct Reading<'a> {
     /// Until the answer starts (a whole body: until it is read).
     deadline: tokio::time::Instant,
     sent_at: Instant,
+    /// Where the bytes streamed are counted (a call cut off is charged for them).
+    progress: &'a CallProgress,
 }
 
 impl Reading<'_> {
@@ -239,6 +243,7 @@ impl Reading<'_> {
                     first_token = Some(self.sent_at.elapsed());
                 }
                 let Some(piece) = decoded else { continue };
+                self.progress.streamed(piece.len());
                 let passed = cutter.push(&piece);
                 if !passed.is_empty()
                     && let Some(sink) = on_text.as_mut()

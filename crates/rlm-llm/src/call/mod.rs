@@ -42,7 +42,7 @@ impl LlmClient {
         let reservation = self
             .ledger
             .reserve(crate::usage::Estimate::of(request, price.as_ref()))?;
-        let admission = Admission::new(reservation, caller, request);
+        let admission = Admission::new(reservation, caller, request, &model_label, price);
         // The request as a recording keys it: built only to replay or record.
         let resolved = |model: &str| {
             let mut resolved = request.clone();

@@ -69,6 +69,8 @@ impl LlmClient {
             if let Err(error) = admission.check_send() {
                 return Ok(Sent::Refused { error, retries });
             }
+            let progress = admission.progress();
+            progress.sending();
             let attempt = self
                 .attempt(
                     slot,
@@ -77,9 +79,13 @@ impl LlmClient {
                     endpoint,
                     &plan,
                     on_text,
-                    &mut emitted,
+                    (&mut emitted, progress),
                 )
                 .await;
+            progress.ended(matches!(
+                &attempt,
+                Err(failed) if matches!(failed.error, crate::Error::DeadlineExceeded { .. })
+            ));
             let failed = match attempt {
                 Ok(answered) => {
                     return Ok(Sent::Answered {

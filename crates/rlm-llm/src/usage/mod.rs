@@ -355,6 +355,28 @@ impl Reservation {
     }
 }
 
+impl Reservation {
+    /// Replaces the hold with a call cut off after its request went out, at its estimated
+    /// `usage` and cost ([`rlm_types::ModelTotals::add_cut_off`]).
+    pub fn cut_off(
+        mut self,
+        model: &str,
+        usage: &Usage,
+        cost_usd: Option<f64>,
+        latency: Duration,
+        retries: u32,
+    ) {
+        self.open = false;
+        for ledger in self.ledger.path() {
+            let mut account = ledger.lock();
+            account.reserved.remove(&self.estimate);
+            account
+                .spent
+                .add_cut_off(model, usage, cost_usd, latency, retries);
+        }
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         if self.open {

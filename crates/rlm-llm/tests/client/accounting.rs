@@ -1,5 +1,7 @@
 //! Usage, cost with unknown prices, and budgets.
 
+use std::time::Duration;
+
 use rlm_fake::FakeReply;
 use rlm_llm::{Budget, ChatRequest, Error, Exhausted, Ledger, Price, PriceTable, Usage};
 
@@ -184,6 +186,8 @@ async fn a_batch_spends_no_more_than_the_budget_whatever_its_size() {
     }
 }
 
+/// A call cancelled with its request out (the server never answered) releases its hold and
+/// is counted as one cut-off call: its input as estimated, no output.
 #[tokio::test]
 async fn a_cancelled_call_releases_its_reservation() {
     let server = server().await;
@@ -201,7 +205,14 @@ async fn a_cancelled_call_releases_its_reservation() {
     let timed_out = tokio::time::timeout(std::time::Duration::from_millis(100), call).await;
     assert!(timed_out.is_err());
     assert_eq!(ledger.reserved(), rlm_llm::Reserved::default());
-    assert_eq!(ledger.total().calls + ledger.total().failures, 0);
+    let spent = ledger.total();
+    assert_eq!(
+        (spent.calls, spent.failures, spent.cut_off_calls),
+        (0, 1, 1),
+        "{spent:?}"
+    );
+    assert!(spent.usage.input_tokens > 0, "{spent:?}");
+    assert_eq!(spent.usage.output_tokens, 0, "{spent:?}");
 }
 
 /// A provider reporting far more output than a call's `max_tokens`: the reply is counted as
@@ -354,4 +365,53 @@ async fn a_callers_own_reservation_is_checked_before_each_send_and_settled() {
     assert_eq!(run.reserved(), rlm_llm::Reserved::default());
     // The client's own ledger counted the same call under the resolved name.
     assert_eq!(client.ledger().total().calls, 1);
+}
+
+/// A call cut off after its request went out is counted: by its deadline mid-answer, or by
+/// its future dropped (a stopped run). Its input is the request's estimate, its output the
+/// text streamed before the cut, and it is marked cut off; a call dropped before it was sent
+/// counts nothing.
+#[tokio::test]
+async fn calls_cut_off_mid_answer_count_what_they_streamed() {
+    let server = crate::server().await;
+    let text = "word ".repeat(300);
+    server.script(
+        "m",
+        [
+            FakeReply::slow_stream(text.clone(), 30, Duration::from_millis(50)),
+            FakeReply::slow_stream(text, 30, Duration::from_millis(50)),
+        ],
+    );
+    let client = crate::client(&server, 0);
+    let cut = client.with_deadline(std::time::Instant::now() + Duration::from_millis(600));
+    let err = cut
+        .chat(&ChatRequest::new("m").user("say many words"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, rlm_llm::Error::DeadlineExceeded { .. }),
+        "{err:?}"
+    );
+    let spent = client.ledger().total();
+    assert_eq!(
+        (spent.calls, spent.failures, spent.cut_off_calls),
+        (0, 1, 1),
+        "{spent:?}"
+    );
+    assert!(spent.usage.input_tokens > 0, "{spent:?}");
+    // About half of 1,500 bytes streamed in 600 ms, at 3 bytes a token.
+    assert!((50..=500).contains(&spent.usage.output_tokens), "{spent:?}");
+
+    let dropped = {
+        let client = client.clone();
+        tokio::spawn(async move { client.chat(&ChatRequest::new("m").user("again")).await })
+    };
+    while server.in_flight() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    dropped.abort();
+    assert!(dropped.await.unwrap_err().is_cancelled());
+    let spent = client.ledger().total();
+    assert_eq!((spent.failures, spent.cut_off_calls), (2, 2), "{spent:?}");
 }

@@ -63,8 +63,13 @@ fn report(global: &GlobalArgs, result: &QueryResult) -> anyhow::Result<ExitCode>
         }
         // Every call that ran counts, failed ones (cut at the time limit, refused) included.
         let calls = if total.failures > 0 {
+            let cut_off = if total.cut_off_calls > 0 {
+                format!(", {} cut off", total.cut_off_calls)
+            } else {
+                String::new()
+            };
             format!(
-                "{} ({} failed)",
+                "{} ({} failed{cut_off})",
                 count(total.calls + total.failures, "model call"),
                 total.failures
             )

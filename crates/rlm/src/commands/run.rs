@@ -72,11 +72,22 @@ pub fn run(run: &Run<'_>, request: RunRequest) -> anyhow::Result<ExitCode> {
 /// How the run ended and what it cost, then where its trajectory is.
 fn print_ending(summary: &RunSummary) {
     let total = &summary.usage.total;
+    // A call cut off mid-answer (the time limit, a stop) is no answered call, but its tokens
+    // (estimated) are in the total: say so rather than "0 model calls · 1,200 tokens".
+    let calls = if total.cut_off_calls > 0 {
+        format!(
+            "{} (+{} cut off)",
+            count(total.calls, "model call"),
+            total.cut_off_calls
+        )
+    } else {
+        count(total.calls, "model call")
+    };
     eprintln!(
         "{} · {} · {} · {} tokens{} · {} · {:.1}s",
         summary.status,
         count(u64::from(summary.iterations), "turn"),
-        count(total.calls, "model call"),
+        calls,
         rlm_context::thousands(total.usage.total()),
         crate::output::cache_note(&total.usage),
         crate::output::totals_cost(total),

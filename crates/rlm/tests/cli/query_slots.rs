@@ -166,6 +166,9 @@ async fn the_timeout_bounds_the_report_and_keeps_the_findings() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let result: serde_json::Value = serde_json::from_str(&text(&output.stdout)).unwrap();
     assert_eq!(result["status"], "synthesis_failed", "{result}");
+    // The report call was cut at the limit: counted, as cut off.
+    let report = &result["usage"]["synthesize"]["total"];
+    assert_eq!(report["cut_off_calls"], 1, "{result}");
     assert_eq!(result["findings"].as_array().unwrap().len(), 3, "{result}");
     assert!(
         result["report"]
@@ -222,4 +225,55 @@ async fn a_query_stopped_while_reporting_keeps_its_findings_in_the_log() {
     assert_eq!(last["status"], "interrupted", "{last}");
     assert_eq!(last["chunks_analyzed"], 3, "{last}");
     assert_eq!(last["findings"].as_array().unwrap().len(), 3, "{last}");
+    // The report call the signal cut is counted, as cut off.
+    assert_eq!(
+        last["usage"]["synthesize"]["total"]["cut_off_calls"], 1,
+        "{last}"
+    );
+}
+
+/// A root call cut off by the run's `--timeout` mid-answer is counted: "(+1 cut off)" on the
+/// summary line, its estimated tokens in the total, `cut_off_calls` in `--json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_counts_the_call_its_timeout_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    for json in [false, true] {
+        server.script(
+            "root",
+            [FakeReply::slow_stream(
+                "thinking ".repeat(200),
+                40,
+                Duration::from_millis(100),
+            )],
+        );
+        let mut command = rlm_with_fake(dir.path(), &server);
+        if json {
+            command.arg("--json");
+        }
+        command.args([
+            "run",
+            "--no-log",
+            "--model",
+            "openai:root",
+            "--timeout",
+            "1.5",
+            "--context",
+            "abc",
+            "What is it?",
+        ]);
+        let output = run(command).await;
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        if json {
+            let result: serde_json::Value = serde_json::from_str(&text(&output.stdout)).unwrap();
+            let total = &result["usage"]["total"];
+            assert_eq!(total["cut_off_calls"], 1, "{result}");
+            assert_eq!(total["failures"], 1, "{result}");
+            assert!(total["output_tokens"].as_u64().unwrap() > 0, "{result}");
+        } else {
+            assert!(stderr.contains("0 model calls (+1 cut off)"), "{stderr}");
+            assert!(!stderr.contains(" · 0 tokens"), "{stderr}");
+        }
+    }
 }
