@@ -651,3 +651,83 @@ async fn child_runs_inherit_the_host_functions_and_are_told_so() {
     assert_eq!(host_calls[0]["result"], "\"falcon\"");
     assert!(parent[1]["code_blocks"][0]["result"]["host_calls"].is_null());
 }
+
+/// Counts the sessions it opens; opens none when told the sandbox is broken.
+#[derive(Debug, Default)]
+struct CountingRepl {
+    opened: std::sync::atomic::AtomicUsize,
+    broken: bool,
+}
+
+impl crate::ReplFactory for CountingRepl {
+    fn open(
+        &self,
+        spec: crate::SessionSpec,
+    ) -> futures::future::BoxFuture<'_, Result<Box<dyn crate::ReplSession>, crate::ReplError>> {
+        self.opened
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.broken {
+            return Box::pin(async { Err(crate::ReplError::new("no sandbox here")) });
+        }
+        FakeRepl.open(spec)
+    }
+}
+
+/// A run answered without code starts no sandbox session; one that runs code opens it once;
+/// a sandbox that cannot start still ends the run with its error.
+#[tokio::test]
+async fn the_repl_opens_only_when_code_first_runs() {
+    let cases: [(&[&str], usize); 2] = [
+        (&["FINAL(at once)"], 0),
+        (
+            &[
+                "```repl\nprint(context)\n```",
+                "```repl\nprint(context)\n```",
+                "FINAL(x)",
+            ],
+            1,
+        ),
+    ];
+    for (replies, expected) in cases {
+        let model = Arc::new(ScriptedModel::default().replies("root", replies));
+        let repl = Arc::new(CountingRepl::default());
+        let result = Rlm::builder()
+            .client(Arc::clone(&model) as _)
+            .repl(Arc::clone(&repl) as _)
+            .model("root")
+            .build()
+            .unwrap()
+            .completion("q", vec![ContextPart::new("text")])
+            .await
+            .unwrap();
+        assert_eq!(result.outcome.status, Status::Answered);
+        assert_eq!(
+            repl.opened.load(std::sync::atomic::Ordering::SeqCst),
+            expected,
+            "{replies:?}"
+        );
+    }
+    let model = Arc::new(ScriptedModel::default().replies("root", &["```repl\nprint(1)\n```"]));
+    let broken = Arc::new(CountingRepl {
+        broken: true,
+        ..CountingRepl::default()
+    });
+    let error = Rlm::builder()
+        .client(Arc::clone(&model) as _)
+        .repl(broken as _)
+        .model("root")
+        .build()
+        .unwrap()
+        .completion("q", vec![ContextPart::new("text")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, crate::Error::Repl(repl) if repl.message == "no sandbox here"),
+        "{error:?}"
+    );
+    assert_eq!(
+        model.calls().len(),
+        1,
+        "the run stops after the turn that needed the REPL"
+    );
+}

@@ -4,24 +4,12 @@
 use serde_json::Value;
 
 use super::blocks::BlockRun;
-use crate::error::Error;
 use crate::parse::AnswerTag;
-use crate::repl::{ReplError, ReplSession};
+use crate::repl::ReplSession;
 
 /// What the REPL holds before the first turn, as in the reference RLM: model code fills it in
-/// place (`answer["content"] = ...; answer["ready"] = True`).
-const INITIAL_ANSWER: &str = r#"answer = {"content": "", "ready": False}"#;
-
-/// Binds [`INITIAL_ANSWER`] in a new session.
-pub(super) async fn bind_initial(session: &mut dyn ReplSession) -> Result<(), Error> {
-    let outcome = session.execute(INITIAL_ANSWER).await.map_err(Error::Repl)?;
-    match outcome.error {
-        None => Ok(()),
-        Some(error) => Err(Error::Repl(ReplError::new(format!(
-            "could not bind the `answer` variable: {error}"
-        )))),
-    }
-}
+/// place (`answer["content"] = ...; answer["ready"] = True`). Bound when the session opens.
+pub(super) const INITIAL_ANSWER: &str = r#"answer = {"content": "", "ready": False}"#;
 
 /// The turn's answer, if it gave one. A `FINAL_VAR` the session cannot satisfy adds a note for
 /// the model; an `answer` variable that is not ready becomes the run's best partial answer.

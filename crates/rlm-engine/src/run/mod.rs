@@ -9,6 +9,7 @@
 mod answer;
 mod blocks;
 mod compaction;
+mod lazy;
 mod prompts;
 mod record;
 mod turn;
@@ -109,8 +110,24 @@ pub(crate) async fn run_loop(
         contexts,
         host,
     };
-    let mut session = scope.shared.repl.open(spec).await.map_err(Error::Repl)?;
-    answer::bind_initial(session.as_mut()).await?;
+    let settings = &scope.shared.settings;
+    // What must be in the REPL before the first turn opens it now; otherwise it opens when the
+    // model first runs code (or reads a variable).
+    let eager = resume.is_some_and(|resume| !resume.is_empty())
+        || !scope.toolbox().value_bindings().is_empty()
+        || (scope.depth == 0 && (settings.setup_code.is_some() || settings.compaction.is_some()));
+    let open_failure = lazy::OpenFailure::default();
+    let mut session: Box<dyn ReplSession> = if eager {
+        lazy::open(scope.shared.repl.as_ref(), spec)
+            .await
+            .map_err(Error::Repl)?
+    } else {
+        Box::new(lazy::LazySession::new(
+            Arc::clone(&scope.shared.repl),
+            spec,
+            Arc::clone(&open_failure),
+        ))
+    };
     let session_note = match resume.filter(|resume| !resume.is_empty()) {
         Some(resume) => {
             Some(resume::restore(session.as_mut(), resume, &scope.shared.settings.prompts).await?)
@@ -149,6 +166,15 @@ pub(crate) async fn run_loop(
             .take(&mut state)
             .await
             .inspect_err(|_| interrupted.armed = false)?;
+        // A sandbox that could not start ends the run as it would have before the first turn.
+        let failed = open_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(error) = failed {
+            interrupted.armed = false;
+            return Err(Error::Repl(error));
+        }
         if flow.is_break() {
             break;
         }
