@@ -200,3 +200,37 @@ def test_prompt_assembler_plans_and_builds_without_a_model(tmp_path):
     assert plan
     with pytest.raises(RlmError):
         PromptAssembler(stage="coding", budget_total=-5).build(history)
+
+
+def test_store_answers_stay_within_the_reply_ceiling_and_pages_join_into_the_whole(tmp_path):
+    # Issue 45: one grep for a common word built the whole answer in memory. Each call reads
+    # at most max_reply_bytes of JSON; the cursor gives the rest, exactly.
+    write(tmp_path, "big.log", "".join(f"the word {n} is here\n" for n in range(1, 5001)))
+    store = Store(tmp_path / "store", max_reply_bytes=8192)
+    store.load(str(tmp_path / "big.log"))
+    lines, cursor, pages = [], None, 0
+    while True:
+        page = store.grep("word", cursor=cursor)
+        assert len(json.dumps([m.text for m in page])) < 8192
+        lines.extend(m.line for m in page)
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+        assert any(cursor in note for note in page.notes), page.notes
+    assert pages > 10
+    assert lines == list(range(1, 5001))
+    # The whole answer in one page, with a ceiling large enough.
+    assert len(Store(tmp_path / "store", max_reply_bytes=2_000_000).grep("word")) == 5000
+
+    text = store.peek(str(tmp_path / "big.log"), (1, 5000))
+    assert len(text.encode()) < 8192 and text.startswith("the word 1 is here\n")
+    shown = text.count("\n")
+    assert text.rest["lines"] == f"{shown + 1}:5000"
+    following = store.peek(str(tmp_path / "big.log"), (shown + 1, shown + 1))
+    assert following == f"the word {shown + 1} is here\n" and following.rest is None
+
+    with pytest.raises(RlmInputError, match="continues another request"):
+        store.grep("here", cursor=store.grep("word").next_cursor)
+    with pytest.raises(ValueError, match="too small"):
+        Store(tmp_path / "store", max_reply_bytes=10).buffers()

@@ -82,15 +82,56 @@ def _scope(buffers: Optional[Sequence[str]], path: Optional[str]) -> Dict[str, A
     return {"buffers": [str(buffer) for buffer in buffers or ()], "path": path}
 
 
+class Page(list):
+    """One page of an answer that reads the store: a list, with ``next_cursor`` (pass it back
+    as ``cursor=`` for the records that follow; ``None`` when nothing was left out) and the
+    ``notes`` that say what was left out."""
+
+    next_cursor: Optional[str] = None
+    notes: List[str] = []
+
+
+class Text(str):
+    """Text read from the store; ``rest`` names the range that continues it (``{"buffer",
+    "lines"}`` or ``{"buffer", "bytes"}``) when it stopped at the reply ceiling, else ``None``."""
+
+    rest: Optional[Dict[str, Any]] = None
+
+
+def _page(items: Iterable[Any], finished: "_core.Finished") -> Page:
+    page = Page(items)
+    page.next_cursor = finished.next_cursor
+    page.notes = list(finished.notes)
+    return page
+
+
 class Store:
     """A store directory (created by the first :meth:`load`): the same store the ``rlm``
-    commands use with ``--store PATH``."""
+    commands use with ``--store PATH``. Each answer that reads it (search, grep, buffers,
+    chunks, peek) holds at most ``max_reply_bytes`` of JSON (default 1 MiB): lists come as
+    :class:`Page` with a ``next_cursor`` for the rest, texts as :class:`Text` with ``rest``."""
 
-    def __init__(self, path: PathLike = ".rlm") -> None:
+    def __init__(self, path: PathLike = ".rlm", max_reply_bytes: Optional[int] = None) -> None:
         self.path = os.path.abspath(path_arg(path))
+        self.max_reply_bytes = max_reply_bytes
+
+    def _call(self, operation: str, request: Dict[str, Any], allow_failed: bool = False) -> "_core.Finished":
+        return _core.call(
+            operation,
+            request,
+            store=self.path,
+            allow_failed=allow_failed,
+            max_reply_bytes=self.max_reply_bytes,
+        )
 
     def _records(self, operation: str, request: Dict[str, Any]) -> List[Dict[str, Any]]:
-        return _core.call(operation, request, store=self.path).records
+        return self._call(operation, request).records
+
+    def _text(self, request: Dict[str, Any]) -> Text:
+        records = self._records("peek", request)
+        text = Text("".join(r.get("text", "") for r in records))
+        text.rest = next((r["rest"] for r in records if r.get("rest")), None)
+        return text
 
     def load(
         self,
@@ -128,7 +169,8 @@ class Store:
         path: Optional[str] = None,
         *,
         top: Optional[int] = None,
-    ) -> List[SearchHit]:
+        cursor: Optional[str] = None,
+    ) -> Page:
         """The ``k`` best chunks for ``query`` (default 10; ``top`` is an older name):
         ``mode`` is ``bm25``, ``semantic`` or ``hybrid`` (the last two need embeddings:
         ``load(..., embed=True)``)."""
@@ -138,7 +180,10 @@ class Store:
             )
         count = _count(k, top, "top")
         request = {"query": query, "mode": mode, "k": 10 if count is None else count, **_scope(buffers, path)}
-        return [
+        if cursor is not None:
+            request["cursor"] = cursor
+        finished = self._call("search", request)
+        return _page([
             SearchHit(
                 rank=int(r["rank"]),
                 chunk_id=int(r["chunk_id"]),
@@ -150,9 +195,9 @@ class Store:
                 mode=r["mode"],
                 highlights=_ranges(r.get("highlights") or []),
             )
-            for r in self._records("search", request)
+            for r in finished.records
             if r.get("type") == "hit"
-        ]
+        ], finished)
 
     def grep(
         self,
@@ -160,41 +205,50 @@ class Store:
         buffers: Optional[Sequence[str]] = None,
         path: Optional[str] = None,
         context: int = 0,
-    ) -> List[GrepMatch]:
+        cursor: Optional[str] = None,
+    ) -> Page:
         """Lines matching the regular expression ``pattern`` (Rust regex syntax), with
-        ``context`` lines around each."""
+        ``context`` lines around each; a :class:`Page` (pass its ``next_cursor`` back as
+        ``cursor`` for the lines that follow)."""
         request = {"pattern": pattern, "context": context, **_scope(buffers, path)}
+        if cursor is not None:
+            request["cursor"] = cursor
         # Nothing matching is an empty list, not an error (the CLI's exit code 1).
-        records = _core.call("grep", request, store=self.path, allow_failed=True).records
+        finished = self._call("grep", request, allow_failed=True)
         found: List[GrepMatch] = []
-        for r in records:
+        for r in finished.records:
             if r.get("type") == "match":
                 found.append(
                     GrepMatch(r["buffer"], int(r["line"]), r["text"], _ranges(r["matches"]))
                 )
             elif r.get("type") == "context":
                 found.append(GrepMatch(r["buffer"], int(r["line"]), r["text"], is_context=True))
-        return found
+        return _page(found, finished)
 
-    def buffers(self) -> List[Dict[str, Any]]:
-        """Every buffer: id, name, path, bytes, lines, chunks, ..."""
-        return [r for r in self._records("list", {}) if r.get("type") == "buffer"]
+    def buffers(self, cursor: Optional[str] = None) -> Page:
+        """Every buffer: id, name, path, bytes, lines, chunks, ... (a :class:`Page`)."""
+        finished = self._call("list", {} if cursor is None else {"cursor": cursor})
+        return _page([r for r in finished.records if r.get("type") == "buffer"], finished)
 
-    def chunks(self, buffer: str) -> List[Dict[str, Any]]:
-        """The chunk table of one buffer (name or id): each chunk's id and line range."""
-        records = self._records("show", {"buffer": str(buffer), "chunks": True})
-        return [r for r in records if r.get("type") == "chunk"]
+    def chunks(self, buffer: str, cursor: Optional[str] = None) -> Page:
+        """The chunk table of one buffer (name or id): each chunk's id and line range (a
+        :class:`Page`)."""
+        request: Dict[str, Any] = {"buffer": str(buffer), "chunks": True}
+        if cursor is not None:
+            request["cursor"] = cursor
+        finished = self._call("show", request)
+        return _page([r for r in finished.records if r.get("type") == "chunk"], finished)
 
-    def chunk(self, chunk_id: int) -> str:
-        """The text of one chunk (an id from :meth:`search` or :meth:`chunks`)."""
-        records = self._records("peek", {"chunk": int(chunk_id)})
-        return "".join(r.get("text", "") for r in records)
+    def chunk(self, chunk_id: int) -> Text:
+        """The text of one chunk (an id from :meth:`search` or :meth:`chunks`); ``rest`` says
+        where the rest is when it was longer than one answer."""
+        return self._text({"chunk": int(chunk_id)})
 
-    def peek(self, buffer: str, lines: Tuple[int, int]) -> str:
-        """Lines ``lines[0]`` to ``lines[1]`` (1-based, inclusive) of a buffer."""
+    def peek(self, buffer: str, lines: Tuple[int, int]) -> Text:
+        """Lines ``lines[0]`` to ``lines[1]`` (1-based, inclusive) of a buffer; ``rest`` says
+        which lines follow when they were more than one answer holds."""
         start, end = lines
-        records = self._records("peek", {"buffer": str(buffer), "lines": f"{start}:{end}"})
-        return "".join(r.get("text", "") for r in records)
+        return self._text({"buffer": str(buffer), "lines": f"{start}:{end}"})
 
     def delete(self, buffer: str) -> None:
         """Removes one buffer (name or id) from the store."""
