@@ -624,3 +624,63 @@ fn cursor_of(result: &serde_json::Value) -> String {
         .unwrap_or("1.00000000")
         .to_owned()
 }
+
+/// Issue 45: `load` of a directory that cannot be read answered `isError: false` with nothing
+/// loaded while `rlm load` reported the error. Whatever cannot be read — the directory named, a
+/// directory inside it, a file — is a tool error naming it, as on the command line. Permissions
+/// bind only a user other than root: as root, the server runs as `nobody`.
+#[test]
+fn load_of_what_cannot_be_read_is_a_tool_error_naming_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+
+    let layout = Layout::new();
+    let root = layout.root();
+    for dir in ["locked", "open/sealed"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        std::fs::write(root.join(dir).join("inner.txt"), "inside\n").unwrap();
+    }
+    std::fs::write(root.join("open/ok.txt"), "fine\n").unwrap();
+    std::fs::create_dir_all(root.join("files")).unwrap();
+    std::fs::write(root.join("files/ok.txt"), "fine\n").unwrap();
+    std::fs::write(root.join("files/closed.txt"), "closed\n").unwrap();
+    let mut command = rlm_store_process(&root);
+    // Whether this process runs as root (from /proc: the tests do not link libc).
+    let as_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(2) == Some("0"));
+    if as_root {
+        let nobody = 65_534;
+        let mut owned = vec![layout.path("")];
+        while let Some(path) = owned.pop() {
+            std::os::unix::fs::chown(&path, Some(nobody), Some(nobody)).unwrap();
+            if path.is_dir() {
+                owned.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            }
+        }
+        std::fs::set_permissions(layout.path(""), std::fs::Permissions::from_mode(0o755)).unwrap();
+        command.uid(nobody).gid(nobody);
+    }
+    let shut = std::fs::Permissions::from_mode(0o000);
+    for path in ["locked", "open/sealed", "files/closed.txt"] {
+        std::fs::set_permissions(root.join(path), shut.clone()).unwrap();
+    }
+    let mut session = Session::start(command.args(["mcp", "--root"]).arg(&root));
+    for (path, named) in [
+        ("locked", "locked"),
+        ("open", "open/sealed"),
+        ("files", "files/closed.txt"),
+    ] {
+        let result = session.call("load", serde_json::json!({ "paths": [path] }));
+        assert_eq!(result["isError"], true, "{path}: {result}");
+        let text = text_of(&result);
+        assert!(text.contains(named), "{path}: {text}");
+        assert!(text.contains("Permission denied"), "{path}: {text}");
+    }
+    drop(session);
+    for path in ["locked", "open/sealed", "files/closed.txt"] {
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(root.join(path), open).unwrap();
+    }
+}
