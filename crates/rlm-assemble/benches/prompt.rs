@@ -30,7 +30,9 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(FakeServer::start()).unwrap();
     server.respond_with(|_| FakeReply::text("## Requirements\n- keep the retry policy\n"));
-    let client = server.client_builder().build().unwrap();
+    let client = rlm_llm::testing::client_builder(server.address())
+        .build()
+        .unwrap();
     let summarizer = Summarizer::new(client, "summarizer");
     let cache = tempfile::tempdir().unwrap();
     let options = PromptOptions {

@@ -38,7 +38,9 @@ async fn fan_out() {
     server.respond_with(|_| FakeReply::text("ok"));
     // A limiter wide enough for the whole batch, so the figure is the engine's overhead.
     let client = rlm_llm::LlmClient::builder()
-        .provider(server.openai_provider("fake").max_concurrency(FAN_OUT))
+        .provider(
+            rlm_llm::testing::openai_provider("fake", server.address()).max_concurrency(FAN_OUT),
+        )
         .default_provider("fake")
         .build()
         .unwrap();

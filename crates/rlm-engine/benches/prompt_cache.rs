@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use rlm_engine::testing::FakeRepl;
 use rlm_engine::{ContextPart, Rlm, RunLimits, Status};
-use rlm_fake::{FAKE_ANTHROPIC, FAKE_OPENAI, FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
+use rlm_llm::testing::{FAKE_ANTHROPIC, FAKE_OPENAI};
 use rlm_llm::{ModelTotals, PriceTable};
 
 const TURNS: usize = 20;
@@ -65,8 +66,7 @@ async fn run(provider: &str, model: &str, prompt_cache: bool) -> ModelTotals {
         .collect();
     replies.push(FakeReply::text("FINAL(done)"));
     server.script(model, replies);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .prompt_cache(prompt_cache)
         .build()
         .unwrap();

@@ -205,8 +205,8 @@ mod tests {
         let prompts = Prompts::default();
         for needle in [
             "llm_query_batched",
-            "FINAL_VAR(",
-            "FINAL(",
+            "FINAL_VAR",
+            "the word FINAL",
             "no class inheritance",
             "no `del`",
             "no `yield`",
@@ -223,6 +223,12 @@ mod tests {
                 prompts.sandbox.contains(needle),
                 "the sandbox section lacks {needle}"
             );
+        }
+        // No literal answer a model can copy (one answered `FINAL(Paris, since 2019)`, our
+        // old example, about a log).
+        for template in [&prompts.system, &prompts.sandbox] {
+            assert!(!template.contains("FINAL("), "{template}");
+            assert!(!template.contains("FINAL_VAR(summary)"), "{template}");
         }
         assert!(prompts.tools.contains("{{tool_list}}"));
         for function in [

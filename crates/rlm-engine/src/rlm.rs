@@ -329,19 +329,7 @@ impl RlmBuilder {
             .filter(|m| !m.trim().is_empty())
             .ok_or_else(|| Error::Config("no root model".into()))?;
         let limits = self.limits.unwrap_or_default();
-        if limits.max_iterations == 0 {
-            return Err(Error::Config("max_iterations must be at least 1".into()));
-        }
-        if limits.max_consecutive_errors == 0 {
-            return Err(Error::Config(
-                "max_consecutive_errors must be at least 1".into(),
-            ));
-        }
-        if limits.max_prompt_bytes == 0 || limits.max_answer_bytes == 0 {
-            return Err(Error::Config(
-                "max_prompt_bytes and max_answer_bytes must be at least 1".into(),
-            ));
-        }
+        check_limits(&limits)?;
         let max_depth = self.max_depth.unwrap_or(1);
         if max_depth == 0 {
             return Err(Error::Config("max_depth must be at least 1".into()));
@@ -393,41 +381,7 @@ impl RlmBuilder {
             log_name: self.log_name.unwrap_or_else(|| "rlm".to_owned()),
             compaction: self.compaction,
         };
-        if let Some(share) = settings.compaction
-            && !(share > 0.0 && share <= 1.0)
-        {
-            return Err(Error::Config(format!(
-                "the compaction threshold must be above 0 and at most 1, not {share}"
-            )));
-        }
-        if settings.max_concurrent_subcalls == Some(0) {
-            return Err(Error::Config(
-                "max_concurrent_subcalls must be at least 1".into(),
-            ));
-        }
-        if !rlm_trace::is_run_id(&settings.log_name) {
-            return Err(Error::Config(format!(
-                "log name {:?} must be 1 to 64 letters, digits, `-` or `_`",
-                settings.log_name
-            )));
-        }
-        if let Some(functions) = &self.functions {
-            let names: Vec<String> = functions.functions().into_iter().map(|f| f.name).collect();
-            for tool in settings
-                .tools
-                .tools()
-                .iter()
-                .chain(settings.sub_tools.tools())
-            {
-                if names.contains(&tool.name) {
-                    return Err(Error::Config(format!(
-                        "tool {:?} has the name of one of the run's functions ({})",
-                        tool.name,
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
+        settings.check(self.functions.as_deref())?;
         // A sub-call's error only reaches model code as text, so a model the run can never
         // call (no key, unknown provider) is refused here, typed, before the first turn.
         let models = [&settings.root_model, &settings.subcall_model]
@@ -448,5 +402,62 @@ impl RlmBuilder {
                 functions: self.functions,
             }),
         })
+    }
+}
+
+/// A run needs at least one turn, one error before it stops, and room for a prompt and an
+/// answer.
+fn check_limits(limits: &RunLimits) -> Result<(), Error> {
+    if limits.max_iterations == 0 {
+        return Err(Error::Config("max_iterations must be at least 1".into()));
+    }
+    if limits.max_consecutive_errors == 0 {
+        return Err(Error::Config(
+            "max_consecutive_errors must be at least 1".into(),
+        ));
+    }
+    if limits.max_prompt_bytes == 0 || limits.max_answer_bytes == 0 {
+        return Err(Error::Config(
+            "max_prompt_bytes and max_answer_bytes must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Settings {
+    /// The settings a builder could not check field by field: the compaction share, the
+    /// sub-call cap, the log name, and tools named as the run's functions.
+    fn check(&self, functions: Option<&dyn HostFunctions>) -> Result<(), Error> {
+        if let Some(share) = self.compaction
+            && !(share > 0.0 && share <= 1.0)
+        {
+            return Err(Error::Config(format!(
+                "the compaction threshold must be above 0 and at most 1, not {share}"
+            )));
+        }
+        if self.max_concurrent_subcalls == Some(0) {
+            return Err(Error::Config(
+                "max_concurrent_subcalls must be at least 1".into(),
+            ));
+        }
+        if !rlm_trace::is_run_id(&self.log_name) {
+            return Err(Error::Config(format!(
+                "log name {:?} must be 1 to 64 letters, digits, `-` or `_`",
+                self.log_name
+            )));
+        }
+        if let Some(functions) = functions {
+            let names: Vec<String> = functions.functions().into_iter().map(|f| f.name).collect();
+            for tool in self.tools.tools().iter().chain(self.sub_tools.tools()) {
+                if names.contains(&tool.name) {
+                    return Err(Error::Config(format!(
+                        "tool {:?} has the name of one of the run's functions ({})",
+                        tool.name,
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::reply::SeenRequest;
-use rlm_llm::ProviderKind;
-use rlm_llm::{Role, Usage};
+use crate::Wire;
+use rlm_types::{Role, Usage};
 
 /// Shortest prefix either API caches (Anthropic: Claude Sonnet and Opus; OpenAI: every model).
 pub const MIN_CACHED_TOKENS: u64 = 1024;
@@ -102,8 +102,8 @@ impl PromptCaches {
     /// Looks the request up and caches what the real API would cache from it.
     pub(crate) fn account(&mut self, seen: &SeenRequest) -> CacheHit {
         match seen.wire {
-            ProviderKind::Anthropic => self.anthropic(&seen.body),
-            ProviderKind::OpenAi => self.openai(seen),
+            Wire::Anthropic => self.anthropic(&seen.body),
+            Wire::OpenAi => self.openai(seen),
         }
     }
 

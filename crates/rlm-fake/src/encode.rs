@@ -3,19 +3,13 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use rlm_llm::ProviderKind;
-use rlm_llm::Usage;
+use crate::Wire;
+use rlm_types::Usage;
 
 /// A complete (non-streamed) success body.
-pub(crate) fn full_body(
-    wire: ProviderKind,
-    model: &str,
-    text: &str,
-    finish: &str,
-    usage: &Usage,
-) -> Value {
+pub(crate) fn full_body(wire: Wire, model: &str, text: &str, finish: &str, usage: &Usage) -> Value {
     match wire {
-        ProviderKind::OpenAi => json!({
+        Wire::OpenAi => json!({
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
@@ -27,7 +21,7 @@ pub(crate) fn full_body(
             }],
             "usage": openai_usage(usage),
         }),
-        ProviderKind::Anthropic => json!({
+        Wire::Anthropic => json!({
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
@@ -56,12 +50,12 @@ pub(crate) fn anthropic_usage(usage: &Usage) -> Value {
 }
 
 /// An error body in the wire format.
-pub(crate) fn error_body(wire: ProviderKind, status: u16, message: &str) -> Value {
+pub(crate) fn error_body(wire: Wire, status: u16, message: &str) -> Value {
     match wire {
-        ProviderKind::OpenAi => json!({
+        Wire::OpenAi => json!({
             "error": {"message": message, "type": "fake_error", "code": status}
         }),
-        ProviderKind::Anthropic => {
+        Wire::Anthropic => {
             let kind = match status {
                 429 => "rate_limit_error",
                 529 => "overloaded_error",
@@ -76,8 +70,8 @@ pub(crate) fn error_body(wire: ProviderKind, status: u16, message: &str) -> Valu
 
 /// OpenAI's refusal of a parameter its reasoning models do not take, as the real API words it,
 /// or `None` when the body sends none of them (the Anthropic endpoint refuses nothing).
-pub(crate) fn reasoning_refusal(wire: ProviderKind, body: &Value) -> Option<Value> {
-    if wire != ProviderKind::OpenAi {
+pub(crate) fn reasoning_refusal(wire: Wire, body: &Value) -> Option<Value> {
+    if wire != Wire::OpenAi {
         return None;
     }
     let refusal = |param: &str, code: &str, message: String| {
@@ -246,9 +240,9 @@ pub(crate) fn pieces(text: &str, parts: usize) -> Vec<&str> {
 }
 
 /// The SSE events before the text (one string per event).
-pub(crate) fn stream_head(wire: ProviderKind, model: &str, usage: &Usage) -> Vec<String> {
+pub(crate) fn stream_head(wire: Wire, model: &str, usage: &Usage) -> Vec<String> {
     match wire {
-        ProviderKind::OpenAi => vec![event(
+        Wire::OpenAi => vec![event(
             None,
             &OpenAiChunk::new(
                 model,
@@ -256,7 +250,7 @@ pub(crate) fn stream_head(wire: ProviderKind, model: &str, usage: &Usage) -> Vec
                 None,
             ),
         )],
-        ProviderKind::Anthropic => {
+        Wire::Anthropic => {
             let mut start_usage = anthropic_usage(usage);
             start_usage["output_tokens"] = json!(1);
             vec![
@@ -278,9 +272,9 @@ pub(crate) fn stream_head(wire: ProviderKind, model: &str, usage: &Usage) -> Vec
 }
 
 /// One SSE event carrying a piece of text.
-pub(crate) fn stream_delta(wire: ProviderKind, model: &str, piece: &str) -> String {
+pub(crate) fn stream_delta(wire: Wire, model: &str, piece: &str) -> String {
     match wire {
-        ProviderKind::OpenAi => event(
+        Wire::OpenAi => event(
             None,
             &OpenAiChunk::new(
                 model,
@@ -288,7 +282,7 @@ pub(crate) fn stream_delta(wire: ProviderKind, model: &str, piece: &str) -> Stri
                 None,
             ),
         ),
-        ProviderKind::Anthropic => event(
+        Wire::Anthropic => event(
             Some("content_block_delta"),
             &AnthropicTextDelta {
                 r#type: "content_block_delta",
@@ -303,14 +297,9 @@ pub(crate) fn stream_delta(wire: ProviderKind, model: &str, piece: &str) -> Stri
 }
 
 /// The SSE events after the text.
-pub(crate) fn stream_tail(
-    wire: ProviderKind,
-    model: &str,
-    finish: &str,
-    usage: &Usage,
-) -> Vec<String> {
+pub(crate) fn stream_tail(wire: Wire, model: &str, finish: &str, usage: &Usage) -> Vec<String> {
     match wire {
-        ProviderKind::OpenAi => vec![
+        Wire::OpenAi => vec![
             event(
                 None,
                 &OpenAiChunk::new(
@@ -322,7 +311,7 @@ pub(crate) fn stream_tail(
             event(None, &OpenAiChunk::new(model, None, Some(usage))),
             "data: [DONE]\n\n".to_owned(),
         ],
-        ProviderKind::Anthropic => vec![
+        Wire::Anthropic => vec![
             event(
                 Some("content_block_stop"),
                 &json!({"type": "content_block_stop", "index": 0}),
@@ -338,13 +327,13 @@ pub(crate) fn stream_tail(
 }
 
 /// A provider error event inside a stream.
-pub(crate) fn stream_error(wire: ProviderKind, message: &str) -> String {
+pub(crate) fn stream_error(wire: Wire, message: &str) -> String {
     match wire {
-        ProviderKind::OpenAi => event(
+        Wire::OpenAi => event(
             None,
             &json!({"error": {"message": message, "type": "server_error"}}),
         ),
-        ProviderKind::Anthropic => event(
+        Wire::Anthropic => event(
             Some("error"),
             &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
         ),
@@ -376,20 +365,16 @@ mod tests {
         let data = |event: &str| -> Value {
             serde_json::from_str(event.strip_prefix("data: ").unwrap().trim_end()).unwrap()
         };
-        let head = data(&stream_head(ProviderKind::OpenAi, "m", &usage)[0]);
+        let head = data(&stream_head(Wire::OpenAi, "m", &usage)[0]);
         assert_eq!(head["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(head["object"], "chat.completion.chunk");
-        let delta = data(&stream_delta(
-            ProviderKind::OpenAi,
-            "m",
-            "a \"quoted\" piece",
-        ));
+        let delta = data(&stream_delta(Wire::OpenAi, "m", "a \"quoted\" piece"));
         assert_eq!(
             delta["choices"][0]["delta"]["content"],
             "a \"quoted\" piece"
         );
         assert!(delta["choices"][0]["finish_reason"].is_null());
-        let tail = stream_tail(ProviderKind::OpenAi, "m", "stop", &usage);
+        let tail = stream_tail(Wire::OpenAi, "m", "stop", &usage);
         assert_eq!(data(&tail[0])["choices"][0]["finish_reason"], "stop");
         assert_eq!(data(&tail[0])["choices"][0]["delta"], json!({}));
         let usage_chunk = data(&tail[1]);
@@ -400,7 +385,7 @@ mod tests {
             4
         );
         assert_eq!(tail[2], "data: [DONE]\n\n");
-        let anthropic = stream_delta(ProviderKind::Anthropic, "m", "x");
+        let anthropic = stream_delta(Wire::Anthropic, "m", "x");
         let body = anthropic
             .strip_prefix("event: content_block_delta\ndata: ")
             .unwrap();

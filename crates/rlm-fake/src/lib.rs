@@ -15,22 +15,9 @@
 //! "tool"}`) is answered by a call of that tool: a text reply becomes its `input`. Anthropic
 //! `tools` without an object `input_schema`, or a forced tool not offered, get a 400.
 //!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use rlm_fake::{FakeReply, FakeServer};
-//! use rlm_llm::ChatRequest;
-//!
-//! let server = FakeServer::start().await?;
-//! server.script("root", [FakeReply::text("first"), FakeReply::text("second")]);
-//! server.respond_with(|seen| FakeReply::text(format!("echo: {}", seen.last_user_message())));
-//! let client = server.client_builder().build()?;
-//! assert_eq!(client.chat(&ChatRequest::new("root").user("hi")).await?.text, "first");
-//! assert_eq!(client.chat(&ChatRequest::new("sub").user("hi")).await?.text, "echo: hi");
-//! assert_eq!(server.requests_for("root").len(), 1);
-//! # Ok(())
-//! # }
-//! ```
+//! A test builds its client from the server's address with `rlm_llm::testing`
+//! (`client_builder(server.address())`), so this crate needs nothing of rlm but its shared
+//! types (`rlm-types`): no dependency loop with the client it tests.
 
 mod cache;
 mod clock;
@@ -49,13 +36,12 @@ use std::time::Duration;
 pub use cache::MIN_CACHED_TOKENS;
 pub use reply::{FakeBehavior, FakeReply, SeenRequest};
 
-use rlm_llm::LlmClientBuilder;
-use rlm_llm::{ProviderConfig, ProviderKind};
-
-/// Name of the OpenAI-format provider in [`FakeServer::client_builder`] (also the default).
-pub const FAKE_OPENAI: &str = "fake";
-/// Name of the Anthropic-format provider in [`FakeServer::client_builder`].
-pub const FAKE_ANTHROPIC: &str = "fake-anthropic";
+/// The wire format a request came in: OpenAI's (chat completions or Responses) or Anthropic's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
 
 type Responder = Arc<dyn Fn(&SeenRequest) -> FakeReply + Send + Sync>;
 
@@ -294,36 +280,6 @@ impl FakeServer {
     /// Base URL for an Anthropic provider (`http://127.0.0.1:PORT`).
     pub fn anthropic_base_url(&self) -> String {
         format!("http://{}", self.address)
-    }
-
-    /// A provider named `name` speaking the OpenAI format to this server. It stands in for a
-    /// hosted API, so it gets a hosted API's default concurrency
-    /// ([`rlm_llm::DEFAULT_MAX_CONCURRENCY`]), not the one-at-a-time default of a loopback URL.
-    pub fn openai_provider(&self, name: &str) -> ProviderConfig {
-        ProviderConfig::new(name, ProviderKind::OpenAi, self.openai_base_url())
-            .max_concurrency(rlm_llm::DEFAULT_MAX_CONCURRENCY)
-    }
-
-    /// A provider named `name` speaking the Anthropic format to this server (concurrency as
-    /// [`Self::openai_provider`]).
-    pub fn anthropic_provider(&self, name: &str) -> ProviderConfig {
-        ProviderConfig::new(name, ProviderKind::Anthropic, self.anthropic_base_url())
-            .max_concurrency(rlm_llm::DEFAULT_MAX_CONCURRENCY)
-    }
-
-    /// A client builder with providers [`FAKE_OPENAI`] (the default, so bare model names like
-    /// `root` go there) and [`FAKE_ANTHROPIC`], and fast retries for tests.
-    pub fn client_builder(&self) -> LlmClientBuilder {
-        rlm_llm::LlmClient::builder()
-            .provider(self.openai_provider(FAKE_OPENAI))
-            .provider(self.anthropic_provider(FAKE_ANTHROPIC))
-            .default_provider(FAKE_OPENAI)
-            .retry(rlm_llm::RetryPolicy {
-                max_retries: 3,
-                base_delay: Duration::from_millis(5),
-                max_delay: Duration::from_millis(50),
-                max_server_delay: Duration::from_secs(5),
-            })
     }
 
     /// Appends replies to the queue of `model` (the model name as sent, without prefix).

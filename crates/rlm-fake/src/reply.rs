@@ -2,15 +2,15 @@
 
 use std::time::Duration;
 
-use rlm_llm::ProviderKind;
-use rlm_llm::ToolCall;
-use rlm_llm::{Message, Role, Usage};
+use crate::Wire;
+use rlm_types::ToolCall;
+use rlm_types::{Message, Role, Usage};
 
 /// A request as the fake server received it, decoded from either wire format.
 #[derive(Debug, Clone)]
 pub struct SeenRequest {
     /// Which wire format it spoke (the Responses API counts as OpenAI).
-    pub wire: ProviderKind,
+    pub wire: Wire,
     /// The path it was sent to (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`).
     pub endpoint: String,
     /// The `model` field of the body (the name without provider prefix).

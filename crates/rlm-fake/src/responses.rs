@@ -15,10 +15,10 @@ use super::encode::{self, event, pieces};
 use super::reply::{FakeBehavior, SeenRequest, estimated_usage};
 use super::server::{End, body_response, header_pairs, json_response, paced_response};
 use super::{InFlight, State, tools};
-use rlm_llm::ProviderKind;
-use rlm_llm::ToolCall;
-use rlm_llm::ToolOutput;
-use rlm_llm::{Message, Usage};
+use crate::Wire;
+use rlm_types::ToolCall;
+use rlm_types::ToolOutput;
+use rlm_types::{Message, Usage};
 
 /// The path the fake server serves this wire on.
 pub(crate) const PATH: &str = "/v1/responses";
@@ -71,7 +71,7 @@ pub(crate) async fn handle(
         } => json_response(
             status,
             &headers,
-            &encode::error_body(ProviderKind::OpenAi, status, &message),
+            &encode::error_body(Wire::OpenAi, status, &message),
         ),
         FakeBehavior::Body { status, body } => json_response(status, &[], &body),
         FakeBehavior::Text(text) => {
@@ -79,7 +79,7 @@ pub(crate) async fn handle(
             answer(&seen, &text, &[], status, &usage, guard)
         }
         FakeBehavior::ToolCalls { text, calls } => {
-            let calls = tools::with_ids(ProviderKind::OpenAi, calls);
+            let calls = tools::with_ids(Wire::OpenAi, calls);
             let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
             let usage = reply
                 .usage
@@ -115,18 +115,16 @@ pub(crate) async fn handle(
                 guard,
             )
         }
-        FakeBehavior::ErrorEvent(message) => json_response(
-            500,
-            &[],
-            &encode::error_body(ProviderKind::OpenAi, 500, &message),
-        ),
+        FakeBehavior::ErrorEvent(message) => {
+            json_response(500, &[], &encode::error_body(Wire::OpenAi, 500, &message))
+        }
         FakeBehavior::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             drop(guard);
             json_response(
                 500,
                 &[],
-                &encode::error_body(ProviderKind::OpenAi, 500, "hang ended"),
+                &encode::error_body(Wire::OpenAi, 500, "hang ended"),
             )
         }
         FakeBehavior::Stall(partial) => {
@@ -268,7 +266,7 @@ fn decode(headers: &HeaderMap, body: &[u8]) -> Result<SeenRequest, Value> {
         _ => return Err(invalid("Missing required parameter: 'input'.")),
     };
     Ok(SeenRequest {
-        wire: ProviderKind::OpenAi,
+        wire: Wire::OpenAi,
         endpoint: PATH.to_owned(),
         model,
         system,
@@ -305,7 +303,7 @@ fn input_messages(items: &[Value], system: &mut Option<String>) -> Result<Vec<Me
                     item.get("arguments").and_then(Value::as_str).unwrap_or(""),
                 );
                 match messages.last_mut() {
-                    Some(last) if last.role == rlm_llm::Role::Assistant => {
+                    Some(last) if last.role == rlm_types::Role::Assistant => {
                         last.tool_calls.push(call);
                     }
                     _ => messages.push(Message::assistant_tool_calls("", vec![call])),

@@ -16,7 +16,8 @@ use super::cache::CacheHit;
 use super::reply::{FakeBehavior, FakeReply, SeenRequest, estimated_usage};
 use super::{InFlight, State};
 use super::{encode, tools};
-use rlm_llm::ProviderKind;
+use crate::Wire;
+use rlm_types::{ToolCall, Usage};
 
 /// Pieces a streamed answer is split into (each its own event and body chunk).
 const STREAM_PIECES: usize = 4;
@@ -88,7 +89,7 @@ async fn openai(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(state, ProviderKind::OpenAi, headers, body).await
+    handle(state, Wire::OpenAi, headers, body).await
 }
 
 async fn anthropic(
@@ -96,7 +97,7 @@ async fn anthropic(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(state, ProviderKind::Anthropic, headers, body).await
+    handle(state, Wire::Anthropic, headers, body).await
 }
 
 pub(crate) fn json_response(status: u16, headers: &[(String, String)], body: &Value) -> Response {
@@ -116,12 +117,7 @@ pub(crate) fn json_response(status: u16, headers: &[(String, String)], body: &Va
     response
 }
 
-async fn handle(
-    state: Arc<State>,
-    wire: ProviderKind,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn handle(state: Arc<State>, wire: Wire, headers: HeaderMap, body: Bytes) -> Response {
     let received = std::time::Instant::now();
     let guard = InFlight::enter(&state);
     let seen = match decode(wire, &headers, &body) {
@@ -138,7 +134,7 @@ async fn handle(
 }
 
 async fn respond(
-    wire: ProviderKind,
+    wire: Wire,
     seen: &SeenRequest,
     reply: FakeReply,
     cached: CacheHit,
@@ -153,8 +149,8 @@ async fn respond(
     let behavior = tools::forced_call(wire, &seen.body, behavior);
     let finish = finish_reason.unwrap_or_else(|| {
         match wire {
-            ProviderKind::OpenAi => "stop",
-            ProviderKind::Anthropic => "end_turn",
+            Wire::OpenAi => "stop",
+            Wire::Anthropic => "end_turn",
         }
         .to_owned()
     });
@@ -187,52 +183,9 @@ async fn respond(
                 .insert("content-type", HeaderValue::from_static("application/json"));
             response
         }
-        FakeBehavior::Text(mut text) => {
-            // As the real APIs do: the reply ends before the first stop sequence, which is not
-            // part of it (Anthropic says so in `stop_reason`; OpenAI reports a plain "stop").
-            let mut finish = finish;
-            if let Some(at) = stop_sequences(wire, &seen.body)
-                .iter()
-                .filter_map(|stop| text.find(stop.as_str()))
-                .min()
-            {
-                text.truncate(at);
-                if wire == ProviderKind::Anthropic && reply_finish_is_default(&finish, wire) {
-                    finish = "stop_sequence".to_owned();
-                }
-            }
-            let usage = usage.unwrap_or_else(|| cached.apply(estimated_usage(seen, &text)));
-            if !seen.stream {
-                return json_response(
-                    200,
-                    &[],
-                    &encode::full_body(wire, &seen.model, &text, &finish, &usage),
-                );
-            }
-            let mut events = encode::stream_head(wire, &seen.model, &usage);
-            for piece in encode::pieces(&text, STREAM_PIECES) {
-                events.push(encode::stream_delta(wire, &seen.model, piece));
-            }
-            events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
-            sse_response(events, false, guard)
-        }
+        FakeBehavior::Text(text) => text_reply(wire, seen, text, finish, usage, &cached, guard),
         FakeBehavior::ToolCalls { text, calls } => {
-            let calls = tools::with_ids(wire, calls);
-            let finish = if reply_finish_is_default(&finish, wire) {
-                tool_finish(wire).to_owned()
-            } else {
-                finish
-            };
-            let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
-            let usage = usage.unwrap_or_else(|| {
-                cached.apply(estimated_usage(seen, &(text.clone() + &arguments)))
-            });
-            if !seen.stream {
-                let body = tools::full_body(wire, &seen.model, &text, &calls, &finish, &usage);
-                return json_response(200, &[], &body);
-            }
-            let events = tools::stream_events(wire, &seen.model, &text, &calls, &finish, &usage);
-            sse_response(events, false, guard)
+            tool_reply(wire, seen, &text, calls, finish, usage, &cached, guard)
         }
         FakeBehavior::ErrorEvent(message) if seen.stream => {
             let usage = usage.unwrap_or_default();
@@ -263,36 +216,112 @@ async fn respond(
         }
         FakeBehavior::Stall(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
-            if !seen.stream {
-                let full =
-                    encode::full_body(wire, &seen.model, &partial, &finish, &usage).to_string();
-                let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
-                return body_response(vec![half], End::Stall, guard);
-            }
-            let mut events = encode::stream_head(wire, &seen.model, &usage);
-            for piece in encode::pieces(&partial, STREAM_PIECES) {
-                events.push(encode::stream_delta(wire, &seen.model, piece));
-            }
-            body_response(events, End::Stall, guard)
+            partial_reply(wire, seen, &partial, &finish, &usage, End::Stall, guard)
         }
         FakeBehavior::CutStream(partial) => {
             let usage = usage.unwrap_or_else(|| estimated_usage(seen, &partial));
-            if !seen.stream {
-                let full =
-                    encode::full_body(wire, &seen.model, &partial, &finish, &usage).to_string();
-                let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
-                return sse_response(vec![half], true, guard);
-            }
-            let mut events = encode::stream_head(wire, &seen.model, &usage);
-            for piece in encode::pieces(&partial, STREAM_PIECES) {
-                events.push(encode::stream_delta(wire, &seen.model, piece));
-            }
-            // Half of one more event, then the connection is cut.
-            let next = encode::stream_delta(wire, &seen.model, "never finished");
-            events.push(next.get(..next.len() / 2).unwrap_or_default().to_owned());
-            sse_response(events, true, guard)
+            partial_reply(wire, seen, &partial, &finish, &usage, End::Cut, guard)
         }
     }
+}
+
+/// A text reply, whole or streamed, ending before the first stop sequence the request gave
+/// (as the real APIs do: Anthropic says so in `stop_reason`; OpenAI reports a plain "stop").
+fn text_reply(
+    wire: Wire,
+    seen: &SeenRequest,
+    mut text: String,
+    mut finish: String,
+    usage: Option<Usage>,
+    cached: &CacheHit,
+    guard: InFlight,
+) -> Response {
+    if let Some(at) = stop_sequences(wire, &seen.body)
+        .iter()
+        .filter_map(|stop| text.find(stop.as_str()))
+        .min()
+    {
+        text.truncate(at);
+        if wire == Wire::Anthropic && reply_finish_is_default(&finish, wire) {
+            finish = "stop_sequence".to_owned();
+        }
+    }
+    // Counted on what is sent.
+    let usage = usage.unwrap_or_else(|| cached.apply(estimated_usage(seen, &text)));
+    if !seen.stream {
+        return json_response(
+            200,
+            &[],
+            &encode::full_body(wire, &seen.model, &text, &finish, &usage),
+        );
+    }
+    let mut events = encode::stream_head(wire, &seen.model, &usage);
+    for piece in encode::pieces(&text, STREAM_PIECES) {
+        events.push(encode::stream_delta(wire, &seen.model, piece));
+    }
+    events.extend(encode::stream_tail(wire, &seen.model, &finish, &usage));
+    sse_response(events, false, guard)
+}
+
+/// A reply that calls tools (with the provider's ids), whole or streamed.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one reply's parts, as `respond` took them apart"
+)]
+fn tool_reply(
+    wire: Wire,
+    seen: &SeenRequest,
+    text: &str,
+    calls: Vec<ToolCall>,
+    finish: String,
+    usage: Option<Usage>,
+    cached: &CacheHit,
+    guard: InFlight,
+) -> Response {
+    let calls = tools::with_ids(wire, calls);
+    let finish = if reply_finish_is_default(&finish, wire) {
+        tool_finish(wire).to_owned()
+    } else {
+        finish
+    };
+    let arguments: String = calls.iter().map(|call| call.arguments.as_str()).collect();
+    let usage = usage
+        .unwrap_or_else(|| cached.apply(estimated_usage(seen, &(text.to_owned() + &arguments))));
+    if !seen.stream {
+        let body = tools::full_body(wire, &seen.model, text, &calls, &finish, &usage);
+        return json_response(200, &[], &body);
+    }
+    let events = tools::stream_events(wire, &seen.model, text, &calls, &finish, &usage);
+    sse_response(events, false, guard)
+}
+
+/// The start of a reply, then `end`: a stall leaves the connection open, a cut breaks it (a
+/// whole body: half of it; a stream: the pieces of `partial`, and for a cut half of one more
+/// event).
+fn partial_reply(
+    wire: Wire,
+    seen: &SeenRequest,
+    partial: &str,
+    finish: &str,
+    usage: &Usage,
+    end: End,
+    guard: InFlight,
+) -> Response {
+    if !seen.stream {
+        let full = encode::full_body(wire, &seen.model, partial, finish, usage).to_string();
+        let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
+        return body_response(vec![half], end, guard);
+    }
+    let mut events = encode::stream_head(wire, &seen.model, usage);
+    for piece in encode::pieces(partial, STREAM_PIECES) {
+        events.push(encode::stream_delta(wire, &seen.model, piece));
+    }
+    if end == End::Cut {
+        // Half of one more event, then the connection is cut.
+        let next = encode::stream_delta(wire, &seen.model, "never finished");
+        events.push(next.get(..next.len() / 2).unwrap_or_default().to_owned());
+    }
+    body_response(events, end, guard)
 }
 
 /// A streamed body: each event is sent as its own chunk, and the first event is split in two
@@ -393,10 +422,10 @@ fn event_stream(body: Body) -> Response {
 /// Decodes a request body of either format into a [`SeenRequest`].
 /// The request's stop sequences: OpenAI `stop` (a string or an array), Anthropic
 /// `stop_sequences` (an array). Empty strings never match.
-fn stop_sequences(wire: ProviderKind, body: &Value) -> Vec<String> {
+fn stop_sequences(wire: Wire, body: &Value) -> Vec<String> {
     let field = match wire {
-        ProviderKind::OpenAi => "stop",
-        ProviderKind::Anthropic => "stop_sequences",
+        Wire::OpenAi => "stop",
+        Wire::Anthropic => "stop_sequences",
     };
     match body.get(field) {
         Some(Value::String(stop)) => vec![stop.clone()],
@@ -412,21 +441,21 @@ fn stop_sequences(wire: ProviderKind, body: &Value) -> Vec<String> {
     .collect()
 }
 
-fn tool_finish(wire: ProviderKind) -> &'static str {
+fn tool_finish(wire: Wire) -> &'static str {
     match wire {
-        ProviderKind::OpenAi => "tool_calls",
-        ProviderKind::Anthropic => "tool_use",
+        Wire::OpenAi => "tool_calls",
+        Wire::Anthropic => "tool_use",
     }
 }
 
-fn reply_finish_is_default(finish: &str, wire: ProviderKind) -> bool {
+fn reply_finish_is_default(finish: &str, wire: Wire) -> bool {
     match wire {
-        ProviderKind::OpenAi => finish == "stop",
-        ProviderKind::Anthropic => finish == "end_turn",
+        Wire::OpenAi => finish == "stop",
+        Wire::Anthropic => finish == "end_turn",
     }
 }
 
-fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRequest, String> {
+fn decode(wire: Wire, headers: &HeaderMap, body: &[u8]) -> Result<SeenRequest, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|err| format!("request body is not JSON: {err}"))?;
     let model = value
@@ -439,7 +468,7 @@ fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRe
         .and_then(Value::as_array)
         .ok_or("request has no `messages` array")?;
     let mut system: Option<String> = match wire {
-        ProviderKind::Anthropic => match value.get("system") {
+        Wire::Anthropic => match value.get("system") {
             Some(Value::String(text)) => Some(text.clone()),
             Some(Value::Array(blocks)) => Some(
                 blocks
@@ -449,20 +478,20 @@ fn decode(wire: ProviderKind, headers: &HeaderMap, body: &[u8]) -> Result<SeenRe
             ),
             _ => None,
         },
-        ProviderKind::OpenAi => None,
+        Wire::OpenAi => None,
     };
-    if wire == ProviderKind::Anthropic && value.get("max_tokens").is_none() {
+    if wire == Wire::Anthropic && value.get("max_tokens").is_none() {
         return Err("max_tokens: Field required".to_owned());
     }
-    if wire == ProviderKind::Anthropic {
+    if wire == Wire::Anthropic {
         tools::check_anthropic_tools(&value)?;
     }
     let messages = tools::decode_messages(wire, raw_messages, &mut system)?;
     Ok(SeenRequest {
         wire,
         endpoint: match wire {
-            ProviderKind::OpenAi => "/v1/chat/completions",
-            ProviderKind::Anthropic => "/v1/messages",
+            Wire::OpenAi => "/v1/chat/completions",
+            Wire::Anthropic => "/v1/messages",
         }
         .to_owned(),
         model,

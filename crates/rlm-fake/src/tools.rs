@@ -6,16 +6,16 @@ use serde_json::{Value, json};
 
 use super::FakeBehavior;
 use super::encode::{anthropic_usage, event, openai_usage, pieces};
-use rlm_llm::ProviderKind;
-use rlm_llm::ToolCall;
-use rlm_llm::{Message, Role, Usage};
+use crate::Wire;
+use rlm_types::ToolCall;
+use rlm_types::{Message, Role, Usage};
 
 /// Pieces a streamed call's arguments are split into.
 const ARGUMENT_PIECES: usize = 3;
 
 /// Decodes the `messages` array. System messages (OpenAI) replace `system`.
 pub(crate) fn decode_messages(
-    wire: ProviderKind,
+    wire: Wire,
     raw_messages: &[Value],
     system: &mut Option<String>,
 ) -> Result<Vec<Message>, String> {
@@ -24,9 +24,9 @@ pub(crate) fn decode_messages(
         let role = raw.get("role").and_then(Value::as_str).unwrap_or("");
         let content = raw.get("content");
         match (wire, role) {
-            (ProviderKind::OpenAi, "system") => *system = Some(text_of(content)?),
-            (ProviderKind::OpenAi, "user") => messages.push(Message::user(text_of(content)?)),
-            (ProviderKind::OpenAi, "assistant") => {
+            (Wire::OpenAi, "system") => *system = Some(text_of(content)?),
+            (Wire::OpenAi, "user") => messages.push(Message::user(text_of(content)?)),
+            (Wire::OpenAi, "assistant") => {
                 let text = match content {
                     // `content` may be null beside `tool_calls`.
                     Some(Value::Null) if raw.get("tool_calls").is_some() => String::new(),
@@ -35,18 +35,18 @@ pub(crate) fn decode_messages(
                 let calls = openai_calls(raw.get("tool_calls"))?;
                 messages.push(Message::assistant_tool_calls(text, calls));
             }
-            (ProviderKind::OpenAi, "tool") => {
+            (Wire::OpenAi, "tool") => {
                 let id = raw
                     .get("tool_call_id")
                     .and_then(Value::as_str)
                     .ok_or("a `tool` message has no `tool_call_id`")?;
                 messages.push(Message::tool_result(
                     id,
-                    rlm_llm::ToolOutput::ok(text_of(content)?),
+                    rlm_types::ToolOutput::ok(text_of(content)?),
                 ));
             }
-            (ProviderKind::Anthropic, "user") => anthropic_user(content, &mut messages)?,
-            (ProviderKind::Anthropic, "assistant") => {
+            (Wire::Anthropic, "user") => anthropic_user(content, &mut messages)?,
+            (Wire::Anthropic, "assistant") => {
                 let (text, calls) = anthropic_assistant(content)?;
                 messages.push(Message::assistant_tool_calls(text, calls));
             }
@@ -115,9 +115,9 @@ fn anthropic_user(content: Option<&Value>, messages: &mut Vec<Message>) -> Resul
                     some => text_of(some)?,
                 };
                 let output = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
-                    rlm_llm::ToolOutput::error(content)
+                    rlm_types::ToolOutput::error(content)
                 } else {
-                    rlm_llm::ToolOutput::ok(content)
+                    rlm_types::ToolOutput::ok(content)
                 };
                 messages.push(Message::tool_result(id, output));
             }
@@ -218,7 +218,7 @@ pub(crate) fn check_anthropic_tools(body: &Value) -> Result<(), String> {
             ));
         }
     }
-    if let Some(name) = forced_tool(ProviderKind::Anthropic, body) {
+    if let Some(name) = forced_tool(Wire::Anthropic, body) {
         let offered = tools
             .into_iter()
             .flatten()
@@ -232,21 +232,16 @@ pub(crate) fn check_anthropic_tools(body: &Value) -> Result<(), String> {
 
 /// The tool an Anthropic request forces (`tool_choice: {"type": "tool", "name": ...}`): the
 /// model answers only by calling it, with no text before the call.
-pub(crate) fn forced_tool(wire: ProviderKind, body: &Value) -> Option<&str> {
+pub(crate) fn forced_tool(wire: Wire, body: &Value) -> Option<&str> {
     let choice = body.get("tool_choice")?;
-    if wire != ProviderKind::Anthropic || choice.get("type").and_then(Value::as_str) != Some("tool")
-    {
+    if wire != Wire::Anthropic || choice.get("type").and_then(Value::as_str) != Some("tool") {
         return None;
     }
     choice.get("name").and_then(Value::as_str)
 }
 
 /// A model made to call a tool answers with the call: a scripted text is its input.
-pub(crate) fn forced_call(
-    wire: ProviderKind,
-    body: &Value,
-    behavior: FakeBehavior,
-) -> FakeBehavior {
+pub(crate) fn forced_call(wire: Wire, body: &Value, behavior: FakeBehavior) -> FakeBehavior {
     match (behavior, forced_tool(wire, body)) {
         (FakeBehavior::Text(text), Some(name)) => FakeBehavior::ToolCalls {
             text: String::new(),
@@ -258,10 +253,10 @@ pub(crate) fn forced_call(
 
 /// Scripted calls with their ids filled in: an empty id becomes `call_fake_N` (OpenAI) or
 /// `toolu_fake_N` (Anthropic).
-pub(crate) fn with_ids(wire: ProviderKind, calls: Vec<ToolCall>) -> Vec<ToolCall> {
+pub(crate) fn with_ids(wire: Wire, calls: Vec<ToolCall>) -> Vec<ToolCall> {
     let prefix = match wire {
-        ProviderKind::OpenAi => "call_fake_",
-        ProviderKind::Anthropic => "toolu_fake_",
+        Wire::OpenAi => "call_fake_",
+        Wire::Anthropic => "toolu_fake_",
     };
     calls
         .into_iter()
@@ -277,7 +272,7 @@ pub(crate) fn with_ids(wire: ProviderKind, calls: Vec<ToolCall>) -> Vec<ToolCall
 
 /// A whole reply with tool calls.
 pub(crate) fn full_body(
-    wire: ProviderKind,
+    wire: Wire,
     model: &str,
     text: &str,
     calls: &[ToolCall],
@@ -285,7 +280,7 @@ pub(crate) fn full_body(
     usage: &Usage,
 ) -> Value {
     match wire {
-        ProviderKind::OpenAi => {
+        Wire::OpenAi => {
             let content = if text.is_empty() {
                 Value::Null
             } else {
@@ -299,7 +294,7 @@ pub(crate) fn full_body(
                 "usage": openai_usage(usage),
             })
         }
-        ProviderKind::Anthropic => {
+        Wire::Anthropic => {
             let text_block = (!text.is_empty()).then(|| json!({"type": "text", "text": text}));
             let content: Vec<Value> = text_block
                 .into_iter()
@@ -333,7 +328,7 @@ fn anthropic_input(call: &ToolCall) -> Value {
 
 /// The SSE events of a streamed reply with tool calls.
 pub(crate) fn stream_events(
-    wire: ProviderKind,
+    wire: Wire,
     model: &str,
     text: &str,
     calls: &[ToolCall],
@@ -341,8 +336,8 @@ pub(crate) fn stream_events(
     usage: &Usage,
 ) -> Vec<String> {
     match wire {
-        ProviderKind::OpenAi => openai_stream(model, text, calls, finish, usage),
-        ProviderKind::Anthropic => anthropic_stream(model, text, calls, finish, usage),
+        Wire::OpenAi => openai_stream(model, text, calls, finish, usage),
+        Wire::Anthropic => anthropic_stream(model, text, calls, finish, usage),
     }
 }
 
@@ -465,7 +460,7 @@ mod tests {
     #[test]
     fn results_must_answer_the_calls_of_the_turn_before() {
         let call = |id: &str| ToolCall::new(id, "search", "{}");
-        let ok = |id: &str| Message::tool_result(id, rlm_llm::ToolOutput::ok("r"));
+        let ok = |id: &str| Message::tool_result(id, rlm_types::ToolOutput::ok("r"));
         let turn = Message::assistant_tool_calls("", vec![call("a"), call("b")]);
         let user = Message::user("q");
         assert!(check_pairing(&[user.clone(), turn.clone(), ok("b"), ok("a")]).is_ok());

@@ -59,7 +59,7 @@ fn main() {
             FakeReply::text(format!("answer to {}", seen.last_user_message()))
         });
         let client = LlmClient::builder()
-            .provider(server.openai_provider("fake").max_concurrency(CONCURRENCY))
+            .provider(rlm_llm::testing::openai_provider("fake", server.address()).max_concurrency(CONCURRENCY))
             .default_provider("fake")
             .build()
             .unwrap();

@@ -68,6 +68,7 @@ pub mod retry;
 pub mod secrets;
 mod server_props;
 pub mod sse;
+pub mod testing;
 mod tool_loop;
 mod tools;
 mod usage;

@@ -28,6 +28,7 @@ mod resources;
 mod root;
 mod sampling;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::path::PathBuf;
@@ -38,11 +39,13 @@ use anyhow::Context as _;
 use rlm_app::error::Shown;
 use rlm_app::settings::{Sources, StoreSettings, env};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::TaskManager;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use root::Root;
 
@@ -79,6 +82,7 @@ pub fn serve(options: &ServerOptions, config: Option<PathBuf>) -> anyhow::Result
         page_size,
         reply,
         tools: tools::all(),
+        tasks: TaskManager::new(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,6 +118,8 @@ struct Server {
     /// The most one tool result or resource read carries.
     reply: rlm_app::ReplyLimit,
     tools: Vec<tools::ToolSpec>,
+    /// The session's long calls run as tasks (`tasks.rs`).
+    tasks: TaskManager,
 }
 
 impl Server {
@@ -152,6 +158,7 @@ impl ServerHandler for Server {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
@@ -203,7 +210,6 @@ impl ServerHandler for Server {
         };
         let result = match (spec.prepare)(arguments, &place) {
             Ok(job) => {
-                let reporter = progress::Reporter::for_request(&context);
                 // `run` may be answered by the client's own model (`sampling.rs`).
                 let backends = match spec.name {
                     "run" => vec![sampling::provider(&context.peer)],
@@ -216,11 +222,46 @@ impl ServerHandler for Server {
                     store: self.store.clone(),
                     reply: self.reply,
                 };
+                let client_has_tasks = context
+                    .client_capabilities()
+                    .is_some_and(|capabilities| capabilities.supports_tasks());
+                if client_has_tasks && tasks::LONG_TOOLS.contains(&spec.name) {
+                    let task = tasks::start(&self.tasks, call, backends, spec.name);
+                    return Ok(CallToolResponse::Task(task));
+                }
+                let reporter = progress::Reporter::for_request(&context);
                 call::command(call, reporter, backends, context.ct.clone()).await
             }
             Err(message) => call::refusal(&message),
         };
         Ok(result.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    /// rlm's tasks never ask the client for input; responses for keys it did not ask are
+    /// ignored, as the extension says.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_resources(

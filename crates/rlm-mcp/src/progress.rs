@@ -15,6 +15,7 @@ use rlm_query::{QueryEvent, QueryEvents};
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RequestContext};
+use rmcp::task_manager::TaskContext;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use rlm_app::text::count;
@@ -27,29 +28,52 @@ pub struct Update {
     pub message: String,
 }
 
-/// Where a call's updates go: the client that asked, under the token it gave.
+/// Where a call's updates go: the client that asked, under the token it gave; or, for a call
+/// run as a task, the task's status message (what `tasks/get` shows while it works).
 pub struct Reporter {
-    token: ProgressToken,
-    peer: Peer<RoleServer>,
+    target: Target,
+}
+
+enum Target {
+    Client {
+        token: ProgressToken,
+        peer: Peer<RoleServer>,
+    },
+    Task(TaskContext),
 }
 
 impl Reporter {
     /// A reporter for a request that carries a progress token; `None` without one.
     pub fn for_request(context: &RequestContext<RoleServer>) -> Option<Self> {
-        Some(Self {
+        let target = Target::Client {
             token: context.meta.get_progress_token()?,
             peer: context.peer.clone(),
-        })
+        };
+        Some(Self { target })
+    }
+
+    /// A reporter that keeps a task's status message up to date.
+    pub fn for_task(task: TaskContext) -> Self {
+        Self {
+            target: Target::Task(task),
+        }
     }
 
     pub async fn send(&self, update: Update) {
-        let mut notification = ProgressNotificationParam::new(self.token.clone(), update.progress)
-            .with_message(update.message);
-        if let Some(total) = update.total {
-            notification = notification.with_total(total);
+        match &self.target {
+            Target::Client { token, peer } => {
+                let mut notification =
+                    ProgressNotificationParam::new(token.clone(), update.progress)
+                        .with_message(update.message);
+                if let Some(total) = update.total {
+                    notification = notification.with_total(total);
+                }
+                // A client that went away misses its progress; the call's end is handled
+                // elsewhere.
+                let _ = peer.notify_progress(notification).await;
+            }
+            Target::Task(task) => task.set_status_message(update.message),
         }
-        // A client that went away misses its progress; the call's end is handled elsewhere.
-        let _ = self.peer.notify_progress(notification).await;
     }
 }
 

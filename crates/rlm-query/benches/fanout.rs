@@ -17,7 +17,8 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use rlm_context::chunk::ChunkOptions;
-use rlm_fake::{FAKE_OPENAI, FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_llm::testing::FAKE_OPENAI;
 use rlm_llm::{LlmClient, RetryPolicy};
 use rlm_query::{Query, QueryOptions, ScanMode};
 use rlm_store::{Source, Store};
@@ -82,8 +83,7 @@ fn store(dir: &std::path::Path) -> Store {
 fn client(server: &FakeServer, concurrency: usize) -> LlmClient {
     LlmClient::builder()
         .provider(
-            server
-                .openai_provider(FAKE_OPENAI)
+            rlm_llm::testing::openai_provider(FAKE_OPENAI, server.address())
                 .max_concurrency(concurrency),
         )
         .default_provider(FAKE_OPENAI)

@@ -50,10 +50,16 @@ async fn every_call_obeys_the_user_cap_or_its_own_smaller_one() {
             options.batch_size = Some(batch_size);
             options.max_output_tokens = cap;
             let store = store_with(&dir.path().join(format!("{round}-{batch_size}")), &FILES);
-            let result = Query::new(server.client_builder().build().unwrap(), store, options)
-                .run("How does token refresh fail?")
-                .await
-                .unwrap();
+            let result = Query::new(
+                rlm_llm::testing::client_builder(server.address())
+                    .build()
+                    .unwrap(),
+                store,
+                options,
+            )
+            .run("How does token refresh fail?")
+            .await
+            .unwrap();
             assert_eq!(result.status, QueryStatus::Answered, "{}", result.report);
             let seen = &server.requests()[before..];
             let plan = &seen[0];
@@ -105,7 +111,9 @@ async fn reasks_quote_the_problem_and_only_size_problems_split() {
     options.batch_size = Some(2);
     let files = [("a.txt", "alpha"), ("b.txt", "beta")];
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &files),
         options.clone(),
     )
@@ -138,7 +146,9 @@ async fn reasks_quote_the_problem_and_only_size_problems_split() {
         _ => FakeReply::text(broken),
     });
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(&dir.path().join("second"), &files),
         options,
     )
@@ -185,7 +195,9 @@ async fn a_systematic_failure_stops_the_extraction_and_says_so() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &borrowed),
         options,
     )
@@ -225,7 +237,9 @@ async fn a_systematic_failure_stops_the_extraction_and_says_so() {
     options.batch_size = Some(1);
     options.max_concurrency = 1;
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(&dir.path().join("second"), &borrowed),
         options,
     )
@@ -252,10 +266,16 @@ async fn the_default_time_limit_scales_with_the_rounds_of_batches() {
         options.batch_size = Some(1);
         options.max_concurrency = at_once;
         let store = store_with(&dir.path().join(at_once.to_string()), &FILES);
-        let result = Query::new(server.client_builder().build().unwrap(), store, options)
-            .run("anything?")
-            .await
-            .unwrap();
+        let result = Query::new(
+            rlm_llm::testing::client_builder(server.address())
+                .build()
+                .unwrap(),
+            store,
+            options,
+        )
+        .run("anything?")
+        .await
+        .unwrap();
         let limit = result.time_limit.unwrap();
         assert!(limit.default);
         let seconds = (rounds * DEFAULT_SECONDS_PER_ROUND) as f64;
@@ -267,10 +287,16 @@ async fn the_default_time_limit_scales_with_the_rounds_of_batches() {
     let mut options = options();
     options.timeout = Some(std::time::Duration::from_secs(42));
     let store = store_with(&dir.path().join("timeout"), &FILES);
-    let result = Query::new(server.client_builder().build().unwrap(), store, options)
-        .run("How does token refresh fail?")
-        .await
-        .unwrap();
+    let result = Query::new(
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
+        store,
+        options,
+    )
+    .run("How does token refresh fail?")
+    .await
+    .unwrap();
     assert_eq!(
         result.time_limit,
         Some(TimeLimit {
@@ -286,7 +312,9 @@ async fn no_findings_say_what_was_searched_and_why() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::start().await.unwrap();
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options(),
     )
@@ -317,7 +345,9 @@ async fn no_findings_say_what_was_searched_and_why() {
         FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")))
     });
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(&dir.path().join("second"), &FILES),
         options(),
     )

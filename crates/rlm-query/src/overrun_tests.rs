@@ -129,11 +129,9 @@ async fn report_group_calls_send_nothing_more_after_a_reply_over_reports() {
         "root" => FakeReply::text("notes: refresh fails [chunk 1]").with_usage(OVER_REPORTED),
         _ => valid_reply(seen),
     });
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .provider(
-            server
-                .openai_provider(rlm_fake::FAKE_OPENAI)
+            rlm_llm::testing::openai_provider(rlm_llm::testing::FAKE_OPENAI, server.address())
                 .max_concurrency(1),
         )
         .prices(prices())

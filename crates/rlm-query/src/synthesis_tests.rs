@@ -1,7 +1,8 @@
 //! The report writer's tools and the budget's reserve for the report, against the fake
 //! provider on both wire formats.
 
-use rlm_fake::{FAKE_ANTHROPIC, FakeReply, FakeServer, SeenRequest};
+use rlm_fake::{FakeReply, FakeServer, SeenRequest};
+use rlm_llm::testing::FAKE_ANTHROPIC;
 use rlm_llm::{Budget, Price, PriceTable, Role, ToolCall};
 use rlm_store::Store;
 use rlm_trace::{Record, Trajectory};
@@ -46,11 +47,17 @@ async fn get_chunks_then_answer(model: &str, name: &str) {
     let mut options = options();
     options.model = model.to_owned();
     let logs = dir.path().join("logs");
-    let result = Query::new(server.client_builder().build().unwrap(), store, options)
-        .log_dir(logs)
-        .run("How does token refresh fail?")
-        .await
-        .unwrap();
+    let result = Query::new(
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
+        store,
+        options,
+    )
+    .log_dir(logs)
+    .run("How does token refresh fail?")
+    .await
+    .unwrap();
 
     assert_eq!(result.status, QueryStatus::Answered, "{}", result.report);
     assert!(
@@ -139,7 +146,9 @@ async fn bad_tool_arguments_get_a_tool_error_and_the_report_is_still_written() {
         ],
     );
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options(),
     )
@@ -201,7 +210,9 @@ async fn the_round_limit_is_kept_and_zero_rounds_offer_no_tools() {
     let mut options = options();
     options.max_tool_rounds = 2;
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options,
     )
@@ -225,7 +236,9 @@ async fn the_round_limit_is_kept_and_zero_rounds_offer_no_tools() {
     let mut options = self::options();
     options.max_tool_rounds = 0;
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(&dir.path().join("again"), &FILES),
         options,
     )
@@ -251,7 +264,9 @@ async fn a_model_without_tool_calling_gets_the_plain_synthesis() {
     options.model = "o1-mini".to_owned();
     options.subcall_model = "sub".to_owned();
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options,
     )
@@ -280,10 +295,16 @@ async fn a_hostile_chunk_fetched_by_the_report_writer_stays_fenced() {
     );
     let mut options = options();
     options.scan = crate::ScanMode::All;
-    Query::new(server.client_builder().build().unwrap(), store, options)
-        .run("what do these files say?")
-        .await
-        .unwrap();
+    Query::new(
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
+        store,
+        options,
+    )
+    .run("what do these files say?")
+    .await
+    .unwrap();
     let sent = synthesis_requests(&server, "root");
     let result = &sent[1].tool_results()[0];
     assert_eq!(result.role, Role::Tool);
@@ -350,8 +371,7 @@ async fn a_cost_limit_that_fits_half_the_batches_still_ends_with_a_report() {
         max_cost_usd: Some(0.0042),
         ..Budget::default()
     };
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .prices(dollar_per_million())
         .build()
         .unwrap();
@@ -402,8 +422,7 @@ async fn a_budget_too_small_for_one_batch_and_the_report_is_refused_before_any_c
     let server = FakeServer::start().await.unwrap();
     let mut options = options();
     options.budget.max_cost_usd = Some(0.0005);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .prices(dollar_per_million())
         .build()
         .unwrap();
@@ -418,7 +437,9 @@ async fn a_budget_too_small_for_one_batch_and_the_report_is_refused_before_any_c
     let mut options = self::options();
     options.budget.max_tokens = Some(500);
     let err = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(&dir.path().join("again"), &FILES),
         options,
     )
@@ -476,7 +497,9 @@ async fn scan_with_small_synthesis_input(max_tokens: u64) -> (crate::QueryResult
         ..Budget::default()
     };
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &files),
         options,
     )

@@ -89,7 +89,9 @@ async fn the_plan_runs_flags_win_and_every_stage_is_counted_and_logged() {
     options.batch_size = Some(1);
     let logs = dir.path().join("logs");
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options,
     )
@@ -183,7 +185,9 @@ async fn a_planned_scan_reads_the_buffers_the_plan_chose() {
         let mut options = options();
         options.skip_plan = false;
         options.scan = ScanMode::All;
-        let client = server.client_builder().build().unwrap();
+        let client = rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap();
         let store = Store::open(store_dir.join("store")).unwrap();
         async move {
             Query::new(client, store, options)
@@ -225,7 +229,9 @@ async fn a_plan_that_does_not_parse_falls_back_and_says_so() {
     let mut options = options();
     options.skip_plan = false;
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options,
     )
@@ -272,7 +278,9 @@ async fn hostile_documents_stay_fenced() {
     options.scan = ScanMode::All;
     options.batch_size = Some(3);
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &HOSTILE),
         options,
     )
@@ -324,7 +332,9 @@ async fn findings_for_chunks_outside_the_batch_are_rejected_and_reported_per_chu
     options.scan = ScanMode::All;
     options.batch_size = Some(3);
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &HOSTILE),
         options,
     )
@@ -378,7 +388,9 @@ async fn an_invalid_batch_is_asked_again_then_split_and_what_fails_is_reported()
     options.batch_size = Some(2);
     let files = [("a.txt", "alpha"), ("b.txt", "beta")];
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &files),
         options,
     )
@@ -430,7 +442,9 @@ async fn a_provider_failure_is_reported_and_the_synthesis_runs_on_the_rest() {
     options.batch_size = Some(1);
     let files = [("a.txt", "fine text"), ("b.txt", "BROKEN text")];
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &files),
         options,
     )
@@ -474,7 +488,10 @@ async fn a_scan_over_the_money_budget_is_refused_before_any_call() {
     options.batch_size = Some(1);
     options.max_tool_rounds = 0;
     options.budget.max_cost_usd = Some(0.75);
-    let client = server.client_builder().prices(prices).build().unwrap();
+    let client = rlm_llm::testing::client_builder(server.address())
+        .prices(prices)
+        .build()
+        .unwrap();
     let err = Query::new(client, store_with(dir.path(), &FILES), options)
         .run("everything")
         .await
@@ -485,8 +502,7 @@ async fn a_scan_over_the_money_budget_is_refused_before_any_call() {
     let mut options = self::options();
     options.scan = ScanMode::All;
     options.budget.max_cost_usd = Some(1.0);
-    let unpriced = server
-        .client_builder()
+    let unpriced = rlm_llm::testing::client_builder(server.address())
         .prices(PriceTable::empty())
         .build()
         .unwrap();
@@ -516,7 +532,9 @@ async fn the_call_budget_bounds_the_batches() {
         ..Budget::default()
     };
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options,
     )
@@ -542,7 +560,9 @@ async fn nothing_found_falls_back_then_reports_no_evidence_without_calls() {
     let mut options = options();
     options.mode = Some(SearchMode::Hybrid);
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options,
     )
@@ -589,7 +609,9 @@ async fn findings_over_the_synthesis_budget_are_reduced_in_groups() {
     options.scan = ScanMode::All;
     options.synthesis_input_chars = 250;
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &files),
         options,
     )
@@ -625,7 +647,11 @@ fn ids_in_refs(text: &str) -> Vec<String> {
 async fn bad_input_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::start().await.unwrap();
-    let client = || server.client_builder().build().unwrap();
+    let client = || {
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap()
+    };
     let err = Query::new(client(), store_with(dir.path(), &FILES), options())
         .run("  ")
         .await
@@ -670,8 +696,8 @@ async fn bad_input_is_refused() {
 async fn dropping_the_query_cancels_its_calls_in_flight() {
     use std::time::Duration;
 
-    use rlm_fake::FAKE_OPENAI;
     use rlm_llm::ChatRequest;
+    use rlm_llm::testing::FAKE_OPENAI;
 
     let dir = tempfile::tempdir().unwrap();
     let server = FakeServer::start().await.unwrap();
@@ -680,7 +706,9 @@ async fn dropping_the_query_cancels_its_calls_in_flight() {
         _ => valid_reply(seen).with_delay(Duration::from_secs(60)),
     });
     let client = rlm_llm::LlmClient::builder()
-        .provider(server.openai_provider(FAKE_OPENAI).max_concurrency(2))
+        .provider(
+            rlm_llm::testing::openai_provider(FAKE_OPENAI, server.address()).max_concurrency(2),
+        )
         .default_provider(FAKE_OPENAI)
         .build()
         .unwrap();
@@ -734,7 +762,9 @@ async fn citations_of_chunks_never_read_are_marked_listed_and_logged() {
         )],
     );
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options(),
     )
@@ -787,7 +817,9 @@ async fn hostile_file_names_cannot_add_prompt_lines() {
     options.skip_plan = false;
     let files = [(forged, "token refresh fails here\n")];
     let result = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &files),
         options,
     )
@@ -836,7 +868,9 @@ async fn a_query_that_stops_early_closes_its_log() {
     let mut options = options();
     options.scan = ScanMode::All;
     let query = Query::new(
-        server.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap(),
         store_with(dir.path(), &FILES),
         options.clone(),
     )
@@ -865,7 +899,9 @@ async fn a_query_that_stops_early_closes_its_log() {
     failing.respond_with(|_| FakeReply::status(400, "bad model"));
     let logs = dir.path().join("failed-logs");
     let err = Query::new(
-        failing.client_builder().build().unwrap(),
+        rlm_llm::testing::client_builder(failing.address())
+            .build()
+            .unwrap(),
         store_with(&dir.path().join("second"), &FILES),
         options,
     )

@@ -300,6 +300,10 @@ pub enum Status {
     Answered,
     /// The turns ran out and the model answered the one last request.
     ForcedAnswer,
+    /// The model answered, but no code of the run had looked at data larger than what the
+    /// conversation showed (it answered before any code ran, and again when sent back): an
+    /// answer with nothing behind it.
+    NoEvidence,
     /// The turns ran out and the last request gave no answer.
     IterationLimit,
     /// The token budget ran out.
@@ -326,7 +330,7 @@ pub enum Status {
 impl Status {
     /// Whether the run produced an answer.
     pub fn is_answered(self) -> bool {
-        matches!(self, Self::Answered | Self::ForcedAnswer)
+        matches!(self, Self::Answered | Self::ForcedAnswer | Self::NoEvidence)
     }
 }
 
@@ -335,6 +339,7 @@ impl fmt::Display for Status {
         let text = match self {
             Self::Answered => "answered",
             Self::ForcedAnswer => "answered at the iteration limit",
+            Self::NoEvidence => "answered without evidence (no code looked at the data)",
             Self::IterationLimit => "iteration limit reached without an answer",
             Self::TokenBudget => "token budget exhausted",
             Self::CostBudget => "cost budget exhausted",

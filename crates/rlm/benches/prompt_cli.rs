@@ -98,44 +98,9 @@ fn main() {
     let loaded = median(runs, || build(&server, dir, &[]));
     show("warm build, a busy loop on one core:", loaded);
 
-    // An agent's loop: each turn the history grows by a message (the bench's messages are
-    // appended cumulatively) and the prompt is built again.
-    let history = dir.join("chat.jsonl");
-    let original = std::fs::read_to_string(&history).unwrap();
-    let mut text = original.clone();
-    let calls_before = server.request_count();
-    let mut turn = 0;
-    let grown = median(runs, || {
-        turn += 1;
-        let role = if turn % 2 == 0 { "assistant" } else { "user" };
-        let content = format!(
-            "Turn {turn} of the session: the build fails again in src/module_{turn}.rs; {}",
-            "looked at the retry test once more. ".repeat(turn % 5 + 1)
-        );
-        writeln!(
-            text,
-            "{}",
-            serde_json::json!({"role": role, "content": content})
-        )
-        .unwrap();
-        std::fs::write(&history, &text).unwrap();
-        build(&server, dir, &[])
-    });
-    show("a message more each turn, busy loop on:", grown);
-    let sent: usize = server
-        .requests_for("summarizer")
-        .iter()
-        .skip(calls_before)
-        .map(|request| request.last_user_message().len())
-        .sum();
-    println!(
-        "  ({} model calls over those {runs} turns, {:.1} KB of messages sent)",
-        server.request_count() - calls_before,
-        sent as f64 / 1e3
-    );
+    grow_history(&server, dir, runs);
     busy.store(false, Ordering::Relaxed);
     spinner.join().unwrap();
-    std::fs::write(&history, &original).unwrap();
 
     let quiet = build(&server, dir, &[]);
     let verbose = build(&server, dir, &["-v"]);
@@ -269,4 +234,43 @@ fn write_inputs(dir: &Path) -> usize {
         + "error[E0308]: mismatched types\n";
     std::fs::write(dir.join("ci.log"), log).unwrap();
     bytes
+}
+
+/// An agent's loop: each turn the history grows by a message (the bench's messages are
+/// appended cumulatively) and the prompt is built again; the history is put back after.
+fn grow_history(server: &FakeServer, dir: &std::path::Path, runs: usize) {
+    let history = dir.join("chat.jsonl");
+    let original = std::fs::read_to_string(&history).unwrap();
+    let mut text = original.clone();
+    let calls_before = server.request_count();
+    let mut turn = 0;
+    let grown = median(runs, || {
+        turn += 1;
+        let role = if turn % 2 == 0 { "assistant" } else { "user" };
+        let content = format!(
+            "Turn {turn} of the session: the build fails again in src/module_{turn}.rs; {}",
+            "looked at the retry test once more. ".repeat(turn % 5 + 1)
+        );
+        writeln!(
+            text,
+            "{}",
+            serde_json::json!({"role": role, "content": content})
+        )
+        .unwrap();
+        std::fs::write(&history, &text).unwrap();
+        build(server, dir, &[])
+    });
+    show("a message more each turn, busy loop on:", grown);
+    let sent: usize = server
+        .requests_for("summarizer")
+        .iter()
+        .skip(calls_before)
+        .map(|request| request.last_user_message().len())
+        .sum();
+    println!(
+        "  ({} model calls over those {runs} turns, {:.1} KB of messages sent)",
+        server.request_count() - calls_before,
+        sent as f64 / 1e3
+    );
+    std::fs::write(&history, &original).unwrap();
 }

@@ -152,7 +152,7 @@ pub enum RunRecord {
 /// How a run ended and what it cost.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
-    /// `answered`, `forced_answer`, `iteration_limit`, `token_budget`, `cost_budget`,
+    /// `answered`, `forced_answer`, `no_evidence`, `iteration_limit`, `token_budget`, `cost_budget`,
     /// `call_budget`, `timeout`, `subcall_budget`, `error_limit`, `model_error` or
     /// `interrupted`.
     #[schemars(with = "String")]

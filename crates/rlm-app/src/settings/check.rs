@@ -198,20 +198,11 @@ mod tests {
         out
     }
 
-    /// Any configuration file — every known key with a value of any type, named tables of
-    /// providers, prices and windows with any fields, lines that are not TOML — is read,
-    /// checked, shown and resolved for every command with an answer or an error, never a
-    /// panic.
+    /// Configuration files of every known key with values of any type, named tables with any
+    /// fields, and lines that are not TOML.
     #[cfg(feature = "clap")]
-    #[test]
-    fn any_configuration_file_resolves_or_is_refused() {
+    fn any_configuration_file() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
-        use proptest::test_runner::{Config, TestRunner};
-
-        use crate::requests::{
-            ChatRequest, LoadRequest, QueryRequest, RunRequest, SearchRequest, ViewRequest, parse,
-        };
-        use crate::settings::tests::Layout;
 
         let keys: Vec<&'static str> = catalog::ALL
             .iter()
@@ -285,8 +276,25 @@ mod tests {
             });
         let raw = proptest::sample::select(vec!["[llm", "= 1\n", "[[llm]]\n", "llm = 3\n"])
             .prop_map(str::to_owned);
-        let file = proptest::collection::vec(prop_oneof![4 => entry, 3 => named, 1 => raw], 0..8)
-            .prop_map(|parts| parts.concat());
+        proptest::collection::vec(prop_oneof![4 => entry, 3 => named, 1 => raw], 0..8)
+            .prop_map(|parts| parts.concat())
+    }
+
+    /// Any configuration file — every known key with a value of any type, named tables of
+    /// providers, prices and windows with any fields, lines that are not TOML — is read,
+    /// checked, shown and resolved for every command with an answer or an error, never a
+    /// panic.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn any_configuration_file_resolves_or_is_refused() {
+        use proptest::test_runner::{Config, TestRunner};
+
+        use crate::requests::{
+            ChatRequest, LoadRequest, QueryRequest, RunRequest, SearchRequest, ViewRequest, parse,
+        };
+        use crate::settings::tests::Layout;
+
+        let file = any_configuration_file();
 
         let run: RunRequest = parse(&["q", "--context", "x"]);
         let query: QueryRequest = parse(&["q"]);

@@ -268,7 +268,9 @@ mod with_model {
 
     async fn start() -> (FakeServer, Summarizer) {
         let server = FakeServer::start().await.unwrap();
-        let client = server.client_builder().build().unwrap();
+        let client = rlm_llm::testing::client_builder(server.address())
+            .build()
+            .unwrap();
         (server, Summarizer::new(client, MODEL))
     }
 
@@ -620,11 +622,9 @@ mod with_model {
                 ..rlm_llm::Usage::default()
             })
         });
-        let client = server
-            .client_builder()
+        let client = rlm_llm::testing::client_builder(server.address())
             .provider(
-                server
-                    .openai_provider(rlm_fake::FAKE_OPENAI)
+                rlm_llm::testing::openai_provider(rlm_llm::testing::FAKE_OPENAI, server.address())
                     .max_concurrency(1),
             )
             .ledger(rlm_llm::Ledger::with_budget(rlm_llm::Budget {

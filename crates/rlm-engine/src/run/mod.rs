@@ -9,6 +9,7 @@
 mod answer;
 mod blocks;
 mod compaction;
+mod evidence;
 mod lazy;
 mod prompts;
 mod record;
@@ -104,6 +105,7 @@ pub(crate) async fn run_loop(
             log: log.path(),
         },
     );
+    let data = data_chars(&scope, &contexts);
     let host: Arc<dyn rlm_sandbox::Host> = Arc::<RunScope>::clone(&scope);
     let spec = SessionSpec {
         context_meta: context::meta_value(&contexts),
@@ -136,6 +138,7 @@ pub(crate) async fn run_loop(
     };
     prepare_session(&scope, session.as_mut()).await?;
 
+    let judge = judge(&scope, query, data, &description);
     let mut conversation = prompts::opening(&scope, &description, query);
     if let (Some(note), Some(first)) = (session_note, conversation.messages.first_mut()) {
         first.content = format!("{}\n\n{}", note.trim_end(), first.content);
@@ -154,6 +157,7 @@ pub(crate) async fn run_loop(
         conversation: &mut conversation,
         query,
         log: &log,
+        judge: &judge,
     };
     while state.iterations < max_iterations {
         if let Some(reason) = scope.account.exhausted() {
@@ -203,6 +207,48 @@ pub(crate) async fn run_loop(
         },
     );
     Ok(result)
+}
+
+/// How many characters of data the run's code can look at: `None` over a store (never shown
+/// whole), else the contexts' total.
+fn data_chars(scope: &RunScope, contexts: &[ContextPart]) -> Option<usize> {
+    if scope.host_functions().is_some() {
+        return None;
+    }
+    Some(contexts.iter().map(|part| part.size().chars).sum())
+}
+
+/// What the run's answers are judged against: the question (a root run's: a child's question
+/// is its parent's prompt, data included), our instructions, and whether the data is larger
+/// than its description in the first message.
+fn judge(
+    scope: &RunScope,
+    query: &str,
+    data_chars: Option<usize>,
+    description: &str,
+) -> evidence::Judge {
+    let prompts = &scope.shared.settings.prompts;
+    let question = if scope.depth == 0 { query } else { "" };
+    let mut instructions = vec![
+        prompts.system.as_str(),
+        prompts.sandbox.as_str(),
+        prompts.first_turn.as_str(),
+        prompts.next_turn.as_str(),
+        prompts.final_request.as_str(),
+        prompts.child_task.as_str(),
+        prompts.functions.as_str(),
+        prompts.tools.as_str(),
+        scope.shared.settings.helpers_doc.as_str(),
+    ];
+    if let Some(custom) = &scope.shared.settings.custom_system_prompt {
+        instructions.push(custom.as_str());
+    }
+    evidence::Judge::new(
+        question,
+        &instructions,
+        data_chars,
+        description.chars().count(),
+    )
 }
 
 /// Binds the run's tool values and, in a root run, runs the user's setup code. A value that
@@ -335,6 +381,10 @@ struct LoopState {
     compactions: u32,
     consecutive_errors: u32,
     status: Option<Status>,
+    /// Some code of the run has run.
+    code_ran: bool,
+    /// An answer given before any code ran was sent back (it is, once).
+    sent_back_without_code: bool,
     answer: Option<String>,
     partial: Option<String>,
     error: Option<rlm_llm::Error>,

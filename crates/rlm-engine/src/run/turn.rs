@@ -9,6 +9,7 @@ use std::time::Instant;
 use rlm_llm::{ChatRequest, ChatResponse, Estimate, FinishReason, Message, ModelTotals};
 use rlm_trace::{CodeBlock, Iteration, Status};
 
+use super::evidence::{Judge, Verdict};
 use super::{LoopState, answer, blocks, emit, prompts, record, status_from, until};
 use crate::error::Error;
 use crate::events::Event;
@@ -28,6 +29,7 @@ pub(super) struct Turns<'a> {
     pub conversation: &'a mut ChatRequest,
     pub query: &'a str,
     pub log: &'a RunLog,
+    pub judge: &'a Judge,
 }
 
 /// A turn's reply: the model's text, parsed, what it cost, and notes for the log.
@@ -82,7 +84,7 @@ impl Turns<'_> {
         } else {
             0
         };
-        let final_answer = answer::resolve(
+        let resolved = answer::resolve(
             self.session,
             turn.parsed.answer.as_ref(),
             &mut run,
@@ -91,6 +93,11 @@ impl Turns<'_> {
             limits.max_answer_bytes,
         )
         .await;
+        state.code_ran |= !run.blocks.is_empty();
+        let final_answer = resolved.and_then(|answer| {
+            let sent_back = state.sent_back_without_code;
+            self.accept(state, answer, sent_back, &mut turn.notes)
+        });
         let mut logged_blocks: Vec<CodeBlock> =
             run.blocks.iter().map(|b| self.log.code_block(b)).collect();
         if let (Some(index), Some(answer)) = (run.answered_block, &final_answer)
@@ -121,7 +128,7 @@ impl Turns<'_> {
         self.conversation.messages.push(Message::assistant(history));
         if let Some(answer) = final_answer {
             state.answer = Some(answer);
-            state.status = Some(Status::Answered);
+            state.status = Some(state.status.unwrap_or(Status::Answered));
             return Ok(ControlFlow::Break(()));
         }
         if run.timed_out {
@@ -185,17 +192,47 @@ impl Turns<'_> {
             let prose = (!text.is_empty() && !has_code).then(|| text.to_owned());
             answer = answer::within(prose, max_bytes, &mut turn.notes);
         }
+        // The last chance: an answer without code is not sent back, it ends the run as such.
+        let answer = answer.and_then(|answer| self.accept(state, answer, true, &mut turn.notes));
         self.log_turn(state, &turn, started, Vec::new(), answer.as_deref())?;
         self.conversation
             .messages
             .push(Message::assistant(turn.reply.text));
-        state.status = Some(if answer.is_some() {
-            Status::ForcedAnswer
-        } else {
-            Status::IterationLimit
+        state.status = Some(match (&answer, state.status) {
+            (Some(_), Some(Status::NoEvidence)) => Status::NoEvidence,
+            (Some(_), _) => Status::ForcedAnswer,
+            (None, _) => Status::IterationLimit,
         });
         state.answer = answer;
         Ok(())
+    }
+
+    /// Judges `answer` (see [`Judge`]): the answer to keep, if any, with a note for the model
+    /// when it is sent back; an answer kept without evidence sets the run's status to
+    /// [`Status::NoEvidence`].
+    fn accept(
+        &self,
+        state: &mut LoopState,
+        answer: String,
+        sent_back: bool,
+        notes: &mut Vec<String>,
+    ) -> Option<String> {
+        match self.judge.judge(&answer, state.code_ran, sent_back) {
+            Verdict::Accepted => Some(answer),
+            Verdict::WithoutEvidence => {
+                state.status = Some(Status::NoEvidence);
+                Some(answer)
+            }
+            Verdict::Echo(note) => {
+                notes.push(note);
+                None
+            }
+            Verdict::NoCodeYet(note) => {
+                state.sent_back_without_code = true;
+                notes.push(note);
+                None
+            }
+        }
     }
 
     /// Appends turn `state.iterations` to the log, timed from `started` to now.

@@ -53,14 +53,13 @@ async fn run_over_reported(
         };
         FakeReply::text(reply).with_usage(OVER_REPORTED)
     });
-    let client = harness
-        .server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(harness.server.address())
         .provider(
-            harness
-                .server
-                .openai_provider(rlm_fake::FAKE_OPENAI)
-                .max_concurrency(slots),
+            rlm_llm::testing::openai_provider(
+                rlm_llm::testing::FAKE_OPENAI,
+                harness.server.address(),
+            )
+            .max_concurrency(slots),
         )
         .prices(prices())
         .build()
@@ -147,9 +146,7 @@ async fn budget_says_what_is_left_of_each_limit() {
         "FINAL(done)",
     ]);
     harness.sub(|_| "fine".to_owned());
-    let client = harness
-        .server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(harness.server.address())
         .prices(prices())
         .build()
         .unwrap();

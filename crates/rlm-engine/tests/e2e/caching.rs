@@ -23,8 +23,7 @@ fn script(server: &FakeServer) {
 
 async fn run(server: &FakeServer, model: &str, prompt_cache: bool) -> (RunResult, Vec<Usage>) {
     let log = tempfile::tempdir().unwrap();
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .prompt_cache(prompt_cache)
         .build()
         .unwrap();

@@ -14,6 +14,7 @@ use rlm_sandbox::{Isolation, Limits, Sandbox};
 mod budgets;
 mod caching;
 mod cases;
+mod evidence;
 
 /// The fake server plus a builder wired to it and to the sandbox.
 struct Harness {
@@ -40,7 +41,9 @@ impl Harness {
     }
 
     fn rlm(&self, limits: RunLimits, max_depth: u32) -> Rlm {
-        let client = self.server.client_builder().build().unwrap();
+        let client = rlm_llm::testing::client_builder(self.server.address())
+            .build()
+            .unwrap();
         self.rlm_builder(client, limits, max_depth).build().unwrap()
     }
 

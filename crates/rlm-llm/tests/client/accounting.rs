@@ -38,8 +38,7 @@ async fn usage_and_cost_add_up_per_model_with_unknown_prices_unknown() {
             cache_write_per_mtok: None,
         },
     );
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(2))
         .prices(prices)
         .build()
@@ -94,7 +93,10 @@ async fn a_budget_refuses_calls_without_sending_them() {
         max_tokens: Some(100),
         ..Budget::default()
     });
-    let client = server.client_builder().ledger(ledger).build().unwrap();
+    let client = rlm_llm::testing::client_builder(server.address())
+        .ledger(ledger)
+        .build()
+        .unwrap();
     let ask = ChatRequest::new("m").user("x");
     client.chat(&ask).await.unwrap();
     client.chat(&ask).await.unwrap();
@@ -128,8 +130,7 @@ async fn batch_spend(size: usize, budget: Budget) -> (rlm_llm::ModelTotals, usiz
         },
     );
     let ledger = Ledger::with_budget(budget);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .prices(prices)
         .ledger(std::sync::Arc::clone(&ledger))
         .build()
@@ -191,8 +192,7 @@ async fn a_cancelled_call_releases_its_reservation() {
         max_tokens: Some(100_000),
         ..Budget::default()
     });
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .ledger(std::sync::Arc::clone(&ledger))
         .build()
         .unwrap();
@@ -226,8 +226,7 @@ async fn after_a_reply_over_its_cap_nothing_more_is_sent_under_the_budget() {
         max_cost_usd: Some(10.0),
         ..Budget::default()
     });
-    let client = lying
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(lying.address())
         .prices(prices)
         .ledger(std::sync::Arc::clone(&ledger))
         .build()
@@ -260,8 +259,7 @@ async fn after_a_reply_over_its_cap_nothing_more_is_sent_under_the_budget() {
     // An honest provider under the same budget goes on.
     let honest = server().await;
     honest.respond_with(|_| FakeReply::text("ok").with_usage(usage(20, 50)));
-    let client = honest
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(honest.address())
         .ledger(Ledger::with_budget(Budget {
             max_tokens: Some(10_000),
             ..Budget::default()
@@ -288,7 +286,7 @@ async fn calls_queued_behind_the_limiter_are_not_sent_after_a_reply_over_reports
         ..Budget::default()
     });
     let client = rlm_llm::LlmClient::builder()
-        .provider(lying.openai_provider("p").max_concurrency(4))
+        .provider(rlm_llm::testing::openai_provider("p", lying.address()).max_concurrency(4))
         .default_provider("p")
         .ledger(std::sync::Arc::clone(&ledger))
         .build()
@@ -323,7 +321,7 @@ async fn a_callers_own_reservation_is_checked_before_each_send_and_settled() {
     lying.set_latency(std::time::Duration::from_millis(10));
     lying.respond_with(|_| FakeReply::text("ok").with_usage(usage(20, 1_000_000)));
     let client = rlm_llm::LlmClient::builder()
-        .provider(lying.openai_provider("p").max_concurrency(1))
+        .provider(rlm_llm::testing::openai_provider("p", lying.address()).max_concurrency(1))
         .default_provider("p")
         .build()
         .unwrap();

@@ -2,7 +2,8 @@
 //! call reads what the call before wrote (Anthropic breakpoints, OpenAI automatic prefixes),
 //! parsed whole and streamed, priced at the cache rates; and the off switch.
 
-use rlm_fake::{FAKE_ANTHROPIC, FakeReply, FakeServer, MIN_CACHED_TOKENS};
+use rlm_fake::{FakeReply, FakeServer, MIN_CACHED_TOKENS};
+use rlm_llm::testing::FAKE_ANTHROPIC;
 use rlm_llm::{ChatRequest, ChatResponse, LlmClient, Price, PriceTable, Usage};
 
 use crate::server;
@@ -59,8 +60,7 @@ fn sonnet_prices() -> PriceTable {
 async fn anthropic_calls_read_what_the_call_before_wrote_whole_and_streamed() {
     let server = server().await;
     scripted(&server, "claude-cached", 8);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .prices(sonnet_prices())
         .build()
         .unwrap();
@@ -103,7 +103,10 @@ async fn anthropic_calls_read_what_the_call_before_wrote_whole_and_streamed() {
 async fn with_caching_off_anthropic_bodies_carry_no_cache_control() {
     let server = server().await;
     scripted(&server, "claude-plain", 5);
-    let client = server.client_builder().prompt_cache(false).build().unwrap();
+    let client = rlm_llm::testing::client_builder(server.address())
+        .prompt_cache(false)
+        .build()
+        .unwrap();
     let answers = converse(&client, &format!("{FAKE_ANTHROPIC}:claude-plain"), 5).await;
     for answer in &answers {
         assert_eq!(answer.usage.cache_read_tokens, 0);
@@ -118,7 +121,9 @@ async fn with_caching_off_anthropic_bodies_carry_no_cache_control() {
 async fn openai_reports_automatic_prefix_caching_whole_and_streamed() {
     let server = server().await;
     scripted(&server, "gpt-cached", 6);
-    let client = server.client_builder().build().unwrap();
+    let client = rlm_llm::testing::client_builder(server.address())
+        .build()
+        .unwrap();
     let answers = converse(&client, "gpt-cached", 6).await;
     assert_eq!(answers[0].usage.cache_read_tokens, 0);
     for pair in answers.windows(2) {

@@ -1,6 +1,7 @@
 //! Record then replay, redaction, and misses.
 
-use rlm_fake::{FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::FakeReply;
+use rlm_llm::testing::FAKE_ANTHROPIC;
 use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, Usage};
 
 use crate::server;
@@ -30,13 +31,11 @@ async fn record_then_replay_without_network_or_key() {
     );
     let recording = LlmClient::builder()
         .provider(
-            server
-                .openai_provider("openai")
+            rlm_llm::testing::openai_provider("openai", server.address())
                 .api_key(Some(ApiKey::new(SECRET))),
         )
         .provider(
-            server
-                .anthropic_provider(FAKE_ANTHROPIC)
+            rlm_llm::testing::anthropic_provider(FAKE_ANTHROPIC, server.address())
                 .api_key(Some(ApiKey::new(SECRET))),
         )
         .record(&path)

@@ -107,8 +107,7 @@ async fn client_errors_are_not_retried() {
 async fn a_hang_times_out_per_attempt() {
     let server = server().await;
     server.script("m", [FakeReply::hang(), FakeReply::hang()]);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(1))
         .request_timeout(Duration::from_millis(200))
         .build()
@@ -138,8 +137,7 @@ async fn a_timeout_while_the_server_is_answering_is_not_retried() {
         let case = format!("streaming {streaming}, sink {sink}, {partial:?}");
         let server = server().await;
         server.script("m", [FakeReply::stall(partial), FakeReply::text("again")]);
-        let client = server
-            .client_builder()
+        let client = rlm_llm::testing::client_builder(server.address())
             .retry(fast_retries(2))
             .request_timeout(Duration::from_millis(300))
             .streaming(streaming)
@@ -169,8 +167,7 @@ async fn malformed_json_is_a_decode_error() {
         "m",
         [FakeReply::malformed_json(), FakeReply::malformed_json()],
     );
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(3))
         .streaming(false)
         .build()
@@ -195,8 +192,7 @@ async fn a_cut_answer_nobody_saw_is_retried() {
             "m",
             [FakeReply::cut_stream("part of it"), FakeReply::text("ok")],
         );
-        let client = server
-            .client_builder()
+        let client = rlm_llm::testing::client_builder(server.address())
             .retry(fast_retries(2))
             .streaming(streaming)
             .build()
@@ -240,7 +236,7 @@ async fn cancelling_a_call_frees_its_slot() {
     let server = server().await;
     server.script("m", [FakeReply::hang(), FakeReply::text("after")]);
     let client = LlmClient::builder()
-        .provider(server.openai_provider("only").max_concurrency(1))
+        .provider(rlm_llm::testing::openai_provider("only", server.address()).max_concurrency(1))
         .default_provider("only")
         .build()
         .unwrap();

@@ -13,7 +13,7 @@ async fn peak_in_flight_equals_the_limit_across_clones() {
     server.set_latency(Duration::from_millis(30));
     server.respond_with(|_| FakeReply::text("ok"));
     let client = LlmClient::builder()
-        .provider(server.openai_provider("p").max_concurrency(5))
+        .provider(rlm_llm::testing::openai_provider("p", server.address()).max_concurrency(5))
         .default_provider("p")
         .build()
         .unwrap();
@@ -37,8 +37,8 @@ async fn providers_have_separate_limits() {
     server.set_latency(Duration::from_millis(30));
     server.respond_with(|_| FakeReply::text("ok"));
     let client = LlmClient::builder()
-        .provider(server.openai_provider("a").max_concurrency(2))
-        .provider(server.openai_provider("b").max_concurrency(3))
+        .provider(rlm_llm::testing::openai_provider("a", server.address()).max_concurrency(2))
+        .provider(rlm_llm::testing::openai_provider("b", server.address()).max_concurrency(3))
         .build()
         .unwrap();
     let requests: Vec<ChatRequest> = (0..10)

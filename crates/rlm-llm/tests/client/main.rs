@@ -39,8 +39,7 @@ pub fn fast_retries(max_retries: u32) -> RetryPolicy {
 
 /// A client for the fake server with `max_retries` quick retries.
 pub fn client(server: &FakeServer, max_retries: u32) -> LlmClient {
-    server
-        .client_builder()
+    rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(max_retries))
         .build()
         .unwrap()

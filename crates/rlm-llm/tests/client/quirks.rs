@@ -21,8 +21,7 @@ async fn a_refused_parameter_is_dropped_once_and_remembered_for_the_model() {
     server.reasoning_model("custom-reasoner");
     server.respond_with(|_| FakeReply::text("```repl\nx = 1\n```\nand more after the fence"));
     // Not in the table: the refusals teach the client, one parameter per retry.
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(0))
         .capabilities(CapabilityTable::empty())
         .build()

@@ -86,8 +86,7 @@ fn client_sending_to_responses(server: &rlm_fake::FakeServer, prefix: &str) -> L
             ..ModelCapabilities::default()
         },
     );
-    server
-        .client_builder()
+    rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(0))
         .capabilities(table)
         .build()

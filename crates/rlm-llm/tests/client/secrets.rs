@@ -23,8 +23,7 @@ fn assert_no_part_of(key: &str, text: &str) {
 fn client(server: &FakeServer, provider: &str, key: &str) -> LlmClient {
     LlmClient::builder()
         .provider(
-            server
-                .openai_provider(provider)
+            rlm_llm::testing::openai_provider(provider, server.address())
                 .api_key(Some(ApiKey::new(key))),
         )
         .retry(fast_retries(0))
@@ -118,8 +117,7 @@ async fn a_recording_holds_no_part_of_the_key() {
     );
     let recording = LlmClient::builder()
         .provider(
-            server
-                .openai_provider("groq")
+            rlm_llm::testing::openai_provider("groq", server.address())
                 .api_key(Some(ApiKey::new(PLAIN_KEY))),
         )
         .record(&path)

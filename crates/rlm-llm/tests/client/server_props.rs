@@ -12,7 +12,9 @@ async fn a_local_server_is_asked_once_for_its_window_and_slots() {
         "default_generation_settings": {"n_ctx": 8192},
         "total_slots": 2,
     }));
-    let client = fake.client_builder().build().unwrap();
+    let client = rlm_llm::testing::client_builder(fake.address())
+        .build()
+        .unwrap();
     for _ in 0..3 {
         let props: ServerProps = client.server_props("m").await.unwrap();
         assert_eq!(props.context_window, Some(8_192));
@@ -22,7 +24,9 @@ async fn a_local_server_is_asked_once_for_its_window_and_slots() {
 
     // A server without /props (404) reports nothing, and is not asked again.
     let silent = server().await;
-    let client = silent.client_builder().build().unwrap();
+    let client = rlm_llm::testing::client_builder(silent.address())
+        .build()
+        .unwrap();
     assert_eq!(client.server_props("m").await, None);
     assert_eq!(client.server_props("m").await, None);
     assert_eq!(silent.props_requests(), 1);
@@ -38,7 +42,9 @@ async fn a_body_past_the_limit_is_not_read() {
         "total_slots": 2,
         "chat_template": "x".repeat(2 << 20),
     }));
-    let client = fake.client_builder().build().unwrap();
+    let client = rlm_llm::testing::client_builder(fake.address())
+        .build()
+        .unwrap();
     assert_eq!(client.server_props("m").await, None);
     assert_eq!(fake.props_requests(), 1);
 }

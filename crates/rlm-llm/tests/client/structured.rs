@@ -1,7 +1,8 @@
 //! Structured outputs: a request's JSON Schema goes out in the wire's own form, and a server
 //! that refuses it gets plain JSON mode instead.
 
-use rlm_fake::{FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::FakeReply;
+use rlm_llm::testing::FAKE_ANTHROPIC;
 use rlm_llm::{CapabilityTable, ChatRequest, ModelCapabilities};
 use serde_json::json;
 
@@ -42,8 +43,7 @@ async fn anthropic_gets_the_schema_as_a_forced_tool_and_answers_in_text() {
     server.respond_with(|_| FakeReply::text(r#"{"ids": [3, 4]}"#));
     let model = format!("{FAKE_ANTHROPIC}:claude");
     // Not streamed unless a caller reads the pieces.
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(0))
         .streaming(false)
         .build()
@@ -89,8 +89,7 @@ async fn anthropic_without_the_capability_or_with_tools_is_plain_json_mode() {
         ..ModelCapabilities::default()
     };
     table.insert(format!("{FAKE_ANTHROPIC}:plain"), plain);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(0))
         .capabilities(table)
         .build()
@@ -190,8 +189,7 @@ async fn a_provider_rule_turns_the_schema_off() {
         ..ModelCapabilities::default()
     };
     table.insert("fake:", plain);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(0))
         .capabilities(table)
         .build()

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use rlm_fake::{FAKE_ANTHROPIC, FakeReply};
+use rlm_fake::FakeReply;
+use rlm_llm::testing::FAKE_ANTHROPIC;
 use rlm_llm::{ChatRequest, Error, LlmClient, Usage};
 
 use crate::{fast_retries, server};
@@ -34,8 +35,7 @@ async fn a_steady_answer_longer_than_the_timeouts_arrives() {
         let reply = FakeReply::slow_stream(text, 12, Duration::from_millis(100)).with_usage(usage);
         server.script("steady", [reply.clone(), reply]);
         let client = |streaming: bool| {
-            server
-                .client_builder()
+            rlm_llm::testing::client_builder(server.address())
                 .retry(fast_retries(0))
                 .request_timeout(Duration::from_millis(600))
                 .idle_timeout(Duration::from_millis(600))
@@ -73,8 +73,7 @@ async fn a_stalled_answer_fails_after_the_idle_timeout() {
                 FakeReply::text("again"),
             ],
         );
-        let client = server
-            .client_builder()
+        let client = rlm_llm::testing::client_builder(server.address())
             .retry(fast_retries(2))
             .request_timeout(Duration::from_secs(3600))
             .idle_timeout(Duration::from_millis(200))
@@ -110,8 +109,7 @@ async fn a_stalled_answer_fails_after_the_idle_timeout() {
 async fn a_short_request_timeout_shortens_the_idle_timeout() {
     let server = server().await;
     server.script("m", [FakeReply::stall("partial")]);
-    let client = server
-        .client_builder()
+    let client = rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(0))
         .request_timeout(Duration::from_millis(300))
         .build()
@@ -135,7 +133,7 @@ async fn time_queued_behind_the_limiter_does_not_count() {
         let server = server().await;
         server.respond_with(|_| FakeReply::text("ok").with_delay(Duration::from_millis(250)));
         let client = LlmClient::builder()
-            .provider(server.openai_provider("one").max_concurrency(1))
+            .provider(rlm_llm::testing::openai_provider("one", server.address()).max_concurrency(1))
             .default_provider("one")
             .retry(fast_retries(0))
             .request_timeout(Duration::from_secs(1))

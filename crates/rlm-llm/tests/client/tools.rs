@@ -3,7 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use rlm_fake::{FAKE_ANTHROPIC, FAKE_OPENAI, FakeReply, FakeServer};
+use rlm_fake::{FakeReply, FakeServer};
+use rlm_llm::testing::{FAKE_ANTHROPIC, FAKE_OPENAI};
 use rlm_llm::{
     Budget, ChatRequest, ChatResponse, Error, FinishReason, Ledger, LlmClient, ProviderKind, Role,
     TOOL_ROUNDS_USED_UP, ToolCall, ToolChoice, ToolDefinition, ToolOutput, ToolRun, Usage,
@@ -15,8 +16,7 @@ use crate::{fast_retries, server};
 /// A client whose `chat` asks for whole bodies, so each test covers both shapes: `chat` whole,
 /// `chat_streaming` streamed.
 fn client(server: &FakeServer, max_retries: u32) -> LlmClient {
-    server
-        .client_builder()
+    rlm_llm::testing::client_builder(server.address())
         .retry(fast_retries(max_retries))
         .streaming(false)
         .build()
@@ -422,14 +422,20 @@ async fn a_recorded_tool_loop_replays_without_the_network() {
             FakeReply::text("From chunk 7."),
         ],
     );
-    let recording = server.client_builder().record(&path).build().unwrap();
+    let recording = rlm_llm::testing::client_builder(server.address())
+        .record(&path)
+        .build()
+        .unwrap();
     let request = request(FAKE_ANTHROPIC, "recorded");
     let (recorded, recorded_calls) = run_loop(&recording, &request, 2).await;
     assert_eq!(model, request.model);
 
     // A server with nothing scripted: any request reaching it fails.
     let empty = FakeServer::start().await.unwrap();
-    let replaying = empty.client_builder().replay(&path).build().unwrap();
+    let replaying = rlm_llm::testing::client_builder(empty.address())
+        .replay(&path)
+        .build()
+        .unwrap();
     let (replayed, replayed_calls) = run_loop(&replaying, &request, 2).await;
     assert_eq!(empty.request_count(), 0);
     assert_eq!(replayed.messages, recorded.messages);

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use rlm_fake::{DEFAULT_STREAM_GAP, FAKE_ANTHROPIC, FakeReply};
-use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, ProviderKind, Usage};
+use rlm_fake::{DEFAULT_STREAM_GAP, FakeReply};
+use rlm_llm::testing::FAKE_ANTHROPIC;
+use rlm_llm::{ApiKey, ChatRequest, Error, LlmClient, Usage};
 
 use crate::{client, server};
 
@@ -25,8 +26,7 @@ async fn openai_request_and_response_round_trip() {
         );
         let client = LlmClient::builder()
             .provider(
-                server
-                    .openai_provider("openai")
+                rlm_llm::testing::openai_provider("openai", server.address())
                     .api_key(Some(ApiKey::new("sk-test-key"))),
             )
             .streaming(stream)
@@ -52,7 +52,7 @@ async fn openai_request_and_response_round_trip() {
         assert_eq!(answer.retries, 0);
 
         let seen = &server.requests()[0];
-        assert_eq!(seen.wire, ProviderKind::OpenAi);
+        assert_eq!(seen.wire, rlm_fake::Wire::OpenAi);
         assert_eq!(seen.system.as_deref(), Some("be brief"));
         assert_eq!(seen.last_user_message(), "2+2?");
         assert_eq!(seen.header("authorization"), Some("Bearer sk-test-key"));
@@ -79,8 +79,7 @@ async fn anthropic_request_caches_the_system_prompt_and_counts_cache_tokens() {
     server.script("claude-test", [FakeReply::text("hello").with_usage(usage)]);
     let client = LlmClient::builder()
         .provider(
-            server
-                .anthropic_provider("anthropic")
+            rlm_llm::testing::anthropic_provider("anthropic", server.address())
                 .api_key(Some(ApiKey::new("ak-test-key"))),
         )
         .build()
@@ -95,7 +94,7 @@ async fn anthropic_request_caches_the_system_prompt_and_counts_cache_tokens() {
     assert_eq!(answer.finish_reason.as_deref(), Some("end_turn"));
 
     let seen = &server.requests()[0];
-    assert_eq!(seen.wire, ProviderKind::Anthropic);
+    assert_eq!(seen.wire, rlm_fake::Wire::Anthropic);
     assert_eq!(seen.header("x-api-key"), Some("ak-test-key"));
     assert_eq!(seen.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(seen.body["system"][0]["cache_control"]["type"], "ephemeral");
@@ -248,8 +247,14 @@ async fn the_fake_ends_replies_at_a_stop_sequence_like_the_real_apis() {
     server.script("gpt-test", [FakeReply::text(reply), FakeReply::text(reply)]);
     server.script("claude-test", [FakeReply::text(reply)]);
     let client = LlmClient::builder()
-        .provider(server.openai_provider("openai"))
-        .provider(server.anthropic_provider("anthropic"))
+        .provider(rlm_llm::testing::openai_provider(
+            "openai",
+            server.address(),
+        ))
+        .provider(rlm_llm::testing::anthropic_provider(
+            "anthropic",
+            server.address(),
+        ))
         .build()
         .unwrap();
     let ask = |model: &str, stop: Option<&str>| {

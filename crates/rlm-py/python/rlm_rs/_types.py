@@ -149,7 +149,7 @@ class RLMChatCompletion:
     """What :meth:`rlm_rs.RLM.completion` returns. ``response`` is the answer; ``metadata`` is
     the trajectory (``{"run_metadata", "iterations", "result"}``) when the RLM has a logger;
     ``status`` is ``answered`` or, for an answer given only when the turns ran out,
-    ``forced_answer``."""
+    ``forced_answer``, or, for one given before any code looked at the data, ``no_evidence``."""
 
     root_model: str
     prompt: Any

@@ -274,9 +274,17 @@ impl MontyInterpreter {
         for operation in &report.denied_operations {
             append_line(&mut report.stderr, &format!("note: denied {operation}"));
         }
-        match state.final_request {
+        self.give_answer(&mut report, state.final_request);
+        report
+    }
+
+    /// The answer a cell gave with `FINAL(...)` or `FINAL_VAR(name)`, into `report`: refused
+    /// over the answer limit, and a missing or unprintable variable reported as the cell's
+    /// exception (unless it raised one already).
+    fn give_answer(&mut self, report: &mut WorkerReport, final_request: Option<FinalRequest>) {
+        match final_request {
             Some(FinalRequest::Value(value)) if value.len() > self.limits.max_answer_bytes => {
-                refuse_answer(&mut report, "the answer", value.len(), &self.limits);
+                refuse_answer(report, "the answer", value.len(), &self.limits);
             }
             Some(FinalRequest::Value(value)) => {
                 report.final_answer = Some(FinalAnswer {
@@ -287,7 +295,7 @@ impl MontyInterpreter {
             Some(FinalRequest::Variable(name)) => match self.variable(&name, false) {
                 Some(Ok(value)) if value.len() > self.limits.max_answer_bytes => {
                     let what = format!("FINAL_VAR({name}): the answer");
-                    refuse_answer(&mut report, &what, value.len(), &self.limits);
+                    refuse_answer(report, &what, value.len(), &self.limits);
                 }
                 Some(Ok(value)) => {
                     report.final_answer = Some(FinalAnswer {
@@ -318,7 +326,6 @@ impl MontyInterpreter {
             },
             None => {}
         }
-        report
     }
 
     /// `str()` (or `repr()`) of a global: `None` if it does not exist, `Some(Err)` if converting

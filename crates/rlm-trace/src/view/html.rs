@@ -95,9 +95,11 @@ fn status(run: &RunView) -> Markup {
             }
         };
     };
-    // An answer forced at the iteration limit is partial: `rlm run` exits 1 for it.
+    // An answer forced at the iteration limit is partial, one no code looked behind is
+    // unchecked: `rlm run` exits 1 for both.
     let (class, prefix) = match outcome.status {
         Status::ForcedAnswer => ("partial", "partial: "),
+        Status::NoEvidence => ("partial", "unchecked: "),
         status if status.is_answered() => ("ok", ""),
         _ => ("stopped", ""),
     };

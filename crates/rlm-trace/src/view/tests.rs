@@ -591,6 +591,36 @@ fn a_forced_answer_is_partial_and_an_unpriced_run_costs_unknown() {
     assert!(!html.contains("$0.00"));
 }
 
+/// An answer no code looked behind is not shown as the green "answered" either.
+#[test]
+fn an_answer_without_evidence_is_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TrajectoryWriter::create(dir.path(), "rlm_x_unchecked").unwrap();
+    writer
+        .write(&metadata("unchecked", 0, "What is the code?"))
+        .unwrap();
+    writer
+        .write(&turn(
+            1,
+            vec![message(Role::User, "question")],
+            "FINAL(x)",
+            vec![],
+        ))
+        .unwrap();
+    writer
+        .write(&outcome("unchecked", Status::NoEvidence, Some("x"), 1))
+        .unwrap();
+    let html = render(&RunView::load(writer.path()).unwrap().into());
+    assert!(
+        html.contains(
+            "<p id=\"status\" class=\"status partial\">unchecked: answered without evidence \
+             (no code looked at the data)</p>"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("status ok"));
+}
+
 /// A reply's HTML, links and images are text on the page, and bidi controls anywhere in the
 /// log are shown, not obeyed.
 #[test]

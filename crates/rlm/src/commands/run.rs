@@ -1,5 +1,6 @@
 //! `rlm run`: the answer on stdout, how the run ended on stderr (or the JSON result), and the
-//! exit code: 0 for an answer the model reached within its turns, 1 otherwise.
+//! exit code: 0 for an answer the model reached within its turns after its code looked at the
+//! data, 1 otherwise.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -42,6 +43,16 @@ pub fn run(run: &Run<'_>, request: RunRequest) -> anyhow::Result<ExitCode> {
             "the answer above is partial: the model gave it only when its turns ran out"
         ))
         .with_hint("raise --max-iterations for an answer the model reaches on its own")
+        .into());
+    }
+    if summary.status == Status::NoEvidence {
+        // Printed above, but nothing backs it: the model answered before any of its code had
+        // looked at the data, and again when sent back to look.
+        return Err(AppError::failed(anyhow::anyhow!(
+            "the answer above is unchecked: the model gave it before any of its code had \
+             looked at the data"
+        ))
+        .with_hint("try a model that writes code (a ```repl block), or ask a narrower question")
         .into());
     }
     if summary.status.is_answered() {

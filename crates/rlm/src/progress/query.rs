@@ -73,6 +73,20 @@ impl QueryProgress {
 impl QueryEvents for QueryProgress {
     fn event(&self, event: &QueryEvent<'_>) {
         match event {
+            QueryEvent::Planned { .. }
+            | QueryEvent::StructuredOutput { .. }
+            | QueryEvent::Selected { .. }
+            | QueryEvent::Estimate { .. }
+            | QueryEvent::TimeLimit { .. } => self.planning(event),
+            _ => self.extracting(event),
+        }
+    }
+}
+
+impl QueryProgress {
+    /// Before extraction: the plan, the selection, the estimate, the time limit.
+    fn planning(&self, event: &QueryEvent<'_>) {
+        match event {
             QueryEvent::Planned {
                 plan,
                 source,
@@ -156,6 +170,13 @@ impl QueryEvents for QueryProgress {
                     super::pace::duration(time)
                 ));
             }
+            _ => {}
+        }
+    }
+
+    /// Extraction and the report: batches sent, retried and done, the synthesis, warnings.
+    fn extracting(&self, event: &QueryEvent<'_>) {
+        match event {
             // The first batch is always shown: on a slow server its answer takes minutes.
             QueryEvent::BatchSent {
                 sent,

@@ -59,6 +59,91 @@ fn totals(progress: &Progress) -> String {
     )
 }
 
+impl StderrProgress {
+    /// The code a turn runs: its first lines (all with `-v`), neutralised as all text rlm did
+    /// not write.
+    fn code(&self, code: &str) -> String {
+        let dim = anstyle::Style::new().dimmed();
+        let lines: Vec<&str> = code.lines().collect();
+        let shown = if self.verbose {
+            lines.len()
+        } else {
+            CODE_LINES_SHOWN
+        };
+        let mut text = String::new();
+        for line in lines.iter().take(shown) {
+            text.push_str(&format!("{dim}│{dim:#} {}\n", neutralize(line)));
+        }
+        if lines.len() > shown {
+            text.push_str(&format!(
+                "{dim}│ … {} more lines{dim:#}\n",
+                lines.len() - shown
+            ));
+        }
+        text
+    }
+
+    /// A sub-call ended: the counts, at most every [`SUBCALL_PRINT_INTERVAL`] and when none
+    /// is left in flight.
+    fn subcall_finished(&self, depth: u32, kind: &str, failed: bool, progress: &Progress) {
+        let dim = anstyle::Style::new().dimmed();
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.done += 1;
+        state.failed += u64::from(failed);
+        let idle = progress.subcalls_in_flight == 0;
+        if idle || state.last_print.elapsed() >= SUBCALL_PRINT_INTERVAL {
+            state.last_print = Instant::now();
+            let failed = if state.failed > 0 {
+                format!(", {} failed", state.failed)
+            } else {
+                String::new()
+            };
+            self.line(
+                depth,
+                &format!(
+                    "{dim}{kind}: {} done{failed}, {} in flight · total {}{dim:#}",
+                    state.done,
+                    progress.subcalls_in_flight,
+                    totals(progress)
+                ),
+            );
+        }
+    }
+}
+
+/// What a block's run gave: output size and first line, the error's last line, an answer set.
+fn code_outcome(outcome: &rlm_engine::ExecOutcome) -> String {
+    let dim = anstyle::Style::new().dimmed();
+    let output = outcome.stdout.trim_end();
+    let line_count = output.lines().count();
+    let mut text = format!(
+        "{dim}→ {} chars, {} line{} of output in {:.2}s{dim:#}",
+        thousands(output.chars().count() as u64),
+        line_count,
+        if line_count == 1 { "" } else { "s" },
+        outcome.seconds
+    );
+    if let Some(first) = output.lines().next() {
+        let preview: String = first.chars().take(100).collect();
+        text.push_str(&format!("\n{dim}  {}{dim:#}", neutralize(&preview)));
+    }
+    if let Some(error) = &outcome.error {
+        let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
+        let last = error.lines().last().unwrap_or(error);
+        text.push_str(&format!("\n{red}✗ {}{red:#}", neutralize(last)));
+    }
+    if let Some(answer) = &outcome.final_answer {
+        text.push_str(&format!(
+            "\n→ final answer set ({} chars)",
+            answer.chars().count()
+        ));
+    }
+    text
+}
+
 impl EventSink for StderrProgress {
     fn event(&self, event: &Event<'_>) {
         let dim = anstyle::Style::new().dimmed();
@@ -102,86 +187,15 @@ impl EventSink for StderrProgress {
                     totals(progress)
                 ),
             ),
-            Event::CodeStarted { depth, code } => {
-                let lines: Vec<&str> = code.lines().collect();
-                let shown = if self.verbose {
-                    lines.len()
-                } else {
-                    CODE_LINES_SHOWN
-                };
-                let mut text = String::new();
-                for line in lines.iter().take(shown) {
-                    // Model-written code: neutralised, as all text we did not write.
-                    text.push_str(&format!("{dim}│{dim:#} {}\n", neutralize(line)));
-                }
-                if lines.len() > shown {
-                    text.push_str(&format!(
-                        "{dim}│ … {} more lines{dim:#}\n",
-                        lines.len() - shown
-                    ));
-                }
-                self.line(*depth, &text);
-            }
-            Event::CodeFinished { depth, outcome } => {
-                let output = outcome.stdout.trim_end();
-                let line_count = output.lines().count();
-                let mut text = format!(
-                    "{dim}→ {} chars, {} line{} of output in {:.2}s{dim:#}",
-                    thousands(output.chars().count() as u64),
-                    line_count,
-                    if line_count == 1 { "" } else { "s" },
-                    outcome.seconds
-                );
-                if let Some(first) = output.lines().next() {
-                    let preview: String = first.chars().take(100).collect();
-                    text.push_str(&format!("\n{dim}  {}{dim:#}", neutralize(&preview)));
-                }
-                if let Some(error) = &outcome.error {
-                    let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
-                    let last = error.lines().last().unwrap_or(error);
-                    text.push_str(&format!("\n{red}✗ {}{red:#}", neutralize(last)));
-                }
-                if let Some(answer) = &outcome.final_answer {
-                    text.push_str(&format!(
-                        "\n→ final answer set ({} chars)",
-                        answer.chars().count()
-                    ));
-                }
-                self.line(*depth, &text);
-            }
+            Event::CodeStarted { depth, code } => self.line(*depth, &self.code(code)),
+            Event::CodeFinished { depth, outcome } => self.line(*depth, &code_outcome(outcome)),
             Event::SubcallStarted { .. } => {}
             Event::SubcallFinished {
                 depth,
                 kind,
                 failed,
                 progress,
-            } => {
-                let mut state = self
-                    .state
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                state.done += 1;
-                state.failed += u64::from(*failed);
-                let idle = progress.subcalls_in_flight == 0;
-                if idle || state.last_print.elapsed() >= SUBCALL_PRINT_INTERVAL {
-                    state.last_print = Instant::now();
-                    let failed = if state.failed > 0 {
-                        format!(", {} failed", state.failed)
-                    } else {
-                        String::new()
-                    };
-                    self.line(
-                        *depth,
-                        &format!(
-                            "{dim}{}: {} done{failed}, {} in flight · total {}{dim:#}",
-                            kind.name(),
-                            state.done,
-                            progress.subcalls_in_flight,
-                            totals(progress)
-                        ),
-                    );
-                }
-            }
+            } => self.subcall_finished(*depth, kind.name(), *failed, progress),
             Event::RunFinished {
                 depth,
                 status,

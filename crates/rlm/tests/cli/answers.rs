@@ -94,6 +94,48 @@ async fn an_answer_not_marked_ready_is_only_a_partial_answer() {
     assert_eq!(result["partial_answer"], "a draft");
 }
 
+/// An answer given before any code looked at data larger than the prompt showed, and again
+/// when sent back, is printed but unchecked: exit 1, status `no_evidence`, never `answered`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_without_code_over_unseen_data_exits_1_as_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("big.log");
+    let lines: String = (0..2_000)
+        .map(|n| format!("2024-03-09 INFO routine check {n} passed\n"))
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            FakeReply::text("FINAL(Paris, since 2019)"),
+            FakeReply::text("FINAL(Paris, since 2019)"),
+        ],
+    );
+    let mut command = rlm_with_fake(dir.path(), &server);
+    command.args([
+        "run",
+        "--no-log",
+        "--model",
+        "openai:root",
+        "--context-file",
+    ]);
+    command.arg(&log);
+    command.arg("What is the deploy code?");
+    let output = run(command).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(text(&output.stdout), "Paris, since 2019\n");
+    assert!(stderr.contains("the answer above is unchecked"), "{stderr}");
+    assert!(stderr.contains("answered without evidence"), "{stderr}");
+    let seen = server.requests_for("root");
+    assert!(
+        seen[1].last_user_message().contains("no code has run yet"),
+        "{}",
+        seen[1].last_user_message()
+    );
+}
+
 /// A model that refuses `stop` (as OpenAI's reasoning models do), not in the built-in table:
 /// the first request is refused, the loop goes on without server-side stop sequences, the
 /// client cuts each reply after its code block, and the run answers.

@@ -18,6 +18,8 @@ mod mcp;
 mod mcp_http;
 mod mcp_root;
 mod mcp_sampling;
+mod mcp_session;
+mod mcp_tasks;
 mod models;
 mod output;
 mod postgres;
