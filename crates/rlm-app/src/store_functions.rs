@@ -8,7 +8,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use rlm_engine::{FunctionError, FunctionParameter, FunctionSpec, HostFunctions, RaisedKind};
-use rlm_store::tools::{StoreTools, ToolError, ToolErrorKind, ToolLimits};
+use rlm_store::tools::{StoreTools, ToolError, ToolErrorKind, ToolLimits, declarations};
 use rlm_store::{BufferInfo, Store};
 use serde_json::{Map, Value, json};
 
@@ -187,36 +187,23 @@ impl StoreFunctions {
 }
 
 impl HostFunctions for StoreFunctions {
+    /// The store's tools as Python functions, from their declarations
+    /// (`rlm_store::tools::declarations`): arguments in order, defaults bound when omitted.
     fn functions(&self) -> Vec<FunctionSpec> {
-        let required = FunctionParameter::required;
-        vec![
-            FunctionSpec::new("buffers", Vec::new()),
-            FunctionSpec::new(
-                "search",
-                vec![
-                    required("query"),
-                    FunctionParameter::optional("k", json!(10)),
-                    FunctionParameter::optional("mode", json!("bm25")),
-                ],
-            ),
-            FunctionSpec::new("get_chunks", vec![required("ids")]),
-            FunctionSpec::new(
-                "grep",
-                vec![
-                    required("pattern"),
-                    FunctionParameter::optional("buffer", Value::Null),
-                    FunctionParameter::optional("offset", json!(0)),
-                ],
-            ),
-            FunctionSpec::new(
-                "read",
-                vec![
-                    required("buffer"),
-                    required("start_line"),
-                    required("end_line"),
-                ],
-            ),
-        ]
+        declarations::ALL
+            .iter()
+            .map(|tool| {
+                let parameters = tool
+                    .parameters
+                    .iter()
+                    .map(|parameter| match parameter.default.value() {
+                        None => FunctionParameter::required(parameter.name),
+                        Some(default) => FunctionParameter::optional(parameter.name, default),
+                    })
+                    .collect();
+                FunctionSpec::new(tool.name, parameters)
+            })
+            .collect()
     }
 
     fn call(&self, name: &str, arguments: &Map<String, Value>) -> Result<Value, FunctionError> {
@@ -298,4 +285,21 @@ fn raised(error: ToolError) -> FunctionError {
         _ => RaisedKind::RuntimeError,
     };
     FunctionError::new(kind, error.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prompt that tells model code about the store shows each function with the
+    /// signature it is bound with: a default changed in the declarations fails here until the
+    /// prompt says it too.
+    #[test]
+    fn the_prompt_shows_each_function_as_it_is_bound() {
+        let prompt = rlm_engine::Prompts::default().functions;
+        for tool in declarations::ALL {
+            let shown = format!("`{}`", tool.signature());
+            assert!(prompt.contains(&shown), "functions.md lacks {shown}");
+        }
+    }
 }

@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use rlm_llm::{ToolCall, ToolDefinition, ToolOutput};
+use rlm_store::tools::declarations::{GET_CHUNKS, GREP, SEARCH};
 use rlm_store::tools::{StoreTools, ToolLimits};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::fence;
 use crate::select::Corpus;
@@ -37,7 +38,6 @@ const MAX_GREP_LINES: usize = 40;
 /// report's byte room here.
 const LIMITS: ToolLimits = ToolLimits {
     max_search_k: MAX_SEARCH_HITS,
-    default_search_k: 8,
     max_chunk_ids: MAX_GET_CHUNKS,
     // Whole: each chunk is cut below to its share of the result's bytes.
     max_chunk_chars: usize::MAX,
@@ -89,57 +89,28 @@ struct Answer {
     chunk_ids: Vec<i64>,
 }
 
-/// The tools offered to the synthesizer.
+/// The tools offered to the synthesizer: the store's own declarations
+/// (`rlm_store::tools::declarations`), bounded by this writer's limits, with what each is for.
 pub fn definitions() -> Vec<ToolDefinition> {
     vec![
         ToolDefinition::new(
-            "get_chunks",
+            GET_CHUNKS.name,
             format!(
                 "Read the full text of chunks by id (at most {MAX_GET_CHUNKS} per call), e.g. to check a finding or quote it. Use the ids the findings cite as [chunk N]."
             ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "ids": {
-                        "type": "array",
-                        "items": {"type": "integer"},
-                        "minItems": 1,
-                        "maxItems": MAX_GET_CHUNKS,
-                        "description": "chunk ids"
-                    }
-                },
-                "required": ["ids"],
-                "additionalProperties": false
-            }),
+            GET_CHUNKS.json_schema(&LIMITS),
         ),
         ToolDefinition::new(
-            "search",
+            SEARCH.name,
             "Search the corpus for chunks about something the findings do not cover. Returns chunk ids with the best matching line of each; read them with get_chunks.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "words or identifiers to look for"},
-                    "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_HITS, "description": "number of hits (default 8)"},
-                    "mode": {"type": "string", "enum": ["bm25", "semantic", "hybrid"], "description": "ranking (default bm25; semantic and hybrid need stored vectors)"}
-                },
-                "required": ["query"],
-                "additionalProperties": false
-            }),
+            SEARCH.json_schema(&LIMITS),
         ),
         ToolDefinition::new(
-            "grep",
+            GREP.name,
             format!(
-                "Find lines matching a regular expression (Rust regex syntax), with the chunk each is in; at most {MAX_GREP_LINES} lines."
+                "Find lines matching a regular expression (Rust regex syntax), with the chunk each is in; at most {MAX_GREP_LINES} lines, in the buffers the query covers."
             ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "regular expression"},
-                    "buffer": {"type": "string", "description": "only this buffer (name); default all buffers of the query"}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
+            GREP.json_schema(&LIMITS),
         ),
     ]
 }

@@ -27,6 +27,8 @@
 //! # }
 //! ```
 
+pub mod declarations;
+
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
@@ -39,15 +41,15 @@ use crate::error::Error;
 use crate::grep::{GrepLine, GrepOptions};
 use crate::read::{BufferInfo, ChunkInfo};
 use crate::search::{SearchHit, SearchMode, SearchRequest};
+use declarations::{DEFAULT_SEARCH_K, ToolDeclaration};
 
 /// How much one answer may carry. Callers pick their own: model code keeps answers in
 /// variables, a report writer reads every byte in its prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolLimits {
-    /// Largest `k` of `search`.
+    /// Largest `k` of `search` (its default is [`declarations::DEFAULT_SEARCH_K`], or this
+    /// when smaller).
     pub max_search_k: usize,
-    /// `k` of `search` when none is given.
-    pub default_search_k: usize,
     /// Most chunk ids one `get_chunks` takes.
     pub max_chunk_ids: usize,
     /// Chars of one chunk's text returned; the rest is counted, not returned.
@@ -68,7 +70,6 @@ impl ToolLimits {
     /// The limits of `rlm run --store`'s REPL functions: answers go into Python variables.
     pub const CODE: ToolLimits = ToolLimits {
         max_search_k: 100,
-        default_search_k: 10,
         max_chunk_ids: 100,
         max_chunk_chars: 20_000,
         max_grep_matches: 500,
@@ -278,14 +279,14 @@ impl<'a> StoreTools<'a> {
 
     /// `search(query, k, mode)`.
     pub fn search(&self, arguments: &Map<String, Value>) -> Result<Found, ToolError> {
-        let call = Call::new("search", arguments, &["query", "k", "mode"])?;
+        let call = Call::new(&declarations::SEARCH, arguments)?;
         let query = call.string("query")?;
         if query.trim().is_empty() {
             return Err(ToolError::value("search(): query is empty"));
         }
-        let k = call
-            .optional_integer("k")?
-            .map_or(Ok(self.limits.default_search_k), |k| {
+        let k = call.optional_integer("k")?.map_or(
+            Ok(DEFAULT_SEARCH_K.min(self.limits.max_search_k)),
+            |k| {
                 usize::try_from(k)
                     .ok()
                     .filter(|k| (1..=self.limits.max_search_k).contains(k))
@@ -295,7 +296,8 @@ impl<'a> StoreTools<'a> {
                             self.limits.max_search_k
                         ))
                     })
-            })?;
+            },
+        )?;
         let mode = match call.optional_string("mode")? {
             None => SearchMode::Bm25,
             Some(name) => name
@@ -333,7 +335,7 @@ impl<'a> StoreTools<'a> {
     /// `get_chunks(ids)`: the call's ids (one int or a list), or why they are refused; then
     /// one read per id, in the order given.
     pub fn chunk_ids(&self, arguments: &Map<String, Value>) -> Result<Vec<i64>, ToolError> {
-        let call = Call::new("get_chunks", arguments, &["ids"])?;
+        let call = Call::new(&declarations::GET_CHUNKS, arguments)?;
         let ids = match call.arguments.get("ids") {
             Some(Value::Number(_)) => vec![call.integer("ids")?],
             Some(Value::Array(ids)) => ids
@@ -417,7 +419,7 @@ impl<'a> StoreTools<'a> {
     /// `grep(pattern, buffer=None, offset=0)`: matching lines with the chunk each is in, from
     /// the `offset`-th (0-based) on.
     pub fn grep(&self, arguments: &Map<String, Value>) -> Result<Grepped, ToolError> {
-        let call = Call::new("grep", arguments, &["pattern", "buffer", "offset"])?;
+        let call = Call::new(&declarations::GREP, arguments)?;
         let pattern = call.string("pattern")?;
         let offset = match call.optional_integer("offset")? {
             None => 0,
@@ -500,7 +502,7 @@ impl<'a> StoreTools<'a> {
     /// `read(buffer, start_line, end_line)`: whole lines, both ends included, past the end
     /// clamped as `rlm peek --lines` does.
     pub fn read(&self, arguments: &Map<String, Value>) -> Result<LinesRead, ToolError> {
-        let call = Call::new("read", arguments, &["buffer", "start_line", "end_line"])?;
+        let call = Call::new(&declarations::READ, arguments)?;
         let name = call.string("buffer")?;
         let first = call.integer("start_line")?;
         let last = call.integer("end_line")?;
@@ -615,10 +617,11 @@ struct Call<'a> {
 impl<'a> Call<'a> {
     /// Refuses arguments the function does not take.
     fn new(
-        function: &'static str,
+        declaration: &ToolDeclaration,
         arguments: &'a Map<String, Value>,
-        known: &[&str],
     ) -> Result<Self, ToolError> {
+        let function = declaration.name;
+        let known = declaration.argument_names();
         if let Some(unknown) = arguments.keys().find(|key| !known.contains(&key.as_str())) {
             return Err(ToolError::new(
                 ToolErrorKind::Type,
