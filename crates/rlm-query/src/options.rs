@@ -142,8 +142,9 @@ pub struct QueryOptions {
     pub concurrency_from_server: bool,
     /// Tokens, dollars and calls the whole query may spend.
     pub budget: Budget,
-    /// Wall time for planning, searching and extracting; batches not done by then are
-    /// reported as failed and the synthesis runs on what finished.
+    /// Wall time for the whole query: the plan call gets a fifth of it, batches are sent until
+    /// four fifths (those not done are reported), and the report is written from what finished
+    /// by the end, or the findings are returned as they are.
     pub timeout: Option<Duration>,
     /// Search with the question itself instead of asking the model for a plan.
     pub skip_plan: bool,

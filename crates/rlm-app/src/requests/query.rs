@@ -46,8 +46,9 @@ pub struct QueryRequest {
     #[cfg_attr(feature = "clap", command(flatten))]
     #[serde(flatten)]
     pub budget: super::BudgetOptions,
-    /// Seconds for planning, searching and extracting; batches not done by then are reported
-    /// as failed and the report is written from the rest.
+    /// Seconds for the whole query, the report included: batches not done by four fifths of it
+    /// are reported and the report is written from the rest (or the findings returned as
+    /// they are when it cannot be written in time).
     #[cfg_attr(feature = "clap", arg(long = "timeout", id = "query_timeout", value_name = "SECONDS", value_parser = super::llm::parse_seconds))]
     #[serde(alias = "timeout_seconds")]
     pub timeout: Option<f64>,

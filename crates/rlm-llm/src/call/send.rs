@@ -54,8 +54,10 @@ impl LlmClient {
             let mut emitted = false;
             let permit = match self.acquire(slot, model_ref).await {
                 Ok(permit) => permit,
+                // Waiting in our own queue is no model failure: nothing went out this time,
+                // so the call counts only if an earlier attempt did.
                 Err(failed) => {
-                    return Ok(Sent::Failed {
+                    return Ok(Sent::Refused {
                         error: failed.error,
                         retries,
                     });
@@ -163,7 +165,8 @@ pub(super) enum Sent<'slot> {
         retries: u32,
     },
     /// Refused before an attempt went out: a budget the call was admitted under ran out while
-    /// it waited ([`Admission::check_send`]).
+    /// it waited ([`Admission::check_send`]), or the deadline passed while it waited for a
+    /// slot of the limiter.
     Refused {
         error: Error,
         retries: u32,

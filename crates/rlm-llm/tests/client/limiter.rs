@@ -222,3 +222,37 @@ async fn a_silent_local_server_grows_while_answers_stay_quick_and_halves_on_over
     assert_eq!(concurrency.source, rlm_llm::ConcurrencySource::Adaptive);
     assert_eq!(server.props_requests(), 1, "asked once, nothing reported");
 }
+
+/// A call whose deadline passes while it waits for a slot of rlm's own limiter was never
+/// sent: it fails with the deadline, and the ledger counts no call and no failure for it (the
+/// call that held the slot is the only one counted).
+#[tokio::test]
+async fn waiting_for_a_slot_past_the_deadline_is_not_a_failed_call() {
+    let server = server().await;
+    server.script(
+        "m",
+        [FakeReply::text("slow").with_delay(Duration::from_millis(600))],
+    );
+    let client = LlmClient::builder()
+        .provider(rlm_llm::testing::openai_provider("one", server.address()).max_concurrency(1))
+        .default_provider("one")
+        .build()
+        .unwrap();
+    let holding = {
+        let client = client.clone();
+        tokio::spawn(async move { client.chat(&ChatRequest::new("m").user("first")).await })
+    };
+    while server.in_flight() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let waiting = client.with_deadline(std::time::Instant::now() + Duration::from_millis(150));
+    let err = waiting
+        .chat(&ChatRequest::new("m").user("second"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err:?}");
+    assert_eq!(holding.await.unwrap().unwrap().text, "slow");
+    let spent = client.ledger().total();
+    assert_eq!((spent.calls, spent.failures), (1, 0), "{spent:?}");
+    assert_eq!(server.request_count(), 1);
+}

@@ -17,8 +17,8 @@ use crate::select::{Corpus, SelectedChunk};
 /// error ends its call first, so the call is counted.
 const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// What one batch task returns: its outcome, and what it held of the budget.
-type Settled = (BatchOutcome, Amount, u64);
+/// What one batch task returns: its outcome, what it held of the budget, and its seconds.
+type Settled = (BatchOutcome, Amount, u64, f64);
 
 /// Batches that must all fail the same way, with nothing found yet, before the rest are not
 /// sent: by then the failure is the model's or the server's, not the chunks'.
@@ -43,10 +43,34 @@ struct Books {
     stopped: Option<String>,
 }
 
+/// What the dispatch loop works through: the batches not sent yet, the tasks out, and what
+/// came back.
+struct Dispatch {
+    extractor: Extractor,
+    total: usize,
+    texts: tokio::sync::mpsc::Receiver<std::result::Result<Vec<String>, String>>,
+    pending: std::iter::Peekable<std::vec::IntoIter<Batch>>,
+    /// Each batch is a task of its own, so both runtime threads build requests and read
+    /// replies when a round's answers arrive together; dropping the set (the run's future)
+    /// aborts the calls in flight.
+    in_flight: tokio::task::JoinSet<Settled>,
+    /// The chunks of each batch in flight, by task, for those a systematic failure cancels.
+    in_flight_chunks: std::collections::HashMap<tokio::task::Id, (Vec<SelectedChunk>, Amount, u64)>,
+    books: Books,
+    extractions: Vec<(SelectedChunk, ChunkExtraction)>,
+    /// Set when the time limit passed with batches still to send.
+    out_of_time: bool,
+}
+
+/// Why the batches left when the time limit passed were not sent.
+pub const TIME_LIMIT_REASON: &str = "the time limit was reached";
+
 impl QueryRun {
-    /// Runs every batch that fits the budget, at most `at_once` at once; the rest are
-    /// skipped (`chunks_skipped`). Returns the extractions; with none, the result says why
-    /// (an input error, e.g. a refused request, is the query's error instead).
+    /// Runs every batch that fits the budget and the time limit, no more at once than the
+    /// sub-call model's provider serves now; the rest are skipped (`chunks_skipped` for the
+    /// budget, `chunk_failures` "not sent" for the time limit). Returns the extractions; with
+    /// none, the result says why (an input error, e.g. a refused request, is the query's
+    /// error instead).
     pub(super) async fn extract(
         &mut self,
         batches: Vec<Batch>,
@@ -54,114 +78,175 @@ impl QueryRun {
     ) -> Result<Vec<(SelectedChunk, ChunkExtraction)>> {
         let stage_started = Instant::now();
         let input_error: Arc<Mutex<Option<rlm_llm::Error>>> = Arc::default();
-        let extractor = Extractor {
-            events: self.events.clone(),
-            client: self.stage_client(&self.ledgers.extract),
-            system: self.prompts.extract.clone(),
-            question: self.question.clone(),
-            model: self.options.subcall_model.clone(),
-            max_tokens: self.options.output_cap(self.options.extract_max_tokens),
-            log: Arc::clone(&self.log),
-            input_error: Arc::clone(&input_error),
-        };
-        let total = batches.len();
-        let mut texts = read_ahead(&self.corpus, &batches, self.at_once);
-        let mut pending = batches.into_iter().peekable();
-        // Each batch is a task of its own, so both runtime threads build requests and read
-        // replies when a round's answers arrive together; dropping the set (the run's future)
-        // aborts the calls in flight.
-        let mut in_flight = tokio::task::JoinSet::new();
-        let mut books = Books {
-            committed: Amount {
-                cost_usd: Some(0.0),
-                ..Amount::default()
+        let mut dispatch = Dispatch {
+            extractor: Extractor {
+                events: self.events.clone(),
+                client: self.stage_client(&self.ledgers.extract),
+                system: self.prompts.extract.clone(),
+                question: self.question.clone(),
+                model: self.options.subcall_model.clone(),
+                max_tokens: self.options.output_cap(self.options.extract_max_tokens),
+                log: Arc::clone(&self.log),
+                input_error: Arc::clone(&input_error),
             },
-            evidence_in_flight: 0,
-            evidence_known: 0,
-            dispatched: 0,
-            done: 0,
-            reserve: None,
-            same_failure: None,
-            stopped: None,
+            total: batches.len(),
+            texts: read_ahead(&self.corpus, &batches, self.at_once),
+            pending: batches.into_iter().peekable(),
+            in_flight: tokio::task::JoinSet::new(),
+            in_flight_chunks: std::collections::HashMap::new(),
+            books: Books {
+                committed: Amount {
+                    cost_usd: Some(0.0),
+                    ..Amount::default()
+                },
+                evidence_in_flight: 0,
+                evidence_known: 0,
+                dispatched: 0,
+                done: 0,
+                reserve: None,
+                same_failure: None,
+                stopped: None,
+            },
+            extractions: Vec::new(),
+            out_of_time: false,
         };
-        let mut extractions = Vec::new();
-        // The chunks of each batch in flight, by task, for those a systematic failure cancels.
-        let mut in_flight_chunks = std::collections::HashMap::new();
         loop {
-            while books.stopped.is_none() && in_flight.len() < self.at_once {
-                let Some((_, chunks)) = pending.peek() else {
-                    break;
-                };
-                let Some((amount, bound)) = self.admit(chunks, &mut books, in_flight.is_empty())?
-                else {
-                    break;
-                };
-                let Some((label, chunks)) = pending.next() else {
-                    break;
-                };
-                // The reader sends the batches' texts in the batches' order.
-                let read = texts
-                    .recv()
-                    .await
-                    .unwrap_or_else(|| Err("the chunk reader stopped".to_owned()));
-                books.committed = books.committed.plus(amount);
-                books.evidence_in_flight += bound;
-                books.dispatched += 1;
-                let ids: Vec<SelectedChunk> = chunks.clone();
-                let task = in_flight
-                    .spawn(self.batch_task(&extractor, label, chunks, read, amount, bound));
-                in_flight_chunks.insert(task.id(), (ids, amount, bound));
-                self.emit(&QueryEvent::BatchSent {
-                    sent: books.dispatched,
-                    total,
-                    in_flight: in_flight.len(),
-                });
-            }
-            let Some(joined) = in_flight.join_next_with_id().await else {
+            self.send_what_fits(&mut dispatch).await?;
+            let Some(joined) = dispatch.in_flight.join_next_with_id().await else {
                 break;
             };
-            let (outcome, amount, bound) = match joined {
-                Ok((id, settled)) => {
-                    in_flight_chunks.remove(&id);
-                    settled
-                }
-                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-                // Only a systematic failure cancels batches (the set is aborted below, then
-                // drained here); anything else is a runtime shutting down.
-                Err(err) => match (&books.stopped, in_flight_chunks.remove(&err.id())) {
-                    (Some(reason), Some((chunks, amount, bound))) => {
-                        (BatchOutcome::not_sent(&chunks, reason), amount, bound)
-                    }
-                    _ => return Err(Error::Task(err.to_string())),
-                },
+            self.receive(joined, &mut dispatch, result)?;
+        }
+        result.timings.extract = stage_started.elapsed().as_secs_f64();
+        self.conclude(dispatch, &input_error, result)
+    }
+
+    /// Sends batches while they fit: under the provider's current limit, the budget, the time
+    /// limit, and no systematic failure seen.
+    async fn send_what_fits(&mut self, dispatch: &mut Dispatch) -> Result<()> {
+        while dispatch.books.stopped.is_none() && dispatch.in_flight.len() < self.sending_limit() {
+            let Some((_, chunks)) = dispatch.pending.peek() else {
+                break;
             };
-            let stopping = books.stopped.is_none();
-            self.settle(
-                outcome,
+            if self
+                .deadline
+                .is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
+            {
+                dispatch.out_of_time = true;
+                break;
+            }
+            let none_in_flight = dispatch.in_flight.is_empty();
+            let Some((amount, bound)) = self.admit(chunks, &mut dispatch.books, none_in_flight)?
+            else {
+                break;
+            };
+            let Some((label, chunks)) = dispatch.pending.next() else {
+                break;
+            };
+            // The reader sends the batches' texts in the batches' order.
+            let read = dispatch
+                .texts
+                .recv()
+                .await
+                .unwrap_or_else(|| Err("the chunk reader stopped".to_owned()));
+            let books = &mut dispatch.books;
+            books.committed = books.committed.plus(amount);
+            books.evidence_in_flight += bound;
+            books.dispatched += 1;
+            let ids: Vec<SelectedChunk> = chunks.clone();
+            let task = dispatch.in_flight.spawn(self.batch_task(
+                &dispatch.extractor,
+                label,
+                chunks,
+                read,
                 amount,
                 bound,
-                &mut books,
-                &mut extractions,
-                result,
-                total,
-            );
-            if stopping && let Some(reason) = &books.stopped {
-                self.emit(&QueryEvent::Warning {
-                    message: format!("{reason}: the other batches are not sent"),
-                });
-                // The batches in flight would fail the same way: cancelled, and their chunks
-                // reported as not sent when the set gives them back.
-                in_flight.abort_all();
-            }
+            ));
+            dispatch
+                .in_flight_chunks
+                .insert(task.id(), (ids, amount, bound));
+            self.emit(&QueryEvent::BatchSent {
+                sent: dispatch.books.dispatched,
+                total: dispatch.total,
+                in_flight: dispatch.in_flight.len(),
+            });
         }
-        if let Some(reason) = &books.stopped {
-            let not_sent: Vec<SelectedChunk> =
-                pending.by_ref().flat_map(|(_, chunks)| chunks).collect();
+        Ok(())
+    }
+
+    /// Books a batch that came back (or was cancelled by a systematic failure), and stops the
+    /// others when it shows one.
+    fn receive(
+        &mut self,
+        joined: std::result::Result<(tokio::task::Id, Settled), tokio::task::JoinError>,
+        dispatch: &mut Dispatch,
+        result: &mut QueryResult,
+    ) -> Result<()> {
+        let (outcome, amount, bound, seconds) = match joined {
+            Ok((id, settled)) => {
+                dispatch.in_flight_chunks.remove(&id);
+                settled
+            }
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // Only a systematic failure cancels batches (the set is aborted below, then
+            // drained here); anything else is a runtime shutting down.
+            Err(err) => match (
+                &dispatch.books.stopped,
+                dispatch.in_flight_chunks.remove(&err.id()),
+            ) {
+                (Some(reason), Some((chunks, amount, bound))) => {
+                    (BatchOutcome::not_sent(&chunks, reason), amount, bound, 0.0)
+                }
+                _ => return Err(Error::Task(err.to_string())),
+            },
+        };
+        let stopping = dispatch.books.stopped.is_none();
+        let found_before = dispatch.extractions.len();
+        self.settle(outcome, amount, bound, dispatch, result);
+        self.found
+            .extend(dispatch.extractions[found_before..].iter().cloned());
+        if dispatch.books.done == 1 {
+            self.pace_from_first_batch(seconds, dispatch.total, result);
+            // The batches sent from now on end at the deadline as it stands.
+            dispatch.extractor.client = self.stage_client(&self.ledgers.extract);
+        }
+        if stopping && let Some(reason) = &dispatch.books.stopped {
+            self.emit(&QueryEvent::Warning {
+                message: format!("{reason}: the other batches are not sent"),
+            });
+            // The batches in flight would fail the same way: cancelled, and their chunks
+            // reported as not sent when the set gives them back.
+            dispatch.in_flight.abort_all();
+        }
+        Ok(())
+    }
+
+    /// After the last batch: what was not sent and why, the reserve, and the reason when
+    /// nothing could be analysed.
+    fn conclude(
+        &mut self,
+        mut dispatch: Dispatch,
+        input_error: &Mutex<Option<rlm_llm::Error>>,
+        result: &mut QueryResult,
+    ) -> Result<Vec<(SelectedChunk, ChunkExtraction)>> {
+        let books = &dispatch.books;
+        let unsent_reason = match &books.stopped {
+            Some(reason) => Some(reason.clone()),
+            None if dispatch.out_of_time => Some(TIME_LIMIT_REASON.to_owned()),
+            None => None,
+        };
+        if let Some(reason) = &unsent_reason {
+            let not_sent: Vec<SelectedChunk> = dispatch
+                .pending
+                .by_ref()
+                .flat_map(|(_, chunks)| chunks)
+                .collect();
             let outcome = BatchOutcome::not_sent(&not_sent, reason);
             result.chunk_failures.extend(outcome.chunk_failures);
             result.stopped_early = Some(reason.clone());
         }
-        result.chunks_skipped = pending
+        result.chunks_skipped = dispatch
+            .pending
             .flat_map(|(_, chunks)| chunks)
             .map(|chunk| ChunkFailure {
                 chunk_id: chunk.id,
@@ -173,7 +258,7 @@ impl QueryRun {
             cost_usd: held.cost_usd,
             calls: held.calls,
         });
-        result.timings.extract = stage_started.elapsed().as_secs_f64();
+        let extractions = dispatch.extractions;
         result.chunks_analyzed = extractions.len();
         if extractions.is_empty() {
             let first = input_error
@@ -186,28 +271,33 @@ impl QueryRun {
                     source: err,
                 });
             }
-            let reason = result
-                .chunk_failures
-                .first()
-                .map_or("unknown", |failure| failure.reason.as_str());
-            result.status = QueryStatus::ExtractionFailed;
-            let why = match &books.stopped {
-                Some(stopped) => format!(
-                    "No chunk could be analysed: {stopped}, so the other {} chunks were not sent.",
-                    result
-                        .chunk_failures
-                        .iter()
-                        .filter(|failure| failure.reason.starts_with(NOT_SENT))
-                        .count()
-                ),
-                None => format!(
-                    "No chunk could be analysed: all {} batches failed (first reason: {reason}).",
-                    result.batches
-                ),
-            };
-            self.no_findings(result, why);
+            self.nothing_analysed(unsent_reason.as_deref(), result);
         }
         Ok(extractions)
+    }
+
+    /// The result of an extraction that analysed no chunk.
+    fn nothing_analysed(&self, unsent_reason: Option<&str>, result: &mut QueryResult) {
+        let reason = result
+            .chunk_failures
+            .first()
+            .map_or("unknown", |failure| failure.reason.as_str());
+        result.status = QueryStatus::ExtractionFailed;
+        let why = match unsent_reason {
+            Some(stopped) => format!(
+                "No chunk could be analysed: {stopped}, so the other {} chunks were not sent.",
+                result
+                    .chunk_failures
+                    .iter()
+                    .filter(|failure| failure.reason.starts_with(NOT_SENT))
+                    .count()
+            ),
+            None => format!(
+                "No chunk could be analysed: all {} batches failed (first reason: {reason}).",
+                result.batches
+            ),
+        };
+        self.no_findings(result, why);
     }
 
     /// Whether the next batch (`chunks`) may go out now: its estimate and findings bound, or
@@ -271,36 +361,29 @@ impl QueryRun {
         // the backstop for a batch between calls.
         let deadline = self.deadline.map(|deadline| deadline + DEADLINE_GRACE);
         async move {
+            let started = Instant::now();
             let run = extractor.run(label.clone(), chunks.clone(), texts);
             let outcome = match deadline {
-                Some(deadline) => {
-                    tokio::time::timeout_at(deadline, run)
-                        .await
-                        .unwrap_or_else(|_| {
-                            BatchOutcome::failed(&label, &chunks, "the time limit was reached")
-                        })
-                }
+                Some(deadline) => tokio::time::timeout_at(deadline, run)
+                    .await
+                    .unwrap_or_else(|_| BatchOutcome::failed(&label, &chunks, TIME_LIMIT_REASON)),
                 None => run.await,
             };
-            (outcome, amount, bound)
+            (outcome, amount, bound, started.elapsed().as_secs_f64())
         }
     }
 
     /// Books a settled batch: frees what it held, keeps what it found, reports progress.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the loop's state, passed apart so the batch outcome can be moved"
-    )]
     fn settle(
         &self,
         outcome: BatchOutcome,
         amount: Amount,
         bound: u64,
-        books: &mut Books,
-        extractions: &mut Vec<(SelectedChunk, ChunkExtraction)>,
+        dispatch: &mut Dispatch,
         result: &mut QueryResult,
-        total: usize,
     ) {
+        let books = &mut dispatch.books;
+        let total = dispatch.total;
         books.committed = books.committed.minus(amount);
         books.evidence_in_flight -= bound;
         books.evidence_known += outcome
@@ -310,43 +393,53 @@ impl QueryRun {
             .sum::<u64>();
         books.done += 1;
         let failed_whole = outcome.extractions.is_empty() && !outcome.chunk_failures.is_empty();
-        let found_before = !extractions.is_empty();
+        let found_before = !dispatch.extractions.is_empty();
         if !found_before && books.stopped.is_none() && books.done < total {
             let reason = outcome
                 .chunk_failures
                 .first()
                 .filter(|_| failed_whole)
                 .map(|failure| failure.reason.as_str());
-            books.same_failure = match (books.same_failure.take(), reason) {
-                (None, Some(reason)) if books.done == 1 => Some((failure_kind(reason), 1)),
-                (Some((kind, count)), Some(reason)) if kind == failure_kind(reason) => {
-                    Some((kind, count + 1))
-                }
-                // A batch that found something, or failed otherwise: not one cause.
-                _ => None,
-            };
-            if let (Some((_, count)), Some(reason)) = (&books.same_failure, reason)
-                && *count >= SYSTEMATIC_FAILURE_BATCHES
-            {
-                books.stopped = Some(format!(
-                    "the first {count} batches all failed the same way ({reason})"
-                ));
-            }
+            note_failure(books, reason);
         }
-        extractions.extend(outcome.extractions);
+        dispatch.extractions.extend(outcome.extractions);
         result.batches_failed.extend(outcome.failures);
         result.chunk_failures.extend(outcome.chunk_failures);
         let spent = self.ledgers.extract.total();
         self.emit(&QueryEvent::BatchDone {
             done: books.done,
             total,
-            findings: extractions.iter().map(|(_, e)| e.findings.len()).sum(),
+            findings: dispatch
+                .extractions
+                .iter()
+                .map(|(_, e)| e.findings.len())
+                .sum(),
             in_flight: books.dispatched - books.done,
             failed_chunks: result.chunk_failures.len(),
             tokens: spent.usage.total(),
             cost_usd: spent.cost_usd,
             unpriced_calls: spent.unpriced_calls,
         });
+    }
+}
+
+/// Counts a batch that failed whole (`reason`) while nothing was found: the third failing the
+/// same way stops the others.
+fn note_failure(books: &mut Books, reason: Option<&str>) {
+    books.same_failure = match (books.same_failure.take(), reason) {
+        (None, Some(reason)) if books.done == 1 => Some((failure_kind(reason), 1)),
+        (Some((kind, count)), Some(reason)) if kind == failure_kind(reason) => {
+            Some((kind, count + 1))
+        }
+        // A batch that found something, or failed otherwise: not one cause.
+        _ => None,
+    };
+    if let (Some((_, count)), Some(reason)) = (&books.same_failure, reason)
+        && *count >= SYSTEMATIC_FAILURE_BATCHES
+    {
+        books.stopped = Some(format!(
+            "the first {count} batches all failed the same way ({reason})"
+        ));
     }
 }
 

@@ -7,6 +7,7 @@
 //! still closes its log: a `query_result` record with status `failed` (and the error) or
 //! `interrupted`, so no log reads as a query still going.
 
+mod clock;
 mod extract;
 mod plan;
 mod select;
@@ -14,7 +15,7 @@ mod synthesize;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rlm_llm::{Ledger, LlmClient, Price};
 use rlm_store::BufferInfo;
@@ -25,8 +26,8 @@ use crate::budget::{
 };
 use crate::error::{Error, Result};
 use crate::events::{QueryEvent, QueryEvents};
-use crate::options::{DEFAULT_SECONDS_PER_ROUND, QueryOptions, ScanMode};
-use crate::pipeline::{Query, QueryResult, QueryStatus, StageUsage, TimeLimit, Timings, ToolUsage};
+use crate::options::{QueryOptions, ScanMode};
+use crate::pipeline::{Query, QueryResult, QueryStatus, StageUsage, Timings, ToolUsage};
 use crate::prompts::QueryPrompts;
 use crate::select::{Corpus, check_selection};
 use crate::trace::{QueryLog, error_chain};
@@ -51,8 +52,16 @@ pub(crate) struct QueryRun {
     events: Option<Arc<dyn QueryEvents>>,
     question: String,
     started: Instant,
-    /// `--timeout` as a deadline on the plan call and each batch.
+    /// When the extraction stops sending and its calls end (see `clock.rs`).
     deadline: Option<tokio::time::Instant>,
+    /// When the report's calls end: `--timeout` from the start (`None` without one).
+    report_deadline: Option<tokio::time::Instant>,
+    /// What the extractors found so far, kept for the closing record of a query stopped
+    /// before its result (SIGTERM, Ctrl-C).
+    found: Vec<(
+        crate::select::SelectedChunk,
+        crate::extract::ChunkExtraction,
+    )>,
     log: Arc<QueryLog>,
     ledgers: Ledgers,
     /// Every buffer of the store, for the planner.
@@ -71,6 +80,9 @@ pub(crate) struct QueryRun {
     closed: bool,
     /// Extractor batches sent at once ([`QueryRun::fan_out`]), known before the first.
     at_once: usize,
+    /// The requests the sub-call model's server answers at once, when it says (llama.cpp's
+    /// `total_slots`): more sent wait in its queue, so the time limit counts rounds of these.
+    server_slots: Option<usize>,
 }
 
 impl QueryRun {
@@ -130,7 +142,9 @@ impl QueryRun {
         let run = Self {
             deadline: options
                 .timeout
-                .map(|timeout| tokio::time::Instant::from_std(started + timeout)),
+                .map(|timeout| clock::at(started, clock::extraction_share(timeout))),
+            report_deadline: options.timeout.map(|timeout| clock::at(started, timeout)),
+            found: Vec::new(),
             client,
             corpus,
             prompts,
@@ -149,6 +163,7 @@ impl QueryRun {
             timings: Timings::default(),
             closed: false,
             at_once: options.max_concurrency,
+            server_slots: None,
             options,
         };
         run.check_first_budget()?;
@@ -199,7 +214,7 @@ impl QueryRun {
             return Ok(self.finish(result));
         }
         self.estimate(&selection, &batches)?;
-        self.at_once = self.fan_out().await;
+        (self.at_once, self.server_slots) = self.fan_out().await;
         result.time_limit = Some(self.bound_extraction(batches.len()));
         let extractions = self.extract(batches, &mut result).await?;
         // After the calls: a model that refused its schema was answered in plain JSON mode.
@@ -336,13 +351,15 @@ impl QueryRun {
     /// How many extractor batches go out at once: `max_concurrency`, at most what the sub-call
     /// model's provider takes at once; or, unless the caller chose `max_concurrency`
     /// ([`QueryOptions::concurrency_from_server`]), what the provider's server reported (a
-    /// llama.cpp server with 32 slots gets 32). The server is asked here, once per process.
-    async fn fan_out(&self) -> usize {
+    /// llama.cpp server with 32 slots gets 32). The server is asked here, once per process;
+    /// the slots it reported come back too.
+    async fn fan_out(&self) -> (usize, Option<usize>) {
         let options = &self.options;
         let Ok(model) = self.client.resolve(&options.subcall_model) else {
-            return options.max_concurrency.max(1);
+            return (options.max_concurrency.max(1), None);
         };
-        let _ = self.client.server_props(&options.subcall_model).await;
+        let props = self.client.server_props(&options.subcall_model).await;
+        let server_slots = props.and_then(|props| props.total_slots);
         let provider = self.client.concurrency(&model.provider);
         let at_once = match provider {
             Some(reported)
@@ -357,35 +374,7 @@ impl QueryRun {
                 .unwrap_or(options.max_concurrency)
                 .min(options.max_concurrency),
         };
-        at_once.max(1)
-    }
-
-    /// Sets the extraction's deadline when the caller gave none: [`DEFAULT_SECONDS_PER_ROUND`]
-    /// for each round of `batches` the sub-call model's provider can serve at once, from now.
-    /// Says which bound applies before any batch is sent.
-    fn bound_extraction(&mut self, batches: usize) -> TimeLimit {
-        let limit = match self.options.timeout {
-            Some(timeout) => TimeLimit {
-                seconds: timeout.as_secs_f64(),
-                default: false,
-            },
-            None => {
-                let rounds = batches.div_ceil(self.at_once).max(1) as u64;
-                let bound = self.started.elapsed()
-                    + Duration::from_secs(DEFAULT_SECONDS_PER_ROUND.saturating_mul(rounds));
-                self.deadline = Some(tokio::time::Instant::from_std(self.started + bound));
-                TimeLimit {
-                    seconds: bound.as_secs_f64(),
-                    default: true,
-                }
-            }
-        };
-        self.emit(&QueryEvent::TimeLimit {
-            seconds: limit.seconds,
-            default: limit.default,
-            batches,
-        });
-        limit
+        (at_once.max(1), server_slots)
     }
 
     /// Ends a query that has nothing to report: the result and the report say why, and what
@@ -540,16 +529,21 @@ impl QueryRun {
         if self.log.path().is_none() {
             return;
         }
+        // What the extractors found is kept: a query stopped while writing its report (or
+        // between batches) loses none of it.
+        let found = std::mem::take(&mut self.found);
+        let analyzed = found.len();
+        let findings = crate::collect::collect(found, self.options.threshold);
         self.log.write(&rlm_trace::QueryOutcome {
             run_id: self.log.run_id().to_owned(),
             status: status.to_owned(),
             report: String::new(),
             chunks_selected: 0,
-            chunks_analyzed: 0,
+            chunks_analyzed: analyzed,
             batches_failed: Vec::new(),
             chunk_failures: Vec::new(),
             chunks_skipped: Vec::new(),
-            findings: Vec::new(),
+            findings: values(&findings),
             citations_unknown: Vec::new(),
             error,
             usage: self.usage_by_stage(),

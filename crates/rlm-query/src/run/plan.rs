@@ -77,18 +77,19 @@ impl QueryRun {
         fallback: Plan,
         stage_started: Instant,
     ) -> Result<(Plan, PlanSource)> {
-        let client = self.stage_client(&self.ledgers.plan);
+        let deadline = self.plan_deadline();
+        let client = self
+            .client
+            .with_ledger(std::sync::Arc::clone(&self.ledgers.plan))
+            .with_deadline(deadline.into_std());
         let call = client.chat(request);
-        let result = match self.deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, call)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(rlm_llm::Error::DeadlineExceeded {
-                        model: self.options.model.clone(),
-                    })
-                }),
-            None => call.await,
-        };
+        let result = tokio::time::timeout_at(deadline, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(rlm_llm::Error::DeadlineExceeded {
+                    model: self.options.model.clone(),
+                })
+            });
         self.log.call(
             "plan",
             None,

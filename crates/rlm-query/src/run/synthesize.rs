@@ -94,10 +94,15 @@ impl QueryRun {
 
     /// The report writer, with its tools over the query's buffers when its model has them.
     fn synthesizer(&self) -> Synthesizer {
+        let client = self
+            .client
+            .with_ledger(Arc::clone(&self.ledgers.synthesize));
         Synthesizer {
-            client: self
-                .client
-                .with_ledger(Arc::clone(&self.ledgers.synthesize)),
+            // `--timeout` bounds the report too: past it, the findings are returned as they are.
+            client: match self.report_deadline {
+                Some(deadline) => client.with_deadline(deadline.into_std()),
+                None => client,
+            },
             system: self.prompts.synthesize.clone(),
             model: self.options.model.clone(),
             question: self.question.clone(),

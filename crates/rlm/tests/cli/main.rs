@@ -26,6 +26,7 @@ mod postgres;
 mod prompt;
 mod prompt_window;
 mod query;
+mod query_slots;
 mod readme;
 mod run;
 mod run_limits;
