@@ -144,100 +144,13 @@ impl Events for Forward {
 
 /// An event as the Python side sees it: a kind and plain fields.
 fn describe(event: &Event<'_>) -> Option<(&'static str, serde_json::Value)> {
-    use rlm_engine::Event as Run;
     use serde_json::json;
     Some(match event {
         Event::Info(text) => ("info", json!({ "text": text })),
         Event::Note(text) => ("note", json!({ "text": text })),
         Event::Warning(text) => ("warning", json!({ "text": text })),
         Event::Problem(err) => ("problem", json!({ "text": Shown::of(err).plain() })),
-        Event::Run(Run::RunStarted {
-            run_id,
-            depth,
-            model,
-            log,
-        }) => (
-            "run_started",
-            json!({ "run_id": run_id, "depth": depth, "model": model, "log": log }),
-        ),
-        Event::Run(Run::IterationStarted {
-            depth,
-            iteration,
-            max_iterations,
-        }) => (
-            "iteration_started",
-            json!({ "depth": depth, "iteration": iteration, "max_iterations": max_iterations }),
-        ),
-        Event::Run(Run::ModelReplied {
-            depth,
-            usage,
-            progress,
-        }) => (
-            "model_replied",
-            json!({ "depth": depth, "usage": usage, "tokens": progress.tokens,
-                    "cost_usd": progress.cost_usd }),
-        ),
-        Event::Run(Run::IterationFinished {
-            depth,
-            iteration,
-            seconds,
-        }) => (
-            "iteration_finished",
-            json!({ "depth": depth, "iteration": iteration, "seconds": seconds }),
-        ),
-        Event::Run(Run::ChildRunStarted {
-            depth,
-            model,
-            prompt_preview,
-        }) => (
-            "child_run_started",
-            json!({ "depth": depth, "model": model, "prompt_preview": prompt_preview }),
-        ),
-        Event::Run(Run::ChildRunFinished {
-            depth,
-            model,
-            seconds,
-            error,
-        }) => (
-            "child_run_finished",
-            json!({ "depth": depth, "model": model, "seconds": seconds, "error": error }),
-        ),
-        Event::Run(Run::CodeStarted { depth, code }) => {
-            ("code_started", json!({ "depth": depth, "code": code }))
-        }
-        Event::Run(Run::CodeFinished { depth, outcome }) => (
-            "code_finished",
-            json!({ "depth": depth, "stdout": outcome.stdout, "error": outcome.error,
-                    "seconds": outcome.seconds, "final_answer": outcome.final_answer }),
-        ),
-        Event::Run(Run::SubcallStarted {
-            depth,
-            kind,
-            progress,
-        }) => (
-            "subcall_started",
-            json!({ "depth": depth, "kind": kind.name(), "in_flight": progress.subcalls_in_flight }),
-        ),
-        Event::Run(Run::SubcallFinished {
-            depth,
-            kind,
-            failed,
-            progress,
-        }) => (
-            "subcall_finished",
-            json!({ "depth": depth, "kind": kind.name(), "failed": failed,
-                    "tokens": progress.tokens, "cost_usd": progress.cost_usd }),
-        ),
-        Event::Run(Run::RunFinished {
-            run_id,
-            depth,
-            status,
-            iterations,
-        }) => (
-            "run_finished",
-            json!({ "run_id": run_id, "depth": depth, "status": status.to_string(),
-                    "iterations": iterations }),
-        ),
+        Event::Run(event) => return describe_run(event),
         Event::Query(event) => ("query", json!({ "event": format!("{event:?}") })),
         Event::Loaded { report, seconds } => {
             ("loaded", json!({ "report": report, "seconds": seconds }))
@@ -249,6 +162,102 @@ fn describe(event: &Event<'_>) -> Option<(&'static str, serde_json::Value)> {
         } => (
             "embedded",
             json!({ "chunks": chunks, "model": model, "seconds": seconds }),
+        ),
+        _ => return None,
+    })
+}
+
+/// A run's event (the root's or a child's) as the Python side sees it.
+fn describe_run(event: &rlm_engine::Event) -> Option<(&'static str, serde_json::Value)> {
+    use rlm_engine::Event as Run;
+    use serde_json::json;
+    Some(match event {
+        Run::RunStarted {
+            run_id,
+            depth,
+            model,
+            log,
+        } => (
+            "run_started",
+            json!({ "run_id": run_id, "depth": depth, "model": model, "log": log }),
+        ),
+        Run::IterationStarted {
+            depth,
+            iteration,
+            max_iterations,
+        } => (
+            "iteration_started",
+            json!({ "depth": depth, "iteration": iteration, "max_iterations": max_iterations }),
+        ),
+        Run::ModelReplied {
+            depth,
+            usage,
+            progress,
+        } => (
+            "model_replied",
+            json!({ "depth": depth, "usage": usage, "tokens": progress.tokens,
+                    "cost_usd": progress.cost_usd }),
+        ),
+        Run::IterationFinished {
+            depth,
+            iteration,
+            seconds,
+        } => (
+            "iteration_finished",
+            json!({ "depth": depth, "iteration": iteration, "seconds": seconds }),
+        ),
+        Run::ChildRunStarted {
+            depth,
+            model,
+            prompt_preview,
+        } => (
+            "child_run_started",
+            json!({ "depth": depth, "model": model, "prompt_preview": prompt_preview }),
+        ),
+        Run::ChildRunFinished {
+            depth,
+            model,
+            seconds,
+            error,
+        } => (
+            "child_run_finished",
+            json!({ "depth": depth, "model": model, "seconds": seconds, "error": error }),
+        ),
+        Run::CodeStarted { depth, code } => {
+            ("code_started", json!({ "depth": depth, "code": code }))
+        }
+        Run::CodeFinished { depth, outcome } => (
+            "code_finished",
+            json!({ "depth": depth, "stdout": outcome.stdout, "error": outcome.error,
+                    "seconds": outcome.seconds, "final_answer": outcome.final_answer }),
+        ),
+        Run::SubcallStarted {
+            depth,
+            kind,
+            progress,
+        } => (
+            "subcall_started",
+            json!({ "depth": depth, "kind": kind.name(), "in_flight": progress.subcalls_in_flight }),
+        ),
+        Run::SubcallFinished {
+            depth,
+            kind,
+            failed,
+            progress,
+        } => (
+            "subcall_finished",
+            json!({ "depth": depth, "kind": kind.name(), "failed": failed,
+                    "tokens": progress.tokens, "cost_usd": progress.cost_usd }),
+        ),
+        Run::RunFinished {
+            run_id,
+            depth,
+            status,
+            iterations,
+        } => (
+            "run_finished",
+            json!({ "run_id": run_id, "depth": depth, "status": status.to_string(),
+                    "iterations": iterations }),
         ),
         _ => return None,
     })
