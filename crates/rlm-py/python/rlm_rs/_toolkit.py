@@ -83,11 +83,14 @@ def _scope(buffers: Optional[Sequence[str]], path: Optional[str]) -> Dict[str, A
 
 
 class Store:
-    """A store directory (created by the first :meth:`load`): the same store the ``rlm``
-    commands use with ``--store PATH``."""
+    """A store directory (created by the first :meth:`load`), or a PostgreSQL store named by a
+    ``postgres://USER@HOST/DATABASE?schema=NAME`` URL (password in the URL, ``PGPASSWORD`` or
+    ``~/.pgpass``): the same store the ``rlm`` commands use with ``--store``."""
 
     def __init__(self, path: PathLike = ".rlm") -> None:
-        self.path = os.path.abspath(path_arg(path))
+        text = path_arg(path)
+        # A URL is the server's address, not a path: kept as written (abspath would fold it).
+        self.path = text if _is_store_url(text) else os.path.abspath(text)
 
     def _records(self, operation: str, request: Dict[str, Any]) -> List[Dict[str, Any]]:
         return _core.call(operation, request, store=self.path).records
@@ -201,7 +204,7 @@ class Store:
         self._records("delete", {"buffers": [str(buffer)]})
 
     def __repr__(self) -> str:
-        return f"Store({self.path!r})"
+        return f"Store({_without_password(self.path)!r})"
 
 
 def _count(k: Optional[int], alias: Optional[int], alias_name: str) -> Optional[int]:
@@ -395,3 +398,19 @@ class PromptAssembler:
         request = {"action": "plan", **self._request(history)}
         records = _core.call("prompt", request).records
         return records[0] if len(records) == 1 else {"records": records}
+
+
+def _is_store_url(text: str) -> bool:
+    return text.startswith(("postgres://", "postgresql://"))
+
+
+def _without_password(text: str) -> str:
+    """A store URL with its password (if it carries one) replaced by ``***``."""
+    if not _is_store_url(text):
+        return text
+    scheme, _, rest = text.partition("://")
+    userinfo, at, address = rest.partition("@")
+    if not at or ":" not in userinfo:
+        return text
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{address}"
