@@ -71,6 +71,30 @@ def test_store_round_trip_load_search_grep_chunks_peek(corpus, tmp_path):
     assert again["unchanged"] == ["recipe.md"] and again["loaded"] == []
 
 
+def test_a_store_on_postgres_answers_as_a_directory(corpus, tmp_path):
+    # The test server scripts/test starts; without it the test skips, as the CLI's do.
+    url = os.environ.get("RLM_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("RLM_TEST_POSTGRES_URL is unset (scripts/test starts a PostgreSQL server)")
+    separator = "&" if "?" in url else "?"
+    remote = Store(f"{url}{separator}schema=py_{os.getpid()}")
+    loaded = remote.load("auth.rs", "server.log", "recipe.md")
+    assert sorted(b["name"] for b in loaded["loaded"]) == ["auth.rs", "recipe.md", "server.log"]
+    for words in ["pasta boil", "token refresh", "AuthError"]:
+        assert [(h.buffer, h.chunk_id, h.rank) for h in remote.search(words)] == [
+            (h.buffer, h.chunk_id, h.rank) for h in corpus.search(words)
+        ], words
+    grep = lambda store: [(m.buffer, m.line, m.text) for m in store.grep(r"AuthError::\w+")]
+    assert grep(remote) == grep(corpus)
+    assert remote.peek("server.log", (2, 2)) == corpus.peek("server.log", (2, 2))
+    remote.delete("recipe.md")
+    assert sorted(b["name"] for b in remote.buffers()) == ["auth.rs", "server.log"]
+    # The password in the URL is nowhere in what the store says of itself.
+    password = url.split("://", 1)[1].split("@", 1)[0].partition(":")[2]
+    assert password and password not in repr(remote.buffers())
+    assert password not in repr(remote) and "***" in repr(remote)
+
+
 def test_a_query_that_starts_with_a_hyphen_is_a_query(corpus):
     # No command line between Python and the operation: `-x` is not a flag.
     hits = corpus.search("-x pasta boil")

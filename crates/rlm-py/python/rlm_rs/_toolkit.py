@@ -106,13 +106,17 @@ def _page(items: Iterable[Any], finished: "_core.Finished") -> Page:
 
 
 class Store:
-    """A store directory (created by the first :meth:`load`): the same store the ``rlm``
-    commands use with ``--store PATH``. Each answer that reads it (search, grep, buffers,
-    chunks, peek) holds at most ``max_reply_bytes`` of JSON (default 1 MiB): lists come as
-    :class:`Page` with a ``next_cursor`` for the rest, texts as :class:`Text` with ``rest``."""
+    """A store directory (created by the first :meth:`load`), or a PostgreSQL store named by a
+    ``postgres://USER@HOST/DATABASE?schema=NAME`` URL (password in the URL, ``PGPASSWORD`` or
+    ``~/.pgpass``): the same store the ``rlm`` commands use with ``--store``. Each answer that
+    reads it (search, grep, buffers, chunks, peek) holds at most ``max_reply_bytes`` of JSON
+    (default 1 MiB): lists come as :class:`Page` with a ``next_cursor`` for the rest, texts as
+    :class:`Text` with ``rest``."""
 
     def __init__(self, path: PathLike = ".rlm", max_reply_bytes: Optional[int] = None) -> None:
-        self.path = os.path.abspath(path_arg(path))
+        text = path_arg(path)
+        # A URL is the server's address, not a path: kept as written (abspath would fold it).
+        self.path = text if _is_store_url(text) else os.path.abspath(text)
         self.max_reply_bytes = max_reply_bytes
 
     def _call(self, operation: str, request: Dict[str, Any], allow_failed: bool = False) -> "_core.Finished":
@@ -255,7 +259,7 @@ class Store:
         self._records("delete", {"buffers": [str(buffer)]})
 
     def __repr__(self) -> str:
-        return f"Store({self.path!r})"
+        return f"Store({_without_password(self.path)!r})"
 
 
 def _count(k: Optional[int], alias: Optional[int], alias_name: str) -> Optional[int]:
@@ -449,3 +453,19 @@ class PromptAssembler:
         request = {"action": "plan", **self._request(history)}
         records = _core.call("prompt", request).records
         return records[0] if len(records) == 1 else {"records": records}
+
+
+def _is_store_url(text: str) -> bool:
+    return text.startswith(("postgres://", "postgresql://"))
+
+
+def _without_password(text: str) -> str:
+    """A store URL with its password (if it carries one) replaced by ``***``."""
+    if not _is_store_url(text):
+        return text
+    scheme, _, rest = text.partition("://")
+    userinfo, at, address = rest.partition("@")
+    if not at or ":" not in userinfo:
+        return text
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{address}"
