@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::reply::ReplyLimit;
 use crate::stop::StopHandle;
 
 /// One thing an operation says while it works.
@@ -69,6 +70,10 @@ pub struct Context {
     pub events: Arc<dyn Events>,
     pub stop: Arc<StopHandle>,
     pub stdin: bool,
+    /// The most one answer carries when the front end holds it whole ([`crate::reply`]):
+    /// [`ReplyLimit::DEFAULT`] unless the front end says otherwise (the command line, which
+    /// streams, has none).
+    pub reply: ReplyLimit,
 }
 
 impl std::fmt::Debug for Context {
@@ -85,7 +90,15 @@ impl Context {
             events,
             stop,
             stdin: false,
+            reply: ReplyLimit::DEFAULT,
         }
+    }
+
+    /// This context, its answers bounded by `limit`.
+    #[must_use]
+    pub fn with_reply_limit(mut self, limit: ReplyLimit) -> Self {
+        self.reply = limit;
+        self
     }
 
     /// This context, allowed to read the process's standard input.

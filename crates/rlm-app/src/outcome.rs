@@ -43,6 +43,9 @@ pub struct Outcome<R> {
     /// model failed still has its result record): a front end shows the records, then this
     /// error, which decides the exit code.
     pub error: Option<anyhow::Error>,
+    /// Where the next page starts, when the answer stopped at its reply ceiling
+    /// ([`crate::reply`]): the caller passes it back as the request's `cursor`.
+    pub next_cursor: Option<String>,
 }
 
 impl<R> Outcome<R> {
@@ -53,6 +56,7 @@ impl<R> Outcome<R> {
             notes: Vec::new(),
             status: ExitStatus::Success,
             error: None,
+            next_cursor: None,
         }
     }
 
@@ -72,6 +76,7 @@ impl<R> Outcome<R> {
             notes: self.notes,
             status: self.status,
             error: self.error,
+            next_cursor: self.next_cursor,
         })
     }
 }

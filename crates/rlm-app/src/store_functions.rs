@@ -1,5 +1,5 @@
 //! `rlm run --store`: the store as the run's context. Model code gets `buffers()`,
-//! `search(query, k=10, mode="bm25")`, `get_chunks(ids)`, `grep(pattern, buffer=None)` and
+//! `search(query, k=10, mode="bm25")`, `get_chunks(ids)`, `grep(pattern, buffer=None, offset=0)` and
 //! `read(buffer, start_line, end_line)` as host functions ([`rlm_engine::HostFunctions`]) over
 //! `rlm-store`'s store-tools core ([`rlm_store::tools`]), the one `rlm query`'s report tools use
 //! too. Every answer is bounded, what was left out is said in the answer, and document text
@@ -15,6 +15,8 @@ use serde_json::{Map, Value, json};
 /// The limits of the REPL functions: answers go into Python variables, so they can be
 /// larger than a report writer's.
 const LIMITS: ToolLimits = ToolLimits::CODE;
+/// Bytes of document text one `get_chunks` returns: the ids past it are named, not read.
+const ANSWER_BYTES: usize = 1 << 20;
 /// Buffers listed by name in the first message (`buffers()` lists them all).
 const BUFFERS_DESCRIBED: usize = 50;
 /// Bytes of a buffer's start read to name its format.
@@ -93,8 +95,27 @@ impl StoreFunctions {
         arguments: &Map<String, Value>,
     ) -> Result<Value, ToolError> {
         let mut chunks = Vec::new();
-        for id in tools.chunk_ids(arguments)? {
+        let ids = tools.chunk_ids(arguments)?;
+        let mut bytes = 0;
+        for (index, &id) in ids.iter().enumerate() {
+            if bytes >= ANSWER_BYTES {
+                // The rest are named, not read: the answer stays within its ceiling.
+                let rest = &ids[index..];
+                chunks.extend(rest.iter().map(|id| {
+                    json!({
+                        "chunk_id": id,
+                        "truncated": true,
+                        "text": format!(
+                            "[not read: this answer holds {} of text; get_chunks({rest:?}) \
+                             reads the ids not read]",
+                            crate::text::human_bytes(ANSWER_BYTES as u64)
+                        ),
+                    })
+                }));
+                break;
+            }
             let read = tools.chunk(id)?;
+            bytes += read.text.len();
             let chunk = &read.chunk;
             let mut text = read.text;
             if read.left_out > 0 {
@@ -137,9 +158,10 @@ impl StoreFunctions {
                 })
             })
             .collect();
-        let note = grepped.truncated.then(|| {
+        let note = grepped.next_offset.map(|next| {
             format!(
-                "stopped after {} matching lines; narrow the pattern or pass buffer=",
+                "stopped after {} matching lines; grep(pattern, offset={next}) continues, or \
+                 narrow the pattern or pass buffer=",
                 LIMITS.max_grep_matches
             )
         });

@@ -235,7 +235,7 @@ mod tests {
             "buffers()",
             "search(query, k=10, mode=\"bm25\")",
             "get_chunks(ids)",
-            "grep(pattern, buffer=None)",
+            "grep(pattern, buffer=None, offset=0)",
             "read(buffer, start_line, end_line)",
         ] {
             assert!(

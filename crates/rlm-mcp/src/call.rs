@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use rlm_app::settings::{ModelBackend, Sources};
-use rlm_app::{Context, Outcome, Shown, StopHandle};
+use rlm_app::{Context, Outcome, ReplyLimit, Shown, StopHandle};
 use rlm_context::root::FileRoot;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,8 @@ pub struct Call {
     pub root: FileRoot,
     /// The server's store, if it was started with one.
     pub store: Option<PathBuf>,
+    /// The most the result carries (`--max-reply-bytes`).
+    pub reply: ReplyLimit,
 }
 
 /// Runs the call's operation in this process, confined to the call's root, and returns its
@@ -45,6 +47,7 @@ pub async fn command(
         config,
         root,
         store,
+        reply,
     } = call;
     let mut sources = backends.into_iter().fold(
         Sources::from_process(config).with_root(root),
@@ -61,7 +64,7 @@ pub async fn command(
         None => (CallEvents::silent(), None),
     };
     let stop = StopHandle::new();
-    let context = Context::new(events.clone(), stop.clone());
+    let context = Context::new(events.clone(), stop.clone()).with_reply_limit(reply);
     let operation = isolated(move || {
         let outcome = job(&sources, &context);
         (outcome, events.problems())
@@ -151,7 +154,11 @@ fn finished(
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = Some(serde_json::json!({ "records": outcome.records }));
+    let mut structured = serde_json::json!({ "records": outcome.records });
+    if let Some(cursor) = outcome.next_cursor {
+        structured["next_cursor"] = cursor.into();
+    }
+    result.structured_content = Some(structured);
     result
 }
 

@@ -14,6 +14,7 @@
 //!     page_size: 100,
 //!     http: None,
 //!     store: None,
+//!     max_reply_bytes: 1 << 20,
 //! };
 //! let code = rlm_mcp::serve(&options, None)?;
 //! # Ok::<(), anyhow::Error>(())
@@ -48,7 +49,7 @@ use rmcp::task_manager::TaskManager;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use root::Root;
 
-pub use options::{ServerOptions, loopback_address};
+pub use options::{ServerOptions, loopback_address, reply_bytes};
 
 /// Serves MCP as `options` say until the client closes stdio (or, over HTTP, until Ctrl-C or
 /// SIGTERM). `config` is the configuration file to read instead of `./rlm.toml` and the user
@@ -71,12 +72,15 @@ pub fn serve(options: &ServerOptions, config: Option<PathBuf>) -> anyhow::Result
     // Tool errors and logs are masked with the configured keys from the first call on.
     rlm_app::settings::LlmSettings::register_keys(&sources);
     let page_size = options.page_size as usize;
+    // A result carries its records twice: as structured content and as text.
+    let reply = rlm_app::ReplyLimit::bytes(options.max_reply_bytes)?.with_text_copy();
     // One server per session: the stdio process has one, each HTTP session its own.
     let new_server = move || Server {
         root: root.clone(),
         config: config.clone(),
         store: store.clone(),
         page_size,
+        reply,
         tools: tools::all(),
         tasks: TaskManager::new(),
     };
@@ -111,6 +115,8 @@ struct Server {
     config: Option<PathBuf>,
     store: Option<PathBuf>,
     page_size: usize,
+    /// The most one tool result or resource read carries.
+    reply: rlm_app::ReplyLimit,
     tools: Vec<tools::ToolSpec>,
     /// The session's long calls run as tasks (`tasks.rs`).
     tasks: TaskManager,
@@ -214,6 +220,7 @@ impl ServerHandler for Server {
                     config: self.config.clone(),
                     root: self.root.fence().clone(),
                     store: self.store.clone(),
+                    reply: self.reply,
                 };
                 let client_has_tasks = context
                     .client_capabilities()
@@ -278,8 +285,9 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
+        let limit = self.reply;
         let result = self
-            .with_store(None, move |store| resources::read(store, &uri))
+            .with_store(None, move |store| resources::read(store, &uri, limit))
             .await?;
         Ok(result.into())
     }

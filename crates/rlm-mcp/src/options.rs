@@ -23,6 +23,28 @@ pub struct ServerOptions {
     /// `.rlm` in the root) [env: RLM_STORE].
     #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub store: Option<PathBuf>,
+    /// The most one tool result carries, in bytes of its records (at least 1024): their JSON
+    /// as structured content and again as text. Past it a result stops and says what it left
+    /// out: grep, search and list_buffers give a cursor for the rest, peek the range that
+    /// continues.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES", default_value_t = rlm_app::ReplyLimit::DEFAULT.bytes, value_parser = reply_bytes))]
+    pub max_reply_bytes: usize,
+}
+
+/// `--max-reply-bytes`' value: a whole number of bytes, at least
+/// [`rlm_app::ReplyLimit::MIN_BYTES`].
+pub fn reply_bytes(value: &str) -> Result<usize, String> {
+    let bytes: usize = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of bytes, not {value:?}"))?;
+    let least = rlm_app::ReplyLimit::MIN_BYTES;
+    if bytes < least {
+        return Err(format!(
+            "{bytes} bytes is too small for a reply: at least {least}"
+        ));
+    }
+    Ok(bytes)
 }
 
 /// `--http`'s value: an address on this machine only. The tools read the files below the root

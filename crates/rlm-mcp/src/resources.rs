@@ -82,16 +82,49 @@ fn buffer_resource(buffer: &BufferInfo) -> Resource {
     resource
 }
 
-/// The text of the buffer or chunk `uri` names.
-pub fn read(store: &Store, uri: &str) -> anyhow::Result<ReadResourceResult> {
+/// The text of the buffer or chunk `uri` names, when it fits in `limit`; a larger one is
+/// refused (a resource cannot be paged), naming the peek that reads it in parts.
+pub fn read(
+    store: &Store,
+    uri: &str,
+    limit: rlm_app::ReplyLimit,
+) -> anyhow::Result<ReadResourceResult> {
     let id = |prefix: &str| -> Option<i64> { uri.strip_prefix(prefix)?.parse().ok() };
+    let too_large = |what: String, bytes: u64, peek: String| -> anyhow::Error {
+        rlm_app::AppError::input(anyhow::anyhow!(
+            "{what} is {}, more than one answer carries ({})",
+            rlm_app::text::human_bytes(bytes),
+            rlm_app::text::human_bytes(limit.bytes as u64)
+        ))
+        .with_hint(format!("read it in parts with the peek tool: {peek}"))
+        .into()
+    };
+    // Room for the JSON around the text.
+    let room = limit.bytes.saturating_sub(1024) as u64;
     let text = if let Some(id) = id(CHUNK) {
+        let chunk = store.chunk(id).map_err(store_error)?;
+        let bytes = chunk.bytes.end - chunk.bytes.start;
+        if bytes > room {
+            let peek = format!(
+                "{{\"buffer\": {:?}, \"bytes\": \"{}:{}\"}}",
+                chunk.buffer, chunk.bytes.start, chunk.bytes.end
+            );
+            return Err(too_large(format!("chunk {id}"), bytes, peek));
+        }
         store.chunk_text(id).map_err(store_error)?
     } else if let Some(id) = id(BUFFER) {
         let buffers = store.list().map_err(store_error)?;
         let Some(buffer) = buffers.iter().find(|buffer| buffer.id == id) else {
             return Err(rlm_app::error::input_error(format!("no buffer with id {id}")).into());
         };
+        if buffer.bytes > room {
+            let peek = format!("{{\"buffer\": {:?}, \"lines\": \"1:1000\"}}", buffer.name);
+            return Err(too_large(
+                format!("buffer {:?}", buffer.name),
+                buffer.bytes,
+                peek,
+            ));
+        }
         store.text(buffer).map_err(store_error)?
     } else {
         return Err(rlm_app::error::input_error(format!(

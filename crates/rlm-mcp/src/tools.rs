@@ -12,7 +12,7 @@ use rlm_app::requests::{
     PeekRequest, QueryRequest, RunRequest, SearchRequest, StoreChoice,
 };
 use rlm_app::settings::Sources;
-use rlm_app::{Context, ExitStatus, Outcome, operations};
+use rlm_app::{Context, ExitStatus, Outcome, operations, reply};
 use rmcp::model::ToolAnnotations;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -30,6 +30,10 @@ use super::sampling;
 struct Records<T> {
     /// The operation's records (one `--json` line each), in order.
     records: Vec<T>,
+    /// When the answer stopped at the server's reply ceiling: pass it back as `cursor` (with
+    /// the same other arguments) for the records that follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
 }
 
 /// A prepared call: runs the operation over the sources and context the server gives it, and
@@ -77,11 +81,23 @@ trait Tool: DeserializeOwned + JsonSchema + Send + 'static {
     ) -> anyhow::Result<Outcome<serde_json::Value>>;
 }
 
-/// An operation's outcome with its records as JSON values.
+/// An operation's outcome with its records as JSON values, within the reply ceiling (what
+/// does not fit is counted and said: these operations are not asked again for the rest).
 fn values<R: Serialize>(
     outcome: anyhow::Result<Outcome<R>>,
+    context: &Context,
 ) -> anyhow::Result<Outcome<serde_json::Value>> {
-    Ok(outcome?.map(serde_json::to_value)?)
+    reply::bounded(outcome?, context.reply)
+}
+
+/// One page of an operation's outcome, from the request's `cursor` on.
+fn page<R: Serialize>(
+    outcome: anyhow::Result<Outcome<R>>,
+    context: &Context,
+    request: &impl Serialize,
+    cursor: Option<&str>,
+) -> anyhow::Result<Outcome<serde_json::Value>> {
+    reply::paged(outcome?, context.reply, cursor, request)
 }
 
 /// The hints a client may show or act on (MCP tool annotations).
@@ -212,11 +228,10 @@ impl Tool for InspectRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::inspect::inspect_within(
-            &self,
+        values(
+            operations::inspect::inspect_within(&self, context, sources.root()),
             context,
-            sources.root(),
-        ))
+        )
     }
 }
 
@@ -235,7 +250,7 @@ impl Tool for LoadRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::load(sources, &self, context))
+        values(operations::load(sources, &self, context), context)
     }
 }
 
@@ -251,7 +266,13 @@ impl Tool for ListRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::list(sources, &self, context))
+        let cursor = self.cursor.clone();
+        page(
+            operations::list(sources, &self, context),
+            context,
+            &self,
+            cursor.as_deref(),
+        )
     }
 }
 
@@ -267,7 +288,13 @@ impl Tool for SearchRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::search(sources, &self, context))
+        let cursor = self.cursor.clone();
+        page(
+            operations::search(sources, &self, context),
+            context,
+            &self,
+            cursor.as_deref(),
+        )
     }
 }
 
@@ -284,18 +311,13 @@ impl Tool for GrepRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        let mut records = Vec::new();
-        let status = operations::grep(sources, &self, context, true, &mut |line| {
-            records.push(serde_json::to_value(line)?);
-            Ok(())
-        })?;
+        let mut outcome = operations::grep::page(sources, &self, context)?;
         // Nothing matched: the command line's exit 1, but an answer, not a failed call.
-        if status == ExitStatus::Failed && records.is_empty() {
-            let mut outcome = Outcome::success(records);
-            outcome.notes.push(no_match_note(&self));
-            return Ok(outcome);
+        if outcome.status == ExitStatus::Failed && outcome.records.is_empty() {
+            outcome.status = ExitStatus::Success;
+            outcome.notes.insert(0, no_match_note(&self));
         }
-        Ok(Outcome::ended(records, status))
+        Ok(outcome)
     }
 }
 
@@ -328,7 +350,7 @@ impl Tool for PeekRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::peek(sources, &self, context))
+        values(operations::peek(sources, &self, context), context)
     }
 }
 
@@ -359,7 +381,7 @@ impl Tool for RunRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::run(sources, &self, context))
+        values(operations::run(sources, &self, context), context)
     }
 }
 
@@ -378,12 +400,10 @@ impl Tool for CtxAssembleRequest {
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
         let dir = self.dir.unwrap_or_else(|| PathBuf::from("ctx"));
-        values(operations::ctx::assemble(
-            sources,
-            &dir,
-            &self.build,
+        values(
+            operations::ctx::assemble(sources, &dir, &self.build, context),
             context,
-        ))
+        )
     }
 }
 
@@ -400,7 +420,7 @@ impl Tool for QueryRequest {
         sources: &Sources,
         context: &Context,
     ) -> anyhow::Result<Outcome<serde_json::Value>> {
-        values(operations::query(sources, &self, context))
+        values(operations::query(sources, &self, context), context)
     }
 }
 

@@ -28,7 +28,7 @@ use rlm_app::requests::{
     SearchRequest, ShowRequest, StatusRequest, ViewRequest,
 };
 use rlm_app::settings::Sources;
-use rlm_app::{Context, Event, Events, Outcome, Shown, StopHandle, operations};
+use rlm_app::{Context, Event, Events, Outcome, ReplyLimit, Shown, StopHandle, operations};
 use rlm_llm::{ApiKey, ProviderConfig, ProviderKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -144,100 +144,13 @@ impl Events for Forward {
 
 /// An event as the Python side sees it: a kind and plain fields.
 fn describe(event: &Event<'_>) -> Option<(&'static str, serde_json::Value)> {
-    use rlm_engine::Event as Run;
     use serde_json::json;
     Some(match event {
         Event::Info(text) => ("info", json!({ "text": text })),
         Event::Note(text) => ("note", json!({ "text": text })),
         Event::Warning(text) => ("warning", json!({ "text": text })),
         Event::Problem(err) => ("problem", json!({ "text": Shown::of(err).plain() })),
-        Event::Run(Run::RunStarted {
-            run_id,
-            depth,
-            model,
-            log,
-        }) => (
-            "run_started",
-            json!({ "run_id": run_id, "depth": depth, "model": model, "log": log }),
-        ),
-        Event::Run(Run::IterationStarted {
-            depth,
-            iteration,
-            max_iterations,
-        }) => (
-            "iteration_started",
-            json!({ "depth": depth, "iteration": iteration, "max_iterations": max_iterations }),
-        ),
-        Event::Run(Run::ModelReplied {
-            depth,
-            usage,
-            progress,
-        }) => (
-            "model_replied",
-            json!({ "depth": depth, "usage": usage, "tokens": progress.tokens,
-                    "cost_usd": progress.cost_usd }),
-        ),
-        Event::Run(Run::IterationFinished {
-            depth,
-            iteration,
-            seconds,
-        }) => (
-            "iteration_finished",
-            json!({ "depth": depth, "iteration": iteration, "seconds": seconds }),
-        ),
-        Event::Run(Run::ChildRunStarted {
-            depth,
-            model,
-            prompt_preview,
-        }) => (
-            "child_run_started",
-            json!({ "depth": depth, "model": model, "prompt_preview": prompt_preview }),
-        ),
-        Event::Run(Run::ChildRunFinished {
-            depth,
-            model,
-            seconds,
-            error,
-        }) => (
-            "child_run_finished",
-            json!({ "depth": depth, "model": model, "seconds": seconds, "error": error }),
-        ),
-        Event::Run(Run::CodeStarted { depth, code }) => {
-            ("code_started", json!({ "depth": depth, "code": code }))
-        }
-        Event::Run(Run::CodeFinished { depth, outcome }) => (
-            "code_finished",
-            json!({ "depth": depth, "stdout": outcome.stdout, "error": outcome.error,
-                    "seconds": outcome.seconds, "final_answer": outcome.final_answer }),
-        ),
-        Event::Run(Run::SubcallStarted {
-            depth,
-            kind,
-            progress,
-        }) => (
-            "subcall_started",
-            json!({ "depth": depth, "kind": kind.name(), "in_flight": progress.subcalls_in_flight }),
-        ),
-        Event::Run(Run::SubcallFinished {
-            depth,
-            kind,
-            failed,
-            progress,
-        }) => (
-            "subcall_finished",
-            json!({ "depth": depth, "kind": kind.name(), "failed": failed,
-                    "tokens": progress.tokens, "cost_usd": progress.cost_usd }),
-        ),
-        Event::Run(Run::RunFinished {
-            run_id,
-            depth,
-            status,
-            iterations,
-        }) => (
-            "run_finished",
-            json!({ "run_id": run_id, "depth": depth, "status": status.to_string(),
-                    "iterations": iterations }),
-        ),
+        Event::Run(event) => return describe_run(event),
         Event::Query(event) => ("query", json!({ "event": format!("{event:?}") })),
         Event::Loaded { report, seconds } => {
             ("loaded", json!({ "report": report, "seconds": seconds }))
@@ -249,6 +162,102 @@ fn describe(event: &Event<'_>) -> Option<(&'static str, serde_json::Value)> {
         } => (
             "embedded",
             json!({ "chunks": chunks, "model": model, "seconds": seconds }),
+        ),
+        _ => return None,
+    })
+}
+
+/// A run's event (the root's or a child's) as the Python side sees it.
+fn describe_run(event: &rlm_engine::Event) -> Option<(&'static str, serde_json::Value)> {
+    use rlm_engine::Event as Run;
+    use serde_json::json;
+    Some(match event {
+        Run::RunStarted {
+            run_id,
+            depth,
+            model,
+            log,
+        } => (
+            "run_started",
+            json!({ "run_id": run_id, "depth": depth, "model": model, "log": log }),
+        ),
+        Run::IterationStarted {
+            depth,
+            iteration,
+            max_iterations,
+        } => (
+            "iteration_started",
+            json!({ "depth": depth, "iteration": iteration, "max_iterations": max_iterations }),
+        ),
+        Run::ModelReplied {
+            depth,
+            usage,
+            progress,
+        } => (
+            "model_replied",
+            json!({ "depth": depth, "usage": usage, "tokens": progress.tokens,
+                    "cost_usd": progress.cost_usd }),
+        ),
+        Run::IterationFinished {
+            depth,
+            iteration,
+            seconds,
+        } => (
+            "iteration_finished",
+            json!({ "depth": depth, "iteration": iteration, "seconds": seconds }),
+        ),
+        Run::ChildRunStarted {
+            depth,
+            model,
+            prompt_preview,
+        } => (
+            "child_run_started",
+            json!({ "depth": depth, "model": model, "prompt_preview": prompt_preview }),
+        ),
+        Run::ChildRunFinished {
+            depth,
+            model,
+            seconds,
+            error,
+        } => (
+            "child_run_finished",
+            json!({ "depth": depth, "model": model, "seconds": seconds, "error": error }),
+        ),
+        Run::CodeStarted { depth, code } => {
+            ("code_started", json!({ "depth": depth, "code": code }))
+        }
+        Run::CodeFinished { depth, outcome } => (
+            "code_finished",
+            json!({ "depth": depth, "stdout": outcome.stdout, "error": outcome.error,
+                    "seconds": outcome.seconds, "final_answer": outcome.final_answer }),
+        ),
+        Run::SubcallStarted {
+            depth,
+            kind,
+            progress,
+        } => (
+            "subcall_started",
+            json!({ "depth": depth, "kind": kind.name(), "in_flight": progress.subcalls_in_flight }),
+        ),
+        Run::SubcallFinished {
+            depth,
+            kind,
+            failed,
+            progress,
+        } => (
+            "subcall_finished",
+            json!({ "depth": depth, "kind": kind.name(), "failed": failed,
+                    "tokens": progress.tokens, "cost_usd": progress.cost_usd }),
+        ),
+        Run::RunFinished {
+            run_id,
+            depth,
+            status,
+            iterations,
+        } => (
+            "run_finished",
+            json!({ "run_id": run_id, "depth": depth, "status": status.to_string(),
+                    "iterations": iterations }),
         ),
         _ => return None,
     })
@@ -283,6 +292,8 @@ struct Place {
     config: Option<PathBuf>,
     store: Option<PathBuf>,
     providers: Vec<ProviderConfig>,
+    /// The most one answer carries (`max_reply_bytes`).
+    reply: ReplyLimit,
 }
 
 impl Place {
@@ -308,6 +319,8 @@ struct Finished {
     problems: Vec<String>,
     status: u8,
     error: Option<(u8, String)>,
+    /// Where the next page starts, when the answer stopped at its reply ceiling.
+    next_cursor: Option<String>,
 }
 
 /// An operation's end before its records are Python objects.
@@ -339,6 +352,7 @@ fn finish<T: Serialize>(py: Python<'_>, ended: Ended<T>) -> PyResult<Finished> {
                 problems,
                 status: error.0,
                 error: Some(error),
+                next_cursor: None,
             });
         }
     };
@@ -355,6 +369,7 @@ fn finish<T: Serialize>(py: Python<'_>, ended: Ended<T>) -> PyResult<Finished> {
             .as_ref()
             .map_or(outcome.status.code(), |error| error.0),
         error,
+        next_cursor: outcome.next_cursor,
     })
 }
 
@@ -405,6 +420,7 @@ where
     let request: R = parse(request)?;
     let stop = StopHandle::new();
     let handle = Arc::clone(&stop);
+    let limit = place.reply;
     let ended = run_released(
         py,
         Arc::clone(&stop),
@@ -418,8 +434,9 @@ where
                 },
                 problems: problems.clone(),
             };
-            let context = Context::new(Arc::new(events), handle);
-            let result = operation(&place.sources(), &request, &context);
+            let context = Context::new(Arc::new(events), handle).with_reply_limit(limit);
+            let result = operation(&place.sources(), &request, &context)
+                .and_then(|outcome| rlm_app::reply::bounded(outcome, limit));
             ended(result, &problems)
         },
     )?;
@@ -440,17 +457,32 @@ fn parse<R: DeserializeOwned>(request: &Bound<'_, PyAny>) -> PyResult<R> {
     Ok(parsed)
 }
 
-fn grep(
+/// A page of the request's answer from its `cursor` on (these can be asked again for more).
+fn search(
     sources: &Sources,
-    request: &GrepRequest,
+    request: &SearchRequest,
     context: &Context,
 ) -> anyhow::Result<Outcome<serde_json::Value>> {
-    let mut records = Vec::new();
-    let status = operations::grep(sources, request, context, true, &mut |line| {
-        records.push(serde_json::to_value(line)?);
-        Ok(())
-    })?;
-    Ok(Outcome::ended(records, status))
+    let outcome = operations::search(sources, request, context)?;
+    rlm_app::reply::paged(outcome, context.reply, request.cursor.as_deref(), request)
+}
+
+fn list(
+    sources: &Sources,
+    request: &ListRequest,
+    context: &Context,
+) -> anyhow::Result<Outcome<serde_json::Value>> {
+    let outcome = operations::list(sources, request, context)?;
+    rlm_app::reply::paged(outcome, context.reply, request.cursor.as_deref(), request)
+}
+
+fn show(
+    sources: &Sources,
+    request: &ShowRequest,
+    context: &Context,
+) -> anyhow::Result<Outcome<serde_json::Value>> {
+    let outcome = operations::show(sources, request, context)?;
+    rlm_app::reply::paged(outcome, context.reply, request.cursor.as_deref(), request)
 }
 
 fn ctx_assemble(
@@ -466,7 +498,11 @@ fn ctx_assemble(
 /// when given, with `providers` set above the configuration; `on_event(kind, fields)` hears
 /// its progress.
 #[pyfunction]
-#[pyo3(signature = (operation, request, store=None, config=None, providers=Vec::new(), on_event=None))]
+#[pyo3(signature = (operation, request, store=None, config=None, providers=Vec::new(), on_event=None, max_reply_bytes=None))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a Python function's keyword arguments"
+)]
 fn call(
     py: Python<'_>,
     operation: &str,
@@ -475,11 +511,22 @@ fn call(
     config: Option<PathBuf>,
     providers: Vec<ProviderSpec>,
     on_event: Option<Py<PyAny>>,
+    max_reply_bytes: Option<usize>,
 ) -> PyResult<Finished> {
+    // What reads the store answers within the ceiling; what the caller's program asked to
+    // make (a run's answer, a page, a prompt) is its own to hold.
+    let reads = ["list", "show", "peek", "grep", "search"];
+    let reply = match max_reply_bytes {
+        None if !reads.contains(&operation) => ReplyLimit::UNLIMITED,
+        None => ReplyLimit::DEFAULT,
+        Some(bytes) => ReplyLimit::bytes(bytes)
+            .map_err(|err| PyValueError::new_err(Shown::of(&err).plain()))?,
+    };
     let place = Place {
         config,
         store,
         providers: self::providers(providers)?,
+        reply,
     };
     let inspect = |sources: &Sources, request: &InspectRequest, context: &Context| {
         let _ = sources;
@@ -493,11 +540,11 @@ fn call(
         "inspect" => operate(py, request, place, on_event, inspect),
         "chunk" => operate(py, request, place, on_event, chunk),
         "load" => operate::<LoadRequest, _>(py, request, place, on_event, operations::load),
-        "list" => operate::<ListRequest, _>(py, request, place, on_event, operations::list),
-        "show" => operate::<ShowRequest, _>(py, request, place, on_event, operations::show),
+        "list" => operate::<ListRequest, _>(py, request, place, on_event, list),
+        "show" => operate::<ShowRequest, _>(py, request, place, on_event, show),
         "peek" => operate::<PeekRequest, _>(py, request, place, on_event, operations::peek),
-        "grep" => operate::<GrepRequest, _>(py, request, place, on_event, grep),
-        "search" => operate::<SearchRequest, _>(py, request, place, on_event, operations::search),
+        "grep" => operate::<GrepRequest, _>(py, request, place, on_event, operations::grep::page),
+        "search" => operate::<SearchRequest, _>(py, request, place, on_event, search),
         "delete" => operate::<DeleteRequest, _>(py, request, place, on_event, operations::delete),
         "status" => operate::<StatusRequest, _>(py, request, place, on_event, operations::status),
         "doctor" => operate::<DoctorRequest, _>(py, request, place, on_event, operations::doctor),
@@ -568,6 +615,8 @@ fn completion(
         config,
         store: None,
         providers: self::providers(providers)?,
+        // A completion's answer is the caller's to hold, as the reference's is.
+        reply: ReplyLimit::UNLIMITED,
     };
     let resume = continuation
         .map(|continuation| continuation.resume.clone())

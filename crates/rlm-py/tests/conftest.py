@@ -174,6 +174,9 @@ def fake() -> Any:
 def isolated(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """No user configuration, no real keys, logs and state under the test's directory."""
     for name in list(__import__("os").environ):
+        # RLM_TEST_* name the test servers (PostgreSQL); rlm itself never reads them.
+        if name.startswith("RLM_TEST_"):
+            continue
         if name.startswith(("RLM_", "OPENAI_", "ANTHROPIC_", "OPENROUTER_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

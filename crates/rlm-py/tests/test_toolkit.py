@@ -71,6 +71,30 @@ def test_store_round_trip_load_search_grep_chunks_peek(corpus, tmp_path):
     assert again["unchanged"] == ["recipe.md"] and again["loaded"] == []
 
 
+def test_a_store_on_postgres_answers_as_a_directory(corpus, tmp_path):
+    # The test server scripts/test starts; without it the test skips, as the CLI's do.
+    url = os.environ.get("RLM_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("RLM_TEST_POSTGRES_URL is unset (scripts/test starts a PostgreSQL server)")
+    separator = "&" if "?" in url else "?"
+    remote = Store(f"{url}{separator}schema=py_{os.getpid()}")
+    loaded = remote.load("auth.rs", "server.log", "recipe.md")
+    assert sorted(b["name"] for b in loaded["loaded"]) == ["auth.rs", "recipe.md", "server.log"]
+    for words in ["pasta boil", "token refresh", "AuthError"]:
+        assert [(h.buffer, h.chunk_id, h.rank) for h in remote.search(words)] == [
+            (h.buffer, h.chunk_id, h.rank) for h in corpus.search(words)
+        ], words
+    grep = lambda store: [(m.buffer, m.line, m.text) for m in store.grep(r"AuthError::\w+")]
+    assert grep(remote) == grep(corpus)
+    assert remote.peek("server.log", (2, 2)) == corpus.peek("server.log", (2, 2))
+    remote.delete("recipe.md")
+    assert sorted(b["name"] for b in remote.buffers()) == ["auth.rs", "server.log"]
+    # The password in the URL is nowhere in what the store says of itself.
+    password = url.split("://", 1)[1].split("@", 1)[0].partition(":")[2]
+    assert password and password not in repr(remote.buffers())
+    assert password not in repr(remote) and "***" in repr(remote)
+
+
 def test_a_query_that_starts_with_a_hyphen_is_a_query(corpus):
     # No command line between Python and the operation: `-x` is not a flag.
     hits = corpus.search("-x pasta boil")
@@ -200,3 +224,37 @@ def test_prompt_assembler_plans_and_builds_without_a_model(tmp_path):
     assert plan
     with pytest.raises(RlmError):
         PromptAssembler(stage="coding", budget_total=-5).build(history)
+
+
+def test_store_answers_stay_within_the_reply_ceiling_and_pages_join_into_the_whole(tmp_path):
+    # Issue 45: one grep for a common word built the whole answer in memory. Each call reads
+    # at most max_reply_bytes of JSON; the cursor gives the rest, exactly.
+    write(tmp_path, "big.log", "".join(f"the word {n} is here\n" for n in range(1, 5001)))
+    store = Store(tmp_path / "store", max_reply_bytes=8192)
+    store.load(str(tmp_path / "big.log"))
+    lines, cursor, pages = [], None, 0
+    while True:
+        page = store.grep("word", cursor=cursor)
+        assert len(json.dumps([m.text for m in page])) < 8192
+        lines.extend(m.line for m in page)
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+        assert any(cursor in note for note in page.notes), page.notes
+    assert pages > 10
+    assert lines == list(range(1, 5001))
+    # The whole answer in one page, with a ceiling large enough.
+    assert len(Store(tmp_path / "store", max_reply_bytes=2_000_000).grep("word")) == 5000
+
+    text = store.peek(str(tmp_path / "big.log"), (1, 5000))
+    assert len(text.encode()) < 8192 and text.startswith("the word 1 is here\n")
+    shown = text.count("\n")
+    assert text.rest["lines"] == f"{shown + 1}:5000"
+    following = store.peek(str(tmp_path / "big.log"), (shown + 1, shown + 1))
+    assert following == f"the word {shown + 1} is here\n" and following.rest is None
+
+    with pytest.raises(RlmInputError, match="continues another request"):
+        store.grep("here", cursor=store.grep("word").next_cursor)
+    with pytest.raises(ValueError, match="too small"):
+        Store(tmp_path / "store", max_reply_bytes=10).buffers()

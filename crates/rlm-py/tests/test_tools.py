@@ -158,7 +158,7 @@ def test_a_result_that_is_not_plain_data_is_a_type_error_in_model_code(fake):
     fake.script(
         "root",
         "```repl\ntry:\n    make()\nexcept TypeError as e:\n    print('refused:', e)\n```",
-        "FINAL(x)",
+        "FINAL(refused)",
     )
     fake_rlm(fake, custom_tools={"make": lambda: object()}).completion("x")
     assert "refused: the result of make() is a object" in output_of(fake)

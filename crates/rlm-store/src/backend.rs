@@ -23,7 +23,7 @@ use crate::load::{LoadEvent, LoadReport, Source};
 use crate::location::StoreLocation;
 #[cfg(feature = "postgres")]
 use crate::postgres::PostgresStore;
-use crate::read::{BufferInfo, ChunkInfo};
+use crate::read::{BufferInfo, ChunkInfo, LinesWithin};
 use crate::reindex::ReindexReport;
 use crate::search::{SearchOutcome, SearchRequest};
 use crate::store::{IndexHealth, IndexProgress, LocalStore};
@@ -214,6 +214,35 @@ impl Store {
     /// Lines `first..=last` (1-based) of a buffer, each with its newline.
     pub fn read_lines(&self, buffer: &BufferInfo, first: u64, last: u64) -> Result<String> {
         dispatch!(&self.backend, store => store.read_lines(buffer, first, last))
+    }
+
+    /// Lines `first..=last` of a buffer, at most `max_bytes` of them. A local store reads no
+    /// more than that; PostgreSQL reads the range, then cuts it.
+    pub fn read_lines_within(
+        &self,
+        buffer: &BufferInfo,
+        first: u64,
+        last: u64,
+        max_bytes: u64,
+    ) -> Result<LinesWithin> {
+        match &self.backend {
+            Backend::Local(store) => store.read_lines_within(buffer, first, last, max_bytes),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(store) => {
+                let text = store.read_lines(buffer, first, last)?;
+                let cut = text.len() as u64 > max_bytes;
+                let text = if cut {
+                    crate::read::whole_chars(&text.as_bytes()[..max_bytes as usize], true)
+                } else {
+                    text
+                };
+                Ok(LinesWithin {
+                    start: None,
+                    text,
+                    cut,
+                })
+            }
+        }
     }
 
     /// Every chunk of a buffer, in order.

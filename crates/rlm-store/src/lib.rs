@@ -73,7 +73,7 @@ pub use load::{
 };
 pub use location::{DEFAULT_SCHEMA, PostgresLocation, StoreLocation, TlsMode};
 pub use memory::release_freed_memory_promptly;
-pub use read::{BufferInfo, ChunkInfo};
+pub use read::{BufferInfo, ChunkInfo, LinesWithin};
 pub use reindex::ReindexReport;
 pub use search::{
     DEFAULT_RRF_K, SearchHit, SearchMode, SearchOutcome, SearchRequest, reciprocal_rank_fusion,

@@ -146,6 +146,18 @@ impl LocalStore {
 
     /// Lines `first..=last` (1-based) of a buffer, each with its newline.
     pub fn read_lines(&self, buffer: &BufferInfo, first: u64, last: u64) -> Result<String> {
+        Ok(self.read_lines_within(buffer, first, last, u64::MAX)?.text)
+    }
+
+    /// Lines `first..=last` as [`Self::read_lines`] reads them, but at most `max_bytes` of
+    /// them: the scan for the range's end stops past that many, and only that many are read.
+    pub fn read_lines_within(
+        &self,
+        buffer: &BufferInfo,
+        first: u64,
+        last: u64,
+        max_bytes: u64,
+    ) -> Result<LinesWithin> {
         if first == 0 || first > last || first > buffer.lines.max(1) {
             return Err(Error::Range(format!(
                 "line range {first}:{last} is outside {} ({} lines)",
@@ -173,6 +185,10 @@ impl LocalStore {
                 }
             }
             position = step_end;
+            if start.is_some_and(|start| position - start > max_bytes) {
+                // The range goes on past what may be read: its end is not needed.
+                break;
+            }
         }
         let Some(start) = start.filter(|&start| start < buffer.bytes || buffer.bytes == 0) else {
             return Err(Error::Range(format!(
@@ -181,8 +197,14 @@ impl LocalStore {
             )));
         };
         let end = end.unwrap_or(buffer.bytes);
+        let cut = end - start > max_bytes;
+        let end = if cut { start + max_bytes } else { end };
         let bytes = reader.read(buffer.id, start, end)?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        Ok(LinesWithin {
+            start: Some(start),
+            text: whole_chars(&bytes, cut),
+            cut,
+        })
     }
 
     /// Where [`Store::read_lines`] starts looking for line `first`: the start and first line of
@@ -431,4 +453,25 @@ pub(crate) fn buffer_text(connection: &Connection, buffer_id: i64) -> Result<Str
     let bytes = read_blob(connection, buffer_id, 0, usize::MAX)?;
     Ok(String::from_utf8(bytes)
         .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
+}
+
+/// Lines read within a byte limit ([`Store::read_lines_within`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinesWithin {
+    /// Byte offset of the first line, when the store knows it.
+    pub start: Option<u64>,
+    /// The lines, each with its newline; when `cut`, the last may be cut short.
+    pub text: String,
+    /// Whether the range goes on past `text`.
+    pub cut: bool,
+}
+
+/// `bytes` as text; when `cut` (they end where a limit did), without a character the cut
+/// split.
+pub(crate) fn whole_chars(bytes: &[u8], cut: bool) -> String {
+    let valid = match std::str::from_utf8(bytes) {
+        Err(err) if cut && err.error_len().is_none() => err.valid_up_to(),
+        _ => bytes.len(),
+    };
+    String::from_utf8_lossy(&bytes[..valid]).into_owned()
 }

@@ -14,7 +14,8 @@ use std::ops::ControlFlow;
 use rlm_context::chunk::{ChunkOptions, Strategy};
 use rlm_embed::{Embedder, ModelId, ModelKind};
 use rlm_store::{
-    Error, GrepLine, GrepOptions, SearchMode, SearchRequest, Source, Store, StoreLocation,
+    BufferInfo, Error, GrepLine, GrepOptions, SearchMode, SearchRequest, Source, Store,
+    StoreLocation,
 };
 
 /// The test server's URL, or `None` (with a notice) when none was started.
@@ -377,6 +378,58 @@ fn compare_greps(local: &Store, remote: &Store) {
     }
 }
 
+/// One buffer read every way (text, chunks, lines, bytes, edge ranges included) gives the
+/// same on both backends.
+fn compare_reads(local: &Store, remote: &Store, buffer: &BufferInfo) {
+    let other = remote.buffer(&buffer.name).unwrap();
+    assert_eq!(local.text(buffer).unwrap(), remote.text(&other).unwrap());
+    let chunks = local.chunks_of(buffer).unwrap();
+    assert_eq!(chunks, remote.chunks_of(&other).unwrap(), "{}", buffer.name);
+    let ids: Vec<i64> = chunks.iter().map(|chunk| chunk.id).collect();
+    assert_eq!(
+        local.chunk_texts(&ids).unwrap(),
+        remote.chunk_texts(&ids).unwrap()
+    );
+    for chunk in &chunks {
+        assert_eq!(
+            local.chunk(chunk.id).unwrap(),
+            remote.chunk(chunk.id).unwrap()
+        );
+    }
+    let lines = buffer.lines;
+    for (first, last) in [
+        (1, 1),
+        (1, 3),
+        (2, 5),
+        (lines, lines),
+        (lines.max(2) - 1, lines + 5),
+        (0, 1),
+        (lines + 2, lines + 3),
+        (3, 2),
+    ] {
+        assert_eq!(
+            format!("{:?}", local.read_lines(buffer, first, last)),
+            format!("{:?}", remote.read_lines(&other, first, last)),
+            "{} lines {first}:{last}",
+            buffer.name
+        );
+    }
+    for range in [
+        0..0,
+        0..10,
+        5..9000,
+        buffer.bytes.saturating_sub(7)..buffer.bytes,
+        std::ops::Range { start: 3, end: 2 },
+    ] {
+        assert_eq!(
+            format!("{:?}", local.read_bytes(buffer, range.clone())),
+            format!("{:?}", remote.read_bytes(&other, range.clone())),
+            "{} bytes {range:?}",
+            buffer.name
+        );
+    }
+}
+
 #[test]
 fn the_same_scenario_gives_the_same_answers_on_both_backends() {
     let Some((_dir, mut local, mut remote)) = both("scenario") else {
@@ -384,53 +437,7 @@ fn the_same_scenario_gives_the_same_answers_on_both_backends() {
     };
     assert_eq!(listing(&local), listing(&remote));
     for buffer in local.list().unwrap() {
-        let other = remote.buffer(&buffer.name).unwrap();
-        assert_eq!(local.text(&buffer).unwrap(), remote.text(&other).unwrap());
-        let chunks = local.chunks_of(&buffer).unwrap();
-        assert_eq!(chunks, remote.chunks_of(&other).unwrap(), "{}", buffer.name);
-        let ids: Vec<i64> = chunks.iter().map(|chunk| chunk.id).collect();
-        assert_eq!(
-            local.chunk_texts(&ids).unwrap(),
-            remote.chunk_texts(&ids).unwrap()
-        );
-        for chunk in &chunks {
-            assert_eq!(
-                local.chunk(chunk.id).unwrap(),
-                remote.chunk(chunk.id).unwrap()
-            );
-        }
-        let lines = buffer.lines;
-        for (first, last) in [
-            (1, 1),
-            (1, 3),
-            (2, 5),
-            (lines, lines),
-            (lines.max(2) - 1, lines + 5),
-            (0, 1),
-            (lines + 2, lines + 3),
-            (3, 2),
-        ] {
-            assert_eq!(
-                format!("{:?}", local.read_lines(&buffer, first, last)),
-                format!("{:?}", remote.read_lines(&other, first, last)),
-                "{} lines {first}:{last}",
-                buffer.name
-            );
-        }
-        for range in [
-            0..0,
-            0..10,
-            5..9000,
-            buffer.bytes.saturating_sub(7)..buffer.bytes,
-            std::ops::Range { start: 3, end: 2 },
-        ] {
-            assert_eq!(
-                format!("{:?}", local.read_bytes(&buffer, range.clone())),
-                format!("{:?}", remote.read_bytes(&other, range.clone())),
-                "{} bytes {range:?}",
-                buffer.name
-            );
-        }
+        compare_reads(&local, &remote, &buffer);
     }
     assert_eq!(
         local.chunks_of_each(&local.list().unwrap()).unwrap(),

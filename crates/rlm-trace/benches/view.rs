@@ -157,32 +157,7 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
         );
         let response =
             format!("Turn {n}: I will look at the **next** slice.\n```repl\n{code}\n```");
-        let mut subcalls = Vec::new();
-        if n % 10 == 0 {
-            let child_log = (n % 100 == 0).then(|| {
-                children += 1;
-                let child_id = format!("{run_id}.{children}");
-                write_run(dir, &format!("{stem}.{children}"), &child_id, 3)
-            });
-            subcalls.push(Subcall {
-                kind: if child_log.is_some() {
-                    SubcallKind::RlmQuery
-                } else {
-                    SubcallKind::LlmQuery
-                },
-                model: "openai:sub".to_owned(),
-                prompt: format!("Summarise slice {n}: {}", "y".repeat(300)),
-                prompt_chars: 12_000,
-                response: format!("Slice {n} has 3 errors."),
-                response_chars: 22,
-                usage_summary: UsageSummary::default(),
-                cost_usd: 0.0004,
-                seconds: 0.8,
-                error: None,
-                child_run_id: child_log.as_ref().map(|_| format!("{run_id}.{children}")),
-                child_log,
-            });
-        }
+        let subcalls = subcalls_of_turn(dir, stem, run_id, n, &mut children);
         let error =
             (n % 25 == 0).then(|| "NameError: name 'hitz' is not defined (line 2)".to_owned());
         let stdout = format!("3 ['ERROR {n} a', 'ERROR {n} b', 'ERROR {n} c']\n");
@@ -243,6 +218,42 @@ fn write_run(dir: &Path, stem: &str, run_id: &str, turns: u32) -> PathBuf {
         })
         .unwrap();
     writer.path().to_path_buf()
+}
+
+/// Every tenth turn asks a sub-model; every hundredth runs a child (its own log, written here).
+fn subcalls_of_turn(
+    dir: &Path,
+    stem: &str,
+    run_id: &str,
+    n: u32,
+    children: &mut u32,
+) -> Vec<Subcall> {
+    if !n.is_multiple_of(10) {
+        return Vec::new();
+    }
+    let child_log = n.is_multiple_of(100).then(|| {
+        *children += 1;
+        let child_id = format!("{run_id}.{children}");
+        write_run(dir, &format!("{stem}.{children}"), &child_id, 3)
+    });
+    vec![Subcall {
+        kind: if child_log.is_some() {
+            SubcallKind::RlmQuery
+        } else {
+            SubcallKind::LlmQuery
+        },
+        model: "openai:sub".to_owned(),
+        prompt: format!("Summarise slice {n}: {}", "y".repeat(300)),
+        prompt_chars: 12_000,
+        response: format!("Slice {n} has 3 errors."),
+        response_chars: 22,
+        usage_summary: UsageSummary::default(),
+        cost_usd: 0.0004,
+        seconds: 0.8,
+        error: None,
+        child_run_id: child_log.as_ref().map(|_| format!("{run_id}.{children}")),
+        child_log,
+    }]
 }
 
 fn metadata(run_id: &str, turns: u32) -> RunMetadata {

@@ -82,7 +82,13 @@ pub struct LoadRequest {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
-pub struct ListRequest {}
+pub struct ListRequest {
+    /// Where to continue: the `cursor` a page of this request's answer gave when it stopped
+    /// at the reply ceiling (MCP and Python; the command line streams everything).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
@@ -97,6 +103,11 @@ pub struct ShowRequest {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(default)]
     pub text: bool,
+    /// Where to continue: the `cursor` a page of this request's answer gave when it stopped
+    /// at the reply ceiling (MCP and Python; the command line streams everything).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -166,6 +177,11 @@ pub struct GrepRequest {
     /// Stop each buffer after this many matching lines.
     #[cfg_attr(feature = "clap", arg(short = 'm', long, value_name = "NUM"))]
     pub max_count: Option<u64>,
+    /// Where to continue: the `cursor` a page of this request's answer gave when it stopped
+    /// at the reply ceiling (MCP and Python; the command line streams everything).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -212,6 +228,11 @@ pub struct SearchRequest {
     /// Embedding model for semantic and hybrid modes (default: as for `rlm embed`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "NAME", value_hint = clap::ValueHint::Other))]
     pub model: Option<String>,
+    /// Where to continue: the `cursor` a page of this request's answer gave when it stopped
+    /// at the reply ceiling (MCP and Python; the command line streams everything).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

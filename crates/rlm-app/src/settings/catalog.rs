@@ -189,10 +189,9 @@ catalog! {
     // Not file settings, but part of what a command runs with.
     /// The store directory of the store commands, `rlm query` and `rlm run --store`.
     STORE: Setting<PathBuf, PathBuf> =
-        Setting::new("store", |_| PathBuf::from(super::store::DEFAULT_STORE_DIR))
+        Setting::new("store.url", |_| PathBuf::from(super::store::DEFAULT_STORE_DIR))
             .flag("--store")
-            .variable(env::RLM_STORE)
-            .environment_only();
+            .variable(env::RLM_STORE);
     /// The ctx directory of `rlm ctx`.
     CTX_DIR: Setting<PathBuf, PathBuf> =
         Setting::new("ctx_dir", |_| crate::requests::defaults::ctx_dir())

@@ -146,7 +146,7 @@ mod tests {
                 "[prompt.rlm]: unknown key `window` (known: model, threshold_percentage, \
                  recent_share_percentage, window_tokens)",
                 "unknown section [quer], ignored; did you mean [query]?",
-                "unknown top-level key `top`, ignored (settings go in a section: embed, llm, prompt, query, run, sandbox)",
+                "unknown top-level key `top`, ignored (settings go in a section: embed, llm, prompt, query, run, sandbox, store)",
             ]
         );
     }

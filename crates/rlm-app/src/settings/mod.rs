@@ -68,7 +68,7 @@ pub struct Sources {
     /// `backend_kwargs`: a base URL, a key).
     providers: Vec<rlm_llm::ProviderConfig>,
     /// The store the front end names (`--store`, `rlm mcp --store`, Python's `Store(path)`),
-    /// above `RLM_STORE`, `[store] dir` and `.rlm`.
+    /// above `RLM_STORE`, `[store] url` and `.rlm`.
     store: Option<PathBuf>,
     /// Who hears the warnings about the files (a setting that is not in force).
     warnings: Option<std::sync::Arc<dyn crate::Events>>,

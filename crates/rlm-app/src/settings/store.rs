@@ -16,7 +16,8 @@ use crate::requests::{ChunkingOptions, LoadRequest, SearchRequest};
 /// Default store directory, relative to the current directory.
 pub const DEFAULT_STORE_DIR: &str = ".rlm";
 
-/// Where the store lives: the front end's (`--store`) > `RLM_STORE` > `.rlm` in the current
+/// Where the store lives: the front end's (`--store`) > `RLM_STORE` > `[store] url` in the
+/// configuration files > `.rlm` in the current
 /// directory; a directory, or a PostgreSQL URL (`postgres://USER@HOST/DATABASE?schema=NAME`)
 /// whose password comes from the URL, `PGPASSWORD` or the password file (`PGPASSFILE`,
 /// `~/.pgpass`).
@@ -35,7 +36,7 @@ impl StoreSettings {
     /// The store at `place` (a directory or a PostgreSQL URL) when given, else where
     /// [`StoreSettings::resolve`] finds it.
     pub fn at(place: Option<PathBuf>, sources: &Sources) -> anyhow::Result<Self> {
-        let value = catalog::STORE.environment_path(place, sources);
+        let value = catalog::STORE.resolve(place, sources)?;
         let mut location = rlm_store::StoreLocation::from_path(&value.value).map_err(|err| {
             AppError::input(crate::error::store_error(err))
                 .with_hint(format!("set by {}", catalog::STORE.named_by(&value.origin)))

@@ -425,32 +425,7 @@ mod with_model {
                 .unwrap()
                 .last_user_message()
                 .to_owned();
-            assert!(
-                sent.contains(&summary),
-                "turn {turn}: the cached summary is sent"
-            );
-            assert!(
-                sent.contains(&format!("first {summarized} messages")),
-                "{sent}"
-            );
-            for marker in 0..history.len() {
-                let marker = format!("message-{marker:04}");
-                assert_eq!(
-                    sent.contains(&marker),
-                    (summarized..report.summarized_messages)
-                        .contains(&marker[8..].parse::<usize>().unwrap()),
-                    "turn {turn}: {marker}"
-                );
-            }
-            assert!(
-                report
-                    .note
-                    .as_deref()
-                    .unwrap()
-                    .starts_with("carried on from the cached summary"),
-                "{:?}",
-                report.note
-            );
+            assert_carried_on(&sent, &summary, summarized, report, history.len(), turn);
             summary = format!("- {} markers seen", report.summarized_messages - summarized);
             summarized = report.summarized_messages;
             carried += 1;
@@ -500,6 +475,44 @@ mod with_model {
             .last_user_message()
             .to_owned();
         assert!(sent.contains("message-0000"));
+    }
+
+    /// What a turn that carried its summary on sent: the cached summary, and of the messages only
+    /// those that left the verbatim tail (`summarized..` the report's count); its note says so.
+    fn assert_carried_on(
+        sent: &str,
+        summary: &str,
+        summarized: usize,
+        report: &HistoryReport,
+        messages: usize,
+        turn: usize,
+    ) {
+        assert!(
+            sent.contains(summary),
+            "turn {turn}: the cached summary is sent"
+        );
+        assert!(
+            sent.contains(&format!("first {summarized} messages")),
+            "{sent}"
+        );
+        for marker in 0..messages {
+            let marker = format!("message-{marker:04}");
+            assert_eq!(
+                sent.contains(&marker),
+                (summarized..report.summarized_messages)
+                    .contains(&marker[8..].parse::<usize>().unwrap()),
+                "turn {turn}: {marker}"
+            );
+        }
+        assert!(
+            report
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("carried on from the cached summary"),
+            "{:?}",
+            report.note
+        );
     }
 
     /// A summary that loops is refused before it is cached (the build falls back, the next

@@ -59,6 +59,8 @@ class Finished:
     notes: List[str]
     problems: List[str]
     status: int
+    #: Where the next page starts, when the answer stopped at its reply ceiling.
+    next_cursor: Optional[str] = None
 
 
 def call(
@@ -68,9 +70,11 @@ def call(
     providers: Sequence[ProviderSpec] = (),
     on_event: Optional[EventCallback] = None,
     allow_failed: bool = False,
+    max_reply_bytes: Optional[int] = None,
 ) -> Finished:
     """Runs ``operation`` with ``request``'s fields; raises on an error (and, unless
-    ``allow_failed``, when it ended without doing its task)."""
+    ``allow_failed``, when it ended without doing its task). What reads the store answers
+    within ``max_reply_bytes`` of JSON (default 1 MiB)."""
     location = None if store is None else os.fspath(store)
     finished = _native.call(
         operation,
@@ -78,6 +82,7 @@ def call(
         store=location,
         providers=list(providers),
         on_event=on_event,
+        max_reply_bytes=max_reply_bytes,
     )
     return _finished(finished, allow_failed)
 
@@ -93,7 +98,11 @@ def _finished(finished: Any, allow_failed: bool) -> Finished:
     if finished.status == 2 or (finished.status != 0 and not allow_failed):
         raise _failure(finished.status, finished.problems)
     return Finished(
-        list(finished.records), list(finished.notes), list(finished.problems), finished.status
+        list(finished.records),
+        list(finished.notes),
+        list(finished.problems),
+        finished.status,
+        getattr(finished, "next_cursor", None),
     )
 
 

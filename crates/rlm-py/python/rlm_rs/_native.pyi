@@ -19,6 +19,7 @@ class Finished:
     problems: List[str]
     status: int
     error: Optional[Tuple[int, str]]
+    next_cursor: Optional[str]
 
 def call(
     operation: str,
@@ -27,6 +28,7 @@ def call(
     config: Optional[str] = ...,
     providers: Sequence[_Provider] = ...,
     on_event: Optional[_OnEvent] = ...,
+    max_reply_bytes: Optional[int] = ...,
 ) -> Finished: ...
 # dispatch(table, name, arguments, seconds) -> (True, result) | (False, (exception type, message))
 _Dispatch = Callable[[str, str, Dict[str, Any], float], Tuple[bool, Any]]

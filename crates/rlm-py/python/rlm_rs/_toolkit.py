@@ -82,15 +82,60 @@ def _scope(buffers: Optional[Sequence[str]], path: Optional[str]) -> Dict[str, A
     return {"buffers": [str(buffer) for buffer in buffers or ()], "path": path}
 
 
-class Store:
-    """A store directory (created by the first :meth:`load`): the same store the ``rlm``
-    commands use with ``--store PATH``."""
+class Page(list):
+    """One page of an answer that reads the store: a list, with ``next_cursor`` (pass it back
+    as ``cursor=`` for the records that follow; ``None`` when nothing was left out) and the
+    ``notes`` that say what was left out."""
 
-    def __init__(self, path: PathLike = ".rlm") -> None:
-        self.path = os.path.abspath(path_arg(path))
+    next_cursor: Optional[str] = None
+    notes: List[str] = []
+
+
+class Text(str):
+    """Text read from the store; ``rest`` names the range that continues it (``{"buffer",
+    "lines"}`` or ``{"buffer", "bytes"}``) when it stopped at the reply ceiling, else ``None``."""
+
+    rest: Optional[Dict[str, Any]] = None
+
+
+def _page(items: Iterable[Any], finished: "_core.Finished") -> Page:
+    page = Page(items)
+    page.next_cursor = finished.next_cursor
+    page.notes = list(finished.notes)
+    return page
+
+
+class Store:
+    """A store directory (created by the first :meth:`load`), or a PostgreSQL store named by a
+    ``postgres://USER@HOST/DATABASE?schema=NAME`` URL (password in the URL, ``PGPASSWORD`` or
+    ``~/.pgpass``): the same store the ``rlm`` commands use with ``--store``. Each answer that
+    reads it (search, grep, buffers, chunks, peek) holds at most ``max_reply_bytes`` of JSON
+    (default 1 MiB): lists come as :class:`Page` with a ``next_cursor`` for the rest, texts as
+    :class:`Text` with ``rest``."""
+
+    def __init__(self, path: PathLike = ".rlm", max_reply_bytes: Optional[int] = None) -> None:
+        text = path_arg(path)
+        # A URL is the server's address, not a path: kept as written (abspath would fold it).
+        self.path = text if _is_store_url(text) else os.path.abspath(text)
+        self.max_reply_bytes = max_reply_bytes
+
+    def _call(self, operation: str, request: Dict[str, Any], allow_failed: bool = False) -> "_core.Finished":
+        return _core.call(
+            operation,
+            request,
+            store=self.path,
+            allow_failed=allow_failed,
+            max_reply_bytes=self.max_reply_bytes,
+        )
 
     def _records(self, operation: str, request: Dict[str, Any]) -> List[Dict[str, Any]]:
-        return _core.call(operation, request, store=self.path).records
+        return self._call(operation, request).records
+
+    def _text(self, request: Dict[str, Any]) -> Text:
+        records = self._records("peek", request)
+        text = Text("".join(r.get("text", "") for r in records))
+        text.rest = next((r["rest"] for r in records if r.get("rest")), None)
+        return text
 
     def load(
         self,
@@ -128,7 +173,8 @@ class Store:
         path: Optional[str] = None,
         *,
         top: Optional[int] = None,
-    ) -> List[SearchHit]:
+        cursor: Optional[str] = None,
+    ) -> Page:
         """The ``k`` best chunks for ``query`` (default 10; ``top`` is an older name):
         ``mode`` is ``bm25``, ``semantic`` or ``hybrid`` (the last two need embeddings:
         ``load(..., embed=True)``)."""
@@ -138,7 +184,10 @@ class Store:
             )
         count = _count(k, top, "top")
         request = {"query": query, "mode": mode, "k": 10 if count is None else count, **_scope(buffers, path)}
-        return [
+        if cursor is not None:
+            request["cursor"] = cursor
+        finished = self._call("search", request)
+        return _page([
             SearchHit(
                 rank=int(r["rank"]),
                 chunk_id=int(r["chunk_id"]),
@@ -150,9 +199,9 @@ class Store:
                 mode=r["mode"],
                 highlights=_ranges(r.get("highlights") or []),
             )
-            for r in self._records("search", request)
+            for r in finished.records
             if r.get("type") == "hit"
-        ]
+        ], finished)
 
     def grep(
         self,
@@ -160,48 +209,57 @@ class Store:
         buffers: Optional[Sequence[str]] = None,
         path: Optional[str] = None,
         context: int = 0,
-    ) -> List[GrepMatch]:
+        cursor: Optional[str] = None,
+    ) -> Page:
         """Lines matching the regular expression ``pattern`` (Rust regex syntax), with
-        ``context`` lines around each."""
+        ``context`` lines around each; a :class:`Page` (pass its ``next_cursor`` back as
+        ``cursor`` for the lines that follow)."""
         request = {"pattern": pattern, "context": context, **_scope(buffers, path)}
+        if cursor is not None:
+            request["cursor"] = cursor
         # Nothing matching is an empty list, not an error (the CLI's exit code 1).
-        records = _core.call("grep", request, store=self.path, allow_failed=True).records
+        finished = self._call("grep", request, allow_failed=True)
         found: List[GrepMatch] = []
-        for r in records:
+        for r in finished.records:
             if r.get("type") == "match":
                 found.append(
                     GrepMatch(r["buffer"], int(r["line"]), r["text"], _ranges(r["matches"]))
                 )
             elif r.get("type") == "context":
                 found.append(GrepMatch(r["buffer"], int(r["line"]), r["text"], is_context=True))
-        return found
+        return _page(found, finished)
 
-    def buffers(self) -> List[Dict[str, Any]]:
-        """Every buffer: id, name, path, bytes, lines, chunks, ..."""
-        return [r for r in self._records("list", {}) if r.get("type") == "buffer"]
+    def buffers(self, cursor: Optional[str] = None) -> Page:
+        """Every buffer: id, name, path, bytes, lines, chunks, ... (a :class:`Page`)."""
+        finished = self._call("list", {} if cursor is None else {"cursor": cursor})
+        return _page([r for r in finished.records if r.get("type") == "buffer"], finished)
 
-    def chunks(self, buffer: str) -> List[Dict[str, Any]]:
-        """The chunk table of one buffer (name or id): each chunk's id and line range."""
-        records = self._records("show", {"buffer": str(buffer), "chunks": True})
-        return [r for r in records if r.get("type") == "chunk"]
+    def chunks(self, buffer: str, cursor: Optional[str] = None) -> Page:
+        """The chunk table of one buffer (name or id): each chunk's id and line range (a
+        :class:`Page`)."""
+        request: Dict[str, Any] = {"buffer": str(buffer), "chunks": True}
+        if cursor is not None:
+            request["cursor"] = cursor
+        finished = self._call("show", request)
+        return _page([r for r in finished.records if r.get("type") == "chunk"], finished)
 
-    def chunk(self, chunk_id: int) -> str:
-        """The text of one chunk (an id from :meth:`search` or :meth:`chunks`)."""
-        records = self._records("peek", {"chunk": int(chunk_id)})
-        return "".join(r.get("text", "") for r in records)
+    def chunk(self, chunk_id: int) -> Text:
+        """The text of one chunk (an id from :meth:`search` or :meth:`chunks`); ``rest`` says
+        where the rest is when it was longer than one answer."""
+        return self._text({"chunk": int(chunk_id)})
 
-    def peek(self, buffer: str, lines: Tuple[int, int]) -> str:
-        """Lines ``lines[0]`` to ``lines[1]`` (1-based, inclusive) of a buffer."""
+    def peek(self, buffer: str, lines: Tuple[int, int]) -> Text:
+        """Lines ``lines[0]`` to ``lines[1]`` (1-based, inclusive) of a buffer; ``rest`` says
+        which lines follow when they were more than one answer holds."""
         start, end = lines
-        records = self._records("peek", {"buffer": str(buffer), "lines": f"{start}:{end}"})
-        return "".join(r.get("text", "") for r in records)
+        return self._text({"buffer": str(buffer), "lines": f"{start}:{end}"})
 
     def delete(self, buffer: str) -> None:
         """Removes one buffer (name or id) from the store."""
         self._records("delete", {"buffers": [str(buffer)]})
 
     def __repr__(self) -> str:
-        return f"Store({self.path!r})"
+        return f"Store({_without_password(self.path)!r})"
 
 
 def _count(k: Optional[int], alias: Optional[int], alias_name: str) -> Optional[int]:
@@ -395,3 +453,19 @@ class PromptAssembler:
         request = {"action": "plan", **self._request(history)}
         records = _core.call("prompt", request).records
         return records[0] if len(records) == 1 else {"records": records}
+
+
+def _is_store_url(text: str) -> bool:
+    return text.startswith(("postgres://", "postgresql://"))
+
+
+def _without_password(text: str) -> str:
+    """A store URL with its password (if it carries one) replaced by ``***``."""
+    if not _is_store_url(text):
+        return text
+    scheme, _, rest = text.partition("://")
+    userinfo, at, address = rest.partition("@")
+    if not at or ":" not in userinfo:
+        return text
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{address}"

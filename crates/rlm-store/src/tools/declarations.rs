@@ -24,6 +24,10 @@ pub enum Kind {
     ChunkIds,
     /// A search mode: `bm25`, `semantic` or `hybrid`.
     SearchMode,
+    /// Where a cut answer goes on (`grep`'s `offset`): model code pages with it; the report
+    /// writer's tools do not page (their results are fitted into the report's room), so their
+    /// schemas leave it out.
+    Offset,
 }
 
 /// What a call without the argument gets.
@@ -112,7 +116,7 @@ pub const GET_CHUNKS: ToolDeclaration = ToolDeclaration {
     )],
 };
 
-/// `grep(pattern, buffer=None)`.
+/// `grep(pattern, buffer=None, offset=0)`.
 pub const GREP: ToolDeclaration = ToolDeclaration {
     name: "grep",
     parameters: &[
@@ -127,6 +131,12 @@ pub const GREP: ToolDeclaration = ToolDeclaration {
             Kind::Text,
             WhenOmitted::Nothing,
             "only this buffer (name); every buffer without it",
+        ),
+        parameter(
+            "offset",
+            Kind::Offset,
+            WhenOmitted::Number(0),
+            "matching lines to skip: the offset a cut answer gives",
         ),
     ],
 };
@@ -194,12 +204,11 @@ impl ToolDeclaration {
     /// `limits` (the most hits, the most chunk ids); unknown arguments are refused.
     pub fn json_schema(&self, limits: &ToolLimits) -> Value {
         let mut properties = Map::new();
-        for parameter in self.parameters {
+        for parameter in self.schema_parameters() {
             properties.insert(parameter.name.to_owned(), parameter.json_schema(limits));
         }
         let required: Vec<&str> = self
-            .parameters
-            .iter()
+            .schema_parameters()
             .filter(|parameter| parameter.default == WhenOmitted::Required)
             .map(|parameter| parameter.name)
             .collect();
@@ -209,6 +218,15 @@ impl ToolDeclaration {
             "required": required,
             "additionalProperties": false,
         })
+    }
+}
+
+impl ToolDeclaration {
+    /// The arguments a tool schema offers: all but [`Kind::Offset`].
+    fn schema_parameters(&self) -> impl Iterator<Item = &'static Parameter> {
+        self.parameters
+            .iter()
+            .filter(|parameter| parameter.kind != Kind::Offset)
     }
 }
 
@@ -222,6 +240,7 @@ impl Parameter {
         let mut schema = match self.kind {
             Kind::Text => json!({"type": "string"}),
             Kind::Integer => json!({"type": "integer"}),
+            Kind::Offset => json!({"type": "integer", "minimum": 0}),
             Kind::HitCount => {
                 json!({"type": "integer", "minimum": 1, "maximum": limits.max_search_k})
             }
@@ -251,7 +270,7 @@ mod tests {
                 "buffers()",
                 "search(query, k=10, mode=\"bm25\")",
                 "get_chunks(ids)",
-                "grep(pattern, buffer=None)",
+                "grep(pattern, buffer=None, offset=0)",
                 "read(buffer, start_line, end_line)",
             ]
         );
@@ -277,5 +296,7 @@ mod tests {
         let grep = GREP.json_schema(&limits);
         assert_eq!(grep["required"], json!(["pattern"]));
         assert_eq!(grep["properties"]["buffer"]["type"], "string");
+        // The report writer does not page: no offset in its schema.
+        assert!(grep["properties"].get("offset").is_none(), "{grep}");
     }
 }

@@ -203,6 +203,8 @@ pub struct Grepped {
     pub matches: Vec<GrepMatch>,
     /// More lines matched than [`ToolLimits::max_grep_matches`].
     pub truncated: bool,
+    /// When `truncated`: the `offset` that continues where this answer stopped.
+    pub next_offset: Option<u64>,
 }
 
 /// Lines a `read` returns.
@@ -384,6 +386,25 @@ impl<'a> StoreTools<'a> {
                 "chunk {id} is not in the buffers this call may read"
             )));
         }
+        // A chunk far longer than what is returned (one record longer than the chunk size
+        // stays whole) is read only as far as the returned chars can reach: 4 bytes a char.
+        let reach = self.limits.max_chunk_chars.saturating_mul(4) as u64;
+        let span = chunk.bytes.end - chunk.bytes.start;
+        if span > reach {
+            let buffer = self.store.buffer(&chunk.buffer)?;
+            let start = chunk.bytes.start;
+            let text = self.store.read_bytes(&buffer, start..start + reach)?;
+            let (kept, _) = cut_chars(&text, self.limits.max_chunk_chars);
+            let kept_bytes = kept.len() as u64;
+            // The chars of the rest are not counted (that would read it): its bytes stand in.
+            let left_out = usize::try_from(span - kept_bytes).unwrap_or(usize::MAX);
+            return Ok(ChunkText {
+                text: neutralize(kept, &PROMPT_TAGS).into_owned(),
+                chars: kept.chars().count().saturating_add(left_out),
+                chunk,
+                left_out,
+            });
+        }
         let text = self.store.chunk_text(id)?;
         let chars = text.chars().count();
         let (kept, left_out) = cut_chars(&text, self.limits.max_chunk_chars);
@@ -395,10 +416,19 @@ impl<'a> StoreTools<'a> {
         })
     }
 
-    /// `grep(pattern, buffer=None)`: matching lines with the chunk each is in.
+    /// `grep(pattern, buffer=None, offset=0)`: matching lines with the chunk each is in, from
+    /// the `offset`-th (0-based) on.
     pub fn grep(&self, arguments: &Map<String, Value>) -> Result<Grepped, ToolError> {
         let call = Call::new(&declarations::GREP, arguments)?;
         let pattern = call.string("pattern")?;
+        let offset = match call.optional_integer("offset")? {
+            None => 0,
+            Some(offset) => u64::try_from(offset).map_err(|_| {
+                ToolError::value(format!(
+                    "grep(): offset counts matching lines, from 0, not {offset}"
+                ))
+            })?,
+        };
         if pattern.is_empty() {
             return Err(ToolError::value("grep(): pattern is empty"));
         }
@@ -416,6 +446,7 @@ impl<'a> StoreTools<'a> {
                     return Ok(Grepped {
                         matches: Vec::new(),
                         truncated: false,
+                        next_offset: None,
                     });
                 }
                 Some(scope) => scope.to_vec(),
@@ -424,14 +455,16 @@ impl<'a> StoreTools<'a> {
         };
         let options = GrepOptions {
             buffers,
-            // One more than kept, so a buffer with too many is seen to be cut.
-            max_count: Some(self.limits.max_grep_matches as u64 + 1),
+            // One more than kept (after those skipped), so a buffer with too many is seen to
+            // be cut.
+            max_count: Some(offset.saturating_add(self.limits.max_grep_matches as u64 + 1)),
             // The model gets whole lines; where the pattern matched in them is not passed on.
             lines_only: true,
             ..GrepOptions::default()
         };
         let mut matches = Vec::new();
         let mut truncated = false;
+        let mut skipped = 0u64;
         self.store.grep(pattern, &options, &mut |line| {
             let GrepLine::Match {
                 buffer, line, text, ..
@@ -439,6 +472,10 @@ impl<'a> StoreTools<'a> {
             else {
                 return ControlFlow::Continue(());
             };
+            if skipped < offset {
+                skipped += 1;
+                return ControlFlow::Continue(());
+            }
             if matches.len() == self.limits.max_grep_matches {
                 truncated = true;
                 return ControlFlow::Break(());
@@ -454,7 +491,12 @@ impl<'a> StoreTools<'a> {
             ControlFlow::Continue(())
         })?;
         self.annotate_chunks(&mut matches)?;
-        Ok(Grepped { matches, truncated })
+        let next_offset = truncated.then(|| offset + matches.len() as u64);
+        Ok(Grepped {
+            matches,
+            truncated,
+            next_offset,
+        })
     }
 
     /// `read(buffer, start_line, end_line)`: whole lines, both ends included, past the end
@@ -474,7 +516,16 @@ impl<'a> StoreTools<'a> {
         let (first, last) = (first.unsigned_abs(), last.unsigned_abs());
         let end = last.min(buffer.lines.max(1));
         let capped = end.min(first.saturating_add(self.limits.max_read_lines - 1));
-        let text = self.store.read_lines(&buffer, first, capped)?;
+        // Only as far as the returned chars can reach (4 bytes a char), however long the lines.
+        let reach = self
+            .limits
+            .max_read_chars
+            .saturating_mul(4)
+            .saturating_add(4) as u64;
+        let text = self
+            .store
+            .read_lines_within(&buffer, first, capped, reach)?
+            .text;
         let mut cut_after = (capped < end).then_some(capped);
         let (kept, left_out) = cut_chars(&text, self.limits.max_read_chars);
         let mut text = kept.to_owned();
@@ -807,5 +858,73 @@ mod tests {
             .unwrap();
         assert_eq!(read.text, format!("{line}\n"));
         assert_eq!(read.cut_after, Some(1));
+    }
+
+    #[test]
+    fn a_cut_grep_gives_the_offset_that_continues_exactly() {
+        let text: String = (1..=1_234).map(|n| format!("hit {n}\n")).collect();
+        let (_dir, store) = store_with(&[("a.log", &text), ("b.log", &text)]);
+        let limits = ToolLimits::default();
+        let tools = StoreTools::new(&store, &limits);
+        let mut lines = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            let grepped = tools
+                .grep(&object(
+                    serde_json::json!({"pattern": "hit", "offset": offset}),
+                ))
+                .unwrap();
+            assert!(grepped.matches.len() <= 500);
+            lines.extend(grepped.matches.iter().map(|m| (m.buffer.clone(), m.line)));
+            match grepped.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        let expected: Vec<(String, u64)> = ["a.log", "b.log"]
+            .iter()
+            .flat_map(|name| (1..=1_234).map(move |line| ((*name).to_owned(), line)))
+            .collect();
+        assert_eq!(lines, expected);
+        let refused = tools
+            .grep(&object(serde_json::json!({"pattern": "hit", "offset": -1})))
+            .unwrap_err();
+        assert_eq!(refused.kind, ToolErrorKind::Value);
+    }
+
+    #[test]
+    fn a_huge_chunk_or_line_is_read_only_as_far_as_the_answer_reaches() {
+        let huge = format!("start {}\nnext\n", "w".repeat(5_000_000));
+        let (_dir, store) = store_with(&[("a.txt", &huge)]);
+        let limits = ToolLimits {
+            max_chunk_chars: 100,
+            ..ToolLimits::default()
+        };
+        let tools = StoreTools::new(&store, &limits);
+        let buffer = store.buffer("a.txt").unwrap();
+        let chunk = store.chunks_of(&buffer).unwrap()[0].clone();
+        let span = (chunk.bytes.end - chunk.bytes.start) as usize;
+        assert!(span > 400, "{span}");
+        let read = tools.chunk(chunk.id).unwrap();
+        assert_eq!(read.text.chars().count(), 100);
+        assert!(read.text.starts_with("start w"));
+        assert_eq!(read.left_out, span - 100);
+        let lines = tools
+            .read(&object(
+                serde_json::json!({"buffer": "a.txt", "start_line": 1, "end_line": 2}),
+            ))
+            .unwrap();
+        assert!(
+            lines.text.len() <= limits.max_read_chars + 1,
+            "{}",
+            lines.text.len()
+        );
+        assert_eq!(lines.cut_after, Some(1));
+        // What the store reads for it is bounded too.
+        let within = store.read_lines_within(&buffer, 1, 2, 1_000).unwrap();
+        assert!(within.cut && within.text.len() == 1_000);
+        assert_eq!(within.start, Some(0));
+        let whole = store.read_lines_within(&buffer, 2, 2, 1_000).unwrap();
+        assert_eq!((whole.text.as_str(), whole.cut), ("next\n", false));
     }
 }

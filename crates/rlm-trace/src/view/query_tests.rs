@@ -123,46 +123,51 @@ pub(super) fn query_log(dir: &Path, finished: bool) -> PathBuf {
     log.write(&call("synthesize", None, 1, &[], "## Summary\nExpired."))
         .unwrap();
     if finished {
-        let mut usage = BTreeMap::new();
-        for (stage, calls) in [("plan", 1), ("extract", 5), ("synthesize", 1), ("total", 7)] {
-            let mut totals = totals(100 * calls, 10 * calls, 0.001 * calls as f64);
-            totals.calls = calls;
-            usage.insert(
-                stage.to_owned(),
-                UsageReport {
-                    models: BTreeMap::new(),
-                    total: totals,
-                },
-            );
-        }
-        log.write(&QueryOutcome {
-            run_id: "q1".to_owned(),
-            status: "answered".to_owned(),
-            report: format!("## Summary\nRefresh fails with **AuthError::Expired** {XSS}"),
-            chunks_selected: 3,
-            chunks_analyzed: 3,
-            batches_failed: vec![
-                json!({"batch": "1", "chunk_ids": [13, 14], "reason": "reply is not JSON"}),
-                json!({"batch": "1.2", "chunk_ids": [14], "reason": "model call failed: HTTP 500"}),
-            ],
-            chunk_failures: vec![json!({"chunk_id": 14, "reason": "model call failed: HTTP 500"})],
-            chunks_skipped: Vec::new(),
-            findings: vec![
-                json!({"chunk_id": 11, "source": "auth.rs:1-40", "relevance": "high",
-                       "findings": ["refresh returns AuthError::Expired"], "also_in": [12],
-                       "summary": "the refresh path", "follow_up": ["who calls refresh?"]}),
-                json!({"chunk_id": 13, "source": "notes.md:1-2", "relevance": "low",
-                       "findings": [format!("a note {XSS}")], "also_in": [],
-                       "summary": null, "follow_up": []}),
-            ],
-            citations_unknown: Vec::new(),
-            error: None,
-            usage,
-            seconds: 3.5,
-        })
-        .unwrap();
+        write_outcome(&log);
     }
     log.path().to_path_buf()
+}
+
+/// The record a finished query ends with: an answer, two failed batches, two findings.
+fn write_outcome(log: &TrajectoryWriter) {
+    let mut usage = BTreeMap::new();
+    for (stage, calls) in [("plan", 1), ("extract", 5), ("synthesize", 1), ("total", 7)] {
+        let mut totals = totals(100 * calls, 10 * calls, 0.001 * calls as f64);
+        totals.calls = calls;
+        usage.insert(
+            stage.to_owned(),
+            UsageReport {
+                models: BTreeMap::new(),
+                total: totals,
+            },
+        );
+    }
+    log.write(&QueryOutcome {
+        run_id: "q1".to_owned(),
+        status: "answered".to_owned(),
+        report: format!("## Summary\nRefresh fails with **AuthError::Expired** {XSS}"),
+        chunks_selected: 3,
+        chunks_analyzed: 3,
+        batches_failed: vec![
+            json!({"batch": "1", "chunk_ids": [13, 14], "reason": "reply is not JSON"}),
+            json!({"batch": "1.2", "chunk_ids": [14], "reason": "model call failed: HTTP 500"}),
+        ],
+        chunk_failures: vec![json!({"chunk_id": 14, "reason": "model call failed: HTTP 500"})],
+        chunks_skipped: Vec::new(),
+        findings: vec![
+            json!({"chunk_id": 11, "source": "auth.rs:1-40", "relevance": "high",
+                   "findings": ["refresh returns AuthError::Expired"], "also_in": [12],
+                   "summary": "the refresh path", "follow_up": ["who calls refresh?"]}),
+            json!({"chunk_id": 13, "source": "notes.md:1-2", "relevance": "low",
+                   "findings": [format!("a note {XSS}")], "also_in": [],
+                   "summary": null, "follow_up": []}),
+        ],
+        citations_unknown: Vec::new(),
+        error: None,
+        usage,
+        seconds: 3.5,
+    })
+    .unwrap();
 }
 
 /// A record of a type this crate does not know, written as is.

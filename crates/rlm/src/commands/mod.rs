@@ -101,7 +101,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         crate::signals::set_kept_note(kept);
     }
     let printer = Arc::new(Printer::new(&global, stop.clone()));
-    let context = Context::new(printer.clone(), stop).with_stdin();
+    // Records stream to stdout as they come: no ceiling on an answer.
+    let context = Context::new(printer.clone(), stop)
+        .with_stdin()
+        .with_reply_limit(rlm_app::ReplyLimit::UNLIMITED);
     let run = |location: Option<&StoreLocation>| {
         // Nothing is read yet: the configuration files are loaded when a command first asks.
         let mut sources =

@@ -49,11 +49,16 @@ impl Layout {
 
     /// `rlm mcp --root root` over stdio, with `fake` as the model provider if given.
     fn serve(&self, fake: Option<&FakeServer>) -> Session {
+        self.serve_with(fake, &[])
+    }
+
+    /// As [`Self::serve`], with more of `rlm mcp`'s flags.
+    fn serve_with(&self, fake: Option<&FakeServer>, flags: &[&str]) -> Session {
         let mut command = rlm_store_process(&self.root());
         if let Some(fake) = fake {
             with_fake(&mut command, fake);
         }
-        Session::start(command.args(["mcp", "--root"]).arg(self.root()))
+        Session::start(command.args(["mcp", "--root"]).arg(self.root()).args(flags))
     }
 }
 
@@ -378,4 +383,180 @@ fn a_message_over_16_mib_is_answered_with_an_error_and_the_session_goes_on() {
     // The session goes on.
     let inspected = session.call("inspect", serde_json::json!({ "text": "a,b\n1,2\n" }));
     assert_eq!(inspected["isError"], false, "{inspected}");
+}
+
+/// Issue 45: one grep for a common word answered with a 429 MB line and took the server to
+/// 4.25 GB; `context: 1000000000` on one match answered 354 MB. Every answer stays within the
+/// reply ceiling (`--max-reply-bytes`, 1 MiB by default): grep, search and list_buffers give a
+/// cursor whose pages join into the whole answer, peek the range that continues, and a
+/// resource too large for one answer is refused naming the peek that reads it.
+#[test]
+fn answers_stay_within_the_reply_ceiling_and_a_cursor_gives_the_rest_exactly() {
+    let layout = Layout::new();
+    let lines: String = (1..=40_000)
+        .map(|n| format!("the word {n} is here\n"))
+        .collect();
+    std::fs::write(layout.root().join("big.txt"), &lines).unwrap();
+    let mut session = layout.serve_with(None, &["--max-reply-bytes", "65536"]);
+    let loaded = session.call("load", serde_json::json!({ "paths": ["big.txt"] }));
+    assert_eq!(loaded["isError"], false, "{loaded}");
+
+    let mut numbers = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut arguments = serde_json::json!({ "pattern": "word" });
+        if let Some(cursor) = &cursor {
+            arguments["cursor"] = cursor.as_str().into();
+        }
+        let (answer, bytes) = session.request_line(
+            "tools/call",
+            serde_json::json!({ "name": "grep", "arguments": arguments }),
+        );
+        let result = &answer["result"];
+        assert_eq!(result["isError"], false, "{}", short(result));
+        // The records (as structured content and as text), and the notes and the JSON-RPC
+        // frame around them.
+        assert!(bytes < 65_536 + 1_024, "{bytes} bytes");
+        for record in result["structuredContent"]["records"].as_array().unwrap() {
+            if record["type"] == "match" {
+                numbers.push(record["line"].as_u64().unwrap());
+            }
+        }
+        pages += 1;
+        match result["structuredContent"]["next_cursor"].as_str() {
+            Some(next) => {
+                assert!(text_of(result).contains(&format!("cursor \"{next}\"")));
+                cursor = Some(next.to_owned());
+            }
+            None => break,
+        }
+    }
+    assert!(pages > 20, "{pages} pages");
+    assert_eq!(numbers, (1..=40_000).collect::<Vec<u64>>());
+
+    // Context past what a page holds is cut, and said.
+    let (wide, bytes) = session.request_line(
+        "tools/call",
+        serde_json::json!({ "name": "grep", "arguments":
+            { "pattern": "word 20000 ", "context": 1_000_000_000u64 } }),
+    );
+    assert!(bytes < 65_536 + 1_024, "{bytes} bytes");
+    assert!(
+        text_of(&wide["result"]).contains("context cut to"),
+        "{}",
+        short(&wide)
+    );
+    // A cursor of another grep is refused.
+    let wrong = session.call(
+        "grep",
+        serde_json::json!({ "pattern": "here", "cursor": cursor_of(&wide["result"]) }),
+    );
+    assert_eq!(wrong["isError"], true, "{}", short(&wrong));
+    assert!(
+        text_of(&wrong).contains("continues another request"),
+        "{}",
+        short(&wrong)
+    );
+
+    // peek says where the rest is; that range reads on exactly.
+    let whole = session.call(
+        "peek",
+        serde_json::json!({ "buffer": "big.txt", "lines": "1:" }),
+    );
+    let record = &whole["structuredContent"]["records"][0];
+    let text = record["text"].as_str().unwrap();
+    assert!(text.len() < 65_536 / 2, "{}", text.len());
+    let shown = text.lines().count();
+    assert_eq!(record["rest"]["lines"], format!("{}:40000", shown + 1));
+    assert!(text_of(&whole).contains("peek lines"), "{}", short(&whole));
+
+    // A resource larger than an answer is refused, naming how to read it.
+    let listed = session.request("resources/list", serde_json::json!({}));
+    let uri = listed["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let read = session.request("resources/read", serde_json::json!({ "uri": uri }));
+    let message = read["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("more than one answer carries"), "{read}");
+}
+
+/// The start and the end of a long answer.
+fn short(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.len() < 2_000 {
+        return text;
+    }
+    let head = text.char_indices().nth(800).map_or(0, |(at, _)| at);
+    let tail = text.char_indices().rev().nth(800).map_or(0, |(at, _)| at);
+    format!("{} … {}", &text[..head], &text[tail..])
+}
+
+/// The cursor a result gives, or a made-up one.
+fn cursor_of(result: &serde_json::Value) -> String {
+    result["structuredContent"]["next_cursor"]
+        .as_str()
+        .unwrap_or("1.00000000")
+        .to_owned()
+}
+
+/// Issue 45: `load` of a directory that cannot be read answered `isError: false` with nothing
+/// loaded while `rlm load` reported the error. Whatever cannot be read — the directory named, a
+/// directory inside it, a file — is a tool error naming it, as on the command line. Permissions
+/// bind only a user other than root: as root, the server runs as `nobody`.
+#[test]
+fn load_of_what_cannot_be_read_is_a_tool_error_naming_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+
+    let layout = Layout::new();
+    let root = layout.root();
+    for dir in ["locked", "open/sealed"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        std::fs::write(root.join(dir).join("inner.txt"), "inside\n").unwrap();
+    }
+    std::fs::write(root.join("open/ok.txt"), "fine\n").unwrap();
+    std::fs::create_dir_all(root.join("files")).unwrap();
+    std::fs::write(root.join("files/ok.txt"), "fine\n").unwrap();
+    std::fs::write(root.join("files/closed.txt"), "closed\n").unwrap();
+    let mut command = rlm_store_process(&root);
+    // Whether this process runs as root (from /proc: the tests do not link libc).
+    let as_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(2) == Some("0"));
+    if as_root {
+        let nobody = 65_534;
+        let mut owned = vec![layout.path("")];
+        while let Some(path) = owned.pop() {
+            std::os::unix::fs::chown(&path, Some(nobody), Some(nobody)).unwrap();
+            if path.is_dir() {
+                owned.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            }
+        }
+        std::fs::set_permissions(layout.path(""), std::fs::Permissions::from_mode(0o755)).unwrap();
+        command.uid(nobody).gid(nobody);
+    }
+    let shut = std::fs::Permissions::from_mode(0o000);
+    for path in ["locked", "open/sealed", "files/closed.txt"] {
+        std::fs::set_permissions(root.join(path), shut.clone()).unwrap();
+    }
+    let mut session = Session::start(command.args(["mcp", "--root"]).arg(&root));
+    for (path, named) in [
+        ("locked", "locked"),
+        ("open", "open/sealed"),
+        ("files", "files/closed.txt"),
+    ] {
+        let result = session.call("load", serde_json::json!({ "paths": [path] }));
+        assert_eq!(result["isError"], true, "{path}: {result}");
+        let text = text_of(&result);
+        assert!(text.contains(named), "{path}: {text}");
+        assert!(text.contains("Permission denied"), "{path}: {text}");
+    }
+    drop(session);
+    for path in ["locked", "open/sealed", "files/closed.txt"] {
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(root.join(path), open).unwrap();
+    }
 }

@@ -88,6 +88,15 @@ impl Session {
 
     /// Sends a request and returns the response to it.
     pub fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.request_line(method, params).0
+    }
+
+    /// Sends a request and returns the response to it, and the bytes of its line.
+    pub fn request_line(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> (serde_json::Value, usize) {
         let id = self.next_id;
         self.next_id += 1;
         let message = serde_json::json!({
@@ -95,9 +104,15 @@ impl Session {
         });
         self.send(message.to_string().as_bytes());
         loop {
-            let answer = self.receive();
+            let line = self
+                .messages
+                .recv_timeout(PATIENCE)
+                .expect("the server did not answer");
+            let answer: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|err| format!("{err}: {line:?}"))
+                .unwrap();
             if answer["id"] == id {
-                return answer;
+                return (answer, line.len());
             }
         }
     }

@@ -34,6 +34,14 @@ fn settled(session: &mut Session, task: &str) -> serde_json::Value {
     }
 }
 
+/// A root model that answers with the context's last word, through code.
+fn answering_from_the_context() -> [FakeReply; 2] {
+    [
+        FakeReply::text("```repl\nanswer = context.split()[-1]\nprint(answer)\n"),
+        FakeReply::text("FINAL_VAR(answer)"),
+    ]
+}
+
 fn run_call(model: &str) -> serde_json::Value {
     json!({
         "name": "run",
@@ -43,14 +51,7 @@ fn run_call(model: &str) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_a_task_the_client_polls_and_can_cancel() {
-    let (dir, server) = scripted(
-        "root",
-        [
-            FakeReply::text("```repl\nanswer = context.split()[-1]\nprint(answer)\n"),
-            FakeReply::text("FINAL_VAR(answer)"),
-        ],
-    )
-    .await;
+    let (dir, server) = scripted("root", answering_from_the_context()).await;
     server.script("slow", [FakeReply::hang()]);
     let mut command = rlm_store_process(dir.path());
     with_fake(&mut command, &server);
@@ -110,14 +111,7 @@ async fn a_run_is_a_task_the_client_polls_and_can_cancel() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_the_tasks_extension_gets_the_run_directly() {
-    let (dir, server) = scripted(
-        "root",
-        [
-            FakeReply::text("```repl\nanswer = context.split()[-1]\nprint(answer)\n"),
-            FakeReply::text("FINAL_VAR(answer)"),
-        ],
-    )
-    .await;
+    let (dir, server) = scripted("root", answering_from_the_context()).await;
     let mut command = rlm_store_process(dir.path());
     with_fake(&mut command, &server);
     command.arg("mcp");

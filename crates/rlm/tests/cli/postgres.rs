@@ -200,3 +200,116 @@ async fn run_over_a_postgres_store_calls_the_same_host_functions() {
         "notes.md 2 2024-01-02 ERROR disk full on /var\n"
     );
 }
+
+/// The models of a query over [`files`]: a plan searching for "disk full" a chunk a batch,
+/// extractors reporting every chunk they are shown, a report counting the findings.
+fn answer_disk_query(seen: &rlm_fake::SeenRequest) -> FakeReply {
+    let system = seen.system.as_deref().unwrap_or_default();
+    if system.starts_with("You plan a search") {
+        return FakeReply::text(
+            r#"{"queries": ["disk full"], "mode": "bm25", "top_k": 4, "batch_size": 1, "buffers": []}"#,
+        );
+    }
+    let message = seen.last_user_message();
+    if system.starts_with("You are an extractor") {
+        let entries: Vec<String> = message
+            .match_indices("<chunk id=\"")
+            .filter_map(|(at, tag)| {
+                let rest = &message[at + tag.len()..];
+                rest[..rest.find('"')?].parse::<i64>().ok()
+            })
+            .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "high", "findings": ["chunk {id} says the disk filled"], "summary": null, "follow_up": []}}"#))
+            .collect();
+        return FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")));
+    }
+    FakeReply::text(format!(
+        "## Summary\nThe disk filled ({} findings).",
+        message.matches("says the disk filled").count()
+    ))
+}
+
+/// `rlm query` and the MCP server's tools over a PostgreSQL store answer as over a directory
+/// loaded with the same files: the same report and findings, the same search hits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_and_mcp_answer_on_postgres_as_on_a_directory() {
+    let Some((url, password)) = server("cli_query") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fake = rlm_fake::FakeServer::start().await.unwrap();
+    fake.respond_with(answer_disk_query);
+    files(dir.path());
+    let local = dir.path().join("local-store").display().to_string();
+    let mut answers = Vec::new();
+    for store in [&local, &url] {
+        let (status, _, stderr) = rlm(
+            dir.path(),
+            store,
+            &password,
+            &["load", "--no-embed", "app.log", "notes.md"],
+        );
+        assert_eq!(status, 0, "{stderr}");
+        let mut command = rlm_store_process(dir.path());
+        crate::support::with_fake(&mut command, &fake);
+        command
+            .env("RLM_STORE", store)
+            .env("PGPASSWORD", &password)
+            .args([
+                "--json",
+                "query",
+                "--model",
+                "openai:root",
+                "--subcall-model",
+                "openai:sub",
+                "--no-log",
+                "--max-tool-rounds",
+                "0",
+                "Why did the disk fill?",
+            ]);
+        let result = output(assert_cmd::Command::from_std(command)).await;
+        let stdout = text(&result.stdout);
+        assert_eq!(result.status.code(), Some(0), "{}", text(&result.stderr));
+        assert!(!stdout.contains(&password));
+        let record: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        answers.push(record);
+    }
+    for field in [
+        "status",
+        "report",
+        "findings",
+        "chunks_selected",
+        "chunks_analyzed",
+    ] {
+        assert_eq!(answers[0][field], answers[1][field], "{field}");
+    }
+    assert_eq!(answers[0]["status"], "answered");
+    assert!(
+        answers[1]["report"].as_str().unwrap().contains("findings"),
+        "{}",
+        answers[1]
+    );
+
+    // The MCP server started over each store: the same search hits.
+    let mut hits = Vec::new();
+    for store in [&local, &url] {
+        let mut command = rlm_store_process(dir.path());
+        command
+            .env("RLM_STORE", store)
+            .env("PGPASSWORD", &password)
+            .arg("mcp");
+        let mut session = crate::mcp_session::Session::start(&mut command);
+        let found = session.call(
+            "search",
+            serde_json::json!({ "query": "disk full", "k": 3 }),
+        );
+        assert_eq!(found["isError"], false, "{found}");
+        assert!(!found.to_string().contains(&password));
+        hits.push(found["structuredContent"]["records"].clone());
+    }
+    assert!(
+        hits[0].as_array().is_some_and(|hits| !hits.is_empty()),
+        "{}",
+        hits[0]
+    );
+    assert_eq!(hits[0], hits[1]);
+}

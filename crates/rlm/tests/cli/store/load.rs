@@ -304,3 +304,38 @@ fn ctrl_c_during_a_load_says_what_was_kept() {
     assert!(!listed.contains("slow"), "{listed}");
     assert!(listed.contains("project/src/app.py"), "{listed}");
 }
+
+/// `[store] url` in `rlm.toml` names the store when neither `--store` nor `RLM_STORE` does
+/// (they win over it), and `rlm config show` says which file set it.
+#[test]
+fn the_configuration_file_can_name_the_store() {
+    let fixture = Fixture::new();
+    let dir = fixture.dir.path();
+    std::fs::write(dir.join("rlm.toml"), "[store]\nurl = \"team-store\"\n").unwrap();
+    let rlm = || crate::support::rlm_in(dir);
+    let (code, _, stderr) = run(rlm().args(["load", "project/docs/guide.md", "-q"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(dir.join("team-store").is_dir());
+    assert!(!dir.join(".rlm").exists());
+    let listed = stdout(rlm().args(["list", "--json"]));
+    assert!(listed.contains("project/docs/guide.md"), "{listed}");
+
+    let shown = json_lines(&stdout(rlm().args(["config", "show", "--json"])));
+    let store = shown.iter().find(|line| line["key"] == "store.url");
+    assert!(store.is_some(), "no store.url in {shown:?}");
+    let store = store.unwrap();
+    assert_eq!(store["value"], "team-store", "{store}");
+    assert!(
+        store["path"].as_str().unwrap().ends_with("rlm.toml"),
+        "{store}"
+    );
+
+    let (code, _, stderr) =
+        run(rlm()
+            .env("RLM_STORE", dir.join("other"))
+            .args(["load", "project/src/app.py", "-q"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(dir.join("other").is_dir());
+    let listed = stdout(rlm().args(["list", "--json"]));
+    assert!(!listed.contains("app.py"), "{listed}");
+}
