@@ -1,4 +1,4 @@
-//! `rlm run --store`: the store as the run's context. Model code gets `buffers()`,
+//! `rlm run --store`: the store as the run's context. Model code gets `buffers(offset=0)`,
 //! `search(query, k=10, mode="bm25")`, `get_chunks(ids)`, `grep(pattern, buffer=None, offset=0)` and
 //! `read(buffer, start_line, end_line)` as host functions ([`rlm_engine::HostFunctions`]) over
 //! `rlm-store`'s store-tools core ([`rlm_store::tools`]), the one `rlm query`'s report tools use
@@ -15,9 +15,12 @@ use serde_json::{Map, Value, json};
 /// The limits of the REPL functions: answers go into Python variables, so they can be
 /// larger than a report writer's.
 const LIMITS: ToolLimits = ToolLimits::CODE;
-/// Bytes of document text one `get_chunks` returns: the ids past it are named, not read.
+/// Bytes of document text one `get_chunks` returns (the ids past it are named, not read), and
+/// of JSON one `buffers` returns.
 const ANSWER_BYTES: usize = 1 << 20;
-/// Buffers listed by name in the first message (`buffers()` lists them all).
+/// Buffers one `buffers()` returns: the note names the `offset` of the rest.
+const BUFFERS_PER_ANSWER: usize = 1_000;
+/// Buffers listed by name in the first message (`buffers()` pages through them all).
 const BUFFERS_DESCRIBED: usize = 50;
 /// Bytes of a buffer's start read to name its format.
 const FORMAT_PREFIX_BYTES: u64 = 16 * 1024;
@@ -48,24 +51,49 @@ impl StoreFunctions {
         })
     }
 
-    fn buffers(store: &Store, tools: &StoreTools<'_>) -> Result<Value, ToolError> {
-        Ok(Value::Array(
-            tools
-                .buffers()?
-                .iter()
-                .map(|buffer| {
-                    json!({
-                        "name": buffer.name,
-                        "path": buffer.path,
-                        "format": format_of(store, buffer),
-                        "bytes": buffer.bytes,
-                        "lines": buffer.lines,
-                        "chunks": buffer.chunks,
-                        "chunker": buffer.strategy,
-                    })
-                })
-                .collect(),
-        ))
+    /// `buffers(offset=0)`: at most [`BUFFERS_PER_ANSWER`] buffers and [`ANSWER_BYTES`] of
+    /// JSON from the `offset`-th on (always one, so a call makes progress); when cut, the note
+    /// names the offset that continues.
+    fn buffers(
+        store: &Store,
+        tools: &StoreTools<'_>,
+        arguments: &Map<String, Value>,
+    ) -> Result<Value, ToolError> {
+        let (offset, buffers) = tools.buffers_from(arguments)?;
+        let mut listed = Vec::new();
+        let mut bytes = 0;
+        let mut next_offset = None;
+        for buffer in &buffers {
+            let entry = json!({
+                "name": buffer.name,
+                "path": buffer.path,
+                "format": format_of(store, buffer),
+                "bytes": buffer.bytes,
+                "lines": buffer.lines,
+                "chunks": buffer.chunks,
+                "chunker": buffer.strategy,
+            });
+            let cost = entry.to_string().len() + 1;
+            if listed.len() == BUFFERS_PER_ANSWER
+                || (!listed.is_empty() && bytes + cost > ANSWER_BYTES)
+            {
+                next_offset = Some(offset + listed.len() as u64);
+                break;
+            }
+            bytes += cost;
+            listed.push(entry);
+        }
+        let note = next_offset.map(|next| {
+            format!(
+                "stopped after {} of {} buffers (an answer holds at most {} buffers and {}); \
+                 buffers(offset={next}) continues",
+                listed.len(),
+                buffers.len(),
+                rlm_context::thousands(BUFFERS_PER_ANSWER as u64),
+                crate::text::human_bytes(ANSWER_BYTES as u64)
+            )
+        });
+        Ok(json!({"buffers": listed, "truncated": next_offset.is_some(), "note": note}))
     }
 
     fn search(tools: &StoreTools<'_>, arguments: &Map<String, Value>) -> Result<Value, ToolError> {
@@ -210,7 +238,7 @@ impl HostFunctions for StoreFunctions {
         let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
         let tools = StoreTools::new(&store, &LIMITS).embedder(self.embedder.as_deref());
         match name {
-            "buffers" => Self::buffers(&store, &tools),
+            "buffers" => Self::buffers(&store, &tools, arguments),
             "search" => Self::search(&tools, arguments),
             "get_chunks" => Self::get_chunks(&tools, arguments),
             "grep" => Self::grep(&tools, arguments),
@@ -259,7 +287,7 @@ fn describe(store: &Store, buffers: &[BufferInfo], semantic: bool) -> String {
     }
     if buffers.len() > BUFFERS_DESCRIBED {
         out.push_str(&format!(
-            "- … and {} more: `buffers()` lists them all\n",
+            "- … and {} more: `buffers()` lists them (`buffers(offset=N)` from the N-th)\n",
             buffers.len() - BUFFERS_DESCRIBED
         ));
     }
@@ -301,6 +329,65 @@ mod tests {
             let shown = format!("`{}`", tool.signature());
             assert!(prompt.contains(&shown), "functions.md lacks {shown}");
         }
+    }
+
+    /// Issue 45: `buffers()` answered every buffer of the store at once. 400 buffers with
+    /// 3,000-char names (1.2 MB of JSON) and 1,100 more: the first answer stops at 1 MiB, the
+    /// second at 1,000 buffers, and the offsets the notes give list every buffer exactly once.
+    #[test]
+    fn buffers_answers_within_its_ceiling_and_the_offset_continues_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let long = (0..400).map(|n| format!("a{n:03}{}", "n".repeat(2_996)));
+        let short = (0..1_100).map(|n| format!("b{n:04}.txt"));
+        let sources = long
+            .chain(short)
+            .map(|name| rlm_store::Source::Text {
+                name,
+                text: "x\n".into(),
+            })
+            .collect();
+        store
+            .load(sources, &Default::default(), &mut |_| {
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        let every: Vec<String> = store.list().unwrap().into_iter().map(|b| b.name).collect();
+        assert_eq!(every.len(), 1_500);
+        let functions = StoreFunctions::new(store, None).unwrap();
+        let mut names = Vec::new();
+        let mut sizes = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            let arguments = json!({ "offset": offset }).as_object().unwrap().clone();
+            let answer = functions.call("buffers", &arguments).unwrap();
+            let listed = answer["buffers"].as_array().unwrap();
+            assert!(answer.to_string().len() < ANSWER_BYTES + 1024);
+            sizes.push(listed.len());
+            names.extend(listed.iter().map(|b| b["name"].as_str().unwrap().to_owned()));
+            if answer["truncated"] == false {
+                assert!(answer["note"].is_null(), "{}", answer["note"]);
+                break;
+            }
+            offset = names.len() as u64;
+            let note = answer["note"].as_str().unwrap();
+            assert!(note.contains(&format!("buffers(offset={offset})")), "{note}");
+        }
+        assert!(sizes[0] < 400, "{sizes:?}");
+        assert_eq!(sizes[1], BUFFERS_PER_ANSWER, "{sizes:?}");
+        assert_eq!(names, every);
+        let past = json!({ "offset": 5_000 }).as_object().unwrap().clone();
+        assert_eq!(
+            functions.call("buffers", &past).unwrap()["buffers"],
+            json!([])
+        );
+        let negative = json!({ "offset": -1 }).as_object().unwrap().clone();
+        let refused = functions.call("buffers", &negative).unwrap_err();
+        assert_eq!(refused.kind, RaisedKind::ValueError);
+        assert_eq!(
+            refused.message,
+            "buffers(): offset counts buffers, from 0, not -1"
+        );
     }
 
     /// Issue 45: `get_chunks` of 60 chunks of 20,000 chars (a store loaded with

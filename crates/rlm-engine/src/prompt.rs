@@ -232,7 +232,7 @@ mod tests {
         }
         assert!(prompts.tools.contains("{{tool_list}}"));
         for function in [
-            "buffers()",
+            "buffers(offset=0)",
             "search(query, k=10, mode=\"bm25\")",
             "get_chunks(ids)",
             "grep(pattern, buffer=None, offset=0)",

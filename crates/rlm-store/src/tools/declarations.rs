@@ -24,7 +24,8 @@ pub enum Kind {
     ChunkIds,
     /// A search mode: `bm25`, `semantic` or `hybrid`.
     SearchMode,
-    /// Where a cut answer goes on (`grep`'s `offset`): model code pages with it; the report
+    /// Where a cut answer goes on (`grep`'s and `buffers`'s `offset`): model code pages with
+    /// it; the report
     /// writer's tools do not page (their results are fitted into the report's room), so their
     /// schemas leave it out.
     Offset,
@@ -74,10 +75,15 @@ const fn parameter(
     }
 }
 
-/// `buffers()`.
+/// `buffers(offset=0)`.
 pub const BUFFERS: ToolDeclaration = ToolDeclaration {
     name: "buffers",
-    parameters: &[],
+    parameters: &[parameter(
+        "offset",
+        Kind::Offset,
+        WhenOmitted::Number(0),
+        "buffers to skip: the offset a cut answer gives",
+    )],
 };
 
 /// `search(query, k=10, mode="bm25")`.
@@ -267,7 +273,7 @@ mod tests {
         assert_eq!(
             signatures,
             [
-                "buffers()",
+                "buffers(offset=0)",
                 "search(query, k=10, mode=\"bm25\")",
                 "get_chunks(ids)",
                 "grep(pattern, buffer=None, offset=0)",
@@ -298,5 +304,7 @@ mod tests {
         assert_eq!(grep["properties"]["buffer"]["type"], "string");
         // The report writer does not page: no offset in its schema.
         assert!(grep["properties"].get("offset").is_none(), "{grep}");
+        let buffers = BUFFERS.json_schema(&limits);
+        assert_eq!(buffers["properties"], json!({}), "{buffers}");
     }
 }

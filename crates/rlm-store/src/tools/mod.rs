@@ -277,6 +277,20 @@ impl<'a> StoreTools<'a> {
         Ok(buffers)
     }
 
+    /// `buffers(offset=0)`: the buffers in scope from the `offset`-th (0-based) on, with that
+    /// offset; the caller cuts the answer at its ceiling and names the offset that continues.
+    pub fn buffers_from(
+        &self,
+        arguments: &Map<String, Value>,
+    ) -> Result<(u64, Vec<BufferInfo>), ToolError> {
+        let call = Call::new(&declarations::BUFFERS, arguments)?;
+        let offset = call.offset("buffers")?;
+        let mut buffers = self.buffers()?;
+        let skipped = usize::try_from(offset).map_or(buffers.len(), |n| n.min(buffers.len()));
+        buffers.drain(..skipped);
+        Ok((offset, buffers))
+    }
+
     /// `search(query, k, mode)`.
     pub fn search(&self, arguments: &Map<String, Value>) -> Result<Found, ToolError> {
         let call = Call::new(&declarations::SEARCH, arguments)?;
@@ -421,14 +435,7 @@ impl<'a> StoreTools<'a> {
     pub fn grep(&self, arguments: &Map<String, Value>) -> Result<Grepped, ToolError> {
         let call = Call::new(&declarations::GREP, arguments)?;
         let pattern = call.string("pattern")?;
-        let offset = match call.optional_integer("offset")? {
-            None => 0,
-            Some(offset) => u64::try_from(offset).map_err(|_| {
-                ToolError::value(format!(
-                    "grep(): offset counts matching lines, from 0, not {offset}"
-                ))
-            })?,
-        };
+        let offset = call.offset("matching lines")?;
         if pattern.is_empty() {
             return Err(ToolError::value("grep(): pattern is empty"));
         }
@@ -675,6 +682,19 @@ impl<'a> Call<'a> {
         match self.arguments.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(_) => self.integer(name).map(Some),
+        }
+    }
+
+    /// The `offset` a cut answer gave (0 when omitted): how many of `what` to skip.
+    fn offset(&self, what: &str) -> Result<u64, ToolError> {
+        match self.optional_integer("offset")? {
+            None => Ok(0),
+            Some(offset) => u64::try_from(offset).map_err(|_| {
+                ToolError::value(format!(
+                    "{}(): offset counts {what}, from 0, not {offset}",
+                    self.function
+                ))
+            }),
         }
     }
 }

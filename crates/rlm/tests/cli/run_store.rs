@@ -47,7 +47,7 @@ fn trajectory(dir: &Path) -> Vec<serde_json::Value> {
 }
 
 const EXPLORE: &str = r#"```repl
-names = sorted(b["name"] for b in buffers())
+names = sorted(b["name"] for b in buffers()["buffers"])
 hits = search("backup falcon", k=3)
 chunk = get_chunks([hits[0]["chunk_id"]])[0]
 errors = grep("ERROR", buffer="app.log")
@@ -296,7 +296,7 @@ async fn child_runs_search_the_same_store() {
     server.script(
         "sub",
         [FakeReply::text(
-            "```repl\nhits = search('backup falcon', k=1)\nFINAL(hits[0]['buffer'] + ' of ' + str(len(buffers())))\n",
+            "```repl\nhits = search('backup falcon', k=1)\nFINAL(hits[0]['buffer'] + ' of ' + str(len(buffers()['buffers'])))\n",
         )],
     );
     load_store(dir.path());
