@@ -24,6 +24,8 @@ mod call;
 mod http;
 mod options;
 mod progress;
+#[cfg(test)]
+mod property_tests;
 mod resources;
 mod root;
 mod sampling;
