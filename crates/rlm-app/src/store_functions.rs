@@ -364,14 +364,21 @@ mod tests {
             let listed = answer["buffers"].as_array().unwrap();
             assert!(answer.to_string().len() < ANSWER_BYTES + 1024);
             sizes.push(listed.len());
-            names.extend(listed.iter().map(|b| b["name"].as_str().unwrap().to_owned()));
+            names.extend(
+                listed
+                    .iter()
+                    .map(|b| b["name"].as_str().unwrap().to_owned()),
+            );
             if answer["truncated"] == false {
                 assert!(answer["note"].is_null(), "{}", answer["note"]);
                 break;
             }
             offset = names.len() as u64;
             let note = answer["note"].as_str().unwrap();
-            assert!(note.contains(&format!("buffers(offset={offset})")), "{note}");
+            assert!(
+                note.contains(&format!("buffers(offset={offset})")),
+                "{note}"
+            );
         }
         assert!(sizes[0] < 400, "{sizes:?}");
         assert_eq!(sizes[1], BUFFERS_PER_ANSWER, "{sizes:?}");

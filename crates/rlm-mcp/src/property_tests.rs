@@ -97,16 +97,18 @@ fn number() -> impl Strategy<Value = Value> {
     prop_oneof![
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        proptest::sample::select(&[
-            0.0,
-            -0.0,
-            0.5,
-            -1.5,
-            1e300,
-            -1e300,
-            f64::MAX,
-            f64::MIN_POSITIVE
-        ][..])
+        proptest::sample::select(
+            &[
+                0.0,
+                -0.0,
+                0.5,
+                -1.5,
+                1e300,
+                -1e300,
+                f64::MAX,
+                f64::MIN_POSITIVE
+            ][..]
+        )
         .prop_map(Value::from),
         proptest::sample::select(&[0i64, 1, -1, i64::MAX, i64::MIN, 1 << 53][..])
             .prop_map(Value::from),
@@ -128,12 +130,8 @@ fn value(keys: Vec<String>) -> impl Strategy<Value = Value> {
     leaf().prop_recursive(4, 48, 6, move |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            proptest::collection::btree_map(
-                proptest::sample::select(keys.clone()),
-                inner,
-                0..6
-            )
-            .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            proptest::collection::btree_map(proptest::sample::select(keys.clone()), inner, 0..6)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
         ]
     })
 }
@@ -154,10 +152,7 @@ fn nested(inner: Value, depth: usize, key: &str) -> Value {
 /// schema says nothing this knows.
 fn typed(schema: &Value, defs: &Map<String, Value>, depth: usize) -> BoxedStrategy<Value> {
     if let Some(reference) = schema.get("$ref").and_then(Value::as_str)
-        && let Some(target) = reference
-            .rsplit('/')
-            .next()
-            .and_then(|name| defs.get(name))
+        && let Some(target) = reference.rsplit('/').next().and_then(|name| defs.get(name))
         && depth < 4
     {
         return typed(target, defs, depth + 1);
@@ -250,10 +245,7 @@ fn typed_object(tool: &ToolSpec, keys: Vec<String>) -> BoxedStrategy<Value> {
                 .boxed()
         })
         .collect();
-    let unknown = proptest::option::weighted(
-        0.1,
-        (proptest::sample::select(UNKNOWN_KEYS), leaf()),
-    );
+    let unknown = proptest::option::weighted(0.1, (proptest::sample::select(UNKNOWN_KEYS), leaf()));
     (fields, unknown)
         .prop_map(|(fields, unknown)| {
             let mut object: Map<String, Value> = fields.into_iter().flatten().collect();

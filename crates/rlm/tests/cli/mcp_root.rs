@@ -181,8 +181,7 @@ async fn run_refuses_a_store_whose_files_lead_out_of_the_root() {
 
     // The model lists the buffers of the store it is given.
     let fake = FakeServer::start().await.unwrap();
-    let lister =
-        "```repl\nanswer = str([b['name'] for b in buffers()['buffers']])\nFINAL_VAR(\"answer\")\n```";
+    let lister = "```repl\nanswer = str([b['name'] for b in buffers()['buffers']])\nFINAL_VAR(\"answer\")\n```";
     fake.script("root", (0..3).map(|_| FakeReply::text(lister)));
     let root = layout.root().canonicalize().unwrap();
     tokio::task::spawn_blocking(move || {
