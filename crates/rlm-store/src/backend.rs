@@ -217,7 +217,7 @@ impl Store {
     }
 
     /// Lines `first..=last` of a buffer, at most `max_bytes` of them. A local store reads no
-    /// more than that; PostgreSQL reads the range, then cuts it.
+    /// more than that; PostgreSQL fetches at most one segment (8–64 KiB) more.
     pub fn read_lines_within(
         &self,
         buffer: &BufferInfo,
@@ -225,24 +225,7 @@ impl Store {
         last: u64,
         max_bytes: u64,
     ) -> Result<LinesWithin> {
-        match &self.backend {
-            Backend::Local(store) => store.read_lines_within(buffer, first, last, max_bytes),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => {
-                let text = store.read_lines(buffer, first, last)?;
-                let cut = text.len() as u64 > max_bytes;
-                let text = if cut {
-                    crate::read::whole_chars(&text.as_bytes()[..max_bytes as usize], true)
-                } else {
-                    text
-                };
-                Ok(LinesWithin {
-                    start: None,
-                    text,
-                    cut,
-                })
-            }
-        }
+        dispatch!(&self.backend, store => store.read_lines_within(buffer, first, last, max_bytes))
     }
 
     /// Every chunk of a buffer, in order.

@@ -414,6 +414,23 @@ fn compare_reads(local: &Store, remote: &Store, buffer: &BufferInfo) {
             buffer.name
         );
     }
+    // Within a ceiling: the same text, cut and start; PostgreSQL fetches no segment past it.
+    for (first, last) in [(1, lines), (2, lines + 5), (lines, lines)] {
+        for max_bytes in [0, 1, 7, 100, 9_000, 70_000, u64::MAX] {
+            assert_eq!(
+                format!(
+                    "{:?}",
+                    local.read_lines_within(buffer, first, last, max_bytes)
+                ),
+                format!(
+                    "{:?}",
+                    remote.read_lines_within(&other, first, last, max_bytes)
+                ),
+                "{} lines {first}:{last} within {max_bytes}",
+                buffer.name
+            );
+        }
+    }
     for range in [
         0..0,
         0..10,

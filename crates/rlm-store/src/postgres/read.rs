@@ -14,7 +14,7 @@ use super::PostgresStore;
 use crate::admin::StoreStatus;
 use crate::doctor::Check;
 use crate::error::{Error, Result};
-use crate::read::{BufferInfo, ChunkInfo};
+use crate::read::{BufferInfo, ChunkInfo, LinesWithin, whole_chars};
 use crate::select;
 use crate::store::IndexHealth;
 
@@ -209,25 +209,41 @@ impl PostgresStore {
     /// As the local store reads them: from the last segment that starts on a line before
     /// `first`, the segments up to the one holding line `last`'s end.
     pub(crate) fn read_lines(&self, buffer: &BufferInfo, first: u64, last: u64) -> Result<String> {
+        Ok(self.read_lines_within(buffer, first, last, u64::MAX)?.text)
+    }
+
+    /// Lines `first..=last` as [`Self::read_lines`] reads them, but at most `max_bytes` of
+    /// them: no segment is fetched that starts more than `max_bytes` past the first segment
+    /// on a line from `first` on (line `first` starts at or before it), so one segment past
+    /// the ceiling is the most read beyond it.
+    pub(crate) fn read_lines_within(
+        &self,
+        buffer: &BufferInfo,
+        first: u64,
+        last: u64,
+        max_bytes: u64,
+    ) -> Result<LinesWithin> {
         if first == 0 || first > last || first > buffer.lines.max(1) {
             return Err(Error::Range(format!(
                 "line range {first}:{last} is outside {} ({} lines)",
                 buffer.name, buffer.lines
             )));
         }
+        let reach = i64::try_from(max_bytes).unwrap_or(i64::MAX);
         let rows = self.rows(
             "read lines",
             "SELECT start, line, text, raw FROM segments
              WHERE buffer_id = $1 AND line <= $3
                AND start >= coalesce((SELECT max(start) FROM segments
                                       WHERE buffer_id = $1 AND line < $2), 0)
+               AND start - coalesce((SELECT min(start) FROM segments
+                                     WHERE buffer_id = $1 AND line >= $2), start) <= $4
              ORDER BY start",
-            &[&buffer.id, &(first as i64), &(last as i64)],
+            &[&buffer.id, &(first as i64), &(last as i64), &reach],
         )?;
-        let (mut position, mut line) = rows.first().map_or((0, 1), |row| {
+        let (origin, mut line) = rows.first().map_or((0, 1), |row| {
             (row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64)
         });
-        let origin = position;
         let mut bytes = Vec::new();
         for row in &rows {
             append_segment(&mut bytes, row, 2);
@@ -245,17 +261,22 @@ impl PostgresStore {
                 break;
             }
         }
-        position += bytes.len() as u64;
         let Some(start) = start.filter(|&start| start < buffer.bytes || buffer.bytes == 0) else {
             return Err(Error::Range(format!(
                 "line {first} is past the end of {} ({} lines)",
                 buffer.name, buffer.lines
             )));
         };
-        let end = end.unwrap_or(position.min(buffer.bytes));
+        let end = end.unwrap_or((origin + bytes.len() as u64).min(buffer.bytes));
+        let cut = end.saturating_sub(start) > max_bytes;
+        let end = if cut { start + max_bytes } else { end };
         let from = (start - origin) as usize;
         let to = ((end - origin) as usize).min(bytes.len());
-        Ok(String::from_utf8_lossy(&bytes[from.min(to)..to]).into_owned())
+        Ok(LinesWithin {
+            start: Some(start),
+            text: whole_chars(&bytes[from.min(to)..to], cut),
+            cut,
+        })
     }
 
     pub(crate) fn chunks_of(&self, buffer: &BufferInfo) -> Result<Vec<ChunkInfo>> {
