@@ -302,4 +302,59 @@ mod tests {
             assert!(prompt.contains(&shown), "functions.md lacks {shown}");
         }
     }
+
+    /// Issue 45: `get_chunks` of 60 chunks of 20,000 chars (a store loaded with
+    /// `--chunk-size 20000`) answered 1.2 MB at once; it reads up to 1 MiB of text and names
+    /// the ids it did not read.
+    #[test]
+    fn get_chunks_reads_at_most_its_ceiling_and_names_the_ids_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let sources = (0..60)
+            .map(|n| rlm_store::Source::Text {
+                name: format!("part{n:02}.txt"),
+                text: format!("{}\n", "x".repeat(19_999)),
+            })
+            .collect();
+        let chunking = rlm_context::chunk::ChunkOptions {
+            size: 20_000,
+            ..Default::default()
+        };
+        store
+            .load(sources, &chunking, &mut |_| {
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        let ids: Vec<i64> = store
+            .chunks_of_each(&store.list().unwrap())
+            .unwrap()
+            .iter()
+            .map(|chunk| chunk.id)
+            .collect();
+        assert_eq!(ids.len(), 60);
+        let functions = StoreFunctions::new(store, None).unwrap();
+        let answer = functions
+            .call(
+                "get_chunks",
+                &json!({ "ids": ids }).as_object().unwrap().clone(),
+            )
+            .unwrap();
+        let chunks = answer.as_array().unwrap();
+        assert_eq!(chunks.len(), 60);
+        let read: usize = chunks
+            .iter()
+            .filter(|chunk| chunk.get("buffer").is_some())
+            .map(|chunk| chunk["text"].as_str().unwrap().len())
+            .sum();
+        // Whole chunks up to the first past 1 MiB: 53 of 20,000 bytes.
+        assert_eq!(read, 53 * 20_000);
+        let not_read: Vec<i64> = chunks[53..]
+            .iter()
+            .map(|chunk| chunk["chunk_id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(not_read, ids[53..]);
+        let note = chunks[53]["text"].as_str().unwrap();
+        assert!(note.starts_with("[not read: this answer holds"), "{note}");
+        assert!(note.contains(&format!("{:?}", &ids[53..])), "{note}");
+    }
 }
