@@ -217,10 +217,10 @@ impl Printer {
                 "answer {} (truth {}){}",
                 shown_answer(answer),
                 task.truth,
-                if outcome.status == Some(Status::ForcedAnswer) {
-                    ", given only when the turns ran out"
-                } else {
-                    ""
+                match outcome.status {
+                    Some(Status::ForcedAnswer) => ", given only when the turns ran out",
+                    Some(Status::NoEvidence) => ", given before any code looked at the data",
+                    _ => "",
                 }
             ),
             (None, error) => format!(

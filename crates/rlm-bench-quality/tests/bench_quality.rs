@@ -31,6 +31,12 @@ fn listed(dir: &Path, args: &[&str]) -> Vec<Value> {
 }
 
 /// A root-model reply of `tokens` input and 10 output tokens.
+/// A first turn that looks at the data (an answer before any code over data the prompt did not
+/// show whole is sent back, docs/answers.md): no input tokens, 10 output tokens.
+fn look() -> FakeReply {
+    reply("```repl\nprint(len(context))\n```", 0)
+}
+
 fn reply(text: &str, tokens: u64) -> FakeReply {
     FakeReply::text(text).with_usage(Usage {
         input_tokens: tokens,
@@ -100,7 +106,9 @@ async fn a_right_and_a_wrong_answer_are_scored() {
     server.script(
         "root",
         [
+            look(),
             reply(&format!("FINAL(The code is {code}.)"), 1_000),
+            look(),
             // Off by two: 0.75².
             reply(&format!("FINAL({} lines)", count + 2), 3_000),
         ],
@@ -118,7 +126,7 @@ async fn a_right_and_a_wrong_answer_are_scored() {
     assert_eq!(needle["input_tokens"], 1_000);
     assert_eq!(counting["score"], 0.5625);
     assert_eq!(counting["answer"], format!("{} lines", count + 2));
-    assert_eq!(counting["output_tokens"], 10);
+    assert_eq!(counting["output_tokens"], 20);
     assert_eq!(summary["type"], "summary");
     assert_eq!(summary["tasks"], 2);
     assert_eq!(summary["failed"], 0);
@@ -128,14 +136,14 @@ async fn a_right_and_a_wrong_answer_are_scored() {
     assert_eq!(summary["model"], "openai:root");
     // Each task is its own run, asked its own question.
     let seen = server.requests_for("root");
-    assert_eq!(seen.len(), 2);
+    assert_eq!(seen.len(), 4);
     assert!(
         seen[0]
             .last_user_message()
             .contains(tasks[0]["question"].as_str().unwrap())
     );
     assert!(
-        seen[1]
+        seen[2]
             .last_user_message()
             .contains(tasks[1]["question"].as_str().unwrap())
     );
@@ -144,7 +152,9 @@ async fn a_right_and_a_wrong_answer_are_scored() {
     server.script(
         "root",
         [
+            look(),
             reply(&format!("FINAL({code})"), 1_000),
+            look(),
             reply(&format!("FINAL({})", count + 2), 3_000),
         ],
     );
@@ -164,7 +174,7 @@ async fn a_right_and_a_wrong_answer_are_scored() {
         lines[3].starts_with("mean score 0.781 over 2 tasks"),
         "{stdout}"
     );
-    assert!(lines[3].contains("tokens 4,000 / 20"), "{stdout}");
+    assert!(lines[3].contains("tokens 4,000 / 40"), "{stdout}");
     assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
 }
 
@@ -178,6 +188,7 @@ async fn a_failed_task_scores_zero_and_the_bench_goes_on() {
         "root",
         [
             FakeReply::status(400, "the context is too long for this model"),
+            look(),
             reply(&format!("FINAL({count})"), 500),
         ],
     );
@@ -202,6 +213,8 @@ async fn a_failed_task_scores_zero_and_the_bench_goes_on() {
             reply("```repl\nprint(len(context))\n```", 100),
             // Code is no answer to the last request (prose would be a forced answer).
             reply("```repl\nprint('still looking')\n```", 100),
+            // The second task looks in its one turn and answers the last request.
+            look(),
             reply(&format!("FINAL({count})"), 100),
         ],
     );

@@ -1,9 +1,12 @@
 //! The check `SandboxBuilder::build` runs before any session: start one worker with no contexts
-//! and see which OS protections it manages to apply on this machine.
+//! and see which OS protections it manages to apply on this machine. What a machine permits does
+//! not change while a process runs, so each worker command is probed once per process: a
+//! program that runs many sandboxes (the Python package's completions, `rlm mcp`'s calls) does
+//! not start a worker for nothing before each run.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -23,12 +26,40 @@ pub(crate) struct WorkerProtection {
     pub missing: Option<String>,
 }
 
-/// Starts `command` as a worker, asks it to confine itself (allowing it to continue without a
-/// protection so that it can say what is missing), and reads its answer.
+/// Probes made in this process: the command, its limits and what its worker could apply.
+/// Failed probes are not kept (the next build asks again).
+static PROBED: Mutex<Vec<(WorkerCommand, Limits, WorkerProtection)>> = Mutex::new(Vec::new());
+
+/// Most probes kept; past it the oldest goes.
+const MOST_PROBES_KEPT: usize = 16;
+
+/// What a worker started by `command` can apply here: asked once per process (see the module's
+/// documentation), then remembered.
 pub(crate) fn worker_protection(
     command: &WorkerCommand,
     limits: &Limits,
 ) -> Result<WorkerProtection> {
+    let known = PROBED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find(|(probed, probed_limits, _)| probed == command && probed_limits == limits)
+        .map(|(_, _, protection)| protection.clone());
+    if let Some(protection) = known {
+        return Ok(protection);
+    }
+    let protection = probe(command, limits)?;
+    let mut probed = PROBED.lock().unwrap_or_else(PoisonError::into_inner);
+    if probed.len() >= MOST_PROBES_KEPT {
+        probed.remove(0);
+    }
+    probed.push((command.clone(), limits.clone(), protection.clone()));
+    Ok(protection)
+}
+
+/// Starts `command` as a worker, asks it to confine itself (allowing it to continue without a
+/// protection so that it can say what is missing), and reads its answer.
+fn probe(command: &WorkerCommand, limits: &Limits) -> Result<WorkerProtection> {
     let mut child = Command::new(&command.program)
         .args(&command.args)
         .env_clear()

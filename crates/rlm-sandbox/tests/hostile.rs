@@ -248,3 +248,30 @@ async fn a_worker_that_cannot_confine_itself_is_refused_unless_allowed() {
     );
     assert_eq!(allowed.protection(), Some("seccomp filter"));
 }
+
+/// A process probes a worker command once: the next sandboxes built with it start no worker
+/// before their sessions (the Python package builds one per completion).
+#[test]
+fn a_worker_command_is_probed_once_per_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts");
+    let script = format!("echo started >> '{}'; exec \"$0\"", starts.display());
+    let command = rlm_sandbox::WorkerCommand::new(
+        "/bin/sh",
+        vec![
+            "-c".to_owned(),
+            script,
+            env!("CARGO_BIN_EXE_rlm-sandbox-worker").to_owned(),
+        ],
+    );
+    for _ in 0..3 {
+        Sandbox::builder()
+            .limits(common::small_limits())
+            .worker_command(command.clone())
+            .allow_reduced_protection(true)
+            .build()
+            .unwrap();
+    }
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 1, "{started}");
+}
