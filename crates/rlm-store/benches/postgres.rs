@@ -9,6 +9,9 @@
 //! - `RLM_BENCH_CHUNKS` (default `100000`): chunk counts of the stores, comma-separated
 //!   (`100000,1000000`); 100 log lines a buffer, one chunk a line.
 //! - `RLM_BENCH_QUERIES` (default 60): queries per measured case.
+//! - `RLM_BENCH_VECTORS` (default `1`): `0` skips embedding and the semantic and hybrid cases
+//!   (building PostgreSQL's HNSW index over a million vectors takes over half an hour on two
+//!   shared cores).
 //! - `RLM_BENCH_SECONDS` (default 20): length of the concurrent phase.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -157,6 +160,7 @@ fn main() {
         .collect();
     let count: usize = environment("RLM_BENCH_QUERIES", "60").parse().unwrap();
     let seconds: u64 = environment("RLM_BENCH_SECONDS", "20").parse().unwrap();
+    let vectors = environment("RLM_BENCH_VECTORS", "1") != "0";
     for chunks in sizes {
         let buffers = chunks / LINES_PER_BUFFER;
         println!("\n== {chunks} chunks ({buffers} buffers of {LINES_PER_BUFFER} log lines)");
@@ -199,20 +203,22 @@ fn main() {
             id: ModelId::from_stored("hashing@000000000000".to_owned()),
         };
         let mut embeds = Vec::new();
-        for (_, store) in &mut stores {
+        for (_, store) in stores.iter_mut().filter(|_| vectors) {
             let started = Instant::now();
             store
                 .embed(&embedder, false, &mut |_| ControlFlow::Continue(()))
                 .unwrap();
             embeds.push(started.elapsed().as_secs_f64());
         }
-        println!(
-            "{:<28} {:>11.1} s {:>11.1} s {:>7.2}x",
-            "embed (64-dim hashing)",
-            embeds[0],
-            embeds[1],
-            embeds[1] / embeds[0]
-        );
+        if let [local, postgres] = embeds[..] {
+            println!(
+                "{:<28} {:>11.1} s {:>11.1} s {:>7.2}x",
+                "embed (64-dim hashing)",
+                local,
+                postgres,
+                postgres / local
+            );
+        }
         let questions = queries(count);
         let case = |label: &str, run: &dyn Fn(&Store, usize)| {
             let figures: Vec<(f64, f64)> = stores
@@ -248,14 +254,19 @@ fn main() {
             let request = SearchRequest::new(format!("{}-{}", index * 7 % buffers, index % 100));
             store.search(&request).unwrap();
         });
-        case("semantic top-10", &|store, index| {
+        let vector_case = |label: &str, run: &dyn Fn(&Store, usize)| {
+            if vectors {
+                case(label, run);
+            }
+        };
+        vector_case("semantic top-10", &|store, index| {
             let request = SearchRequest {
                 mode: SearchMode::Semantic,
                 ..SearchRequest::new(&questions[index])
             };
             store.search_with(&request, Some(&embedder)).unwrap();
         });
-        case("hybrid top-10", &|store, index| {
+        vector_case("hybrid top-10", &|store, index| {
             let request = SearchRequest {
                 mode: SearchMode::Hybrid,
                 ..SearchRequest::new(&questions[index])

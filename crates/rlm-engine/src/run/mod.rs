@@ -69,49 +69,27 @@ pub(crate) async fn until<T>(
     }
 }
 
-/// Runs the loop for `scope`. Errors only when the session or the log cannot be set up.
-pub(crate) async fn run_loop(
-    scope: Arc<RunScope>,
-    query: &str,
-    contexts: Vec<ContextPart>,
-    parent_run_id: Option<&str>,
-    resume: Option<&Resume>,
-) -> Result<RunResult, Error> {
-    let started = Instant::now();
-    let max_iterations = scope.account.limits().max_iterations;
-    // A run with host functions (a store) is described by them; contexts given as well
-    // follow their description.
-    let description = match (scope.host_functions(), contexts.is_empty()) {
+/// What the first message says of the data: a run with host functions (a store) is described
+/// by them; contexts given as well follow their description.
+fn describe_data(scope: &RunScope, contexts: &[ContextPart]) -> String {
+    match (scope.host_functions(), contexts.is_empty()) {
         (Some(functions), true) => functions.describe(),
         (Some(functions), false) => {
-            format!("{}\n{}", functions.describe(), context::describe(&contexts))
+            format!("{}\n{}", functions.describe(), context::describe(contexts))
         }
-        (None, _) => context::describe(&contexts),
-    };
-    let log = RunLog::create(scope.log.as_ref())?;
-    log.write(&record::metadata(
-        &log,
-        &scope,
-        query,
-        parent_run_id,
-        &contexts,
-    ))?;
-    emit(
-        &scope,
-        &Event::RunStarted {
-            run_id: &scope.run_id,
-            depth: scope.depth,
-            model: &scope.model,
-            log: log.path(),
-        },
-    );
-    let data = data_chars(&scope, &contexts);
-    let host: Arc<dyn rlm_sandbox::Host> = Arc::<RunScope>::clone(&scope);
-    let spec = SessionSpec {
-        context_meta: context::meta_value(&contexts),
-        contexts,
-        host,
-    };
+        (None, _) => context::describe(contexts),
+    }
+}
+
+/// The run's REPL session, its setup done: opened now when something must be in it before the
+/// first turn (restored variables, tool values, setup code, compaction's `history`), else when
+/// the model first runs code; with where a failed lazy open leaves its error, and the note on
+/// what a resumed session restored.
+async fn open_session(
+    scope: &Arc<RunScope>,
+    spec: SessionSpec,
+    resume: Option<&Resume>,
+) -> Result<(Box<dyn ReplSession>, lazy::OpenFailure, Option<String>), Error> {
     let settings = &scope.shared.settings;
     // What must be in the REPL before the first turn opens it now; otherwise it opens when the
     // model first runs code (or reads a variable).
@@ -136,7 +114,46 @@ pub(crate) async fn run_loop(
         }
         None => None,
     };
-    prepare_session(&scope, session.as_mut()).await?;
+    prepare_session(scope, session.as_mut()).await?;
+    Ok((session, open_failure, session_note))
+}
+
+/// Runs the loop for `scope`. Errors only when the session or the log cannot be set up.
+pub(crate) async fn run_loop(
+    scope: Arc<RunScope>,
+    query: &str,
+    contexts: Vec<ContextPart>,
+    parent_run_id: Option<&str>,
+    resume: Option<&Resume>,
+) -> Result<RunResult, Error> {
+    let started = Instant::now();
+    let max_iterations = scope.account.limits().max_iterations;
+    let description = describe_data(&scope, &contexts);
+    let log = RunLog::create(scope.log.as_ref())?;
+    log.write(&record::metadata(
+        &log,
+        &scope,
+        query,
+        parent_run_id,
+        &contexts,
+    ))?;
+    emit(
+        &scope,
+        &Event::RunStarted {
+            run_id: &scope.run_id,
+            depth: scope.depth,
+            model: &scope.model,
+            log: log.path(),
+        },
+    );
+    let data = data_chars(&scope, &contexts);
+    let host: Arc<dyn rlm_sandbox::Host> = Arc::<RunScope>::clone(&scope);
+    let spec = SessionSpec {
+        context_meta: context::meta_value(&contexts),
+        contexts,
+        host,
+    };
+    let (mut session, open_failure, session_note) = open_session(&scope, spec, resume).await?;
 
     let judge = judge(&scope, query, data, &description);
     let mut conversation = prompts::opening(&scope, &description, query);

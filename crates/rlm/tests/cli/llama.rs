@@ -429,8 +429,17 @@ fn query_over_a_small_store(dir: &Path) {
         eprintln!("rlm query: no extractor call within the time bound ({status})");
         return;
     }
-    // The report cites only chunks an extractor read; any other id it wrote is marked
-    // unknown by rlm, never passed off as a citation.
+    assert_citations_were_read(&result, &calls);
+    let finished = finished_replies_parse(&calls);
+    eprintln!(
+        "rlm query: {} extractor calls, {finished} finished below the cap of {QUERY_CAP}",
+        calls.len()
+    );
+}
+
+/// The report cites only chunks an extractor read; any other id it wrote is marked unknown by
+/// rlm, never passed off as a citation.
+fn assert_citations_were_read(result: &Value, calls: &[Value]) {
     let read: std::collections::BTreeSet<i64> = calls
         .iter()
         .flat_map(|call| call["chunk_ids"].as_array().unwrap().iter())
@@ -451,9 +460,14 @@ fn query_over_a_small_store(dir: &Path) {
             "chunk {id} cited, neither read nor marked unknown:\n{report}"
         );
     }
+}
+
+/// Every extractor reply the model finished (not cut at the cap) parses, with one result; a
+/// batch is asked again only after its first reply was cut. Returns how many finished.
+fn finished_replies_parse(calls: &[Value]) -> usize {
     let output_tokens = |call: &Value| call["usage"]["output_tokens"].as_u64().unwrap();
     let mut finished = 0;
-    for call in &calls {
+    for call in calls {
         if call["attempt"] != 1 {
             // Asked again: only after the batch's first reply was cut at the cap.
             let first = calls
@@ -473,10 +487,7 @@ fn query_over_a_small_store(dir: &Path) {
             .unwrap_or_else(|err| panic!("a finished reply is not JSON ({err}): {call}"));
         assert_eq!(reply["results"].as_array().map(Vec::len), Some(1), "{call}");
     }
-    eprintln!(
-        "rlm query: {} extractor calls, {finished} finished below the cap of {QUERY_CAP}",
-        calls.len()
-    );
+    finished
 }
 
 /// The chunk ids a report cites: each number of a `[chunk N]` or `[chunks N, M]` mark.
