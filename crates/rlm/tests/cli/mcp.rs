@@ -42,28 +42,12 @@ FINAL_VAR("answer")
 
 /// The model `query` asks: a plan, extractions (every chunk relevant), then the report.
 fn answer_query(seen: &rlm_fake::SeenRequest) -> FakeReply {
-    let system = seen.system.as_deref().unwrap_or_default();
-    if system.starts_with("You plan a search") {
-        return FakeReply::text(
-            r#"{"queries": ["lighthouse keeper"], "mode": "bm25", "top_k": 4, "batch_size": 1, "buffers": []}"#,
-        );
-    }
-    let message = seen.last_user_message();
-    if system.starts_with("You are an extractor") {
-        let entries: Vec<String> = message
-            .match_indices("<chunk id=\"")
-            .filter_map(|(at, tag)| {
-                let rest = &message[at + tag.len()..];
-                rest[..rest.find('"')?].parse::<i64>().ok()
-            })
-            .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "high", "findings": ["the keeper is in chunk {id}"], "summary": null, "follow_up": []}}"#))
-            .collect();
-        return FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")));
-    }
-    FakeReply::text(format!(
-        "## Summary\nThe keeper lives in the lighthouse ({} findings).",
-        message.matches("the keeper is in chunk").count()
-    ))
+    crate::support::answer_query_about(
+        seen,
+        "lighthouse keeper",
+        "the keeper is in chunk",
+        "The keeper lives in the lighthouse",
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

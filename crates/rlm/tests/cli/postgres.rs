@@ -201,31 +201,15 @@ async fn run_over_a_postgres_store_calls_the_same_host_functions() {
     );
 }
 
-/// The models of a query over [`files`]: a plan searching for "disk full" a chunk a batch,
-/// extractors reporting every chunk they are shown, a report counting the findings.
+/// The models of a query over [`files`]: a plan searching for "disk full", extractors
+/// reporting every chunk they are shown, a report counting the findings.
 fn answer_disk_query(seen: &rlm_fake::SeenRequest) -> FakeReply {
-    let system = seen.system.as_deref().unwrap_or_default();
-    if system.starts_with("You plan a search") {
-        return FakeReply::text(
-            r#"{"queries": ["disk full"], "mode": "bm25", "top_k": 4, "batch_size": 1, "buffers": []}"#,
-        );
-    }
-    let message = seen.last_user_message();
-    if system.starts_with("You are an extractor") {
-        let entries: Vec<String> = message
-            .match_indices("<chunk id=\"")
-            .filter_map(|(at, tag)| {
-                let rest = &message[at + tag.len()..];
-                rest[..rest.find('"')?].parse::<i64>().ok()
-            })
-            .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "high", "findings": ["chunk {id} says the disk filled"], "summary": null, "follow_up": []}}"#))
-            .collect();
-        return FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")));
-    }
-    FakeReply::text(format!(
-        "## Summary\nThe disk filled ({} findings).",
-        message.matches("says the disk filled").count()
-    ))
+    crate::support::answer_query_about(
+        seen,
+        "disk full",
+        "the disk filled, says chunk",
+        "The disk filled",
+    )
 }
 
 /// `rlm query` and the MCP server's tools over a PostgreSQL store answer as over a directory

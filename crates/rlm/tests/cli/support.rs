@@ -207,3 +207,36 @@ pub fn assert_tool_error(result: &serde_json::Value, expected: &str) {
     let text = result["text"].as_str().unwrap_or_default();
     assert!(text.contains(expected), "{expected:?} not in {result}");
 }
+
+/// The models `rlm query` asks, over any store: the plan searches `words` (BM25, a chunk a
+/// batch), each extractor reports every chunk it is shown as `"{finding} {id}"`, and the report
+/// says `summary` with the number of findings it was given.
+pub fn answer_query_about(
+    seen: &rlm_fake::SeenRequest,
+    words: &str,
+    finding: &str,
+    summary: &str,
+) -> FakeReply {
+    let system = seen.system.as_deref().unwrap_or_default();
+    if system.starts_with("You plan a search") {
+        return FakeReply::text(format!(
+            r#"{{"queries": ["{words}"], "mode": "bm25", "top_k": 4, "batch_size": 1, "buffers": []}}"#
+        ));
+    }
+    let message = seen.last_user_message();
+    if system.starts_with("You are an extractor") {
+        let entries: Vec<String> = message
+            .match_indices("<chunk id=\"")
+            .filter_map(|(at, tag)| {
+                let rest = &message[at + tag.len()..];
+                rest[..rest.find('"')?].parse::<i64>().ok()
+            })
+            .map(|id| format!(r#"{{"chunk_id": {id}, "relevance": "high", "findings": ["{finding} {id}"], "summary": null, "follow_up": []}}"#))
+            .collect();
+        return FakeReply::text(format!(r#"{{"results": [{}]}}"#, entries.join(",")));
+    }
+    FakeReply::text(format!(
+        "## Summary\n{summary} ({} findings).",
+        message.matches(finding).count()
+    ))
+}
