@@ -82,9 +82,16 @@ impl LlmClient {
                     (&mut emitted, progress),
                 )
                 .await;
+            // Cut while out: by the call's deadline, or by the request or idle timeout (the
+            // server had the prompt and may have been generating).
             progress.ended(matches!(
                 &attempt,
-                Err(failed) if matches!(failed.error, crate::Error::DeadlineExceeded { .. })
+                Err(failed) if matches!(
+                    failed.error,
+                    crate::Error::DeadlineExceeded { .. }
+                        | crate::Error::Timeout { .. }
+                        | crate::Error::Stalled { .. }
+                )
             ));
             let failed = match attempt {
                 Ok(answered) => {
