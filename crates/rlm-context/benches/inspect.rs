@@ -2,8 +2,9 @@
 //!
 //! Run: `cargo bench -p rlm-context --bench inspect` (sizes: `RLM_BENCH_MB`, default 1024 for
 //! NDJSON; CSV and JSON-array files are a quarter of that; runs: `RLM_BENCH_RUNS`, default 5).
-//! Prints medians of the runs with a warm page cache, the ratio to `wc -l`, and the peak RSS
-//! growth during analysis.
+//! `RLM_BENCH_FORMATS` (comma-separated: `ndjson`, `csv`, `csv-quoted`, `json-array`; default all)
+//! picks the files. Prints medians of the runs with a warm page cache, the ratio to `wc -l`, and
+//! the peak RSS growth during analysis.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -36,22 +37,25 @@ fn main() -> std::io::Result<()> {
     );
     let small = generate(dir.path(), "seed.ndjson", 4, ndjson_line)?;
     report("ndjson 4MB", &small, runs)?;
-    let files = [
+    let wanted = std::env::var("RLM_BENCH_FORMATS").unwrap_or_default();
+    let wanted = |name: &str| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == name);
+    let shapes: [(&str, fn(&Path, u64) -> std::io::Result<PathBuf>, u64); 4] = [
+        ("ndjson", |dir, mb| generate(dir, "feed.ndjson", mb, ndjson_line), megabytes),
+        ("csv", |dir, mb| generate(dir, "table.csv", mb, csv_line), megabytes / 4),
         (
-            "ndjson",
-            generate(dir.path(), "feed.ndjson", megabytes, ndjson_line)?,
+            "csv-quoted",
+            |dir, mb| generate(dir, "quoted.csv", mb, quoted_csv_line),
+            megabytes / 4,
         ),
-        (
-            "csv",
-            generate(dir.path(), "table.csv", megabytes / 4, csv_line)?,
-        ),
-        (
-            "json-array",
-            generate_array(dir.path(), "items.json", megabytes / 4)?,
-        ),
+        ("json-array", |dir, mb| generate_array(dir, "items.json", mb), megabytes / 4),
     ];
-    for (name, path) in &files {
-        report(name, path, runs)?;
+    for (name, make, size) in shapes {
+        if !wanted(name) {
+            continue;
+        }
+        let path = make(dir.path(), size)?;
+        report(name, &path, runs)?;
+        std::fs::remove_file(&path)?;
     }
     Ok(())
 }
@@ -241,4 +245,19 @@ fn csv_line(index: u64) -> String {
             index % 100
         )
     }
+}
+
+/// Every field quoted (as spreadsheets export), `""` in one row in five and a newline inside a
+/// field in one row in five (issue 51's shape).
+fn quoted_csv_line(index: u64) -> String {
+    let message = match index % 5 {
+        1 => format!("said \"\"hello\"\" to user {index}"),
+        3 => format!("first line of note {index}\nsecond line, with a comma"),
+        _ => format!("plain message number {index}, fine"),
+    };
+    format!(
+        "\"{index}\",\"user{}\",\"INFO\",\"{message}\",\"{}\"\n",
+        index % 311,
+        index % 100
+    )
 }
