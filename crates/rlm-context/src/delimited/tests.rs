@@ -396,3 +396,22 @@ proptest::proptest! {
         assert_counting_matches_events(&pieces.concat(), delimiter);
     }
 }
+
+#[test]
+fn counting_carries_a_fields_content_from_the_byte_reader() {
+    // A stray quote sends a chunk to the byte reader; a field opens after it and its second
+    // line has content only before the chunk ends, so the counted chunk after it (one whole
+    // chunk of lines follows) must carry that content (the field never closes, so its lines
+    // are counted).
+    for shift in 0..64 {
+        for content in 1..12 {
+            let input = format!(
+                "h,\"{}\"x\"y,\"\n{}\n  \n{}",
+                "q".repeat(shift),
+                "c".repeat(content),
+                "z\n".repeat(40)
+            );
+            assert_counting_matches_events(input.as_bytes(), b',');
+        }
+    }
+}
