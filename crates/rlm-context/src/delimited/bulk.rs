@@ -98,9 +98,9 @@ impl RowSplitter {
             start => block.get(start - 1).copied(),
         };
         let open_before = self.open.is_some();
-        let closed_before = matches!(self.closed, Some((closed, _)) if closed + 1 == at);
+        let closed_before = matches!(&self.closed, Some((closed, _)) if closed + 1 == at);
         // The field that may go on in this chunk: open, or reopened by a quote at its start.
-        let carried = match (self.open, self.closed) {
+        let carried = match (&self.open, &self.closed) {
             (Some(field), _) => Some(field),
             (None, Some((_, field))) if closed_before => Some(field),
             _ => None,
@@ -122,7 +122,7 @@ impl RowSplitter {
         let ends_in_field = inside >> 63 == 1 || closing >> 63 == 1;
         let last_field = if ends_in_field {
             let fresh = opening & field_starts;
-            match last_field(carried, fresh, masks, at, walk) {
+            match last_field(carried.copied(), fresh, masks, at, walk) {
                 Some(field) => Some(field),
                 None => return false,
             }
@@ -132,7 +132,11 @@ impl RowSplitter {
         walk.row_has_content |= walk.content_pending;
         walk.content_pending = false;
         walk.count_rows(masks.newline & !inside, masks, base);
-        self.open = last_field.filter(|_| inside >> 63 == 1);
+        if inside >> 63 == 1 {
+            self.open = last_field;
+        } else if open_before {
+            self.open = None;
+        }
         if let Some(field) = last_field.filter(|_| closing >> 63 == 1) {
             self.closed = Some((at + 63, field));
         }
