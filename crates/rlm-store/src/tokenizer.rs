@@ -89,6 +89,10 @@ pub struct CodeTokenStream<'a> {
     in_blob: bool,
     /// The rest of a run of base64 being read whole ([`blob_run`]).
     run: std::ops::Range<usize>,
+    /// Which identifiers of the run from here on are blobs (bit 0 the next one).
+    run_blobs: u64,
+    /// Identifiers of the run read so far.
+    run_index: u32,
     /// Where [`blob_run`] last looked up to: identifiers before this are not checked again,
     /// so a long run that is no blob costs one scan.
     run_checked: usize,
@@ -106,6 +110,8 @@ impl Tokenizer for CodeTokenizer {
             format: self.format,
             in_blob: false,
             run: 0..0,
+            run_blobs: 0,
+            run_index: 0,
             run_checked: 0,
         }
     }
@@ -202,32 +208,44 @@ fn three_one_character_parts(bytes: &[u8]) -> bool {
 /// Runs of base64 characters at least this long are checked by [`blob_run`].
 pub const BLOB_RUN_BYTES: usize = 32;
 
-fn is_base64_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'=')
+/// What [`blob_run`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobRun {
+    /// Where the run of base64 characters ends.
+    pub end: usize,
+    /// Whether it is read whole as a blob.
+    pub blob: bool,
+    /// Which of its first 64 identifiers are blobs (bit `i` for the `i`-th).
+    blobs: u64,
 }
 
-/// The run of base64 characters starting at byte `start` of `text` and where it ends; with
-/// `true` when it is read whole as a blob: at least [`BLOB_RUN_BYTES`] long, at least three
-/// quarters of its bytes in identifiers that are blobs ([`is_blob`]).
-pub fn blob_run(text: &str, start: usize) -> (usize, bool) {
-    let bytes = text.as_bytes();
-    let rest = bytes.get(start..).unwrap_or_default();
-    let end = start
-        + rest
-            .iter()
-            .position(|&byte| !is_base64_byte(byte))
-            .unwrap_or(rest.len());
-    if end - start < BLOB_RUN_BYTES {
-        return (end, false);
+/// The run of base64 characters (`A-Z a-z 0-9 + / =`) starting at byte `start` of `text`: where
+/// it ends, and whether it is read whole as a blob: at least [`BLOB_RUN_BYTES`] long, at least
+/// three quarters of its bytes in identifiers that are blobs ([`is_blob`]). One pass.
+pub fn blob_run(text: &str, start: usize) -> BlobRun {
+    let bytes = text.as_bytes().get(start..).unwrap_or_default();
+    let (mut end, mut identifier_start, mut in_blobs, mut blobs, mut index) = (0, 0, 0, 0u64, 0);
+    loop {
+        while bytes.get(end).is_some_and(u8::is_ascii_alphanumeric) {
+            end += 1;
+        }
+        let identifier = &bytes[identifier_start..end];
+        if identifier.len() >= BLOB_CHECK_BYTES && three_one_character_parts(identifier) {
+            in_blobs += identifier.len();
+            blobs |= 1u64.checked_shl(index).unwrap_or(0);
+        }
+        index += 1;
+        if !matches!(bytes.get(end), Some(b'+' | b'/' | b'=')) {
+            break;
+        }
+        end += 1;
+        identifier_start = end;
     }
-    // The run is ASCII, so any byte offset in it is a character boundary.
-    let run = &text[start..end];
-    let in_blobs: usize = run
-        .split(['+', '/', '='])
-        .filter(|identifier| is_blob(identifier))
-        .map(str::len)
-        .sum();
-    (end, in_blobs * 4 >= run.len() * 3)
+    BlobRun {
+        end: start + end,
+        blob: end >= BLOB_RUN_BYTES && in_blobs * 4 >= end * 3,
+        blobs,
+    }
 }
 
 /// The bucket of a unique-looking term (FNV-1a, folded). Part of the index format.
@@ -303,13 +321,15 @@ impl CodeTokenStream<'_> {
         if self.format != IndexFormat::UniqueHashed || range.start < self.run_checked {
             return false;
         }
-        let (end, blob) = blob_run(self.text, range.start);
-        self.run_checked = end;
-        if blob {
-            self.run = range.start..end;
-            self.terms.skip_to(end);
+        let run = blob_run(self.text, range.start);
+        self.run_checked = run.end;
+        if run.blob {
+            self.run = range.start..run.end;
+            self.run_blobs = run.blobs;
+            self.run_index = 0;
+            self.terms.skip_to(run.end);
         }
-        blob
+        run.blob
     }
 
     /// The next identifier of 8+ characters of the run being read whole, as its token.
@@ -322,12 +342,18 @@ impl CodeTokenStream<'_> {
                 .unwrap_or(rest.len());
             let range = self.run.start..self.run.start + length;
             self.run.start = (range.end + 1).min(self.run.end);
+            // What `blob_run` found for the first 64 identifiers; asked again past them.
+            let known_blob = match self.run_index {
+                index @ 0..64 => Some(self.run_blobs >> index & 1 == 1),
+                _ => None,
+            };
+            self.run_index = self.run_index.saturating_add(1);
             if !(BLOB_CHECK_BYTES..=words::MAX_IDENTIFIER_BYTES).contains(&length) {
                 continue;
             }
             // ASCII (the run holds base64 characters only), so lower-casing is per byte.
             let identifier = &self.text[range.clone()];
-            if is_blob(identifier) || is_unique_looking(identifier) {
+            if known_blob.unwrap_or_else(|| is_blob(identifier)) || is_unique_looking(identifier) {
                 let lowered = identifier.bytes().map(|byte| byte.to_ascii_lowercase());
                 write_bucket(bucket_of_bytes(lowered), &mut self.token.text);
             } else {
@@ -539,26 +565,28 @@ mod tests {
         );
     }
 
+    /// The terms a tokenized `key: {run}` line should hold: each identifier of the run of 8+
+    /// characters as a query for it alone asks for it, nothing for shorter ones or parts.
+    fn indexed_as_queried(run: &str) -> (Vec<String>, Vec<String>) {
+        let seen = stream(IndexFormat::UniqueHashed, &format!("key: {run}\nnext line"));
+        let mut wanted = vec!["key".to_owned()];
+        for identifier in run.split(['+', '/', '=']) {
+            if (BLOB_CHECK_BYTES..=words::MAX_IDENTIFIER_BYTES).contains(&identifier.len()) {
+                wanted.extend(query_plan(identifier, IndexFormat::UniqueHashed).terms);
+            }
+        }
+        wanted.extend(["next".to_owned(), "line".to_owned()]);
+        (seen, wanted)
+    }
+
     /// A line of base64: the identifiers a query asks for by themselves (8+ characters) are
     /// indexed as the query asks for them, short ones and parts not at all.
     #[test]
     fn a_run_of_base64_is_read_whole() {
         let line = "pPagsNBybu7XNRsj6smhkdPDxEYXMnisb5DeweARDzWObEhfaE+rs+FX9OuZ3o+Hf61m+\
                     xJUQT7c5D1FsZjqvi1xFkK3JrBEAWJ8qfusMvXIUw+xkDzE2wIlhxeSGkiB==";
-        assert!(blob_run(line, 0).1);
-        let seen = stream(
-            IndexFormat::UniqueHashed,
-            &format!("key: {line}\nnext line"),
-        );
-        let mut wanted = vec!["key".to_owned()];
-        for identifier in line.split(['+', '/', '=']) {
-            if identifier.len() >= BLOB_CHECK_BYTES {
-                // What a query for this identifier alone asks the index for.
-                let plan = query_plan(identifier, IndexFormat::UniqueHashed);
-                wanted.extend(plan.terms);
-            }
-        }
-        wanted.extend(["next".to_owned(), "line".to_owned()]);
+        assert!(blob_run(line, 0).blob);
+        let (seen, wanted) = indexed_as_queried(line);
         assert_eq!(seen, wanted);
         // Short identifiers and parts, which the word splitter has, are left out.
         for left_out in ["rs", "hf61m", "hf", "61", "fx", "ou"] {
@@ -572,6 +600,16 @@ mod tests {
                 .filter(|term| term.starts_with('#'))
                 .all(|term| seen.contains(term))
         );
+        // Past the 64 identifiers whose kind the scan remembers, and with names among them.
+        let long: String = (0..80)
+            .map(|i| match i % 8 {
+                0 => format!("parseArgs{i}+"),
+                _ => format!("aB{i}xYzQp{}/", i * 7),
+            })
+            .collect();
+        assert!(blob_run(&long, 0).blob);
+        let (seen, wanted) = indexed_as_queried(&long);
+        assert_eq!(seen, wanted);
     }
 
     #[test]
@@ -582,7 +620,7 @@ mod tests {
             "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
             "aB3xYzQp+short",
         ] {
-            assert!(!blob_run(text, 1).1, "{text}");
+            assert!(!blob_run(text, 1).blob, "{text}");
         }
         let seen = stream(
             IndexFormat::UniqueHashed,
