@@ -68,6 +68,11 @@ pub struct ResidentSampler {
 #[allow(dead_code, reason = "not every bench splits its peak")]
 impl ResidentSampler {
     pub fn start() -> Self {
+        Self::every(std::time::Duration::from_millis(10))
+    }
+
+    /// A sampler reading /proc every `interval` (a short process needs a short one).
+    pub fn every(interval: std::time::Duration) -> Self {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -79,7 +84,7 @@ impl ResidentSampler {
                 if flag.load(std::sync::atomic::Ordering::Relaxed) {
                     return (anonymous, file);
                 }
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(interval);
             }
         });
         Self { stop, thread }
