@@ -91,6 +91,19 @@ struct Identifier {
     has_parts: bool,
 }
 
+impl Terms<'_> {
+    /// Drops what is left of the current identifier (its parts) and resumes at byte `offset`
+    /// (a character boundary), or where scanning already was if that is later. For a caller
+    /// that read the text from there on itself (a tokenizer that took a run of base64 whole).
+    pub fn skip_to(&mut self, offset: usize) {
+        self.current = None;
+        let offset = offset.min(self.text.len());
+        if self.text.is_char_boundary(offset) {
+            self.cursor = self.cursor.max(offset);
+        }
+    }
+}
+
 impl<'a> Iterator for Terms<'a> {
     type Item = Term<'a>;
 
@@ -365,6 +378,18 @@ mod tests {
             collect("550e8400-e29b-41d4"),
             ["550e8400", "e29b", "e", "29", "b", "41d4"]
         );
+    }
+
+    #[test]
+    fn skip_to_drops_the_parts_and_resumes_later() {
+        let mut terms = terms("getLogger aB3x/yZ9q tail");
+        assert_eq!(terms.next().map(|term| term.text), Some("getlogger".into()));
+        terms.skip_to(0);
+        let whole = terms.next().expect("the next identifier");
+        assert_eq!((whole.text.as_ref(), whole.is_part), ("ab3x", false));
+        terms.skip_to(19);
+        let rest: Vec<String> = terms.map(|term| term.text.into_owned()).collect();
+        assert_eq!(rest, ["tail"]);
     }
 
     #[test]

@@ -6,10 +6,15 @@
 //! the files on disk, with two threads (its default here: one per core) and with one, and this bench's own binary in a child mode that opens the store and
 //! writes `name:line:text` lines as `rlm grep` does. Each pair alternates; medians are printed
 //! with each side's peak RSS (from `wait4`) and the matching line counts, which must agree.
+//! The first (untimed) run of `rlm grep` also samples its own /proc/self/status every
+//! millisecond and reports the peaks of its two kinds of resident memory: anonymous (heap,
+//! stacks: what it allocated) and file-backed (pages of the binary and of the memory-mapped
+//! database, which the kernel drops under pressure; `VmHWM` counts both).
 //!
 //! Prints figures; asserts nothing about time. Run with `cargo bench -p rlm-store --bench grep`.
 //! `RLM_BENCH_MB` (default `25,100`): corpus sizes in MB; `RLM_BENCH_RUNS` (default 5);
-//! `RLM_BENCH_RG`: the ripgrep binary (default `rg` on the path).
+//! `RLM_BENCH_RG`: the ripgrep binary (default `rg` on the path); `RLM_BENCH_FILE_KB` (default
+//! 1000): the size of each file, so a smaller one makes more buffers of the same corpus.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 // `wait4` for each child's peak RSS.
 #![allow(unsafe_code)]
@@ -25,9 +30,12 @@ use rlm_context::chunk::ChunkOptions;
 use rlm_store::{GrepLine, GrepOptions, Source, Store};
 
 mod common;
-use common::Rng;
+use common::{ResidentSampler, Rng};
 
 const CHILD: &str = "RLM_BENCH_GREP_CHILD";
+
+/// Set for a child that should write the peaks of its resident memory to this file.
+const RSS_REPORT: &str = "RLM_BENCH_GREP_RSS";
 
 /// The patterns, with ripgrep's flags and the same options for the store.
 const PATTERNS: &[(&str, &str)] = &[
@@ -40,8 +48,9 @@ const PATTERNS: &[(&str, &str)] = &[
     (r"^2026-\d\d-\d\d \S+ WARN", ""),
 ];
 
-/// About `bytes` of logs, source-like lines and prose (some of it not ASCII), in files of ~1 MB.
-fn corpus(dir: &Path, bytes: usize) {
+/// About `bytes` of logs, source-like lines and prose (some of it not ASCII), in files of about
+/// `file_bytes`.
+fn corpus(dir: &Path, bytes: usize, file_bytes: usize) {
     const LEVELS: &[&str] = &["INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"];
     const ERRORS: &[&str] = &["ParseError", "TimeoutError", "KeyError", "IoError", "ok"];
     const WORDS: &[&str] = &[
@@ -52,8 +61,8 @@ fn corpus(dir: &Path, bytes: usize) {
     let mut written = 0;
     let mut file = 0;
     while written < bytes {
-        let mut text = String::with_capacity(1_050_000);
-        while text.len() < 1_000_000 {
+        let mut text = String::with_capacity(file_bytes + 1_000);
+        while text.len() < file_bytes {
             match rng.next() % 3 {
                 0 => {
                     let _ = writeln!(
@@ -151,6 +160,8 @@ fn child(spec: &str) {
         parts.next().unwrap(),
         parts.next().unwrap(),
     );
+    let sampler = std::env::var_os(RSS_REPORT)
+        .map(|path| (path, ResidentSampler::every(Duration::from_millis(1))));
     let store = Store::open(store).unwrap();
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
@@ -174,6 +185,10 @@ fn child(spec: &str) {
         })
         .unwrap();
     out.flush().unwrap();
+    if let Some((path, sampler)) = sampler {
+        let (anonymous, file) = sampler.finish();
+        std::fs::write(path, format!("{anonymous} {file}")).unwrap();
+    }
 }
 
 /// Runs `command`, returning its wall time, peak RSS in MB and, when `count`, its output lines.
@@ -205,11 +220,11 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[values.len() / 2]
 }
 
-fn bench(megabytes: usize, runs: usize) {
+fn bench(megabytes: usize, runs: usize, file_bytes: usize) {
     let dir = tempfile::tempdir().unwrap();
     let files = dir.path().join("files");
     std::fs::create_dir(&files).unwrap();
-    corpus(&files, megabytes * 1_000_000);
+    corpus(&files, megabytes * 1_000_000, file_bytes);
     let store_dir = dir.path().join("store");
     let exe = std::env::current_exe().unwrap();
     let loaded = Command::new(&exe)
@@ -220,9 +235,15 @@ fn bench(megabytes: usize, runs: usize) {
         .status()
         .unwrap();
     assert!(loaded.success(), "the load failed");
-    println!("corpus {megabytes} MB, medians of {runs} (ms), peak RSS (MB):");
+    let store_mb =
+        std::fs::metadata(store_dir.join("store.sqlite")).map_or(0.0, |m| m.len() as f64 / 1e6);
     println!(
-        "  pattern                      rlm grep  rg -j2   ratio  rg -j1   ratio  RSS rlm / rg  lines"
+        "corpus {megabytes} MB in {} files ({store_mb:.0} MB database), medians of {runs} (ms), \
+         peak RSS (MB; rlm's split into anonymous + file-backed pages):",
+        std::fs::read_dir(&files).unwrap().count()
+    );
+    println!(
+        "  pattern                      rlm grep  rg -j2   ratio  rg -j1   ratio  RSS rlm / rg  rlm anon + file  lines"
     );
     for (pattern, flags) in PATTERNS {
         let rlm = || {
@@ -242,7 +263,10 @@ fn bench(megabytes: usize, runs: usize) {
             command.arg("-e").arg(pattern).arg(&files);
             command
         };
-        let (_, _, rlm_lines) = measure(&mut rlm(), true);
+        let report = dir.path().join("rss");
+        let (_, _, rlm_lines) = measure(rlm().env(RSS_REPORT, &report), true);
+        let split = std::fs::read_to_string(&report).unwrap_or_default();
+        let split: Vec<f64> = split.split(' ').filter_map(|v| v.parse().ok()).collect();
         let (_, _, rg_lines) = measure(&mut rg("2"), true);
         let (mut ours, mut theirs, mut single, mut rss) =
             (Vec::new(), Vec::new(), Vec::new(), (0.0f64, 0.0f64));
@@ -258,7 +282,7 @@ fn bench(megabytes: usize, runs: usize) {
         let (ours, theirs, single) = (median(ours), median(theirs), median(single));
         let ms = |time: Duration| time.as_secs_f64() * 1e3;
         println!(
-            "  {:<28} {:>8.1} {:>7.1} {:>6.2}x {:>7.1} {:>6.2}x  {:>5.0} / {:<5.0}  {}{}",
+            "  {:<28} {:>8.1} {:>7.1} {:>6.2}x {:>7.1} {:>6.2}x  {:>5.0} / {:<5.0}  {:>5.1} + {:<5.1}    {}{}",
             format!("{flags} {pattern}").trim(),
             ms(ours),
             ms(theirs),
@@ -267,6 +291,8 @@ fn bench(megabytes: usize, runs: usize) {
             ms(ours) / ms(single),
             rss.0,
             rss.1,
+            split.first().copied().unwrap_or(f64::NAN),
+            split.get(1).copied().unwrap_or(f64::NAN),
             rlm_lines,
             if rlm_lines == rg_lines {
                 String::new()
@@ -298,11 +324,15 @@ fn main() {
         .and_then(|runs| runs.parse().ok())
         .unwrap_or(5usize)
         .max(1);
+    let file_bytes = std::env::var("RLM_BENCH_FILE_KB")
+        .ok()
+        .and_then(|kb| kb.parse::<usize>().ok())
+        .map_or(1_000_000, |kb| kb.max(1) * 1_000);
     for megabytes in std::env::var("RLM_BENCH_MB")
         .unwrap_or_else(|_| "25,100".to_owned())
         .split(',')
         .filter_map(|size| size.trim().parse().ok())
     {
-        bench(megabytes, runs);
+        bench(megabytes, runs, file_bytes);
     }
 }

@@ -22,7 +22,7 @@ use rlm_context::chunk::{ChunkOptions, Strategy};
 use rlm_store::{SearchRequest, Store};
 
 mod common;
-use common::{Rng, peak_rss_mb, reset_peak_rss};
+use common::{Rng, cpu_seconds, peak_rss_mb, reset_peak_rss};
 
 const SYLLABLES: &[&str] = &[
     "ka", "lo", "mi", "ne", "ru", "sta", "ter", "vo", "lin", "qua", "der", "pho", "zen", "tri",
@@ -225,22 +225,6 @@ fn generate(dir: &Path, megabytes: usize, words: &[String]) -> u64 {
         }
     }
     written
-}
-
-/// User + system CPU seconds of this process so far (all threads), from /proc/self/stat
-/// (clock ticks, 100 per second on Linux).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |index: usize| {
-        fields
-            .get(index)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(f64::NAN)
-    };
-    // Fields after the name start at "state" (field 3); utime is field 14, stime 15.
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn directory_size(path: &Path) -> u64 {

@@ -17,6 +17,18 @@
 //!   parts (`dGhpcyBpc3Ry`: base64, keys), which are hashed whole and whose parts (random
 //!   fragments nobody types) are not indexed at all.
 //!
+//! # Runs of base64
+//! A line of base64 is split by its `+` and `/` into identifiers, some of them short (`aB3x`),
+//! which are not blobs by the rule above: indexed with their parts, they filled the term
+//! dictionary with random fragments, and every character of the run was split into parts
+//! before the blob was recognised. So a cheap scan comes first ([`blob_run`]): a run of at
+//! least [`BLOB_RUN_BYTES`] base64 characters (`A-Z a-z 0-9 + / =`), at least three quarters
+//! of it in blobs, is read as a whole, its identifiers without their parts: those of 8+
+//! characters as the rules above have them (a bucket for a blob or a unique-looking one, else
+//! the identifier itself), shorter ones not at all. Every identifier a query would ask for by
+//! itself (8+ characters) is indexed as before; a 1–7 character piece of base64 is found by
+//! `rlm grep`, not by search.
+//!
 //! Indexes written before this ([`IndexFormat::RandomLeftOut`]) left random-looking terms out
 //! and kept every part; they are still read and written that way until `rlm reindex` rebuilds
 //! them.
@@ -75,6 +87,15 @@ pub struct CodeTokenStream<'a> {
     format: IndexFormat,
     /// Whether the identifier whose parts come next is a blob (its parts are left out).
     in_blob: bool,
+    /// The rest of a run of base64 being read whole ([`blob_run`]).
+    run: std::ops::Range<usize>,
+    /// Which identifiers of the run from here on are blobs (bit 0 the next one).
+    run_blobs: u64,
+    /// Identifiers of the run read so far.
+    run_index: u32,
+    /// Where [`blob_run`] last looked up to: identifiers before this are not checked again,
+    /// so a long run that is no blob costs one scan.
+    run_checked: usize,
 }
 
 impl Tokenizer for CodeTokenizer {
@@ -88,6 +109,10 @@ impl Tokenizer for CodeTokenizer {
             token: &mut self.token,
             format: self.format,
             in_blob: false,
+            run: 0..0,
+            run_blobs: 0,
+            run_index: 0,
+            run_checked: 0,
         }
     }
 }
@@ -122,35 +147,115 @@ pub fn is_blob(identifier: &str) -> bool {
     identifier.len() >= BLOB_CHECK_BYTES
         && identifier.is_ascii()
         && !identifier.contains('_')
-        // Parts split only where upper case, lower case and digits change (or just before
-        // such a change), so three one-character parts in 8+ characters take at least two
-        // changes; most names have fewer, and are let go without splitting them.
-        && class_changes(identifier) >= 2
-        && words::part_ranges(identifier)
-            .filter(|part| part.len() == 1)
-            .nth(2)
-            .is_some()
+        && three_one_character_parts(identifier.as_bytes())
 }
 
-/// Changes between upper case, lower case and digits from one byte to the next.
-fn class_changes(identifier: &str) -> usize {
-    let class = |byte: &u8| match byte {
-        b'A'..=b'Z' => 0u8,
-        b'0'..=b'9' => 1,
-        _ => 2,
+/// Whether an ASCII identifier without `_` splits into three or more one-character parts, with
+/// the part boundaries of [`words::part_ranges`] found in one pass over its bytes (the
+/// tokenizer asks this of every identifier of 8+ characters).
+fn three_one_character_parts(bytes: &[u8]) -> bool {
+    // Classes as 2-bit codes: upper case 0, lower case (and anything else) 1, digit 2. Random
+    // text changes class at nearly every byte, so the boundary rule is a table lookup rather
+    // than branches the processor would mispredict.
+    const CLASSES: [u8; 256] = {
+        let mut table = [1; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            table[byte] = match byte as u8 {
+                b'A'..=b'Z' => 0,
+                b'0'..=b'9' => 2,
+                _ => 1,
+            };
+            byte += 1;
+        }
+        table
     };
-    let bytes = identifier.as_bytes();
-    bytes
-        .iter()
-        .zip(&bytes[1..])
-        .filter(|(a, b)| class(a) != class(b))
-        .count()
+    let class = |byte: u8| usize::from(CLASSES[usize::from(byte)]);
+    /// Whether a part ends between `previous` and `current`, given the byte after `current`
+    /// (upper case for none, so that it never splits): index `previous << 4 | current << 2 | next`.
+    const BOUNDARY: [bool; 64] = {
+        let mut table = [false; 64];
+        let mut index = 0;
+        while index < 64 {
+            let (previous, current, next) = (index >> 4, (index >> 2) & 3, index & 3);
+            table[index] = match (previous, current) {
+                (1, 0) => true,
+                // Before the last capital of a run of them followed by a lower-case letter.
+                (0, 0) => next == 1,
+                (2, 2) => false,
+                (2, _) | (_, 2) => true,
+                _ => false,
+            };
+            index += 1;
+        }
+        table
+    };
+    let mut part_start = 0;
+    let mut found = 0;
+    for at in 1..bytes.len() {
+        let next = bytes.get(at + 1).map_or(0, |&byte| class(byte));
+        let index = class(bytes[at - 1]) << 4 | class(bytes[at]) << 2 | next;
+        let boundary = BOUNDARY[index];
+        found += usize::from(boundary && at - part_start == 1);
+        if found == 3 {
+            return true;
+        }
+        part_start = if boundary { at } else { part_start };
+    }
+    found == 2 && bytes.len() - part_start == 1
+}
+
+/// Runs of base64 characters at least this long are checked by [`blob_run`].
+pub const BLOB_RUN_BYTES: usize = 32;
+
+/// What [`blob_run`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobRun {
+    /// Where the run of base64 characters ends.
+    pub end: usize,
+    /// Whether it is read whole as a blob.
+    pub blob: bool,
+    /// Which of its first 64 identifiers are blobs (bit `i` for the `i`-th).
+    blobs: u64,
+}
+
+/// The run of base64 characters (`A-Z a-z 0-9 + / =`) starting at byte `start` of `text`: where
+/// it ends, and whether it is read whole as a blob: at least [`BLOB_RUN_BYTES`] long, at least
+/// three quarters of its bytes in identifiers that are blobs ([`is_blob`]). One pass.
+pub fn blob_run(text: &str, start: usize) -> BlobRun {
+    let bytes = text.as_bytes().get(start..).unwrap_or_default();
+    let (mut end, mut identifier_start, mut in_blobs, mut blobs, mut index) = (0, 0, 0, 0u64, 0);
+    loop {
+        while bytes.get(end).is_some_and(u8::is_ascii_alphanumeric) {
+            end += 1;
+        }
+        let identifier = &bytes[identifier_start..end];
+        if identifier.len() >= BLOB_CHECK_BYTES && three_one_character_parts(identifier) {
+            in_blobs += identifier.len();
+            blobs |= 1u64.checked_shl(index).unwrap_or(0);
+        }
+        index += 1;
+        if !matches!(bytes.get(end), Some(b'+' | b'/' | b'=')) {
+            break;
+        }
+        end += 1;
+        identifier_start = end;
+    }
+    BlobRun {
+        end: start + end,
+        blob: end >= BLOB_RUN_BYTES && in_blobs * 4 >= end * 3,
+        blobs,
+    }
 }
 
 /// The bucket of a unique-looking term (FNV-1a, folded). Part of the index format.
 pub fn bucket(term: &str) -> u32 {
+    bucket_of_bytes(term.bytes())
+}
+
+fn bucket_of_bytes(bytes: impl Iterator<Item = u8>) -> u32 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in term.bytes() {
+    for byte in bytes {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
@@ -159,10 +264,13 @@ pub fn bucket(term: &str) -> u32 {
 
 /// Writes the bucket term of `term` into `out` (replacing its content).
 pub fn write_bucket_term(term: &str, out: &mut String) {
+    write_bucket(bucket(term), out);
+}
+
+fn write_bucket(bucket: u32, out: &mut String) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.clear();
     out.push(BUCKET_PREFIX);
-    let bucket = bucket(term);
     for shift in [12, 8, 4, 0] {
         out.push(char::from(HEX[((bucket >> shift) & 0xF) as usize]));
     }
@@ -206,12 +314,78 @@ impl CodeTokenStream<'_> {
     }
 }
 
+impl CodeTokenStream<'_> {
+    /// Whether the whole identifier at `range` starts a run of base64 read whole; if so the
+    /// run is taken from the word splitter.
+    fn starts_blob_run(&mut self, range: &std::ops::Range<usize>) -> bool {
+        if self.format != IndexFormat::UniqueHashed || range.start < self.run_checked {
+            return false;
+        }
+        let run = blob_run(self.text, range.start);
+        self.run_checked = run.end;
+        if run.blob {
+            self.run = range.start..run.end;
+            self.run_blobs = run.blobs;
+            self.run_index = 0;
+            self.terms.skip_to(run.end);
+        }
+        run.blob
+    }
+
+    /// The next identifier of 8+ characters of the run being read whole, as its token.
+    fn next_in_run(&mut self) -> bool {
+        while self.run.start < self.run.end {
+            let rest = &self.text.as_bytes()[self.run.clone()];
+            let length = rest
+                .iter()
+                .position(|byte| matches!(byte, b'+' | b'/' | b'='))
+                .unwrap_or(rest.len());
+            let range = self.run.start..self.run.start + length;
+            self.run.start = (range.end + 1).min(self.run.end);
+            // What `blob_run` found for the first 64 identifiers; asked again past them.
+            let known_blob = match self.run_index {
+                index @ 0..64 => Some(self.run_blobs >> index & 1 == 1),
+                _ => None,
+            };
+            self.run_index = self.run_index.saturating_add(1);
+            if !(BLOB_CHECK_BYTES..=words::MAX_IDENTIFIER_BYTES).contains(&length) {
+                continue;
+            }
+            // ASCII (the run holds base64 characters only), so lower-casing is per byte.
+            let identifier = &self.text[range.clone()];
+            if known_blob.unwrap_or_else(|| is_blob(identifier)) || is_unique_looking(identifier) {
+                let lowered = identifier.bytes().map(|byte| byte.to_ascii_lowercase());
+                write_bucket(bucket_of_bytes(lowered), &mut self.token.text);
+            } else {
+                self.token.text.clear();
+                self.token.text.push_str(identifier);
+                self.token.text.make_ascii_lowercase();
+            }
+            self.emit(range);
+            return true;
+        }
+        false
+    }
+
+    fn emit(&mut self, range: std::ops::Range<usize>) {
+        self.token.offset_from = range.start;
+        self.token.offset_to = range.end;
+        self.token.position = self.token.position.wrapping_add(1);
+    }
+}
+
 impl TokenStream for CodeTokenStream<'_> {
     fn advance(&mut self) -> bool {
         loop {
+            if self.next_in_run() {
+                return true;
+            }
             let Some(term) = self.terms.next() else {
                 return false;
             };
+            if !term.is_part && self.starts_blob_run(&term.range) {
+                continue;
+            }
             match self.indexed(&term) {
                 Indexed::No => continue,
                 Indexed::AsItself => {
@@ -220,9 +394,7 @@ impl TokenStream for CodeTokenStream<'_> {
                 }
                 Indexed::AsBucket => write_bucket_term(&term.text, &mut self.token.text),
             }
-            self.token.offset_from = term.range.start;
-            self.token.offset_to = term.range.end;
-            self.token.position = self.token.position.wrapping_add(1);
+            self.emit(term.range);
             return true;
         }
     }
@@ -391,6 +563,107 @@ mod tests {
             seen.iter()
                 .all(|term| !term.starts_with('#') || term.len() == 5)
         );
+    }
+
+    /// The terms a tokenized `key: {run}` line should hold: each identifier of the run of 8+
+    /// characters as a query for it alone asks for it, nothing for shorter ones or parts.
+    fn indexed_as_queried(run: &str) -> (Vec<String>, Vec<String>) {
+        let seen = stream(IndexFormat::UniqueHashed, &format!("key: {run}\nnext line"));
+        let mut wanted = vec!["key".to_owned()];
+        for identifier in run.split(['+', '/', '=']) {
+            if (BLOB_CHECK_BYTES..=words::MAX_IDENTIFIER_BYTES).contains(&identifier.len()) {
+                wanted.extend(query_plan(identifier, IndexFormat::UniqueHashed).terms);
+            }
+        }
+        wanted.extend(["next".to_owned(), "line".to_owned()]);
+        (seen, wanted)
+    }
+
+    /// A line of base64: the identifiers a query asks for by themselves (8+ characters) are
+    /// indexed as the query asks for them, short ones and parts not at all.
+    #[test]
+    fn a_run_of_base64_is_read_whole() {
+        let line = "pPagsNBybu7XNRsj6smhkdPDxEYXMnisb5DeweARDzWObEhfaE+rs+FX9OuZ3o+Hf61m+\
+                    xJUQT7c5D1FsZjqvi1xFkK3JrBEAWJ8qfusMvXIUw+xkDzE2wIlhxeSGkiB==";
+        assert!(blob_run(line, 0).blob);
+        let (seen, wanted) = indexed_as_queried(line);
+        assert_eq!(seen, wanted);
+        // Short identifiers and parts, which the word splitter has, are left out.
+        for left_out in ["rs", "hf61m", "hf", "61", "fx", "ou"] {
+            assert!(!seen.iter().any(|term| term == left_out), "{left_out}");
+        }
+        // A query for the whole line asks for buckets it finds.
+        let plan = query_plan(line, IndexFormat::UniqueHashed);
+        assert!(
+            plan.terms
+                .iter()
+                .filter(|term| term.starts_with('#'))
+                .all(|term| seen.contains(term))
+        );
+        // Past the 64 identifiers whose kind the scan remembers, and with names among them.
+        let long: String = (0..80)
+            .map(|i| match i % 8 {
+                0 => format!("parseArgs{i}+"),
+                _ => format!("aB{i}xYzQp{}/", i * 7),
+            })
+            .collect();
+        assert!(blob_run(&long, 0).blob);
+        let (seen, wanted) = indexed_as_queried(&long);
+        assert_eq!(seen, wanted);
+    }
+
+    #[test]
+    fn runs_of_names_and_paths_are_no_blob() {
+        for text in [
+            "/api/v1/users/aB3xYzQp/files/report/2026/summary",
+            "src/main/java/com/example/parser/JsonReaderFactory/Test",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "aB3xYzQp+short",
+        ] {
+            assert!(!blob_run(text, 1).blob, "{text}");
+        }
+        let seen = stream(
+            IndexFormat::UniqueHashed,
+            "/api/v1/users/aB3xYzQp/files/report/2026/summary",
+        );
+        for kept in ["api", "users", "files", "report", "summary"] {
+            assert!(seen.iter().any(|term| term == kept), "{kept}: {seen:?}");
+        }
+        // An older index keeps indexing such runs as it did.
+        let line = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0t";
+        assert!(
+            stream(IndexFormat::RandomLeftOut, line)
+                .iter()
+                .any(|term| term == "mo")
+        );
+    }
+
+    /// The one-pass check against the part splitter it stands for, on random identifiers.
+    #[test]
+    fn one_character_parts_are_counted_as_the_splitter_splits() {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let length = 1 + (state % 24) as usize;
+            let identifier: String = (0..length)
+                .map(|i| {
+                    let pick = (state.rotate_left(i as u32 * 5) ^ (i as u64 * 0x9e37)) % 62;
+                    ALPHABET[pick as usize] as char
+                })
+                .collect();
+            let by_splitter = words::part_ranges(&identifier)
+                .filter(|part| part.len() == 1)
+                .nth(2)
+                .is_some();
+            assert_eq!(
+                three_one_character_parts(identifier.as_bytes()),
+                by_splitter,
+                "{identifier}"
+            );
+        }
     }
 
     #[test]

@@ -1326,6 +1326,75 @@ fn unique_tokens_are_found_whole_and_by_part() {
     assert_eq!(summary.matched_lines, 1);
 }
 
+/// Base64 lines (a mail attachment) between prose: each line is found by search through each
+/// identifier of 8+ characters and as a whole, by grep through any piece; its chunks are whole
+/// lines on character boundaries, not "sentences".
+#[test]
+fn a_base64_attachment_is_found_by_search_and_grep() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let lines: Vec<String> = (0..40)
+        .map(|_| {
+            (0..76)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    BASE64[(state % 64) as usize] as char
+                })
+                .collect()
+        })
+        .collect();
+    let body = format!(
+        "Grüße, the report is attached. See below.\n\n{}\n\nBest regards, Zoë\n",
+        lines.join("\n")
+    );
+    let options = ChunkOptions {
+        strategy: Strategy::Structure,
+        size: 400,
+        ..ChunkOptions::default()
+    };
+    store
+        .load(vec![text("mail.eml", &body)], &options, &mut keep_going)
+        .unwrap();
+    let buffer = store.buffer("mail.eml").unwrap();
+    for chunk in store.chunks_of(&buffer).unwrap() {
+        let (start, end) = (chunk.bytes.start as usize, chunk.bytes.end as usize);
+        assert!(body.is_char_boundary(start) && body.is_char_boundary(end));
+        // Every chunk ends at a line end: the attachment's are whole lines.
+        assert!(body[start..end].ends_with('\n'), "{:?}", &body[start..end]);
+    }
+    let mut asked = 0;
+    for line in lines.iter().step_by(7) {
+        let identifiers = line.split(['+', '/']).filter(|piece| piece.len() >= 8);
+        for query in identifiers.chain([line.as_str()]) {
+            let found = store.search(&SearchRequest::new(query)).unwrap();
+            assert!(
+                found.hits.iter().any(|hit| hit.snippet.contains(query)),
+                "{query}: {:?}",
+                found.hits
+            );
+            asked += 1;
+        }
+        // grep finds any piece, however short.
+        let short = &line[30..34];
+        let (matched, _) = grep_lines(&store, &regex::escape(short), &GrepOptions::default());
+        assert!(
+            matched
+                .iter()
+                .any(|found| found.contains(&format!("[{short}]"))),
+            "{short}"
+        );
+    }
+    assert!(asked > 6);
+    for word in ["report", "regards", "Zoë"] {
+        let found = store.search(&SearchRequest::new(word)).unwrap();
+        assert_eq!(found.hits.len(), 1, "{word}");
+    }
+}
+
 /// A hex id of 8 characters sharing `token`'s bucket.
 fn bucket_neighbour(token: &str) -> String {
     let wanted = rlm_store::tokenizer::bucket(token);

@@ -34,6 +34,22 @@ pub fn rss_mb() -> f64 {
     status_mb(&status, "VmRSS:").unwrap_or(f64::NAN)
 }
 
+/// User + system CPU seconds of this process so far (all threads), from /proc/self/stat
+/// (clock ticks, 100 per second on Linux).
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    // Fields after the name start at "state" (field 3); utime is field 14, stime 15.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// Starts [`peak_rss_mb`] again from the current RSS.
 pub fn reset_peak_rss() {
     // Writing 5 to clear_refs resets VmHWM (Linux 4.0+); ignore failure elsewhere.
@@ -52,6 +68,11 @@ pub struct ResidentSampler {
 #[allow(dead_code, reason = "not every bench splits its peak")]
 impl ResidentSampler {
     pub fn start() -> Self {
+        Self::every(std::time::Duration::from_millis(10))
+    }
+
+    /// A sampler reading /proc every `interval` (a short process needs a short one).
+    pub fn every(interval: std::time::Duration) -> Self {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -63,7 +84,7 @@ impl ResidentSampler {
                 if flag.load(std::sync::atomic::Ordering::Relaxed) {
                     return (anonymous, file);
                 }
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(interval);
             }
         });
         Self { stop, thread }
