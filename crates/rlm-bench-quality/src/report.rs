@@ -219,15 +219,7 @@ impl Printer {
         self.header_once(&mut out, || {
             format!(
                 "{:>4}  {:<6}  {:<5}  {:>5}  {:<9}  {:>5}  {:>19}  {:>9}  {:>7}  result",
-                "task",
-                "kind",
-                "mode",
-                "size",
-                "where",
-                "score",
-                "tokens in / out",
-                "cost",
-                "time"
+                "task", "kind", "mode", "size", "where", "score", "tokens in / out", "cost", "time"
             )
         })?;
         let result = match (answer, &outcome.error) {
@@ -288,7 +280,10 @@ impl Printer {
                 cost_usd: all.usage.cost_usd,
                 cost_is_partial: all.usage.cost_is_partial(),
                 seconds: all.seconds,
-                by_mode: by_mode.iter().map(|(mode, totals)| (*mode, totals.json())).collect(),
+                by_mode: by_mode
+                    .iter()
+                    .map(|(mode, totals)| (*mode, totals.json()))
+                    .collect(),
                 model: self.model.as_deref(),
                 seed: self.seed,
                 haystack: &self.haystack,

@@ -446,5 +446,8 @@ async fn calls_ended_by_a_timeout_count_as_cut_off() {
     assert!(matches!(err, rlm_llm::Error::Stalled { .. }), "{err:?}");
     let spent = client.ledger().total();
     assert_eq!((spent.failures, spent.cut_off_calls), (2, 2), "{spent:?}");
-    assert!(spent.usage.output_tokens > 0, "the streamed start: {spent:?}");
+    assert!(
+        spent.usage.output_tokens > 0,
+        "the streamed start: {spent:?}"
+    );
 }

@@ -306,9 +306,11 @@ async fn a_run_stopped_by_sigterm_counts_the_call_it_cut_off() {
         "What is it?",
     ];
     let child = spawn_with_fake(dir.path(), &server, &args);
-    wait_until(Duration::from_secs(30), "the root call never started", || {
-        server.in_flight() != 0
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the root call never started",
+        || server.in_flight() != 0,
+    )
     .await;
     // Some pieces stream before the signal.
     tokio::time::sleep(Duration::from_millis(600)).await;
