@@ -2,8 +2,10 @@
 //!
 //! Run: `cargo bench -p rlm-context --bench inspect` (sizes: `RLM_BENCH_MB`, default 1024 for
 //! NDJSON; CSV and JSON-array files are a quarter of that; runs: `RLM_BENCH_RUNS`, default 5).
-//! Prints medians of the runs with a warm page cache, the ratio to `wc -l`, and the peak RSS
-//! growth during analysis.
+//! `RLM_BENCH_FORMATS` (comma-separated: `ndjson`, `csv`, `csv-quoted`, `json-array`; default all)
+//! picks the files. Prints medians of the runs with a warm page cache, the ratio to `wc -l`, and
+//! the peak RSS growth during analysis, and (`mem`) the median time of the same analysis over
+//! the file's bytes already in memory: the scan's own cost, without the kernel's copy.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -31,30 +33,58 @@ fn main() -> std::io::Result<()> {
         "wall = median wall time; cpu = median CPU time (user+sys, 10 ms ticks), robust when the machine is shared"
     );
     println!(
-        "{:<12} {:>8} {:>11} {:>11} {:>7} {:>10} {:>10} {:>7} {:>7} {:>10}",
-        "format", "MB", "wall", "wc wall", "ratio", "cpu", "wc cpu", "ratio", "GB/s", "RSS +MB"
+        "{:<12} {:>8} {:>11} {:>11} {:>7} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9}",
+        "format",
+        "MB",
+        "wall",
+        "wc wall",
+        "ratio",
+        "cpu",
+        "wc cpu",
+        "ratio",
+        "GB/s",
+        "RSS +MB",
+        "mem"
     );
     let small = generate(dir.path(), "seed.ndjson", 4, ndjson_line)?;
     report("ndjson 4MB", &small, runs)?;
-    let files = [
+    let wanted = std::env::var("RLM_BENCH_FORMATS").unwrap_or_default();
+    let wanted = |name: &str| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == name);
+    let shapes: [(&str, Generator, u64); 4] = [
         (
             "ndjson",
-            generate(dir.path(), "feed.ndjson", megabytes, ndjson_line)?,
+            |dir, mb| generate(dir, "feed.ndjson", mb, ndjson_line),
+            megabytes,
         ),
         (
             "csv",
-            generate(dir.path(), "table.csv", megabytes / 4, csv_line)?,
+            |dir, mb| generate(dir, "table.csv", mb, csv_line),
+            megabytes / 4,
+        ),
+        (
+            "csv-quoted",
+            |dir, mb| generate(dir, "quoted.csv", mb, quoted_csv_line),
+            megabytes / 4,
         ),
         (
             "json-array",
-            generate_array(dir.path(), "items.json", megabytes / 4)?,
+            |dir, mb| generate_array(dir, "items.json", mb),
+            megabytes / 4,
         ),
     ];
-    for (name, path) in &files {
-        report(name, path, runs)?;
+    for (name, make, size) in shapes {
+        if !wanted(name) {
+            continue;
+        }
+        let path = make(dir.path(), size)?;
+        report(name, &path, runs)?;
+        std::fs::remove_file(&path)?;
     }
     Ok(())
 }
+
+/// Writes a file of about the given megabytes in a directory.
+type Generator = fn(&Path, u64) -> std::io::Result<PathBuf>;
 
 fn report(name: &str, path: &Path, runs: usize) -> std::io::Result<()> {
     let bytes = std::fs::metadata(path)?.len();
@@ -80,6 +110,7 @@ fn report(name: &str, path: &Path, runs: usize) -> std::io::Result<()> {
         peak_growth = peak_growth.max(peak_rss_kb().saturating_sub(before));
         std::hint::black_box(metadata);
     }
+    let in_memory = in_memory(path, runs)?;
     let analyze = median(analyze_times);
     let wc = median(wc_times);
     let (cpu, wc_cpu) = (median(analyze_cpu), median(wc_cpu));
@@ -92,7 +123,7 @@ fn report(name: &str, path: &Path, runs: usize) -> std::io::Result<()> {
         }
     };
     println!(
-        "{:<12} {:>8.1} {:>9.1}ms {:>9.1}ms {:>7.2} {:>8.0}ms {:>8.0}ms {:>7.2} {:>7.2} {:>10.1}",
+        "{:<12} {:>8.1} {:>9.1}ms {:>9.1}ms {:>7.2} {:>8.0}ms {:>8.0}ms {:>7.2} {:>7.2} {:>10.1} {:>7.1}ms",
         name,
         bytes as f64 / 1e6,
         ms(analyze),
@@ -103,8 +134,23 @@ fn report(name: &str, path: &Path, runs: usize) -> std::io::Result<()> {
         ratio(cpu, wc_cpu),
         bytes as f64 / analyze.as_secs_f64() / 1e9,
         peak_growth as f64 / 1024.0,
+        ms(in_memory),
     );
     Ok(())
+}
+
+/// Median time of the analysis over the file's bytes in memory.
+fn in_memory(path: &Path, runs: usize) -> std::io::Result<Duration> {
+    let bytes = std::fs::read(path)?;
+    let name = path.file_name().and_then(|name| name.to_str());
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let metadata = rlm_context::analyze_bytes(&bytes, name, &AnalyzeOptions::default());
+        times.push(start.elapsed());
+        std::hint::black_box(metadata);
+    }
+    Ok(median(times))
 }
 
 /// Runs `wc -l`; returns its wall time and its CPU time (from the children's rusage ticks).
@@ -241,4 +287,19 @@ fn csv_line(index: u64) -> String {
             index % 100
         )
     }
+}
+
+/// Every field quoted (as spreadsheets export), `""` in one row in five and a newline inside a
+/// field in one row in five (issue 51's shape).
+fn quoted_csv_line(index: u64) -> String {
+    let message = match index % 5 {
+        1 => format!("said \"\"hello\"\" to user {index}"),
+        3 => format!("first line of note {index}\nsecond line, with a comma"),
+        _ => format!("plain message number {index}, fine"),
+    };
+    format!(
+        "\"{index}\",\"user{}\",\"INFO\",\"{message}\",\"{}\"\n",
+        index % 311,
+        index % 100
+    )
 }

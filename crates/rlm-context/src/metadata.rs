@@ -17,7 +17,9 @@ use crate::records::{
     DelimitedRowCounter, HeadingCounter, LineRecordCounter, UnclosedQuotes, heading_level,
 };
 use crate::sample::{LineSampler, WindowSchedule};
-use crate::scan::{BLOCK_SIZE, Block, BlockFacts, BlockReader, Blocks, TextStats, lossy};
+use crate::scan::{
+    BLOCK_SIZE, Block, BlockFacts, BlockReader, Blocks, LATER_BLOCK_SIZE, TextStats, lossy,
+};
 use crate::sniff::{Verdict, first_rows, sniff};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -316,7 +318,7 @@ fn analyze_stream(
     size_hint: Option<u64>,
 ) -> io::Result<ContextMetadata> {
     analyze_blocks(
-        &mut BlockReader::new(reader, BLOCK_SIZE),
+        &mut BlockReader::with_later_blocks(reader, BLOCK_SIZE, LATER_BLOCK_SIZE),
         name,
         options,
         size_hint,
@@ -788,6 +790,35 @@ mod tests {
             assert!(!expected.encoding.valid_utf8);
             assert_eq!(expected.encoding.crlf_lines, 343);
             assert_eq!(threaded(&input, block_size), expected, "block {block_size}");
+        }
+    }
+
+    #[test]
+    fn smaller_blocks_after_the_prefix_give_the_metadata_of_whole_blocks() {
+        // The pass on one thread reads `LATER_BLOCK_SIZE` after a first block of `BLOCK_SIZE`;
+        // nothing it reports may depend on that. The outline comes from the first block, the
+        // prefix, which must stay whole: a heading half a block in is in it.
+        let late_heading = format!("# Top\n\n{}## Late\n", "prose line\n".repeat(50_000));
+        let named = inputs().into_iter().map(|input| ("input", input));
+        for (name, input) in named.chain([("notes.md", late_heading)]) {
+            let mut large = input.clone();
+            while large.len() < 3 * BLOCK_SIZE {
+                large.push_str(&input);
+            }
+            let options = AnalyzeOptions::default();
+            let mut whole = BlockReader::new(large.as_bytes(), BLOCK_SIZE);
+            let expected = analyze_blocks(&mut whole, Some(name), &options, None).unwrap();
+            let mut smaller =
+                BlockReader::with_later_blocks(large.as_bytes(), BLOCK_SIZE, LATER_BLOCK_SIZE);
+            let analyzed = analyze_blocks(&mut smaller, Some(name), &options, None).unwrap();
+            assert_eq!(analyzed, expected, "{name}");
+            if name == "notes.md" {
+                let late = analyzed
+                    .outline
+                    .iter()
+                    .any(|heading| heading.text == "Late");
+                assert!(late, "{:?}", analyzed.outline);
+            }
         }
     }
 

@@ -45,6 +45,7 @@ pub(super) fn fold_json_chunks<S: Copy, F: FnMut(S, &JsonMasks) -> Option<S>>(
 #[inline]
 pub(super) fn fold_csv_chunks<S: Copy, F: FnMut(S, &CsvMasks) -> S>(
     chunks: &[[u8; CHUNK]],
+    delimiter: u8,
     start: S,
     step: F,
 ) -> Result<S, F> {
@@ -52,7 +53,7 @@ pub(super) fn fold_csv_chunks<S: Copy, F: FnMut(S, &CsvMasks) -> S>(
         return Err(step);
     }
     // SAFETY: the CPU has the features `fold_csv_avx2` is compiled for, checked above.
-    Ok(unsafe { fold_csv_avx2(chunks, start, step) })
+    Ok(unsafe { fold_csv_avx2(chunks, delimiter, start, step) })
 }
 
 #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,pclmulqdq")]
@@ -64,13 +65,14 @@ fn fold_json_avx2<S: Copy>(
     super::fold_all(chunks, start, |chunk, state| json_chunk(chunk, state), step)
 }
 
-#[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
+#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,pclmulqdq")]
 fn fold_csv_avx2<S: Copy>(
     chunks: &[[u8; CHUNK]],
+    delimiter: u8,
     start: S,
     step: impl FnMut(S, &CsvMasks) -> S,
 ) -> S {
-    super::fold_classified(chunks, start, |chunk| csv_chunk(chunk), step)
+    super::fold_classified(chunks, start, |chunk| csv_chunk(chunk, delimiter), step)
 }
 
 #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,pclmulqdq")]
@@ -115,14 +117,17 @@ fn classify_json(chunk: &[u8; CHUNK]) -> JsonMasks {
     }
 }
 
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,pclmulqdq")]
 #[inline]
-fn csv_chunk(chunk: &[u8; CHUNK]) -> CsvMasks {
+fn csv_chunk(chunk: &[u8; CHUNK], delimiter: u8) -> CsvMasks {
     let halves = load(chunk);
+    let quote = equal(&halves, b'"');
     CsvMasks {
-        quote: equal(&halves, b'"'),
+        quote,
         newline: equal(&halves, b'\n'),
         whitespace: whitespace(&halves),
+        delimiter: equal(&halves, delimiter),
+        quote_parity: prefix_xor(quote),
     }
 }
 

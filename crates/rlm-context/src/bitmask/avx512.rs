@@ -47,6 +47,7 @@ pub(super) fn fold_json_chunks<S: Copy, F: FnMut(S, &JsonMasks) -> Option<S>>(
 #[inline]
 pub(super) fn fold_csv_chunks<S: Copy, F: FnMut(S, &CsvMasks) -> S>(
     chunks: &[[u8; CHUNK]],
+    delimiter: u8,
     start: S,
     step: F,
 ) -> Result<S, F> {
@@ -54,7 +55,7 @@ pub(super) fn fold_csv_chunks<S: Copy, F: FnMut(S, &CsvMasks) -> S>(
         return Err(step);
     }
     // SAFETY: the CPU has the features `fold_csv_avx512` is compiled for, checked above.
-    Ok(unsafe { fold_csv_avx512(chunks, start, step) })
+    Ok(unsafe { fold_csv_avx512(chunks, delimiter, start, step) })
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx2,popcnt,bmi1,bmi2,pclmulqdq")]
@@ -66,13 +67,14 @@ fn fold_json_avx512<S: Copy>(
     super::fold_all(chunks, start, |chunk, state| json_chunk(chunk, state), step)
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx2,popcnt,bmi1,bmi2")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,popcnt,bmi1,bmi2,pclmulqdq")]
 fn fold_csv_avx512<S: Copy>(
     chunks: &[[u8; CHUNK]],
+    delimiter: u8,
     start: S,
     step: impl FnMut(S, &CsvMasks) -> S,
 ) -> S {
-    super::fold_classified(chunks, start, |chunk| csv_chunk(chunk), step)
+    super::fold_classified(chunks, start, |chunk| csv_chunk(chunk, delimiter), step)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,popcnt,bmi1,bmi2,pclmulqdq")]
@@ -104,14 +106,17 @@ fn classify_json(bytes: __m512i) -> JsonMasks {
     }
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,pclmulqdq")]
 #[inline]
-fn csv_chunk(chunk: &[u8; CHUNK]) -> CsvMasks {
+fn csv_chunk(chunk: &[u8; CHUNK], delimiter: u8) -> CsvMasks {
     let bytes = load(chunk);
+    let quote = equal(bytes, b'"');
     CsvMasks {
-        quote: equal(bytes, b'"'),
+        quote,
         newline: equal(bytes, b'\n'),
         whitespace: whitespace(bytes),
+        delimiter: equal(bytes, delimiter),
+        quote_parity: prefix_xor(quote),
     }
 }
 

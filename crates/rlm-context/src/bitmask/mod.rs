@@ -65,6 +65,12 @@ pub(crate) struct CsvMasks {
     pub newline: u64,
     /// As in [`JsonMasks::whitespace`].
     pub whitespace: u64,
+    /// The field delimiter the fold was given.
+    pub delimiter: u64,
+    /// Running XOR of `quote`: bit `i` is set when an odd number of the chunk's bytes `0..=i`
+    /// are quotes (inside a quoted field, if every quote opens or closes one and the chunk
+    /// starts outside).
+    pub quote_parity: u64,
 }
 
 /// Which code computes the masks.
@@ -179,17 +185,18 @@ fn fold_all<S: Copy>(
 pub(crate) fn fold_csv_chunks<S: Copy>(
     kernel: Kernel,
     bytes: &[u8],
+    delimiter: u8,
     start: S,
     step: impl FnMut(S, &CsvMasks) -> S,
 ) -> (usize, S) {
     let (chunks, _) = bytes.as_chunks::<CHUNK>();
     #[cfg(target_arch = "x86_64")]
     let step = match kernel {
-        Kernel::Avx512 => match avx512::fold_csv_chunks(chunks, start, step) {
+        Kernel::Avx512 => match avx512::fold_csv_chunks(chunks, delimiter, start, step) {
             Ok(state) => return (chunks.len(), state),
             Err(step) => step,
         },
-        Kernel::Avx2 => match avx2::fold_csv_chunks(chunks, start, step) {
+        Kernel::Avx2 => match avx2::fold_csv_chunks(chunks, delimiter, start, step) {
             Ok(state) => return (chunks.len(), state),
             Err(step) => step,
         },
@@ -199,7 +206,12 @@ pub(crate) fn fold_csv_chunks<S: Copy>(
     let _ = kernel;
     (
         chunks.len(),
-        fold_classified(chunks, start, portable::csv_chunk, step),
+        fold_classified(
+            chunks,
+            start,
+            |chunk| portable::csv_chunk(chunk, delimiter),
+            step,
+        ),
     )
 }
 

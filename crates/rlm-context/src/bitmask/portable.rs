@@ -27,7 +27,7 @@ pub(super) fn classify_json(chunk: &[u8; CHUNK]) -> JsonMasks {
     masks
 }
 
-pub(super) fn csv_chunk(chunk: &[u8; CHUNK]) -> CsvMasks {
+pub(super) fn csv_chunk(chunk: &[u8; CHUNK], delimiter: u8) -> CsvMasks {
     let mut masks = CsvMasks::default();
     for (index, &byte) in chunk.iter().enumerate() {
         let bit = 1u64 << index;
@@ -40,6 +40,10 @@ pub(super) fn csv_chunk(chunk: &[u8; CHUNK]) -> CsvMasks {
         if byte.is_ascii_whitespace() {
             masks.whitespace |= bit;
         }
+        if byte == delimiter {
+            masks.delimiter |= bit;
+        }
     }
+    masks.quote_parity = prefix_xor(masks.quote);
     masks
 }

@@ -104,9 +104,12 @@ fn every_kernel_gives_the_masks_of_the_byte_loop() {
 #[test]
 fn every_kernel_gives_the_csv_masks_of_the_byte_loop() {
     let bytes = sample_bytes();
-    for kernel in Kernel::available() {
+    for (kernel, delimiter) in Kernel::available()
+        .into_iter()
+        .flat_map(|kernel| [b',', b'\t', b';'].map(|delimiter| (kernel, delimiter)))
+    {
         let mut csv = Vec::new();
-        let (visited, seen) = fold_csv_chunks(kernel, &bytes, 0, |seen, masks| {
+        let (visited, seen) = fold_csv_chunks(kernel, &bytes, delimiter, 0, |seen, masks| {
             csv.push(*masks);
             seen + 1
         });
@@ -114,7 +117,7 @@ fn every_kernel_gives_the_csv_masks_of_the_byte_loop() {
         for (index, chunk) in bytes.as_chunks::<CHUNK>().0.iter().enumerate() {
             assert_eq!(
                 csv[index],
-                portable::csv_chunk(chunk),
+                portable::csv_chunk(chunk, delimiter),
                 "{kernel:?}, chunk {index}"
             );
         }
@@ -379,6 +382,7 @@ fn the_byte_loop_marks_each_class() {
     assert_eq!(json.colon, 1 << 7);
     // Vertical tab (0x0b) is not ASCII whitespace to Rust.
     assert_eq!(json.whitespace, 1 << 8 | 1 << 9 | 1 << 63);
-    let csv = portable::csv_chunk(&chunk);
+    let csv = portable::csv_chunk(&chunk, b',');
     assert_eq!((csv.quote, csv.newline), (1, 1 << 63));
+    assert_eq!((csv.delimiter, csv.quote_parity), (1 << 6, !0));
 }
