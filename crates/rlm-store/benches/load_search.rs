@@ -22,7 +22,7 @@ use rlm_context::chunk::{ChunkOptions, Strategy};
 use rlm_store::{SearchRequest, Store};
 
 mod common;
-use common::{Rng, cpu_seconds, peak_rss_mb, reset_peak_rss};
+use common::{ResidentSampler, Rng, cpu_seconds, peak_rss_mb, reset_peak_rss};
 
 const SYLLABLES: &[&str] = &[
     "ka", "lo", "mi", "ne", "ru", "sta", "ter", "vo", "lin", "qua", "der", "pho", "zen", "tri",
@@ -257,6 +257,7 @@ fn run(
     queries: &[String],
 ) {
     reset_peak_rss();
+    let sampler = ResidentSampler::start();
     let cpu_before = cpu_seconds();
     let started = Instant::now();
     let mut store = Store::open(store_dir).unwrap();
@@ -267,14 +268,17 @@ fn run(
     let load_seconds = started.elapsed().as_secs_f64();
     let load_cpu = cpu_seconds() - cpu_before;
     let peak = peak_rss_mb();
+    let (anonymous, mapped) = sampler.finish();
     let status = store.status().unwrap();
     let store_bytes = directory_size(store_dir);
     println!("== {label}");
     println!(
-        "load+chunk+bm25: {:.2} s wall ({:.1} MB/s), {:.2} s CPU, {} buffers, {} chunks, peak RSS {:.0} MB",
+        "load+chunk+bm25: {:.2} s wall ({:.1} MB/s), {:.2} s CPU ({:.1} ms per MB), {} buffers, \
+         {} chunks, peak RSS {:.0} MB (heap {anonymous:.0}, mapped files {mapped:.0})",
         load_seconds,
         input_bytes as f64 / 1e6 / load_seconds,
         load_cpu,
+        load_cpu * 1e3 / (input_bytes as f64 / 1e6),
         report.loaded.len(),
         status.chunks,
         peak

@@ -105,17 +105,6 @@ impl LocalStore {
         .collect()
     }
 
-    /// All buffers, by name, with `chunks` left 0: for callers that never read it (`grep`),
-    /// spared [`Store::list`]'s pass over the whole chunk index.
-    pub(crate) fn list_uncounted(&self) -> Result<Vec<BufferInfo>> {
-        let mut statement = self.connection.prepare_cached(
-            "SELECT b.id, b.name, b.path, b.size, b.line_count, 0, b.strategy, b.sha256, b.loaded_at
-             FROM buffers b ORDER BY b.name",
-        )?;
-        let rows = statement.query_map([], buffer_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
     /// The whole text of a buffer.
     pub fn text(&self, buffer: &BufferInfo) -> Result<String> {
         buffer_text(&self.connection, buffer.id)

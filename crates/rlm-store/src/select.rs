@@ -149,14 +149,43 @@ impl LocalStore {
         self.filter_listed(names, path_glob, Self::list)
     }
 
-    /// As [`Store::filter_buffers`], but when every buffer is listed their `chunks` are 0
-    /// ([`Store::list_uncounted`]).
-    pub(crate) fn filter_buffers_uncounted(
+    /// What grep searches of the buffers [`Store::filter_buffers`] passes, in the same order:
+    /// only their ids and names, since grep holds the list to its end (a [`BufferInfo`] is
+    /// ~400 bytes with its strings: 7 MB for 18,000 buffers). Spared the pass over the chunk
+    /// index that counting chunks takes.
+    pub(crate) fn grep_targets(
         &self,
         names: &[String],
         path_glob: Option<&str>,
-    ) -> Result<Vec<BufferInfo>> {
-        self.filter_listed(names, path_glob, Self::list_uncounted)
+    ) -> Result<Vec<GrepTarget>> {
+        if !names.is_empty() {
+            let buffers = self.filter_listed(names, path_glob, |_| Ok(Vec::new()))?;
+            return Ok(buffers.into_iter().map(GrepTarget::from).collect());
+        }
+        let matcher = path_glob.map(compile_glob).transpose()?;
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT id, name, path FROM buffers ORDER BY name")?;
+        let mut rows = statement.query([])?;
+        let mut targets = Vec::new();
+        while let Some(row) = rows.next()? {
+            let name = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+            let wanted = matcher.as_ref().is_none_or(|matcher| {
+                matcher.is_match(name)
+                    || row
+                        .get_ref(2)
+                        .ok()
+                        .and_then(|path| path.as_str_or_null().ok().flatten())
+                        .is_some_and(|path| matcher.is_match(path))
+            });
+            if wanted {
+                targets.push(GrepTarget {
+                    id: row.get(0)?,
+                    name: name.into(),
+                });
+            }
+        }
+        Ok(targets)
     }
 
     fn filter_listed(
@@ -181,6 +210,22 @@ impl LocalStore {
             buffers.retain(|buffer| matches_glob(&matcher, buffer));
         }
         Ok(buffers)
+    }
+}
+
+/// A buffer grep searches: its id and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GrepTarget {
+    pub(crate) id: i64,
+    pub(crate) name: Box<str>,
+}
+
+impl From<BufferInfo> for GrepTarget {
+    fn from(buffer: BufferInfo) -> Self {
+        Self {
+            id: buffer.id,
+            name: buffer.name.into(),
+        }
     }
 }
 
