@@ -415,3 +415,18 @@ fn counting_carries_a_fields_content_from_the_byte_reader() {
         }
     }
 }
+
+#[test]
+fn a_quote_after_a_plain_chunk_does_not_reopen_the_field_before_it() {
+    // A field closes with the last byte of a chunk, the next chunk has no quote, and the one
+    // after starts with a quote: that quote follows a `z`, so it is an ordinary character, not
+    // the `""` that reopens the field.
+    let input = format!(
+        "a,\"{}\"{}z\"q\nr,s\n{}",
+        "x".repeat(60),
+        "y".repeat(63),
+        "t,u\n".repeat(20)
+    );
+    assert_eq!(input.find('z'), Some(127));
+    assert_counting_matches_events(input.as_bytes(), b',');
+}
