@@ -67,6 +67,17 @@ pub struct BenchQualityArgs {
     /// Tasks of each kind, size and depth (each with its own needle or label).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
+    /// How each task is answered, comma-separated: `rlm` runs the loop (as `rlm run` does);
+    /// `plain` is one call of the same model with the whole context in its prompt, the
+    /// baseline the loop is measured against. `rlm,plain` asks both the same tasks.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODES",
+        value_delimiter = ',',
+        default_value = "rlm"
+    )]
+    pub mode: Vec<Mode>,
     /// Print the generated tasks (kind, size, question, truth) without calling any model.
     #[arg(long, visible_alias = "list")]
     pub dry_run: bool,
@@ -81,6 +92,25 @@ pub enum TaskKind {
     Needle,
     /// Labelled lines; the question asks how many have one label (OOLONG-style).
     Count,
+}
+
+/// How a task is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Mode {
+    /// The RLM loop, as `rlm run`.
+    Rlm,
+    /// One call with the whole context in the prompt.
+    Plain,
+}
+
+impl Mode {
+    /// The mode as `--mode` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rlm => "rlm",
+            Self::Plain => "plain",
+        }
+    }
 }
 
 /// The smallest context a task is generated for: room for a needle and a few lines.

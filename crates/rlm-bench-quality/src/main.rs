@@ -8,6 +8,7 @@
 mod cli;
 mod haystack;
 mod output;
+mod plain;
 mod report;
 mod tasks;
 
@@ -22,7 +23,8 @@ use rlm_app::settings::{LoopSettings, Sources};
 use rlm_app::{Runtime, StopHandle};
 use rlm_engine::ContextPart;
 
-use self::cli::{BenchQualityArgs, Cli, TaskKind};
+use self::cli::{BenchQualityArgs, Cli, Mode, TaskKind};
+use self::plain::Plain;
 use self::report::{Outcome, Printer};
 use self::tasks::Task;
 
@@ -91,38 +93,38 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
 
     // Only a run needs a model: `--dry-run` works without one configured.
-    let settings = LoopSettings::resolve(&args.run_loop, &sources)?;
-    let model = settings.model.clone();
-    let mut builder = rlm_app::engine::builder(settings)?;
-    if cli.verbose > 0 && !quiet {
-        builder = builder.events(Arc::new(output::RunLines));
-    }
-    let rlm = builder.build().map_err(rlm_app::error::engine_error)?;
-    printer.set_model(model);
     let runtime = Runtime::new()?;
+    let answerers = answerers(cli, &sources, &runtime)?;
+    printer.set_model(answerers.model.clone());
     let stop = StopHandle::new();
     rlm_app::stop::watch_process_signals(stop.clone(), || {});
 
     let total = specs.len();
     let mut stopped = None;
-    for (index, spec) in specs.iter().enumerate() {
+    'tasks: for (index, spec) in specs.iter().enumerate() {
         let task = spec.generate(args.seed, &haystack.text);
-        if !quiet {
-            eprintln!(
-                "[{}/{total}] {} {} …",
-                index + 1,
-                kind_name(spec.kind),
-                report::describe(spec, task.label)
-            );
-        }
-        let outcome = match runtime.until_stopped(&stop, run_task(&rlm, &task)) {
-            Ok(outcome) => outcome,
-            Err(err) => {
-                stopped = Some(err);
-                break;
+        for (mode, answerer) in &answerers.modes {
+            if !quiet {
+                let shown_mode = if answerers.modes.len() > 1 {
+                    format!(" ({})", mode.name())
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "[{}/{total}] {} {}{shown_mode} …",
+                    index + 1,
+                    kind_name(spec.kind),
+                    report::describe(spec, task.label)
+                );
             }
-        };
-        printer.finished(index + 1, &task, outcome)?;
+            match runtime.until_stopped(&stop, answerer.answer(&task)) {
+                Ok(outcome) => printer.finished(index + 1, &task, *mode, outcome)?,
+                Err(err) => {
+                    stopped = Some(err);
+                    break 'tasks;
+                }
+            }
+        }
     }
     // In-flight model calls and sandbox workers are dropped with the runtime.
     drop(runtime);
@@ -142,6 +144,59 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     ))
     .with_hint("each failed line says why; raise the budget flags or try a stronger --model")
     .into())
+}
+
+/// The root model and what answers the tasks in each `--mode`: the loop first, then the plain call.
+struct Answerers {
+    model: String,
+    modes: Vec<(Mode, Answerer)>,
+}
+
+/// What answers a task.
+enum Answerer {
+    Loop(rlm_engine::Rlm),
+    Plain(Plain),
+}
+
+impl Answerer {
+    async fn answer(&self, task: &Task) -> Outcome {
+        match self {
+            Self::Loop(rlm) => run_task(rlm, task).await,
+            Self::Plain(plain) => plain.answer(task).await,
+        }
+    }
+}
+
+/// The loop and the plain call `--mode` asks for, sharing one client (one limiter per
+/// server), with the windows local servers report added as `rlm run` does.
+fn answerers(cli: &Cli, sources: &Sources, runtime: &Runtime) -> anyhow::Result<Answerers> {
+    let args = &cli.bench;
+    let mut settings = LoopSettings::resolve(&args.run_loop, sources)?;
+    let model = settings.model.clone();
+    let client = settings.llm.build_client()?;
+    let models = [settings.model.clone(), settings.subcall_model.clone()];
+    let models: Vec<&str> = models.iter().map(String::as_str).collect();
+    runtime.block_on(rlm_app::engine::add_reported_windows(
+        &client,
+        &mut settings.context_windows,
+        &models,
+    ));
+    // The plain call reads the settings the loop then takes.
+    let plain = args
+        .mode
+        .contains(&Mode::Plain)
+        .then(|| Plain::new(&settings, client.clone()));
+    let mut modes = Vec::new();
+    if args.mode.contains(&Mode::Rlm) {
+        let mut builder = rlm_app::engine::builder_with(settings, client)?;
+        if cli.verbose > 0 && !cli.quiet {
+            builder = builder.events(Arc::new(output::RunLines));
+        }
+        let rlm = builder.build().map_err(rlm_app::error::engine_error)?;
+        modes.push((Mode::Rlm, Answerer::Loop(rlm)));
+    }
+    modes.extend(plain.map(|plain| (Mode::Plain, Answerer::Plain(plain))));
+    Ok(Answerers { model, modes })
 }
 
 /// Runs one task through the loop.

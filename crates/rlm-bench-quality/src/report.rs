@@ -9,6 +9,7 @@ use std::time::Duration;
 use rlm_engine::{RunResult, Status};
 use rlm_llm::ModelTotals;
 
+use crate::cli::Mode;
 use crate::kind_name;
 use crate::tasks::{Task, TaskSpec};
 use rlm_app::text::{neutralize, usd};
@@ -70,6 +71,7 @@ impl Outcome {
 /// A finished task as the summary needs it.
 #[derive(Debug)]
 struct Scored {
+    mode: Mode,
     kind: &'static str,
     score: f64,
     failed: bool,
@@ -152,7 +154,13 @@ impl Printer {
     }
 
     /// A task whose run ended: scored, printed, kept for the summary.
-    pub fn finished(&mut self, index: usize, task: &Task, outcome: Outcome) -> anyhow::Result<()> {
+    pub fn finished(
+        &mut self,
+        index: usize,
+        task: &Task,
+        mode: Mode,
+        outcome: Outcome,
+    ) -> anyhow::Result<()> {
         let mut outcome = outcome;
         let answered = given_answer(&outcome).is_some();
         if !answered
@@ -175,6 +183,7 @@ impl Printer {
         let score = answer.map_or(0.0, |answer| task.truth.score(answer));
         let failed = answer.is_none();
         self.scored.push(Scored {
+            mode,
             kind: kind_name(task.spec.kind),
             score,
             failed,
@@ -184,6 +193,7 @@ impl Printer {
         if self.json {
             let usage = &outcome.usage;
             let result = TaskResult {
+                mode: mode.name(),
                 answer: outcome.answer.as_deref(),
                 score,
                 failed,
@@ -208,8 +218,8 @@ impl Printer {
         let mut out = crate::output::stdout();
         self.header_once(&mut out, || {
             format!(
-                "{:>4}  {:<6}  {:>5}  {:<9}  {:>5}  {:>19}  {:>9}  {:>7}  result",
-                "task", "kind", "size", "where", "score", "tokens in / out", "cost", "time"
+                "{:>4}  {:<6}  {:<5}  {:>5}  {:<9}  {:>5}  {:>19}  {:>9}  {:>7}  result",
+                "task", "kind", "mode", "size", "where", "score", "tokens in / out", "cost", "time"
             )
         })?;
         let result = match (answer, &outcome.error) {
@@ -230,8 +240,9 @@ impl Printer {
         };
         writeln!(
             out,
-            "{index:>4}  {:<6}  {:>5}  {:<9}  {score:>5.3}  {:>19}  {:>9}  {:>6.1}s  {result}",
+            "{index:>4}  {:<6}  {:<5}  {:>5}  {:<9}  {score:>5.3}  {:>19}  {:>9}  {:>6.1}s  {result}",
             kind_name(task.spec.kind),
+            mode.name(),
             size_name(task.spec.size),
             place(task),
             tokens(&outcome.usage),
@@ -242,43 +253,37 @@ impl Printer {
         Ok(())
     }
 
-    /// The mean score and the totals of the tasks that ran.
+    /// The mean score and the totals of the tasks that ran; with more than one `--mode`, each
+    /// mode's too (a line each).
     pub fn summary(&self, interrupted: bool) -> anyhow::Result<()> {
-        let mut total = ModelTotals::default();
-        let mut seconds = 0.0;
-        let mut by_kind: BTreeMap<&str, (usize, f64)> = BTreeMap::new();
-        for task in &self.scored {
-            add(&mut total, &task.usage);
-            seconds += task.seconds;
-            let entry = by_kind.entry(task.kind).or_default();
-            entry.0 += 1;
-            entry.1 += task.score;
-        }
-        let tasks = self.scored.len();
-        let mean = |count: usize, sum: f64| (count > 0).then(|| sum / count as f64);
-        let mean_score = mean(tasks, self.scored.iter().map(|task| task.score).sum());
+        let all = Totals::of(self.scored.iter());
+        let mut modes: Vec<Mode> = self.scored.iter().map(|task| task.mode).collect();
+        modes.sort_unstable();
+        modes.dedup();
+        // In `Mode`'s order: the loop, then the plain call.
+        let by_mode: Vec<(&str, Totals)> = modes
+            .iter()
+            .map(|mode| {
+                let tasks = self.scored.iter().filter(|task| task.mode == *mode);
+                (mode.name(), Totals::of(tasks))
+            })
+            .collect();
         if self.json {
-            let by_kind = by_kind
-                .iter()
-                .map(|(kind, (count, sum))| {
-                    let kind_score = KindScore {
-                        tasks: *count,
-                        mean_score: mean(*count, *sum),
-                    };
-                    (*kind, kind_score)
-                })
-                .collect();
             return crate::output::print_json(&BenchRecord::Summary {
-                tasks,
-                failed: self.failed(),
-                mean_score,
-                by_kind,
-                input_tokens: total.usage.input_tokens,
-                output_tokens: total.usage.output_tokens,
-                cache_read_tokens: total.usage.cache_read_tokens,
-                cost_usd: total.cost_usd,
-                cost_is_partial: total.cost_is_partial(),
-                seconds,
+                tasks: all.tasks,
+                failed: all.failed,
+                mean_score: all.mean_score,
+                by_kind: all.by_kind.clone(),
+                input_tokens: all.usage.usage.input_tokens,
+                output_tokens: all.usage.usage.output_tokens,
+                cache_read_tokens: all.usage.usage.cache_read_tokens,
+                cost_usd: all.usage.cost_usd,
+                cost_is_partial: all.usage.cost_is_partial(),
+                seconds: all.seconds,
+                by_mode: by_mode
+                    .iter()
+                    .map(|(mode, totals)| (*mode, totals.json()))
+                    .collect(),
                 model: self.model.as_deref(),
                 seed: self.seed,
                 haystack: &self.haystack,
@@ -286,16 +291,78 @@ impl Printer {
             });
         }
         let mut out = crate::output::stdout();
-        let kinds: Vec<String> = by_kind
-            .iter()
-            .map(|(kind, (count, sum))| format!("{kind} {:.3} ({count})", sum / *count as f64))
+        if by_mode.len() > 1 {
+            for (mode, totals) in &by_mode {
+                writeln!(out, "{mode:<5}  {}", totals.line())?;
+            }
+        } else {
+            writeln!(out, "{}", all.line())?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+}
+
+/// Scores and totals of some finished tasks.
+#[derive(Debug, Default)]
+struct Totals {
+    tasks: usize,
+    failed: usize,
+    mean_score: Option<f64>,
+    by_kind: BTreeMap<&'static str, KindScore>,
+    usage: ModelTotals,
+    seconds: f64,
+}
+
+impl Totals {
+    fn of<'a>(scored: impl Iterator<Item = &'a Scored>) -> Self {
+        let mut totals = Self::default();
+        let mut sum = 0.0;
+        let mut by_kind: BTreeMap<&'static str, (usize, f64)> = BTreeMap::new();
+        for task in scored {
+            add(&mut totals.usage, &task.usage);
+            totals.seconds += task.seconds;
+            totals.tasks += 1;
+            totals.failed += usize::from(task.failed);
+            sum += task.score;
+            let entry = by_kind.entry(task.kind).or_default();
+            entry.0 += 1;
+            entry.1 += task.score;
+        }
+        let mean = |count: usize, sum: f64| (count > 0).then(|| sum / count as f64);
+        totals.mean_score = mean(totals.tasks, sum);
+        totals.by_kind = by_kind
+            .into_iter()
+            .map(|(kind, (count, sum))| {
+                let score = KindScore {
+                    tasks: count,
+                    mean_score: mean(count, sum),
+                };
+                (kind, score)
+            })
             .collect();
-        writeln!(
-            out,
-            "mean score {} over {}{} · {} · tokens {} · {} · {seconds:.1}s",
-            mean_score.map_or("-".to_owned(), |mean| format!("{mean:.3}")),
-            rlm_app::text::count(tasks as u64, "task"),
-            match self.failed() {
+        totals
+    }
+
+    /// `mean score 0.781 over 2 tasks · count 0.562 (1), needle 1.000 (1) · tokens … · $… · 3.1s`
+    fn line(&self) -> String {
+        let kinds: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(kind, score)| {
+                format!(
+                    "{kind} {:.3} ({})",
+                    score.mean_score.unwrap_or(0.0),
+                    score.tasks
+                )
+            })
+            .collect();
+        format!(
+            "mean score {} over {}{} · {} · tokens {} · {} · {:.1}s",
+            self.mean_score
+                .map_or("-".to_owned(), |mean| format!("{mean:.3}")),
+            rlm_app::text::count(self.tasks as u64, "task"),
+            match self.failed {
                 0 => String::new(),
                 failed => format!(" ({failed} failed)"),
             },
@@ -304,11 +371,24 @@ impl Printer {
             } else {
                 kinds.join(", ")
             },
-            tokens(&total),
-            cost(&total),
-        )?;
-        out.flush()?;
-        Ok(())
+            tokens(&self.usage),
+            cost(&self.usage),
+            self.seconds,
+        )
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tasks": self.tasks,
+            "failed": self.failed,
+            "mean_score": self.mean_score,
+            "by_kind": self.by_kind,
+            "input_tokens": self.usage.usage.input_tokens,
+            "output_tokens": self.usage.usage.output_tokens,
+            "cost_usd": self.usage.cost_usd,
+            "cost_is_partial": self.usage.cost_is_partial(),
+            "seconds": self.seconds,
+        })
     }
 }
 
@@ -352,6 +432,8 @@ enum BenchRecord<'a> {
         cost_usd: f64,
         cost_is_partial: bool,
         seconds: f64,
+        /// Each `--mode`'s tasks, mean score, tokens and time.
+        by_mode: BTreeMap<&'a str, serde_json::Value>,
         model: Option<&'a str>,
         seed: u64,
         haystack: &'a str,
@@ -392,6 +474,7 @@ impl<'a> TaskFields<'a> {
 /// How a task's run ended and what it cost.
 #[derive(serde::Serialize)]
 struct TaskResult<'a> {
+    mode: &'static str,
     answer: Option<&'a str>,
     score: f64,
     failed: bool,
@@ -410,7 +493,7 @@ struct TaskResult<'a> {
 }
 
 /// One kind's tasks and mean score.
-#[derive(serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct KindScore {
     tasks: usize,
     mean_score: Option<f64>,

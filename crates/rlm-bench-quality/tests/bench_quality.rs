@@ -364,3 +364,124 @@ async fn an_echo_of_the_prompt_is_not_an_answer() {
     );
     assert_eq!(records[1]["mean_score"], 0.0);
 }
+
+/// `--mode rlm,plain`: each task is asked of the loop and then in one plain call of the same
+/// model with the whole context in the prompt; both are scored, and the summary gives each
+/// mode's mean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plain_call_baseline_is_scored_beside_the_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = listed(dir.path(), &SMALL);
+    let code = tasks[0]["truth"].as_str().unwrap().to_owned();
+    let count = tasks[1]["truth"].as_u64().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [
+            look(),
+            reply(&format!("FINAL({code})"), 1_000),
+            // The plain call: one reply, no code to run.
+            reply(&format!("The code is {code}."), 700),
+            look(),
+            reply(&format!("FINAL({count})"), 1_000),
+            reply(&format!("{}", count + 2), 600),
+        ],
+    );
+    let args = [&SMALL[..], &["--json", "--mode", "rlm,plain"]].concat();
+    let (exit, stdout, stderr) = bench(dir.path(), &server, &args).await;
+    assert_eq!(exit, 0, "{stderr}");
+    let records = json_lines(&stdout);
+    assert_eq!(records.len(), 5, "{stdout}");
+    let modes: Vec<&str> = records[..4]
+        .iter()
+        .map(|record| record["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["rlm", "plain", "rlm", "plain"]);
+    assert_eq!(records[1]["score"], 1.0);
+    assert_eq!(records[1]["iterations"], 1);
+    assert_eq!(records[1]["input_tokens"], 700);
+    assert_eq!(records[3]["score"], 0.5625);
+    let summary = &records[4];
+    assert_eq!(summary["by_mode"]["rlm"]["mean_score"], 1.0);
+    assert_eq!(
+        summary["by_mode"]["plain"]["mean_score"],
+        (1.0 + 0.5625) / 2.0
+    );
+    assert_eq!(summary["by_mode"]["plain"]["input_tokens"], 1_300);
+    assert_eq!(summary["tasks"], 4);
+
+    // The plain request holds the whole context and the question, and nothing of the loop.
+    let seen = server.requests_for("root");
+    assert_eq!(seen.len(), 6);
+    let plain = &seen[2];
+    assert_eq!(plain.messages.len(), 1);
+    let prompt = plain.last_user_message();
+    assert!(prompt.contains(&code), "the needle is in the prompt");
+    assert!(prompt.contains(tasks[0]["question"].as_str().unwrap()));
+    let context_chars = tasks[0]["context_chars"].as_u64().unwrap();
+    assert!(prompt.chars().count() as u64 > context_chars, "{prompt}");
+    let system = plain.system.as_deref().unwrap_or_default();
+    assert!(
+        !system.contains("```") && !system.contains("FINAL"),
+        "{system}"
+    );
+    let counting = seen[5].last_user_message();
+    assert!(counting.contains(tasks[1]["question"].as_str().unwrap()));
+    assert_eq!(
+        counting
+            .matches(tasks[1]["label"].as_str().unwrap())
+            .count() as u64,
+        count + 1
+    );
+
+    // The summary a person reads: a line per mode.
+    server.script(
+        "root",
+        [
+            look(),
+            reply(&format!("FINAL({code})"), 100),
+            reply("I do not know.", 100),
+        ],
+    );
+    let args = [&SMALL[..], &["--tasks", "needle", "--mode", "plain,rlm"]].concat();
+    let (exit, stdout, stderr) = bench(dir.path(), &server, &args).await;
+    assert_eq!(exit, 0, "{stderr}");
+    let summaries: Vec<&str> = stdout.lines().skip(3).collect();
+    assert_eq!(summaries.len(), 2, "{stdout}");
+    assert!(
+        summaries[0].starts_with("rlm    mean score 1.000 over 1 task"),
+        "{stdout}"
+    );
+    assert!(
+        summaries[1].starts_with("plain  mean score 0.000 over 1 task"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("(plain)"), "{stderr}");
+}
+
+/// A context over the model's known window is not sent as a plain call: it fails, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_call_over_the_window_is_not_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    std::fs::write(
+        dir.path().join("rlm.toml"),
+        "[run.context_windows]\n\"openai:root\" = 300\n",
+    )
+    .unwrap();
+    let args = [
+        &SMALL[..],
+        &["--json", "--mode", "plain", "--tasks", "needle"],
+    ]
+    .concat();
+    let (exit, stdout, stderr) = bench(dir.path(), &server, &args).await;
+    assert_eq!(exit, 1, "{stderr}");
+    let records = json_lines(&stdout);
+    assert_eq!(records[0]["failed"], true);
+    let error = records[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("over the model's window of 300 tokens"),
+        "{error}"
+    );
+    assert_eq!(server.request_count(), 0, "nothing was sent");
+}

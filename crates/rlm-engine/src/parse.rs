@@ -1,9 +1,11 @@
 //! Reading a root-model reply: code blocks to run and the answer tag, if any.
 //!
 //! Rules (the prompt teaches the same ones):
-//! - Code runs only from fenced blocks tagged `repl`, `python`, `python3` or `py`. Other fences
-//!   (untagged, `text`, `json`, ...) are prose and their content is skipped whole, so an answer
-//!   tag inside them does not count.
+//! - Code runs only from fenced blocks tagged `repl`, `python`, `python3` or `py`, or from an
+//!   untagged fence whose first line is such a tag alone (a model that wrote the tag on its own
+//!   line: that line is dropped). Other fences (`text`, `json`, untagged, ...) are prose and
+//!   their content is skipped whole, so an answer tag inside them does not count, except an
+//!   untagged fence that holds nothing but one answer tag line (a model that fenced its answer).
 //! - Answer tags count only outside fences and at the start of a line (after indentation):
 //!   `FINAL(...)` with balanced parentheses, possibly spanning lines, or `FINAL_VAR(name)`.
 //! - Everything after the first answer tag is ignored: the model has decided.
@@ -50,11 +52,20 @@ pub fn parse_reply(reply: &str) -> ParsedReply {
         let next = (line_end + 1).min(text.len());
         if let Some(fence) = Fence::open(line) {
             let (body, after, closed) = fence.body(&text, next);
-            if fence.is_code() && !body.trim().is_empty() {
-                parsed.code_blocks.push(body);
-            }
             parsed.unterminated = !closed;
             position = after;
+            if fence.is_code() {
+                if !body.trim().is_empty() {
+                    parsed.code_blocks.push(body);
+                }
+            } else if fence.tag.is_empty() {
+                if let Some(code) = code_tagged_inside(&body) {
+                    parsed.code_blocks.push(code);
+                } else if let Some(answer) = lone_answer(&body) {
+                    parsed.answer = Some(answer);
+                    break;
+                }
+            }
             continue;
         }
         let trimmed = line.trim_start();
@@ -79,6 +90,32 @@ pub fn parse_reply(reply: &str) -> ParsedReply {
         position = next;
     }
     parsed
+}
+
+/// The code of an untagged fence whose first non-blank line is a code tag alone
+/// (`` ```\nrepl\nprint(1)\n``` ``), without that line; `None` for any other fence or an
+/// empty block.
+fn code_tagged_inside(body: &str) -> Option<String> {
+    let start = body.len() - body.trim_start().len();
+    let rest = &body[start..];
+    let (first, code) = rest.split_once('\n').unwrap_or((rest, ""));
+    let is_tag = CODE_TAGS
+        .iter()
+        .any(|known| first.trim().eq_ignore_ascii_case(known));
+    (is_tag && !code.trim().is_empty()).then(|| code.to_owned())
+}
+
+/// The answer tag an untagged fence holds as its one line (`` ```\nFINAL(42)\n``` ``).
+fn lone_answer(body: &str) -> Option<AnswerTag> {
+    let line = body.trim();
+    if line.is_empty() || line.contains('\n') {
+        return None;
+    }
+    let inner = parse_reply(line);
+    if inner.answer_unclosed {
+        return None;
+    }
+    inner.answer
 }
 
 /// Arguments that only ever appear in instructions (ours, older versions of ours, the usual

@@ -126,6 +126,42 @@ fn corpus() -> Vec<Case> {
             None,
         ),
         (
+            "a tag on its own line opens code in an untagged fence (Qwen2.5-Coder-1.5B)",
+            "```\nrepl\nprint(context[:100])\n```\n```\nPython\nx = 1\n```",
+            &["print(context[:100])\n", "x = 1\n"],
+            None,
+        ),
+        (
+            "a tag alone in an untagged fence is no code",
+            "```\nrepl\n```\n```\nrepl is the tag\nprint(1)\n```",
+            &[],
+            None,
+        ),
+        (
+            "a fenced answer alone counts",
+            "```\nFINAL(12345678)\n```\n```repl\nprint('late')\n```",
+            &[],
+            text("12345678"),
+        ),
+        (
+            "a fenced answer variable alone counts",
+            "```\nFINAL_VAR(result)\n```",
+            &[],
+            var("result"),
+        ),
+        (
+            "an answer tag among other fenced lines is quoted text",
+            "```\nWhen done, write:\nFINAL(42)\n```\n```text\nFINAL(7)\n```",
+            &[],
+            None,
+        ),
+        (
+            "a fenced placeholder is still an echo",
+            "```\nFINAL(...)\n```",
+            &[],
+            None,
+        ),
+        (
             "unterminated block still runs (stop sequence cut it)",
             "Let me look.\n```repl\nprint(len(context))\n",
             &["print(len(context))\n"],

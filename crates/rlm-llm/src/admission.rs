@@ -20,7 +20,8 @@ use crate::{ChatRequest, ChatResponse, Usage};
 pub(crate) struct CallProgress {
     /// An attempt's request is out and its answer not read yet.
     out: AtomicBool,
-    /// The last attempt was cut by the call's deadline while it was out.
+    /// The last attempt was cut while it was out: by the call's deadline, or by the request or
+    /// idle timeout.
     cut: AtomicBool,
     /// Bytes of answer text (or tool-call arguments) streamed so far by the current attempt.
     streamed: AtomicU64,
@@ -33,7 +34,7 @@ impl CallProgress {
         self.out.store(true, Ordering::Relaxed);
     }
 
-    /// The attempt ended; `cut` when the deadline ended it while out.
+    /// The attempt ended; `cut` when a deadline or a timeout ended it while out.
     pub fn ended(&self, cut: bool) {
         self.out.store(false, Ordering::Relaxed);
         self.cut.store(cut, Ordering::Relaxed);
@@ -105,7 +106,7 @@ impl Admission {
         }
     }
 
-    /// Replaces the holds with a failed call: one cut off by its deadline while out is
+    /// Replaces the holds with a failed call: one cut off by its deadline or a timeout while out is
     /// counted with its estimated tokens ([`Self::cut_off`]).
     pub fn fail(mut self, label: &str, latency: Duration, retries: u32) {
         if self.progress.cut.load(Ordering::Relaxed) {

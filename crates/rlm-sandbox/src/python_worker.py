@@ -91,7 +91,8 @@ class _Session:
         self.denied = []
         self.host_items = 0
         self.texts = []
-        self.globals = {"__name__": "__main__", "__builtins__": builtins}
+        # `re` and `json` are imported already, as in the Monty worker (the prompt says so).
+        self.globals = {"__name__": "__main__", "__builtins__": builtins, "re": re, "json": json}
         contexts = start["contexts"]
         several = len(contexts) > 1
         for index, context in enumerate(contexts):

@@ -153,3 +153,16 @@ async fn python_backend_is_locked_down() {
         "7\n"
     );
 }
+
+/// As in the Monty worker, `re` and `json` are imported already.
+#[tokio::test]
+async fn python_backend_has_re_and_json_imported_already() {
+    let Some(mut session) = python_session("a1b22").await else {
+        return;
+    };
+    let result = session
+        .execute("print(re.findall(r'\\d+', context), json.dumps({'k': [1]}))")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "['1', '22'] {\"k\": [1]}\n", "{result:?}");
+}

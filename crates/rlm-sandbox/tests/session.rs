@@ -555,3 +555,20 @@ async fn printf_style_formatting_works_on_string_literals() {
         "{names:?}"
     );
 }
+
+/// `re` and `json` are there without an import (the prompt says so; models use them so), and
+/// are not listed as the code's variables.
+#[tokio::test]
+async fn re_and_json_are_imported_already() {
+    let mut session = session("a1b22").await;
+    let result = session
+        .execute("print(re.findall(r'\\d+', context), json.dumps({'k': [1]}))")
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "['1', '22'] {\"k\": [1]}\n", "{result:?}");
+    let names = session.variable_names().await.unwrap();
+    assert!(
+        !names.iter().any(|name| name == "re" || name == "json"),
+        "{names:?}"
+    );
+}

@@ -45,7 +45,8 @@ pub struct ModelTotals {
     /// as reported. Left out of JSON when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub overrun_calls: u64,
-    /// Failed calls cut off after their request went out (a deadline, a stopped run): counted
+    /// Failed calls cut off after their request went out (a deadline, a request or idle
+    /// timeout, a stopped run): counted
     /// in `failures`, their tokens estimated (the request's size, the text streamed before the
     /// cut) and counted in `usage`. Left out of JSON when 0.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -82,10 +82,7 @@ impl LlmClient {
                     (&mut emitted, progress),
                 )
                 .await;
-            progress.ended(matches!(
-                &attempt,
-                Err(failed) if matches!(failed.error, crate::Error::DeadlineExceeded { .. })
-            ));
+            progress.ended(matches!(&attempt, Err(failed) if cut_while_out(&failed.error)));
             let failed = match attempt {
                 Ok(answered) => {
                     return Ok(Sent::Answered {
@@ -220,4 +217,15 @@ impl<'slot> Sent<'slot> {
             }),
         }
     }
+}
+
+/// Whether an attempt that failed so was cut while its request was out: by the call's deadline,
+/// or by the request or idle timeout (the server had the prompt and may have been generating).
+fn cut_while_out(error: &crate::Error) -> bool {
+    matches!(
+        error,
+        crate::Error::DeadlineExceeded { .. }
+            | crate::Error::Timeout { .. }
+            | crate::Error::Stalled { .. }
+    )
 }

@@ -415,3 +415,39 @@ async fn calls_cut_off_mid_answer_count_what_they_streamed() {
     let spent = client.ledger().total();
     assert_eq!((spent.failures, spent.cut_off_calls), (2, 2), "{spent:?}");
 }
+
+/// A call that outlived its request timeout, or whose streamed answer stalled, had its prompt
+/// read by the server: it is counted as cut off with its estimated tokens, not as free.
+#[tokio::test]
+async fn calls_ended_by_a_timeout_count_as_cut_off() {
+    let server = crate::server().await;
+    server.script(
+        "m",
+        [FakeReply::hang(), FakeReply::stall("the answer began")],
+    );
+    let client = rlm_llm::testing::client_builder(server.address())
+        .retry(crate::fast_retries(0))
+        .request_timeout(Duration::from_millis(300))
+        .idle_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let ask = || ChatRequest::new("m").user("a long prompt ".repeat(100));
+    let err = client.chat(&ask()).await.unwrap_err();
+    assert!(matches!(err, rlm_llm::Error::Timeout { .. }), "{err:?}");
+    let spent = client.ledger().total();
+    assert_eq!(
+        (spent.calls, spent.failures, spent.cut_off_calls),
+        (0, 1, 1),
+        "{spent:?}"
+    );
+    assert!(spent.usage.input_tokens >= 300, "{spent:?}");
+
+    let err = client.chat(&ask()).await.unwrap_err();
+    assert!(matches!(err, rlm_llm::Error::Stalled { .. }), "{err:?}");
+    let spent = client.ledger().total();
+    assert_eq!((spent.failures, spent.cut_off_calls), (2, 2), "{spent:?}");
+    assert!(
+        spent.usage.output_tokens > 0,
+        "the streamed start: {spent:?}"
+    );
+}

@@ -34,6 +34,32 @@ async fn the_schema_goes_out_as_strict_response_format() {
     assert_eq!(body["response_format"]["json_schema"]["schema"], schema());
 }
 
+/// Ollama is served through its OpenAI-compatible endpoint (the built-in `ollama` provider):
+/// the schema goes out as the same strict `response_format`, which Ollama (0.5 and later) turns
+/// into its own `format`, a grammar over the model's output; no setting is needed.
+#[tokio::test]
+async fn ollama_gets_the_schema_as_response_format_on_its_openai_endpoint() {
+    let server = server().await;
+    server.respond_with(|_| FakeReply::text(r#"{"ids": [2]}"#));
+    let base = format!("http://{}/v1", server.address());
+    let client = rlm_llm::LlmClient::builder()
+        .builtin_providers(&|name| (name == "OLLAMA_BASE_URL").then(|| base.clone()))
+        .retry(fast_retries(0))
+        .build()
+        .unwrap();
+    let model = "ollama:qwen2.5:7b";
+    assert!(client.constrains_output(model));
+    let answer = client.chat(&ask(model)).await.unwrap();
+    assert_eq!(answer.text, r#"{"ids": [2]}"#);
+    let seen = &server.requests()[0];
+    assert_eq!(seen.endpoint, "/v1/chat/completions");
+    assert_eq!(seen.model, "qwen2.5:7b");
+    let body = &seen.body;
+    assert_eq!(body["response_format"]["type"], "json_schema", "{body}");
+    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(body["response_format"]["json_schema"]["schema"], schema());
+}
+
 /// On Anthropic the schema is the `input_schema` of the one tool the model must call, and the
 /// call's input comes back as the reply's text, whole or streamed, as `response_format` gives
 /// it on OpenAI.

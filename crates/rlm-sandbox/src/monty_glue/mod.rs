@@ -28,6 +28,9 @@ use crate::limits::Limits;
 use crate::protocol::{Variable, WorkerReport};
 use crate::result::{ExceptionInfo, FinalAnswer, append_line};
 
+/// Modules every session starts with, in both interpreters (`python_worker.py` binds the same).
+const PREIMPORTED: &str = "import re\nimport json";
+
 /// Sends host calls to whoever answers them; returns one result per prompt.
 pub(crate) trait HostBridge {
     fn call(
@@ -168,6 +171,10 @@ impl MontyInterpreter {
             .map_err(|error| format!("could not bind the contexts: {error}"))?;
         repl.feed_run(percent_format::PRELUDE, Vec::new(), PrintWriter::Disabled)
             .map_err(|error| format!("could not define the session's helpers: {error}"))?;
+        // The prompt says these are imported already: models use them without importing them
+        // (Qwen2.5-Coder-1.5B lost a turn of six to `NameError: name 're'`).
+        repl.feed_run(PREIMPORTED, Vec::new(), PrintWriter::Disabled)
+            .map_err(|error| format!("could not import the session's modules: {error}"))?;
         Ok(Self {
             repl: Some(repl),
             limits,

@@ -277,3 +277,56 @@ async fn a_run_counts_the_call_its_timeout_cut_off() {
         }
     }
 }
+
+/// A run stopped by SIGTERM while its root call streams: exit 143, and its trajectory's closing
+/// record counts the cut call (`cut_off_calls`, with the tokens streamed before the cut), so a
+/// long call that was killed is not logged as free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_by_sigterm_counts_the_call_it_cut_off() {
+    use crate::support::{send_signal, spawn_with_fake, wait_until};
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.script(
+        "root",
+        [FakeReply::slow_stream(
+            "thinking ".repeat(400),
+            40,
+            Duration::from_millis(50),
+        )],
+    );
+    let args = [
+        "run",
+        "--log",
+        "logs",
+        "--model",
+        "openai:root",
+        "--context",
+        "abc",
+        "What is it?",
+    ];
+    let child = spawn_with_fake(dir.path(), &server, &args);
+    wait_until(
+        Duration::from_secs(30),
+        "the root call never started",
+        || server.in_flight() != 0,
+    )
+    .await;
+    // Some pieces stream before the signal.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(send_signal(child, "TERM").await, Some(143));
+    let log = std::fs::read_dir(dir.path().join("logs"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("a trajectory");
+    let text = std::fs::read_to_string(log).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["status"], "interrupted", "{last}");
+    let total = &last["usage"]["total"];
+    assert_eq!(total["cut_off_calls"], 1, "{last}");
+    assert_eq!(total["calls"], 0, "{last}");
+    assert!(total["output_tokens"].as_u64().unwrap() > 0, "{last}");
+    assert!(total["input_tokens"].as_u64().unwrap() > 0, "{last}");
+}
