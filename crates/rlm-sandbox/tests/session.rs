@@ -572,3 +572,27 @@ async fn re_and_json_are_imported_already() {
         "{names:?}"
     );
 }
+
+/// Monty builds a generator expression as a list, so `next(<generator>, default)` — common in
+/// model code (Qwen2.5-Coder-1.5B ended a run on it, five turns in a row) — must take the list
+/// as the generator it stands for; `next` on a real iterator is Python's own.
+#[tokio::test]
+async fn next_takes_a_generator_expression() {
+    let mut session = session("xx launch code 7 yy").await;
+    let code = "words = context.split()\n\
+                print(next((i for i in range(10) if i > 3), None))\n\
+                print(next((w for w in words if w == 'nothing'), 'none'))\n\
+                print(next(w for w in words if w.isdigit()))\n\
+                it = iter(words)\n\
+                print(next(it), next(it), next(iter([]), 'empty'))";
+    let result = session.execute(code).await.unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(result.stdout, "4\nnone\n7\nxx launch empty\n", "{result:?}");
+    let result = session
+        .execute("next(w for w in context.split() if w == 'nothing')")
+        .await
+        .unwrap();
+    assert_eq!(result.exception.unwrap().kind, "StopIteration");
+    let names = session.variable_names().await.unwrap();
+    assert!(!names.iter().any(|name| name == "next"), "{names:?}");
+}

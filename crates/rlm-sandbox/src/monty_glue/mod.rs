@@ -28,8 +28,26 @@ use crate::limits::Limits;
 use crate::protocol::{Variable, WorkerReport};
 use crate::result::{ExceptionInfo, FinalAnswer, append_line};
 
-/// Modules every session starts with, in both interpreters (`python_worker.py` binds the same).
-const PREIMPORTED: &str = "import re\nimport json";
+/// What every session starts with: `re` and `json` imported, in both interpreters
+/// (`python_worker.py` binds the same), and a `next` that takes what Monty makes of a generator
+/// expression, a list, as the generator it stands for (`next((x for x in xs if p(x)), None)` is
+/// common in model code), consuming it as a generator would; anything else goes to the builtin.
+const SESSION_START: &str = r#"
+import re
+import json
+_rlm_next = next
+def next(iterator, *default):
+    if type(iterator) is list:
+        if iterator:
+            return iterator.pop(0)
+        if default:
+            return default[0]
+        raise StopIteration()
+    return _rlm_next(iterator, *default)
+"#;
+
+/// Names [`SESSION_START`] defines over builtins: never listed as the code's variables.
+const SHIMMED_BUILTINS: &[&str] = &["next"];
 
 /// Sends host calls to whoever answers them; returns one result per prompt.
 pub(crate) trait HostBridge {
@@ -171,10 +189,10 @@ impl MontyInterpreter {
             .map_err(|error| format!("could not bind the contexts: {error}"))?;
         repl.feed_run(percent_format::PRELUDE, Vec::new(), PrintWriter::Disabled)
             .map_err(|error| format!("could not define the session's helpers: {error}"))?;
-        // The prompt says these are imported already: models use them without importing them
-        // (Qwen2.5-Coder-1.5B lost a turn of six to `NameError: name 're'`).
-        repl.feed_run(PREIMPORTED, Vec::new(), PrintWriter::Disabled)
-            .map_err(|error| format!("could not import the session's modules: {error}"))?;
+        // The prompt says `re` and `json` are imported already: models use them without
+        // importing them (Qwen2.5-Coder-1.5B lost a turn of six to `NameError: name 're'`).
+        repl.feed_run(SESSION_START, Vec::new(), PrintWriter::Disabled)
+            .map_err(|error| format!("could not start the session's modules: {error}"))?;
         Ok(Self {
             repl: Some(repl),
             limits,
@@ -647,6 +665,7 @@ fn remember_identifiers(code: &str, names: &mut BTreeSet<String>) {
                 && !candidate.starts_with('_')
                 && !candidate.starts_with(|first: char| first.is_ascii_digit())
                 && !HOST_FUNCTIONS.contains(&candidate.as_str())
+                && !SHIMMED_BUILTINS.contains(&candidate.as_str())
                 && helper(&candidate).is_none()
             {
                 names.insert(candidate);
