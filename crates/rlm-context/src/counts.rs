@@ -1,13 +1,17 @@
-//! The byte counts every format pays for — line feeds, CR LF pairs and character starts — in one
-//! pass over a block instead of one pass each.
+//! The byte counts every format pays for — line feeds, CR LF pairs, character starts, line
+//! starts that need a closer look — and whether the block is valid UTF-8, in one pass over a
+//! block instead of one pass each.
 //!
-//! On x86_64 with AVX2 (checked at run time) each 32 bytes cost three compares and subtractions
-//! into byte counters, summed every 255 rounds; CR LF pairs are looked for only in a block that
-//! has a CR. Elsewhere `bytecount` and `memchr` count in three passes, and the tests hold the two
-//! to each other.
+//! On x86_64 with AVX2 (checked at run time) each 32 bytes cost a few compares into byte
+//! counters, summed every 255 rounds (a batch). The rare things are only noted in the pass and
+//! counted after it: CR LF pairs are looked for only in a block that has a CR, and characters
+//! counted and UTF-8 validated only in the batches that have a byte above ASCII (text that is
+//! mostly ASCII then costs no validation pass: an all-ASCII batch is valid and cuts the block
+//! into pieces that are valid each or not at all). Elsewhere `bytecount`, `memchr` and
+//! `simdutf8` count in separate passes, and the tests hold the two to each other.
 
 /// What [`count`] finds in a block.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ByteCounts {
     /// `\n` bytes.
     pub newlines: u64,
@@ -15,9 +19,18 @@ pub(crate) struct ByteCounts {
     pub crlf: u64,
     /// Bytes that are not UTF-8 continuation bytes (`0x80..=0xBF`): the characters of valid UTF-8.
     pub char_starts: u64,
+    /// Line feeds followed, inside the block, by a byte outside `0x21..=0x7F` (a space, a
+    /// control character, a byte above ASCII). The line after any other line feed starts with
+    /// a byte that is not whitespace, so it is not blank:
+    /// [`crate::records::LineRecordCounter`] counts the records of a block without unsure line
+    /// starts from its line feeds alone.
+    pub unsure_line_starts: u64,
+    /// The block is valid UTF-8 by itself.
+    pub valid_utf8: bool,
 }
 
-/// Counts `block`'s line feeds, CR LF pairs and character starts.
+/// Counts `block`'s line feeds, CR LF pairs, character starts and unsure line starts, and
+/// checks that it is UTF-8.
 pub(crate) fn count(block: &[u8]) -> ByteCounts {
     #[cfg(target_arch = "x86_64")]
     if let Some(counts) = avx2::count(block) {
@@ -32,12 +45,20 @@ fn portable(block: &[u8]) -> ByteCounts {
         newlines: bytecount::count(block, b'\n') as u64,
         crlf: portable_pairs(block),
         char_starts: bytecount::num_chars(block) as u64,
+        unsure_line_starts: portable_unsure_line_starts(block),
+        valid_utf8: simdutf8::basic::from_utf8(block).is_ok(),
     }
 }
 
 fn portable_pairs(block: &[u8]) -> u64 {
     // Two CR LF pairs never overlap, so counting matches counts pairs.
     memchr::memmem::find_iter(block, b"\r\n").count() as u64
+}
+
+/// Line feeds followed in `bytes` by a byte outside `0x21..=0x7F`.
+fn portable_unsure_line_starts(bytes: &[u8]) -> u64 {
+    let unsure = |pair: &[u8]| pair[0] == b'\n' && !(b'!'..=0x7F).contains(&pair[1]);
+    bytes.windows(2).filter(|pair| unsure(pair)).count() as u64
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -47,14 +68,15 @@ fn portable_pairs(block: &[u8]) -> u64 {
 )]
 mod avx2 {
     use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_extract_epi64, _mm256_loadu_si256,
-        _mm256_sad_epu8, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_sub_epi8,
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_extract_epi64,
+        _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_sad_epu8,
+        _mm256_set1_epi8, _mm256_setzero_si256, _mm256_sub_epi8,
     };
 
     use super::ByteCounts;
 
     const VECTOR: usize = 32;
-    /// Rounds a byte counter takes before it could overflow.
+    /// Rounds a byte counter takes before it could overflow: the vectors of a batch.
     const ROUNDS: usize = 255;
 
     /// Counts `block` if the CPU has AVX2.
@@ -67,49 +89,153 @@ mod avx2 {
         Some(unsafe { count_avx2(block) })
     }
 
+    /// The vectors start one byte into the block, so that the 32 bytes before each vector (for
+    /// the line starts) are a vector of the block itself; its first byte and the tail are
+    /// counted by the portable code.
     #[target_feature(enable = "avx2")]
     fn count_avx2(block: &[u8]) -> ByteCounts {
-        let (vectors, tail) = block.as_chunks::<VECTOR>();
-        let mut counts = ByteCounts::default();
-        let mut carriage_returns = 0;
-        for batch in vectors.chunks(ROUNDS) {
-            let (newlines, returns, char_starts) = count_vectors(batch);
-            counts.newlines += sum(newlines);
-            carriage_returns += sum(returns);
-            counts.char_starts += sum(char_starts);
+        let Some((&first, rest)) = block.split_first() else {
+            return super::portable(block);
+        };
+        let (vectors, tail) = rest.as_chunks::<VECTOR>();
+        let (before, _) = block.as_chunks::<VECTOR>();
+        let mut counts = super::portable(&block[..1]);
+        let mut carriage_returns = first == b'\r';
+        let mut utf8 = Utf8Check::default();
+        if !first.is_ascii() {
+            utf8.above_ascii(0);
         }
+        for (index, (batch, batch_before)) in vectors
+            .chunks(ROUNDS)
+            .zip(before.chunks(ROUNDS))
+            .enumerate()
+        {
+            let start = 1 + index * ROUNDS * VECTOR;
+            let found = count_vectors(batch, batch_before);
+            counts.newlines += sum(found.newlines);
+            counts.unsure_line_starts += sum(found.unsure_line_starts);
+            carriage_returns |= found.carriage_returns;
+            if found.above_ascii {
+                counts.char_starts += count_char_starts(batch);
+                utf8.above_ascii(start);
+            } else {
+                counts.char_starts += (batch.len() * VECTOR) as u64;
+                utf8.ascii(block, start);
+            }
+        }
+        let tail_start = block.len() - tail.len();
         let rest = super::portable(tail);
         counts.newlines += rest.newlines;
         counts.char_starts += rest.char_starts;
+        // The tail's line starts, the one at its first byte included.
+        counts.unsure_line_starts += super::portable_unsure_line_starts(&block[tail_start - 1..]);
+        if tail.is_ascii() {
+            utf8.ascii(block, tail_start);
+        } else {
+            utf8.above_ascii(tail_start);
+        }
+        counts.valid_utf8 = utf8.finish(block);
         // Most files have no CR at all, and then no pairs to look for.
-        if carriage_returns > 0 || tail.contains(&b'\r') {
+        if carriage_returns || tail.contains(&b'\r') {
             counts.crlf = super::portable_pairs(block);
         }
         counts
     }
 
-    /// Byte counters (each lane counts up to 255) of line feeds, carriage returns and
-    /// character starts over up to 255 vectors.
+    /// Whether a block is valid UTF-8, validating only the runs of batches with bytes above
+    /// ASCII: ASCII bytes are characters by themselves, so the block is valid exactly when
+    /// each run between all-ASCII stretches is.
+    #[derive(Default)]
+    struct Utf8Check {
+        /// Where the run of batches above ASCII in progress started.
+        run_start: Option<usize>,
+        invalid: bool,
+    }
+
+    impl Utf8Check {
+        fn above_ascii(&mut self, start: usize) {
+            self.run_start.get_or_insert(start);
+        }
+
+        /// An all-ASCII stretch starts at `start`: the run before it, if any, ends there.
+        fn ascii(&mut self, block: &[u8], start: usize) {
+            if let Some(run_start) = self.run_start.take() {
+                self.check(&block[run_start..start]);
+            }
+        }
+
+        fn finish(mut self, block: &[u8]) -> bool {
+            self.ascii(block, block.len());
+            !self.invalid
+        }
+
+        fn check(&mut self, run: &[u8]) {
+            self.invalid = self.invalid || simdutf8::basic::from_utf8(run).is_err();
+        }
+    }
+
+    /// What [`count_vectors`] finds in a batch: byte counters (each lane counts up to 255) of
+    /// line feeds and unsure line starts, and whether any byte is a CR or above ASCII.
+    struct BatchCounts {
+        newlines: __m256i,
+        unsure_line_starts: __m256i,
+        carriage_returns: bool,
+        above_ascii: bool,
+    }
+
+    /// Counts up to 255 vectors; `before` holds the 32 bytes before each vector.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn count_vectors(vectors: &[[u8; VECTOR]]) -> (__m256i, __m256i, __m256i) {
+    fn count_vectors(vectors: &[[u8; VECTOR]], before: &[[u8; VECTOR]]) -> BatchCounts {
         debug_assert!(vectors.len() <= ROUNDS);
         let line_feed = _mm256_set1_epi8(b'\n' as i8);
         let carriage_return = _mm256_set1_epi8(b'\r' as i8);
+        // As signed bytes, the bytes outside 0x21..=0x7F are those below 0x21.
+        let first_sure = _mm256_set1_epi8(b'!' as i8);
+        let mut newlines = _mm256_setzero_si256();
+        let mut unsure_line_starts = _mm256_setzero_si256();
+        let mut returns = _mm256_setzero_si256();
+        let mut all_bytes = _mm256_setzero_si256();
+        for (vector, previous) in vectors.iter().zip(before) {
+            // SAFETY: both are 32 bytes long; `loadu` has no alignment requirement.
+            let (bytes, previous) = unsafe {
+                (
+                    _mm256_loadu_si256(vector.as_ptr().cast()),
+                    _mm256_loadu_si256(previous.as_ptr().cast()),
+                )
+            };
+            // A true compare is -1, so subtracting it counts.
+            newlines = _mm256_sub_epi8(newlines, _mm256_cmpeq_epi8(bytes, line_feed));
+            returns = _mm256_or_si256(returns, _mm256_cmpeq_epi8(bytes, carriage_return));
+            all_bytes = _mm256_or_si256(all_bytes, bytes);
+            let after_line_feed = _mm256_cmpeq_epi8(previous, line_feed);
+            let unsure = _mm256_and_si256(after_line_feed, _mm256_cmpgt_epi8(first_sure, bytes));
+            unsure_line_starts = _mm256_sub_epi8(unsure_line_starts, unsure);
+        }
+        BatchCounts {
+            newlines,
+            unsure_line_starts,
+            carriage_returns: _mm256_movemask_epi8(returns) != 0,
+            // The sign bit of a byte is set above ASCII.
+            above_ascii: _mm256_movemask_epi8(all_bytes) != 0,
+        }
+    }
+
+    /// Character starts in up to 255 vectors: a second look at a batch with bytes above
+    /// ASCII, while it is still in the core's cache.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn count_char_starts(vectors: &[[u8; VECTOR]]) -> u64 {
+        debug_assert!(vectors.len() <= ROUNDS);
         // Continuation bytes are 0x80..=0xBF, -128..=-65 as signed bytes.
         let last_continuation = _mm256_set1_epi8(-65);
-        let mut newlines = _mm256_setzero_si256();
-        let mut returns = _mm256_setzero_si256();
         let mut char_starts = _mm256_setzero_si256();
         for vector in vectors {
             // SAFETY: `vector` is 32 bytes long; `loadu` has no alignment requirement.
             let bytes = unsafe { _mm256_loadu_si256(vector.as_ptr().cast()) };
-            // A true compare is -1, so subtracting it counts.
-            newlines = _mm256_sub_epi8(newlines, _mm256_cmpeq_epi8(bytes, line_feed));
-            returns = _mm256_sub_epi8(returns, _mm256_cmpeq_epi8(bytes, carriage_return));
             char_starts = _mm256_sub_epi8(char_starts, _mm256_cmpgt_epi8(bytes, last_continuation));
         }
-        (newlines, returns, char_starts)
+        sum(char_starts)
     }
 
     /// The sum of the 32 byte counters.
@@ -133,38 +259,98 @@ mod avx2 {
 mod tests {
     use super::*;
 
+    fn random_bytes(length: usize, alphabet: &[u8], seed: u64) -> Vec<u8> {
+        let mut state = seed;
+        (0..length)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                alphabet[(state % alphabet.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    /// The dispatched counts against the plain ones, and validity against the standard library.
+    fn assert_counted_as_plain(block: &[u8], what: &str) {
+        let counts = count(block);
+        assert_eq!(counts, portable(block), "{what}");
+        assert_eq!(
+            counts.valid_utf8,
+            std::str::from_utf8(block).is_ok(),
+            "{what}"
+        );
+    }
+
     #[test]
     fn the_dispatched_counts_match_the_plain_ones() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let alphabet = b"\r\n\r\nab \xc3\xa9\xe2\x82\xac\xff\x80\xbf\xc0";
+        let alphabet = b"\r\n\r\nab \t\xc3\xa9\xe2\x82\xac\xff\x80\xbf\xc0\x7f!";
         // Long enough for several 255-round batches, with every length near a vector's edge.
-        let long: Vec<u8> = (0..40_000)
-            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-            .collect();
-        let mut inputs: Vec<&[u8]> = vec![b"", b"\r", b"\n", b"\r\n", &long];
+        let long = random_bytes(40_000, alphabet, 0x9E37_79B9_7F4A_7C15);
+        let mut inputs: Vec<&[u8]> = vec![b"", b"\r", b"\n", b"\r\n", b"\n\n", b"\n ", &long];
         let all_bytes: Vec<u8> = (0..=255u8).cycle().take(2000).collect();
         inputs.push(&all_bytes);
         let crlf_lines = b"line\r\n".repeat(3000);
         inputs.push(&crlf_lines);
+        let blank_lines = b"{\"a\":1}\n\n \n\t\n{}\n\xc3\xa9\n".repeat(900);
+        inputs.push(&blank_lines);
         for input in inputs {
             for length in (0..input.len().min(100)).chain([input.len()]) {
-                let block = &input[..length];
-                assert_eq!(count(block), portable(block), "length {length}");
+                assert_counted_as_plain(&input[..length], &format!("length {length}"));
             }
-            // Every alignment of a CR LF pair against the vectors.
+            // Every alignment of a CR LF pair and a line start against the vectors.
             for start in 0..70.min(input.len()) {
-                let block = &input[start..];
-                assert_eq!(count(block), portable(block), "start {start}");
+                assert_counted_as_plain(&input[start..], &format!("start {start}"));
             }
         }
         let pairs = [b"x".repeat(31), b"\r\n".to_vec(), b"y".repeat(40)].concat();
         assert_eq!(count(&pairs).crlf, 1);
         assert_eq!(count(&pairs).newlines, 1);
+    }
+
+    /// A batch is 255 vectors of 32 bytes after the block's first byte.
+    const BATCH: usize = 255 * 32;
+
+    #[test]
+    fn utf8_is_checked_across_the_edges_of_ascii_batches() {
+        let ascii = random_bytes(4 * BATCH + 100, b"ab{}\":,\n 1", 7);
+        let sequences: [&[u8]; 6] = [
+            b"\xc3\xa9",
+            b"\xe2\x82\xac",
+            b"\xf0\x9f\x8e\x89",
+            b"\xe2\x82",
+            b"\x80",
+            b"\xed\xa0\x80",
+        ];
+        // Near the edges of the batches and of the tail: a sequence cut by an edge belongs
+        // to two batches, one of which may be all ASCII otherwise.
+        let edges = [1, BATCH + 1, 2 * BATCH + 1, 4 * BATCH + 1];
+        for sequence in sequences {
+            for edge in edges {
+                for shift in 0..6 {
+                    let mut block = ascii.clone();
+                    let at = (edge + shift).saturating_sub(3).min(block.len() - 4);
+                    block[at..at + sequence.len()].copy_from_slice(sequence);
+                    assert_counted_as_plain(&block, &format!("{sequence:x?} at {at}"));
+                    // The same with a second, valid character far away in another batch.
+                    block[3 * BATCH..3 * BATCH + 2].copy_from_slice(b"\xc3\xa9");
+                    assert_counted_as_plain(&block, &format!("{sequence:x?} at {at}, é"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsure_line_starts_are_the_line_feeds_before_anything_but_visible_ascii() {
+        assert_eq!(count(b"a\nb\n{\n").unsure_line_starts, 0);
+        assert_eq!(
+            count(b"a\n\nb\n \n\t\n\r\n\xc3\xa9\n\x7f").unsure_line_starts,
+            5
+        );
+        let mut long = b"{\"id\":1}\n".repeat(BATCH / 4);
+        assert_eq!(count(&long).unsure_line_starts, 0);
+        long.extend_from_slice(b"\n");
+        long.extend_from_slice(&b"{\"id\":1}\n".repeat(100));
+        assert_eq!(count(&long).unsure_line_starts, 1);
     }
 }

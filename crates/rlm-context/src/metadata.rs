@@ -491,12 +491,18 @@ impl Analysis {
             .unwrap_or_default()
     }
 
+    /// Feeds a block; `content` is the block without a byte order mark.
     fn feed(&mut self, block: &[u8], content: &[u8], facts: Option<BlockFacts>) {
+        let facts = facts.unwrap_or_else(|| BlockFacts::of(block));
         self.stats.feed(block, facts);
         match &mut self.counter {
             Counter::None => {}
             Counter::Ndjson(counter, sampler) => {
-                counter.feed(content);
+                if content.len() == block.len() {
+                    counter.feed_counted(content, &facts.counts);
+                } else {
+                    counter.feed(content);
+                }
                 sampler.feed(content);
             }
             Counter::Rows(counter) => counter.feed(content),

@@ -1,6 +1,7 @@
 //! Streaming record counters for line- and row-based formats. Each keeps only a few flags of
 //! state between blocks, so a record may span any number of blocks.
 
+use crate::counts::ByteCounts;
 use crate::delimited::{RowEvent, RowSplitter};
 
 /// Counts non-blank lines (NDJSON records).
@@ -11,6 +12,29 @@ pub(crate) struct LineRecordCounter {
 }
 
 impl LineRecordCounter {
+    /// Counts `block` given its [`ByteCounts`]: from the line feeds alone when no line of the
+    /// block can be blank, line by line otherwise.
+    pub(crate) fn feed_counted(&mut self, block: &[u8], counts: &ByteCounts) {
+        if counts.newlines == 0 || counts.unsure_line_starts > 0 {
+            self.feed(block);
+            return;
+        }
+        // The line in progress ends at the first line feed, with content if it had some or a
+        // byte before that line feed is not whitespace.
+        let first_stop = block
+            .iter()
+            .find(|&&byte| byte == b'\n' || !byte.is_ascii_whitespace());
+        if first_stop != Some(&b'\n') {
+            self.line_has_content = true;
+        }
+        // Every other line ending in the block starts after a line feed with a byte that is
+        // not whitespace (no line start is unsure), so it has content.
+        self.records += u64::from(self.line_has_content) + counts.newlines - 1;
+        // As does a line after the last line feed, if it has started.
+        self.line_has_content = block.last() != Some(&b'\n');
+    }
+
+    /// Counts `block` line by line.
     pub(crate) fn feed(&mut self, block: &[u8]) {
         let mut start = 0;
         for newline in memchr::memchr_iter(b'\n', block) {
@@ -209,6 +233,83 @@ mod tests {
             in_blocks(input, size, |block| counter.feed(block));
             assert_eq!(counter.finish(), 3, "block size {size}");
         }
+    }
+
+    /// The byte walk every way of counting NDJSON records is held to: lines with a byte that
+    /// is not ASCII whitespace.
+    fn records_by_lines(input: &[u8]) -> u64 {
+        input
+            .split(|&byte| byte == b'\n')
+            .filter(|line| line.iter().any(|byte| !byte.is_ascii_whitespace()))
+            .count() as u64
+    }
+
+    /// Records counted from each block's counts, the blocks cut at `cuts`.
+    fn records_from_counts(input: &[u8], cuts: &[usize]) -> u64 {
+        let mut counter = LineRecordCounter::default();
+        let mut start = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            let block = &input[start..cut.clamp(start, input.len())];
+            counter.feed_counted(block, &crate::counts::count(block));
+            start += block.len();
+        }
+        counter.finish()
+    }
+
+    #[test]
+    fn ndjson_records_from_counts_are_the_lines_with_content() {
+        let record = b"{\"id\":1,\"text\":\"caf\xc3\xa9\"}";
+        let cases: [&[u8]; 8] = [
+            b"",
+            b"\n",
+            b" \n\t\r\n",
+            b"{}",
+            b"{}\n{}\n",
+            b"{}\r\n{}\r\n\r\n",
+            b"  {}\n\n{}\n \n",
+            b"{}\n\x0b\n\x7f\n\xc3\xa9\n",
+        ];
+        let long = [&record[..], b"\n"].concat().repeat(2000);
+        let mut spaced = long.clone();
+        spaced.extend_from_slice(b"\n   \n");
+        spaced.extend_from_slice(&long);
+        for input in cases.iter().copied().chain([&long[..], &spaced[..]]) {
+            let expected = records_by_lines(input);
+            assert_eq!(records_from_counts(input, &[]), expected);
+            for step in [1, 2, 3, 7, 31, 33, 64, 1000, 9000] {
+                let cuts: Vec<usize> = (step..input.len()).step_by(step).collect();
+                assert_eq!(records_from_counts(input, &cuts), expected, "step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn ndjson_records_from_counts_match_the_byte_walk_on_any_lines() {
+        use proptest::prelude::*;
+        let pieces: &[&[u8]] = &[
+            b"{\"a\":1}",
+            b"\n",
+            b"\r\n",
+            b" ",
+            b"\t",
+            b"\x0b",
+            b"\x0c",
+            b"\r",
+            b"x",
+            b"\xc3\xa9",
+            b"\xff",
+            b"\x7f",
+        ];
+        let input = proptest::collection::vec(proptest::sample::select(pieces), 0..300)
+            .prop_map(|pieces| pieces.concat());
+        let cuts = proptest::collection::vec(0_usize..2000, 0..8);
+        proptest!(|(input in input, mut cuts in cuts)| {
+            cuts.sort_unstable();
+            prop_assert_eq!(records_from_counts(&input, &cuts), records_by_lines(&input));
+            let mut counter = LineRecordCounter::default();
+            counter.feed(&input);
+            prop_assert_eq!(counter.finish(), records_by_lines(&input));
+        });
     }
 
     fn count_rows(input: &[u8], delimiter: u8, size: usize) -> (u64, UnclosedQuotes) {

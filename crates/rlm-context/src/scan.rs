@@ -1,8 +1,8 @@
 //! The single streaming pass: blocks that end on character boundaries, and the byte, character,
 //! line and encoding counts every format needs.
 //!
-//! Line feeds, CR LF pairs and characters are counted in one SIMD pass over a block
-//! ([`crate::counts`]), validity by `simdutf8`; with 1 MiB blocks the passes stay in cache and
+//! Line feeds, CR LF pairs and characters are counted, and the block checked to be UTF-8, in one
+//! SIMD pass over a block ([`crate::counts`]); with 1 MiB blocks the passes stay in cache and
 //! memory use does not depend on the input size. The blocks come from [`BlockReader`] on the
 //! scanning thread, or, for a file of more than a few blocks, from
 //! [`crate::read_ahead::with_read_ahead`], whose thread copies the next blocks out of the page
@@ -40,22 +40,21 @@ pub(crate) struct Block<'a> {
     pub facts: Option<BlockFacts>,
 }
 
-/// What [`TextStats`] learns from a block by itself, so that the read-ahead thread can work it
-/// out right after the read, while the scan is busy with the block before: the scan is the
-/// slower side, and the bytes are still in the reading core's cache.
+/// What [`TextStats`] and the NDJSON record counter learn from a block by itself, so that the
+/// read-ahead thread can work it out right after the read, while the scan is busy with the
+/// block before: the scan is the slower side, and the bytes are still in the reading core's
+/// cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlockFacts {
-    counts: ByteCounts,
-    /// The block is valid UTF-8 (it is text by itself: blocks end on character boundaries).
-    valid: bool,
+    /// Its counts, and whether it is valid UTF-8 (it is text by itself: blocks end on
+    /// character boundaries).
+    pub(crate) counts: ByteCounts,
 }
 
 impl BlockFacts {
     pub(crate) fn of(block: &[u8]) -> Self {
         Self {
             counts: crate::counts::count(block),
-            // SIMD validation; the precise walk of `TextStats` only runs on invalid input.
-            valid: simdutf8::basic::from_utf8(block).is_ok(),
         }
     }
 }
@@ -227,12 +226,11 @@ impl TextStats {
         }
     }
 
-    /// Counts `block`, given its `facts` if they are known already.
-    pub(crate) fn feed(&mut self, block: &[u8], facts: Option<BlockFacts>) {
+    /// Counts `block`, given its `facts`.
+    pub(crate) fn feed(&mut self, block: &[u8], facts: BlockFacts) {
         if block.is_empty() {
             return;
         }
-        let facts = facts.unwrap_or_else(|| BlockFacts::of(block));
         let offset = self.bytes;
         self.bytes += block.len() as u64;
         let counts = facts.counts;
@@ -242,7 +240,7 @@ impl TextStats {
             self.crlf += 1;
         }
         self.last_byte = block.last().copied();
-        if facts.valid {
+        if counts.valid_utf8 {
             self.chars += counts.char_starts;
         } else {
             self.count_invalid_chars(block, offset);
@@ -299,7 +297,7 @@ mod tests {
         let mut reader = BlockReader::new(input, block_size);
         let mut stats = TextStats::default();
         while let Some(block) = reader.next_block().unwrap() {
-            stats.feed(block.bytes, None);
+            stats.feed(block.bytes, BlockFacts::of(block.bytes));
         }
         stats
     }

@@ -610,6 +610,17 @@ mod tests {
         assert!(blob_run(&long, 0).blob);
         let (seen, wanted) = indexed_as_queried(&long);
         assert_eq!(seen, wanted);
+        // Lines of base64 one after another, a name between them, a line that is no run after
+        // them: each gives what it gives alone.
+        let second =
+            "xJUQT7c5D1FsZjqvi1xFkK3JrBEAWJ8qfusMvXIUw+xkDzE2wIlhxeSGkiB+pPagsNBybu7XNRsj6s";
+        let text = format!("{line}\n{second}\r\n  parse_args\n{second}\n{line}\nshort aB3x/yZ9q");
+        let seen = stream(IndexFormat::UniqueHashed, &text);
+        let mut wanted = Vec::new();
+        for piece in [line, second, "parse_args", second, line, "short aB3x/yZ9q"] {
+            wanted.extend(stream(IndexFormat::UniqueHashed, piece));
+        }
+        assert_eq!(seen, wanted);
     }
 
     #[test]
