@@ -34,7 +34,7 @@ async fn rlm_run(
 }
 
 /// The reply of each form, and the answer it must give.
-const FORMS: [(&str, &str); 6] = [
+const FORMS: [(&str, &str); 8] = [
     // The reference RLM's form: `answer` is bound before the first turn and filled in place;
     // any str()-able content is the answer text.
     (
@@ -56,6 +56,14 @@ const FORMS: [(&str, &str); 6] = [
         "from a variable",
     ),
     ("```repl\nFINAL('called in code')\n```", "called in code"),
+    // The tag written on the fence's first line (Qwen2.5-Coder-1.5B), and next() over a
+    // generator expression, which Monty builds as a list.
+    (
+        "```\nrepl\nFINAL(next((w for w in ['a', 'b'] if w > 'a'), None))\n```",
+        "b",
+    ),
+    // An answer tag alone in an untagged fence.
+    ("```\nFINAL(fenced alone)\n```", "fenced alone"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
