@@ -287,6 +287,35 @@ async fn code_in_reply_to_the_last_request_is_not_an_answer() {
     }
 }
 
+/// A reply to the last request that is only an answer call written as code (Qwen2.5-Coder-1.5B
+/// ended three runs so, each with the right count) is run for its answer; more code is not.
+#[tokio::test]
+async fn a_lone_answer_call_in_reply_to_the_last_request_is_run() {
+    for (last, expected) in [
+        ("```repl\nFINAL_VAR(\"count\")\n```", Some("58")),
+        ("```repl\nFINAL_VAR(\"missing\")\n```", None),
+        ("```repl\nFINAL_VAR(\"count\")\nprint(count)\n```", None),
+    ] {
+        let model =
+            Arc::new(ScriptedModel::default().replies("root", &["```repl\ncount = 58\n```", last]));
+        let result = run(
+            &model,
+            RunLimits {
+                max_iterations: 1,
+                ..RunLimits::default()
+            },
+        )
+        .await;
+        assert_eq!(result.outcome.answer.as_deref(), expected, "{last}");
+        let status = if expected.is_some() {
+            Status::ForcedAnswer
+        } else {
+            Status::IterationLimit
+        };
+        assert_eq!(result.outcome.status, status, "{last}");
+    }
+}
+
 #[tokio::test]
 async fn token_budget_stops_with_the_partial_answer() {
     let model = Arc::new(ScriptedModel::default().replies(

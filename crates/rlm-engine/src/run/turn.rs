@@ -178,6 +178,12 @@ impl Turns<'_> {
         let tag = turn.parsed.answer.as_ref();
         let max_bytes = self.scope.account.limits().max_answer_bytes;
         let mut answer = answer::resolve_tag(self.session, tag, &mut turn.notes, max_bytes).await;
+        if answer.is_none()
+            && turn.parsed.answer.is_none()
+            && let Some(call) = lone_final_call(&turn.parsed.code_blocks)
+        {
+            answer = self.run_final_call(call, max_bytes, &mut turn.notes).await;
+        }
         if answer.is_none() && turn.parsed.answer.is_none() {
             // No tag at all: prose is what was asked for and counts as the answer; code is
             // not an answer (it was never run), so the run ends without one.
@@ -205,6 +211,40 @@ impl Turns<'_> {
         });
         state.answer = answer;
         Ok(())
+    }
+
+    /// Runs the one `FINAL(...)`/`FINAL_VAR(...)` call a reply to the last request wrote as
+    /// code: the answer it gives, if any (a note says what happened either way).
+    async fn run_final_call(
+        &mut self,
+        call: &str,
+        max_bytes: usize,
+        notes: &mut Vec<String>,
+    ) -> Option<String> {
+        match self.session.execute(call).await {
+            Ok(outcome) if outcome.final_answer.is_some() => {
+                notes.push(
+                    "the reply to the last request was one answer call written as code; that \
+                     call was run for its answer"
+                        .to_owned(),
+                );
+                answer::within(outcome.final_answer, max_bytes, notes)
+            }
+            Ok(outcome) => {
+                let why = outcome
+                    .error
+                    .unwrap_or_else(|| "it gave no answer".to_owned());
+                notes.push(format!("the last request's answer call failed: {why}"));
+                None
+            }
+            Err(error) => {
+                notes.push(format!(
+                    "the last request's answer call could not run: {}",
+                    error.message
+                ));
+                None
+            }
+        }
     }
 
     /// Judges `answer` (see [`Judge`]): the answer to keep, if any, with a note for the model
@@ -336,4 +376,18 @@ pub(super) async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatR
             Ok(reply)
         }
     }
+}
+
+/// The code of a reply to the last request that is nothing but one answer call: a single block
+/// whose one line is `FINAL(...)` or `FINAL_VAR(...)` (small models answer so, in a ```repl
+/// block, after they were told not to write code). Any other code is not run there.
+fn lone_final_call(blocks: &[String]) -> Option<&str> {
+    let [block] = blocks else {
+        return None;
+    };
+    let line = block.trim();
+    let is_call = (line.starts_with("FINAL(") || line.starts_with("FINAL_VAR("))
+        && line.ends_with(')')
+        && !line.contains('\n');
+    is_call.then_some(line)
 }

@@ -249,6 +249,19 @@ async fn code_at_the_iteration_limit_is_not_an_answer() {
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(stdout, "");
     assert!(stderr.contains("iteration limit"), "{stderr}");
+
+    // Only an answer call, written as code: run for its answer, in the real sandbox.
+    server.script(
+        "root",
+        [
+            FakeReply::text("```repl\ncount = len(context)\n```"),
+            FakeReply::text("```repl\nFINAL(count * 2)\n```"),
+        ],
+    );
+    let (code, stdout, stderr) =
+        rlm_run(dir.path(), &server, "root", &["--max-iterations", "1"]).await;
+    assert_eq!(code, 1, "a forced answer: {stderr}");
+    assert_eq!(stdout, "6\n", "{stderr}");
 }
 
 /// Every root turn and sub-call carries an output cap by default, so a model that never stops
