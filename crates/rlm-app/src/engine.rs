@@ -88,6 +88,19 @@ pub fn builder_with(settings: LoopSettings, client: LlmClient) -> anyhow::Result
     Ok(builder)
 }
 
+/// The loop's client, built from `settings.llm`, with the window each local server reports added
+/// to `settings.context_windows` for the root and sub-call models whose window nothing else
+/// gives ([`add_reported_windows`]): the server is asked once, here, for the client's limiter too.
+pub async fn client_with_reported_windows(
+    settings: &mut LoopSettings,
+) -> anyhow::Result<LlmClient> {
+    let client = settings.llm.build_client()?;
+    let models = [settings.model.clone(), settings.subcall_model.clone()];
+    let models: Vec<&str> = models.iter().map(String::as_str).collect();
+    add_reported_windows(&client, &mut settings.context_windows, &models).await;
+    Ok(client)
+}
+
 /// Adds to `windows` the window a local server reports (llama.cpp `/props`) for each of
 /// `models` whose window is not known yet (not built in, not in `[run.context_windows]`), so
 /// a request over an 8k server's window is refused before it is sent. Returns what was added.

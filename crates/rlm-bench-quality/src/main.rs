@@ -173,14 +173,7 @@ fn answerers(cli: &Cli, sources: &Sources, runtime: &Runtime) -> anyhow::Result<
     let args = &cli.bench;
     let mut settings = LoopSettings::resolve(&args.run_loop, sources)?;
     let model = settings.model.clone();
-    let client = settings.llm.build_client()?;
-    let models = [settings.model.clone(), settings.subcall_model.clone()];
-    let models: Vec<&str> = models.iter().map(String::as_str).collect();
-    runtime.block_on(rlm_app::engine::add_reported_windows(
-        &client,
-        &mut settings.context_windows,
-        &models,
-    ));
+    let client = runtime.block_on(rlm_app::engine::client_with_reported_windows(&mut settings))?;
     // The plain call reads the settings the loop then takes.
     let plain = args
         .mode

@@ -64,16 +64,9 @@ fn complete(sources: &Sources, args: &RunRequest, context: &Context) -> anyhow::
 
     let runtime = Runtime::new()?;
     // A local server's own window, for models whose window nothing else gives.
-    // The run's own client: the server is asked once, here, for the run's limiter too.
-    let engine = &mut settings.engine;
-    let client = engine.llm.build_client()?;
-    let models = [engine.model.clone(), engine.subcall_model.clone()];
-    let models: Vec<&str> = models.iter().map(String::as_str).collect();
-    runtime.block_on(crate::engine::add_reported_windows(
-        &client,
-        &mut engine.context_windows,
-        &models,
-    ));
+    let client = runtime.block_on(crate::engine::client_with_reported_windows(
+        &mut settings.engine,
+    ))?;
 
     let mut builder = crate::engine::builder_with(settings.engine, client)?;
     if let Some(functions) = functions {
