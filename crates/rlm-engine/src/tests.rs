@@ -293,6 +293,7 @@ async fn code_in_reply_to_the_last_request_is_not_an_answer() {
 async fn a_lone_answer_call_in_reply_to_the_last_request_is_run() {
     for (last, expected) in [
         ("```repl\nFINAL_VAR(\"count\")\n```", Some("58")),
+        ("```repl\nfinal_var(\"count\")\n```", Some("58")),
         ("```repl\nFINAL_VAR(\"missing\")\n```", None),
         ("```repl\nFINAL_VAR(\"count\")\nprint(count)\n```", None),
     ] {

@@ -182,7 +182,7 @@ impl Turns<'_> {
             && turn.parsed.answer.is_none()
             && let Some(call) = lone_final_call(&turn.parsed.code_blocks)
         {
-            answer = self.run_final_call(call, max_bytes, &mut turn.notes).await;
+            answer = self.run_final_call(&call, max_bytes, &mut turn.notes).await;
         }
         if answer.is_none() && turn.parsed.answer.is_none() {
             // No tag at all: prose is what was asked for and counts as the answer; code is
@@ -380,14 +380,19 @@ pub(super) async fn ask(scope: &RunScope, request: &ChatRequest) -> Result<ChatR
 
 /// The code of a reply to the last request that is nothing but one answer call: a single block
 /// whose one line is `FINAL(...)` or `FINAL_VAR(...)` (small models answer so, in a ```repl
-/// block, after they were told not to write code). Any other code is not run there.
-fn lone_final_call(blocks: &[String]) -> Option<&str> {
+/// block, after they were told not to write code), the name in any case (`Final(10)`, which
+/// Qwen2.5-Coder-1.5B wrote) and written back in capitals. Any other code is not run there.
+fn lone_final_call(blocks: &[String]) -> Option<String> {
     let [block] = blocks else {
         return None;
     };
     let line = block.trim();
-    let is_call = (line.starts_with("FINAL(") || line.starts_with("FINAL_VAR("))
-        && line.ends_with(')')
-        && !line.contains('\n');
-    is_call.then_some(line)
+    if line.contains('\n') || !line.ends_with(')') {
+        return None;
+    }
+    let (name, rest) = line.split_once('(')?;
+    ["FINAL", "FINAL_VAR"]
+        .into_iter()
+        .find(|known| name.eq_ignore_ascii_case(known))
+        .map(|known| format!("{known}({rest}"))
 }

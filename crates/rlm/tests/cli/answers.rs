@@ -255,7 +255,7 @@ async fn code_at_the_iteration_limit_is_not_an_answer() {
         "root",
         [
             FakeReply::text("```repl\ncount = len(context)\n```"),
-            FakeReply::text("```repl\nFINAL(count * 2)\n```"),
+            FakeReply::text("```repl\nFinal(count * 2)\n```"),
         ],
     );
     let (code, stdout, stderr) =
