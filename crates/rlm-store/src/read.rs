@@ -147,12 +147,7 @@ impl LocalStore {
         last: u64,
         max_bytes: u64,
     ) -> Result<LinesWithin> {
-        if first == 0 || first > last || first > buffer.lines.max(1) {
-            return Err(Error::Range(format!(
-                "line range {first}:{last} is outside {} ({} lines)",
-                buffer.name, buffer.lines
-            )));
-        }
+        check_line_range(buffer, first, last)?;
         // Start scanning at the last chunk that begins before the first line, not at byte 0.
         let (mut position, mut line) = self.scan_start(buffer.id, first)?;
         let mut reader = TextReader::new(&self.connection);
@@ -463,4 +458,16 @@ pub(crate) fn whole_chars(bytes: &[u8], cut: bool) -> String {
         _ => bytes.len(),
     };
     String::from_utf8_lossy(&bytes[..valid]).into_owned()
+}
+
+/// `Err` unless `first..=last` is a range of lines `buffer` has (from 1; an empty buffer has
+/// line 1): what every backend's line read checks first.
+pub(crate) fn check_line_range(buffer: &BufferInfo, first: u64, last: u64) -> Result<()> {
+    if first == 0 || first > last || first > buffer.lines.max(1) {
+        return Err(Error::Range(format!(
+            "line range {first}:{last} is outside {} ({} lines)",
+            buffer.name, buffer.lines
+        )));
+    }
+    Ok(())
 }

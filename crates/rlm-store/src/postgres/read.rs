@@ -223,12 +223,7 @@ impl PostgresStore {
         last: u64,
         max_bytes: u64,
     ) -> Result<LinesWithin> {
-        if first == 0 || first > last || first > buffer.lines.max(1) {
-            return Err(Error::Range(format!(
-                "line range {first}:{last} is outside {} ({} lines)",
-                buffer.name, buffer.lines
-            )));
-        }
+        crate::read::check_line_range(buffer, first, last)?;
         let reach = i64::try_from(max_bytes).unwrap_or(i64::MAX);
         let rows = self.rows(
             "read lines",
