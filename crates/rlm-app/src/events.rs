@@ -74,6 +74,11 @@ pub struct Context {
     /// [`ReplyLimit::DEFAULT`] unless the front end says otherwise (the command line, which
     /// streams, has none).
     pub reply: ReplyLimit,
+    /// Whether the front end keeps the records an operation returns (by default). `rlm load`
+    /// without `--json` prints only its closing line: `load` then counts the buffers it wrote
+    /// and left unchanged instead of listing each in its record, so that loading many files
+    /// takes no memory per file for a list no one reads (the events still tell each buffer).
+    pub keeps_records: bool,
 }
 
 impl std::fmt::Debug for Context {
@@ -91,7 +96,16 @@ impl Context {
             stop,
             stdin: false,
             reply: ReplyLimit::DEFAULT,
+            keeps_records: true,
         }
+    }
+
+    /// This context, for a front end that drops the records it gets (see
+    /// [`Context::keeps_records`]).
+    #[must_use]
+    pub fn dropping_records(mut self) -> Self {
+        self.keeps_records = false;
+        self
     }
 
     /// This context, its answers bounded by `limit`.

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::backend::Store;
 use crate::error::{Error, Result};
-use crate::load::Source;
+use crate::load::{LoadEvent, Source};
 use crate::read::BufferInfo;
 
 /// Buffers per load into the destination.
@@ -96,16 +96,23 @@ impl Store {
                 text: self.text(buffer)?,
             });
         }
-        let loaded = destination.load(sources, &options, &mut |_| ControlFlow::Continue(()))?;
-        report.unchanged += loaded.unchanged.len() as u64;
-        for written in &loaded.loaded {
-            report.copied += 1;
-            report.chunks += written.chunks;
-            let Some(model) = model else {
-                continue;
-            };
-            let source = self.buffer(&written.name)?;
-            let target = destination.buffer(&written.name)?;
+        // The names written, as the load tells them (its report may only count them).
+        let mut written = Vec::new();
+        let loaded = destination.load(sources, &options, &mut |event| {
+            if let LoadEvent::Loaded(buffer) = event {
+                written.push(buffer.name.clone());
+            }
+            ControlFlow::Continue(())
+        })?;
+        report.unchanged += loaded.totals.unchanged;
+        report.copied += loaded.totals.buffers;
+        report.chunks += loaded.totals.chunks;
+        let Some(model) = model else {
+            return Ok(());
+        };
+        for name in &written {
+            let source = self.buffer(name)?;
+            let target = destination.buffer(name)?;
             let from: Vec<i64> = self.chunks_of(&source)?.iter().map(|c| c.id).collect();
             let to: Vec<i64> = destination
                 .chunks_of(&target)?

@@ -68,7 +68,7 @@ pub use embed::{EmbedProgress, EmbeddingStatus};
 pub use error::{Error, Result};
 pub use grep::{GrepLine, GrepOptions, GrepSummary};
 pub use load::{
-    LoadEvent, LoadReport, LoadedBuffer, SkippedSource, Source, WalkOptions,
+    LoadEvent, LoadReport, LoadTotals, LoadedBuffer, SkippedSource, Source, WalkOptions,
     check_max_buffer_bytes, collect_sources, collect_sources_with,
 };
 pub use location::{DEFAULT_SCHEMA, PostgresLocation, StoreLocation, TlsMode};

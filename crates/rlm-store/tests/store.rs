@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 
 use rlm_context::chunk::{ChunkOptions, Strategy};
 use rlm_store::{
-    Error, GrepLine, GrepOptions, LoadEvent, SearchMode, SearchRequest, Source, Store,
+    Error, GrepLine, GrepOptions, LoadEvent, LoadTotals, SearchMode, SearchRequest, Source, Store,
 };
 
 fn text(name: &str, text: &str) -> Source {
@@ -75,6 +75,67 @@ fn reloading_unchanged_content_is_a_no_op() {
         .unwrap();
     assert_eq!(third.loaded.len(), 1);
     assert!(third.loaded[0].replaced);
+}
+
+/// A store told not to list its loads' buffers counts them (what a front end showing only a
+/// summary needs), tells each one as an event still, and stores the same.
+#[test]
+fn a_load_that_counts_only_lists_nothing_and_counts_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    store.set_list_loaded(false);
+    let sources = |second: &str| {
+        vec![
+            text("one", "alpha beta\n\ngamma delta\n"),
+            text("two", second),
+        ]
+    };
+    let mut told = Vec::new();
+    let first = store
+        .load(sources("epsilon\n"), &small_chunks(), &mut |event| {
+            if let LoadEvent::Loaded(buffer) = event {
+                told.push((buffer.name.clone(), buffer.bytes, buffer.chunks));
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert!(
+        first.loaded.is_empty() && first.unchanged.is_empty(),
+        "{first:?}"
+    );
+    let chunks: u64 = told.iter().map(|(_, _, chunks)| chunks).sum();
+    assert_eq!(told.len(), 2);
+    assert_eq!(
+        first.totals,
+        LoadTotals {
+            buffers: 2,
+            bytes: 32,
+            chunks,
+            unchanged: 0
+        }
+    );
+    assert!(chunks >= 2, "{told:?}");
+    let second = store
+        .load(sources("zeta\n"), &small_chunks(), &mut keep_going)
+        .unwrap();
+    assert!(second.loaded.is_empty() && second.unchanged.is_empty());
+    assert_eq!(
+        (
+            second.totals.buffers,
+            second.totals.bytes,
+            second.totals.unchanged
+        ),
+        (1, 5, 1)
+    );
+    assert_eq!(store.list().unwrap().len(), 2);
+    // Listing again (the default) lists, and counts the same.
+    store.set_list_loaded(true);
+    let third = store
+        .load(sources("eta\n"), &small_chunks(), &mut keep_going)
+        .unwrap();
+    assert_eq!(third.loaded.len(), 1);
+    assert_eq!(third.unchanged, ["one"]);
+    assert_eq!((third.totals.buffers, third.totals.unchanged), (1, 1));
 }
 
 #[test]

@@ -124,6 +124,7 @@ pub fn load(
         rlm_store::check_max_buffer_bytes(bytes).map_err(limit_error)?;
     }
     let mut store = settings.store.open()?;
+    store.set_list_loaded(context.keeps_records);
     if let Some(bytes) = request.max_file_size {
         store.set_max_buffer_bytes(bytes).map_err(limit_error)?;
     }
@@ -161,8 +162,8 @@ pub fn load(
         report: &report,
         seconds: started.elapsed().as_secs_f64(),
     });
-    if settings.embed != EmbedOnLoad::Never && !report.loaded.is_empty() {
-        let loaded_bytes = report.loaded.iter().map(|b| b.bytes).sum();
+    if settings.embed != EmbedOnLoad::Never && report.totals.buffers > 0 {
+        let loaded_bytes = report.totals.bytes;
         embed_after_load(
             context,
             sources,

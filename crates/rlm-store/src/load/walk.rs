@@ -105,7 +105,9 @@ fn walk(root: &Path, options: &WalkOptions) -> Result<Vec<PathBuf>> {
     for entry in walker {
         let entry = entry.map_err(walk_error)?;
         if entry.file_type().is_some_and(|kind| kind.is_file()) {
-            found.push(entry.into_path());
+            // Without the room the walk's join left at its end: the list holds every file
+            // found until the load has read it.
+            found.push(entry.into_path().into_boxed_path().into_path_buf());
         }
     }
     Ok(found)

@@ -24,8 +24,8 @@ use tantivy::tokenizer::{MAX_TOKEN_LEN, TokenStream as _, Tokenizer as _};
 use super::{NAME_LOCK, PostgresStore, STORE_LOCK, TOTALS_LOCK};
 use crate::error::{Error, Result};
 use crate::load::{
-    Content, LoadEvent, LoadReport, LoadedBuffer, SkippedSource, Source, Streaming, for_each_piece,
-    prepare,
+    Batch, Content, LoadEvent, LoadReport, LoadedBuffer, SkippedSource, Source, Streaming,
+    for_each_piece, in_pieces, prepare,
 };
 use crate::read::BufferInfo;
 use crate::store::{BufferLimit, IndexProgress};
@@ -50,8 +50,7 @@ const MAX_FREQ: u32 = (1 << 23) - 1;
 impl PostgresStore {
     pub(crate) fn load_and_prune(
         &mut self,
-        sources: Vec<Source>,
-        directories: &[PathBuf],
+        batch: Batch<'_>,
         options: &ChunkOptions,
         progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
         root: Option<&FileRoot>,
@@ -84,8 +83,7 @@ impl PostgresStore {
         let report = write_sources(
             &mut transaction,
             &mut writer,
-            sources,
-            directories,
+            batch,
             options,
             streaming,
             progress,
@@ -100,7 +98,7 @@ impl PostgresStore {
         let report = report?;
         writer.flush(&mut transaction).map_err(failed)?;
         writer.totals(&mut transaction).map_err(failed)?;
-        let chunks = report.loaded.iter().map(|buffer| buffer.chunks).sum();
+        let chunks = report.totals.chunks;
         let _ = progress(LoadEvent::Indexing(IndexProgress {
             chunks,
             total: chunks,
@@ -168,11 +166,22 @@ fn remove(
     }))
 }
 
+/// The id, content hash and chunk options of the buffer stored under `name`, if any.
+fn stored_buffer(
+    transaction: &mut Transaction<'_>,
+    name: &str,
+) -> std::result::Result<Option<(i64, String, String)>, postgres::Error> {
+    let row = transaction.query_opt(
+        "SELECT id, sha256, chunk_options FROM buffers WHERE name = $1",
+        &[&name],
+    )?;
+    Ok(row.map(|row| (row.get(0), row.get(1), row.get(2))))
+}
+
 fn write_sources(
     transaction: &mut Transaction<'_>,
     writer: &mut Writer,
-    sources: Vec<Source>,
-    directories: &[PathBuf],
+    batch: Batch<'_>,
     options: &ChunkOptions,
     streaming: Streaming<'_>,
     progress: &mut dyn FnMut(LoadEvent<'_>) -> ControlFlow<()>,
@@ -180,9 +189,14 @@ fn write_sources(
     let options_key = serde_json::to_string(options).unwrap_or_default();
     let failed = |error| super::server_error("cannot load".into(), error);
     let mut report = LoadReport::default();
+    let Batch {
+        sources,
+        prune: directories,
+        list,
+    } = batch;
     let total = sources.len();
     let spool_dir = std::env::temp_dir();
-    for (index, mut source) in sources.into_iter().enumerate() {
+    for (index, mut source) in in_pieces(sources).enumerate() {
         if progress(LoadEvent::Reading {
             index,
             total,
@@ -206,25 +220,13 @@ fn write_sources(
         };
         let name = source.name();
         lock_name(transaction, &writer.schema, name).map_err(failed)?;
-        let existing = transaction
-            .query_opt(
-                "SELECT id, sha256, chunk_options FROM buffers WHERE name = $1",
-                &[&name],
-            )
-            .map_err(failed)?
-            .map(|row| {
-                (
-                    row.get::<_, i64>(0),
-                    row.get::<_, String>(1),
-                    row.get::<_, String>(2),
-                )
-            });
+        let existing = stored_buffer(transaction, name).map_err(failed)?;
         if let Some((_, sha256, key)) = &existing
             && *sha256 == prepared.sha256
             && *key == options_key
         {
             let _ = progress(LoadEvent::Unchanged(name));
-            report.unchanged.push(name.to_owned());
+            report.add_unchanged(name, list);
             continue;
         }
         if let Some((id, _, _)) = &existing {
@@ -266,7 +268,7 @@ fn write_sources(
         if progress(LoadEvent::Loaded(&loaded)).is_break() {
             return Err(Error::Interrupted);
         }
-        report.loaded.push(loaded);
+        report.add_loaded(loaded, list);
     }
     report.removed = remove_missing(transaction, writer, directories).map_err(failed)?;
     for name in &report.removed {

@@ -8,7 +8,13 @@ use rlm_app::requests::LoadRequest;
 use super::Run;
 
 pub fn run(run: &Run<'_>, request: LoadRequest) -> anyhow::Result<ExitCode> {
-    let outcome = rlm_app::operations::load(&run.sources, &request, &run.context)?;
+    // Without `--json` the record is not printed: the load counts its buffers, not lists them.
+    let context = if run.global.json {
+        run.context.clone()
+    } else {
+        run.context.clone().dropping_records()
+    };
+    let outcome = rlm_app::operations::load(&run.sources, &request, &context)?;
     if run.global.json {
         run.print_json(&outcome)?;
     }

@@ -21,8 +21,7 @@ pub(super) struct LoadState {
 
 /// The closing line of a load: what was loaded, left, skipped and removed, and how long it took.
 fn summary(report: &LoadReport, seconds: f64) -> String {
-    let bytes: u64 = report.loaded.iter().map(|b| b.bytes).sum();
-    let chunks: u64 = report.loaded.iter().map(|b| b.chunks).sum();
+    let totals = report.totals;
     let removed = if report.removed.is_empty() {
         String::new()
     } else {
@@ -30,10 +29,10 @@ fn summary(report: &LoadReport, seconds: f64) -> String {
     };
     format!(
         "loaded {}, {}, {}; {} unchanged, {} skipped{removed} ({seconds:.1}s)",
-        count(report.loaded.len() as u64, "buffer"),
-        human_bytes(bytes),
-        count(chunks, "chunk"),
-        report.unchanged.len(),
+        count(totals.buffers, "buffer"),
+        human_bytes(totals.bytes),
+        count(totals.chunks, "chunk"),
+        totals.unchanged,
         report.skipped.len(),
     )
 }

@@ -18,6 +18,20 @@ fn load_reports_skips_and_a_summary() {
     let report: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(report["loaded"].as_array().unwrap().len(), 0);
     assert_eq!(report["unchanged"].as_array().unwrap().len(), 3);
+    // Without --json the load counts what it wrote and left alone rather than listing it:
+    // the closing line says the same.
+    std::fs::write(
+        fixture.path("project/docs/guide.md"),
+        "# Guide\n\nrewritten\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(fixture.rlm().args(["load", "project"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("loaded 1 buffer, 19 B, 1 chunk; 2 unchanged, 1 skipped"),
+        "{stderr}"
+    );
 }
 
 #[test]
