@@ -251,6 +251,12 @@ fn analyze_file(
     size: Option<u64>,
 ) -> io::Result<ContextMetadata> {
     let large = size.is_some_and(|size| size > READ_AHEAD_MIN_BYTES);
+    #[cfg(target_os = "linux")]
+    if let Some(size) = size.filter(|_| large)
+        && let Some(map) = crate::mapped::GuardedMap::new(&file, size)
+    {
+        return analyze_mapped(map, &file, name, options, size);
+    }
     if large && a_core_is_free() {
         with_read_ahead(file, BLOCK_SIZE, |blocks| {
             analyze_blocks(blocks, name, options, size)
@@ -258,6 +264,29 @@ fn analyze_file(
     } else {
         analyze_stream(file, name, options, size)
     }
+}
+
+/// The pass over a mapped file, on this thread: no copy out of the page cache to overlap with a
+/// second one. A file cut short while it was read is an error, not figures of part of it.
+#[cfg(target_os = "linux")]
+fn analyze_mapped(
+    map: crate::mapped::GuardedMap,
+    file: &File,
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+    size: u64,
+) -> io::Result<ContextMetadata> {
+    let mut blocks = crate::mapped::MappedBlocks::new(map);
+    let metadata = analyze_blocks(&mut blocks, name, options, Some(size))?;
+    let now = file.metadata()?.len();
+    if blocks.was_cut() || now < size {
+        return Err(io::Error::other(format!(
+            "the file shrank while it was read (from {} to {} bytes); run again once it is written",
+            thousands(size),
+            thousands(now)
+        )));
+    }
+    Ok(metadata)
 }
 
 /// What a file type is, if it is one whose reads need not end: character and block devices
