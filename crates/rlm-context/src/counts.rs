@@ -68,6 +68,7 @@ fn portable_unsure_line_starts(bytes: &[u8]) -> u64 {
 /// Whether a block is valid UTF-8, validating only the runs of batches with bytes above
 /// ASCII: ASCII bytes are characters by themselves, so the block is valid exactly when
 /// each run between all-ASCII stretches is.
+#[cfg(target_arch = "x86_64")]
 #[derive(Default)]
 struct Utf8Check {
     /// Where the run of batches above ASCII in progress started.
@@ -75,6 +76,7 @@ struct Utf8Check {
     invalid: bool,
 }
 
+#[cfg(target_arch = "x86_64")]
 impl Utf8Check {
     pub(crate) fn above_ascii(&mut self, start: usize) {
         self.run_start.get_or_insert(start);
