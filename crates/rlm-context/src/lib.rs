@@ -25,6 +25,8 @@ mod fields;
 mod format;
 mod json_scan;
 mod json_skim;
+#[cfg(target_os = "linux")]
+mod mapped;
 mod metadata;
 #[cfg(test)]
 mod property_tests;

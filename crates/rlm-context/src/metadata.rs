@@ -251,6 +251,12 @@ fn analyze_file(
     size: Option<u64>,
 ) -> io::Result<ContextMetadata> {
     let large = size.is_some_and(|size| size > READ_AHEAD_MIN_BYTES);
+    #[cfg(target_os = "linux")]
+    if let Some(size) = size.filter(|_| large)
+        && let Some(map) = crate::mapped::GuardedMap::new(&file, size)
+    {
+        return analyze_mapped(map, &file, name, options, size);
+    }
     if large && a_core_is_free() {
         with_read_ahead(file, BLOCK_SIZE, |blocks| {
             analyze_blocks(blocks, name, options, size)
@@ -258,6 +264,37 @@ fn analyze_file(
     } else {
         analyze_stream(file, name, options, size)
     }
+}
+
+/// The pass over a mapped file, on this thread: no copy out of the page cache to overlap with a
+/// second one. A file cut short while it was read is an error, not figures of part of it.
+#[cfg(target_os = "linux")]
+fn analyze_mapped(
+    map: crate::mapped::GuardedMap,
+    file: &File,
+    name: Option<&str>,
+    options: &AnalyzeOptions,
+    size: u64,
+) -> io::Result<ContextMetadata> {
+    let mut blocks = crate::mapped::MappedBlocks::new(map);
+    let analysed = analyze_blocks(&mut blocks, name, options, Some(size));
+    let now = file.metadata()?.len();
+    if now < size {
+        return Err(io::Error::other(format!(
+            "the file shrank while it was read (from {} to {} bytes); run again once it is written",
+            thousands(size),
+            thousands(now)
+        )));
+    }
+    if blocks.was_cut() {
+        // Cut short and written again (a log rotated by copy and truncate), or a read the
+        // storage failed.
+        return Err(io::Error::other(
+            "the file could not be read whole: it was cut short while it was read, or its storage \
+             failed a read; run again once it is written",
+        ));
+    }
+    analysed
 }
 
 /// What a file type is, if it is one whose reads need not end: character and block devices
@@ -765,6 +802,42 @@ mod tests {
             "# Title\n\nprose with ünïcödé 🎉\n## Part\n".repeat(100),
             "plain text ☃\n".repeat(500),
         ]
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_mapped_file_cut_short_while_it_is_read_is_an_error_not_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.ndjson");
+        let line = "{\"level\":\"info\",\"message\":\"a line of the log\"}\n";
+        std::fs::write(&path, line.repeat((6 << 20) / line.len())).unwrap();
+        let file = File::open(&path).unwrap();
+        let size = file.metadata().unwrap().len();
+        let map = crate::mapped::GuardedMap::new(&file, size).unwrap();
+        // Cut after the first block, as a writer truncating the file during the scan would.
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
+        let error = analyze_mapped(
+            map,
+            &file,
+            Some("log.ndjson"),
+            &AnalyzeOptions::default(),
+            size,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("the file shrank while it was read"),
+            "{error}"
+        );
+        assert!(
+            error.contains(&format!("to {} bytes", thousands(2 << 20))),
+            "{error}"
+        );
     }
 
     #[test]

@@ -163,14 +163,17 @@ impl LineSampler {
             self.remaining -= 1;
             return;
         }
-        let joined;
-        let line = if self.partial.is_empty() {
-            rest
-        } else {
-            self.partial.extend_from_slice(rest);
-            joined = std::mem::take(&mut self.partial);
-            &joined
-        };
+        // The line is parsed from a copy: the block may be a mapped file's bytes, which another
+        // process can change while they are read, and the parser trusts text it has checked
+        // to stay as it was. The copy's buffer is kept for the next line.
+        let mut line = std::mem::take(&mut self.partial);
+        line.extend_from_slice(rest);
+        self.take_whole_line(&line);
+        line.clear();
+        self.partial = line;
+    }
+
+    fn take_whole_line(&mut self, line: &[u8]) {
         if line.trim_ascii().is_empty() {
             return;
         }

@@ -182,7 +182,7 @@ impl<R: Read> BlockSource<R> {
 }
 
 /// The end of `bytes` minus an unfinished UTF-8 sequence at its tail, if there is one.
-fn char_boundary_before(bytes: &[u8]) -> usize {
+pub(crate) fn char_boundary_before(bytes: &[u8]) -> usize {
     let len = bytes.len();
     for back in 1..=3.min(len) {
         let byte = bytes[len - back];

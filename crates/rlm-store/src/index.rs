@@ -41,6 +41,13 @@ use crate::top_hits::TopHits;
 /// with two threads (median of 3): 40 MiB takes 3.0 s at 101 MB peak RSS, 64 MiB 2.9 s at 148 MB;
 /// at 32 MiB the fixed per-segment tables leave so little room that segments of ~1,500 chunks
 /// are flushed and merging them costs 45% more time.
+///
+/// Those fixed tables: a segment writer counts 13.6 MB against its share as soon as it exists
+/// (the term table and the fast-field writers' arenas; 4.3 MB of it resident), which leaves each
+/// of two threads ~5.4 MB for postings: ~15,000 chunks of a TSV file, ~2,600 of base64 lines,
+/// whose every token is a new posting. Larger shares or one thread make fewer segments and
+/// merges for such text at the cost of every load's memory or wall time (BENCHMARKS.md,
+/// "High-entropy loads").
 const WRITER_MEMORY_BYTES: usize = 40 * 1024 * 1024;
 
 /// Merges run one at a time (tantivy's default is 4), so a load holds at most one merge's

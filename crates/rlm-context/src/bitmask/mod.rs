@@ -73,6 +73,13 @@ pub(crate) struct CsvMasks {
     pub quote_parity: u64,
 }
 
+/// Whether the CPU runs the AVX-512 kernel (BW with VBMI, see `avx512.rs`); the byte counts
+/// use AVX-512 on the same CPUs.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512_supported() -> bool {
+    avx512::supported()
+}
+
 /// Which code computes the masks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kernel {
