@@ -428,11 +428,26 @@ fn globs_holding_components_list_their_documents_from_the_postings() {
         "logs/*",
         "*.txt",
     ];
+    // The writer's threads spread a load's documents over segments as they come, so a segment
+    // may hold few of the many: there the postings may list them (checked against every
+    // document above), never more than a listed share of the segment.
+    let sizes: Vec<u32> = store
+        .index
+        .searcher()
+        .unwrap()
+        .segment_readers()
+        .iter()
+        .map(tantivy::SegmentReader::max_doc)
+        .collect();
     for (glob, found) in unused.iter().zip(found_by_components(&store, &unused)) {
-        assert!(
-            found.iter().all(|found| found.unwrap_or(0) == 0),
-            "{glob}: {found:?}"
-        );
+        assert_eq!(found.len(), sizes.len(), "{glob}");
+        for (found, size) in found.iter().zip(&sizes) {
+            let listed = found.unwrap_or(0) as u64;
+            assert!(
+                listed <= u64::from(*size) / super::LISTED_SHARE,
+                "{glob}: {found:?} of {size}"
+            );
+        }
         assert!(found.iter().any(Option::is_none), "{glob}: {found:?}");
     }
 }
